@@ -1,0 +1,528 @@
+"""The core's message types: Kafka's schemas, Kafka's field names, lightweight slotted dataclasses.
+
+Every request class has ``API`` (Kafka's API name, e.g. ``"AlterPartition"``), ``API_KEY`` and
+``VERSION`` (the Kafka version whose semantics it carries); its response class has the same ``API``.
+Nested Kafka structures are flattened where Kafka nests by topic: each partition entry names its topic
+(``topic`` for APIs keyed by name, ``topic_id`` for Fetch v13+ and AlterPartition v2+).
+``kraftlog.protocol.wire`` maps every class to kio entities and bytes and back.
+
+Field conventions: offsets and epochs are ints (-1 = none), durations are ints in ms, error codes are
+``Errors`` values (ints).
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from typing import ClassVar
+
+from .records import RecordBatch
+
+#: Kafka's fixed topic id of ``__cluster_metadata`` (``Uuid.METADATA_TOPIC_ID``).
+METADATA_TOPIC_ID = uuid.UUID(int=1)
+METADATA_TOPIC = "__cluster_metadata"
+
+
+# --------------------------------------------------------------------------- Fetch (API key 1, v15+)
+@dataclass(slots=True)
+class FetchPartition:
+    """FetchRequest.Topics[].Partitions[] (v15): ``last_fetched_epoch`` drives KIP-320 divergence."""
+
+    topic_id: uuid.UUID
+    partition: int
+    current_leader_epoch: int
+    fetch_offset: int
+    last_fetched_epoch: int = -1
+    log_start_offset: int = -1
+    partition_max_bytes: int = 1048576
+
+
+@dataclass(slots=True)
+class FetchRequest:
+    """Fetch v15: ``replica_id``/``replica_epoch`` are ReplicaState (KIP-903); -1 for consumers."""
+
+    API: ClassVar[str] = "Fetch"
+    API_KEY: ClassVar[int] = 1
+    VERSION: ClassVar[int] = 15
+    replica_id: int
+    replica_epoch: int
+    max_wait_ms: int
+    min_bytes: int
+    partitions: tuple[FetchPartition, ...]
+    max_bytes: int = 52428800
+    isolation_level: int = 0
+
+
+@dataclass(slots=True)
+class EpochEndOffset:
+    """A (leader epoch, end offset) pair: DivergingEpoch in Fetch, answers of OffsetForLeaderEpoch."""
+
+    epoch: int
+    end_offset: int
+
+
+@dataclass(slots=True)
+class FetchPartitionResponse:
+    """FetchResponse partition data. ``diverging_epoch`` is set when the follower's log diverged
+    (KIP-320 / KIP-595); then ``records`` is empty. ``current_leader`` is (leader_id, leader_epoch)."""
+
+    topic_id: uuid.UUID
+    partition: int
+    error_code: int
+    high_watermark: int = -1
+    last_stable_offset: int = -1
+    log_start_offset: int = -1
+    diverging_epoch: EpochEndOffset | None = None
+    current_leader: tuple[int, int] | None = None
+    records: tuple[RecordBatch, ...] = ()
+
+
+@dataclass(slots=True)
+class FetchResponse:
+    API: ClassVar[str] = "Fetch"
+    error_code: int
+    partitions: tuple[FetchPartitionResponse, ...]
+    throttle_time_ms: int = 0
+    session_id: int = 0
+
+
+# ---------------------------------------------------------------- AlterPartition (API key 56, v3)
+@dataclass(slots=True)
+class BrokerState:
+    """NewIsrWithEpochs entry (KIP-903): ``broker_epoch`` -1 when the epoch check is not used."""
+
+    broker_id: int
+    broker_epoch: int = -1
+
+
+@dataclass(slots=True)
+class AlterPartitionItem:
+    topic_id: uuid.UUID
+    partition: int
+    leader_epoch: int
+    new_isr_with_epochs: tuple[BrokerState, ...]
+    partition_epoch: int
+    leader_recovery_state: int = 0
+
+
+@dataclass(slots=True)
+class AlterPartitionRequest:
+    """AlterPartition v3 (KIP-497, KIP-903): the leader proposes a new ISR to the controller."""
+
+    API: ClassVar[str] = "AlterPartition"
+    API_KEY: ClassVar[int] = 56
+    VERSION: ClassVar[int] = 3
+    broker_id: int
+    broker_epoch: int
+    partitions: tuple[AlterPartitionItem, ...]
+
+
+@dataclass(slots=True)
+class AlterPartitionResponseItem:
+    topic_id: uuid.UUID
+    partition: int
+    error_code: int
+    leader_id: int = -1
+    leader_epoch: int = -1
+    isr: tuple[int, ...] = ()
+    leader_recovery_state: int = 0
+    partition_epoch: int = -1
+
+
+@dataclass(slots=True)
+class AlterPartitionResponse:
+    API: ClassVar[str] = "AlterPartition"
+    error_code: int
+    partitions: tuple[AlterPartitionResponseItem, ...]
+    throttle_time_ms: int = 0
+
+
+# ------------------------------------------------------------ BrokerRegistration (API key 62, v4)
+@dataclass(slots=True)
+class BrokerRegistrationRequest:
+    """``previous_broker_epoch``: the epoch in the clean-shutdown file, -1 if none (KIP-966)."""
+
+    API: ClassVar[str] = "BrokerRegistration"
+    API_KEY: ClassVar[int] = 62
+    VERSION: ClassVar[int] = 4
+    broker_id: int
+    cluster_id: str
+    incarnation_id: uuid.UUID
+    rack: str | None = None
+    previous_broker_epoch: int = -1
+
+
+@dataclass(slots=True)
+class BrokerRegistrationResponse:
+    API: ClassVar[str] = "BrokerRegistration"
+    error_code: int
+    broker_epoch: int = -1
+    throttle_time_ms: int = 0
+
+
+# --------------------------------------------------------------- BrokerHeartbeat (API key 63, v1)
+@dataclass(slots=True)
+class BrokerHeartbeatRequest:
+    API: ClassVar[str] = "BrokerHeartbeat"
+    API_KEY: ClassVar[int] = 63
+    VERSION: ClassVar[int] = 1
+    broker_id: int
+    broker_epoch: int
+    current_metadata_offset: int
+    want_fence: bool
+    want_shut_down: bool
+
+
+@dataclass(slots=True)
+class BrokerHeartbeatResponse:
+    API: ClassVar[str] = "BrokerHeartbeat"
+    error_code: int
+    is_caught_up: bool = False
+    is_fenced: bool = True
+    should_shut_down: bool = False
+    throttle_time_ms: int = 0
+
+
+# ---------------------------------------------- metadata log fetch (Fetch on __cluster_metadata)
+@dataclass(slots=True)
+class MetadataFetchRequest:
+    """A broker's Fetch of the ``__cluster_metadata`` log from the controller (KRaft observer fetch).
+
+    On the wire it is a Fetch v15 for METADATA_TOPIC_ID, partition 0, ReplicaState = the broker."""
+
+    API: ClassVar[str] = "Fetch"
+    API_KEY: ClassVar[int] = 1
+    VERSION: ClassVar[int] = 15
+    replica_id: int
+    replica_epoch: int
+    fetch_offset: int
+    max_wait_ms: int
+
+
+@dataclass(slots=True)
+class MetadataFetchResponse:
+    """``records``: metadata records from ``fetch_offset`` on (``kraftlog.metadata.records``);
+    ``high_watermark``: the metadata log end offset."""
+
+    API: ClassVar[str] = "Fetch"
+    error_code: int
+    high_watermark: int
+    base_offset: int
+    records: tuple = ()
+
+
+# ---------------------------------------------------------------------- Produce (API key 0, v9)
+@dataclass(slots=True)
+class ProducePartition:
+    topic: str
+    partition: int
+    records: tuple[RecordBatch, ...]
+
+
+@dataclass(slots=True)
+class ProduceRequest:
+    """``acks``: 0, 1 or -1 (all); ``timeout_ms``: how long the leader waits for acks=all."""
+
+    API: ClassVar[str] = "Produce"
+    API_KEY: ClassVar[int] = 0
+    VERSION: ClassVar[int] = 9
+    acks: int
+    timeout_ms: int
+    partitions: tuple[ProducePartition, ...]
+    transactional_id: str | None = None
+
+
+@dataclass(slots=True)
+class ProducePartitionResponse:
+    topic: str
+    partition: int
+    error_code: int
+    base_offset: int = -1
+    log_append_time_ms: int = -1
+    log_start_offset: int = -1
+
+
+@dataclass(slots=True)
+class ProduceResponse:
+    API: ClassVar[str] = "Produce"
+    partitions: tuple[ProducePartitionResponse, ...]
+    throttle_time_ms: int = 0
+
+
+# ------------------------------------------------------------------ ListOffsets (API key 2, v7)
+EARLIEST_TIMESTAMP = -2
+LATEST_TIMESTAMP = -1
+
+
+@dataclass(slots=True)
+class ListOffsetsPartition:
+    topic: str
+    partition: int
+    timestamp: int
+    current_leader_epoch: int = -1
+
+
+@dataclass(slots=True)
+class ListOffsetsRequest:
+    API: ClassVar[str] = "ListOffsets"
+    API_KEY: ClassVar[int] = 2
+    VERSION: ClassVar[int] = 7
+    replica_id: int
+    partitions: tuple[ListOffsetsPartition, ...]
+    isolation_level: int = 0
+
+
+@dataclass(slots=True)
+class ListOffsetsPartitionResponse:
+    topic: str
+    partition: int
+    error_code: int
+    timestamp: int = -1
+    offset: int = -1
+    leader_epoch: int = -1
+
+
+@dataclass(slots=True)
+class ListOffsetsResponse:
+    API: ClassVar[str] = "ListOffsets"
+    partitions: tuple[ListOffsetsPartitionResponse, ...]
+    throttle_time_ms: int = 0
+
+
+# ------------------------------------------------------- OffsetForLeaderEpoch (API key 23, v4)
+@dataclass(slots=True)
+class OffsetForLeaderEpochPartition:
+    topic: str
+    partition: int
+    current_leader_epoch: int
+    leader_epoch: int
+
+
+@dataclass(slots=True)
+class OffsetForLeaderEpochRequest:
+    API: ClassVar[str] = "OffsetForLeaderEpoch"
+    API_KEY: ClassVar[int] = 23
+    VERSION: ClassVar[int] = 4
+    replica_id: int
+    partitions: tuple[OffsetForLeaderEpochPartition, ...]
+
+
+@dataclass(slots=True)
+class OffsetForLeaderEpochPartitionResponse:
+    topic: str
+    partition: int
+    error_code: int
+    leader_epoch: int = -1
+    end_offset: int = -1
+
+
+@dataclass(slots=True)
+class OffsetForLeaderEpochResponse:
+    API: ClassVar[str] = "OffsetForLeaderEpoch"
+    partitions: tuple[OffsetForLeaderEpochPartitionResponse, ...]
+    throttle_time_ms: int = 0
+
+
+# ---------------------------------------------------------------------- Metadata (API key 3, v12)
+@dataclass(slots=True)
+class MetadataRequest:
+    """``topics`` None asks for every topic."""
+
+    API: ClassVar[str] = "Metadata"
+    API_KEY: ClassVar[int] = 3
+    VERSION: ClassVar[int] = 12
+    topics: tuple[str, ...] | None = None
+
+
+@dataclass(slots=True)
+class MetadataBroker:
+    node_id: int
+    host: str
+    port: int
+    rack: str | None = None
+
+
+@dataclass(slots=True)
+class MetadataPartition:
+    error_code: int
+    partition_index: int
+    leader_id: int
+    leader_epoch: int
+    replica_nodes: tuple[int, ...]
+    isr_nodes: tuple[int, ...]
+    offline_replicas: tuple[int, ...] = ()
+
+
+@dataclass(slots=True)
+class MetadataTopic:
+    error_code: int
+    name: str
+    topic_id: uuid.UUID
+    partitions: tuple[MetadataPartition, ...]
+
+
+@dataclass(slots=True)
+class MetadataResponse:
+    API: ClassVar[str] = "Metadata"
+    brokers: tuple[MetadataBroker, ...]
+    controller_id: int
+    topics: tuple[MetadataTopic, ...]
+    cluster_id: str | None = None
+    throttle_time_ms: int = 0
+
+
+# ------------------------------------------------------------------ CreateTopics (API key 19, v7)
+@dataclass(slots=True)
+class CreatableTopic:
+    """``assignment``: replica list per partition (preferred leader first), or empty to use
+    ``num_partitions``/``replication_factor``; ``configs``: Kafka topic config names to string values."""
+
+    name: str
+    num_partitions: int = -1
+    replication_factor: int = -1
+    assignment: tuple[tuple[int, ...], ...] = ()
+    configs: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(slots=True)
+class CreateTopicsRequest:
+    API: ClassVar[str] = "CreateTopics"
+    API_KEY: ClassVar[int] = 19
+    VERSION: ClassVar[int] = 7
+    topics: tuple[CreatableTopic, ...]
+    timeout_ms: int = 30000
+
+
+@dataclass(slots=True)
+class CreateTopicResult:
+    name: str
+    error_code: int
+    topic_id: uuid.UUID | None = None
+    error_message: str | None = None
+
+
+@dataclass(slots=True)
+class CreateTopicsResponse:
+    API: ClassVar[str] = "CreateTopics"
+    topics: tuple[CreateTopicResult, ...]
+    throttle_time_ms: int = 0
+
+
+# ---------------------------------------------------- IncrementalAlterConfigs (API key 44, v1)
+RESOURCE_TOPIC = 2
+RESOURCE_BROKER = 4
+OP_SET = 0
+OP_DELETE = 1
+
+
+@dataclass(slots=True)
+class AlterableConfig:
+    name: str
+    config_operation: int
+    value: str | None
+
+
+@dataclass(slots=True)
+class AlterConfigsResource:
+    """``resource_type`` 2 = topic, 4 = broker (resource_name "" = cluster default)."""
+
+    resource_type: int
+    resource_name: str
+    configs: tuple[AlterableConfig, ...]
+
+
+@dataclass(slots=True)
+class IncrementalAlterConfigsRequest:
+    API: ClassVar[str] = "IncrementalAlterConfigs"
+    API_KEY: ClassVar[int] = 44
+    VERSION: ClassVar[int] = 1
+    resources: tuple[AlterConfigsResource, ...]
+    validate_only: bool = False
+
+
+@dataclass(slots=True)
+class AlterConfigsResourceResponse:
+    error_code: int
+    resource_type: int
+    resource_name: str
+    error_message: str | None = None
+
+
+@dataclass(slots=True)
+class IncrementalAlterConfigsResponse:
+    API: ClassVar[str] = "IncrementalAlterConfigs"
+    responses: tuple[AlterConfigsResourceResponse, ...]
+    throttle_time_ms: int = 0
+
+
+# ------------------------------------------------------------------ ElectLeaders (API key 43, v2)
+ELECTION_PREFERRED = 0
+ELECTION_UNCLEAN = 1
+ELECTION_LONGEST_LOG_BALANCED = 2
+ELECTION_LONGEST_LOG_AGGRESSIVE = 3
+ELECTION_DESIGNATION = 4
+
+ELECTION_TYPES = {
+    "preferred": ELECTION_PREFERRED,
+    "unclean": ELECTION_UNCLEAN,
+    "longest_log_balanced": ELECTION_LONGEST_LOG_BALANCED,
+    "longest_log_aggressive": ELECTION_LONGEST_LOG_AGGRESSIVE,
+    "designation": ELECTION_DESIGNATION,
+}
+
+
+@dataclass(slots=True)
+class ElectLeadersPartition:
+    topic: str
+    partition: int
+    desired_leader: int = -1
+
+
+@dataclass(slots=True)
+class ElectLeadersRequest:
+    """Types 0 PREFERRED and 1 UNCLEAN (v2); 2..4 and DesiredLeaders are KIP-966's v3."""
+
+    API: ClassVar[str] = "ElectLeaders"
+    API_KEY: ClassVar[int] = 43
+    VERSION: ClassVar[int] = 2
+    election_type: int
+    partitions: tuple[ElectLeadersPartition, ...]
+    timeout_ms: int = 30000
+
+
+@dataclass(slots=True)
+class ElectLeadersResult:
+    topic: str
+    partition: int
+    error_code: int
+    error_message: str | None = None
+
+
+@dataclass(slots=True)
+class ElectLeadersResponse:
+    API: ClassVar[str] = "ElectLeaders"
+    error_code: int
+    results: tuple[ElectLeadersResult, ...]
+    throttle_time_ms: int = 0
+
+
+#: Every request class, keyed by API name (MetadataFetchRequest shares "Fetch").
+REQUEST_TYPES: tuple[type, ...] = (
+    FetchRequest, MetadataFetchRequest, AlterPartitionRequest, BrokerRegistrationRequest,
+    BrokerHeartbeatRequest, ProduceRequest, ListOffsetsRequest, OffsetForLeaderEpochRequest,
+    MetadataRequest, CreateTopicsRequest, IncrementalAlterConfigsRequest, ElectLeadersRequest,
+)
+#: The Kafka API names a scenario's ``hold``/``release`` may name.
+API_NAMES: frozenset[str] = frozenset(cls.API for cls in REQUEST_TYPES)
+
+
+@dataclass(slots=True)
+class Envelope:
+    """A message in transit: ``src``/``dst`` are node ids (broker int, ``"controller"`` or a client id),
+    ``correlation_id`` matches a response to its request, ``is_response`` tells which it is."""
+
+    src: object
+    dst: object
+    correlation_id: int
+    message: object
+    is_response: bool = False
