@@ -1,0 +1,792 @@
+"""A broker as one sans-I/O node (Kafka's ``BrokerServer`` with ReplicaManager, fetchers, purgatories).
+
+Lifecycle (KRaft): register with the controller (BrokerRegistration, retried while the controller
+answers DUPLICATE_BROKER_REGISTRATION), heartbeat every ``broker.heartbeat.interval.ms``, fetch and
+replay the metadata log (leadership, ISR and ELR reach brokers only that way), become leader or
+follower per partition, and on ``begin_controlled_shutdown`` ask to shut down, then flush, write the
+HWM checkpoint and the clean-shutdown file (KIP-966) and stop.
+
+Requests served: Fetch (followers and consumers, long-polled), Produce (acks 0/1/all, NOT_ENOUGH_REPLICAS),
+ListOffsets, OffsetForLeaderEpoch, Metadata. Leader-epoch fencing (KIP-320): a request epoch greater
+than the leader's gets UNKNOWN_LEADER_EPOCH (checked first), a smaller one FENCED_LEADER_EPOCH.
+"""
+
+from __future__ import annotations
+
+import random
+import uuid
+from dataclasses import dataclass
+
+from ..metadata import config as cfg
+from ..metadata.image import MetadataImage
+from ..metadata.records import NO_LEADER, RECOVERED
+from ..protocol import messages as m
+from ..protocol.errors import Errors
+from ..protocol.level import Level
+from ..protocol.node import NodeBase, earliest
+from ..protocol.records import RecordBatch
+from ..storage.checkpoints import (
+    delete_clean_shutdown, read_clean_shutdown, read_hwm_checkpoint, write_clean_shutdown, write_hwm_checkpoint,
+)
+from ..storage.disk import Disk
+from ..storage.log import LogConfig, PartitionLog
+from .partition import Partition
+
+CONTROLLER = "controller"
+LOG_DIR = "data"
+#: Backoffs (ms) for retries to the controller.
+REGISTRATION_BACKOFF_MS = 1000
+METADATA_FETCH_TIMEOUT_MS = 2000  # Kafka: controller.quorum.fetch.timeout.ms
+ALTER_PARTITION_BACKOFF_MS = 100
+CONTROLLED_SHUTDOWN_MAX_MS = 30000
+
+STARTING, RECOVERY, RUNNING, PENDING_CONTROLLED_SHUTDOWN, SHUTDOWN = (
+    "STARTING", "RECOVERY", "RUNNING", "PENDING_CONTROLLED_SHUTDOWN", "SHUTDOWN")
+
+
+@dataclass(slots=True)
+class DelayedProduce:
+    """An acks=all produce waiting for the HWM (Kafka's DelayedProduce)."""
+
+    envelope: m.Envelope
+    deadline_ms: int
+    # per partition: [topic, index, required offset, leader epoch, base offset, error or None]
+    parts: list
+    # the per-partition responses computed at append time (errors there are final)
+    results: list
+
+
+class Broker(NodeBase):
+    """Broker ``broker_id``. ``config``: static broker configs (Kafka names → strings);
+    ``disk``: this broker's log dir; ``rng``: seeded (incarnation id)."""
+
+    def __init__(self, broker_id: int, config: dict, level: Level, disk: Disk, rng: random.Random,
+                 now_ms: int, cluster_id: str = "kraftlog") -> None:
+        super().__init__(broker_id)
+        self.broker_id = broker_id
+        self.static = dict(config)
+        self.level = level
+        self.disk = disk
+        self.rng = rng
+        self.cluster_id = cluster_id
+        self.incarnation_id = uuid.UUID(int=rng.getrandbits(128))
+        self.state = STARTING
+        self.broker_epoch = -1
+        self.fenced = True
+        self.image = MetadataImage()
+        self.partitions: dict[tuple[str, int], Partition] = {}
+        # Static timings (ms).
+        g = lambda name: int(cfg.lookup(name, self.static))  # noqa: E731
+        self.heartbeat_interval_ms = g("broker.heartbeat.interval.ms")
+        self.lag_max_ms = g("replica.lag.time.max.ms")
+        self.fetch_wait_max_ms = g("replica.fetch.wait.max.ms")
+        self.fetch_backoff_ms = g("replica.fetch.backoff.ms")
+        self.replica_timeout_ms = g("replica.socket.timeout.ms")
+        self.request_timeout_ms = g("request.timeout.ms")
+        self.fetch_max_bytes = g("replica.fetch.max.bytes")
+        self.hwm_checkpoint_interval_ms = g("replica.high.watermark.checkpoint.interval.ms")
+        self.metadata_idle_ms = g("metadata.max.idle.interval.ms")
+        # Log recovery: load every partition directory on the disk (Kafka's LogManager.loadLogs).
+        self.previous_broker_epoch = read_clean_shutdown(disk, LOG_DIR)
+        delete_clean_shutdown(disk, LOG_DIR, now_ms)
+        self.logs: dict[tuple[str, int], PartitionLog] = {}
+        hwms = read_hwm_checkpoint(disk, LOG_DIR)
+        dirs = sorted({p[len(LOG_DIR) + 1:].split("/", 1)[0] for p in disk.list(LOG_DIR + "/") if
+                       p.count("/") >= 2})
+        for d in dirs:
+            topic, _, idx = d.rpartition("-")
+            if not idx.isdigit():
+                continue
+            key = (topic, int(idx))
+            log = PartitionLog(disk, f"{LOG_DIR}/{d}", self._log_config(topic), now_ms)
+            log.update_high_watermark(min(hwms.get(key, 0), log.log_end_offset))
+            self.logs[key] = log
+        # Timers and in-flight state.
+        self.next_register_ms: int | None = now_ms
+        self.registration_inflight = False
+        self.next_heartbeat_ms: int | None = None
+        self.heartbeat_inflight = False
+        self.next_metadata_fetch_ms: int | None = None
+        self.metadata_fetch_inflight = False
+        self.fetch_inflight: dict[int, int] = {}  # leader id -> correlation id
+        self.fetch_backoff_until: dict[int, int] = {}
+        self.delayed_fetches: list[tuple[int, m.Envelope]] = []
+        self.delayed_produces: list[DelayedProduce] = []
+        self.next_isr_check_ms = now_ms + self.lag_max_ms // 2
+        self.next_hwm_checkpoint_ms = now_ms + self.hwm_checkpoint_interval_ms
+        self.controlled_shutdown_deadline: int | None = None
+        self.stopped = False
+        self.alter_inflight: dict[tuple[str, int], int] = {}
+
+    # ================================================================= helpers
+    def _log_config(self, topic: str | None) -> LogConfig:
+        msgs = cfg.as_int(self.image.config("log.flush.interval.messages", topic, self.static))
+        ms = cfg.as_int(self.image.config("log.flush.interval.ms", topic, self.static))
+        return LogConfig(flush_interval_messages=msgs, flush_interval_ms=ms)
+
+    def min_isr(self, topic: str) -> int:
+        return self.image.min_isr(topic, self.static)
+
+    @property
+    def metadata_offset(self) -> int:
+        return self.image.offset
+
+    # ================================================================= lifecycle
+    def begin_controlled_shutdown(self, now_ms: int) -> None:
+        """Start a clean shutdown: ask the controller to move leadership away, then stop."""
+        if self.state in (SHUTDOWN, PENDING_CONTROLLED_SHUTDOWN) or self.stopped:
+            return
+        if self.state == STARTING:
+            self._finish_shutdown(now_ms)
+            return
+        self.state = PENDING_CONTROLLED_SHUTDOWN
+        self.controlled_shutdown_deadline = now_ms + CONTROLLED_SHUTDOWN_MAX_MS
+        self.next_heartbeat_ms = now_ms
+
+    def _finish_shutdown(self, now_ms: int) -> None:
+        """Flush every log, checkpoint HWMs, write the clean-shutdown file, stop."""
+        for key in sorted(self.logs):
+            self.logs[key].flush(now_ms)
+        self._checkpoint_hwms(now_ms)
+        if self.broker_epoch >= 0:
+            write_clean_shutdown(self.disk, LOG_DIR, self.broker_epoch, now_ms)
+        self.state = SHUTDOWN
+        self.stopped = True
+        self._outbox.clear()
+
+    def _checkpoint_hwms(self, now_ms: int) -> None:
+        write_hwm_checkpoint(self.disk, LOG_DIR, {k: log.high_watermark for k, log in sorted(self.logs.items())},
+                             now_ms)
+
+    # ================================================================= node contract
+    def tick(self, now_ms: int) -> None:
+        if self.stopped:
+            return
+        self._expire_requests(now_ms)
+        if self.next_register_ms is not None and now_ms >= self.next_register_ms and not self.registration_inflight:
+            self.next_register_ms = None
+            self.registration_inflight = True
+            self.send_request(CONTROLLER, m.BrokerRegistrationRequest(
+                self.broker_id, self.cluster_id, self.incarnation_id,
+                previous_broker_epoch=self.previous_broker_epoch if self.level >= Level.ELR else -1),
+                now_ms, self.request_timeout_ms, ("register",))
+        if self.next_heartbeat_ms is not None and now_ms >= self.next_heartbeat_ms:
+            self._send_heartbeat(now_ms)
+        if (self.next_metadata_fetch_ms is not None and now_ms >= self.next_metadata_fetch_ms
+                and not self.metadata_fetch_inflight):
+            self._send_metadata_fetch(now_ms)
+        if self.controlled_shutdown_deadline is not None and now_ms >= self.controlled_shutdown_deadline:
+            self._finish_shutdown(now_ms)
+            return
+        if self.delayed_fetches:
+            due = [e for d, e in self.delayed_fetches if d <= now_ms]
+            if due:
+                self.delayed_fetches = [(d, e) for d, e in self.delayed_fetches if d > now_ms]
+                for env in due:
+                    self._handle_fetch(now_ms, env, may_park=False)
+        if self.delayed_produces:
+            self._complete_delayed_produces(now_ms)
+        if now_ms >= self.next_isr_check_ms:
+            self.next_isr_check_ms = now_ms + self.lag_max_ms // 2
+            self._maybe_shrink_isrs(now_ms)
+        if now_ms >= self.next_hwm_checkpoint_ms:
+            self.next_hwm_checkpoint_ms = now_ms + self.hwm_checkpoint_interval_ms
+            self._checkpoint_hwms(now_ms)
+        for key in sorted(self.logs):
+            self.logs[key].maybe_flush(now_ms)
+        self._send_alter_partitions(now_ms)
+        self._send_fetches(now_ms)
+
+    def next_deadline(self) -> int | None:
+        if self.stopped:
+            return None
+        d = earliest(self._request_deadline(), self.next_register_ms if not self.registration_inflight else None,
+                     self.next_heartbeat_ms,
+                     self.next_metadata_fetch_ms if not self.metadata_fetch_inflight else None,
+                     self.controlled_shutdown_deadline, self.next_hwm_checkpoint_ms)
+        if self.partitions:
+            d = earliest(d, self.next_isr_check_ms)
+        for deadline, _ in self.delayed_fetches:
+            d = earliest(d, deadline)
+        for dp in self.delayed_produces:
+            d = earliest(d, dp.deadline_ms)
+        for t in self.fetch_backoff_until.values():
+            d = earliest(d, t)
+        for p in self.partitions.values():
+            if p.pending is not None and not p.pending.sent:
+                d = earliest(d, p.pending.retry_at_ms)
+            fd = p.log.next_flush_deadline()
+            if fd is not None:
+                d = earliest(d, fd)
+        return d
+
+    def on_response(self, now_ms: int, context, message) -> None:
+        if self.stopped:
+            return
+        kind = context[0]
+        if kind == "fetch":
+            self._on_fetch_response(now_ms, context, message)
+        elif kind == "metadata":
+            self._on_metadata_fetch(now_ms, message)
+        elif kind == "heartbeat":
+            self._on_heartbeat(now_ms, message)
+        elif kind == "alter":
+            self._on_alter_partition(now_ms, context, message)
+        elif kind == "register":
+            self._on_registration(now_ms, message)
+        self._after_event(now_ms)
+
+    def on_timeout(self, now_ms: int, context) -> None:
+        if self.stopped:
+            return
+        kind = context[0]
+        if kind == "fetch":
+            leader = context[1]
+            self.fetch_inflight.pop(leader, None)
+            for key in context[2]:
+                p = self.partitions.get(key)
+                if p is not None:
+                    p.fetch_inflight = False
+            self.fetch_backoff_until[leader] = now_ms + self.fetch_backoff_ms
+        elif kind == "metadata":
+            self.metadata_fetch_inflight = False
+            self.next_metadata_fetch_ms = now_ms + self.fetch_backoff_ms // 10
+        elif kind == "heartbeat":
+            self.heartbeat_inflight = False
+        elif kind == "alter":
+            self._retry_alter(now_ms, context)
+        elif kind == "register":
+            self.registration_inflight = False
+            self.next_register_ms = now_ms + REGISTRATION_BACKOFF_MS
+
+    def on_request(self, now_ms: int, env: m.Envelope) -> None:
+        if self.stopped:
+            return
+        msg = env.message
+        kind = type(msg)
+        if kind is m.FetchRequest:
+            self._handle_fetch(now_ms, env, may_park=True)
+        elif kind is m.ProduceRequest:
+            self._handle_produce(now_ms, env)
+        elif kind is m.ListOffsetsRequest:
+            self.send_response(env, self._handle_list_offsets(msg))
+        elif kind is m.OffsetForLeaderEpochRequest:
+            self.send_response(env, self._handle_offset_for_leader_epoch(msg))
+        elif kind is m.MetadataRequest:
+            self.send_response(env, self._handle_metadata(msg))
+        # Controller APIs sent to a broker are not answered (KRaft forwards; we do not).
+        self._after_event(now_ms)
+
+    def _after_event(self, now_ms: int) -> None:
+        if self.stopped:
+            return
+        self._send_alter_partitions(now_ms)
+        self._send_fetches(now_ms)
+
+    # ================================================================= registration, heartbeat
+    def _on_registration(self, now_ms: int, resp: m.BrokerRegistrationResponse) -> None:
+        self.registration_inflight = False
+        if resp.error_code != Errors.NONE:
+            self.next_register_ms = now_ms + REGISTRATION_BACKOFF_MS
+            return
+        self.broker_epoch = resp.broker_epoch
+        if self.state == STARTING:
+            self.state = RECOVERY
+        self.next_heartbeat_ms = now_ms
+        if self.next_metadata_fetch_ms is None:
+            self.next_metadata_fetch_ms = now_ms
+        self._send_heartbeat(now_ms)
+        if not self.metadata_fetch_inflight:
+            self._send_metadata_fetch(now_ms)
+
+    def _send_heartbeat(self, now_ms: int) -> None:
+        self.next_heartbeat_ms = now_ms + self.heartbeat_interval_ms
+        if self.broker_epoch < 0:
+            return
+        self.heartbeat_inflight = True
+        self.send_request(CONTROLLER, m.BrokerHeartbeatRequest(
+            self.broker_id, self.broker_epoch, self.image.offset, want_fence=False,
+            want_shut_down=self.state == PENDING_CONTROLLED_SHUTDOWN), now_ms, self.heartbeat_interval_ms,
+            ("heartbeat",))
+
+    def _on_heartbeat(self, now_ms: int, resp: m.BrokerHeartbeatResponse) -> None:
+        self.heartbeat_inflight = False
+        if resp.error_code in (Errors.STALE_BROKER_EPOCH, Errors.BROKER_ID_NOT_REGISTERED):
+            if not self.registration_inflight and self.state != PENDING_CONTROLLED_SHUTDOWN:
+                self.broker_epoch = -1
+                self.next_heartbeat_ms = None
+                self.next_register_ms = now_ms
+            return
+        if resp.error_code != Errors.NONE:
+            return
+        self.fenced = resp.is_fenced
+        if self.state == RECOVERY and not resp.is_fenced:
+            self.state = RUNNING
+        if self.state == PENDING_CONTROLLED_SHUTDOWN:
+            if resp.should_shut_down:
+                self._finish_shutdown(now_ms)
+            else:
+                self.next_heartbeat_ms = min(self.next_heartbeat_ms, now_ms + 100)
+
+    # ================================================================= metadata log
+    def _send_metadata_fetch(self, now_ms: int) -> None:
+        if self.broker_epoch < 0:
+            return
+        self.metadata_fetch_inflight = True
+        self.next_metadata_fetch_ms = None
+        self.send_request(CONTROLLER, m.MetadataFetchRequest(
+            self.broker_id, self.broker_epoch, self.image.offset + 1, self.metadata_idle_ms),
+            now_ms, METADATA_FETCH_TIMEOUT_MS, ("metadata",))
+
+    def _on_metadata_fetch(self, now_ms: int, resp: m.MetadataFetchResponse) -> None:
+        self.metadata_fetch_inflight = False
+        if resp.error_code != Errors.NONE:
+            self.next_metadata_fetch_ms = now_ms + self.fetch_backoff_ms
+            return
+        if resp.records and resp.base_offset == self.image.offset + 1:
+            self.apply_metadata(now_ms, resp.records, resp.base_offset)
+        self.next_metadata_fetch_ms = now_ms
+        if self.state == PENDING_CONTROLLED_SHUTDOWN:
+            self.next_heartbeat_ms = now_ms
+        self._send_metadata_fetch(now_ms)
+
+    def apply_metadata(self, now_ms: int, records, base_offset: int) -> None:
+        """Replay metadata records and apply the partition roles they imply (BrokerMetadataPublisher)."""
+        self.image, delta = self.image.replay(records, base_offset)
+        image = self.image
+        for key in sorted(delta.partitions):
+            reg = image.partitions[key]
+            if self.broker_id not in reg.replicas:
+                continue
+            p = self.partitions.get(key)
+            if p is None:
+                log = self.logs.get(key)
+                if log is None:
+                    log = PartitionLog(self.disk, f"{LOG_DIR}/{key[0]}-{key[1]}", self._log_config(key[0]), now_ms)
+                    self.logs[key] = log
+                p = Partition(self.broker_id, key[0], key[1], image.topics[key[0]].topic_id, log, self.level)
+                self.partitions[key] = p
+            if reg.leader == self.broker_id:
+                p.make_leader(reg, now_ms)
+                if reg.leader_recovery_state != RECOVERED and p.pending is None:
+                    # KIP-704: an unclean leader recovers its log, then marks the partition RECOVERED.
+                    p.propose(p.isr, self._member_epochs(p.isr), expand=False, leader_recovery_state=RECOVERED)
+                self._maybe_increment_hwm(now_ms, p)
+            else:
+                if p.make_follower(reg):
+                    self._fail_delayed_produces(key)
+        if delta.configs:
+            for key, log in self.logs.items():
+                log.config = self._log_config(key[0])
+        if delta.partitions or delta.brokers:
+            self._wake_delayed_fetches(now_ms)
+
+    # ================================================================= follower fetching
+    def _send_fetches(self, now_ms: int) -> None:
+        """One Fetch in flight per leader, for every partition we follow (Kafka's fetcher threads)."""
+        if self.broker_epoch < 0 or self.state == STARTING:
+            return
+        by_leader: dict[int, list[Partition]] = {}
+        for key in sorted(self.partitions):
+            p = self.partitions[key]
+            if p.is_leader or p.leader_id == NO_LEADER or p.leader_id == self.broker_id or p.fetch_inflight:
+                continue
+            if p.fetch_failed_epoch == p.leader_epoch:
+                continue
+            by_leader.setdefault(p.leader_id, []).append(p)
+        for leader, parts in by_leader.items():
+            if leader in self.fetch_inflight:
+                continue
+            if self.fetch_backoff_until.get(leader, 0) > now_ms:
+                continue
+            self.fetch_backoff_until.pop(leader, None)
+            fps = []
+            for p in parts:
+                p.fetch_inflight = True
+                fps.append(m.FetchPartition(
+                    p.topic_id, p.index, p.leader_epoch, p.log.log_end_offset,
+                    p.log.epoch_cache.latest_epoch(), p.log.log_start_offset, self.fetch_max_bytes))
+            req = m.FetchRequest(self.broker_id, self.broker_epoch, self.fetch_wait_max_ms, 1, tuple(fps))
+            keys = tuple(p.key for p in parts)
+            epochs = tuple(p.leader_epoch for p in parts)
+            corr = self.send_request(leader, req, now_ms, self.replica_timeout_ms, ("fetch", leader, keys, epochs))
+            self.fetch_inflight[leader] = corr
+
+    def _on_fetch_response(self, now_ms: int, context, resp: m.FetchResponse) -> None:
+        _, leader, keys, epochs = context
+        self.fetch_inflight.pop(leader, None)
+        sent = dict(zip(keys, epochs))
+        for key in keys:
+            p = self.partitions.get(key)
+            if p is not None:
+                p.fetch_inflight = False
+        if resp.error_code != Errors.NONE:
+            self.fetch_backoff_until[leader] = now_ms + self.fetch_backoff_ms
+            return
+        backoff = False
+        for pr in resp.partitions:
+            name = self.image.topic_name(pr.topic_id)
+            key = (name, pr.partition)
+            p = self.partitions.get(key)
+            if p is None or p.is_leader or p.leader_epoch != sent.get(key) or p.leader_id != leader:
+                continue  # the partition moved on while the fetch was in flight
+            if pr.error_code == Errors.FENCED_LEADER_EPOCH:
+                p.fetch_failed_epoch = p.leader_epoch  # our epoch is stale: wait for metadata
+                continue
+            if pr.error_code != Errors.NONE:
+                backoff = True
+                continue
+            log = p.log
+            if pr.diverging_epoch is not None:
+                log.truncate_to(p.truncation_offset(pr.diverging_epoch), now_ms)
+                continue
+            if pr.records:
+                if pr.records[0].base_offset != log.log_end_offset:
+                    batches = [b for b in pr.records if b.base_offset >= log.log_end_offset]
+                    if not batches or batches[0].base_offset != log.log_end_offset:
+                        continue
+                else:
+                    batches = pr.records
+                log.append_as_follower(batches, now_ms)
+            if pr.high_watermark >= 0:
+                log.update_high_watermark(pr.high_watermark)  # follower HWM = min(leader HWM, LEO)
+        if backoff:
+            self.fetch_backoff_until[leader] = now_ms + self.fetch_backoff_ms
+
+    # ================================================================= Fetch (leader side)
+    def _fetch_partition_error(self, p: Partition | None, current_leader_epoch: int) -> int:
+        if p is None or not p.is_leader:
+            return Errors.NOT_LEADER_OR_FOLLOWER
+        if current_leader_epoch > p.leader_epoch:
+            return Errors.UNKNOWN_LEADER_EPOCH
+        if 0 <= current_leader_epoch < p.leader_epoch:
+            return Errors.FENCED_LEADER_EPOCH
+        return Errors.NONE
+
+    def _handle_fetch(self, now_ms: int, env: m.Envelope, may_park: bool) -> None:
+        req: m.FetchRequest = env.message
+        is_follower = req.replica_id >= 0
+        out = []
+        has_data = False
+        hw_changed = []
+        for fp in req.partitions:
+            name = self.image.topic_name(fp.topic_id)
+            p = self.partitions.get((name, fp.partition)) if name is not None else None
+            error = self._fetch_partition_error(p, fp.current_leader_epoch)
+            if error == Errors.NONE and is_follower:
+                if req.replica_id not in p.replicas:
+                    error = Errors.NOT_LEADER_OR_FOLLOWER
+                elif self.level >= Level.KIP903 and req.replica_epoch >= 0:
+                    reg = self.image.brokers.get(req.replica_id)
+                    if reg is not None and req.replica_epoch < reg.broker_epoch:
+                        error = Errors.STALE_BROKER_EPOCH  # KIP-903: a stale broker epoch cannot fetch
+            if error != Errors.NONE:
+                has_data = True
+                current = (p.leader_id, p.leader_epoch) if p is not None else None
+                out.append(m.FetchPartitionResponse(fp.topic_id, fp.partition, error, current_leader=current))
+                continue
+            log = p.log
+            if is_follower and fp.last_fetched_epoch >= 0:
+                epoch, end = log.epoch_cache.end_offset_for(fp.last_fetched_epoch, log.log_end_offset)
+                if epoch < fp.last_fetched_epoch or end < fp.fetch_offset or end < 0:
+                    has_data = True
+                    out.append(m.FetchPartitionResponse(
+                        fp.topic_id, fp.partition, Errors.NONE, log.high_watermark, log.high_watermark,
+                        log.log_start_offset, diverging_epoch=m.EpochEndOffset(epoch, end)))
+                    continue
+            if fp.fetch_offset > log.log_end_offset or fp.fetch_offset < log.log_start_offset:
+                has_data = True
+                out.append(m.FetchPartitionResponse(fp.topic_id, fp.partition, Errors.OFFSET_OUT_OF_RANGE,
+                                                    log.high_watermark, log.high_watermark, log.log_start_offset))
+                continue
+            if is_follower:
+                p.update_follower_fetch_state(req.replica_id, fp.fetch_offset, req.replica_epoch,
+                                              fp.current_leader_epoch, now_ms)
+                self._maybe_expand_isr(now_ms, p, req.replica_id)
+                if self._maybe_increment_hwm(now_ms, p, wake=False):
+                    hw_changed.append(p)
+                records = log.read(fp.fetch_offset, log.log_end_offset, fp.partition_max_bytes)
+            else:
+                if log.high_watermark < p.leader_epoch_start_offset:
+                    # KIP-207: a new leader does not expose an HWM below its epoch start offset.
+                    has_data = True
+                    out.append(m.FetchPartitionResponse(fp.topic_id, fp.partition, Errors.OFFSET_NOT_AVAILABLE,
+                                                        current_leader=(p.leader_id, p.leader_epoch)))
+                    continue
+                records = log.read(fp.fetch_offset, log.high_watermark, fp.partition_max_bytes)
+            if records:
+                has_data = True
+            out.append(m.FetchPartitionResponse(
+                fp.topic_id, fp.partition, Errors.NONE, log.high_watermark, log.high_watermark,
+                log.log_start_offset, records=records))
+        if not has_data and may_park and req.max_wait_ms > 0:
+            self.delayed_fetches.append((now_ms + req.max_wait_ms, env))
+        else:
+            self.send_response(env, m.FetchResponse(Errors.NONE, tuple(out)))
+        if hw_changed:
+            self._on_hwm_changed(now_ms)
+
+    def _wake_delayed_fetches(self, now_ms: int) -> None:
+        """Re-run parked fetches that can now return data or an error (DelayedFetch.tryComplete)."""
+        if not self.delayed_fetches:
+            return
+        parked, self.delayed_fetches = self.delayed_fetches, []
+        for deadline, env in parked:
+            if self._fetch_ready(env):
+                self._handle_fetch(now_ms, env, may_park=False)
+            else:
+                self.delayed_fetches.append((deadline, env))
+
+    def _fetch_ready(self, env: m.Envelope) -> bool:
+        req: m.FetchRequest = env.message
+        for fp in req.partitions:
+            name = self.image.topic_name(fp.topic_id)
+            p = self.partitions.get((name, fp.partition)) if name is not None else None
+            if self._fetch_partition_error(p, fp.current_leader_epoch) != Errors.NONE:
+                return True
+            limit = p.log.log_end_offset if req.replica_id >= 0 else p.log.high_watermark
+            if limit > fp.fetch_offset:
+                return True
+        return False
+
+    # ================================================================= ISR and HWM
+    def _member_epochs(self, members) -> dict[int, int]:
+        """Broker epochs to send in NewIsrWithEpochs: the fetch's (KIP-903) or -1 below kip903."""
+        out = {}
+        for r in members:
+            if self.level < Level.KIP903:
+                out[r] = -1
+            elif r == self.broker_id:
+                out[r] = self.broker_epoch
+            else:
+                p_epoch = -1
+                for p in self.partitions.values():
+                    st = p.followers.get(r)
+                    if st is not None and st.broker_epoch > p_epoch:
+                        p_epoch = st.broker_epoch
+                out[r] = p_epoch
+        return out
+
+    def _maybe_expand_isr(self, now_ms: int, p: Partition, replica_id: int) -> None:
+        reg = self.image.brokers.get(replica_id)
+        cache_epoch = reg.broker_epoch if reg is not None else None
+        if p.isr_candidate(replica_id, cache_epoch, self.image.is_active(replica_id)):
+            new_isr = tuple(p.isr) + (replica_id,)
+            epochs = self._member_epochs(p.isr)
+            epochs[replica_id] = p.followers[replica_id].broker_epoch if self.level >= Level.KIP903 else -1
+            p.propose(new_isr, epochs, expand=True)
+
+    def _maybe_shrink_isrs(self, now_ms: int) -> None:
+        for key in sorted(self.partitions):
+            p = self.partitions[key]
+            if not p.is_leader or p.pending is not None:
+                continue
+            out = p.out_of_sync_replicas(now_ms, self.lag_max_ms)
+            if out:
+                new_isr = tuple(r for r in p.isr if r not in out)
+                p.propose(new_isr, self._member_epochs(new_isr), expand=False)
+        self._send_alter_partitions(now_ms)
+
+    def _send_alter_partitions(self, now_ms: int) -> None:
+        if self.broker_epoch < 0:
+            return
+        items, keys = [], []
+        for key in sorted(self.partitions):
+            p = self.partitions[key]
+            if p.pending is not None and not p.pending.sent and p.pending.retry_at_ms <= now_ms and p.is_leader:
+                p.pending.sent = True
+                items.append(p.alter_partition_item())
+                keys.append((key, p.pending.sequence))
+        if items:
+            self.send_request(CONTROLLER, m.AlterPartitionRequest(self.broker_id, self.broker_epoch, tuple(items)),
+                              now_ms, self.request_timeout_ms, ("alter", tuple(keys)))
+
+    def _retry_alter(self, now_ms: int, context) -> None:
+        for key, seq in context[1]:
+            p = self.partitions.get(key)
+            if p is not None and p.pending is not None and p.pending.sequence == seq:
+                p.pending.sent = False
+                p.pending.retry_at_ms = now_ms + ALTER_PARTITION_BACKOFF_MS
+
+    def _on_alter_partition(self, now_ms: int, context, resp: m.AlterPartitionResponse) -> None:
+        if resp.error_code != Errors.NONE:
+            self._retry_alter(now_ms, context)
+            return
+        seqs = dict(context[1])
+        by_key = {}
+        for item in resp.partitions:
+            name = self.image.topic_name(item.topic_id)
+            by_key[(name, item.partition)] = item
+        for key, seq in seqs.items():
+            p = self.partitions.get(key)
+            item = by_key.get(key)
+            if p is None or p.pending is None or p.pending.sequence != seq or item is None:
+                continue
+            err = item.error_code
+            if err == Errors.NONE:
+                if not p.commit(item):
+                    p.revert_pending()
+                self._maybe_increment_hwm(now_ms, p)
+            elif err in (Errors.INELIGIBLE_REPLICA, Errors.OPERATION_NOT_ATTEMPTED):
+                p.revert_pending()
+            elif err in (Errors.FENCED_LEADER_EPOCH, Errors.INVALID_UPDATE_VERSION,
+                         Errors.UNKNOWN_TOPIC_OR_PARTITION, Errors.UNKNOWN_TOPIC_ID):
+                pass  # stay pending; the next metadata update for the partition clears it
+            else:
+                p.pending.sent = False
+                p.pending.retry_at_ms = now_ms + ALTER_PARTITION_BACKOFF_MS
+
+    def _maybe_increment_hwm(self, now_ms: int, p: Partition, wake: bool = True) -> bool:
+        moved = p.maybe_increment_high_watermark(now_ms, self.min_isr(p.topic), self.lag_max_ms)
+        if moved and wake:
+            self._on_hwm_changed(now_ms)
+        return moved
+
+    def _on_hwm_changed(self, now_ms: int) -> None:
+        if self.delayed_produces:
+            self._complete_delayed_produces(now_ms)
+        self._wake_delayed_fetches(now_ms)
+
+    # ================================================================= Produce
+    def _handle_produce(self, now_ms: int, env: m.Envelope) -> None:
+        req: m.ProduceRequest = env.message
+        results = []
+        waiting = []
+        appended = False
+        for pp in req.partitions:
+            p = self.partitions.get((pp.topic, pp.partition))
+            if p is None or not p.is_leader:
+                results.append(m.ProducePartitionResponse(pp.topic, pp.partition, Errors.NOT_LEADER_OR_FOLLOWER))
+                continue
+            if req.acks == -1 and len(p.isr) < self.min_isr(pp.topic):
+                results.append(m.ProducePartitionResponse(pp.topic, pp.partition, Errors.NOT_ENOUGH_REPLICAS))
+                continue
+            first = None
+            last = None
+            for batch in pp.records:
+                stamped = p.log.append_as_leader(batch, p.leader_epoch, now_ms)
+                first = stamped.base_offset if first is None else first
+                last = stamped.last_offset
+            appended = True
+            if req.acks == -1:
+                waiting.append([pp.topic, pp.partition, last + 1, p.leader_epoch, first, None])
+            results.append(m.ProducePartitionResponse(pp.topic, pp.partition, Errors.NONE, first, -1,
+                                                      p.log.log_start_offset))
+        if appended:
+            for pp in req.partitions:
+                p = self.partitions.get((pp.topic, pp.partition))
+                if p is not None and p.is_leader:
+                    self._maybe_increment_hwm(now_ms, p, wake=False)
+            self._wake_delayed_fetches(now_ms)
+        if req.acks == 0:
+            return
+        if req.acks == -1 and waiting:
+            self.delayed_produces.append(DelayedProduce(env, now_ms + req.timeout_ms, waiting, results))
+            self._complete_delayed_produces(now_ms)
+            return
+        self.send_response(env, m.ProduceResponse(tuple(results)))
+
+    def _complete_delayed_produces(self, now_ms: int) -> None:
+        keep = []
+        for dp in self.delayed_produces:
+            done = True
+            for part in dp.parts:
+                if part[5] is not None:
+                    continue
+                topic, index, required, epoch, _, _ = part
+                p = self.partitions.get((topic, index))
+                if p is None or not p.is_leader:
+                    part[5] = Errors.NOT_LEADER_OR_FOLLOWER
+                elif p.log.high_watermark >= required:
+                    part[5] = (Errors.NOT_ENOUGH_REPLICAS_AFTER_APPEND if len(p.isr) < self.min_isr(topic)
+                               else Errors.NONE)
+                elif now_ms >= dp.deadline_ms:
+                    part[5] = Errors.REQUEST_TIMED_OUT
+                else:
+                    done = False
+            if not done:
+                keep.append(dp)
+                continue
+            status = {(t, i): (err, base) for t, i, _, _, base, err in dp.parts}
+            out = []
+            for r in dp.results:
+                if (r.topic, r.partition) in status:
+                    err, base = status[(r.topic, r.partition)]
+                    out.append(m.ProducePartitionResponse(r.topic, r.partition, err,
+                                                          base if err == Errors.NONE else -1, -1, r.log_start_offset))
+                else:
+                    out.append(r)
+            self.send_response(dp.envelope, m.ProduceResponse(tuple(out)))
+        self.delayed_produces = keep
+
+    def _fail_delayed_produces(self, key) -> None:
+        for dp in self.delayed_produces:
+            for part in dp.parts:
+                if (part[0], part[1]) == key and part[5] is None:
+                    part[5] = Errors.NOT_LEADER_OR_FOLLOWER
+
+    # ================================================================= ListOffsets, OffsetForLeaderEpoch, Metadata
+    def _handle_list_offsets(self, req: m.ListOffsetsRequest) -> m.ListOffsetsResponse:
+        out = []
+        for lp in req.partitions:
+            p = self.partitions.get((lp.topic, lp.partition))
+            error = self._fetch_partition_error(p, lp.current_leader_epoch)
+            if error != Errors.NONE:
+                out.append(m.ListOffsetsPartitionResponse(lp.topic, lp.partition, error))
+                continue
+            log = p.log
+            if lp.timestamp == m.EARLIEST_TIMESTAMP:
+                offset = log.log_start_offset
+                epoch = log.epoch_cache.epoch_for_offset(offset)
+            elif lp.timestamp == m.LATEST_TIMESTAMP:
+                if log.high_watermark < p.leader_epoch_start_offset:
+                    out.append(m.ListOffsetsPartitionResponse(lp.topic, lp.partition, Errors.OFFSET_NOT_AVAILABLE))
+                    continue
+                offset = log.high_watermark
+                epoch = log.epoch_cache.latest_epoch()
+            else:
+                offset, epoch = -1, -1
+                for batch in log.batches():
+                    if batch.base_offset >= log.high_watermark:
+                        break
+                    for i, rec in enumerate(batch.records):
+                        if rec.timestamp >= lp.timestamp and batch.base_offset + i < log.high_watermark:
+                            offset, epoch = batch.base_offset + i, batch.partition_leader_epoch
+                            break
+                    if offset >= 0:
+                        break
+            out.append(m.ListOffsetsPartitionResponse(lp.topic, lp.partition, Errors.NONE, lp.timestamp, offset,
+                                                      epoch))
+        return m.ListOffsetsResponse(tuple(out))
+
+    def _handle_offset_for_leader_epoch(self, req: m.OffsetForLeaderEpochRequest) -> m.OffsetForLeaderEpochResponse:
+        out = []
+        for op in req.partitions:
+            p = self.partitions.get((op.topic, op.partition))
+            error = self._fetch_partition_error(p, op.current_leader_epoch)
+            if error != Errors.NONE:
+                out.append(m.OffsetForLeaderEpochPartitionResponse(op.topic, op.partition, error))
+                continue
+            epoch, end = p.log.epoch_cache.end_offset_for(op.leader_epoch, p.log.log_end_offset)
+            out.append(m.OffsetForLeaderEpochPartitionResponse(op.topic, op.partition, Errors.NONE, epoch, end))
+        return m.OffsetForLeaderEpochResponse(tuple(out))
+
+    def _handle_metadata(self, req: m.MetadataRequest) -> m.MetadataResponse:
+        image = self.image
+        brokers = tuple(m.MetadataBroker(b, f"broker-{b}", 9092)
+                        for b in sorted(image.brokers) if not image.brokers[b].fenced)
+        names = sorted(image.topics) if req.topics is None else list(req.topics)
+        topics = []
+        for name in names:
+            t = image.topics.get(name)
+            if t is None:
+                topics.append(m.MetadataTopic(Errors.UNKNOWN_TOPIC_OR_PARTITION, name, uuid.UUID(int=0), ()))
+                continue
+            parts = []
+            for i in range(t.partition_count):
+                reg = image.partitions[(name, i)]
+                offline = tuple(r for r in reg.replicas if not image.is_active(r))
+                err = Errors.LEADER_NOT_AVAILABLE if reg.leader == NO_LEADER else Errors.NONE
+                parts.append(m.MetadataPartition(err, i, reg.leader, reg.leader_epoch, reg.replicas, reg.isr, offline))
+            topics.append(m.MetadataTopic(Errors.NONE, name, t.topic_id, tuple(parts)))
+        return m.MetadataResponse(brokers, -1, tuple(topics), self.cluster_id)

@@ -1,0 +1,156 @@
+"""Checkers over a run's history and final state; their findings fill the verdict.
+
+Sources: the TLA+ specifications of Kafka replication (no acknowledged acks=all record lost, log
+matching below the HWMs, a leader is in its ISR, a fenced broker is never in the ISR) and Jepsen's
+Kafka checker (lost-write, duplicate, inconsistent-offsets, nonmonotonic-poll, poll-skip), plus
+KIP-320's promise: a consumer is told when the log was truncated under its position.
+
+Inputs are plain data so the checkers can be tested on hand-written histories:
+
+* ``acked``: list of (client, topic, partition, value, acks) for acknowledged records,
+* ``final_logs``: {partition name: {offset: (value, leader_epoch)}} below the leader's HWM, or None
+  for a partition with no leader at the end,
+* ``replica_logs``: {partition name: {broker: ({offset: (value, epoch)}, hwm)}} for live replicas,
+* ``consumed``: list of (client, partition name, offset, value, time ms) in consumption order,
+* ``truncations``: list of (client, partition name, position, divergence offset, time ms),
+* ``hwms``: list of (client, partition name, hwm, time ms) observed in fetch responses.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+
+def lost_acked(acked, final_logs) -> tuple[list, list]:
+    """Acknowledged acks=all records missing from the final leader log below its HWM.
+
+    Returns (lost records as {"partition", "value"} dicts, leaderless partition names). Records of
+    leaderless partitions are not counted as lost (SCENARIOS.md)."""
+    present = {p: {v for v, _ in log.values()} for p, log in final_logs.items() if log is not None}
+    leaderless = sorted(p for p, log in final_logs.items() if log is None)
+    lost = []
+    for client, topic, partition, value, acks in acked:
+        if acks != "all":
+            continue
+        name = f"{topic}-{partition}"
+        if name in present and value not in present[name]:
+            lost.append({"partition": name, "value": value, "client": client})
+    return lost, leaderless
+
+
+def log_matching(replica_logs) -> list[str]:
+    """Log matching below the HWMs: two live replicas agree on every offset below both HWMs."""
+    out = []
+    for name in sorted(replica_logs):
+        reps = replica_logs[name]
+        ids = sorted(reps)
+        for i, a in enumerate(ids):
+            for b in ids[i + 1:]:
+                log_a, hwm_a = reps[a]
+                log_b, hwm_b = reps[b]
+                for off in range(min(hwm_a, hwm_b)):
+                    if log_a.get(off) != log_b.get(off):
+                        out.append(f"log-matching {name}: brokers {a} and {b} differ at offset {off} "
+                                   f"below their HWMs ({log_a.get(off)} vs {log_b.get(off)})")
+                        break
+    return out
+
+
+def duplicates(final_logs) -> int:
+    """Jepsen duplicate: a value stored at more than one offset of the final log."""
+    count = 0
+    for log in final_logs.values():
+        if log is None:
+            continue
+        seen = defaultdict(int)
+        for value, _ in log.values():
+            seen[value] += 1
+        count += sum(n - 1 for n in seen.values() if n > 1)
+    return count
+
+
+def consumer_anomalies(consumed, truncations, final_logs) -> dict:
+    """Jepsen's consumer anomalies and KIP-320 truncation accounting.
+
+    * inconsistent-offsets: the same offset read with two different values (by any consumers) with no
+      truncation reported at or below it in between, or a read value differing from the final log;
+    * nonmonotonic-poll: a consumer's next read on a partition is not above its previous one, without
+      a reported truncation (seek) between;
+    * poll-skip: a consumer's next read jumps over offsets that the final log holds, without a seek;
+    * detected_truncations: truncations the consumers reported;
+    * undetected_truncations: (consumer, partition) positions invalidated by a truncation — a consumed
+      record no longer in the final log at its offset — that the consumer never reported.
+    """
+    result = {"inconsistent-offsets": 0, "nonmonotonic-poll": 0, "poll-skip": 0,
+              "detected_truncations": len(truncations), "undetected_truncations": 0}
+    events = [(t, 0, c, p, off, v) for c, p, off, v, t in consumed]
+    events += [(t, 1, c, p, pos, div) for c, p, pos, div, t in truncations]
+    events.sort(key=lambda e: (e[0], e[1]))
+    last = {}
+    by_offset = {}
+    reported_below = defaultdict(list)  # (client, partition) -> [divergence offsets]
+    invalid = set()
+    for t, kind, client, part, off, x in events:
+        key = (client, part)
+        if kind == 1:
+            reported_below[key].append(x)
+            last.pop(key, None)
+            for k in list(by_offset):
+                if k[0] == part and k[1] >= x:
+                    del by_offset[k]
+            continue
+        prev = last.get(key)
+        if prev is not None:
+            if off <= prev:
+                result["nonmonotonic-poll"] += 1
+            elif off > prev + 1:
+                log = final_logs.get(part) or {}
+                if any(o in log for o in range(prev + 1, off)):
+                    result["poll-skip"] += 1
+        last[key] = off
+        seen = by_offset.get((part, off))
+        if seen is not None and seen != x:
+            result["inconsistent-offsets"] += 1
+        by_offset[(part, off)] = x
+        log = final_logs.get(part)
+        if log is not None and off < max(log, default=-1) + 1:
+            final = log.get(off)
+            if final is None or final[0] != x:
+                if not any(d <= off for d in reported_below[key]):
+                    invalid.add(key)
+    result["undetected_truncations"] = len(invalid)
+    return result
+
+
+def hwm_regressions(hwms, truncations) -> int:
+    """HWM never moves backwards for a consumer (unless it was told of a truncation)."""
+    count = 0
+    best = {}
+    cut = defaultdict(list)
+    for c, p, _, div, t in truncations:
+        cut[(c, p)].append(t)
+    for client, part, hwm, t in hwms:
+        key = (client, part)
+        prev = best.get(key)
+        if prev is not None and hwm < prev[0] and not any(prev[1] <= tt <= t for tt in cut[key]):
+            count += 1
+        if prev is None or hwm >= prev[0]:
+            best[key] = (hwm, t)
+    return count
+
+
+def partition_state_violations(image, now_ms: int) -> list[tuple[str, str]]:
+    """Invariants over the controller's committed partition state (checked after every change):
+    a leader is in its ISR; a fenced broker is never in the ISR. Returns (key, message) pairs."""
+    out = []
+    for (topic, index), part in sorted(image.partitions.items()):
+        name = f"{topic}-{index}"
+        if part.leader >= 0 and part.leader not in part.isr:
+            out.append((f"leader-outside-isr {name}",
+                        f"t={now_ms}ms leader-outside-isr {name}: leader {part.leader} not in ISR {list(part.isr)}"))
+        for r in part.isr:
+            b = image.brokers.get(r)
+            if b is not None and b.fenced:
+                out.append((f"fenced-in-isr {name} {r}",
+                            f"t={now_ms}ms fenced-in-isr {name}: broker {r} is fenced but in ISR {list(part.isr)}"))
+    return out

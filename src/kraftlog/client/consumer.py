@@ -1,0 +1,263 @@
+"""A sans-I/O consumer with KIP-320 position validation (Kafka's ``KafkaConsumer`` fetch path).
+
+Each assigned partition has a position (offset, leader epoch of the last consumed record). Fetches
+carry CurrentLeaderEpoch. When the leader epoch in metadata increases, or a fetch answers
+FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH, the position is validated with OffsetForLeaderEpoch
+before fetching again (KIP-320). If the leader's end offset for the position's epoch is below the
+position, the log was truncated under the consumer:
+
+* ``reset="none"``: a :class:`LogTruncation` is reported (``truncations``) carrying the partition and
+  the divergence offset — the application's ``LogTruncationException`` — and, as an application
+  would, the consumer then seeks to the divergence offset;
+* ``reset="earliest"``/``"latest"``: the consumer seeks to the divergence offset and logs it.
+
+``validate_positions=False`` skips validation, as some real clients do: a truncation then goes
+unnoticed (the checker reports it as undetected and as poll-skip).
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+from ..protocol import messages as m
+from ..protocol.errors import Errors
+from ..protocol.node import NodeBase, earliest
+from .metadata import ClientMetadata
+
+
+@dataclass(slots=True)
+class Position:
+    """``offset``: next offset to fetch; ``epoch``: leader epoch of the last consumed record (-1 unknown)."""
+
+    offset: int
+    epoch: int
+
+
+@dataclass(slots=True)
+class ConsumedRecord:
+    topic: str
+    partition: int
+    offset: int
+    leader_epoch: int
+    value: bytes | None
+    time_ms: int
+
+
+@dataclass(slots=True)
+class LogTruncation:
+    """A detected truncation: the consumer was at ``position`` and the log diverged at ``divergence_offset``."""
+
+    topic: str
+    partition: int
+    position: int
+    divergence_offset: int
+    time_ms: int
+    reset: str
+
+
+@dataclass(slots=True)
+class PartitionFetchState:
+    position: Position | None = None
+    awaiting_validation: bool = False
+    awaiting_reset: bool = True
+    inflight: bool = False
+    backoff_until: int = 0
+
+
+class Consumer(NodeBase):
+    """Consumer ``client_id`` assigned ``partitions``; ``reset`` is auto.offset.reset (none/earliest/latest)."""
+
+    def __init__(self, client_id: str, bootstrap: list[int], partitions: list[tuple[str, int]], reset: str,
+                 rng: random.Random, *, validate_positions: bool = True, fetch_max_wait_ms: int = 500,
+                 request_timeout_ms: int = 30000, retry_backoff_ms: int = 100) -> None:
+        super().__init__(client_id)
+        self.metadata = ClientMetadata(bootstrap, rng)
+        self.reset = reset
+        self.validate_positions = validate_positions
+        self.fetch_max_wait_ms = fetch_max_wait_ms
+        self.request_timeout_ms = request_timeout_ms
+        self.retry_backoff_ms = retry_backoff_ms
+        self.state: dict[tuple[str, int], PartitionFetchState] = {p: PartitionFetchState() for p in partitions}
+        self.records: list[ConsumedRecord] = []
+        self.truncations: list[LogTruncation] = []
+        self.hwms: list[tuple[int, str, int, int]] = []  # (time, topic, partition, HWM) from fetches
+
+    # ---------------------------------------------------------------- API
+    def seek(self, topic: str, partition: int, offset: int, leader_epoch: int = -1) -> None:
+        """Set the position; with a leader epoch the position is validated before the next fetch."""
+        st = self.state.setdefault((topic, partition), PartitionFetchState())
+        st.position = Position(offset, leader_epoch)
+        st.awaiting_reset = False
+        st.awaiting_validation = leader_epoch >= 0 and self.validate_positions
+
+    def take_records(self) -> list[ConsumedRecord]:
+        out = self.records
+        self.records = []
+        return out
+
+    def take_truncations(self) -> list[LogTruncation]:
+        out = self.truncations
+        self.truncations = []
+        return out
+
+    # ---------------------------------------------------------------- node contract
+    def tick(self, now_ms: int) -> None:
+        self._expire_requests(now_ms)
+        self._work(now_ms)
+
+    def next_deadline(self) -> int | None:
+        d = self._request_deadline()
+        if self.metadata.stale and not self.metadata.inflight:
+            d = earliest(d, self.metadata.next_refresh_ms)
+        for st in self.state.values():
+            if not st.inflight:
+                d = earliest(d, st.backoff_until)
+        return d
+
+    def on_request(self, now_ms, envelope) -> None:
+        pass
+
+    def on_response(self, now_ms: int, context, message) -> None:
+        kind = context[0]
+        if kind == "metadata":
+            for key in self.metadata.update(message):
+                st = self.state.get(key)
+                if st is not None and st.position is not None and self.validate_positions:
+                    st.awaiting_validation = True
+        elif kind == "fetch":
+            self._on_fetch(now_ms, context, message)
+        elif kind == "list_offsets":
+            self._on_list_offsets(now_ms, context, message)
+        elif kind == "validate":
+            self._on_validate(now_ms, context, message)
+        self._work(now_ms)
+
+    def on_timeout(self, now_ms: int, context) -> None:
+        if context[0] == "metadata":
+            self.metadata.failed(now_ms, self.retry_backoff_ms)
+        else:
+            for key in context[2]:
+                self._fail(now_ms, key)
+        self._work(now_ms)
+
+    # ---------------------------------------------------------------- internals
+    def _fail(self, now_ms: int, key) -> None:
+        st = self.state[key]
+        st.inflight = False
+        st.backoff_until = now_ms + self.retry_backoff_ms
+        self.metadata.stale = True
+
+    def _work(self, now_ms: int) -> None:
+        fetch_by_leader: dict[int, list] = {}
+        for key in sorted(self.state):
+            st = self.state[key]
+            if st.inflight or st.backoff_until > now_ms:
+                continue
+            info = self.metadata.leader(key)
+            if info is None:
+                self.metadata.stale = True
+                continue
+            if st.awaiting_reset or st.position is None:
+                ts = m.EARLIEST_TIMESTAMP if self.reset in ("earliest", "none") else m.LATEST_TIMESTAMP
+                st.inflight = True
+                self.send_request(info.leader, m.ListOffsetsRequest(
+                    -1, (m.ListOffsetsPartition(key[0], key[1], ts, info.leader_epoch),)),
+                    now_ms, self.request_timeout_ms, ("list_offsets", info.leader, (key,)))
+            elif st.awaiting_validation and st.position.epoch >= 0:
+                st.inflight = True
+                self.send_request(info.leader, m.OffsetForLeaderEpochRequest(
+                    -1, (m.OffsetForLeaderEpochPartition(key[0], key[1], info.leader_epoch, st.position.epoch),)),
+                    now_ms, self.request_timeout_ms, ("validate", info.leader, (key,), st.position.offset))
+            else:
+                st.awaiting_validation = False
+                fetch_by_leader.setdefault(info.leader, []).append((key, info))
+        for leader, parts in fetch_by_leader.items():
+            fps = []
+            for key, info in parts:
+                st = self.state[key]
+                st.inflight = True
+                fps.append(m.FetchPartition(info.topic_id, key[1], info.leader_epoch, st.position.offset))
+            keys = tuple(k for k, _ in parts)
+            offsets = tuple(self.state[k].position.offset for k in keys)
+            self.send_request(leader, m.FetchRequest(-1, -1, self.fetch_max_wait_ms, 1, tuple(fps)), now_ms,
+                              self.request_timeout_ms + self.fetch_max_wait_ms, ("fetch", leader, keys, offsets))
+        if self.metadata.stale and not self.metadata.inflight and now_ms >= self.metadata.next_refresh_ms:
+            topics = sorted({k[0] for k in self.state})
+            self.send_request(self.metadata.pick_broker(), self.metadata.request(topics), now_ms,
+                              self.request_timeout_ms, ("metadata",))
+
+    def _on_fetch(self, now_ms: int, context, resp: m.FetchResponse) -> None:
+        _, leader, keys, offsets = context
+        sent = dict(zip(keys, offsets))
+        by_id = {}
+        for key in keys:
+            info = self.metadata.partitions.get(key)
+            if info is not None:
+                by_id[(info.topic_id, key[1])] = key
+        for key in keys:
+            self.state[key].inflight = False
+        if resp.error_code != Errors.NONE:
+            for key in keys:
+                self._fail(now_ms, key)
+            return
+        for pr in resp.partitions:
+            key = by_id.get((pr.topic_id, pr.partition))
+            if key is None:
+                continue
+            st = self.state[key]
+            if pr.error_code in (Errors.FENCED_LEADER_EPOCH, Errors.UNKNOWN_LEADER_EPOCH,
+                                 Errors.NOT_LEADER_OR_FOLLOWER):
+                if self.validate_positions and st.position is not None and st.position.epoch >= 0:
+                    st.awaiting_validation = True
+                self._fail(now_ms, key)
+                continue
+            if pr.error_code == Errors.OFFSET_OUT_OF_RANGE:
+                st.awaiting_reset = True
+                continue
+            if pr.error_code != Errors.NONE:
+                self._fail(now_ms, key)
+                continue
+            if st.position is None or st.position.offset != sent[key]:
+                continue
+            self.hwms.append((now_ms, key[0], key[1], pr.high_watermark))
+            for batch in pr.records:
+                for i, rec in enumerate(batch.records):
+                    off = batch.base_offset + i
+                    if off < st.position.offset or off >= pr.high_watermark:
+                        continue
+                    self.records.append(ConsumedRecord(key[0], key[1], off, batch.partition_leader_epoch,
+                                                       rec.value, now_ms))
+                    st.position = Position(off + 1, batch.partition_leader_epoch)
+
+    def _on_list_offsets(self, now_ms: int, context, resp: m.ListOffsetsResponse) -> None:
+        key = context[2][0]
+        st = self.state[key]
+        st.inflight = False
+        pr = resp.partitions[0]
+        if pr.error_code != Errors.NONE:
+            self._fail(now_ms, key)
+            return
+        st.position = Position(pr.offset, -1)
+        st.awaiting_reset = False
+        st.awaiting_validation = False
+
+    def _on_validate(self, now_ms: int, context, resp: m.OffsetForLeaderEpochResponse) -> None:
+        key = context[2][0]
+        position_sent = context[3]
+        st = self.state[key]
+        st.inflight = False
+        pr = resp.partitions[0]
+        if pr.error_code != Errors.NONE:
+            self._fail(now_ms, key)
+            return
+        if st.position is None or st.position.offset != position_sent:
+            return
+        st.awaiting_validation = False
+        if pr.end_offset < 0:
+            return
+        if pr.end_offset < st.position.offset:
+            # KIP-320: the log diverged below our position.
+            self.truncations.append(LogTruncation(key[0], key[1], st.position.offset, pr.end_offset, now_ms,
+                                                  self.reset))
+            st.position = Position(pr.end_offset, pr.leader_epoch)

@@ -1,0 +1,169 @@
+"""A sans-I/O producer (Kafka's ``KafkaProducer``/``Sender``, non-idempotent).
+
+Records are queued per partition and sent to the partition leader in batches, one request in flight
+per partition (``max.in.flight.requests.per.connection=1``, so order is kept). Retriable errors
+(NOT_LEADER_OR_FOLLOWER, NOT_ENOUGH_REPLICAS, FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH, request
+timeouts, ...) refresh metadata and retry after ``retry.backoff.ms`` until ``delivery.timeout.ms``
+from the first send; then the record fails. ``acks=0`` records count as acknowledged when sent.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import deque
+from dataclasses import dataclass
+
+from ..protocol import messages as m
+from ..protocol.errors import Errors, is_retriable
+from ..protocol.node import NodeBase, earliest
+from ..protocol.records import Record, RecordBatch
+from .metadata import ClientMetadata
+
+
+@dataclass(slots=True)
+class PendingRecord:
+    """A record handed to ``send``; ``created_ms`` starts its delivery timeout."""
+
+    topic: str
+    partition: int
+    value: bytes
+    created_ms: int
+
+
+@dataclass(slots=True)
+class Completion:
+    """The outcome of one record: ``error`` 0 when acknowledged; ``offset`` -1 when unknown (acks=0)."""
+
+    topic: str
+    partition: int
+    value: bytes
+    acks: int
+    error: int
+    offset: int
+    time_ms: int
+
+
+class Producer(NodeBase):
+    """Producer ``client_id`` with ``acks`` in {0, 1, -1}; times in ms."""
+
+    def __init__(self, client_id: str, bootstrap: list[int], acks: int, rng: random.Random, *,
+                 request_timeout_ms: int = 30000, delivery_timeout_ms: int = 120000,
+                 retry_backoff_ms: int = 100, batch_size: int = 100) -> None:
+        super().__init__(client_id)
+        self.acks = acks
+        self.metadata = ClientMetadata(bootstrap, rng)
+        self.request_timeout_ms = request_timeout_ms
+        self.delivery_timeout_ms = delivery_timeout_ms
+        self.retry_backoff_ms = retry_backoff_ms
+        self.batch_size = batch_size
+        self.queues: dict[tuple[str, int], deque[PendingRecord]] = {}
+        self.inflight: set[tuple[str, int]] = set()
+        self.retry_at: dict[tuple[str, int], int] = {}
+        self.completions: list[Completion] = []
+        self.attempts: list[tuple[int, str, int, bytes]] = []
+
+    # ---------------------------------------------------------------- API
+    def send(self, topic: str, partition: int, value: bytes, now_ms: int) -> None:
+        """Queue one record for (topic, partition)."""
+        self.queues.setdefault((topic, partition), deque()).append(PendingRecord(topic, partition, value, now_ms))
+        self._drain(now_ms)
+
+    def take_completions(self) -> list[Completion]:
+        """Outcomes since the last call, in completion order."""
+        out = self.completions
+        self.completions = []
+        return out
+
+    @property
+    def idle(self) -> bool:
+        """No record waiting or in flight."""
+        return not self.inflight and not any(self.queues.values())
+
+    # ---------------------------------------------------------------- node contract
+    def tick(self, now_ms: int) -> None:
+        self._expire_requests(now_ms)
+        self._drain(now_ms)
+
+    def next_deadline(self) -> int | None:
+        d = self._request_deadline()
+        waiting = [k for k, q in self.queues.items() if q and k not in self.inflight]
+        if waiting:
+            if self.metadata.stale and not self.metadata.inflight:
+                d = earliest(d, self.metadata.next_refresh_ms)
+            for k in waiting:
+                d = earliest(d, self.retry_at.get(k, 0), self.queues[k][0].created_ms + self.delivery_timeout_ms)
+        return d
+
+    def on_request(self, now_ms, envelope) -> None:
+        pass
+
+    def on_response(self, now_ms: int, context, message) -> None:
+        if context[0] == "metadata":
+            self.metadata.update(message)
+        else:
+            self._on_produce(now_ms, context, message)
+        self._drain(now_ms)
+
+    def on_timeout(self, now_ms: int, context) -> None:
+        if context[0] == "metadata":
+            self.metadata.failed(now_ms, self.retry_backoff_ms)
+        else:
+            _, key, records = context
+            self._retry(now_ms, key, records, Errors.REQUEST_TIMED_OUT)
+        self._drain(now_ms)
+
+    # ---------------------------------------------------------------- internals
+    def _drain(self, now_ms: int) -> None:
+        for key in sorted(self.queues):
+            q = self.queues[key]
+            while q and now_ms - q[0].created_ms >= self.delivery_timeout_ms and key not in self.inflight:
+                r = q.popleft()
+                self.completions.append(Completion(r.topic, r.partition, r.value, self.acks,
+                                                   Errors.REQUEST_TIMED_OUT, -1, now_ms))
+        need_metadata = False
+        for key in sorted(self.queues):
+            q = self.queues[key]
+            if not q or key in self.inflight or self.retry_at.get(key, 0) > now_ms:
+                continue
+            info = self.metadata.leader(key)
+            if info is None:
+                need_metadata = True
+                continue
+            batch_records = [q.popleft() for _ in range(min(self.batch_size, len(q)))]
+            batch = RecordBatch(-1, -1, tuple(Record(now_ms, None, r.value) for r in batch_records))
+            req = m.ProduceRequest(self.acks, self.request_timeout_ms, (m.ProducePartition(key[0], key[1], (batch,)),))
+            for r in batch_records:
+                self.attempts.append((now_ms, key[0], key[1], r.value))
+            if self.acks == 0:
+                self._outbox.append(m.Envelope(self.node_id, info.leader, 0, req, False))
+                for r in batch_records:
+                    self.completions.append(Completion(r.topic, r.partition, r.value, 0, Errors.NONE, -1, now_ms))
+                continue
+            self.inflight.add(key)
+            self.send_request(info.leader, req, now_ms, self.request_timeout_ms, ("produce", key, batch_records))
+        if (need_metadata or self.metadata.stale) and not self.metadata.inflight and any(
+                q for q in self.queues.values()) and now_ms >= self.metadata.next_refresh_ms:
+            topics = sorted({k[0] for k, q in self.queues.items() if q})
+            self.send_request(self.metadata.pick_broker(), self.metadata.request(topics), now_ms,
+                              self.request_timeout_ms, ("metadata",))
+
+    def _on_produce(self, now_ms: int, context, resp: m.ProduceResponse) -> None:
+        _, key, records = context
+        self.inflight.discard(key)
+        pr = resp.partitions[0]
+        if pr.error_code == Errors.NONE:
+            for i, r in enumerate(records):
+                self.completions.append(Completion(r.topic, r.partition, r.value, self.acks, Errors.NONE,
+                                                   pr.base_offset + i, now_ms))
+        else:
+            self._retry(now_ms, key, records, pr.error_code)
+
+    def _retry(self, now_ms: int, key, records, error: int) -> None:
+        self.inflight.discard(key)
+        if is_retriable(error):
+            self.metadata.stale = True
+            self.retry_at[key] = now_ms + self.retry_backoff_ms
+            self.queues.setdefault(key, deque()).extendleft(reversed(records))
+        else:
+            for r in records:
+                self.completions.append(Completion(r.topic, r.partition, r.value, self.acks, error, -1, now_ms))

@@ -1,0 +1,449 @@
+"""The KRaft controller as one sans-I/O node (Kafka's ``QuorumController``).
+
+It owns the ``__cluster_metadata`` log (on its injected Disk, fsynced on every append, as a KRaft
+quorum commits), the MetadataImage replayed from it, and the in-memory broker sessions. Pieces:
+
+* cluster control: BrokerRegistration (broker epoch = offset of the RegisterBrokerRecord;
+  DUPLICATE_BROKER_REGISTRATION while another incarnation's session is still valid), BrokerHeartbeat
+  (unfence once caught up with the metadata log, fence after ``broker.session.timeout.ms`` without a
+  heartbeat, controlled shutdown),
+* replication control: CreateTopics, AlterPartition with Kafka's validation order (DESIGN.md), leader
+  elections through :func:`build_partition_change`, ElectLeaders,
+* config control: IncrementalAlterConfigs → ConfigRecord,
+* serving the metadata log to brokers (long-polled MetadataFetch).
+
+Controller failover (``restart_controller``) builds a new instance over the same Disk: the log is
+replayed and every registered broker gets a fresh session, as Kafka's new active controller does.
+"""
+
+from __future__ import annotations
+
+import random
+import uuid
+from dataclasses import replace
+
+from ..metadata import config as cfg
+from ..metadata.image import RESOURCE_BROKER, RESOURCE_TOPIC, MetadataImage
+from ..metadata.records import (
+    NO_LEADER, RECOVERED, RECOVERING, BrokerRegistrationChangeRecord, ConfigRecord, PartitionRecord,
+    RegisterBrokerRecord, TopicRecord, ClearElrRecord,
+)
+from ..protocol import messages as m
+from ..protocol.errors import Errors
+from ..protocol.level import Level
+from ..protocol.node import NodeBase, earliest
+from ..storage.disk import Disk
+from .partition_change import Election, build_partition_change
+
+CONTROLLER = "controller"
+METADATA_LOG = "metadata/__cluster_metadata-0/00000000000000000000.log"
+#: How many metadata records one MetadataFetch response carries at most.
+MAX_RECORDS_PER_FETCH = 2000
+#: How often the controller looks for leaderless partitions to elect (ms).
+ELECTION_CHECK_INTERVAL_MS = 1000
+
+
+class QuorumController(NodeBase):
+    """The controller node. ``config``: static configs (Kafka names → strings); ``disk`` holds the
+    metadata log; ``rng`` is seeded by the driver (topic ids, replica placement, unclean elections)."""
+
+    def __init__(self, config: dict, level: Level, disk: Disk, rng: random.Random, now_ms: int,
+                 cluster_id: str = "kraftlog") -> None:
+        super().__init__(CONTROLLER)
+        self.static = dict(config)
+        self.level = level
+        self.disk = disk
+        self.rng = rng
+        self.cluster_id = cluster_id
+        self.log: list = list(disk.read(METADATA_LOG))
+        self.image, _ = MetadataImage().replay(self.log, 0) if self.log else (MetadataImage(), None)
+        self.session_timeout_ms = int(cfg.lookup("broker.session.timeout.ms", self.static))
+        # In-memory broker state (lost on failover; Kafka's BrokerHeartbeatManager).
+        self.last_heartbeat_ms: dict[int, int] = {b: now_ms for b, reg in self.image.brokers.items()}
+        self.controlled_shutdown_offset: dict[int, int] = {}
+        self.parked_fetches: list[tuple[int, m.Envelope, int]] = []
+        self.next_election_check_ms = now_ms + ELECTION_CHECK_INTERVAL_MS
+        self.unclean_elections = 0
+        self.elr_elections = 0
+
+    # ================================================================= the metadata log
+    @property
+    def end_offset(self) -> int:
+        """The metadata log end offset (next offset to be written)."""
+        return len(self.log)
+
+    def append(self, records: list, now_ms: int) -> None:
+        """Append records (committed at once: single-node quorum), replay them, wake parked fetches."""
+        if not records:
+            return
+        base = len(self.log)
+        for rec in records:
+            self.disk.append(METADATA_LOG, rec, now_ms)
+            self.log.append(rec)
+        self.disk.fsync(METADATA_LOG, now_ms)
+        self.image, _ = self.image.replay(records, base)
+        if self.parked_fetches:
+            parked, self.parked_fetches = self.parked_fetches, []
+            for _, env, _ in parked:
+                self._answer_metadata_fetch(env)
+
+    # ================================================================= node contract
+    def tick(self, now_ms: int) -> None:
+        self._expire_requests(now_ms)
+        if self.parked_fetches:
+            keep = []
+            for deadline, env, offset in self.parked_fetches:
+                if deadline <= now_ms:
+                    self._answer_metadata_fetch(env)
+                else:
+                    keep.append((deadline, env, offset))
+            self.parked_fetches = keep
+        self._fence_expired_sessions(now_ms)
+        if now_ms >= self.next_election_check_ms:
+            self.next_election_check_ms = now_ms + ELECTION_CHECK_INTERVAL_MS
+            self._elect_leaderless(now_ms, None)
+
+    def next_deadline(self) -> int | None:
+        session = None
+        for b, reg in self.image.brokers.items():
+            if not reg.fenced:
+                t = self.last_heartbeat_ms.get(b, 0) + self.session_timeout_ms
+                session = t if session is None or t < session else session
+        parked = min((d for d, _, _ in self.parked_fetches), default=None)
+        return earliest(self._request_deadline(), parked, session, self.next_election_check_ms)
+
+    def on_response(self, now_ms, context, message) -> None:  # the controller sends no requests
+        pass
+
+    def on_timeout(self, now_ms, context) -> None:
+        pass
+
+    def on_request(self, now_ms: int, env: m.Envelope) -> None:
+        msg = env.message
+        kind = type(msg)
+        if kind is m.MetadataFetchRequest:
+            self._handle_metadata_fetch(now_ms, env)
+        elif kind is m.BrokerHeartbeatRequest:
+            self.send_response(env, self._handle_heartbeat(now_ms, msg))
+        elif kind is m.AlterPartitionRequest:
+            self.send_response(env, self.handle_alter_partition(now_ms, msg))
+        elif kind is m.BrokerRegistrationRequest:
+            self.send_response(env, self._handle_registration(now_ms, msg))
+        elif kind is m.CreateTopicsRequest:
+            self.send_response(env, self._handle_create_topics(now_ms, msg))
+        elif kind is m.IncrementalAlterConfigsRequest:
+            self.send_response(env, self._handle_alter_configs(now_ms, msg))
+        elif kind is m.ElectLeadersRequest:
+            self.send_response(env, self._handle_elect_leaders(now_ms, msg))
+        # Other APIs are broker APIs; a client sending them here gets no answer and times out,
+        # as a Kafka controller listener does not expose them.
+
+    # ================================================================= metadata fetch
+    def _handle_metadata_fetch(self, now_ms: int, env: m.Envelope) -> None:
+        req: m.MetadataFetchRequest = env.message
+        if req.fetch_offset > self.end_offset or req.fetch_offset < 0:
+            self.send_response(env, m.MetadataFetchResponse(Errors.OFFSET_OUT_OF_RANGE, self.end_offset,
+                                                            req.fetch_offset))
+        elif req.fetch_offset < self.end_offset or req.max_wait_ms <= 0:
+            self._answer_metadata_fetch(env)
+        else:
+            self.parked_fetches.append((now_ms + req.max_wait_ms, env, req.fetch_offset))
+
+    def _answer_metadata_fetch(self, env: m.Envelope) -> None:
+        req = env.message
+        start = req.fetch_offset
+        records = tuple(self.log[start:start + MAX_RECORDS_PER_FETCH])
+        self.send_response(env, m.MetadataFetchResponse(Errors.NONE, self.end_offset, start, records))
+
+    # ================================================================= cluster control
+    def _handle_registration(self, now_ms: int, req: m.BrokerRegistrationRequest) -> m.BrokerRegistrationResponse:
+        old = self.image.brokers.get(req.broker_id)
+        records: list = []
+        if old is not None and old.incarnation_id != req.incarnation_id and not old.fenced:
+            if now_ms - self.last_heartbeat_ms.get(req.broker_id, -10**12) < self.session_timeout_ms:
+                # Kafka: another incarnation still holds a valid session.
+                return m.BrokerRegistrationResponse(Errors.DUPLICATE_BROKER_REGISTRATION)
+            records += self._fence_records(req.broker_id, old.broker_epoch)
+        epoch = self.end_offset + len(records)
+        records.append(RegisterBrokerRecord(
+            broker_id=req.broker_id, incarnation_id=req.incarnation_id, broker_epoch=epoch,
+            rack=req.rack, fenced=True, in_controlled_shutdown=False,
+            previous_broker_epoch=req.previous_broker_epoch))
+        self.append(records, now_ms)
+        self.last_heartbeat_ms[req.broker_id] = now_ms
+        self.controlled_shutdown_offset.pop(req.broker_id, None)
+        return m.BrokerRegistrationResponse(Errors.NONE, broker_epoch=epoch)
+
+    def _handle_heartbeat(self, now_ms: int, req: m.BrokerHeartbeatRequest) -> m.BrokerHeartbeatResponse:
+        reg = self.image.brokers.get(req.broker_id)
+        if reg is None:
+            return m.BrokerHeartbeatResponse(Errors.BROKER_ID_NOT_REGISTERED)
+        if reg.broker_epoch != req.broker_epoch:
+            return m.BrokerHeartbeatResponse(Errors.STALE_BROKER_EPOCH)
+        self.last_heartbeat_ms[req.broker_id] = now_ms
+        caught_up = req.current_metadata_offset >= reg.broker_epoch
+        should_shut_down = False
+        if req.want_shut_down:
+            if req.broker_id not in self.controlled_shutdown_offset:
+                records = []
+                if not reg.fenced:
+                    records.append(BrokerRegistrationChangeRecord(req.broker_id, reg.broker_epoch,
+                                                                  in_controlled_shutdown=True))
+                    records += self._remove_from_partitions(req.broker_id)
+                self.append(records, now_ms)
+                self.controlled_shutdown_offset[req.broker_id] = self.end_offset - 1
+            if req.current_metadata_offset >= self.controlled_shutdown_offset[req.broker_id]:
+                should_shut_down = True
+                reg = self.image.brokers[req.broker_id]
+                if not reg.fenced:
+                    # SHUTDOWN_NOW: the broker is fenced as it leaves.
+                    self.append([BrokerRegistrationChangeRecord(req.broker_id, reg.broker_epoch, fenced=True,
+                                                                in_controlled_shutdown=False)], now_ms)
+        elif req.want_fence:
+            if not reg.fenced:
+                self.append(self._fence_records(req.broker_id, reg.broker_epoch), now_ms)
+        elif reg.fenced and caught_up:
+            self.append([BrokerRegistrationChangeRecord(req.broker_id, reg.broker_epoch, fenced=False)], now_ms)
+            self._elect_leaderless(now_ms, req.broker_id)
+        reg = self.image.brokers[req.broker_id]
+        return m.BrokerHeartbeatResponse(Errors.NONE, is_caught_up=caught_up, is_fenced=reg.fenced,
+                                         should_shut_down=should_shut_down)
+
+    def _fence_expired_sessions(self, now_ms: int) -> None:
+        for b in sorted(self.image.brokers):
+            reg = self.image.brokers[b]
+            if not reg.fenced and now_ms - self.last_heartbeat_ms.get(b, now_ms) >= self.session_timeout_ms:
+                self.append(self._fence_records(b, reg.broker_epoch), now_ms)
+
+    def _fence_records(self, broker_id: int, broker_epoch: int) -> list:
+        """Fence a broker: BrokerRegistrationChangeRecord + its removal from every ISR (Kafka's
+        ``handleBrokerFenced``; fencing removes from the ISR, not from the ELR)."""
+        return ([BrokerRegistrationChangeRecord(broker_id, broker_epoch, fenced=True)]
+                + self._remove_from_partitions(broker_id, fencing=broker_id))
+
+    def _remove_from_partitions(self, broker_id: int, fencing: int | None = None) -> list:
+        """PartitionChangeRecords removing ``broker_id`` from ISRs and moving its leaderships."""
+        image = self.image
+        if fencing is not None:
+            def acceptable(b: int) -> bool:
+                return b != fencing and image.is_active(b)
+        else:
+            def acceptable(b: int) -> bool:
+                return b != broker_id and image.is_active(b)
+        records = []
+        for (topic, index) in sorted(image.partitions):
+            part = image.partitions[(topic, index)]
+            if broker_id not in part.isr and part.leader != broker_id:
+                continue
+            rec = build_partition_change(
+                part, image.topics[topic].topic_id, index, is_acceptable_leader=acceptable,
+                level=self.level, min_isr=image.min_isr(topic, self.static),
+                unclean_enabled=self._unclean_enabled(topic), rng=self.rng,
+                target_isr=tuple(r for r in part.isr if r != broker_id))
+            if rec is not None:
+                records.append(rec)
+        return records
+
+    def _unclean_enabled(self, topic: str) -> bool:
+        return cfg.as_bool(self.image.config("unclean.leader.election.enable", topic, self.static))
+
+    def _elect_leaderless(self, now_ms: int, broker_id: int | None) -> None:
+        """Elect leaders for leaderless partitions (those hosting ``broker_id``, or all)."""
+        image = self.image
+        records = []
+        for (topic, index) in sorted(image.partitions):
+            part = image.partitions[(topic, index)]
+            if part.leader != NO_LEADER or (broker_id is not None and broker_id not in part.replicas):
+                continue
+            rec = build_partition_change(
+                part, image.topics[topic].topic_id, index, is_acceptable_leader=image.is_active,
+                level=self.level, min_isr=image.min_isr(topic, self.static),
+                unclean_enabled=self._unclean_enabled(topic), rng=self.rng)
+            if rec is not None:
+                records.append(rec)
+        self.append(records, now_ms)
+
+    # ================================================================= AlterPartition
+    def handle_alter_partition(self, now_ms: int, req: m.AlterPartitionRequest) -> m.AlterPartitionResponse:
+        """Validate and apply an AlterPartition (KIP-497 / KIP-903) in Kafka's order:
+        STALE_BROKER_EPOCH, UNKNOWN_TOPIC_ID, NOT_CONTROLLER (newer epochs), FENCED_LEADER_EPOCH,
+        INVALID_REQUEST (sender not leader), INVALID_UPDATE_VERSION, INVALID_REQUEST (ISR not within
+        replicas or without the leader), INELIGIBLE_REPLICA (unregistered, fenced, shutting down, or —
+        level ``kip903``+ — a stale broker epoch)."""
+        reg = self.image.brokers.get(req.broker_id)
+        if reg is None or reg.broker_epoch != req.broker_epoch:
+            return m.AlterPartitionResponse(Errors.STALE_BROKER_EPOCH, ())
+        results = []
+        records = []
+        for item in req.partitions:
+            error, rec = self._validate_alter_partition(req.broker_id, item)
+            if error != Errors.NONE:
+                results.append(m.AlterPartitionResponseItem(item.topic_id, item.partition, error))
+                continue
+            if rec is not None:
+                records.append(rec)
+            results.append(item)
+        self.append(records, now_ms)
+        out = []
+        for r in results:
+            if isinstance(r, m.AlterPartitionResponseItem):
+                out.append(r)
+                continue
+            name = self.image.topic_name(r.topic_id)
+            part = self.image.partitions[(name, r.partition)]
+            out.append(m.AlterPartitionResponseItem(
+                r.topic_id, r.partition, Errors.NONE, leader_id=part.leader, leader_epoch=part.leader_epoch,
+                isr=part.isr, leader_recovery_state=part.leader_recovery_state,
+                partition_epoch=part.partition_epoch))
+        return m.AlterPartitionResponse(Errors.NONE, tuple(out))
+
+    def _validate_alter_partition(self, broker_id: int, item: m.AlterPartitionItem):
+        image = self.image
+        name = image.topic_name(item.topic_id)
+        if name is None:
+            return Errors.UNKNOWN_TOPIC_ID, None
+        part = image.partitions.get((name, item.partition))
+        if part is None:
+            return Errors.UNKNOWN_TOPIC_OR_PARTITION, None
+        if item.leader_epoch > part.leader_epoch or item.partition_epoch > part.partition_epoch:
+            return Errors.NOT_CONTROLLER, None
+        if item.leader_epoch < part.leader_epoch:
+            return Errors.FENCED_LEADER_EPOCH, None
+        if broker_id != part.leader:
+            return Errors.INVALID_REQUEST, None
+        if item.partition_epoch < part.partition_epoch:
+            return Errors.INVALID_UPDATE_VERSION, None
+        new_isr = tuple(s.broker_id for s in item.new_isr_with_epochs)
+        if (len(set(new_isr)) != len(new_isr) or any(b not in part.replicas for b in new_isr)
+                or part.leader not in new_isr):
+            return Errors.INVALID_REQUEST, None
+        if item.leader_recovery_state not in (RECOVERED, RECOVERING) or (
+                item.leader_recovery_state == RECOVERING and
+                (part.leader_recovery_state == RECOVERED or len(new_isr) > 1)):
+            return Errors.INVALID_REQUEST, None
+        for state in item.new_isr_with_epochs:
+            if state.broker_id in part.isr and state.broker_id == part.leader:
+                continue
+            b = image.brokers.get(state.broker_id)
+            if b is None or b.fenced or b.in_controlled_shutdown:
+                return Errors.INELIGIBLE_REPLICA, None
+            if (self.level >= Level.KIP903 and state.broker_epoch != -1
+                    and state.broker_epoch != b.broker_epoch):
+                return Errors.INELIGIBLE_REPLICA, None
+        rec = build_partition_change(
+            part, item.topic_id, item.partition, is_acceptable_leader=image.is_active, level=self.level,
+            min_isr=image.min_isr(name, self.static), unclean_enabled=False, rng=self.rng,
+            target_isr=new_isr, target_leader_recovery_state=item.leader_recovery_state)
+        return Errors.NONE, rec
+
+    # ================================================================= topics & configs
+    def _handle_create_topics(self, now_ms: int, req: m.CreateTopicsRequest) -> m.CreateTopicsResponse:
+        results = []
+        image = self.image
+        for t in req.topics:
+            if t.name in image.topics:
+                results.append(m.CreateTopicResult(t.name, Errors.TOPIC_ALREADY_EXISTS,
+                                                   error_message=f"Topic '{t.name}' already exists."))
+                continue
+            unknown = [name for name, _ in t.configs if name not in cfg.KNOWN_CONFIGS]
+            if unknown:
+                results.append(m.CreateTopicResult(t.name, Errors.INVALID_CONFIG,
+                                                   error_message=f"unknown configs {unknown}"))
+                continue
+            active = sorted(b for b in image.brokers if image.is_active(b))
+            if t.assignment:
+                assignment = [tuple(a) for a in t.assignment]
+            else:
+                rf = t.replication_factor if t.replication_factor > 0 else int(
+                    cfg.lookup("default.replication.factor", self.static))
+                n = t.num_partitions if t.num_partitions > 0 else int(cfg.lookup("num.partitions", self.static))
+                if rf > len(active) or rf < 1:
+                    results.append(m.CreateTopicResult(
+                        t.name, Errors.INVALID_REPLICATION_FACTOR,
+                        error_message=f"replication factor {rf} larger than {len(active)} available brokers"))
+                    continue
+                start = self.rng.randrange(len(active))
+                assignment = [tuple(active[(start + p + i) % len(active)] for i in range(rf)) for p in range(n)]
+            topic_id = uuid.UUID(int=self.rng.getrandbits(128))
+            records: list = [TopicRecord(t.name, topic_id)]
+            for name, value in t.configs:
+                records.append(ConfigRecord(RESOURCE_TOPIC, t.name, name, value))
+            for p, replicas in enumerate(assignment):
+                isr = tuple(r for r in replicas if image.is_active(r))
+                if not isr:
+                    records = None
+                    break
+                records.append(PartitionRecord(partition_id=p, topic_id=topic_id, replicas=replicas, isr=isr,
+                                               leader=isr[0], leader_epoch=0, partition_epoch=0))
+            if records is None:
+                results.append(m.CreateTopicResult(t.name, Errors.INVALID_REPLICATION_FACTOR,
+                                                   error_message="no unfenced replica for a partition"))
+                continue
+            self.append(records, now_ms)
+            image = self.image
+            results.append(m.CreateTopicResult(t.name, Errors.NONE, topic_id=topic_id))
+        return m.CreateTopicsResponse(tuple(results))
+
+    def _handle_alter_configs(self, now_ms: int, req: m.IncrementalAlterConfigsRequest):
+        out = []
+        for res in req.resources:
+            if res.resource_type == RESOURCE_TOPIC and res.resource_name not in self.image.topics:
+                out.append(m.AlterConfigsResourceResponse(Errors.UNKNOWN_TOPIC_OR_PARTITION, res.resource_type,
+                                                          res.resource_name))
+                continue
+            if res.resource_type not in (RESOURCE_TOPIC, RESOURCE_BROKER):
+                out.append(m.AlterConfigsResourceResponse(Errors.INVALID_REQUEST, res.resource_type,
+                                                          res.resource_name))
+                continue
+            bad = [c.name for c in res.configs if c.name not in cfg.KNOWN_CONFIGS]
+            if bad:
+                out.append(m.AlterConfigsResourceResponse(Errors.INVALID_CONFIG, res.resource_type,
+                                                          res.resource_name, f"unknown configs {bad}"))
+                continue
+            if not req.validate_only:
+                records: list = []
+                for c in res.configs:
+                    value = None if c.config_operation == m.OP_DELETE else c.value
+                    records.append(ConfigRecord(res.resource_type, res.resource_name, c.name, value))
+                if self.level >= Level.ELR and any(c.name == "min.insync.replicas" for c in res.configs):
+                    # KIP-966: any min.insync.replicas change clears the ELR.
+                    topic = res.resource_name if res.resource_type == RESOURCE_TOPIC else None
+                    records.append(ClearElrRecord(topic))
+                self.append(records, now_ms)
+            out.append(m.AlterConfigsResourceResponse(Errors.NONE, res.resource_type, res.resource_name))
+        self._elect_leaderless(now_ms, None)
+        return m.IncrementalAlterConfigsResponse(tuple(out))
+
+    # ================================================================= ElectLeaders
+    def _handle_elect_leaders(self, now_ms: int, req: m.ElectLeadersRequest) -> m.ElectLeadersResponse:
+        results = []
+        for p in req.partitions:
+            error, message = self._elect_one(now_ms, req.election_type, p)
+            results.append(m.ElectLeadersResult(p.topic, p.partition, error, message))
+        return m.ElectLeadersResponse(Errors.NONE, tuple(results))
+
+    def _elect_one(self, now_ms: int, election_type: int, p: m.ElectLeadersPartition):
+        image = self.image
+        part = image.partitions.get((p.topic, p.partition))
+        if part is None:
+            return Errors.UNKNOWN_TOPIC_OR_PARTITION, None
+        if election_type == m.ELECTION_PREFERRED:
+            if part.leader == part.replicas[0]:
+                return Errors.ELECTION_NOT_NEEDED, None
+            election = Election.PREFERRED
+        elif election_type == m.ELECTION_UNCLEAN:
+            if part.leader != NO_LEADER:
+                return Errors.ELECTION_NOT_NEEDED, None
+            election = Election.UNCLEAN
+        else:
+            return Errors.INVALID_REQUEST, f"election type {election_type} needs ElectLeaders v3 (level urm)"
+        rec = build_partition_change(
+            part, image.topics[p.topic].topic_id, p.partition, is_acceptable_leader=image.is_active,
+            level=self.level, min_isr=image.min_isr(p.topic, self.static),
+            unclean_enabled=self._unclean_enabled(p.topic), rng=self.rng, election=election)
+        if rec is None or rec.leader is None:
+            if election is Election.PREFERRED:
+                return Errors.PREFERRED_LEADER_NOT_AVAILABLE, None
+            return Errors.ELIGIBLE_LEADERS_NOT_AVAILABLE, None
+        self.append([rec], now_ms)
+        return Errors.NONE, None

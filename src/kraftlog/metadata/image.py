@@ -1,0 +1,238 @@
+"""The immutable MetadataImage built by replaying metadata records (Kafka's ``MetadataImage``).
+
+``replay(image, records, base_offset)`` returns a new image and a :class:`MetadataDelta` naming
+what changed; the old image is untouched (copy-on-write of the top-level maps), so a broker or a
+checker can hold an image while the controller moves on.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field, replace
+
+from . import config as cfg
+from .records import (
+    NO_LEADER, RECOVERED, RECOVERING, BrokerRegistrationChangeRecord, ClearElrRecord, ConfigRecord,
+    PartitionChangeRecord, PartitionRecord, RegisterBrokerRecord, TopicRecord,
+)
+
+RESOURCE_TOPIC = 2
+RESOURCE_BROKER = 4
+
+
+@dataclass(slots=True, frozen=True)
+class BrokerRegistration:
+    """A broker as the controller registered it. ``broker_epoch`` = offset of its RegisterBrokerRecord."""
+
+    broker_id: int
+    broker_epoch: int
+    incarnation_id: uuid.UUID
+    fenced: bool = True
+    in_controlled_shutdown: bool = False
+    previous_broker_epoch: int = -1
+    rack: str | None = None
+
+
+@dataclass(slots=True, frozen=True)
+class PartitionRegistration:
+    """A partition's committed state (Kafka's ``PartitionRegistration``).
+
+    ``leader`` -1 = none; ``elr``/``last_known_elr`` are KIP-966's Eligible Leader Replicas and
+    LastKnownELR; ``leader_recovery_state`` 1 = RECOVERING after an unclean election (KIP-704)."""
+
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+    leader: int
+    leader_epoch: int
+    partition_epoch: int
+    leader_recovery_state: int = RECOVERED
+    elr: tuple[int, ...] = ()
+    last_known_elr: tuple[int, ...] = ()
+
+    def merge(self, change: PartitionChangeRecord) -> "PartitionRegistration":
+        """Apply a PartitionChangeRecord: a leader change bumps the leader epoch; the partition
+        epoch is always bumped (Kafka's ``PartitionRegistration.merge``)."""
+        leader, leader_epoch = self.leader, self.leader_epoch
+        if change.leader is not None and change.leader != self.leader:
+            leader, leader_epoch = change.leader, self.leader_epoch + 1
+        elif change.leader is not None:
+            # Kafka bumps the epoch whenever the record carries a leader, even the same one.
+            leader_epoch = self.leader_epoch + 1
+        return PartitionRegistration(
+            replicas=self.replicas,
+            isr=self.isr if change.isr is None else change.isr,
+            leader=leader,
+            leader_epoch=leader_epoch,
+            partition_epoch=self.partition_epoch + 1,
+            leader_recovery_state=(self.leader_recovery_state if change.leader_recovery_state is None
+                                   else change.leader_recovery_state),
+            elr=self.elr if change.eligible_leader_replicas is None else change.eligible_leader_replicas,
+            last_known_elr=self.last_known_elr if change.last_known_elr is None else change.last_known_elr,
+        )
+
+    @property
+    def recovering(self) -> bool:
+        return self.leader_recovery_state == RECOVERING
+
+    @property
+    def has_leader(self) -> bool:
+        return self.leader != NO_LEADER
+
+
+@dataclass(slots=True, frozen=True)
+class TopicImage:
+    name: str
+    topic_id: uuid.UUID
+    partition_count: int
+
+
+@dataclass(slots=True)
+class MetadataDelta:
+    """What one replay changed: partitions as (topic, index), broker ids, topic names, config resources."""
+
+    partitions: set = field(default_factory=set)
+    brokers: set = field(default_factory=set)
+    topics: set = field(default_factory=set)
+    configs: set = field(default_factory=set)
+
+    def __bool__(self) -> bool:
+        return bool(self.partitions or self.brokers or self.topics or self.configs)
+
+
+@dataclass(slots=True, frozen=True)
+class MetadataImage:
+    """An immutable view of the cluster at metadata offset ``offset`` (-1 = empty).
+
+    ``partitions`` is keyed by (topic name, partition index); ``configs`` by (resource type, name)."""
+
+    offset: int = -1
+    brokers: dict = field(default_factory=dict)
+    topics: dict = field(default_factory=dict)
+    topic_names: dict = field(default_factory=dict)
+    partitions: dict = field(default_factory=dict)
+    configs: dict = field(default_factory=dict)
+
+    # ----------------------------------------------------------------- queries
+    def broker(self, broker_id: int) -> BrokerRegistration | None:
+        return self.brokers.get(broker_id)
+
+    def partition(self, topic: str, index: int) -> PartitionRegistration | None:
+        return self.partitions.get((topic, index))
+
+    def topic_name(self, topic_id: uuid.UUID) -> str | None:
+        return self.topic_names.get(topic_id)
+
+    def is_active(self, broker_id: int) -> bool:
+        """Registered, unfenced and not in controlled shutdown: an acceptable leader / ISR member."""
+        b = self.brokers.get(broker_id)
+        return b is not None and not b.fenced and not b.in_controlled_shutdown
+
+    def config(self, name: str, topic: str | None = None, static: dict | None = None) -> str:
+        """Resolve a broker config ``name`` for ``topic``: topic override → cluster default → the
+        node's static config → Kafka's default."""
+        layers = []
+        if topic is not None:
+            tconf = self.configs.get((RESOURCE_TOPIC, topic))
+            if tconf:
+                synonym = cfg.TOPIC_SYNONYMS.get(name)
+                if synonym is not None and synonym in tconf:
+                    return tconf[synonym]
+        layers.append(self.configs.get((RESOURCE_BROKER, "")))
+        layers.append(static)
+        return cfg.lookup(name, *layers)
+
+    def min_isr(self, topic: str, static: dict | None = None) -> int:
+        """Effective min ISR = min(min.insync.replicas, replication factor) (KIP-966)."""
+        configured = int(self.config("min.insync.replicas", topic, static))
+        t = self.topics.get(topic)
+        if t is None:
+            return configured
+        rf = len(self.partitions[(topic, 0)].replicas)
+        return max(1, min(configured, rf))
+
+    # ----------------------------------------------------------------- replay
+    def replay(self, records, base_offset: int) -> tuple["MetadataImage", MetadataDelta]:
+        """Apply ``records`` (the first at ``base_offset``) and return (new image, delta)."""
+        brokers, topics, topic_names, partitions, configs = (
+            self.brokers, self.topics, self.topic_names, self.partitions, self.configs)
+        copied = set()
+        delta = MetadataDelta()
+        offset = self.offset
+        for i, rec in enumerate(records):
+            offset = base_offset + i
+            kind = type(rec)
+            if kind is PartitionChangeRecord:
+                if "p" not in copied:
+                    partitions = dict(partitions); copied.add("p")
+                key = (topic_names[rec.topic_id], rec.partition_id)
+                partitions[key] = partitions[key].merge(rec)
+                delta.partitions.add(key)
+            elif kind is RegisterBrokerRecord:
+                if "b" not in copied:
+                    brokers = dict(brokers); copied.add("b")
+                brokers[rec.broker_id] = BrokerRegistration(
+                    broker_id=rec.broker_id, broker_epoch=rec.broker_epoch,
+                    incarnation_id=rec.incarnation_id, fenced=rec.fenced,
+                    in_controlled_shutdown=rec.in_controlled_shutdown,
+                    previous_broker_epoch=rec.previous_broker_epoch, rack=rec.rack)
+                delta.brokers.add(rec.broker_id)
+            elif kind is BrokerRegistrationChangeRecord:
+                old = brokers.get(rec.broker_id)
+                if old is None or old.broker_epoch != rec.broker_epoch:
+                    continue  # a change for an older registration: Kafka ignores it
+                if "b" not in copied:
+                    brokers = dict(brokers); copied.add("b")
+                brokers[rec.broker_id] = replace(
+                    old,
+                    fenced=old.fenced if rec.fenced is None else rec.fenced,
+                    in_controlled_shutdown=(old.in_controlled_shutdown if rec.in_controlled_shutdown is None
+                                            else rec.in_controlled_shutdown))
+                delta.brokers.add(rec.broker_id)
+            elif kind is PartitionRecord:
+                if "p" not in copied:
+                    partitions = dict(partitions); copied.add("p")
+                name = topic_names[rec.topic_id]
+                key = (name, rec.partition_id)
+                partitions[key] = PartitionRegistration(
+                    replicas=rec.replicas, isr=rec.isr, leader=rec.leader, leader_epoch=rec.leader_epoch,
+                    partition_epoch=rec.partition_epoch, leader_recovery_state=rec.leader_recovery_state,
+                    elr=rec.eligible_leader_replicas, last_known_elr=rec.last_known_elr)
+                if "t" not in copied:
+                    topics = dict(topics); copied.add("t")
+                t = topics[name]
+                topics[name] = replace(t, partition_count=max(t.partition_count, rec.partition_id + 1))
+                delta.partitions.add(key)
+            elif kind is TopicRecord:
+                if "t" not in copied:
+                    topics = dict(topics); copied.add("t")
+                if "n" not in copied:
+                    topic_names = dict(topic_names); copied.add("n")
+                topics[rec.name] = TopicImage(rec.name, rec.topic_id, 0)
+                topic_names[rec.topic_id] = rec.name
+                delta.topics.add(rec.name)
+            elif kind is ConfigRecord:
+                if "c" not in copied:
+                    configs = dict(configs); copied.add("c")
+                res = (rec.resource_type, rec.resource_name)
+                entry = dict(configs.get(res, {}))
+                if rec.value is None:
+                    entry.pop(rec.name, None)
+                else:
+                    entry[rec.name] = rec.value
+                configs[res] = entry
+                delta.configs.add(res)
+            elif kind is ClearElrRecord:
+                if "p" not in copied:
+                    partitions = dict(partitions); copied.add("p")
+                for key, part in list(partitions.items()):
+                    if rec.topic_name is not None and key[0] != rec.topic_name:
+                        continue
+                    if part.elr or part.last_known_elr:
+                        partitions[key] = replace(part, elr=(), last_known_elr=(),
+                                                  partition_epoch=part.partition_epoch + 1)
+                        delta.partitions.add(key)
+            else:
+                raise TypeError(f"unknown metadata record {kind.__name__}")
+        image = MetadataImage(offset=offset, brokers=brokers, topics=topics, topic_names=topic_names,
+                              partitions=partitions, configs=configs)
+        return image, delta

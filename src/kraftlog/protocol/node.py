@@ -1,0 +1,114 @@
+"""The sans-I/O node contract shared by controller, brokers and clients.
+
+A node never reads a clock or a socket. A driver (the simulator or the asyncio TCP driver):
+
+* hands it messages with ``deliver(now_ms, envelope)``,
+* calls ``tick(now_ms)`` once ``now_ms >= next_deadline()``,
+* collects what it wants sent with ``poll() -> list[Envelope]``.
+
+:class:`NodeBase` implements request/response correlation and request timeouts: a request that gets
+no response within its timeout is completed with ``Errors.REQUEST_TIMED_OUT`` through ``on_timeout``,
+and a response arriving after that is discarded (Kafka's NetworkClient drops the connection, so a late
+response is never seen).
+"""
+
+from __future__ import annotations
+
+import heapq
+
+from .messages import Envelope
+
+
+class NodeBase:
+    """Outbox, correlation ids and request timeouts for a sans-I/O node.
+
+    Subclasses implement ``on_request(now_ms, envelope)``, ``on_response(now_ms, context, message)``,
+    ``on_timeout(now_ms, context)``, ``tick(now_ms)`` and ``next_deadline()`` (calling
+    ``_expire_requests`` and ``_request_deadline`` respectively)."""
+
+    def __init__(self, node_id) -> None:
+        self.node_id = node_id
+        self._outbox: list[Envelope] = []
+        self._next_correlation = 0
+        self._inflight: dict[int, object] = {}
+        self._timeouts: list[tuple[int, int]] = []
+
+    # ------------------------------------------------------------------ sending
+    def send_request(self, dst, message, now_ms: int, timeout_ms: int, context) -> int:
+        """Queue ``message`` for ``dst``; ``context`` comes back to on_response/on_timeout."""
+        self._next_correlation += 1
+        corr = self._next_correlation
+        self._inflight[corr] = context
+        heapq.heappush(self._timeouts, (now_ms + timeout_ms, corr))
+        self._outbox.append(Envelope(self.node_id, dst, corr, message, False))
+        return corr
+
+    def send_response(self, request: Envelope, message) -> None:
+        """Queue the response to ``request``."""
+        self._outbox.append(Envelope(self.node_id, request.src, request.correlation_id, message, True))
+
+    def cancel_request(self, correlation_id: int) -> None:
+        """Forget an in-flight request: its response, if any, will be discarded."""
+        self._inflight.pop(correlation_id, None)
+
+    def poll(self) -> list[Envelope]:
+        """Messages to send, oldest first; the outbox is emptied."""
+        out = self._outbox
+        self._outbox = []
+        return out
+
+    # ---------------------------------------------------------------- receiving
+    def deliver(self, now_ms: int, envelope: Envelope) -> None:
+        """Hand the node one message."""
+        if envelope.is_response:
+            context = self._inflight.pop(envelope.correlation_id, None)
+            if context is not None:
+                self.on_response(now_ms, context, envelope.message)
+        else:
+            self.on_request(now_ms, envelope)
+
+    def connection_failed(self, now_ms: int, correlation_id: int) -> None:
+        """The driver could not deliver request ``correlation_id`` (peer down, connection refused):
+        complete it at once through ``on_timeout``, as Kafka's NetworkClient fails it on disconnect."""
+        context = self._inflight.pop(correlation_id, None)
+        if context is not None:
+            self.on_timeout(now_ms, context)
+
+    def _expire_requests(self, now_ms: int) -> None:
+        timeouts = self._timeouts
+        while timeouts and timeouts[0][0] <= now_ms:
+            _, corr = heapq.heappop(timeouts)
+            context = self._inflight.pop(corr, None)
+            if context is not None:
+                self.on_timeout(now_ms, context)
+
+    def _request_deadline(self) -> int | None:
+        timeouts = self._timeouts
+        while timeouts and timeouts[0][1] not in self._inflight:
+            heapq.heappop(timeouts)
+        return timeouts[0][0] if timeouts else None
+
+    # ------------------------------------------------------------- to override
+    def on_request(self, now_ms: int, envelope: Envelope) -> None:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def on_response(self, now_ms: int, context, message) -> None:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def on_timeout(self, now_ms: int, context) -> None:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def tick(self, now_ms: int) -> None:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def next_deadline(self) -> int | None:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+
+def earliest(*deadlines: int | None) -> int | None:
+    """The smallest of the given deadlines, ignoring None."""
+    best = None
+    for d in deadlines:
+        if d is not None and (best is None or d < best):
+            best = d
+    return best

@@ -1,0 +1,302 @@
+"""The deterministic simulator: a whole cluster in one thread, on virtual time.
+
+``SimCluster`` owns the event queue, the seeded network (per-message delay drawn from a range, FIFO
+per directed link like a TCP connection, cut links, partitions, held messages by API name), the
+SimDisks, and the faults (crash with page-cache or disk loss, clean shutdown, restart, controller
+failover). It drives the sans-I/O nodes through their contract only: ``deliver``, ``tick``,
+``poll``, ``next_deadline``, and ``connection_failed`` when a request targets a node that is down.
+
+With ``wire=True`` every message goes through ``kraftlog.protocol.wire.roundtrip`` (Kafka bytes via
+kio and back), so mapping bugs surface in simulation too.
+"""
+
+from __future__ import annotations
+
+import heapq
+import random
+
+from ..broker.broker import Broker
+from ..controller.controller import CONTROLLER, QuorumController
+from ..protocol.level import Level
+from ..protocol.messages import Envelope
+from ..storage.disk import SimDisk
+from .history import History
+
+DELIVER, TICK, CALL = 0, 1, 2
+
+
+class SimCluster:
+    """A simulated cluster of ``brokers`` brokers (ids 0..n-1) and one controller.
+
+    ``config``: cluster-wide configs (Kafka names → strings) given to every node; ``writeback_ms``:
+    page-cache writeback delay (None = never); ``delay_ms``: (min, max) network delay per message."""
+
+    def __init__(self, brokers: int, config: dict, level: Level, seed: int, *, writeback_ms: int | None = 30000,
+                 delay_ms: tuple[int, int] = (1, 5), wire: bool = False) -> None:
+        self.n_brokers = brokers
+        self.config = {k: str(v) for k, v in config.items()}
+        self.level = level
+        self.seed = seed
+        self.delay_min, self.delay_max = delay_ms
+        self.writeback_ms = writeback_ms
+        self.net_rng = random.Random(f"net:{seed}")
+        self.node_seeds = random.Random(f"nodes:{seed}")
+        self.now = 0
+        self.queue: list = []
+        self._seq = 0
+        self.nodes: dict = {}
+        self.incarnation: dict = {}
+        self.scheduled: dict = {}
+        self.disks: dict = {b: SimDisk(writeback_ms) for b in range(brokers)}
+        self.disks[CONTROLLER] = SimDisk(writeback_ms)
+        self.cut: set = set()
+        self.holds: list = []
+        self.held: list = []
+        self.link_last: dict = {}
+        self.history = History()
+        self.messages_delivered = 0
+        self.wire = wire
+        if wire:
+            from ..protocol.wire import roundtrip
+            self._roundtrip = roundtrip
+        self.observers: list = []  # callables(sim, node_id) run after a node handled an event
+        self.start_controller()
+        for b in range(brokers):
+            self.start_broker(b)
+
+    # ================================================================= nodes
+    def _rng_for(self, node_id) -> random.Random:
+        return random.Random(f"{node_id}:{self.node_seeds.getrandbits(64)}")
+
+    def start_controller(self) -> None:
+        node = QuorumController(self.config, self.level, self.disks[CONTROLLER], self._rng_for(CONTROLLER), self.now)
+        self._add(CONTROLLER, node)
+
+    def start_broker(self, broker_id: int) -> None:
+        node = Broker(broker_id, self.config, self.level, self.disks[broker_id], self._rng_for(broker_id), self.now)
+        self._add(broker_id, node)
+
+    def add_client(self, node) -> None:
+        self._add(node.node_id, node)
+
+    def _add(self, node_id, node) -> None:
+        self.nodes[node_id] = node
+        self.incarnation[node_id] = self.incarnation.get(node_id, 0) + 1
+        self.scheduled.pop(node_id, None)
+        self._after(node_id, node)
+
+    def alive(self, node_id) -> bool:
+        return node_id in self.nodes
+
+    @property
+    def controller(self) -> QuorumController | None:
+        return self.nodes.get(CONTROLLER)
+
+    def broker(self, broker_id: int) -> Broker | None:
+        return self.nodes.get(broker_id)
+
+    # ================================================================= faults
+    def crash(self, node_id, lose: str = "none") -> None:
+        """Hard stop: in-flight messages to it are lost; ``lose`` applies to its disk."""
+        if node_id not in self.nodes:
+            return
+        del self.nodes[node_id]
+        self.scheduled.pop(node_id, None)
+        self.disks[node_id].crash(lose, self.now)
+        self.history.record(self.now, "crash", node=str(node_id), lose=lose)
+
+    def restart(self, node_id) -> None:
+        if node_id in self.nodes:
+            return
+        self.history.record(self.now, "restart", node=str(node_id))
+        if node_id == CONTROLLER:
+            self.start_controller()
+        else:
+            self.start_broker(node_id)
+
+    def restart_controller(self) -> None:
+        """Controller failover: in-memory state lost, the metadata log replayed."""
+        self.crash(CONTROLLER, "unflushed")
+        self.restart(CONTROLLER)
+
+    def shutdown(self, broker_id: int) -> None:
+        """Begin a clean (controlled) shutdown; the broker leaves once the controller lets it."""
+        node = self.nodes.get(broker_id)
+        if node is None:
+            return
+        self.history.record(self.now, "shutdown", node=str(broker_id))
+        node.begin_controlled_shutdown(self.now)
+        self._after(broker_id, node)
+
+    def isolate(self, nodes) -> None:
+        others = self._all_node_ids()
+        for a in nodes:
+            for b in others:
+                if a != b and b not in nodes:
+                    self.cut.add((a, b))
+                    self.cut.add((b, a))
+        self.history.record(self.now, "isolate", nodes=[str(n) for n in nodes])
+
+    def partition(self, groups) -> None:
+        group_of = {}
+        for i, g in enumerate(groups):
+            for n in g:
+                group_of[n] = i
+        ids = self._all_node_ids()
+        for a in ids:
+            for b in ids:
+                if a != b and a in group_of and b in group_of and group_of[a] != group_of[b]:
+                    self.cut.add((a, b))
+        self.history.record(self.now, "partition", groups=[[str(n) for n in g] for g in groups])
+
+    def cut_link(self, src, dst) -> None:
+        self.cut.add((src, dst))
+        self.history.record(self.now, "cut", src=str(src), dst=str(dst))
+
+    def heal(self, nodes=None) -> None:
+        if nodes is None:
+            self.cut.clear()
+        else:
+            self.cut = {(a, b) for a, b in self.cut if a not in nodes and b not in nodes}
+        self.history.record(self.now, "heal", nodes=None if nodes is None else [str(n) for n in nodes])
+
+    def hold(self, api=None, src=None, dst=None) -> None:
+        self.holds.append((api, src, dst))
+        self.history.record(self.now, "hold", api=api, src=str(src), dst=str(dst))
+
+    def release(self, api=None, src=None, dst=None) -> None:
+        """Stop holding matching messages and deliver the held ones, in their original order."""
+        self.holds = [h for h in self.holds if not (
+            (api is None or h[0] == api) and (src is None or h[1] == src) and (dst is None or h[2] == dst))]
+        keep, go = [], []
+        for env in self.held:
+            if (api is None or env.message.API == api) and (src is None or env.src == src) and (
+                    dst is None or env.dst == dst):
+                go.append(env)
+            else:
+                keep.append(env)
+        self.held = keep
+        self.history.record(self.now, "release", api=api, src=str(src), dst=str(dst), count=len(go))
+        for env in go:
+            self._push(self.now, DELIVER, env)
+
+    def _all_node_ids(self) -> list:
+        return [CONTROLLER] + list(range(self.n_brokers)) + sorted(
+            (n for n in self.nodes if isinstance(n, str) and n != CONTROLLER))
+
+    # ================================================================= event loop
+    def _push(self, t: int, kind: int, payload) -> None:
+        self._seq += 1
+        heapq.heappush(self.queue, (t, self._seq, kind, payload))
+
+    def call_at(self, t: int, fn) -> None:
+        """Run ``fn(sim)`` at simulated time ``t`` (driver-level timers: background producers)."""
+        self._push(max(t, self.now), CALL, fn)
+
+    def _after(self, node_id, node) -> None:
+        """Transmit what the node queued and (re)schedule its next tick."""
+        out = node.poll()
+        for env in out:
+            self._transmit(env)
+        for obs in self.observers:
+            obs(self, node_id)
+        d = node.next_deadline()
+        if d is None:
+            self.scheduled.pop(node_id, None)
+            return
+        if d < self.now:
+            d = self.now
+        cur = self.scheduled.get(node_id)
+        if cur is None or d < cur:
+            self.scheduled[node_id] = d
+            self._push(d, TICK, (node_id, self.incarnation[node_id]))
+
+    def _transmit(self, env: Envelope) -> None:
+        link = (env.src, env.dst)
+        if link in self.cut:
+            return
+        if env.dst not in self.nodes and not env.is_response:
+            # Connection refused: the sender learns at once (after one network delay).
+            self._push(self.now + self.delay_min, CALL, ("refused", env.src, env.correlation_id))
+            return
+        delay = self.net_rng.randint(self.delay_min, self.delay_max) if self.delay_max > self.delay_min \
+            else self.delay_min
+        t = self.now + delay
+        last = self.link_last.get(link, 0)
+        if t < last:
+            t = last
+        self.link_last[link] = t
+        self._push(t, DELIVER, env)
+
+    def _held(self, env: Envelope) -> bool:
+        api = env.message.API
+        for h_api, h_src, h_dst in self.holds:
+            if (h_api is None or h_api == api) and (h_src is None or h_src == env.src) and (
+                    h_dst is None or h_dst == env.dst):
+                return True
+        return False
+
+    def step(self) -> bool:
+        """Process the next event; False when the queue is empty."""
+        if not self.queue:
+            return False
+        t, _, kind, payload = heapq.heappop(self.queue)
+        if t > self.now:
+            self.now = t
+        if kind == DELIVER:
+            env = payload
+            if (env.src, env.dst) in self.cut:
+                return True
+            if self.holds and self._held(env):
+                self.held.append(env)
+                return True
+            node = self.nodes.get(env.dst)
+            if node is None:
+                if not env.is_response:
+                    self._push(self.now + self.delay_min, CALL, ("refused", env.src, env.correlation_id))
+                return True
+            if self.wire:
+                env = Envelope(env.src, env.dst, env.correlation_id,
+                               self._roundtrip(env.message, env.correlation_id), env.is_response)
+            self.messages_delivered += 1
+            self.history.message(self.now, env.src, env.dst, env.correlation_id, env.message)
+            node.deliver(self.now, env)
+            self._after(env.dst, node)
+        elif kind == TICK:
+            node_id, inc = payload
+            if self.incarnation.get(node_id) != inc or self.scheduled.get(node_id) != t:
+                return True
+            node = self.nodes.get(node_id)
+            if node is None:
+                return True
+            del self.scheduled[node_id]
+            node.tick(self.now)
+            self._after(node_id, node)
+            if self.scheduled.get(node_id) == self.now:
+                # A node must make progress: never tick twice at the same instant.
+                self.scheduled[node_id] = self.now + 1
+                self._push(self.now + 1, TICK, (node_id, self.incarnation[node_id]))
+        else:
+            if isinstance(payload, tuple) and payload[0] == "refused":
+                _, src, corr = payload
+                node = self.nodes.get(src)
+                if node is not None:
+                    node.connection_failed(self.now, corr)
+                    self._after(src, node)
+            else:
+                payload(self)
+        return True
+
+    def run_until(self, t_end: int, stop=None) -> bool:
+        """Run events up to simulated time ``t_end``; with ``stop``, return True as soon as
+        ``stop(sim)`` holds (checked after every event). Time ends at ``t_end`` otherwise."""
+        if stop is not None and stop(self):
+            return True
+        queue = self.queue
+        while queue and queue[0][0] <= t_end:
+            self.step()
+            if stop is not None and stop(self):
+                return True
+        if t_end > self.now:
+            self.now = t_end
+        return False

@@ -1,0 +1,521 @@
+"""The scenario runner: replays a scenario file (SCENARIOS.md) in the simulator and returns its verdict.
+
+Scenario time 0 is the moment the cluster is ready: every broker registered and unfenced, every topic
+created, every partition with a leader and a full ISR. ``at`` times are measured from there.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from dataclasses import dataclass, field
+
+from ..check import checkers
+from ..client.admin import Admin
+from ..client.consumer import Consumer
+from ..client.producer import Producer
+from ..controller.controller import CONTROLLER
+from ..metadata.records import (
+    BrokerRegistrationChangeRecord, PartitionChangeRecord, PartitionRecord, RegisterBrokerRecord,
+)
+from ..protocol import messages as m
+from ..protocol.errors import Errors
+from ..protocol.level import DEFAULT, Level
+from .cluster import SimCluster
+from .scenario import Condition, Scenario, Step
+
+BOOTSTRAP_TIMEOUT_MS = 60000
+SHUTDOWN_WAIT_MS = 35000
+ACKS = {"all": -1, "1": 1, "0": 0}
+
+
+@dataclass
+class RunResult:
+    """The verdict (SCENARIOS.md's JSON object), the readable timeline and the exit code (0 or 1)."""
+
+    verdict: dict
+    timeline: list[str] = field(default_factory=list)
+    exit_code: int = 0
+    wall_ms: float = 0.0
+    messages: int = 0
+
+
+class ScenarioRun:
+    """One run of ``scenario`` at ``level`` with ``seed``; ``run()`` returns a RunResult."""
+
+    def __init__(self, scenario: Scenario, level: Level | None = None, seed: int | None = None,
+                 wire: bool = False) -> None:
+        self.scenario = scenario
+        self.level = level if level is not None else (Level.parse(scenario.level) if scenario.level else DEFAULT)
+        self.seed = seed if seed is not None else scenario.seed
+        self.sim = SimCluster(scenario.brokers, scenario.config, self.level, self.seed,
+                              writeback_ms=scenario.writeback_ms,
+                              delay_ms=(scenario.delay_min_ms, scenario.delay_max_ms), wire=wire)
+        self.rng = random.Random(f"clients:{self.seed}")
+        self.admin = Admin("admin")
+        self.sim.add_client(self.admin)
+        self.t0 = 0
+        self.timeline: list[str] = []
+        self.failed: list[str] = []
+        self.acked: list = []
+        self.acked_counts = {"all": 0, "1": 0, "0": 0}
+        self.producers: list[Producer] = []
+        self.consumers: list[Consumer] = []
+        self.consumed: list = []
+        self.truncations: list = []
+        self.violations: dict[str, str] = {}
+        self._seen_metadata = 0
+        self._invariant_offset = -1
+        self.sim.observers.append(self._observe)
+
+    # ================================================================= observation
+    def _t(self) -> int:
+        return self.sim.now - self.t0
+
+    def _log(self, text: str) -> None:
+        self.timeline.append(f"{self._t():>8}ms  {text}")
+
+    def _observe(self, sim: SimCluster, node_id) -> None:
+        node = sim.nodes.get(node_id)
+        if node is None:
+            return
+        if node_id == CONTROLLER:
+            self._observe_controller(node)
+        elif isinstance(node, Producer):
+            for c in node.take_completions():
+                acks = {-1: "all", 1: "1", 0: "0"}[c.acks]
+                value = c.value.decode()
+                if c.error == Errors.NONE:
+                    self.acked.append((node_id, c.topic, c.partition, value, acks))
+                    self.acked_counts[acks] += 1
+                    sim.history.record(sim.now, "ack", client=node_id, partition=f"{c.topic}-{c.partition}",
+                                       value=value, acks=acks, offset=c.offset)
+                else:
+                    sim.history.record(sim.now, "produce_failed", client=node_id,
+                                       partition=f"{c.topic}-{c.partition}", value=value, error=int(c.error))
+        elif isinstance(node, Consumer):
+            for r in node.take_records():
+                name = f"{r.topic}-{r.partition}"
+                value = r.value.decode() if r.value is not None else None
+                self.consumed.append((node_id, name, r.offset, value, sim.now))
+                sim.history.record(sim.now, "consume", client=node_id, partition=name, offset=r.offset,
+                                   epoch=r.leader_epoch, value=value)
+            for tr in node.take_truncations():
+                name = f"{tr.topic}-{tr.partition}"
+                self.truncations.append((node_id, name, tr.position, tr.divergence_offset, sim.now))
+                sim.history.record(sim.now, "log_truncation", client=node_id, partition=name,
+                                   position=tr.position, divergence=tr.divergence_offset)
+                self._log(f"consumer {node_id}: LogTruncation on {name}: position {tr.position}, "
+                          f"diverged at {tr.divergence_offset} (reset {tr.reset})")
+
+    def _observe_controller(self, ctl) -> None:
+        log = ctl.log
+        if len(log) <= self._seen_metadata:
+            return
+        image = ctl.image
+        for rec in log[self._seen_metadata:]:
+            text = self._describe(rec, image)
+            if text:
+                self.sim.history.record(self.sim.now, "metadata", text=text)
+                self._log(text)
+        self._seen_metadata = len(log)
+        for key, message in checkers.partition_state_violations(image, self._t()):
+            if key not in self.violations:
+                self.violations[key] = message
+
+    def _describe(self, rec, image) -> str | None:
+        kind = type(rec)
+        if kind is PartitionChangeRecord:
+            name = f"{image.topic_name(rec.topic_id)}-{rec.partition_id}"
+            part = image.partitions[(image.topic_name(rec.topic_id), rec.partition_id)]
+            bits = []
+            if rec.leader is not None:
+                bits.append(f"leader -> {rec.leader if rec.leader >= 0 else 'none'} (epoch {part.leader_epoch})")
+            if rec.isr is not None:
+                bits.append(f"ISR -> {list(rec.isr)}")
+            if rec.eligible_leader_replicas is not None:
+                bits.append(f"ELR -> {list(rec.eligible_leader_replicas)}")
+            if rec.leader_recovery_state is not None:
+                bits.append("RECOVERING" if rec.leader_recovery_state else "RECOVERED")
+            return f"{name}: " + ", ".join(bits)
+        if kind is PartitionRecord:
+            name = f"{image.topic_name(rec.topic_id)}-{rec.partition_id}"
+            return f"{name}: created, replicas {list(rec.replicas)}, leader {rec.leader}, ISR {list(rec.isr)}"
+        if kind is RegisterBrokerRecord:
+            return f"broker {rec.broker_id} registered (broker epoch {rec.broker_epoch})"
+        if kind is BrokerRegistrationChangeRecord:
+            bits = []
+            if rec.fenced is not None:
+                bits.append("fenced" if rec.fenced else "unfenced")
+            if rec.in_controlled_shutdown:
+                bits.append("in controlled shutdown")
+            return f"broker {rec.broker_id} " + ", ".join(bits) if bits else None
+        return None
+
+    # ================================================================= conditions
+    def _leader_hwm(self, topic: str, index: int) -> int | None:
+        ctl = self.sim.controller
+        if ctl is None:
+            return None
+        part = ctl.image.partitions.get((topic, index))
+        if part is None or part.leader < 0:
+            return None
+        b = self.sim.broker(part.leader)
+        if b is None:
+            return None
+        p = b.partitions.get((topic, index))
+        if p is None or not p.is_leader:
+            return None
+        return p.log.high_watermark
+
+    def holds(self, cond: Condition) -> bool:
+        """Evaluate a condition against the controller's committed state (and the leader's HWM)."""
+        ctl = self.sim.controller
+        if ctl is None:
+            return False
+        image = ctl.image
+        checks = cond.checks
+        if cond.kind == "partition":
+            topic, _, idx = str(cond.target).rpartition("-")
+            part = image.partitions.get((topic, int(idx)))
+            if part is None:
+                return False
+            for key, want in checks.items():
+                if key == "leader":
+                    if (part.leader if part.leader >= 0 else None) != want:
+                        return False
+                elif key == "isr":
+                    if frozenset(part.isr) != want:
+                        return False
+                elif key == "elr":
+                    if frozenset(part.elr) != want:
+                        return False
+                elif key == "last_known_elr":
+                    if frozenset(part.last_known_elr) != want:
+                        return False
+                elif key == "leader_epoch_at_least":
+                    if part.leader_epoch < want:
+                        return False
+                elif key == "recovering":
+                    if part.recovering != want:
+                        return False
+                elif key in ("hwm", "hwm_at_least"):
+                    hwm = self._leader_hwm(topic, int(idx))
+                    if hwm is None or (hwm != want if key == "hwm" else hwm < want):
+                        return False
+            return True
+        broker = int(cond.target)
+        reg = image.brokers.get(broker)
+        for key, want in checks.items():
+            if key == "alive":
+                if self.sim.alive(broker) != want:
+                    return False
+            elif key == "fenced":
+                if (reg is None or reg.fenced) != want:
+                    return False
+            elif key == "in_controlled_shutdown":
+                if (reg is not None and reg.in_controlled_shutdown) != want:
+                    return False
+        return True
+
+    def describe_condition(self, cond: Condition) -> str:
+        checks = ", ".join(f"{k}={sorted(v) if isinstance(v, frozenset) else v}" for k, v in cond.checks.items())
+        return f"{cond.kind} {cond.target}: {checks}"
+
+    def observed(self, cond: Condition) -> str:
+        ctl = self.sim.controller
+        if ctl is None:
+            return "controller down"
+        if cond.kind == "partition":
+            topic, _, idx = str(cond.target).rpartition("-")
+            part = ctl.image.partitions.get((topic, int(idx)))
+            hwm = self._leader_hwm(topic, int(idx))
+            return (f"leader={part.leader if part.leader >= 0 else None}, isr={list(part.isr)}, elr={list(part.elr)}, "
+                    f"last_known_elr={list(part.last_known_elr)}, leader_epoch={part.leader_epoch}, hwm={hwm}, "
+                    f"recovering={part.recovering}")
+        reg = ctl.image.brokers.get(int(cond.target))
+        return (f"alive={self.sim.alive(int(cond.target))}, fenced={reg.fenced if reg else None}, "
+                f"in_controlled_shutdown={reg.in_controlled_shutdown if reg else None}")
+
+    # ================================================================= bootstrap
+    def _bootstrap(self) -> bool:
+        sim = self.sim
+        n = self.scenario.brokers
+
+        def brokers_ready(s) -> bool:
+            ctl = s.controller
+            return ctl is not None and all(ctl.image.is_active(b) for b in range(n))
+
+        if not sim.run_until(BOOTSTRAP_TIMEOUT_MS, brokers_ready):
+            return False
+        topics = []
+        for t in self.scenario.topics:
+            topics.append(m.CreatableTopic(
+                t.name, num_partitions=t.partitions if not t.assignment else -1,
+                replication_factor=t.replication_factor or -1 if not t.assignment else -1,
+                assignment=tuple(tuple(a) for a in t.assignment) if t.assignment else (),
+                configs=tuple(sorted(t.config.items()))))
+        rid = self.admin.submit(m.CreateTopicsRequest(tuple(topics)), sim.now)
+        sim._after(self.admin.node_id, self.admin)
+        if not sim.run_until(sim.now + BOOTSTRAP_TIMEOUT_MS, lambda s: rid in self.admin.results):
+            return False
+        resp = self.admin.results[rid]
+        for r in resp.topics:
+            if r.error_code != Errors.NONE:
+                self.failed.append(f"bootstrap: creating topic {r.name} failed: {Errors(r.error_code).name} "
+                                   f"{r.error_message or ''}".strip())
+                return False
+
+        def partitions_ready(s) -> bool:
+            ctl = s.controller
+            for key, part in ctl.image.partitions.items():
+                if part.leader < 0 or len(part.isr) != len(part.replicas):
+                    return False
+                b = s.broker(part.leader)
+                if b is None:
+                    return False
+                p = b.partitions.get(key)
+                if p is None or not p.is_leader or p.leader_epoch != part.leader_epoch:
+                    return False
+                for r in part.replicas:
+                    rb = s.broker(r)
+                    if rb is None or key not in rb.partitions or rb.image.offset < ctl.end_offset - 1:
+                        return False
+            return True
+
+        return sim.run_until(sim.now + BOOTSTRAP_TIMEOUT_MS, partitions_ready)
+
+    def _start_clients(self) -> None:
+        sim = self.sim
+        brokers = list(range(self.scenario.brokers))
+        for c in self.scenario.clients:
+            parts = [(c.topic, c.partition)] if c.partition is not None else [
+                (c.topic, i) for i in range(self._partition_count(c.topic))]
+            if c.kind == "producer":
+                prod = Producer(c.id, brokers, ACKS[c.acks], random.Random(f"{c.id}:{self.seed}"))
+                sim.add_client(prod)
+                self.producers.append(prod)
+                self._schedule_background(prod, parts, c.interval_ms, 0)
+            else:
+                cons = Consumer(c.id, brokers, parts, c.reset, random.Random(f"{c.id}:{self.seed}"),
+                                validate_positions=getattr(c, "validate", True))
+                sim.add_client(cons)
+                self.consumers.append(cons)
+
+    def _partition_count(self, topic: str) -> int:
+        for t in self.scenario.topics:
+            if t.name == topic:
+                return len(t.assignment) if t.assignment else t.partitions
+        return 1
+
+    def _schedule_background(self, prod: Producer, parts, interval: int, n: int) -> None:
+        def fire(sim: SimCluster, n=n) -> None:
+            if not sim.alive(prod.node_id):
+                return
+            topic, index = parts[n % len(parts)]
+            prod.send(topic, index, f"{prod.node_id}-{n}".encode(), sim.now)
+            sim._after(prod.node_id, prod)
+            self._schedule_background(prod, parts, interval, n + 1)
+        self.sim.call_at(self.sim.now if n == 0 else self.sim.now + interval, fire)
+
+    # ================================================================= steps
+    def _admin_call(self, request, timeout_ms: int = 30000):
+        sim = self.sim
+        rid = self.admin.submit(request, sim.now, timeout_ms)
+        sim._after(self.admin.node_id, self.admin)
+        sim.run_until(sim.now + timeout_ms + 1, lambda s: rid in self.admin.results)
+        return self.admin.results.pop(rid, Errors.REQUEST_TIMED_OUT)
+
+    def _exec(self, step: Step) -> None:
+        sim = self.sim
+        a = step.args
+        verb = step.verb
+        label = f"step {step.index} ({verb})"
+        if verb == "produce":
+            acks = ACKS[a["acks"]]
+            prod = Producer(f"step{step.index}-producer", list(range(self.scenario.brokers)), acks,
+                            random.Random(f"step{step.index}:{self.seed}"), delivery_timeout_ms=a["timeout_ms"],
+                            request_timeout_ms=min(30000, a["timeout_ms"]))
+            sim.add_client(prod)
+            for i in range(a["count"]):
+                prod.send(a["topic"], a["partition"], f"s{step.index}-{i}".encode(), sim.now)
+            sim._after(prod.node_id, prod)
+            before = len(self.acked)
+            sim.run_until(sim.now + a["timeout_ms"] + 1000, lambda s: prod.idle)
+            got = sum(1 for x in self.acked[before:] if x[0] == prod.node_id)
+            self._log(f"{label}: {got}/{a['count']} records acknowledged (acks={a['acks']}) "
+                      f"to {a['topic']}-{a['partition']}")
+            sim.nodes.pop(prod.node_id, None)
+        elif verb == "crash":
+            sim.crash(a["broker"], a["lose"])
+            self._log(f"{label}: broker {a['broker']} crashed (lose {a['lose']})")
+        elif verb == "shutdown":
+            b = a["broker"]
+            sim.shutdown(b)
+            sim.run_until(sim.now + SHUTDOWN_WAIT_MS, lambda s: s.broker(b) is None or s.broker(b).stopped)
+            if sim.broker(b) is not None:
+                sim.nodes.pop(b, None)
+                sim.scheduled.pop(b, None)
+            self._log(f"{label}: broker {b} shut down cleanly")
+        elif verb == "restart":
+            sim.restart(a["broker"])
+            self._log(f"{label}: broker {a['broker']} restarted")
+        elif verb == "restart_controller":
+            sim.restart_controller()
+            self._log(f"{label}: controller failover (metadata log replayed)")
+        elif verb == "isolate":
+            sim.isolate(list(a["nodes"]))
+            self._log(f"{label}: isolated {list(a['nodes'])}")
+        elif verb == "partition":
+            sim.partition([list(g) for g in a["groups"]])
+            self._log(f"{label}: network partitioned into {[list(g) for g in a['groups']]}")
+        elif verb == "cut":
+            sim.cut_link(a["from"], a["to"])
+            self._log(f"{label}: cut {a['from']} -> {a['to']}")
+        elif verb == "heal":
+            sim.heal(list(a["nodes"]) if a["nodes"] is not None else None)
+            self._log(f"{label}: healed {list(a['nodes']) if a['nodes'] is not None else 'all links'}")
+        elif verb == "hold":
+            sim.hold(a["api"], a["from"], a["to"])
+            self._log(f"{label}: holding {a['api'] or 'all'} messages {a['from'] or '*'} -> {a['to'] or '*'}")
+        elif verb == "release":
+            sim.release(a["api"], a["from"], a["to"])
+            self._log(f"{label}: released {a['api'] or 'all'} messages {a['from'] or '*'} -> {a['to'] or '*'}")
+        elif verb == "alter_config":
+            rtype, rname = (m.RESOURCE_TOPIC, a["topic"]) if a["topic"] else (m.RESOURCE_BROKER, "")
+            resp = self._admin_call(m.IncrementalAlterConfigsRequest((m.AlterConfigsResource(
+                rtype, rname, tuple(m.AlterableConfig(k, m.OP_SET, str(v)) for k, v in sorted(a["config"].items()))),)))
+            err = resp if isinstance(resp, int) else resp.responses[0].error_code
+            self._log(f"{label}: {rname or 'cluster'} config {a['config']} -> {Errors(err).name}")
+            sim.history.record(sim.now, "alter_config", error=int(err))
+        elif verb == "elect":
+            topic, _, idx = a["partition"].rpartition("-")
+            etype = m.ELECTION_TYPES[a["type"]]
+            leader = a.get("leader")
+            resp = self._admin_call(m.ElectLeadersRequest(etype, (m.ElectLeadersPartition(
+                topic, int(idx), leader if leader is not None else -1),)))
+            err = resp if isinstance(resp, int) else (resp.error_code or resp.results[0].error_code)
+            self._log(f"{label}: {a['type']} election on {a['partition']} -> {Errors(err).name}")
+            sim.history.record(sim.now, "elect", partition=a["partition"], type=a["type"], error=int(err))
+        elif verb == "wait_until":
+            cond = a["condition"]
+            ok = sim.run_until(sim.now + a["timeout_ms"], lambda s: self.holds(cond))
+            if not ok:
+                msg = (f"{label}: timed out after {a['timeout_ms']}ms waiting for {self.describe_condition(cond)} "
+                       f"(observed {self.observed(cond)})")
+                self.failed.append(msg)
+                self._log(msg)
+            else:
+                self._log(f"{label}: {self.describe_condition(cond)} holds")
+        elif verb == "expect":
+            cond = a["condition"]
+            if self.holds(cond):
+                self._log(f"{label}: {self.describe_condition(cond)} holds")
+            else:
+                msg = f"{label}: expected {self.describe_condition(cond)}, observed {self.observed(cond)}"
+                self.failed.append(msg)
+                self._log(msg)
+        elif verb == "run_for":
+            sim.run_until(sim.now + a["duration_ms"])
+        else:  # pragma: no cover - the parser rejects unknown verbs
+            raise ValueError(f"unknown verb {verb}")
+        sim.history.record(sim.now, "step", index=step.index, verb=verb)
+
+    # ================================================================= run
+    def run(self) -> RunResult:
+        wall = time.perf_counter()
+        ready = self._bootstrap()
+        self.t0 = self.sim.now
+        self.sim.history.record(self.sim.now, "ready", ok=ready)
+        if not ready:
+            if not self.failed:
+                self.failed.append("bootstrap: the cluster did not become ready within 60s of simulated time")
+        else:
+            self._log(f"cluster ready: {self.scenario.brokers} brokers, level {self.level.label}, seed {self.seed}")
+            self._start_clients()
+            prev_end = self.sim.now
+            for step in self.scenario.steps:
+                start = self.t0 + step.at_ms if step.at_ms is not None else prev_end + step.after_ms
+                self.sim.run_until(max(start, self.sim.now))
+                self._exec(step)
+                prev_end = self.sim.now
+            if self.scenario.until_ms is not None:
+                self.sim.run_until(max(self.t0 + self.scenario.until_ms, self.sim.now))
+        verdict = self.verdict()
+        code = 0 if ready and not verdict["failed_expectations"] else 1
+        wall_ms = (time.perf_counter() - wall) * 1000
+        return RunResult(verdict, self.timeline, code, wall_ms, self.sim.messages_delivered)
+
+    # ================================================================= verdict
+    def final_state(self) -> tuple[dict, dict, dict]:
+        sim = self.sim
+        ctl = sim.controller
+        image = ctl.image
+        partitions, final_logs, replica_logs = {}, {}, {}
+        for (topic, idx) in sorted(image.partitions):
+            part = image.partitions[(topic, idx)]
+            name = f"{topic}-{idx}"
+            leos, logs = {}, {}
+            for r in part.replicas:
+                b = sim.broker(r)
+                p = b.partitions.get((topic, idx)) if b is not None else None
+                if p is None:
+                    continue
+                leos[str(r)] = p.log.log_end_offset
+                content = {}
+                for batch in p.log.batches():
+                    for i, rec in enumerate(batch.records):
+                        content[batch.base_offset + i] = (rec.value.decode() if rec.value is not None else None,
+                                                          batch.partition_leader_epoch)
+                logs[r] = (content, p.log.high_watermark)
+            replica_logs[name] = logs
+            hwm = None
+            if part.leader >= 0 and part.leader in logs:
+                b = sim.broker(part.leader)
+                if b.partitions[(topic, idx)].is_leader:
+                    content, hwm = logs[part.leader]
+                    final_logs[name] = {o: v for o, v in content.items() if o < hwm}
+            if name not in final_logs:
+                final_logs[name] = None
+            partitions[name] = {
+                "leader": part.leader if part.leader >= 0 else None, "leader_epoch": part.leader_epoch,
+                "partition_epoch": part.partition_epoch, "isr": list(part.isr), "elr": list(part.elr),
+                "last_known_elr": list(part.last_known_elr), "last_known_leader": None,
+                "recovering": part.recovering, "hwm": hwm, "leo": leos}
+        brokers = {}
+        for b in range(self.scenario.brokers):
+            reg = image.brokers.get(b)
+            brokers[str(b)] = {"alive": sim.alive(b), "fenced": reg.fenced if reg else True,
+                               "epoch": reg.broker_epoch if reg else -1}
+        return {"partitions": partitions, "brokers": brokers}, final_logs, replica_logs
+
+    def verdict(self) -> dict:
+        final, final_logs, replica_logs = self.final_state()
+        lost, leaderless = checkers.lost_acked(self.acked, final_logs)
+        anomalies = checkers.consumer_anomalies(self.consumed, self.truncations, final_logs)
+        hwms = [(c.node_id, f"{t}-{p}", h, at) for c in self.consumers for at, t, p, h in c.hwms]
+        violations = list(self.violations.values()) + checkers.log_matching(replica_logs)
+        return {
+            "scenario": self.scenario.name, "level": self.level.label, "seed": self.seed,
+            "sim_time_ms": self.sim.now - self.t0,
+            "acked": dict(self.acked_counts),
+            "lost_acked": len(lost),
+            "lost_acked_records": lost,
+            "leaderless_partitions": leaderless,
+            "hwm_regressions": checkers.hwm_regressions(hwms, self.truncations),
+            "detected_truncations": anomalies["detected_truncations"],
+            "undetected_truncations": anomalies["undetected_truncations"],
+            "anomalies": {"lost-write": len(lost), "duplicate": checkers.duplicates(final_logs),
+                          "inconsistent-offsets": anomalies["inconsistent-offsets"],
+                          "nonmonotonic-poll": anomalies["nonmonotonic-poll"], "poll-skip": anomalies["poll-skip"]},
+            "invariant_violations": violations,
+            "failed_expectations": list(self.failed),
+            "final": final,
+            "history_digest": self.sim.history.digest(),
+        }
+
+
+def run_scenario(scenario: Scenario, level: Level | None = None, seed: int | None = None,
+                 wire: bool = False) -> RunResult:
+    """Run ``scenario`` (level/seed override the file's) and return its RunResult."""
+    return ScenarioRun(scenario, level, seed, wire).run()

@@ -1,0 +1,1149 @@
+"""Scenario files (format v1, ``SCENARIOS.md``): parsing, validation and writing back.
+
+A scenario file is YAML that replays a failure story in the deterministic simulation. This module
+turns it into typed, normalised, immutable objects (:class:`Scenario`, :class:`TopicSpec`,
+:class:`ClientSpec`, :class:`Step`, :class:`Condition`) and never simulates anything itself.
+
+Normalisation rules:
+
+* every duration (``<int>ms``, ``<int>s``, ``<int>m``) becomes an int in ms (fields ending ``_ms``);
+* Kafka config values become strings, as Kafka configs are (``2`` → ``"2"``, ``true`` → ``"true"``);
+* ``acks`` becomes ``"all"``, ``"1"`` or ``"0"`` (YAML ints ``1``/``0`` are accepted);
+* nodes are broker ids (ints in ``0..brokers-1``) or the string ``"controller"``; lists of nodes
+  become tuples, condition replica sets (``isr``, ``elr``, ``last_known_elr``) become frozensets;
+* defaults from the format are filled in (``after: 0ms``, produce ``partition: 0``/``acks: all``/
+  ``timeout: 30s``, ``wait_until`` ``timeout: 60s``, ``writeback: 30s``, ``network_delay: 1ms-5ms``...).
+
+Every problem raises :class:`ScenarioError`, whose message names the file, the 1-based YAML line,
+the step (``step 3 (crash)``) when the problem is in a step, and the problem. Unknown keys are errors
+at every level, so a typo never passes silently; duplicate mapping keys are errors too.
+
+:func:`dump_scenario` writes a :class:`Scenario` back in the same format, with durations as ``<n>ms``;
+``parse_scenario(dump_scenario(s)) == s`` (``Scenario.source`` and ``Step.line`` are excluded from
+equality).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from collections.abc import Hashable
+from dataclasses import dataclass, field
+from typing import Any, NoReturn
+
+import yaml
+
+from kraftlog.protocol.level import Level
+from kraftlog.protocol.messages import API_NAMES
+
+__all__ = [
+    "ACKS",
+    "CONTROLLER",
+    "ELECTION_TYPES",
+    "LOSE_MODES",
+    "RESETS",
+    "VERBS",
+    "ClientSpec",
+    "Condition",
+    "Scenario",
+    "ScenarioError",
+    "Step",
+    "TopicSpec",
+    "dump_scenario",
+    "load_scenario",
+    "parse_duration",
+    "parse_partition_name",
+    "parse_scenario",
+]
+
+#: The controller's node name; brokers are named by their int id.
+CONTROLLER = "controller"
+
+#: Step verbs, in the order of the SCENARIOS.md table.
+VERBS: tuple[str, ...] = (
+    "produce",
+    "crash",
+    "shutdown",
+    "restart",
+    "restart_controller",
+    "isolate",
+    "partition",
+    "cut",
+    "heal",
+    "hold",
+    "release",
+    "alter_config",
+    "elect",
+    "wait_until",
+    "expect",
+    "run_for",
+)
+
+#: Normalised producer acks values.
+ACKS: tuple[str, ...] = ("all", "1", "0")
+#: ``crash`` ``lose`` modes: nothing, the page cache (unflushed writes), the whole disk.
+LOSE_MODES: tuple[str, ...] = ("none", "unflushed", "all")
+#: Consumer ``reset`` policies (Kafka's ``auto.offset.reset``).
+RESETS: tuple[str, ...] = ("none", "earliest", "latest")
+#: ``elect`` types: ElectLeaders v3 types 0..4 (KIP-966).
+ELECTION_TYPES: tuple[str, ...] = (
+    "preferred",
+    "unclean",
+    "longest_log_balanced",
+    "longest_log_aggressive",
+    "designation",
+)
+
+_TOP_KEYS = ("name", "description", "seed", "level", "cluster", "sim", "topics", "clients", "steps", "until")
+_CLUSTER_KEYS = ("brokers", "config")
+_SIM_KEYS = ("writeback", "network_delay")
+_TOPIC_KEYS = ("name", "partitions", "replication_factor", "assignment", "config")
+_PRODUCER_KEYS = ("id", "producer", "partition", "acks", "interval")
+_CONSUMER_KEYS = ("id", "consumer", "partition", "reset")
+_PARTITION_CHECKS = (
+    "leader",
+    "isr",
+    "elr",
+    "last_known_elr",
+    "leader_epoch_at_least",
+    "hwm",
+    "hwm_at_least",
+    "recovering",
+)
+_BROKER_CHECKS = ("fenced", "alive", "in_controlled_shutdown")
+_SET_CHECKS = ("isr", "elr", "last_known_elr")
+_INT_CHECKS = ("leader_epoch_at_least", "hwm", "hwm_at_least")
+
+_DEFAULT_WRITEBACK_MS = 30_000
+_DEFAULT_DELAY_MS = (1, 5)
+_DEFAULT_INTERVAL_MS = 100
+_DEFAULT_PRODUCE_TIMEOUT_MS = 30_000
+_DEFAULT_WAIT_TIMEOUT_MS = 60_000
+
+_DURATION_RE = re.compile(r"(0|[1-9][0-9]*)(ms|s|m)")
+_DURATION_UNITS = {"ms": 1, "s": 1000, "m": 60_000}
+_PARTITION_RE = re.compile(r"(.+)-(0|[1-9][0-9]*)")
+_TOPIC_RE = re.compile(r"[A-Za-z0-9._-]{1,249}")
+
+
+# ----------------------------------------------------------------------------------------- errors
+class ScenarioError(Exception):
+    """An invalid or unreadable scenario file.
+
+    ``str(error)`` is ``<source>:<line>: step <n> (<verb>): <problem>``; the line part is left out
+    when unknown and the step part when the problem is not inside a step (the verb part when the
+    step's verb is unknown). Attributes: ``source``, ``line`` (1-based or None), ``step`` (1-based
+    index or None), ``verb`` (or None) and ``problem``. The CLI reports it with exit code 2.
+    """
+
+    def __init__(
+        self,
+        problem: str,
+        *,
+        source: str = "<string>",
+        line: int | None = None,
+        step: int | None = None,
+        verb: str | None = None,
+    ) -> None:
+        self.problem = problem
+        self.source = source
+        self.line = line
+        self.step = step
+        self.verb = verb
+        where = source if line is None else f"{source}:{line}"
+        if step is not None:
+            where += f": step {step}" + (f" ({verb})" if verb is not None else "")
+        super().__init__(f"{where}: {problem}")
+
+    def __reduce__(self):  # keep keyword-only fields across pickling (Spark executors)
+        return (_rebuild_error, (self.problem, self.source, self.line, self.step, self.verb))
+
+
+def _rebuild_error(problem, source, line, step, verb) -> ScenarioError:
+    return ScenarioError(problem, source=source, line=line, step=step, verb=verb)
+
+
+# ------------------------------------------------------------------------------------ data model
+@dataclass(frozen=True, slots=True)
+class TopicSpec:
+    """A topic created at t=0.
+
+    ``replication_factor`` and ``assignment`` are as given (at least one is set; when both are,
+    they agree). ``assignment[p]`` is partition ``p``'s replica list, preferred leader first.
+    ``config`` holds topic-level Kafka configs as strings.
+    """
+
+    name: str
+    partitions: int
+    replication_factor: int | None
+    assignment: tuple[tuple[int, ...], ...] | None
+    config: dict[str, str]
+
+
+@dataclass(frozen=True, slots=True)
+class ClientSpec:
+    """A background client running from t=0.
+
+    ``kind`` is ``"producer"`` or ``"consumer"``; ``partition`` None means the client's choice.
+    Producers use ``acks`` (``"all"|"1"|"0"``, default ``"all"``) and send every ``interval_ms``
+    (default 100 ms); consumers use ``reset`` (``"none"|"earliest"|"latest"``, default ``"none"``).
+    The fields a kind does not use keep their defaults.
+    """
+
+    id: str
+    kind: str
+    topic: str
+    partition: int | None
+    acks: str = "all"
+    interval_ms: int = _DEFAULT_INTERVAL_MS
+    reset: str = "none"
+
+
+@dataclass(frozen=True, slots=True)
+class Condition:
+    """A condition for ``wait_until`` / ``expect``; every check must hold.
+
+    ``kind == "partition"``: ``target`` is the canonical partition name (``"t-0"``); checks are
+    ``leader`` (int, or None for ``none``), ``isr``/``elr``/``last_known_elr`` (frozenset[int]),
+    ``leader_epoch_at_least``/``hwm``/``hwm_at_least`` (int) and ``recovering`` (bool). All read the
+    controller's committed partition state except ``hwm``/``hwm_at_least`` (the leader's HWM).
+
+    ``kind == "broker"``: ``target`` is the broker id; checks are ``fenced``/``alive``/
+    ``in_controlled_shutdown`` (bool). ``checks`` is never empty.
+    """
+
+    kind: str
+    target: str | int
+    checks: dict[str, object]
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """One step of the fault schedule.
+
+    ``index`` is 1-based; ``line`` is the 1-based YAML line of the step (not part of equality).
+    ``at_ms`` is an absolute simulated time, or None when the step runs ``after_ms`` after the
+    previous step's completion (``after_ms`` is 0 when ``at_ms`` is set). ``args`` is normalised per
+    verb, see SCENARIOS.md and :func:`parse_scenario`.
+    """
+
+    index: int
+    line: int = field(compare=False)
+    verb: str
+    at_ms: int | None
+    after_ms: int
+    args: dict
+
+
+@dataclass(frozen=True, slots=True)
+class Scenario:
+    """A parsed scenario file.
+
+    ``level`` is a level label (``"classic"``, ``"kip903"``, ``"elr"``, ``"urm"``) or None for the
+    default; ``writeback_ms`` None means ``never``; ``delay_min_ms``..``delay_max_ms`` is the
+    per-message network delay range; ``until_ms`` None means the run ends after the last step.
+    ``source`` names where it came from (not part of equality).
+    """
+
+    name: str
+    description: str
+    seed: int
+    level: str | None
+    brokers: int
+    config: dict[str, str]
+    writeback_ms: int | None
+    delay_min_ms: int
+    delay_max_ms: int
+    topics: tuple[TopicSpec, ...]
+    clients: tuple[ClientSpec, ...]
+    steps: tuple[Step, ...]
+    until_ms: int | None
+    source: str = field(default="<string>", compare=False)
+
+    def topic(self, name: str) -> TopicSpec | None:
+        """The topic called ``name``, or None."""
+        for spec in self.topics:
+            if spec.name == name:
+                return spec
+        return None
+
+
+# --------------------------------------------------------------------------- small public parsers
+def parse_duration(text: str) -> int:
+    """Parse a duration ``<int>ms``, ``<int>s`` or ``<int>m`` into int ms.
+
+    Raises ValueError for anything else (a bare number, a negative or fractional value, other units).
+    """
+    if isinstance(text, str):
+        match = _DURATION_RE.fullmatch(text.strip())
+        if match:
+            return int(match.group(1)) * _DURATION_UNITS[match.group(2)]
+    raise ValueError(
+        f"bad duration {_show(text)} (expected <int>ms, <int>s or <int>m, e.g. 500ms, 5s, 2m)"
+    )
+
+
+def parse_partition_name(name: str) -> tuple[str, int]:
+    """Split a partition name ``<topic>-<index>`` (``"t-0"``) into ``(topic, index)``.
+
+    Topic names may contain ``-``: the split is on the last one. Raises ValueError when there is no
+    ``-<index>`` suffix or the index is not a non-negative int without leading zeros.
+    """
+    if isinstance(name, str):
+        match = _PARTITION_RE.fullmatch(name.strip())
+        if match:
+            return match.group(1), int(match.group(2))
+    raise ValueError(f"bad partition name {_show(name)} (expected <topic>-<index>, e.g. t-0)")
+
+
+# ------------------------------------------------------------------------- YAML with line numbers
+class _LDict(dict):
+    """A YAML mapping that remembers 1-based lines: its own, each key's and each value's."""
+
+    __slots__ = ("line", "key_lines", "lines")
+
+    def key_line(self, key) -> int:
+        return self.key_lines.get(key, self.line)
+
+    def value_line(self, key) -> int:
+        return self.lines.get(key, self.line)
+
+
+class _LList(list):
+    """A YAML sequence that remembers 1-based lines: its own and each item's."""
+
+    __slots__ = ("line", "lines")
+
+    def item_line(self, index: int) -> int:
+        return self.lines[index] if index < len(self.lines) else self.line
+
+
+class _Loader(yaml.SafeLoader):
+    """SafeLoader building :class:`_LDict`/:class:`_LList` and refusing duplicate keys."""
+
+    source = "<string>"
+
+
+def _construct_map(loader: _Loader, node: yaml.MappingNode):
+    data = _LDict()
+    data.line = node.start_mark.line + 1
+    data.key_lines = {}
+    data.lines = {}
+    yield data
+    seen: dict[Any, int] = {}
+    for key_node, _ in node.value:
+        if key_node.tag == "tag:yaml.org,2002:merge":
+            continue
+        key = loader.construct_object(key_node, deep=True)
+        line = key_node.start_mark.line + 1
+        if not isinstance(key, Hashable):
+            raise ScenarioError(f"a mapping key cannot be {_show(key)}", source=loader.source, line=line)
+        if key in seen:
+            raise ScenarioError(
+                f"duplicate key {_show(key)} (first given on line {seen[key]})", source=loader.source, line=line
+            )
+        seen[key] = line
+    loader.flatten_mapping(node)
+    for key_node, value_node in node.value:
+        key = loader.construct_object(key_node, deep=True)
+        data[key] = loader.construct_object(value_node, deep=True)
+        data.key_lines[key] = key_node.start_mark.line + 1
+        data.lines[key] = value_node.start_mark.line + 1
+
+
+def _construct_seq(loader: _Loader, node: yaml.SequenceNode):
+    data = _LList()
+    data.line = node.start_mark.line + 1
+    data.lines = [item.start_mark.line + 1 for item in node.value]
+    yield data
+    data.extend(loader.construct_object(item, deep=True) for item in node.value)
+
+
+_Loader.add_constructor("tag:yaml.org,2002:map", _construct_map)
+_Loader.add_constructor("tag:yaml.org,2002:seq", _construct_seq)
+
+
+def _load_yaml(text: str, source: str):
+    loader = _Loader(text)
+    loader.source = source
+    try:
+        return loader.get_single_data()
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        parts = [p for p in (exc.context, exc.problem) if p]
+        raise ScenarioError(
+            "invalid YAML: " + ", ".join(parts), source=source, line=None if mark is None else mark.line + 1
+        ) from None
+    except yaml.YAMLError as exc:
+        raise ScenarioError(f"invalid YAML: {exc}", source=source) from None
+    finally:
+        loader.dispose()
+
+
+# ----------------------------------------------------------------------------------- the parser
+def _show(value) -> str:
+    """A value as the user would write it in YAML, for messages."""
+    if value is None:
+        return "null"
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if isinstance(value, str):
+        return repr(value)
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{_show(k)}: {_show(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_show(v) for v in value) + "]"
+    return str(value)
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _ms(ms: int) -> str:
+    return f"{ms}ms"
+
+
+class _Parser:
+    """Validation state: the source, the cluster size, the topics and the current step."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self.brokers = 0
+        self.topics: dict[str, TopicSpec] = {}
+        self.step: int | None = None
+        self.verb: str | None = None
+
+    # ------------------------------------------------------------------------------- helpers
+    def fail(self, line: int | None, problem: str) -> NoReturn:
+        raise ScenarioError(problem, source=self.source, line=line, step=self.step, verb=self.verb)
+
+    def mapping(self, value, line: int, what: str, *, optional: bool = False) -> _LDict:
+        if value is None and optional:
+            empty = _LDict()
+            empty.line, empty.key_lines, empty.lines = line, {}, {}
+            return empty
+        if not isinstance(value, _LDict):
+            self.fail(line, f"{what} must be a mapping, got {_show(value)}")
+        return value
+
+    def sequence(self, value, line: int, what: str) -> _LList:
+        if not isinstance(value, _LList):
+            self.fail(line, f"{what} must be a list, got {_show(value)}")
+        return value
+
+    def keys(self, mapping: _LDict, allowed, what: str) -> None:
+        for key in mapping:
+            if key not in allowed:
+                self.fail(
+                    mapping.key_line(key),
+                    f"unknown key {_show(key)} in {what} (expected one of: {', '.join(allowed)})",
+                )
+
+    def require(self, mapping: _LDict, key: str, what: str):
+        if key not in mapping:
+            self.fail(mapping.line, f"{what} needs {key!r}")
+        return mapping[key]
+
+    def int_(self, value, line: int, what: str, minimum: int | None = None, maximum: int | None = None) -> int:
+        ok = _is_int(value) and (minimum is None or value >= minimum) and (maximum is None or value <= maximum)
+        if not ok:
+            if minimum is not None and maximum is not None:
+                expected = f"an integer in {minimum}..{maximum}"
+            elif minimum is not None:
+                expected = f"an integer >= {minimum}"
+            else:
+                expected = "an integer"
+            self.fail(line, f"{what} must be {expected}, got {_show(value)}")
+        return value
+
+    def bool_(self, value, line: int, what: str) -> bool:
+        if not isinstance(value, bool):
+            self.fail(line, f"{what} must be true or false, got {_show(value)}")
+        return value
+
+    def str_(self, value, line: int, what: str) -> str:
+        if not isinstance(value, str) or not value.strip():
+            self.fail(line, f"{what} must be a non-empty string, got {_show(value)}")
+        return value
+
+    def choice(self, value, line: int, what: str, choices) -> str:
+        if not isinstance(value, str) or value not in choices:
+            self.fail(line, f"{what} must be one of {', '.join(choices)}, got {_show(value)}")
+        return value
+
+    def duration(self, value, line: int, what: str) -> int:
+        try:
+            return parse_duration(value)
+        except ValueError as exc:
+            self.fail(line, f"{what}: {exc}")
+
+    def broker_range(self) -> str:
+        return f"brokers 0..{self.brokers - 1}" if self.brokers > 1 else "broker 0"
+
+    def broker(self, value, line: int, what: str = "broker") -> int:
+        if not _is_int(value):
+            self.fail(line, f"{what} must be a broker id (an integer), got {_show(value)}")
+        if not 0 <= value < self.brokers:
+            self.fail(line, f"{what} {value} is not in the cluster ({self.broker_range()})")
+        return value
+
+    def node(self, value, line: int, what: str = "node"):
+        if value == CONTROLLER and isinstance(value, str):
+            return CONTROLLER
+        if not _is_int(value):
+            self.fail(line, f"{what} must be a broker id or {CONTROLLER!r}, got {_show(value)}")
+        if not 0 <= value < self.brokers:
+            self.fail(line, f"{what} {value} is not in the cluster ({self.broker_range()}, or {CONTROLLER!r})")
+        return value
+
+    def nodes(self, value, line: int, what: str) -> tuple:
+        items = self.sequence(value, line, what)
+        if not items:
+            self.fail(line, f"{what} must not be empty")
+        out = []
+        for i, item in enumerate(items):
+            node = self.node(item, items.item_line(i))
+            if node in out:
+                self.fail(items.item_line(i), f"node {_show(node)} is listed twice in {what}")
+            out.append(node)
+        return tuple(out)
+
+    def brokers_set(self, value, line: int, what: str) -> frozenset[int]:
+        items = self.sequence(value, line, what)
+        out: list[int] = []
+        for i, item in enumerate(items):
+            broker = self.broker(item, items.item_line(i), f"{what} member")
+            if broker in out:
+                self.fail(items.item_line(i), f"broker {broker} is listed twice in {what}")
+            out.append(broker)
+        return frozenset(out)
+
+    def config(self, value, line: int, what: str, *, allow_empty: bool = True) -> dict[str, str]:
+        if value is None and allow_empty:
+            return {}
+        mapping = self.mapping(value, line, what)
+        if not mapping and not allow_empty:
+            self.fail(line, f"{what} must not be empty")
+        out: dict[str, str] = {}
+        for key, item in mapping.items():
+            if not isinstance(key, str) or not key.strip():
+                self.fail(mapping.key_line(key), f"config name {_show(key)} in {what} must be a string")
+            item_line = mapping.value_line(key)
+            if isinstance(item, bool):
+                out[key] = "true" if item else "false"
+            elif isinstance(item, (int, str)):
+                out[key] = str(item)
+            elif isinstance(item, float) and math.isfinite(item):
+                out[key] = repr(item)
+            else:
+                self.fail(item_line, f"config {key!r} in {what} must be a string, number or boolean, got {_show(item)}")
+        return out
+
+    def topic_ref(self, value, line: int, what: str = "topic") -> TopicSpec:
+        name = self.str_(value, line, what)
+        spec = self.topics.get(name)
+        if spec is None:
+            known = ", ".join(self.topics) or "none defined"
+            self.fail(line, f"unknown topic {name!r} (topics: {known})")
+        return spec
+
+    def partition_index(self, spec: TopicSpec, value, line: int) -> int:
+        index = self.int_(value, line, "partition", minimum=0)
+        if index >= spec.partitions:
+            self.fail(
+                line,
+                f"topic {spec.name!r} has no partition {index} "
+                f"(partitions 0..{spec.partitions - 1})",
+            )
+        return index
+
+    def partition_name(self, value, line: int) -> str:
+        try:
+            topic, index = parse_partition_name(value)
+        except ValueError as exc:
+            self.fail(line, str(exc))
+        spec = self.topic_ref(topic, line)
+        self.partition_index(spec, index, line)
+        return f"{topic}-{index}"
+
+    # ---------------------------------------------------------------------------- top level
+    def scenario(self, data) -> Scenario:
+        if data is None:
+            self.fail(None, "the scenario file is empty")
+        doc = self.mapping(data, 1, "a scenario file")
+        self.keys(doc, _TOP_KEYS, "the scenario")
+
+        name = self.str_(self.require(doc, "name", "the scenario"), doc.value_line("name"), "name")
+        description = doc.get("description")
+        if description is None:
+            description = ""
+        elif not isinstance(description, str):
+            self.fail(doc.value_line("description"), f"description must be a string, got {_show(description)}")
+
+        seed = 0
+        if doc.get("seed") is not None:
+            seed = self.int_(doc["seed"], doc.value_line("seed"), "seed")
+
+        level = None
+        if doc.get("level") is not None:
+            level = self.level(doc["level"], doc.value_line("level"))
+
+        cluster = self.mapping(self.require(doc, "cluster", "the scenario"), doc.value_line("cluster"), "cluster")
+        self.keys(cluster, _CLUSTER_KEYS, "cluster")
+        self.brokers = self.int_(
+            self.require(cluster, "brokers", "cluster"), cluster.value_line("brokers"), "cluster brokers", minimum=1
+        )
+        config = self.config(cluster.get("config"), cluster.value_line("config"), "cluster config")
+
+        writeback_ms: int | None = _DEFAULT_WRITEBACK_MS
+        delay_min_ms, delay_max_ms = _DEFAULT_DELAY_MS
+        sim = self.mapping(doc.get("sim"), doc.value_line("sim"), "sim", optional=True)
+        self.keys(sim, _SIM_KEYS, "sim")
+        if "writeback" in sim:
+            value, line = sim["writeback"], sim.value_line("writeback")
+            writeback_ms = None if value == "never" else self.duration(value, line, "sim writeback (never or a duration)")
+        if "network_delay" in sim:
+            delay_min_ms, delay_max_ms = self.delay(sim["network_delay"], sim.value_line("network_delay"))
+
+        topics = []
+        if doc.get("topics") is not None:
+            items = self.sequence(doc["topics"], doc.value_line("topics"), "topics")
+            for i, item in enumerate(items):
+                spec = self.topic(item, items.item_line(i), i)
+                self.topics[spec.name] = spec
+                topics.append(spec)
+
+        clients = []
+        if doc.get("clients") is not None:
+            items = self.sequence(doc["clients"], doc.value_line("clients"), "clients")
+            seen: set[str] = set()
+            for i, item in enumerate(items):
+                client = self.client(item, items.item_line(i), i)
+                if client.id in seen:
+                    self.fail(items.item_line(i), f"client id {client.id!r} is used twice")
+                seen.add(client.id)
+                clients.append(client)
+
+        until_ms = None
+        if doc.get("until") is not None:
+            until_ms = self.duration(doc["until"], doc.value_line("until"), "until")
+
+        steps = []
+        if doc.get("steps") is not None:
+            items = self.sequence(doc["steps"], doc.value_line("steps"), "steps")
+            for i, item in enumerate(items):
+                steps.append(self.step_(item, items.item_line(i), i + 1, until_ms))
+            self.step = self.verb = None
+
+        return Scenario(
+            name=name,
+            description=description,
+            seed=seed,
+            level=level,
+            brokers=self.brokers,
+            config=config,
+            writeback_ms=writeback_ms,
+            delay_min_ms=delay_min_ms,
+            delay_max_ms=delay_max_ms,
+            topics=tuple(topics),
+            clients=tuple(clients),
+            steps=tuple(steps),
+            until_ms=until_ms,
+            source=self.source,
+        )
+
+    def level(self, value, line: int) -> str:
+        if not isinstance(value, str):
+            self.fail(line, f"level must be a string, got {_show(value)}")
+        try:
+            return Level.parse(value).label
+        except ValueError as exc:
+            # A level that exists but is not implemented yet is accepted here: --level overrides the
+            # file, and the runner refuses an unimplemented effective level with Level.parse.
+            wanted = value.strip().lower()
+            for known in Level:
+                if known.label == wanted:
+                    return known.label
+            self.fail(line, str(exc))
+
+    def delay(self, value, line: int) -> tuple[int, int]:
+        what = "sim network_delay (a duration or a range like 1ms-5ms)"
+        if isinstance(value, str) and value.count("-") == 1:
+            low_text, high_text = value.split("-")
+            low = self.duration(low_text, line, what)
+            high = self.duration(high_text, line, what)
+        else:
+            low = high = self.duration(value, line, what)
+        if low > high:
+            self.fail(line, f"sim network_delay: the minimum {low}ms is above the maximum {high}ms")
+        return low, high
+
+    # ------------------------------------------------------------------------- topics, clients
+    def topic(self, value, line: int, position: int) -> TopicSpec:
+        item = self.mapping(value, line, f"topics[{position}]")
+        self.keys(item, _TOPIC_KEYS, f"topics[{position}]")
+        name = self.str_(self.require(item, "name", f"topics[{position}]"), item.value_line("name"), "topic name")
+        if not _TOPIC_RE.fullmatch(name) or name in (".", ".."):
+            self.fail(
+                item.value_line("name"),
+                f"topic name {name!r} is not a legal Kafka topic name "
+                "(1..249 of letters, digits, '.', '_' and '-'; not '.' or '..')",
+            )
+        if name in self.topics:
+            self.fail(item.value_line("name"), f"topic {name!r} is defined twice")
+        what = f"topic {name!r}"
+
+        partitions = None
+        if item.get("partitions") is not None:
+            partitions = self.int_(item["partitions"], item.value_line("partitions"), f"{what}: partitions", minimum=1)
+        rf = None
+        if item.get("replication_factor") is not None:
+            line_rf = item.value_line("replication_factor")
+            rf = self.int_(item["replication_factor"], line_rf, f"{what}: replication_factor", minimum=1)
+            if rf > self.brokers:
+                self.fail(line_rf, f"{what}: replication_factor {rf} is larger than the cluster ({self.broker_range()})")
+        assignment = None
+        if item.get("assignment") is not None:
+            assignment = self.assignment(item["assignment"], item.value_line("assignment"), what)
+            line_a = item.value_line("assignment")
+            if partitions is not None and partitions != len(assignment):
+                self.fail(
+                    line_a,
+                    f"{what}: assignment has {len(assignment)} replica lists but partitions is {partitions}",
+                )
+            partitions = len(assignment)
+            if rf is not None and len(assignment[0]) != rf:
+                self.fail(
+                    line_a,
+                    f"{what}: assignment has {len(assignment[0])} replicas per partition "
+                    f"but replication_factor is {rf}",
+                )
+        if rf is None and assignment is None:
+            self.fail(item.line, f"{what} needs replication_factor or assignment")
+        config = self.config(item.get("config"), item.value_line("config"), f"{what} config")
+        return TopicSpec(name, partitions if partitions is not None else 1, rf, assignment, config)
+
+    def assignment(self, value, line: int, what: str) -> tuple[tuple[int, ...], ...]:
+        lists = self.sequence(value, line, f"{what}: assignment")
+        if not lists:
+            self.fail(line, f"{what}: assignment must not be empty")
+        out = []
+        for p, replicas_value in enumerate(lists):
+            p_line = lists.item_line(p)
+            replicas = self.sequence(replicas_value, p_line, f"{what}: assignment for partition {p}")
+            if not replicas:
+                self.fail(p_line, f"{what}: assignment for partition {p} is empty")
+            ids: list[int] = []
+            for r, replica in enumerate(replicas):
+                r_line = replicas.item_line(r)
+                if not _is_int(replica):
+                    self.fail(r_line, f"{what}: assignment for partition {p}: replica {_show(replica)} is not a broker id")
+                if not 0 <= replica < self.brokers:
+                    self.fail(
+                        r_line,
+                        f"{what}: assignment for partition {p} names broker {replica}, "
+                        f"which is not in the cluster ({self.broker_range()})",
+                    )
+                if replica in ids:
+                    self.fail(r_line, f"{what}: assignment for partition {p} lists broker {replica} twice")
+                ids.append(replica)
+            if out and len(ids) != len(out[0]):
+                self.fail(p_line, f"{what}: every partition must have the same number of replicas")
+            out.append(tuple(ids))
+        return tuple(out)
+
+    def client(self, value, line: int, position: int) -> ClientSpec:
+        where = f"clients[{position}]"
+        item = self.mapping(value, line, where)
+        client_id = self.str_(self.require(item, "id", where), item.value_line("id"), f"{where} id")
+        if client_id == CONTROLLER:
+            self.fail(item.value_line("id"), f"client id {CONTROLLER!r} is the controller's node name")
+        where = f"client {client_id!r}"
+        kinds = [k for k in ("producer", "consumer") if k in item]
+        if len(kinds) != 1:
+            self.fail(line, f"{where} needs exactly one of 'producer: <topic>' or 'consumer: <topic>'")
+        kind = kinds[0]
+        self.keys(item, _PRODUCER_KEYS if kind == "producer" else _CONSUMER_KEYS, f"{where} ({kind})")
+        spec = self.topic_ref(item[kind], item.value_line(kind), f"{where} topic")
+        partition = None
+        if item.get("partition") is not None:
+            partition = self.partition_index(spec, item["partition"], item.value_line("partition"))
+        acks, interval_ms, reset = "all", _DEFAULT_INTERVAL_MS, "none"
+        if "acks" in item:
+            acks = self.acks(item["acks"], item.value_line("acks"))
+        if "interval" in item:
+            interval_ms = self.duration(item["interval"], item.value_line("interval"), f"{where} interval")
+            if interval_ms < 1:
+                self.fail(item.value_line("interval"), f"{where} interval must be at least 1ms")
+        if "reset" in item:
+            reset = self.choice(item["reset"], item.value_line("reset"), f"{where} reset", RESETS)
+        return ClientSpec(client_id, kind, spec.name, partition, acks, interval_ms, reset)
+
+    def acks(self, value, line: int) -> str:
+        if _is_int(value) and value in (0, 1):
+            return str(value)
+        if isinstance(value, str) and value in ACKS:
+            return value
+        self.fail(line, f"acks must be one of all, 1, 0, got {_show(value)}")
+
+    # ----------------------------------------------------------------------------------- steps
+    def step_(self, value, line: int, index: int, until_ms: int | None) -> Step:
+        self.step, self.verb = index, None
+        item = self.mapping(value, line, "a step")
+        line = item.line
+        others = [k for k in item if k not in ("at", "after")]
+        verbs = [k for k in others if k in VERBS]
+        if not verbs:
+            if not others:
+                self.fail(line, f"no verb (expected one of: {', '.join(VERBS)})")
+            bad = others[0]
+            self.fail(item.key_line(bad), f"unknown verb {_show(bad)} (expected one of: {', '.join(VERBS)})")
+        if len(verbs) > 1:
+            self.fail(line, f"more than one verb ({', '.join(verbs)}); a step has exactly one")
+        verb = self.verb = verbs[0]
+        for key in others:
+            if key != verb:
+                self.fail(
+                    item.key_line(key),
+                    f"unknown key {_show(key)} next to the verb (a step holds the verb and at/after; "
+                    f"the verb's arguments go inside its mapping)",
+                )
+        if "at" in item and "after" in item:
+            self.fail(item.key_line("after"), "a step has 'at' or 'after', not both")
+        at_ms, after_ms = None, 0
+        if "at" in item:
+            at_ms = self.duration(item["at"], item.value_line("at"), "at")
+            if until_ms is not None and at_ms > until_ms:
+                self.fail(item.value_line("at"), f"at {at_ms}ms is later than until ({until_ms}ms)")
+        elif "after" in item:
+            after_ms = self.duration(item["after"], item.value_line("after"), "after")
+        args = getattr(self, "verb_" + verb)(item[verb], item.value_line(verb))
+        return Step(index=index, line=line, verb=verb, at_ms=at_ms, after_ms=after_ms, args=args)
+
+    def args(self, value, line: int, allowed, *, optional: bool = False) -> _LDict:
+        what = f"the arguments of {self.verb}"
+        if value is None and not optional:
+            self.fail(line, f"{self.verb} needs arguments ({', '.join(allowed)})")
+        mapping = self.mapping(value, line, what, optional=optional)
+        self.keys(mapping, allowed, self.verb)
+        return mapping
+
+    def verb_produce(self, value, line: int) -> dict:
+        a = self.args(value, line, ("topic", "partition", "count", "acks", "timeout"))
+        spec = self.topic_ref(self.require(a, "topic", "produce"), a.value_line("topic"))
+        partition = 0
+        if "partition" in a:
+            partition = self.partition_index(spec, a["partition"], a.value_line("partition"))
+        count = self.int_(self.require(a, "count", "produce"), a.value_line("count"), "count", minimum=1)
+        acks = self.acks(a["acks"], a.value_line("acks")) if "acks" in a else "all"
+        timeout_ms = _DEFAULT_PRODUCE_TIMEOUT_MS
+        if "timeout" in a:
+            timeout_ms = self.duration(a["timeout"], a.value_line("timeout"), "timeout")
+        return {"topic": spec.name, "partition": partition, "count": count, "acks": acks, "timeout_ms": timeout_ms}
+
+    def verb_crash(self, value, line: int) -> dict:
+        a = self.args(value, line, ("broker", "lose"))
+        broker = self.broker(self.require(a, "broker", "crash"), a.value_line("broker"))
+        lose = "none"
+        if "lose" in a:
+            lose = self.choice(a["lose"], a.value_line("lose"), "lose", LOSE_MODES)
+        return {"broker": broker, "lose": lose}
+
+    def verb_shutdown(self, value, line: int) -> dict:
+        a = self.args(value, line, ("broker",))
+        return {"broker": self.broker(self.require(a, "broker", self.verb), a.value_line("broker"))}
+
+    verb_restart = verb_shutdown
+
+    def verb_restart_controller(self, value, line: int) -> dict:
+        a = self.mapping(value, line, "the arguments of restart_controller", optional=True)
+        if a:
+            self.fail(a.key_line(next(iter(a))), "restart_controller takes no arguments")
+        return {}
+
+    def verb_isolate(self, value, line: int) -> dict:
+        a = self.args(value, line, ("nodes",))
+        return {"nodes": self.nodes(self.require(a, "nodes", "isolate"), a.value_line("nodes"), "nodes")}
+
+    def verb_partition(self, value, line: int) -> dict:
+        a = self.args(value, line, ("groups",))
+        g_line = a.value_line("groups")
+        groups = self.sequence(self.require(a, "groups", "partition"), g_line, "groups")
+        if not groups:
+            self.fail(g_line, "groups must not be empty")
+        out: list[tuple] = []
+        seen: set = set()
+        for i, group in enumerate(groups):
+            nodes = self.nodes(group, groups.item_line(i), f"groups[{i}]")
+            for node in nodes:
+                if node in seen:
+                    self.fail(groups.item_line(i), f"node {_show(node)} is in more than one group")
+                seen.add(node)
+            out.append(nodes)
+        return {"groups": tuple(out)}
+
+    def verb_cut(self, value, line: int) -> dict:
+        a = self.args(value, line, ("from", "to"))
+        src = self.node(self.require(a, "from", "cut"), a.value_line("from"), "from")
+        dst = self.node(self.require(a, "to", "cut"), a.value_line("to"), "to")
+        if src == dst:
+            self.fail(a.value_line("to"), f"from and to are the same node {_show(src)}")
+        return {"from": src, "to": dst}
+
+    def verb_heal(self, value, line: int) -> dict:
+        a = self.args(value, line, ("nodes",), optional=True)
+        nodes = None
+        if a.get("nodes") is not None:
+            nodes = self.nodes(a["nodes"], a.value_line("nodes"), "nodes")
+        return {"nodes": nodes}
+
+    def verb_hold(self, value, line: int) -> dict:
+        a = self.args(value, line, ("api", "from", "to"), optional=True)
+        api = src = dst = None
+        if a.get("api") is not None:
+            api = a["api"]
+            if not isinstance(api, str) or api not in API_NAMES:
+                self.fail(
+                    a.value_line("api"),
+                    f"unknown api {_show(api)} (expected one of: {', '.join(sorted(API_NAMES))})",
+                )
+        if a.get("from") is not None:
+            src = self.node(a["from"], a.value_line("from"), "from")
+        if a.get("to") is not None:
+            dst = self.node(a["to"], a.value_line("to"), "to")
+        return {"api": api, "from": src, "to": dst}
+
+    verb_release = verb_hold
+
+    def verb_alter_config(self, value, line: int) -> dict:
+        a = self.args(value, line, ("topic", "config"))
+        topic = None
+        if a.get("topic") is not None:
+            topic = self.topic_ref(a["topic"], a.value_line("topic")).name
+        config = self.config(
+            self.require(a, "config", "alter_config"), a.value_line("config"), "config", allow_empty=False
+        )
+        return {"topic": topic, "config": config}
+
+    def verb_elect(self, value, line: int) -> dict:
+        a = self.args(value, line, ("partition", "type", "leader"))
+        partition = self.partition_name(self.require(a, "partition", "elect"), a.value_line("partition"))
+        kind = self.choice(self.require(a, "type", "elect"), a.value_line("type"), "type", ELECTION_TYPES)
+        leader = None
+        if kind == "designation":
+            leader = self.broker(self.require(a, "leader", "elect with type designation"), a.value_line("leader"), "leader")
+        elif "leader" in a:
+            self.fail(a.key_line("leader"), f"leader is only given with type designation, not {kind}")
+        return {"partition": partition, "type": kind, "leader": leader}
+
+    def verb_wait_until(self, value, line: int) -> dict:
+        a = self.mapping(value, line, "the condition of wait_until")
+        timeout_ms = _DEFAULT_WAIT_TIMEOUT_MS
+        if "timeout" in a:
+            timeout_ms = self.duration(a["timeout"], a.value_line("timeout"), "timeout")
+        condition = self.condition(a, extra=("timeout",))
+        return {"condition": condition, "timeout_ms": timeout_ms}
+
+    def verb_expect(self, value, line: int) -> dict:
+        a = self.mapping(value, line, "the condition of expect")
+        return {"condition": self.condition(a)}
+
+    def verb_run_for(self, value, line: int) -> dict:
+        return {"duration_ms": self.duration(value, line, "run_for")}
+
+    # ------------------------------------------------------------------------------ conditions
+    def condition(self, a: _LDict, extra: tuple[str, ...] = ()) -> Condition:
+        kinds = [k for k in ("partition", "broker") if k in a]
+        if len(kinds) != 1:
+            self.fail(a.line, "a condition names exactly one 'partition: <topic>-<index>' or 'broker: <id>'")
+        kind = kinds[0]
+        allowed = (kind, *(_PARTITION_CHECKS if kind == "partition" else _BROKER_CHECKS), *extra)
+        self.keys(a, allowed, f"a {kind} condition")
+        if kind == "partition":
+            target = self.partition_name(a["partition"], a.value_line("partition"))
+        else:
+            target = self.broker(a["broker"], a.value_line("broker"))
+        checks: dict[str, object] = {}
+        for key in allowed[1 : len(allowed) - len(extra)]:
+            if key not in a:
+                continue
+            value, line = a[key], a.value_line(key)
+            if key == "leader":
+                checks[key] = None if value in ("none", None) else self.broker(value, line, "leader")
+            elif key in _SET_CHECKS:
+                checks[key] = self.brokers_set(value, line, key)
+            elif key in _INT_CHECKS:
+                checks[key] = self.int_(value, line, key, minimum=0)
+            else:
+                checks[key] = self.bool_(value, line, key)
+        if not checks:
+            self.fail(a.line, f"the {kind} condition has no checks (expected any of: {', '.join(allowed[1:])})")
+        return Condition(kind, target, checks)
+
+
+# --------------------------------------------------------------------------------- public API
+def parse_scenario(text: str, source: str = "<string>") -> Scenario:
+    """Parse and validate scenario YAML ``text``; ``source`` names it in messages.
+
+    Returns a normalised :class:`Scenario`. Step ``args`` per verb (durations in ms, nodes are
+    broker ids or ``"controller"``):
+
+    ``produce`` {topic, partition, count, acks, timeout_ms}; ``crash`` {broker, lose};
+    ``shutdown``/``restart`` {broker}; ``restart_controller`` {}; ``isolate`` {nodes: tuple};
+    ``partition`` {groups: tuple of tuples}; ``cut`` {from, to}; ``heal`` {nodes: tuple | None};
+    ``hold``/``release`` {api, from, to} (each possibly None); ``alter_config`` {topic | None,
+    config: dict[str, str]}; ``elect`` {partition: "t-0", type, leader | None}; ``wait_until``
+    {condition, timeout_ms}; ``expect`` {condition}; ``run_for`` {duration_ms}.
+
+    Raises :class:`ScenarioError` naming the line (and step) of the first problem found.
+    """
+    if not isinstance(text, str):
+        raise ScenarioError(f"scenario text must be a string, got {type(text).__name__}", source=source)
+    data = _load_yaml(text, source)
+    return _Parser(source).scenario(data)
+
+
+def load_scenario(path: str | os.PathLike) -> Scenario:
+    """Read and parse the scenario file at ``path`` (UTF-8).
+
+    Raises :class:`ScenarioError` when the file cannot be read or is invalid.
+    """
+    source = os.fspath(path)
+    try:
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read()
+    except OSError as exc:
+        raise ScenarioError(f"cannot read the scenario file: {exc.strerror or exc}", source=source) from None
+    except UnicodeDecodeError as exc:
+        raise ScenarioError(f"the scenario file is not UTF-8 text: {exc.reason}", source=source) from None
+    return parse_scenario(text, source)
+
+
+# ---------------------------------------------------------------------------------------- dump
+def _dump_condition(condition: Condition) -> dict:
+    out: dict[str, object] = {condition.kind: condition.target}
+    for key, value in condition.checks.items():
+        if key == "leader" and value is None:
+            out[key] = "none"
+        elif isinstance(value, (set, frozenset)):
+            out[key] = sorted(value)
+        else:
+            out[key] = value
+    return out
+
+
+def _dump_args(verb: str, args: dict):
+    a = dict(args)
+    if verb == "produce":
+        return {
+            "topic": a["topic"],
+            "partition": a.get("partition", 0),
+            "count": a["count"],
+            "acks": a.get("acks", "all"),
+            "timeout": _ms(a.get("timeout_ms", _DEFAULT_PRODUCE_TIMEOUT_MS)),
+        }
+    if verb == "crash":
+        return {"broker": a["broker"], "lose": a.get("lose", "none")}
+    if verb in ("shutdown", "restart"):
+        return {"broker": a["broker"]}
+    if verb == "restart_controller":
+        return {}
+    if verb == "isolate":
+        return {"nodes": list(a["nodes"])}
+    if verb == "partition":
+        return {"groups": [list(g) for g in a["groups"]]}
+    if verb == "cut":
+        return {"from": a["from"], "to": a["to"]}
+    if verb == "heal":
+        return {} if a.get("nodes") is None else {"nodes": list(a["nodes"])}
+    if verb in ("hold", "release"):
+        return {k: a[k] for k in ("api", "from", "to") if a.get(k) is not None}
+    if verb == "alter_config":
+        out = {} if a.get("topic") is None else {"topic": a["topic"]}
+        out["config"] = dict(a["config"])
+        return out
+    if verb == "elect":
+        out = {"partition": a["partition"], "type": a["type"]}
+        if a.get("leader") is not None:
+            out["leader"] = a["leader"]
+        return out
+    if verb == "wait_until":
+        out = _dump_condition(a["condition"])
+        out["timeout"] = _ms(a.get("timeout_ms", _DEFAULT_WAIT_TIMEOUT_MS))
+        return out
+    if verb == "expect":
+        return _dump_condition(a["condition"])
+    if verb == "run_for":
+        return _ms(a["duration_ms"])
+    raise ValueError(f"cannot dump unknown verb {verb!r}")
+
+
+def _flow(value) -> str:
+    return yaml.safe_dump(value, default_flow_style=True, sort_keys=False, width=math.inf, allow_unicode=True).strip()
+
+
+def _block(value: dict) -> str:
+    return yaml.safe_dump(value, default_flow_style=False, sort_keys=False, allow_unicode=True)
+
+
+def dump_scenario(scenario: Scenario) -> str:
+    """Write ``scenario`` as YAML in the SCENARIOS.md format.
+
+    Durations are written as ``<n>ms``, steps keep ``at``/``after`` as parsed, each topic, client and
+    step is one flow mapping per line. ``parse_scenario(dump_scenario(s)) == s``.
+    """
+    s = scenario
+    head: dict[str, object] = {"name": s.name}
+    if s.description:
+        head["description"] = s.description
+    head["seed"] = s.seed
+    if s.level is not None:
+        head["level"] = s.level
+    cluster: dict[str, object] = {"brokers": s.brokers}
+    if s.config:
+        cluster["config"] = dict(s.config)
+    head["cluster"] = cluster
+    delay = _ms(s.delay_min_ms) if s.delay_min_ms == s.delay_max_ms else f"{s.delay_min_ms}ms-{s.delay_max_ms}ms"
+    head["sim"] = {"writeback": "never" if s.writeback_ms is None else _ms(s.writeback_ms), "network_delay": delay}
+    parts = [_block(head)]
+
+    if s.topics:
+        parts.append("topics:\n")
+        for t in s.topics:
+            item: dict[str, object] = {"name": t.name, "partitions": t.partitions}
+            if t.replication_factor is not None:
+                item["replication_factor"] = t.replication_factor
+            if t.assignment is not None:
+                item["assignment"] = [list(r) for r in t.assignment]
+            if t.config:
+                item["config"] = dict(t.config)
+            parts.append(f"  - {_flow(item)}\n")
+    if s.clients:
+        parts.append("clients:\n")
+        for c in s.clients:
+            item = {"id": c.id, c.kind: c.topic}
+            if c.partition is not None:
+                item["partition"] = c.partition
+            if c.kind == "producer":
+                item["acks"] = c.acks
+                item["interval"] = _ms(c.interval_ms)
+            else:
+                item["reset"] = c.reset
+            parts.append(f"  - {_flow(item)}\n")
+    if s.steps:
+        parts.append("steps:\n")
+        for step in s.steps:
+            item = {}
+            if step.at_ms is not None:
+                item["at"] = _ms(step.at_ms)
+            elif step.after_ms:
+                item["after"] = _ms(step.after_ms)
+            item[step.verb] = _dump_args(step.verb, step.args)
+            parts.append(f"  - {_flow(item)}\n")
+    if s.until_ms is not None:
+        parts.append(_block({"until": _ms(s.until_ms)}))
+    return "".join(parts)

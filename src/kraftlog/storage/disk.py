@@ -1,0 +1,252 @@
+"""The Disk interface of the storage layer and its simulated implementation.
+
+A :class:`Disk` is object-store-like: a "file" is a path string that holds either
+
+* a list of items (append-only log files: :meth:`Disk.append`, :meth:`Disk.truncate`,
+  :meth:`Disk.read`, :meth:`Disk.fsync`), or
+* a single value (checkpoint files: :meth:`Disk.write_atomic`, :meth:`Disk.read_value`).
+
+Checkpoint values written by this package are ``str`` in Kafka's own text formats, so a file-backed
+disk can write them verbatim. Log items are :class:`~kraftlog.protocol.records.RecordBatch` objects.
+
+:class:`SimDisk` models the OS page cache of the deterministic simulation: appends and truncations are
+visible to readers at once but become durable only on ``fsync`` of their path or once the kernel's
+writeback has had them for ``writeback_ms`` (like ``vm.dirty_expire_centisecs``). ``crash`` then
+decides what a restarted node finds. No real I/O, no clock: every time is an ``now_ms`` int argument.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import Protocol, runtime_checkable
+
+__all__ = ["Disk", "SimDisk", "CRASH_MODES"]
+
+#: The ``lose`` arguments :meth:`SimDisk.crash` accepts.
+CRASH_MODES = ("none", "unflushed", "all")
+
+_APPEND = 0
+_TRUNCATE = 1
+
+
+@runtime_checkable
+class Disk(Protocol):
+    """What the storage layer needs from a disk. All times are ints in ms.
+
+    Log files (lists of items):
+
+    * ``append(path, item, now_ms)`` appends one item (creates the file if missing); it reaches the page
+      cache only, durable after :meth:`fsync` (or the OS's writeback).
+    * ``truncate(path, length, now_ms)`` keeps the first ``length`` items (a no-op on a missing file or
+      when ``length`` >= its length); not durable until fsync, like ``ftruncate``.
+    * ``read(path)`` returns the current contents as the OS shows them (page cache included), ``[]`` if
+      missing. Implementations may return the live list or a copy; callers must not mutate it.
+    * ``fsync(path, now_ms)`` makes every earlier append/truncate of ``path`` durable.
+
+    Checkpoint files (single values), durable at once:
+
+    * ``write_atomic(path, value, now_ms)``: write tmp + fsync + rename (Kafka's checkpoint files).
+    * ``read_value(path)``: the value, or None when missing.
+
+    Any file:
+
+    * ``delete(path, now_ms)`` (durable at once), ``exists(path)``, and ``list(prefix)``: the sorted
+      paths starting with ``prefix`` that currently exist.
+    """
+
+    def append(self, path: str, item: object, now_ms: int) -> None: ...
+
+    def truncate(self, path: str, length: int, now_ms: int) -> None: ...
+
+    def read(self, path: str) -> list: ...
+
+    def fsync(self, path: str, now_ms: int) -> None: ...
+
+    def write_atomic(self, path: str, value: object, now_ms: int) -> None: ...
+
+    def read_value(self, path: str) -> object | None: ...
+
+    def delete(self, path: str, now_ms: int) -> None: ...
+
+    def exists(self, path: str) -> bool: ...
+
+    def list(self, prefix: str) -> list[str]: ...
+
+
+class _LogFile:
+    """One list file of a SimDisk: the page-cache view, the durable state and the ops in between.
+
+    Invariant: applying ``pending`` in order to ``durable`` gives ``view``.
+    """
+
+    __slots__ = ("view", "durable", "pending", "durable_exists")
+
+    def __init__(self) -> None:
+        self.view: list = []
+        self.durable: list = []
+        # (now_ms, kind, arg): kind _APPEND with the item, or _TRUNCATE with the kept length.
+        self.pending: deque[tuple[int, int, object]] = deque()
+        # Whether the file itself (its creation) has reached the disk.
+        self.durable_exists = False
+
+    def apply_all(self) -> None:
+        """fsync: every pending op becomes durable."""
+        pending = self.pending
+        if pending:
+            durable = self.durable
+            for _t, kind, arg in pending:
+                if kind == _APPEND:
+                    durable.append(arg)
+                else:
+                    del durable[arg:]
+            pending.clear()
+        self.durable_exists = True
+
+    def apply_until(self, cutoff_ms: int) -> None:
+        """Writeback: the pending ops issued at or before ``cutoff_ms`` become durable, in order."""
+        pending = self.pending
+        if not pending or pending[0][0] > cutoff_ms:
+            return
+        durable = self.durable
+        while pending and pending[0][0] <= cutoff_ms:
+            _t, kind, arg = pending.popleft()
+            if kind == _APPEND:
+                durable.append(arg)
+            else:
+                del durable[arg:]
+        self.durable_exists = True
+
+
+class SimDisk:
+    """The simulation's :class:`Disk`: exact page-cache semantics with lazy writeback.
+
+    ``writeback_ms``: age in ms after which an unflushed append/truncate is written back by the OS and
+    survives a ``crash("unflushed")``; None means never (only fsync makes data durable). Kafka itself
+    relies on the OS for durability unless ``log.flush.interval.*`` is set (its default).
+
+    Writeback is applied lazily and exactly: each path keeps its durable list and its pending ops with
+    their ``now_ms``; ops with ``t <= now - writeback_ms`` are applied in order when the file is next
+    appended to (bounding the pending queue) and at crash time. Times passed in must not go backwards.
+
+    :meth:`read` returns the live page-cache list (O(1), no copy); callers must not mutate it.
+    Checkpoint values (:meth:`write_atomic`) are durable at once and survive every crash but ``"all"``.
+    """
+
+    __slots__ = ("writeback_ms", "_files", "_values")
+
+    def __init__(self, writeback_ms: int | None = 30000) -> None:
+        if writeback_ms is not None and writeback_ms < 0:
+            raise ValueError(f"writeback_ms must be >= 0 or None, got {writeback_ms}")
+        self.writeback_ms = writeback_ms
+        self._files: dict[str, _LogFile] = {}
+        self._values: dict[str, object] = {}
+
+    # ------------------------------------------------------------------ log files
+    def _new_file(self, path: str) -> _LogFile:
+        if path in self._values:
+            raise ValueError(f"{path!r} holds a value (write_atomic), not a list of items")
+        f = self._files[path] = _LogFile()
+        return f
+
+    def append(self, path: str, item: object, now_ms: int) -> None:
+        """Append ``item`` to the list file ``path`` (created if missing); durable after fsync/writeback."""
+        f = self._files.get(path)
+        if f is None:
+            f = self._new_file(path)
+        elif self.writeback_ms is not None and f.pending:
+            f.apply_until(now_ms - self.writeback_ms)
+        f.view.append(item)
+        f.pending.append((now_ms, _APPEND, item))
+
+    def truncate(self, path: str, length: int, now_ms: int) -> None:
+        """Keep the first ``length`` items of ``path``; no-op if missing or not longer than ``length``."""
+        if length < 0:
+            raise ValueError(f"negative truncate length {length}")
+        f = self._files.get(path)
+        if f is None or length >= len(f.view):
+            return
+        del f.view[length:]
+        f.pending.append((now_ms, _TRUNCATE, length))
+
+    def read(self, path: str) -> list:
+        """The page-cache contents of ``path`` (the live list: do not mutate), ``[]`` if missing."""
+        f = self._files.get(path)
+        return f.view if f is not None else []
+
+    def fsync(self, path: str, now_ms: int) -> None:
+        """Make every append/truncate of ``path`` issued so far durable (no-op for missing/value files)."""
+        f = self._files.get(path)
+        if f is not None:
+            f.apply_all()
+
+    def unflushed_items(self, path: str, now_ms: int | None = None) -> int:
+        """How many append/truncate ops of ``path`` are not yet durable.
+
+        With ``now_ms``, the writeback due by then is applied first; without it, ops that are old
+        enough but not yet lazily written back still count.
+        """
+        f = self._files.get(path)
+        if f is None:
+            return 0
+        if now_ms is not None and self.writeback_ms is not None:
+            f.apply_until(now_ms - self.writeback_ms)
+        return len(f.pending)
+
+    # ------------------------------------------------------------------ value files
+    def write_atomic(self, path: str, value: object, now_ms: int) -> None:
+        """Replace the value of ``path`` durably at once (tmp file + fsync + rename)."""
+        self._files.pop(path, None)
+        self._values[path] = value
+
+    def read_value(self, path: str) -> object | None:
+        """The value written by :meth:`write_atomic` at ``path``, or None."""
+        return self._values.get(path)
+
+    # ------------------------------------------------------------------ any file
+    def delete(self, path: str, now_ms: int) -> None:
+        """Remove ``path`` (list or value file), durably at once; no-op if missing."""
+        self._files.pop(path, None)
+        self._values.pop(path, None)
+
+    def exists(self, path: str) -> bool:
+        """Whether ``path`` currently exists (as the OS shows it)."""
+        return path in self._files or path in self._values
+
+    def crash(self, lose: str, now_ms: int) -> None:
+        """Simulate a machine crash at ``now_ms`` and the restart that follows.
+
+        ``lose``:
+
+        * ``"none"``: everything written so far survives (as if it had all reached the disk);
+        * ``"unflushed"``: only durable state survives: fsynced ops, ops older than ``writeback_ms`` at
+          ``now_ms`` (written back in order), checkpoint values; files never made durable vanish;
+        * ``"all"``: the disk is replaced by an empty one.
+        """
+        if lose == "none":
+            for f in self._files.values():
+                f.apply_all()
+        elif lose == "unflushed":
+            wb = self.writeback_ms
+            lost = []
+            for path, f in self._files.items():
+                if wb is not None:
+                    f.apply_until(now_ms - wb)
+                f.pending.clear()
+                if not f.durable_exists:
+                    lost.append(path)
+                    continue
+                f.view = list(f.durable)
+            for path in lost:
+                del self._files[path]
+        elif lose == "all":
+            self._files.clear()
+            self._values.clear()
+        else:
+            raise ValueError(f"lose must be one of {CRASH_MODES}, got {lose!r}")
+
+    def list(self, prefix: str) -> list[str]:
+        """Sorted paths starting with ``prefix`` that currently exist (list and value files)."""
+        out = [p for p in self._files if p.startswith(prefix)]
+        out.extend(p for p in self._values if p.startswith(prefix))
+        out.sort()
+        return out

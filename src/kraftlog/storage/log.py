@@ -1,0 +1,334 @@
+"""The log of one partition replica: Kafka's ``UnifiedLog`` reduced to what replication needs.
+
+One segment, ``{directory}/00000000000000000000.log``, holds :class:`RecordBatch` items on a
+:class:`~kraftlog.storage.disk.Disk`; the partition's :class:`LeaderEpochCache` lives in
+``{directory}/leader-epoch-checkpoint``. Offsets are absolute ints; the LEO is the offset after the last
+record; ``max_bytes`` counts :attr:`RecordBatch.size_bytes`. Times are ints in ms.
+
+Durability follows Kafka: an append reaches the page cache only; the segment is fsynced when
+``log.flush.interval.messages`` unflushed messages accumulate (checked on append) or when
+``log.flush.interval.ms`` has passed since the last flush (:meth:`PartitionLog.maybe_flush`, which
+the node calls at :meth:`PartitionLog.next_flush_deadline`). Both default to never, as in Kafka, so
+by default only the OS writeback makes data durable.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left, bisect_right
+from dataclasses import dataclass
+from typing import Iterable, Iterator
+
+from ..protocol.records import Record, RecordBatch
+from .disk import Disk
+from .epoch_cache import LeaderEpochCache
+
+__all__ = ["LogConfig", "PartitionLog", "SEGMENT_FILE", "EPOCH_CHECKPOINT_FILE"]
+
+#: File names inside a partition directory (Kafka's).
+SEGMENT_FILE = "00000000000000000000.log"
+EPOCH_CHECKPOINT_FILE = "leader-epoch-checkpoint"
+
+
+@dataclass(slots=True, frozen=True)
+class LogConfig:
+    """Flush policy of a partition log.
+
+    ``flush_interval_messages``: Kafka's ``log.flush.interval.messages``: fsync once this many messages
+    are unflushed (>= 1; None = never, Kafka's default). ``flush_interval_ms``: Kafka's
+    ``log.flush.interval.ms``: fsync once this many ms have passed since the last flush while messages
+    are unflushed (>= 0; None = never).
+    """
+
+    flush_interval_messages: int | None = None
+    flush_interval_ms: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.flush_interval_messages is not None and self.flush_interval_messages < 1:
+            raise ValueError(f"flush_interval_messages must be >= 1 or None, got {self.flush_interval_messages}")
+        if self.flush_interval_ms is not None and self.flush_interval_ms < 0:
+            raise ValueError(f"flush_interval_ms must be >= 0 or None, got {self.flush_interval_ms}")
+
+
+def _derive_epoch_entries(batches: list[RecordBatch]) -> list[tuple[int, int]]:
+    """The epoch entries that assigning every batch's epoch in order would give (Kafka's assign rule)."""
+    epochs: list[int] = []
+    starts: list[int] = []
+    for b in batches:
+        e = b.partition_leader_epoch
+        if e < 0 or (epochs and e == epochs[-1] and b.base_offset >= starts[-1]):
+            continue
+        while epochs and (epochs[-1] >= e or starts[-1] >= b.base_offset):
+            epochs.pop()
+            starts.pop()
+        epochs.append(e)
+        starts.append(b.base_offset)
+    return list(zip(epochs, starts))
+
+
+class PartitionLog:
+    """The log of one partition replica over a :class:`Disk`.
+
+    ``PartitionLog(disk, directory, config, now_ms)`` recovers from the disk: the batches found in the
+    segment (the contiguous prefix from offset 0; a non-contiguous tail is truncated away as Kafka's
+    segment recovery truncates invalid bytes), then the epoch cache is truncated from the end to the LEO
+    (Kafka's ``LogLoader``). If the remaining entries disagree with the recovered batches' epochs (only
+    possible when a crash lost a truncation), the cache is rebuilt from the batches, as Kafka's segment
+    recovery re-assigns epochs from the batches it reads.
+
+    Attributes: ``log_start_offset`` (always 0 here: no retention), ``high_watermark`` (offset, starts at
+    0; set by the replica layer via :meth:`update_high_watermark`), ``epoch_cache``, ``recovery_point``
+    (offset below which the segment is known durable), ``config``.
+    """
+
+    __slots__ = (
+        "_disk",
+        "directory",
+        "config",
+        "segment_path",
+        "log_start_offset",
+        "high_watermark",
+        "epoch_cache",
+        "recovery_point",
+        "last_flush_ms",
+        "_batches",
+        "_bases",
+        "_sizes",
+        "_leo",
+    )
+
+    def __init__(self, disk: Disk, directory: str, config: LogConfig, now_ms: int) -> None:
+        self._disk = disk
+        self.directory = directory
+        self.config = config
+        self.segment_path = f"{directory}/{SEGMENT_FILE}"
+        self.log_start_offset = 0
+        self.high_watermark = 0
+        self.last_flush_ms = now_ms
+
+        batches: list[RecordBatch] = []
+        expected = self.log_start_offset
+        raw = disk.read(self.segment_path)
+        for b in raw:
+            if b.base_offset != expected or not b.records:
+                break
+            batches.append(b)
+            expected = b.next_offset
+        if len(batches) < len(raw):
+            disk.truncate(self.segment_path, len(batches), now_ms)
+            disk.fsync(self.segment_path, now_ms)
+        self._batches = batches
+        self._bases = [b.base_offset for b in batches]
+        self._sizes = [b.size_bytes for b in batches]
+        self._leo = expected
+        # What the disk holds at load is what survived; treat it as flushed (Kafka's recovery point
+        # after recovery is the LEO).
+        self.recovery_point = expected
+
+        cache = LeaderEpochCache(disk, f"{directory}/{EPOCH_CHECKPOINT_FILE}", now_ms)
+        cache.truncate_from_end(expected, now_ms)
+        derived = _derive_epoch_entries(batches)
+        if cache.entries() != derived:
+            cache.clear(now_ms)
+            for epoch, start in derived:
+                cache.assign(epoch, start, now_ms)
+        self.epoch_cache = cache
+
+    # ------------------------------------------------------------------ offsets
+    @property
+    def log_end_offset(self) -> int:
+        """The LEO: offset after the last record (``log_start_offset`` when empty)."""
+        return self._leo
+
+    @property
+    def unflushed_messages(self) -> int:
+        """Messages appended since the last flush: LEO - recovery point (Kafka's ``unflushedMessages``)."""
+        return self._leo - self.recovery_point
+
+    def update_high_watermark(self, offset: int) -> int:
+        """Set the HWM to ``offset`` clamped to [log_start_offset, LEO] (Kafka's ``updateHighWatermark``);
+        returns the new HWM."""
+        if offset < self.log_start_offset:
+            offset = self.log_start_offset
+        elif offset > self._leo:
+            offset = self._leo
+        self.high_watermark = offset
+        return offset
+
+    # ------------------------------------------------------------------ appends
+    def _append_stamped(self, batch: RecordBatch, now_ms: int) -> None:
+        self._disk.append(self.segment_path, batch, now_ms)
+        self._batches.append(batch)
+        self._bases.append(batch.base_offset)
+        self._sizes.append(batch.size_bytes)
+        self._leo = batch.base_offset + len(batch.records)
+
+    def _apply_flush_policy(self, now_ms: int) -> None:
+        fim = self.config.flush_interval_messages
+        if fim is not None and self._leo - self.recovery_point >= fim:
+            self.flush(now_ms)
+
+    def append_as_leader(self, batch: RecordBatch, leader_epoch: int, now_ms: int) -> RecordBatch:
+        """Append ``batch`` as the leader in ``leader_epoch`` and return it as stored.
+
+        Kafka's leader append: base offset := LEO, partition leader epoch := ``leader_epoch``; the epoch
+        cache gets (``leader_epoch``, base offset) when the epoch is new; then the
+        ``log.flush.interval.messages`` policy is applied. Raises ValueError for an empty batch or a
+        negative epoch.
+        """
+        if not batch.records:
+            raise ValueError("cannot append an empty record batch")
+        leo = self._leo
+        if batch.base_offset != leo or batch.partition_leader_epoch != leader_epoch:
+            batch = batch.with_offsets(leo, leader_epoch)
+        self.epoch_cache.assign(leader_epoch, leo, now_ms)
+        self._append_stamped(batch, now_ms)
+        self._apply_flush_policy(now_ms)
+        return batch
+
+    def append_as_follower(self, batches: Iterable[RecordBatch], now_ms: int) -> int:
+        """Append batches fetched from the leader, offsets and epochs as the leader stamped them.
+
+        Each batch must start exactly at the LEO (after the previous one) and hold records; otherwise
+        ValueError is raised before anything is appended (a caller bug, not a fault). The epoch cache is
+        assigned from each batch's partition leader epoch (skipped when -1), as Kafka does on follower
+        append; then the ``log.flush.interval.messages`` policy is applied. Returns the new LEO.
+        """
+        batches = tuple(batches)
+        expected = self._leo
+        for b in batches:
+            if b.base_offset != expected:
+                raise ValueError(
+                    f"follower append at offset {b.base_offset} is not contiguous with LEO {expected}"
+                    f" in {self.directory}")
+            if not b.records:
+                raise ValueError("cannot append an empty record batch")
+            expected = b.base_offset + len(b.records)
+        cache = self.epoch_cache
+        for b in batches:
+            if b.partition_leader_epoch >= 0:
+                cache.assign(b.partition_leader_epoch, b.base_offset, now_ms)
+            self._append_stamped(b, now_ms)
+        if batches:
+            self._apply_flush_policy(now_ms)
+        return self._leo
+
+    def maybe_assign_epoch_start_offset(self, leader_epoch: int, start_offset: int, now_ms: int) -> None:
+        """Assign ``leader_epoch`` at ``start_offset`` in the epoch cache (Kafka's
+        ``maybeAssignEpochStartOffset``, called with the LEO when a replica becomes leader)."""
+        self.epoch_cache.assign(leader_epoch, start_offset, now_ms)
+
+    def end_offset_for_epoch(self, leader_epoch: int) -> tuple[int, int]:
+        """(epoch, end offset) answering OffsetsForLeaderEpoch for ``leader_epoch`` against this log's
+        LEO; (-1, -1) when undefined. See :meth:`LeaderEpochCache.end_offset_for`."""
+        return self.epoch_cache.end_offset_for(leader_epoch, self._leo)
+
+    # ------------------------------------------------------------------ reads
+    def read(self, fetch_offset: int, max_offset: int, max_bytes: int) -> tuple[RecordBatch, ...]:
+        """Whole batches with ``last_offset >= fetch_offset`` and ``base_offset < max_offset``.
+
+        ``max_offset`` is exclusive (the HWM for consumers, the LEO for followers). At least one batch is
+        returned when one qualifies, even if larger than ``max_bytes`` (Kafka's ``minOneMessage``); further
+        batches are added while the total ``size_bytes`` stays <= ``max_bytes``. The first batch may
+        start before ``fetch_offset`` (Kafka returns whole batches). Returns ``()`` when nothing
+        qualifies, including ``fetch_offset >= max_offset`` (Kafka: nothing to read at the HWM/LEO even
+        if a batch straddles it); range checks are the caller's. O(log n + result).
+        """
+        bases = self._bases
+        n = len(bases)
+        if n == 0 or fetch_offset >= self._leo or fetch_offset >= max_offset:
+            return ()
+        i = bisect_right(bases, fetch_offset) - 1
+        if i < 0:
+            i = 0
+        batches = self._batches
+        sizes = self._sizes
+        if bases[i] >= max_offset:
+            return ()
+        total = sizes[i]
+        j = i + 1
+        while j < n and bases[j] < max_offset:
+            total += sizes[j]
+            if total > max_bytes:
+                break
+            j += 1
+        return tuple(batches[i:j])
+
+    def batches(self) -> Iterator[RecordBatch]:
+        """Iterate over the stored batches in offset order (for checkers; do not mutate the log meanwhile)."""
+        return iter(self._batches)
+
+    def record_at(self, offset: int) -> tuple[Record, int] | None:
+        """(record, partition leader epoch of its batch) at ``offset``, None outside [start, LEO)."""
+        if offset < self.log_start_offset or offset >= self._leo:
+            return None
+        i = bisect_right(self._bases, offset) - 1
+        if i < 0:
+            return None
+        b = self._batches[i]
+        return (b.records[offset - b.base_offset], b.partition_leader_epoch)
+
+    # ------------------------------------------------------------------ truncation
+    def truncate_to(self, offset: int, now_ms: int) -> None:
+        """Remove every offset >= ``offset`` (Kafka's ``truncateTo``): a batch straddling ``offset`` is cut
+        with :meth:`RecordBatch.truncated_before`; the epoch cache is truncated from the end; the HWM and
+        recovery point are clamped. No-op when ``offset`` >= LEO. Like ``ftruncate``, the truncation is
+        not durable until the next flush. Raises ValueError below ``log_start_offset``.
+        """
+        if offset >= self._leo:
+            return
+        if offset < self.log_start_offset:
+            raise ValueError(f"cannot truncate to {offset} below log start offset {self.log_start_offset}")
+        bases = self._bases
+        batches = self._batches
+        sizes = self._sizes
+        keep = bisect_left(bases, offset)  # batches starting below offset
+        disk = self._disk
+        path = self.segment_path
+        if keep and batches[keep - 1].base_offset + len(batches[keep - 1].records) > offset:
+            head = batches[keep - 1].truncated_before(offset)
+            disk.truncate(path, keep - 1, now_ms)
+            disk.append(path, head, now_ms)
+            del batches[keep:]
+            del bases[keep:]
+            del sizes[keep:]
+            batches[keep - 1] = head
+            sizes[keep - 1] = head.size_bytes
+        else:
+            disk.truncate(path, keep, now_ms)
+            del batches[keep:]
+            del bases[keep:]
+            del sizes[keep:]
+        self._leo = offset
+        self.epoch_cache.truncate_from_end(offset, now_ms)
+        if self.high_watermark > offset:
+            self.high_watermark = offset
+        if self.recovery_point > offset:
+            self.recovery_point = offset
+
+    # ------------------------------------------------------------------ flushing
+    def flush(self, now_ms: int) -> None:
+        """fsync the segment: everything up to the LEO becomes durable (the epoch cache already is)."""
+        self._disk.fsync(self.segment_path, now_ms)
+        self.recovery_point = self._leo
+        self.last_flush_ms = now_ms
+
+    def next_flush_deadline(self) -> int | None:
+        """When (ms) ``log.flush.interval.ms`` requires a flush: last flush + interval while messages are
+        unflushed (may be <= now: due at once); None when the policy is off or nothing is unflushed."""
+        fms = self.config.flush_interval_ms
+        if fms is None or self._leo == self.recovery_point:
+            return None
+        return self.last_flush_ms + fms
+
+    def maybe_flush(self, now_ms: int) -> bool:
+        """Apply the ``log.flush.interval.ms`` policy at ``now_ms`` (Kafka's ``flushDirtyLogs``: flush when
+        ms since the last flush >= the interval and messages are unflushed). Returns whether it flushed."""
+        deadline = self.next_flush_deadline()
+        if deadline is None or now_ms < deadline:
+            return False
+        self.flush(now_ms)
+        return True
+
+    def __repr__(self) -> str:
+        return (f"PartitionLog({self.directory!r}, leo={self._leo}, hwm={self.high_watermark}, "
+                f"batches={len(self._batches)}, epochs={self.epoch_cache.entries()})")
