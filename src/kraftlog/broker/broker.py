@@ -74,6 +74,7 @@ class Broker(NodeBase):
         self.broker_epoch = -1
         self.fenced = True
         self.image = MetadataImage()
+        self._min_isr_cache: dict[str, int] = {}
         self.partitions: dict[tuple[str, int], Partition] = {}
         # Static timings (ms).
         g = lambda name: int(cfg.lookup(name, self.static))  # noqa: E731
@@ -125,7 +126,11 @@ class Broker(NodeBase):
         return LogConfig(flush_interval_messages=msgs, flush_interval_ms=ms)
 
     def min_isr(self, topic: str) -> int:
-        return self.image.min_isr(topic, self.static)
+        """Effective min ISR of ``topic`` (cached per metadata image)."""
+        cached = self._min_isr_cache.get(topic)
+        if cached is None:
+            cached = self._min_isr_cache[topic] = self.image.min_isr(topic, self.static)
+        return cached
 
     @property
     def metadata_offset(self) -> int:
@@ -353,6 +358,7 @@ class Broker(NodeBase):
     def apply_metadata(self, now_ms: int, records, base_offset: int) -> None:
         """Replay metadata records and apply the partition roles they imply (BrokerMetadataPublisher)."""
         self.image, delta = self.image.replay(records, base_offset)
+        self._min_isr_cache.clear()
         image = self.image
         for key in sorted(delta.partitions):
             reg = image.partitions[key]

@@ -90,6 +90,7 @@ def consumer_anomalies(consumed, truncations, final_logs) -> dict:
     by_offset = {}
     reported_below = defaultdict(list)  # (client, partition) -> [divergence offsets]
     invalid = set()
+    log_end = {p: max(log, default=-1) + 1 for p, log in final_logs.items() if log is not None}
     for t, kind, client, part, off, x in events:
         key = (client, part)
         if kind == 1:
@@ -113,7 +114,7 @@ def consumer_anomalies(consumed, truncations, final_logs) -> dict:
             result["inconsistent-offsets"] += 1
         by_offset[(part, off)] = x
         log = final_logs.get(part)
-        if log is not None and off < max(log, default=-1) + 1:
+        if log is not None and off < log_end[part]:
             final = log.get(off)
             if final is None or final[0] != x:
                 if not any(d <= off for d in reported_below[key]):

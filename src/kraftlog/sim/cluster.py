@@ -60,6 +60,7 @@ class SimCluster:
             from ..protocol.wire import roundtrip
             self._roundtrip = roundtrip
         self.observers: list = []  # callables(sim, node_id) run after a node handled an event
+        self.message_observers: list = []  # callables(sim, envelope) run before a delivery
         self.start_controller()
         for b in range(brokers):
             self.start_broker(b)
@@ -219,8 +220,8 @@ class SimCluster:
             # Connection refused: the sender learns at once (after one network delay).
             self._push(self.now + self.delay_min, CALL, ("refused", env.src, env.correlation_id))
             return
-        delay = self.net_rng.randint(self.delay_min, self.delay_max) if self.delay_max > self.delay_min \
-            else self.delay_min
+        span = self.delay_max - self.delay_min + 1
+        delay = self.delay_min + int(self.net_rng.random() * span) if span > 1 else self.delay_min
         t = self.now + delay
         last = self.link_last.get(link, 0)
         if t < last:
@@ -259,6 +260,8 @@ class SimCluster:
                 env = Envelope(env.src, env.dst, env.correlation_id,
                                self._roundtrip(env.message, env.correlation_id), env.is_response)
             self.messages_delivered += 1
+            for obs in self.message_observers:
+                obs(self, env)
             self.history.message(self.now, env.src, env.dst, env.correlation_id, env.message)
             node.deliver(self.now, env)
             self._after(env.dst, node)

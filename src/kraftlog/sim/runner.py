@@ -29,6 +29,10 @@ SHUTDOWN_WAIT_MS = 35000
 ACKS = {"all": -1, "1": 1, "0": 0}
 
 
+def _node(node) -> str:
+    return "*" if node is None else str(node)
+
+
 @dataclass
 class RunResult:
     """The verdict (SCENARIOS.md's JSON object), the readable timeline and the exit code (0 or 1)."""
@@ -67,6 +71,7 @@ class ScenarioRun:
         self._seen_metadata = 0
         self._invariant_offset = -1
         self.sim.observers.append(self._observe)
+        self.sim.message_observers.append(self._observe_message)
 
     # ================================================================= observation
     def _t(self) -> int:
@@ -107,6 +112,20 @@ class ScenarioRun:
                                    position=tr.position, divergence=tr.divergence_offset)
                 self._log(f"consumer {node_id}: LogTruncation on {name}: position {tr.position}, "
                           f"diverged at {tr.divergence_offset} (reset {tr.reset})")
+
+    def _observe_message(self, sim: SimCluster, env: m.Envelope) -> None:
+        msg = env.message
+        if type(msg) is m.AlterPartitionResponse:
+            ctl = sim.controller
+            errors = [] if msg.error_code == Errors.NONE else [f"{Errors(msg.error_code).name}"]
+            for item in msg.partitions:
+                if item.error_code != Errors.NONE:
+                    name = ctl.image.topic_name(item.topic_id) if ctl is not None else item.topic_id
+                    errors.append(f"{name}-{item.partition} {Errors(item.error_code).name}")
+            if errors:
+                text = f"AlterPartition from broker {env.dst} answered: " + ", ".join(errors)
+                sim.history.record(sim.now, "alter_partition_error", text=text)
+                self._log(text)
 
     def _observe_controller(self, ctl) -> None:
         log = ctl.log
@@ -377,10 +396,10 @@ class ScenarioRun:
             self._log(f"{label}: healed {list(a['nodes']) if a['nodes'] is not None else 'all links'}")
         elif verb == "hold":
             sim.hold(a["api"], a["from"], a["to"])
-            self._log(f"{label}: holding {a['api'] or 'all'} messages {a['from'] or '*'} -> {a['to'] or '*'}")
+            self._log(f"{label}: holding {a['api'] or 'all'} messages {_node(a['from'])} -> {_node(a['to'])}")
         elif verb == "release":
             sim.release(a["api"], a["from"], a["to"])
-            self._log(f"{label}: released {a['api'] or 'all'} messages {a['from'] or '*'} -> {a['to'] or '*'}")
+            self._log(f"{label}: released {a['api'] or 'all'} messages {_node(a['from'])} -> {_node(a['to'])}")
         elif verb == "alter_config":
             rtype, rname = (m.RESOURCE_TOPIC, a["topic"]) if a["topic"] else (m.RESOURCE_BROKER, "")
             resp = self._admin_call(m.IncrementalAlterConfigsRequest((m.AlterConfigsResource(

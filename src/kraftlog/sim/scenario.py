@@ -1083,11 +1083,11 @@ def _dump_args(verb: str, args: dict):
 
 
 def _flow(value) -> str:
-    return yaml.safe_dump(value, default_flow_style=True, sort_keys=False, width=math.inf, allow_unicode=True).strip()
+    return yaml.safe_dump(value, default_flow_style=True, sort_keys=False, width=math.inf).strip()
 
 
 def _block(value: dict) -> str:
-    return yaml.safe_dump(value, default_flow_style=False, sort_keys=False, allow_unicode=True)
+    return yaml.safe_dump(value, default_flow_style=False, sort_keys=False)
 
 
 def dump_scenario(scenario: Scenario) -> str:
