@@ -70,6 +70,43 @@ def scenario_run(file: str, level: Level | None, seed: int | None, as_json: bool
     sys.exit(result.exit_code)
 
 
+@scenario.command("library")
+@click.argument("directory", type=click.Path(file_okay=False), default="scenarios")
+@click.option("--level", callback=_level, default=None, help="Protocol level for every file (default: each file's).")
+@click.option("--seed", type=int, default=None, help="Seed for every file (default: each file's).")
+def scenario_library(directory: str, level: Level | None, seed: int | None) -> None:
+    """Run every scenario file in DIRECTORY (default ./scenarios) and print one row each.
+
+    Exit 0 when every run passed, 1 when one failed, 2 when a file is invalid."""
+    from pathlib import Path
+
+    from .sim.runner import run_scenario
+    from .sim.scenario import ScenarioError, load_scenario
+
+    files = sorted(Path(directory).glob("*.yaml"))
+    if not files:
+        click.echo(f"error: no *.yaml scenario files in {directory}", err=True)
+        sys.exit(2)
+    table = Table(title=f"scenario library: {directory}")
+    for col in ("scenario", "level", "seed", "acked all/1/0", "lost acked", "violations", "anomalies", "result"):
+        table.add_column(col)
+    code = 0
+    for f in files:
+        try:
+            scn = load_scenario(str(f))
+        except ScenarioError as exc:
+            click.echo(f"error: {exc}", err=True)
+            sys.exit(2)
+        r = run_scenario(scn, level=level, seed=seed)
+        v = r.verdict
+        code = max(code, r.exit_code)
+        table.add_row(v["scenario"], v["level"], str(v["seed"]), "/".join(str(n) for n in v["acked"].values()),
+                      str(v["lost_acked"]), str(len(v["invariant_violations"])),
+                      str(sum(v["anomalies"].values())), "PASS" if r.exit_code == 0 else "FAIL")
+    Console().print(table)
+    sys.exit(code)
+
+
 def _print_readable(result) -> None:
     console = Console(highlight=False)
     v = result.verdict
