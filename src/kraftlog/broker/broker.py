@@ -13,7 +13,7 @@ than the leader's gets UNKNOWN_LEADER_EPOCH (checked first), a smaller one FENCE
 
 from __future__ import annotations
 
-import random
+from random import Random
 import uuid
 from dataclasses import dataclass
 
@@ -60,7 +60,7 @@ class Broker(NodeBase):
     """Broker ``broker_id``. ``config``: static broker configs (Kafka names → strings);
     ``disk``: this broker's log dir; ``rng``: seeded (incarnation id)."""
 
-    def __init__(self, broker_id: int, config: dict, level: Level, disk: Disk, rng: random.Random,
+    def __init__(self, broker_id: int, config: dict, level: Level, disk: Disk, rng: Random,
                  now_ms: int, cluster_id: str = "kraftlog") -> None:
         super().__init__(broker_id)
         self.broker_id = broker_id

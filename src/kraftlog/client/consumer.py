@@ -17,7 +17,7 @@ unnoticed (the checker reports it as undetected and as poll-skip).
 
 from __future__ import annotations
 
-import random
+from random import Random
 from dataclasses import dataclass
 
 from ..protocol import messages as m
@@ -69,7 +69,7 @@ class Consumer(NodeBase):
     """Consumer ``client_id`` assigned ``partitions``; ``reset`` is auto.offset.reset (none/earliest/latest)."""
 
     def __init__(self, client_id: str, bootstrap: list[int], partitions: list[tuple[str, int]], reset: str,
-                 rng: random.Random, *, validate_positions: bool = True, fetch_max_wait_ms: int = 500,
+                 rng: Random, *, validate_positions: bool = True, fetch_max_wait_ms: int = 500,
                  request_timeout_ms: int = 30000, retry_backoff_ms: int = 100) -> None:
         super().__init__(client_id)
         self.metadata = ClientMetadata(bootstrap, rng)

@@ -6,7 +6,7 @@ Brokers are tried in a seeded rotation so a dead broker does not stall a client.
 
 from __future__ import annotations
 
-import random
+from random import Random
 from dataclasses import dataclass
 
 from ..protocol import messages as m
@@ -25,7 +25,7 @@ class PartitionInfo:
 class ClientMetadata:
     """Metadata kept by a client. ``bootstrap``: broker ids to ask first."""
 
-    def __init__(self, bootstrap: list[int], rng: random.Random) -> None:
+    def __init__(self, bootstrap: list[int], rng: Random) -> None:
         self.bootstrap = list(bootstrap)
         self.rng = rng
         self.brokers: list[int] = list(bootstrap)

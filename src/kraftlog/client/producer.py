@@ -9,7 +9,7 @@ from the first send; then the record fails. ``acks=0`` records count as acknowle
 
 from __future__ import annotations
 
-import random
+from random import Random
 from collections import deque
 from dataclasses import dataclass
 
@@ -46,7 +46,7 @@ class Completion:
 class Producer(NodeBase):
     """Producer ``client_id`` with ``acks`` in {0, 1, -1}; times in ms."""
 
-    def __init__(self, client_id: str, bootstrap: list[int], acks: int, rng: random.Random, *,
+    def __init__(self, client_id: str, bootstrap: list[int], acks: int, rng: Random, *,
                  request_timeout_ms: int = 30000, delivery_timeout_ms: int = 120000,
                  retry_backoff_ms: int = 100, batch_size: int = 100) -> None:
         super().__init__(client_id)

@@ -18,7 +18,7 @@ replayed and every registered broker gets a fresh session, as Kafka's new active
 
 from __future__ import annotations
 
-import random
+from random import Random
 import uuid
 from dataclasses import replace
 
@@ -47,7 +47,7 @@ class QuorumController(NodeBase):
     """The controller node. ``config``: static configs (Kafka names → strings); ``disk`` holds the
     metadata log; ``rng`` is seeded by the driver (topic ids, replica placement, unclean elections)."""
 
-    def __init__(self, config: dict, level: Level, disk: Disk, rng: random.Random, now_ms: int,
+    def __init__(self, config: dict, level: Level, disk: Disk, rng: Random, now_ms: int,
                  cluster_id: str = "kraftlog") -> None:
         super().__init__(CONTROLLER)
         self.static = dict(config)
@@ -219,17 +219,16 @@ class QuorumController(NodeBase):
         """Fence a broker: BrokerRegistrationChangeRecord + its removal from every ISR (Kafka's
         ``handleBrokerFenced``; fencing removes from the ISR, not from the ELR)."""
         return ([BrokerRegistrationChangeRecord(broker_id, broker_epoch, fenced=True)]
-                + self._remove_from_partitions(broker_id, fencing=broker_id))
+                + self._remove_from_partitions(broker_id))
 
-    def _remove_from_partitions(self, broker_id: int, fencing: int | None = None) -> list:
-        """PartitionChangeRecords removing ``broker_id`` from ISRs and moving its leaderships."""
+    def _remove_from_partitions(self, broker_id: int) -> list:
+        """PartitionChangeRecords removing ``broker_id`` from ISRs and moving its leaderships
+        (fencing and controlled shutdown: Kafka's ``generateLeaderAndIsrUpdates``)."""
         image = self.image
-        if fencing is not None:
-            def acceptable(b: int) -> bool:
-                return b != fencing and image.is_active(b)
-        else:
-            def acceptable(b: int) -> bool:
-                return b != broker_id and image.is_active(b)
+
+        def acceptable(b: int) -> bool:
+            return b != broker_id and image.is_active(b)
+
         records = []
         for (topic, index) in sorted(image.partitions):
             part = image.partitions[(topic, index)]

@@ -17,7 +17,7 @@ Rules (DESIGN.md "Rules worth knowing", Kafka's ``PartitionChangeBuilder``):
 
 from __future__ import annotations
 
-import random
+from random import Random
 import uuid
 from collections.abc import Callable
 from enum import Enum
@@ -50,7 +50,7 @@ def build_partition_change(
     level: Level,
     min_isr: int,
     unclean_enabled: bool,
-    rng: random.Random,
+    rng: Random,
     target_isr: tuple[int, ...] | None = None,
     election: Election = Election.ONLY_IF_NEEDED,
     target_leader_recovery_state: int | None = None,
