@@ -42,6 +42,8 @@ class RunResult:
     exit_code: int = 0
     wall_ms: float = 0.0
     messages: int = 0
+    #: Simulated ms, summed over partitions, during which a partition had no leader (after t0).
+    unavailable_ms: int = 0
 
 
 class ScenarioRun:
@@ -69,6 +71,8 @@ class ScenarioRun:
         self.truncations: list = []
         self.violations: dict[str, str] = {}
         self._seen_metadata = 0
+        self._leaderless_since: dict[str, int] = {}
+        self.unavailable_ms = 0
         self._invariant_offset = -1
         self.sim.observers.append(self._observe)
         self.sim.message_observers.append(self._observe_message)
@@ -138,9 +142,22 @@ class ScenarioRun:
                 self.sim.history.record(self.sim.now, "metadata", text=text)
                 self._log(text)
         self._seen_metadata = len(log)
+        self._update_availability()
         for key, message in checkers.partition_state_violations(image, self._t()):
             if key not in self.violations:
                 self.violations[key] = message
+
+    def _update_availability(self) -> None:
+        """Track partitions without a live leader (no leader in metadata, or the leader is down)."""
+        ctl = self.sim.controller
+        if not self.t0 or ctl is None:
+            return
+        for (topic, index), part in ctl.image.partitions.items():
+            name = f"{topic}-{index}"
+            if part.leader < 0 or not self.sim.alive(part.leader):
+                self._leaderless_since.setdefault(name, self.sim.now)
+            elif name in self._leaderless_since:
+                self.unavailable_ms += self.sim.now - self._leaderless_since.pop(name)
 
     def _describe(self, rec, image) -> str | None:
         kind = type(rec)
@@ -439,6 +456,8 @@ class ScenarioRun:
         else:  # pragma: no cover - the parser rejects unknown verbs
             raise ValueError(f"unknown verb {verb}")
         sim.history.record(sim.now, "step", index=step.index, verb=verb)
+        if verb in ("crash", "shutdown", "restart", "restart_controller"):
+            self._update_availability()
 
     # ================================================================= run
     def run(self) -> RunResult:
@@ -460,10 +479,13 @@ class ScenarioRun:
                 prev_end = self.sim.now
             if self.scenario.until_ms is not None:
                 self.sim.run_until(max(self.t0 + self.scenario.until_ms, self.sim.now))
+        for since in self._leaderless_since.values():
+            self.unavailable_ms += self.sim.now - since
+        self._leaderless_since.clear()
         verdict = self.verdict()
         code = 0 if ready and not verdict["failed_expectations"] else 1
         wall_ms = (time.perf_counter() - wall) * 1000
-        return RunResult(verdict, self.timeline, code, wall_ms, self.sim.messages_delivered)
+        return RunResult(verdict, self.timeline, code, wall_ms, self.sim.messages_delivered, self.unavailable_ms)
 
     # ================================================================= verdict
     def final_state(self) -> tuple[dict, dict, dict]:
