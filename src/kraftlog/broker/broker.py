@@ -117,7 +117,9 @@ class Broker(NodeBase):
         self.next_hwm_checkpoint_ms = now_ms + self.hwm_checkpoint_interval_ms
         self.controlled_shutdown_deadline: int | None = None
         self.stopped = False
-        self.alter_inflight: dict[tuple[str, int], int] = {}
+        self._flush_by_time = any(log.config.flush_interval_ms is not None for log in self.logs.values())
+        self._alter_dirty = False  # some partition may have an unsent AlterPartition
+        self._fetch_dirty = True  # some followed partition may need a Fetch sent
 
     # ================================================================= helpers
     def _log_config(self, topic: str | None) -> LogConfig:
@@ -197,33 +199,43 @@ class Broker(NodeBase):
         if now_ms >= self.next_hwm_checkpoint_ms:
             self.next_hwm_checkpoint_ms = now_ms + self.hwm_checkpoint_interval_ms
             self._checkpoint_hwms(now_ms)
-        for key in sorted(self.logs):
-            self.logs[key].maybe_flush(now_ms)
+        if self._flush_by_time:
+            for log in self.logs.values():
+                log.maybe_flush(now_ms)
         self._send_alter_partitions(now_ms)
         self._send_fetches(now_ms)
 
     def next_deadline(self) -> int | None:
         if self.stopped:
             return None
-        d = earliest(self._request_deadline(), self.next_register_ms if not self.registration_inflight else None,
-                     self.next_heartbeat_ms,
-                     self.next_metadata_fetch_ms if not self.metadata_fetch_inflight else None,
-                     self.controlled_shutdown_deadline, self.next_hwm_checkpoint_ms)
+        cands = [self.next_hwm_checkpoint_ms]
+        r = self._request_deadline()
+        if r is not None:
+            cands.append(r)
+        if self.next_register_ms is not None and not self.registration_inflight:
+            cands.append(self.next_register_ms)
+        if self.next_heartbeat_ms is not None:
+            cands.append(self.next_heartbeat_ms)
+        if self.next_metadata_fetch_ms is not None and not self.metadata_fetch_inflight:
+            cands.append(self.next_metadata_fetch_ms)
+        if self.controlled_shutdown_deadline is not None:
+            cands.append(self.controlled_shutdown_deadline)
         if self.partitions:
-            d = earliest(d, self.next_isr_check_ms)
+            cands.append(self.next_isr_check_ms)
         for deadline, _ in self.delayed_fetches:
-            d = earliest(d, deadline)
+            cands.append(deadline)
         for dp in self.delayed_produces:
-            d = earliest(d, dp.deadline_ms)
-        for t in self.fetch_backoff_until.values():
-            d = earliest(d, t)
-        for p in self.partitions.values():
-            if p.pending is not None and not p.pending.sent:
-                d = earliest(d, p.pending.retry_at_ms)
-            fd = p.log.next_flush_deadline()
-            if fd is not None:
-                d = earliest(d, fd)
-        return d
+            cands.append(dp.deadline_ms)
+        cands.extend(self.fetch_backoff_until.values())
+        if self._alter_dirty or self._flush_by_time:
+            for p in self.partitions.values():
+                if p.pending is not None and not p.pending.sent:
+                    cands.append(p.pending.retry_at_ms)
+                if self._flush_by_time:
+                    fd = p.log.next_flush_deadline()
+                    if fd is not None:
+                        cands.append(fd)
+        return min(cands)
 
     def on_response(self, now_ms: int, context, message) -> None:
         if self.stopped:
@@ -253,6 +265,7 @@ class Broker(NodeBase):
                 if p is not None:
                     p.fetch_inflight = False
             self.fetch_backoff_until[leader] = now_ms + self.fetch_backoff_ms
+            self._fetch_dirty = True
         elif kind == "metadata":
             self.metadata_fetch_inflight = False
             self.next_metadata_fetch_ms = now_ms + self.fetch_backoff_ms // 10
@@ -295,6 +308,7 @@ class Broker(NodeBase):
             self.next_register_ms = now_ms + REGISTRATION_BACKOFF_MS
             return
         self.broker_epoch = resp.broker_epoch
+        self._fetch_dirty = True
         if self.state == STARTING:
             self.state = RECOVERY
         self.next_heartbeat_ms = now_ms
@@ -359,6 +373,7 @@ class Broker(NodeBase):
         """Replay metadata records and apply the partition roles they imply (BrokerMetadataPublisher)."""
         self.image, delta = self.image.replay(records, base_offset)
         self._min_isr_cache.clear()
+        self._fetch_dirty = True
         image = self.image
         for key in sorted(delta.partitions):
             reg = image.partitions[key]
@@ -377,24 +392,25 @@ class Broker(NodeBase):
                 if reg.leader_recovery_state != RECOVERED and p.pending is None:
                     # KIP-704: an unclean leader recovers its log, then marks the partition RECOVERED.
                     p.propose(p.isr, self._member_epochs(p.isr), expand=False, leader_recovery_state=RECOVERED)
+                    self._alter_dirty = True
                 self._maybe_increment_hwm(now_ms, p)
             else:
                 if p.make_follower(reg):
                     self._fail_delayed_produces(key)
-        if delta.configs:
+        if delta.configs or delta.partitions:
             for key, log in self.logs.items():
                 log.config = self._log_config(key[0])
+            self._flush_by_time = any(log.config.flush_interval_ms is not None for log in self.logs.values())
         if delta.partitions or delta.brokers:
             self._wake_delayed_fetches(now_ms)
 
     # ================================================================= follower fetching
     def _send_fetches(self, now_ms: int) -> None:
         """One Fetch in flight per leader, for every partition we follow (Kafka's fetcher threads)."""
-        if self.broker_epoch < 0 or self.state == STARTING:
+        if self.broker_epoch < 0 or self.state == STARTING or not self._fetch_dirty:
             return
         by_leader: dict[int, list[Partition]] = {}
-        for key in sorted(self.partitions):
-            p = self.partitions[key]
+        for p in self.partitions.values():  # insertion order: deterministic (metadata replay order)
             if p.is_leader or p.leader_id == NO_LEADER or p.leader_id == self.broker_id or p.fetch_inflight:
                 continue
             if p.fetch_failed_epoch == p.leader_epoch:
@@ -417,9 +433,11 @@ class Broker(NodeBase):
             epochs = tuple(p.leader_epoch for p in parts)
             corr = self.send_request(leader, req, now_ms, self.replica_timeout_ms, ("fetch", leader, keys, epochs))
             self.fetch_inflight[leader] = corr
+        self._fetch_dirty = bool(self.fetch_backoff_until)
 
     def _on_fetch_response(self, now_ms: int, context, resp: m.FetchResponse) -> None:
         _, leader, keys, epochs = context
+        self._fetch_dirty = True
         self.fetch_inflight.pop(leader, None)
         sent = dict(zip(keys, epochs))
         for key in keys:
@@ -472,12 +490,14 @@ class Broker(NodeBase):
     def _handle_fetch(self, now_ms: int, env: m.Envelope, may_park: bool) -> None:
         req: m.FetchRequest = env.message
         is_follower = req.replica_id >= 0
+        topic_names = self.image.topic_names
+        partitions = self.partitions
         out = []
         has_data = False
         hw_changed = []
         for fp in req.partitions:
-            name = self.image.topic_name(fp.topic_id)
-            p = self.partitions.get((name, fp.partition)) if name is not None else None
+            name = topic_names.get(fp.topic_id)
+            p = partitions.get((name, fp.partition)) if name is not None else None
             error = self._fetch_partition_error(p, fp.current_leader_epoch)
             if error == Errors.NONE and is_follower:
                 if req.replica_id not in p.replicas:
@@ -545,9 +565,11 @@ class Broker(NodeBase):
 
     def _fetch_ready(self, env: m.Envelope) -> bool:
         req: m.FetchRequest = env.message
+        topic_names = self.image.topic_names
+        partitions = self.partitions
         for fp in req.partitions:
-            name = self.image.topic_name(fp.topic_id)
-            p = self.partitions.get((name, fp.partition)) if name is not None else None
+            name = topic_names.get(fp.topic_id)
+            p = partitions.get((name, fp.partition)) if name is not None else None
             if self._fetch_partition_error(p, fp.current_leader_epoch) != Errors.NONE:
                 return True
             limit = p.log.log_end_offset if req.replica_id >= 0 else p.log.high_watermark
@@ -581,6 +603,7 @@ class Broker(NodeBase):
             epochs = self._member_epochs(p.isr)
             epochs[replica_id] = p.followers[replica_id].broker_epoch if self.level >= Level.KIP903 else -1
             p.propose(new_isr, epochs, expand=True)
+            self._alter_dirty = True
 
     def _maybe_shrink_isrs(self, now_ms: int) -> None:
         for key in sorted(self.partitions):
@@ -591,18 +614,24 @@ class Broker(NodeBase):
             if out:
                 new_isr = tuple(r for r in p.isr if r not in out)
                 p.propose(new_isr, self._member_epochs(new_isr), expand=False)
+                self._alter_dirty = True
         self._send_alter_partitions(now_ms)
 
     def _send_alter_partitions(self, now_ms: int) -> None:
-        if self.broker_epoch < 0:
+        """Send every unsent pending AlterPartition item in one request (Kafka's AlterPartitionManager)."""
+        if self.broker_epoch < 0 or not self._alter_dirty:
             return
         items, keys = [], []
-        for key in sorted(self.partitions):
-            p = self.partitions[key]
-            if p.pending is not None and not p.pending.sent and p.pending.retry_at_ms <= now_ms and p.is_leader:
+        waiting = False
+        for key, p in self.partitions.items():
+            if p.pending is not None and not p.pending.sent and p.is_leader:
+                if p.pending.retry_at_ms > now_ms:
+                    waiting = True
+                    continue
                 p.pending.sent = True
                 items.append(p.alter_partition_item())
                 keys.append((key, p.pending.sequence))
+        self._alter_dirty = waiting
         if items:
             self.send_request(CONTROLLER, m.AlterPartitionRequest(self.broker_id, self.broker_epoch, tuple(items)),
                               now_ms, self.request_timeout_ms, ("alter", tuple(keys)))
@@ -612,6 +641,7 @@ class Broker(NodeBase):
             p = self.partitions.get(key)
             if p is not None and p.pending is not None and p.pending.sequence == seq:
                 p.pending.sent = False
+                self._alter_dirty = True
                 p.pending.retry_at_ms = now_ms + ALTER_PARTITION_BACKOFF_MS
 
     def _on_alter_partition(self, now_ms: int, context, resp: m.AlterPartitionResponse) -> None:
@@ -640,6 +670,7 @@ class Broker(NodeBase):
                 pass  # stay pending; the next metadata update for the partition clears it
             else:
                 p.pending.sent = False
+                self._alter_dirty = True
                 p.pending.retry_at_ms = now_ms + ALTER_PARTITION_BACKOFF_MS
 
     def _maybe_increment_hwm(self, now_ms: int, p: Partition, wake: bool = True) -> bool:

@@ -59,8 +59,10 @@ class SimCluster:
         if wire:
             from ..protocol.wire import roundtrip
             self._roundtrip = roundtrip
-        self.observers: list = []  # callables(sim, node_id) run after a node handled an event
-        self.message_observers: list = []  # callables(sim, envelope) run before a delivery
+        #: node id -> callable(sim, node_id), run after that node handled an event (drivers' history hooks)
+        self.observers: dict = {}
+        #: message type -> callable(sim, envelope), run before such a message is delivered
+        self.message_observers: dict = {}
         self.start_controller()
         for b in range(brokers):
             self.start_broker(b)
@@ -199,7 +201,8 @@ class SimCluster:
         out = node.poll()
         for env in out:
             self._transmit(env)
-        for obs in self.observers:
+        obs = self.observers.get(node_id)
+        if obs is not None:
             obs(self, node_id)
         d = node.next_deadline()
         if d is None:
@@ -210,7 +213,8 @@ class SimCluster:
         cur = self.scheduled.get(node_id)
         if cur is None or d < cur:
             self.scheduled[node_id] = d
-            self._push(d, TICK, (node_id, self.incarnation[node_id]))
+            self._seq += 1
+            heapq.heappush(self.queue, (d, self._seq, TICK, (node_id, self.incarnation[node_id])))
 
     def _transmit(self, env: Envelope) -> None:
         link = (env.src, env.dst)
@@ -227,7 +231,8 @@ class SimCluster:
         if t < last:
             t = last
         self.link_last[link] = t
-        self._push(t, DELIVER, env)
+        self._seq += 1
+        heapq.heappush(self.queue, (t, self._seq, DELIVER, env))
 
     def _held(self, env: Envelope) -> bool:
         api = env.message.API
@@ -260,8 +265,10 @@ class SimCluster:
                 env = Envelope(env.src, env.dst, env.correlation_id,
                                self._roundtrip(env.message, env.correlation_id), env.is_response)
             self.messages_delivered += 1
-            for obs in self.message_observers:
-                obs(self, env)
+            if self.message_observers:
+                obs = self.message_observers.get(type(env.message))
+                if obs is not None:
+                    obs(self, env)
             self.history.message(self.now, env.src, env.dst, env.correlation_id, env.message)
             node.deliver(self.now, env)
             self._after(env.dst, node)

@@ -74,8 +74,8 @@ class ScenarioRun:
         self._leaderless_since: dict[str, int] = {}
         self.unavailable_ms = 0
         self._invariant_offset = -1
-        self.sim.observers.append(self._observe)
-        self.sim.message_observers.append(self._observe_message)
+        self.sim.observers[CONTROLLER] = self._observe
+        self.sim.message_observers[m.AlterPartitionResponse] = self._observe_message
 
     # ================================================================= observation
     def _t(self) -> int:
@@ -91,6 +91,8 @@ class ScenarioRun:
         if node_id == CONTROLLER:
             self._observe_controller(node)
         elif isinstance(node, Producer):
+            if not node.completions:
+                return
             for c in node.take_completions():
                 acks = {-1: "all", 1: "1", 0: "0"}[c.acks]
                 value = c.value.decode()
@@ -103,6 +105,8 @@ class ScenarioRun:
                     sim.history.record(sim.now, "produce_failed", client=node_id,
                                        partition=f"{c.topic}-{c.partition}", value=value, error=int(c.error))
         elif isinstance(node, Consumer):
+            if not node.records and not node.truncations:
+                return
             for r in node.take_records():
                 name = f"{r.topic}-{r.partition}"
                 value = r.value.decode() if r.value is not None else None
@@ -118,18 +122,18 @@ class ScenarioRun:
                           f"diverged at {tr.divergence_offset} (reset {tr.reset})")
 
     def _observe_message(self, sim: SimCluster, env: m.Envelope) -> None:
-        msg = env.message
-        if type(msg) is m.AlterPartitionResponse:
-            ctl = sim.controller
-            errors = [] if msg.error_code == Errors.NONE else [f"{Errors(msg.error_code).name}"]
-            for item in msg.partitions:
-                if item.error_code != Errors.NONE:
-                    name = ctl.image.topic_name(item.topic_id) if ctl is not None else item.topic_id
-                    errors.append(f"{name}-{item.partition} {Errors(item.error_code).name}")
-            if errors:
-                text = f"AlterPartition from broker {env.dst} answered: " + ", ".join(errors)
-                sim.history.record(sim.now, "alter_partition_error", text=text)
-                self._log(text)
+        """Log AlterPartition errors (INVALID_UPDATE_VERSION, INELIGIBLE_REPLICA, ...) in the timeline."""
+        msg: m.AlterPartitionResponse = env.message
+        ctl = sim.controller
+        errors = [] if msg.error_code == Errors.NONE else [f"{Errors(msg.error_code).name}"]
+        for item in msg.partitions:
+            if item.error_code != Errors.NONE:
+                name = ctl.image.topic_name(item.topic_id) if ctl is not None else item.topic_id
+                errors.append(f"{name}-{item.partition} {Errors(item.error_code).name}")
+        if errors:
+            text = f"AlterPartition from broker {env.dst} answered: " + ", ".join(errors)
+            sim.history.record(sim.now, "alter_partition_error", text=text)
+            self._log(text)
 
     def _observe_controller(self, ctl) -> None:
         log = ctl.log
@@ -329,12 +333,14 @@ class ScenarioRun:
                 (c.topic, i) for i in range(self._partition_count(c.topic))]
             if c.kind == "producer":
                 prod = Producer(c.id, brokers, ACKS[c.acks], random.Random(f"{c.id}:{self.seed}"))
+                self.sim.observers[prod.node_id] = self._observe
                 sim.add_client(prod)
                 self.producers.append(prod)
                 self._schedule_background(prod, parts, c.interval_ms, 0)
             else:
                 cons = Consumer(c.id, brokers, parts, c.reset, random.Random(f"{c.id}:{self.seed}"),
                                 validate_positions=getattr(c, "validate", True))
+                self.sim.observers[cons.node_id] = self._observe
                 sim.add_client(cons)
                 self.consumers.append(cons)
 
@@ -372,6 +378,7 @@ class ScenarioRun:
             prod = Producer(f"step{step.index}-producer", list(range(self.scenario.brokers)), acks,
                             random.Random(f"step{step.index}:{self.seed}"), delivery_timeout_ms=a["timeout_ms"],
                             request_timeout_ms=min(30000, a["timeout_ms"]))
+            self.sim.observers[prod.node_id] = self._observe
             sim.add_client(prod)
             for i in range(a["count"]):
                 prod.send(a["topic"], a["partition"], f"s{step.index}-{i}".encode(), sim.now)
