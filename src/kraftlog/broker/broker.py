@@ -503,9 +503,14 @@ class Broker(NodeBase):
                 if req.replica_id not in p.replicas:
                     error = Errors.NOT_LEADER_OR_FOLLOWER
                 elif self.level >= Level.KIP903 and req.replica_epoch >= 0:
+                    # KIP-903: a fetch carrying a broker epoch older than the metadata cache's (or than
+                    # one this leader already saw from that replica) is refused, as Kafka's
+                    # Replica.updateFetchStateOrThrow does, with NOT_LEADER_OR_FOLLOWER.
                     reg = self.image.brokers.get(req.replica_id)
-                    if reg is not None and req.replica_epoch < reg.broker_epoch:
-                        error = Errors.STALE_BROKER_EPOCH  # KIP-903: a stale broker epoch cannot fetch
+                    st = p.followers.get(req.replica_id)
+                    if ((reg is not None and req.replica_epoch < reg.broker_epoch)
+                            or (st is not None and req.replica_epoch < st.broker_epoch)):
+                        error = Errors.NOT_LEADER_OR_FOLLOWER
             if error != Errors.NONE:
                 has_data = True
                 current = (p.leader_id, p.leader_epoch) if p is not None else None

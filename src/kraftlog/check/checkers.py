@@ -140,12 +140,24 @@ def hwm_regressions(hwms, truncations) -> int:
     return count
 
 
-def partition_state_violations(image, now_ms: int) -> list[tuple[str, str]]:
+def partition_state_violations(image, now_ms: int, min_isr=None) -> list[tuple[str, str]]:
     """Invariants over the controller's committed partition state (checked after every change):
-    a leader is in its ISR; a fenced broker is never in the ISR. Returns (key, message) pairs."""
+    a leader is in its ISR; a fenced broker is never in the ISR; KIP-966: ELR ∩ ISR = ∅ and
+    ELR non-empty ⇒ |ISR| < min ISR (``min_isr(topic)`` gives the effective min ISR).
+    Returns (key, message) pairs; the key deduplicates repeated findings."""
     out = []
     for (topic, index), part in sorted(image.partitions.items()):
         name = f"{topic}-{index}"
+        if part.elr:
+            both = sorted(set(part.elr) & set(part.isr))
+            if both:
+                out.append((f"elr-isr-overlap {name}",
+                            f"t={now_ms}ms elr-isr-overlap {name}: {both} in both ISR {list(part.isr)} "
+                            f"and ELR {list(part.elr)}"))
+            if min_isr is not None and len(part.isr) >= min_isr(topic):
+                out.append((f"elr-with-full-isr {name}",
+                            f"t={now_ms}ms elr-with-full-isr {name}: ELR {list(part.elr)} non-empty while ISR "
+                            f"{list(part.isr)} is at least min ISR {min_isr(topic)}"))
         if part.leader >= 0 and part.leader not in part.isr:
             out.append((f"leader-outside-isr {name}",
                         f"t={now_ms}ms leader-outside-isr {name}: leader {part.leader} not in ISR {list(part.isr)}"))
@@ -154,4 +166,18 @@ def partition_state_violations(image, now_ms: int) -> list[tuple[str, str]]:
             if b is not None and b.fenced:
                 out.append((f"fenced-in-isr {name} {r}",
                             f"t={now_ms}ms fenced-in-isr {name}: broker {r} is fenced but in ISR {list(part.isr)}"))
+    return out
+
+
+def elr_log_violations(elr_logs, now_ms: int) -> list[tuple[str, str]]:
+    """KIP-966: every ELR member holds the log up to the HWM.
+
+    ``elr_logs``: list of (partition name, broker, member LEO, leader HWM) for live, registered ELR
+    members of partitions with a live leader."""
+    out = []
+    for name, broker, leo, hwm in elr_logs:
+        if leo < hwm:
+            out.append((f"elr-behind-hwm {name} {broker}",
+                        f"t={now_ms}ms elr-behind-hwm {name}: ELR member {broker} has LEO {leo} below "
+                        f"the leader's HWM {hwm}"))
     return out

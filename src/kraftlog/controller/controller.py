@@ -164,6 +164,11 @@ class QuorumController(NodeBase):
                 # Kafka: another incarnation still holds a valid session.
                 return m.BrokerRegistrationResponse(Errors.DUPLICATE_BROKER_REGISTRATION)
             records += self._fence_records(req.broker_id, old.broker_epoch)
+        if (self.level >= Level.ELR and old is not None
+                and req.previous_broker_epoch != old.broker_epoch):
+            # KIP-966: PreviousBrokerEpoch differs from the registered epoch: an unclean shutdown.
+            # The broker leaves every ISR and ELR (ELR members go to LastKnownELR).
+            records += self._unclean_shutdown_records(req.broker_id, records)
         epoch = self.end_offset + len(records)
         records.append(RegisterBrokerRecord(
             broker_id=req.broker_id, incarnation_id=req.incarnation_id, broker_epoch=epoch,
@@ -239,6 +244,29 @@ class QuorumController(NodeBase):
                 level=self.level, min_isr=image.min_isr(topic, self.static),
                 unclean_enabled=self._unclean_enabled(topic), rng=self.rng,
                 target_isr=tuple(r for r in part.isr if r != broker_id))
+            if rec is not None:
+                records.append(rec)
+        return records
+
+    def _unclean_shutdown_records(self, broker_id: int, pending: list) -> list:
+        """PartitionChangeRecords for a broker that restarted after an unclean shutdown (KIP-966)."""
+        image = self.image
+        if pending:
+            image, _ = image.replay(pending, self.end_offset)
+        records = []
+        gone = frozenset((broker_id,))
+
+        def acceptable(b: int) -> bool:
+            return b != broker_id and image.is_active(b)
+
+        for (topic, index) in sorted(image.partitions):
+            part = image.partitions[(topic, index)]
+            if broker_id not in part.isr and broker_id not in part.elr:
+                continue
+            rec = build_partition_change(
+                part, image.topics[topic].topic_id, index, is_acceptable_leader=acceptable,
+                level=self.level, min_isr=image.min_isr(topic, self.static),
+                unclean_enabled=self._unclean_enabled(topic), rng=self.rng, unclean_shutdown_replicas=gone)
             if rec is not None:
                 records.append(rec)
         return records

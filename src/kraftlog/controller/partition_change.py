@@ -60,26 +60,35 @@ def build_partition_change(
 
     ``target_isr``: the proposed ISR (None = unchanged); ``min_isr``: the effective min ISR;
     ``unclean_enabled``: ``unclean.leader.election.enable`` as resolved for the topic;
-    ``rng``: the controller's seeded generator (used only for unclean elections)."""
+    ``unclean_shutdown_replicas``: brokers that re-registered after an unclean shutdown (KIP-966: they
+    leave the ISR and the ELR, into LastKnownELR); ``rng``: the controller's seeded generator (used
+    only for unclean elections).
+
+    Level ``elr`` with the unclean recovery manager off follows KIP-966's delivery plan: ISR member →
+    unfenced ELR member → (fenced ELR members: wait, or unclean election if enabled) → (no ELR:
+    unclean election if enabled, else the LastKnownLeader once it is unfenced)."""
     replicas = part.replicas
+    elr_level = level >= Level.ELR
     isr = part.isr if target_isr is None else _ordered(target_isr, replicas)
-    if level < Level.ELR and not isr and part.isr:
+    elr = part.elr
+    last_known_elr = part.last_known_elr
+    last_known_leader = part.last_known_leader
+    lrs = part.leader_recovery_state if target_leader_recovery_state is None else target_leader_recovery_state
+    unclean_set = set(unclean_shutdown_replicas)
+    if elr_level and unclean_set:
+        removed = [r for r in elr if r in unclean_set]
+        if removed:
+            elr = tuple(r for r in elr if r not in unclean_set)
+            last_known_elr = _ordered(set(last_known_elr) | set(removed), replicas)
+        isr = tuple(r for r in isr if r not in unclean_set)
+    if not elr_level and not isr and part.isr:
         # Pre-KIP-966: "the last replica in ISR will not be removed from the ISR when it goes down".
         isr = part.isr
     isr_set = set(isr)
-    elr = part.elr
-    last_known_elr = part.last_known_elr
-    lrs = part.leader_recovery_state if target_leader_recovery_state is None else target_leader_recovery_state
-    if level >= Level.ELR and unclean_shutdown_replicas:
-        removed = [r for r in elr if r in unclean_shutdown_replicas]
-        if removed:
-            elr = tuple(r for r in elr if r not in unclean_shutdown_replicas)
-            last_known_elr = _ordered(set(last_known_elr) | set(removed), replicas)
-        isr = tuple(r for r in isr if r not in unclean_shutdown_replicas)
-        isr_set = set(isr)
 
     # ------------------------------------------------------------------ election
     leader = part.leader
+    unclean = False
     if election is Election.PREFERRED:
         preferred = replicas[0]
         if preferred != leader and preferred in isr_set and is_acceptable_leader(preferred):
@@ -90,35 +99,43 @@ def build_partition_change(
             if r in isr_set and is_acceptable_leader(r):
                 leader = r
                 break
-        if leader == NO_LEADER and level >= Level.ELR:
+        if leader == NO_LEADER and elr_level:
             for r in replicas:
                 if r in elr and is_acceptable_leader(r):
                     leader = r  # ELR election: clean, new ISR = [leader]
-                    isr = (r,)
-                    isr_set = {r}
+                    isr, isr_set = (r,), {r}
                     break
+            if leader == NO_LEADER and not elr and not (election is Election.UNCLEAN or unclean_enabled):
+                # No ELR member at all: the last known leader, once it is unfenced (KIP-966 delivery plan).
+                candidate = last_known_leader
+                if candidate >= 0 and candidate in replicas and is_acceptable_leader(candidate):
+                    leader = candidate
+                    isr, isr_set = (candidate,), {candidate}
         if leader == NO_LEADER and (election is Election.UNCLEAN or unclean_enabled):
             candidates = [r for r in replicas if is_acceptable_leader(r)]
             if candidates:
                 leader = candidates[rng.randrange(len(candidates))]
-                isr = (leader,)
-                isr_set = {leader}
+                isr, isr_set = (leader,), {leader}
                 lrs = RECOVERING
-                elr = ()
-                last_known_elr = ()
-        if leader == NO_LEADER and level < Level.ELR and not isr:
+                unclean = True
+        if leader == NO_LEADER and not elr_level and not isr:
             isr = part.isr
 
     # ----------------------------------------------------------------------- ELR
-    if level >= Level.ELR:
-        if len(isr) < min_isr:
-            candidates = (set(elr) | set(part.isr)) - isr_set - set(unclean_shutdown_replicas)
+    if elr_level:
+        if unclean:
+            elr, last_known_elr = (), ()
+        elif len(isr) < min_isr:
+            candidates = (set(elr) | set(part.isr)) - isr_set - unclean_set
             elr = _ordered(candidates, replicas)
             if elr:
                 last_known_elr = tuple(r for r in last_known_elr if r not in candidates)
         else:
-            elr = ()
-            last_known_elr = ()
+            elr, last_known_elr = (), ()
+        if leader != NO_LEADER:
+            last_known_leader = -1
+        elif not isr and part.leader != NO_LEADER:
+            last_known_leader = part.leader  # the last ISR member, recorded as it leaves
 
     # ---------------------------------------------------------------- the record
     change = {}
@@ -132,6 +149,8 @@ def build_partition_change(
         change["eligible_leader_replicas"] = elr
     if last_known_elr != part.last_known_elr:
         change["last_known_elr"] = last_known_elr
+    if last_known_leader != part.last_known_leader:
+        change["last_known_leader"] = last_known_leader
     if not change:
         return None
     return PartitionChangeRecord(partition_id=partition_id, topic_id=topic_id, **change)

@@ -48,6 +48,7 @@ class PartitionRegistration:
     leader_recovery_state: int = RECOVERED
     elr: tuple[int, ...] = ()
     last_known_elr: tuple[int, ...] = ()
+    last_known_leader: int = -1
 
     def merge(self, change: PartitionChangeRecord) -> "PartitionRegistration":
         """Apply a PartitionChangeRecord: a leader change bumps the leader epoch; the partition
@@ -68,6 +69,8 @@ class PartitionRegistration:
                                    else change.leader_recovery_state),
             elr=self.elr if change.eligible_leader_replicas is None else change.eligible_leader_replicas,
             last_known_elr=self.last_known_elr if change.last_known_elr is None else change.last_known_elr,
+            last_known_leader=(self.last_known_leader if change.last_known_leader is None
+                               else change.last_known_leader),
         )
 
     @property
@@ -196,7 +199,8 @@ class MetadataImage:
                 partitions[key] = PartitionRegistration(
                     replicas=rec.replicas, isr=rec.isr, leader=rec.leader, leader_epoch=rec.leader_epoch,
                     partition_epoch=rec.partition_epoch, leader_recovery_state=rec.leader_recovery_state,
-                    elr=rec.eligible_leader_replicas, last_known_elr=rec.last_known_elr)
+                    elr=rec.eligible_leader_replicas, last_known_elr=rec.last_known_elr,
+                    last_known_leader=rec.last_known_leader)
                 if "t" not in copied:
                     topics = dict(topics); copied.add("t")
                 t = topics[name]

@@ -65,12 +65,14 @@ class PartitionRecord:
     leader_recovery_state: int = RECOVERED
     eligible_leader_replicas: tuple[int, ...] = ()
     last_known_elr: tuple[int, ...] = ()
+    last_known_leader: int = -1
 
 
 @dataclass(slots=True, frozen=True)
 class PartitionChangeRecord:
     """A change to a partition; None fields are unchanged. A new ``leader`` bumps the leader epoch;
-    the partition epoch is bumped by every change record."""
+    the partition epoch is bumped by every change record. KIP-966: ``last_known_leader`` is the last ISR
+    member (the leader) recorded when the ISR became empty; -1 clears it once a leader is elected."""
 
     partition_id: int
     topic_id: uuid.UUID
@@ -79,6 +81,7 @@ class PartitionChangeRecord:
     leader_recovery_state: int | None = None
     eligible_leader_replicas: tuple[int, ...] | None = None
     last_known_elr: tuple[int, ...] | None = None
+    last_known_leader: int | None = None
 
 
 @dataclass(slots=True, frozen=True)

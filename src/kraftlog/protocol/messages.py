@@ -506,11 +506,76 @@ class ElectLeadersResponse:
     throttle_time_ms: int = 0
 
 
+# --------------------------------------------- DescribeTopicPartitions (API key 75, v0; KIP-966)
+@dataclass(slots=True)
+class DescribeTopicPartitionsCursor:
+    """Where a page starts (request ``Cursor``) or where the next one should (response ``NextCursor``):
+    the first topic and the partition index within it to describe."""
+
+    topic_name: str
+    partition_index: int
+
+
+@dataclass(slots=True)
+class DescribeTopicPartitionsRequest:
+    """DescribeTopicPartitions v0 (KIP-966; the KIP says key 74, Kafka assigned 75).
+
+    ``topics`` empty asks for every topic. ``response_partition_limit`` caps the partitions in the
+    response (the broker also caps it with ``max.request.partition.size.limit``); ``cursor`` resumes
+    where a previous response's ``next_cursor`` pointed. Admin-facing: topics by name only."""
+
+    API: ClassVar[str] = "DescribeTopicPartitions"
+    API_KEY: ClassVar[int] = 75
+    VERSION: ClassVar[int] = 0
+    topics: tuple[str, ...]
+    response_partition_limit: int = 2000
+    cursor: DescribeTopicPartitionsCursor | None = None
+
+
+@dataclass(slots=True)
+class DescribeTopicPartitionsResponsePartition:
+    """One partition: ``leader_id`` -1 when none; ``eligible_leader_replicas`` / ``last_known_elr``
+    are KIP-966's ELR and LastKnownELR (empty when none, as Kafka sends them); ``offline_replicas``
+    are replicas whose broker is unregistered or fenced."""
+
+    error_code: int
+    partition_index: int
+    leader_id: int
+    leader_epoch: int = -1
+    replica_nodes: tuple[int, ...] = ()
+    isr_nodes: tuple[int, ...] = ()
+    eligible_leader_replicas: tuple[int, ...] = ()
+    last_known_elr: tuple[int, ...] = ()
+    offline_replicas: tuple[int, ...] = ()
+
+
+@dataclass(slots=True)
+class DescribeTopicPartitionsResponseTopic:
+    """One topic; ``topic_id`` is the zero UUID for a topic in error (Kafka's ``Uuid.ZERO_UUID``)."""
+
+    error_code: int
+    name: str
+    topic_id: uuid.UUID
+    is_internal: bool = False
+    partitions: tuple[DescribeTopicPartitionsResponsePartition, ...] = ()
+
+
+@dataclass(slots=True)
+class DescribeTopicPartitionsResponse:
+    """``next_cursor`` None when the response holds everything that was asked for."""
+
+    API: ClassVar[str] = "DescribeTopicPartitions"
+    topics: tuple[DescribeTopicPartitionsResponseTopic, ...]
+    next_cursor: DescribeTopicPartitionsCursor | None = None
+    throttle_time_ms: int = 0
+
+
 #: Every request class, keyed by API name (MetadataFetchRequest shares "Fetch").
 REQUEST_TYPES: tuple[type, ...] = (
     FetchRequest, MetadataFetchRequest, AlterPartitionRequest, BrokerRegistrationRequest,
     BrokerHeartbeatRequest, ProduceRequest, ListOffsetsRequest, OffsetForLeaderEpochRequest,
     MetadataRequest, CreateTopicsRequest, IncrementalAlterConfigsRequest, ElectLeadersRequest,
+    DescribeTopicPartitionsRequest,
 )
 #: The Kafka API names a scenario's ``hold``/``release`` may name.
 API_NAMES: frozenset[str] = frozenset(cls.API for cls in REQUEST_TYPES)

@@ -48,6 +48,8 @@ from kio.schema.broker_registration.v4 import request as br_req
 from kio.schema.broker_registration.v4 import response as br_resp
 from kio.schema.create_topics.v7 import request as ct_req
 from kio.schema.create_topics.v7 import response as ct_resp
+from kio.schema.describe_topic_partitions.v0 import request as dtp_req
+from kio.schema.describe_topic_partitions.v0 import response as dtp_resp
 from kio.schema.elect_leaders.v2 import request as el_req
 from kio.schema.elect_leaders.v2 import response as el_resp
 from kio.schema.errors import ErrorCode
@@ -1378,6 +1380,109 @@ def _elect_leaders_response_from_kio(e: el_resp.ElectLeadersResponse) -> m.Elect
     )
 
 
+# ------------------------------------------------------------- DescribeTopicPartitions v0
+# ELR and LastKnownELR are nullable in the v0 schema; kraftlog sends them as lists (empty when
+# none), as Kafka's broker does, and reads a null as (). The topic's TopicAuthorizedOperations is
+# left at the schema default (INT32_MIN, "not provided"): kraftlog has no ACLs.
+def _dtp_request_to_kio(
+    msg: m.DescribeTopicPartitionsRequest,
+) -> dtp_req.DescribeTopicPartitionsRequest:
+    return dtp_req.DescribeTopicPartitionsRequest(
+        topics=tuple(dtp_req.TopicRequest(name=TopicName(t)) for t in msg.topics),
+        response_partition_limit=i32(msg.response_partition_limit),
+        cursor=(
+            None if msg.cursor is None
+            else dtp_req.Cursor(topic_name=TopicName(msg.cursor.topic_name),
+                                partition_index=i32(msg.cursor.partition_index))
+        ),
+    )
+
+
+def _dtp_request_from_kio(
+    e: dtp_req.DescribeTopicPartitionsRequest,
+) -> m.DescribeTopicPartitionsRequest:
+    return m.DescribeTopicPartitionsRequest(
+        topics=tuple(t.name for t in e.topics),
+        response_partition_limit=e.response_partition_limit,
+        cursor=(
+            None if e.cursor is None
+            else m.DescribeTopicPartitionsCursor(e.cursor.topic_name, e.cursor.partition_index)
+        ),
+    )
+
+
+def _dtp_response_to_kio(
+    msg: m.DescribeTopicPartitionsResponse,
+) -> dtp_resp.DescribeTopicPartitionsResponse:
+    return dtp_resp.DescribeTopicPartitionsResponse(
+        throttle_time=_td32(msg.throttle_time_ms),
+        topics=tuple(
+            dtp_resp.DescribeTopicPartitionsResponseTopic(
+                error_code=_ec(t.error_code),
+                name=TopicName(t.name),
+                topic_id=t.topic_id,
+                is_internal=t.is_internal,
+                partitions=tuple(
+                    dtp_resp.DescribeTopicPartitionsResponsePartition(
+                        error_code=_ec(p.error_code),
+                        partition_index=i32(p.partition_index),
+                        leader_id=BrokerId(p.leader_id),
+                        leader_epoch=i32(p.leader_epoch),
+                        replica_nodes=tuple(BrokerId(r) for r in p.replica_nodes),
+                        isr_nodes=tuple(BrokerId(r) for r in p.isr_nodes),
+                        eligible_leader_replicas=tuple(BrokerId(r) for r in p.eligible_leader_replicas),
+                        last_known_elr=tuple(BrokerId(r) for r in p.last_known_elr),
+                        offline_replicas=tuple(BrokerId(r) for r in p.offline_replicas),
+                    )
+                    for p in t.partitions
+                ),
+            )
+            for t in msg.topics
+        ),
+        next_cursor=(
+            None if msg.next_cursor is None
+            else dtp_resp.Cursor(topic_name=TopicName(msg.next_cursor.topic_name),
+                                 partition_index=i32(msg.next_cursor.partition_index))
+        ),
+    )
+
+
+def _dtp_response_from_kio(
+    e: dtp_resp.DescribeTopicPartitionsResponse,
+) -> m.DescribeTopicPartitionsResponse:
+    return m.DescribeTopicPartitionsResponse(
+        topics=tuple(
+            m.DescribeTopicPartitionsResponseTopic(
+                error_code=_code(t.error_code),
+                name=t.name or "",
+                topic_id=_uuid_out(t.topic_id),
+                is_internal=t.is_internal,
+                partitions=tuple(
+                    m.DescribeTopicPartitionsResponsePartition(
+                        error_code=_code(p.error_code),
+                        partition_index=p.partition_index,
+                        leader_id=p.leader_id,
+                        leader_epoch=p.leader_epoch,
+                        replica_nodes=tuple(p.replica_nodes),
+                        isr_nodes=tuple(p.isr_nodes),
+                        eligible_leader_replicas=tuple(p.eligible_leader_replicas or ()),
+                        last_known_elr=tuple(p.last_known_elr or ()),
+                        offline_replicas=tuple(p.offline_replicas),
+                    )
+                    for p in t.partitions
+                ),
+            )
+            for t in e.topics
+        ),
+        next_cursor=(
+            None if e.next_cursor is None
+            else m.DescribeTopicPartitionsCursor(e.next_cursor.topic_name,
+                                                 e.next_cursor.partition_index)
+        ),
+        throttle_time_ms=_ms(e.throttle_time),
+    )
+
+
 # ============================================================================ registry
 @dataclass(frozen=True, slots=True)
 class _Codec:
@@ -1432,6 +1537,10 @@ _CODECS: tuple[_Codec, ...] = (
            _elect_leaders_request_to_kio, _elect_leaders_request_from_kio),
     _Codec(m.ElectLeadersResponse, el_resp.ElectLeadersResponse,
            _elect_leaders_response_to_kio, _elect_leaders_response_from_kio),
+    _Codec(m.DescribeTopicPartitionsRequest, dtp_req.DescribeTopicPartitionsRequest,
+           _dtp_request_to_kio, _dtp_request_from_kio),
+    _Codec(m.DescribeTopicPartitionsResponse, dtp_resp.DescribeTopicPartitionsResponse,
+           _dtp_response_to_kio, _dtp_response_from_kio),
 )
 
 _BY_CORE: dict[type, _Codec] = {c.core: c for c in _CODECS}

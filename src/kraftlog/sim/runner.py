@@ -15,8 +15,9 @@ from ..client.admin import Admin
 from ..client.consumer import Consumer
 from ..client.producer import Producer
 from ..controller.controller import CONTROLLER
+from ..metadata.image import MetadataImage
 from ..metadata.records import (
-    BrokerRegistrationChangeRecord, PartitionChangeRecord, PartitionRecord, RegisterBrokerRecord,
+    RECOVERING, BrokerRegistrationChangeRecord, PartitionChangeRecord, PartitionRecord, RegisterBrokerRecord,
 )
 from ..protocol import messages as m
 from ..protocol.errors import Errors
@@ -72,6 +73,8 @@ class ScenarioRun:
         self.violations: dict[str, str] = {}
         self._seen_metadata = 0
         self._leaderless_since: dict[str, int] = {}
+        self._shadow = MetadataImage()
+        self.metrics = {"unclean_elections": 0, "elr_elections": 0}
         self.unavailable_ms = 0
         self._invariant_offset = -1
         self.sim.observers[CONTROLLER] = self._observe
@@ -140,6 +143,7 @@ class ScenarioRun:
         if len(log) <= self._seen_metadata:
             return
         image = ctl.image
+        self._count_elections(log[self._seen_metadata:], self._seen_metadata)
         for rec in log[self._seen_metadata:]:
             text = self._describe(rec, image)
             if text:
@@ -147,9 +151,49 @@ class ScenarioRun:
                 self._log(text)
         self._seen_metadata = len(log)
         self._update_availability()
-        for key, message in checkers.partition_state_violations(image, self._t()):
+        self._check_invariants()
+
+    def _check_invariants(self) -> None:
+        """Check the partition-state and ELR invariants against the current cluster."""
+        ctl = self.sim.controller
+        if ctl is None:
+            return
+        image = ctl.image
+        found = checkers.partition_state_violations(
+            image, self._t(), lambda topic: image.min_isr(topic, self.sim.config))
+        elr_logs = []
+        for (topic, index), part in image.partitions.items():
+            if not part.elr:
+                continue
+            hwm = self._leader_hwm(topic, index)
+            if hwm is None:
+                continue
+            for b in part.elr:
+                node = self.sim.broker(b)
+                reg = image.brokers.get(b)
+                if node is None or reg is None or node.broker_epoch != reg.broker_epoch:
+                    continue  # down, or restarted and not yet re-registered
+                p = node.partitions.get((topic, index))
+                if p is not None:
+                    elr_logs.append((f"{topic}-{index}", b, p.log.log_end_offset, hwm))
+        found += checkers.elr_log_violations(elr_logs, self._t())
+        for key, message in found:
             if key not in self.violations:
                 self.violations[key] = message
+
+    def _count_elections(self, records, base_offset: int) -> None:
+        """Classify elections for the metrics: clean from the ISR, from the ELR, unclean (RECOVERING)."""
+        shadow = self._shadow
+        for i, rec in enumerate(records):
+            if type(rec) is PartitionChangeRecord and rec.leader is not None and rec.leader >= 0:
+                key = (shadow.topic_name(rec.topic_id), rec.partition_id)
+                old = shadow.partitions[key]
+                if rec.leader_recovery_state == RECOVERING:
+                    self.metrics["unclean_elections"] += 1
+                elif rec.leader in old.elr:
+                    self.metrics["elr_elections"] += 1
+            shadow, _ = shadow.replay([rec], base_offset + i)
+        self._shadow = shadow
 
     def _update_availability(self) -> None:
         """Track partitions without a live leader (no leader in metadata, or the leader is down)."""
@@ -463,6 +507,7 @@ class ScenarioRun:
         else:  # pragma: no cover - the parser rejects unknown verbs
             raise ValueError(f"unknown verb {verb}")
         sim.history.record(sim.now, "step", index=step.index, verb=verb)
+        self._check_invariants()
         if verb in ("crash", "shutdown", "restart", "restart_controller"):
             self._update_availability()
 
@@ -489,6 +534,7 @@ class ScenarioRun:
         for since in self._leaderless_since.values():
             self.unavailable_ms += self.sim.now - since
         self._leaderless_since.clear()
+        self._check_invariants()
         verdict = self.verdict()
         code = 0 if ready and not verdict["failed_expectations"] else 1
         wall_ms = (time.perf_counter() - wall) * 1000
@@ -528,7 +574,7 @@ class ScenarioRun:
             partitions[name] = {
                 "leader": part.leader if part.leader >= 0 else None, "leader_epoch": part.leader_epoch,
                 "partition_epoch": part.partition_epoch, "isr": list(part.isr), "elr": list(part.elr),
-                "last_known_elr": list(part.last_known_elr), "last_known_leader": None,
+                "last_known_elr": list(part.last_known_elr), "last_known_leader": part.last_known_leader if part.last_known_leader >= 0 else None,
                 "recovering": part.recovering, "hwm": hwm, "leo": leos}
         brokers = {}
         for b in range(self.scenario.brokers):
@@ -536,6 +582,20 @@ class ScenarioRun:
             brokers[str(b)] = {"alive": sim.alive(b), "fenced": reg.fenced if reg else True,
                                "epoch": reg.broker_epoch if reg else -1}
         return {"partitions": partitions, "brokers": brokers}, final_logs, replica_logs
+
+    def _final_metrics(self) -> dict:
+        """KIP-966 metrics from the controller's final state plus the elections counted on the way."""
+        image = self.sim.controller.image
+        under = 0
+        electable = {}
+        for (topic, index) in sorted(image.partitions):
+            part = image.partitions[(topic, index)]
+            if len(part.isr) < image.min_isr(topic, self.sim.config):
+                under += 1
+            electable[f"{topic}-{index}"] = len(part.isr) + len(part.elr)
+        return {"partitions_under_min_isr": under, "electable_replicas": electable,
+                "unclean_elections": self.metrics["unclean_elections"],
+                "elr_elections": self.metrics["elr_elections"]}
 
     def verdict(self) -> dict:
         final, final_logs, replica_logs = self.final_state()
@@ -558,6 +618,7 @@ class ScenarioRun:
                           "nonmonotonic-poll": anomalies["nonmonotonic-poll"], "poll-skip": anomalies["poll-skip"]},
             "invariant_violations": violations,
             "failed_expectations": list(self.failed),
+            "metrics": self._final_metrics(),
             "final": final,
             "history_digest": self.sim.history.digest(),
         }

@@ -1,0 +1,524 @@
+"""The campaign's fault generator: one seed, one failure story (a :class:`~kraftlog.sim.scenario.Scenario`).
+
+``generate(seed)`` draws, from ``random.Random(f"campaign:{seed}")`` only (never the global ``random``
+module or ``hash()``), a random cluster and a fault schedule:
+
+* cluster: 3 to 5 brokers, one topic ``t`` with 1 to 3 partitions, RF 3 with an explicit random
+  assignment (preferred leader first), ``min.insync.replicas`` 2, ``replica.lag.time.max.ms``
+  5 s or 10 s (so that lag-driven ISR shrinks happen inside a short story); ``sim.writeback``
+  ``never`` (45 %), ``30s`` (40 %) or ``10s`` (15 %); network delay 1-5 ms or 1-20 ms;
+* workload: an ``acks=all`` producer, an ``acks=1`` producer and a consumer (``reset`` earliest or
+  none), all running from t=0 over every partition;
+* faults: one to three *episodes*, each a short sequence of steps with absolute ``at`` times, drawn
+  with weights from: KIP-966's story (the two followers of a partition leave one after the other, so
+  the ISR shrinks to the leader, which then crashes losing its page cache or its disk), a broker
+  crash (``lose`` none / unflushed / all) and restart, a clean shutdown and restart, an isolation
+  (a broker, two brokers or the controller), a network partition into two groups, a one-way cut,
+  AlterPartition requests held on their way to the controller (with a fault that makes the leader
+  send one) then released, and a controller failover. Steps that would do nothing (crashing a
+  broker that is down, restarting one that is up) are dropped, so the schedule text is what happens;
+* a heal-and-settle phase: every link healed, every held message released, every stopped broker
+  restarted one by one, then 25-35 s of simulated time so that a leader can return.
+
+A story lasts 60-120 s of simulated time. The scenario carries ``seed`` = the campaign seed and no
+``level``: the same seed is the same story at every level, so levels are compared on identical
+inputs. ``parse_scenario(dump_scenario(generate(s))) == generate(s)``, so a failing story exported
+with :func:`~kraftlog.sim.scenario.dump_scenario` replays with the same history digest.
+
+Fault budget (DESIGN.md: no acknowledged acks=all record may be lost "within the fault budget: at
+most min ISR - 1 data-losing shutdowns"). :func:`data_losing_shutdowns` counts, per partition, the
+*effective* crashes of one of its replicas (the broker was up; crashing a stopped broker is a no-op)
+that can destroy data:
+
+* ``crash`` with ``lose: all`` (the disk is replaced) always counts;
+* ``crash`` with ``lose: unflushed`` (the page cache is lost) counts unless nothing is ever left
+  unflushed: ``sim.writeback: 0ms``, or ``log.flush.interval.messages`` (cluster) / ``flush.messages``
+  (topic) equal to 1 (fsync on every append). Any other writeback delay counts, ``never`` and
+  ``30s`` alike: a broker that appended within the writeback delay before the crash loses those
+  appends, and whether it did is a run-time fact the file does not tell, so the rule
+  over-approximates (a story may be counted out of budget although its crash lost nothing; never
+  the other way round, so "no loss within the budget" is never claimed on too easy a story);
+* ``crash`` with ``lose: none``, clean ``shutdown``, isolations, cuts and controller failovers lose
+  no data on disk and do not count.
+
+The scenario's count is the maximum over its partitions (a crash of a broker that holds no replica
+of a partition cannot lose that partition's records); for a topic without an explicit assignment
+every broker is taken as a possible replica. The budget of a partition is its effective min ISR − 1
+(effective min ISR = min(``min.insync.replicas``, RF), from the topic config, else the cluster
+config, else Kafka's default 1), from the file's initial configs (``alter_config`` steps are not
+followed). :func:`within_budget` holds when every partition is within its own budget.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+
+from ..sim.scenario import CONTROLLER, ClientSpec, Scenario, Step, TopicSpec
+
+__all__ = [
+    "EPISODES",
+    "data_losing_shutdowns",
+    "describe_schedule",
+    "fault_budget",
+    "generate",
+    "scenario_name",
+    "within_budget",
+]
+
+TOPIC = "t"
+MIN_ISR = 2
+RF = 3
+
+
+def scenario_name(seed: int) -> str:
+    """The name of the story generated from ``seed``: ``campaign-seed-<seed>``."""
+    return f"campaign-seed-{seed}"
+
+
+# ------------------------------------------------------------------------------------ generation
+@dataclass
+class _Story:
+    """What an episode needs: the random generator, the cluster shape and the steps drawn so far."""
+
+    rng: random.Random
+    brokers: int
+    assignment: tuple[tuple[int, ...], ...]
+    steps: list = field(default_factory=list)  # (at_ms, seq, verb, args)
+    holds: bool = False
+
+    def add(self, at_ms: int, verb: str, args: dict) -> None:
+        self.steps.append((at_ms, len(self.steps), verb, args))
+
+    def replica_sets(self) -> tuple[tuple[int, ...], ...]:
+        return self.assignment
+
+    def partition(self) -> tuple[int, ...]:
+        """The replica list of a random partition, preferred leader first."""
+        return self.assignment[self.rng.randrange(len(self.assignment))]
+
+    def broker(self) -> int:
+        """A random broker, most often one holding a replica of some partition."""
+        holders = sorted({b for r in self.assignment for b in r})
+        if self.rng.random() < 0.85:
+            return self.rng.choice(holders)
+        return self.rng.randrange(self.brokers)
+
+    def nodes(self) -> list:
+        return [CONTROLLER, *range(self.brokers)]
+
+    def weighted(self, options: dict):
+        keys = list(options)
+        return self.rng.choices(keys, weights=[options[k] for k in keys])[0]
+
+
+def _take_out(st: _Story, broker: int, at: int, how: str) -> None:
+    if how == "isolate":
+        st.add(at, "isolate", {"nodes": (broker,)})
+    elif how == "shutdown":
+        st.add(at, "shutdown", {"broker": broker})
+    else:
+        st.add(at, "crash", {"broker": broker, "lose": how})
+
+
+def _bring_back(st: _Story, broker: int, at: int, how: str) -> None:
+    if how == "isolate":
+        st.add(at, "heal", {"nodes": (broker,)})
+    else:
+        st.add(at, "restart", {"broker": broker})
+
+
+def _ep_last_isr_member(st: _Story, t: int) -> int:
+    """KIP-966's story: followers leave one by one until the ISR is the leader alone, which then
+    crashes losing its page cache (or its disk); everyone comes back."""
+    rng = st.rng
+    leader, f1, f2 = st.partition()
+    how2 = st.weighted({"none": 50, "shutdown": 20, "isolate": 15, "unflushed": 10, "all": 5})
+    _take_out(st, f2, t, how2)
+    t1 = t + rng.randint(10_000, 13_000)  # f2 fenced (broker.session.timeout.ms 9 s): ISR [leader, f1]
+    how1 = st.weighted({"none": 55, "isolate": 20, "shutdown": 15, "unflushed": 10})
+    _take_out(st, f1, t1, how1)
+    t2 = t1 + rng.randint(10_000, 14_000)  # f1 fenced too: ISR [leader]
+    st.add(t2, "crash", {"broker": leader, "lose": st.weighted({"unflushed": 70, "all": 30})})
+    end = t2
+    for broker, how in ((f1, how1), (f2, how2)):
+        if rng.random() < 0.75:  # else the heal phase brings it back
+            at = t2 + rng.randint(1_000, 4_000)
+            _bring_back(st, broker, at, how)
+            end = max(end, at)
+    if rng.random() < 0.6:
+        at = t2 + rng.randint(4_000, 12_000)
+        st.add(at, "restart", {"broker": leader})
+        end = max(end, at)
+    return end
+
+
+def _ep_crash(st: _Story, t: int) -> int:
+    """A broker crashes (page cache kept, lost, or disk lost) and usually restarts."""
+    rng = st.rng
+    broker = st.broker()
+    st.add(t, "crash", {"broker": broker, "lose": st.weighted({"none": 45, "unflushed": 40, "all": 15})})
+    if rng.random() < 0.8:
+        at = t + rng.randint(3_000, 20_000)
+        st.add(at, "restart", {"broker": broker})
+        return at
+    return t
+
+
+def _ep_shutdown(st: _Story, t: int) -> int:
+    """A clean (controlled) shutdown, usually followed by a restart."""
+    rng = st.rng
+    broker = st.broker()
+    st.add(t, "shutdown", {"broker": broker})
+    if rng.random() < 0.85:
+        at = t + rng.randint(3_000, 15_000)
+        st.add(at, "restart", {"broker": broker})
+        return at
+    return t
+
+
+def _ep_isolate(st: _Story, t: int) -> int:
+    """A broker, two brokers or the controller lose every link, then heal."""
+    rng = st.rng
+    kind = st.weighted({"broker": 70, "two": 15, "controller": 15})
+    if kind == "broker":
+        nodes: tuple = (st.broker(),)
+    elif kind == "two":
+        nodes = tuple(sorted(rng.sample(range(st.brokers), 2)))
+    else:
+        nodes = (CONTROLLER,)
+    st.add(t, "isolate", {"nodes": nodes})
+    if rng.random() < 0.8:
+        at = t + rng.randint(4_000, 20_000)
+        st.add(at, "heal", {"nodes": nodes})
+        return at
+    return t
+
+
+def _ep_partition(st: _Story, t: int) -> int:
+    """The controller and brokers split into two groups that cannot reach each other."""
+    rng = st.rng
+    nodes = st.nodes()
+    rng.shuffle(nodes)
+    k = rng.randint(1, len(nodes) - 1)
+    groups = (tuple(_node_order(nodes[:k])), tuple(_node_order(nodes[k:])))
+    st.add(t, "partition", {"groups": groups})
+    if rng.random() < 0.7:
+        at = t + rng.randint(5_000, 20_000)
+        st.add(at, "heal", {"nodes": None})
+        return at
+    return t
+
+
+def _ep_cut(st: _Story, t: int) -> int:
+    """A one-way cut: a follower's fetches to its leader, or a broker's requests to the controller."""
+    rng = st.rng
+    if rng.random() < 0.7:
+        leader, *followers = st.partition()
+        src, dst = rng.choice(followers), leader
+    else:
+        src, dst = st.broker(), CONTROLLER
+        if rng.random() < 0.3:
+            src, dst = dst, src
+    st.add(t, "cut", {"from": src, "to": dst})
+    if rng.random() < 0.6:
+        at = t + rng.randint(5_000, 20_000)
+        st.add(at, "heal", {"nodes": (src,)})
+        return at
+    return t
+
+
+def _ep_hold_alter_partition(st: _Story, t: int) -> int:
+    """AlterPartition requests from a leader are held; a follower leaves so the leader asks for a
+    shrink; the requests are released later (KIP-497's maximal ISR, partition epochs)."""
+    rng = st.rng
+    leader, *followers = st.partition()
+    src = leader if rng.random() < 0.8 else None
+    st.add(t, "hold", {"api": "AlterPartition", "from": src, "to": CONTROLLER})
+    st.holds = True
+    follower = rng.choice(followers)
+    at = t + rng.randint(500, 3_000)
+    how = st.weighted({"cut": 50, "none": 30, "unflushed": 20})
+    if how == "cut":
+        st.add(at, "cut", {"from": follower, "to": leader})
+    else:
+        st.add(at, "crash", {"broker": follower, "lose": how})
+    end = at
+    if rng.random() < 0.75:
+        end = at + rng.randint(6_000, 15_000)
+        st.add(end, "release", {"api": "AlterPartition", "from": src, "to": CONTROLLER})
+    if rng.random() < 0.6:
+        back = end + rng.randint(1_000, 8_000)
+        if how == "cut":
+            st.add(back, "heal", {"nodes": (follower,)})
+        else:
+            st.add(back, "restart", {"broker": follower})
+        end = back
+    return end
+
+
+def _ep_controller_failover(st: _Story, t: int) -> int:
+    """The controller fails over (metadata log replayed), sometimes with a broker crash right after."""
+    rng = st.rng
+    st.add(t, "restart_controller", {})
+    if rng.random() < 0.4:
+        at = t + rng.randint(500, 3_000)
+        broker = st.broker()
+        st.add(at, "crash", {"broker": broker, "lose": st.weighted({"none": 50, "unflushed": 50})})
+        back = at + rng.randint(3_000, 12_000)
+        st.add(back, "restart", {"broker": broker})
+        return back
+    return t
+
+
+#: Episode name -> (weight, builder(story, start ms) -> end ms).
+EPISODES = {
+    "last_isr_member_loses_data": (30, _ep_last_isr_member),
+    "crash": (20, _ep_crash),
+    "shutdown": (10, _ep_shutdown),
+    "isolate": (10, _ep_isolate),
+    "partition": (8, _ep_partition),
+    "cut": (8, _ep_cut),
+    "hold_alter_partition": (7, _ep_hold_alter_partition),
+    "controller_failover": (7, _ep_controller_failover),
+}
+
+
+def _node_order(nodes) -> list:
+    """Brokers by id, then the controller."""
+    return sorted(nodes, key=lambda n: (isinstance(n, str), n if isinstance(n, int) else 0))
+
+
+def _effective(steps, brokers: int) -> list:
+    """Drop steps that would be no-ops (crash/shutdown of a stopped broker, restart of a running one)."""
+    up = set(range(brokers))
+    out = []
+    for at, seq, verb, args in steps:
+        if verb in ("crash", "shutdown"):
+            if args["broker"] not in up:
+                continue
+            up.discard(args["broker"])
+        elif verb == "restart":
+            if args["broker"] in up:
+                continue
+            up.add(args["broker"])
+        out.append((at, seq, verb, args))
+    return out
+
+
+def generate(seed: int) -> Scenario:
+    """The failure story of campaign seed ``seed`` (deterministic: same seed, same Scenario).
+
+    Returns a Scenario named ``campaign-seed-<seed>`` with ``seed`` = ``seed`` and ``level`` None;
+    see the module docstring for what is drawn. Every step has an absolute ``at`` time.
+    """
+    rng = random.Random(f"campaign:{seed}")
+    brokers = rng.randint(3, 5)
+    partitions = rng.choices((1, 2, 3), weights=(50, 30, 20))[0]
+    assignment = tuple(tuple(rng.sample(range(brokers), RF)) for _ in range(partitions))
+    writeback_ms = rng.choices((None, 30_000, 10_000), weights=(45, 40, 15))[0]
+    delay_max = rng.choices((5, 20), weights=(80, 20))[0]
+    config = {
+        "min.insync.replicas": str(MIN_ISR),
+        "replica.lag.time.max.ms": str(rng.choice((5_000, 10_000))),
+    }
+    clients = (
+        ClientSpec("p-all", "producer", TOPIC, None, "all", rng.choice((50, 100, 200)), "none"),
+        ClientSpec("p-one", "producer", TOPIC, None, "1", rng.choice((100, 200)), "none"),
+        ClientSpec("c1", "consumer", TOPIC, None, "all", 100, rng.choice(("earliest", "none"))),
+    )
+
+    st = _Story(rng, brokers, assignment)
+    names = list(EPISODES)
+    weights = [EPISODES[n][0] for n in names]
+    count = rng.choices((1, 2, 3), weights=(30, 45, 25))[0]
+    t = rng.randint(3_000, 8_000)
+    drawn = []
+    for _ in range(count):
+        name = rng.choices(names, weights=weights)[0]
+        drawn.append(name)
+        end = EPISODES[name][1](st, t)
+        # The next episode starts after this one began, possibly while it is still going on.
+        t = min(rng.randint(t + 3_000, end + 6_000), 60_000)
+
+    steps = sorted(st.steps, key=lambda s: (s[0], s[1]))
+    steps = _effective(steps, brokers)
+
+    # Heal and settle: every link back, held messages released, stopped brokers restarted.
+    last = max(at for at, *_ in steps)
+    heal_at = last + rng.randint(2_000, 5_000)
+    tail = [(heal_at, 0, "heal", {"nodes": None})]
+    if st.holds:
+        tail.append((heal_at, 1, "release", {"api": None, "from": None, "to": None}))
+    up = set(range(brokers))
+    for _at, _seq, verb, args in steps:
+        if verb in ("crash", "shutdown"):
+            up.discard(args["broker"])
+        elif verb == "restart":
+            up.add(args["broker"])
+    down = sorted(set(range(brokers)) - up)
+    rng.shuffle(down)
+    at = heal_at
+    for broker in down:
+        at += rng.randint(1_000, 3_000)
+        tail.append((at, 2, "restart", {"broker": broker}))
+    until = at + rng.randint(25_000, 35_000)
+
+    step_objs = tuple(
+        Step(index=i + 1, line=0, verb=verb, at_ms=at_ms, after_ms=0, args=_normalise(verb, args))
+        for i, (at_ms, _seq, verb, args) in enumerate(steps + tail)
+    )
+    return Scenario(
+        name=scenario_name(seed),
+        description=f"kraftlog campaign seed {seed}: episodes {', '.join(drawn)}; then heal and settle.",
+        seed=seed,
+        level=None,
+        brokers=brokers,
+        config=config,
+        writeback_ms=writeback_ms,
+        delay_min_ms=1,
+        delay_max_ms=delay_max,
+        topics=(TopicSpec(TOPIC, partitions, RF, assignment, {}),),
+        clients=clients,
+        steps=step_objs,
+        until_ms=until,
+        source=f"campaign:{seed}",
+    )
+
+
+def _normalise(verb: str, args: dict) -> dict:
+    """Step args exactly as :func:`parse_scenario` normalises them (so the dump round-trips)."""
+    if verb in ("hold", "release"):
+        return {"api": args.get("api"), "from": args.get("from"), "to": args.get("to")}
+    if verb == "heal":
+        nodes = args.get("nodes")
+        return {"nodes": None if nodes is None else tuple(nodes)}
+    if verb == "isolate":
+        return {"nodes": tuple(args["nodes"])}
+    if verb == "partition":
+        return {"groups": tuple(tuple(g) for g in args["groups"])}
+    return dict(args)
+
+
+# ---------------------------------------------------------------------------------- fault budget
+def _durable_appends(scenario: Scenario, topic: TopicSpec | None) -> bool:
+    """True when no append is ever left unflushed: writeback 0 ms or fsync on every append."""
+    if scenario.writeback_ms == 0:
+        return True
+    if topic is not None and "flush.messages" in topic.config:
+        return topic.config["flush.messages"].strip() == "1"
+    return scenario.config.get("log.flush.interval.messages", "").strip() == "1"
+
+
+def _partitions(scenario: Scenario):
+    """(name, replica set, effective min ISR, topic spec) per partition."""
+    out = []
+    for t in scenario.topics:
+        rf = t.replication_factor if t.replication_factor is not None else len(t.assignment[0])
+        min_isr = int(t.config.get("min.insync.replicas", scenario.config.get("min.insync.replicas", "1")))
+        effective = min(min_isr, rf)
+        for p in range(t.partitions):
+            replicas = frozenset(t.assignment[p]) if t.assignment is not None else frozenset(range(scenario.brokers))
+            out.append((f"{t.name}-{p}", replicas, effective, t))
+    return out
+
+
+def _losing_crashes(scenario: Scenario):
+    """(broker, lose) of every effective crash, in step order."""
+    up = set(range(scenario.brokers))
+    out = []
+    for step in scenario.steps:
+        a = step.args
+        if step.verb == "crash":
+            if a["broker"] in up:
+                up.discard(a["broker"])
+                out.append((a["broker"], a["lose"]))
+        elif step.verb == "shutdown":
+            up.discard(a["broker"])
+        elif step.verb == "restart":
+            up.add(a["broker"])
+    return out
+
+
+def _per_partition(scenario: Scenario) -> list[tuple[str, int, int]]:
+    """(partition, data-losing shutdowns of its replicas, budget) per partition."""
+    crashes = _losing_crashes(scenario)
+    parts = _partitions(scenario)
+    if not parts:
+        n = sum(1 for _b, lose in crashes if lose == "all" or (lose == "unflushed" and not _durable_appends(scenario, None)))
+        return [("*", n, max(int(scenario.config.get("min.insync.replicas", "1")), 1) - 1)]
+    out = []
+    for name, replicas, min_isr, topic in parts:
+        durable = _durable_appends(scenario, topic)
+        n = sum(1 for b, lose in crashes
+                if b in replicas and (lose == "all" or (lose == "unflushed" and not durable)))
+        out.append((name, n, min_isr - 1))
+    return out
+
+
+def data_losing_shutdowns(scenario: Scenario) -> int:
+    """Data-losing shutdowns of ``scenario``: the maximum over its partitions of the effective
+    ``lose: unflushed``/``lose: all`` crashes of that partition's replicas (rule in the module
+    docstring). An int >= 0."""
+    return max(n for _name, n, _budget in _per_partition(scenario))
+
+
+def fault_budget(scenario: Scenario) -> int:
+    """The smallest per-partition budget: effective min ISR − 1 (DESIGN.md's fault budget)."""
+    return min(budget for _name, _n, budget in _per_partition(scenario))
+
+
+def within_budget(scenario: Scenario) -> bool:
+    """True when every partition saw at most (its effective min ISR − 1) data-losing shutdowns."""
+    return all(n <= budget for _name, n, budget in _per_partition(scenario))
+
+
+# ----------------------------------------------------------------------------------- describing
+def _node(n) -> str:
+    return "ctl" if n == CONTROLLER else f"b{n}"
+
+
+def describe_step(step: Step) -> str:
+    """One step as short text, e.g. ``12.5s crash b1 (lose unflushed)``."""
+    when = f"{step.at_ms / 1000:g}s" if step.at_ms is not None else f"+{step.after_ms / 1000:g}s"
+    a = step.args
+    v = step.verb
+    if v == "crash":
+        what = f"crash {_node(a['broker'])} (lose {a['lose']})"
+    elif v in ("shutdown", "restart"):
+        what = f"{v} {_node(a['broker'])}"
+    elif v == "restart_controller":
+        what = "controller failover"
+    elif v == "isolate":
+        what = "isolate " + ",".join(_node(n) for n in a["nodes"])
+    elif v == "partition":
+        what = "partition " + " | ".join(",".join(_node(n) for n in g) for g in a["groups"])
+    elif v == "cut":
+        what = f"cut {_node(a['from'])}->{_node(a['to'])}"
+    elif v == "heal":
+        what = "heal " + ("all" if a.get("nodes") is None else ",".join(_node(n) for n in a["nodes"]))
+    elif v in ("hold", "release"):
+        what = (f"{v} {a.get('api') or 'all'} "
+                f"{'*' if a.get('from') is None else _node(a['from'])}->{'*' if a.get('to') is None else _node(a['to'])}")
+    elif v == "produce":
+        what = f"produce {a['count']} to {a['topic']}-{a['partition']} (acks={a['acks']})"
+    elif v in ("wait_until", "expect"):
+        c = a["condition"]
+        what = f"{v} {c.kind} {c.target}"
+    elif v == "run_for":
+        what = f"run for {a['duration_ms'] / 1000:g}s"
+    elif v == "elect":
+        what = f"elect {a['partition']} ({a['type']})"
+    elif v == "alter_config":
+        what = f"alter_config {a.get('topic') or 'cluster'} {a['config']}"
+    else:
+        what = v
+    return f"{when} {what}"
+
+
+def describe_schedule(scenario: Scenario) -> str:
+    """The fault schedule as one line of text: steps joined by ``; ``, then ``until <t>``."""
+    text = "; ".join(describe_step(s) for s in scenario.steps)
+    if scenario.until_ms is not None:
+        text += f"; until {scenario.until_ms / 1000:g}s"
+    return text
