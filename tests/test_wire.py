@@ -2,7 +2,8 @@
 
 Rules proved here: each message maps to the Kafka API version its class names (Fetch v15,
 AlterPartition v3, BrokerRegistration v4, BrokerHeartbeat v1, Produce v9, ListOffsets v7,
-OffsetForLeaderEpoch v4, Metadata v12, CreateTopics v7, IncrementalAlterConfigs v1, ElectLeaders v2);
+OffsetForLeaderEpoch v4, Metadata v12, CreateTopics v7, IncrementalAlterConfigs v1, ElectLeaders v2,
+DescribeTopicPartitions v0);
 record batches are Kafka v2 (magic 2, CRC-32C) with exact ms timestamps; the metadata log travels as a
 Fetch of METADATA_TOPIC_ID; where kafka-python has the API at that version, it decodes our bytes and
 re-encodes them byte for byte.
@@ -26,6 +27,8 @@ from kafka.protocol.admin.topics import (
     CreateTopicsResponse as KpCreateTopicsResponse,
     ElectLeadersRequest as KpElectLeadersRequest,
     ElectLeadersResponse as KpElectLeadersResponse,
+    DescribeTopicPartitionsRequest as KpDescribeTopicPartitionsRequest,
+    DescribeTopicPartitionsResponse as KpDescribeTopicPartitionsResponse,
 )
 from kafka.protocol.consumer.fetch import FetchRequest as KpFetchRequest
 from kafka.protocol.consumer.fetch import FetchResponse as KpFetchResponse
@@ -275,6 +278,29 @@ SAMPLES: dict[type, object] = {
             m.ElectLeadersResult("payments", 1, Errors.ELIGIBLE_LEADERS_NOT_AVAILABLE),
         ),
         throttle_time_ms=0,
+    ),
+    m.DescribeTopicPartitionsRequest: m.DescribeTopicPartitionsRequest(
+        topics=("orders", "payments"),
+        response_partition_limit=3,
+        cursor=m.DescribeTopicPartitionsCursor("orders", 2),
+    ),
+    m.DescribeTopicPartitionsResponse: m.DescribeTopicPartitionsResponse(
+        topics=(
+            m.DescribeTopicPartitionsResponseTopic(Errors.NONE, "orders", T1, False, (
+                m.DescribeTopicPartitionsResponsePartition(
+                    Errors.NONE, 2, leader_id=1, leader_epoch=4, replica_nodes=(1, 2, 3),
+                    isr_nodes=(1,), eligible_leader_replicas=(2,), last_known_elr=(3,),
+                    offline_replicas=(3,)),
+                m.DescribeTopicPartitionsResponsePartition(Errors.NONE, 3, -1, 5, (2, 3), ()),
+            )),
+            m.DescribeTopicPartitionsResponseTopic(Errors.UNKNOWN_TOPIC_OR_PARTITION, "missing",
+                                                   uuid.UUID(int=0)),
+            m.DescribeTopicPartitionsResponseTopic(Errors.NONE, "payments", T2, False, (
+                m.DescribeTopicPartitionsResponsePartition(Errors.NONE, 0, 2, 0, (2,), (2,)),
+            )),
+        ),
+        next_cursor=m.DescribeTopicPartitionsCursor("payments", 1),
+        throttle_time_ms=5,
     ),
 }
 
@@ -561,6 +587,8 @@ KAFKA_PYTHON = [
     (m.IncrementalAlterConfigsResponse, KpIncrementalAlterConfigsResponse, False),
     (m.ElectLeadersRequest, KpElectLeadersRequest, True),
     (m.ElectLeadersResponse, KpElectLeadersResponse, False),
+    (m.DescribeTopicPartitionsRequest, KpDescribeTopicPartitionsRequest, True),
+    (m.DescribeTopicPartitionsResponse, KpDescribeTopicPartitionsResponse, False),
 ]
 _VERSION = {wire.response_type_for(t): t.VERSION for t in m.REQUEST_TYPES} | {
     t: t.VERSION for t in m.REQUEST_TYPES}

@@ -112,7 +112,7 @@ def _print_readable(result) -> None:
     v = result.verdict
     console.print(f"[bold]{v['scenario']}[/bold]  level {v['level']}  seed {v['seed']}")
     for line in result.timeline:
-        console.print(line, markup=False)
+        console.print(line, markup=False, soft_wrap=True)
     table = Table(title="verdict", show_header=False)
     table.add_column(no_wrap=True)
     table.add_column(overflow="fold")

@@ -30,6 +30,7 @@ from ..storage.checkpoints import (
 )
 from ..storage.disk import Disk
 from ..storage.log import LogConfig, PartitionLog
+from .describe import describe_topic_partitions
 from .partition import Partition
 
 CONTROLLER = "controller"
@@ -292,6 +293,8 @@ class Broker(NodeBase):
             self.send_response(env, self._handle_offset_for_leader_epoch(msg))
         elif kind is m.MetadataRequest:
             self.send_response(env, self._handle_metadata(msg))
+        elif kind is m.DescribeTopicPartitionsRequest:
+            self.send_response(env, describe_topic_partitions(self.image, msg, self.static))
         # Controller APIs sent to a broker are not answered (KRaft forwards; we do not).
         self._after_event(now_ms)
 

@@ -37,7 +37,9 @@ def _valid_topic_name(name: str) -> bool:
     )
 
 
-def _error_response(request: m.DescribeTopicPartitionsRequest, error: int) -> m.DescribeTopicPartitionsResponse:
+def _error_response(
+    request: m.DescribeTopicPartitionsRequest, error: int
+) -> m.DescribeTopicPartitionsResponse:
     """Kafka's ``DescribeTopicPartitionsRequest.getErrorResponse``: every requested topic, in request
     order, with ``error``, the zero topic id, not internal, no partitions; no next cursor."""
     return m.DescribeTopicPartitionsResponse(
@@ -49,7 +51,9 @@ def _error_response(request: m.DescribeTopicPartitionsRequest, error: int) -> m.
     )
 
 
-def _partition(image: MetadataImage, topic: str, index: int) -> m.DescribeTopicPartitionsResponsePartition | None:
+def _partition(
+    image: MetadataImage, topic: str, index: int
+) -> m.DescribeTopicPartitionsResponsePartition | None:
     part = image.partition(topic, index)
     if part is None:
         return None  # Kafka logs "partition does not exist" and skips it
@@ -132,7 +136,8 @@ def describe_topic_partitions(
         timage = image.topics.get(name)
         if timage is None:
             if not fetch_all:
-                error = Errors.UNKNOWN_TOPIC_OR_PARTITION if _valid_topic_name(name) else Errors.INVALID_TOPIC_EXCEPTION
+                error = (Errors.UNKNOWN_TOPIC_OR_PARTITION if _valid_topic_name(name)
+                         else Errors.INVALID_TOPIC_EXCEPTION)
                 topics.append(m.DescribeTopicPartitionsResponseTopic(
                     error, name, _ZERO_UUID, name in INTERNAL_TOPICS, ()))
             continue

@@ -6,9 +6,9 @@ FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH, the position is validated with Offse
 before fetching again (KIP-320). If the leader's end offset for the position's epoch is below the
 position, the log was truncated under the consumer:
 
-* ``reset="none"``: a :class:`LogTruncation` is reported (``truncations``) carrying the partition and
-  the divergence offset — the application's ``LogTruncationException`` — and, as an application
-  would, the consumer then seeks to the divergence offset;
+* ``reset="none"``: the next ``poll()`` raises :class:`LogTruncationError` carrying the partition and
+  the divergence offset (Kafka's ``LogTruncationException``); the position is moved to the divergence
+  offset, as an application catching it would seek;
 * ``reset="earliest"``/``"latest"``: the consumer seeks to the divergence offset and logs it.
 
 ``validate_positions=False`` skips validation, as some real clients do: a truncation then goes
@@ -56,6 +56,30 @@ class LogTruncation:
     reset: str
 
 
+class LogTruncationError(Exception):
+    """KIP-320's ``LogTruncationException``: the log was truncated below the consumer's position.
+
+    ``partition``: (topic, index); ``divergence_offset``: the first offset that diverged (the leader's
+    end offset for the position's epoch); ``position``: where the consumer was."""
+
+    def __init__(self, truncations: list[LogTruncation]) -> None:
+        self.truncations = list(truncations)
+        first = self.truncations[0]
+        self.partition = (first.topic, first.partition)
+        self.divergence_offset = first.divergence_offset
+        self.position = first.position
+        super().__init__(f"log truncation detected on {first.topic}-{first.partition}: position "
+                         f"{first.position}, diverged at offset {first.divergence_offset}")
+
+
+class OffsetOutOfRangeError(Exception):
+    """Fetch position out of range with ``auto.offset.reset=none`` (Kafka's OffsetOutOfRangeException)."""
+
+    def __init__(self, partitions: list[tuple[str, int, int]]) -> None:
+        self.partitions = list(partitions)
+        super().__init__(f"offsets out of range with no reset policy: {self.partitions}")
+
+
 @dataclass(slots=True)
 class PartitionFetchState:
     position: Position | None = None
@@ -81,6 +105,8 @@ class Consumer(NodeBase):
         self.state: dict[tuple[str, int], PartitionFetchState] = {p: PartitionFetchState() for p in partitions}
         self.records: list[ConsumedRecord] = []
         self.truncations: list[LogTruncation] = []
+        self._unreported: list[LogTruncation] = []  # raised by the next poll() (reset none)
+        self._out_of_range: list[tuple[str, int, int]] = []
         self.hwms: list[tuple[int, str, int, int]] = []  # (time, topic, partition, HWM) from fetches
 
     # ---------------------------------------------------------------- API
@@ -90,6 +116,19 @@ class Consumer(NodeBase):
         st.position = Position(offset, leader_epoch)
         st.awaiting_reset = False
         st.awaiting_validation = leader_epoch >= 0 and self.validate_positions
+
+    def poll(self) -> list[ConsumedRecord]:
+        """Records fetched since the last call, Kafka's ``poll()``: raises LogTruncationError (once) when
+        a truncation below the position was detected with ``reset="none"`` — the consumer has already
+        moved its position to the divergence offset, so polling again resumes there — and
+        OffsetOutOfRangeError when a position fell out of range with ``reset="none"``."""
+        if self._unreported:
+            found, self._unreported = self._unreported, []
+            raise LogTruncationError(found)
+        if self._out_of_range:
+            found, self._out_of_range = self._out_of_range, []
+            raise OffsetOutOfRangeError(found)
+        return self.take_records()
 
     def take_records(self) -> list[ConsumedRecord]:
         out = self.records
@@ -213,7 +252,12 @@ class Consumer(NodeBase):
                 self._fail(now_ms, key)
                 continue
             if pr.error_code == Errors.OFFSET_OUT_OF_RANGE:
-                st.awaiting_reset = True
+                if self.reset == "none":
+                    # Kafka raises OffsetOutOfRangeException; the position stays, we retry later.
+                    self._out_of_range.append((key[0], key[1], sent[key]))
+                    self._fail(now_ms, key)
+                else:
+                    st.awaiting_reset = True
                 continue
             if pr.error_code != Errors.NONE:
                 self._fail(now_ms, key)
@@ -258,6 +302,8 @@ class Consumer(NodeBase):
             return
         if pr.end_offset < st.position.offset:
             # KIP-320: the log diverged below our position.
-            self.truncations.append(LogTruncation(key[0], key[1], st.position.offset, pr.end_offset, now_ms,
-                                                  self.reset))
+            truncation = LogTruncation(key[0], key[1], st.position.offset, pr.end_offset, now_ms, self.reset)
+            self.truncations.append(truncation)
+            if self.reset == "none":
+                self._unreported.append(truncation)
             st.position = Position(pr.end_offset, pr.leader_epoch)

@@ -62,6 +62,7 @@ class ScenarioRun:
         self.admin = Admin("admin")
         self.sim.add_client(self.admin)
         self.t0 = 0
+        self.end_ms = 0
         self.timeline: list[str] = []
         self.failed: list[str] = []
         self.acked: list = []
@@ -405,9 +406,9 @@ class ScenarioRun:
         self.sim.call_at(self.sim.now if n == 0 else self.sim.now + interval, fire)
 
     # ================================================================= steps
-    def _admin_call(self, request, timeout_ms: int = 30000):
+    def _admin_call(self, request, timeout_ms: int = 30000, dst=CONTROLLER):
         sim = self.sim
-        rid = self.admin.submit(request, sim.now, timeout_ms)
+        rid = self.admin.submit(request, sim.now, timeout_ms, dst=dst)
         sim._after(self.admin.node_id, self.admin)
         sim.run_until(sim.now + timeout_ms + 1, lambda s: rid in self.admin.results)
         return self.admin.results.pop(rid, Errors.REQUEST_TIMED_OUT)
@@ -535,10 +536,29 @@ class ScenarioRun:
             self.unavailable_ms += self.sim.now - since
         self._leaderless_since.clear()
         self._check_invariants()
+        self.end_ms = self.sim.now
+        if ready:
+            self._describe_at_end()
         verdict = self.verdict()
         code = 0 if ready and not verdict["failed_expectations"] else 1
         wall_ms = (time.perf_counter() - wall) * 1000
         return RunResult(verdict, self.timeline, code, wall_ms, self.sim.messages_delivered, self.unavailable_ms)
+
+    def _describe_at_end(self) -> None:
+        """Ask a live broker for DescribeTopicPartitions (KIP-966) as an admin would, and put what it
+        reports (leader, ISR, ELR, LastKnownELR, offline replicas) in the timeline."""
+        brokers = [b for b in range(self.scenario.brokers) if self.sim.alive(b)]
+        if not brokers:
+            return
+        resp = self._admin_call(m.DescribeTopicPartitionsRequest(()), timeout_ms=5000, dst=brokers[0])
+        if isinstance(resp, int):
+            self._log(f"DescribeTopicPartitions from broker {brokers[0]}: {Errors(resp).name}")
+            return
+        for t in resp.topics:
+            for p in t.partitions:
+                self._log(f"described by broker {brokers[0]}: {t.name}-{p.partition_index} leader {p.leader_id} "
+                          f"(epoch {p.leader_epoch}), ISR {list(p.isr_nodes)}, ELR {list(p.eligible_leader_replicas)}, "
+                          f"LastKnownELR {list(p.last_known_elr)}, offline {list(p.offline_replicas)}")
 
     # ================================================================= verdict
     def final_state(self) -> tuple[dict, dict, dict]:
@@ -605,7 +625,7 @@ class ScenarioRun:
         violations = list(self.violations.values()) + checkers.log_matching(replica_logs)
         return {
             "scenario": self.scenario.name, "level": self.level.label, "seed": self.seed,
-            "sim_time_ms": self.sim.now - self.t0,
+            "sim_time_ms": self.end_ms - self.t0,
             "acked": dict(self.acked_counts),
             "lost_acked": len(lost),
             "lost_acked_records": lost,
