@@ -190,11 +190,9 @@ def test_truncation_follower_lacks_leader_epoch_truncates_to_end_of_largest_smal
     p = follower_with([(0, 0), (3, 10)], leo=14)
     # Leader says epoch 2 ended at 12; the follower has no epoch 2: its floor is epoch 0, which ends at 10.
     assert p.truncation_offset(m.EpochEndOffset(2, 12)) == 10
-    q = follower_with([(0, 0), (1, 4)], leo=8)
-    # Leader epoch 5 unknown above the latest... floor is the latest epoch → (-1,-1): see next test.
     r = follower_with([(0, 0), (2, 5), (6, 9)], leo=12)
-    assert r.truncation_offset(m.EpochEndOffset(4, 11)) == 9  # floor epoch 2 ends at 9
-    assert q.truncation_offset(m.EpochEndOffset(0, 3)) == 3  # same epoch: min(3, 4, 8)
+    assert r.truncation_offset(m.EpochEndOffset(4, 11)) == 9  # floor epoch 2 ends at 9 (< leader's 11)
+    assert r.truncation_offset(m.EpochEndOffset(4, 7)) == 9  # intermediate: the leader's offset is not used
 
 
 def test_truncation_follower_without_epoch_info_truncates_to_leader_end_offset():
@@ -218,8 +216,9 @@ def test_truncation_undefined_leader_answers():
 
 # ============================================================== the broker, sans-I/O with a controller
 class MiniCluster:
-    """Broker 0 (a real Broker) and a real QuorumController connected by an instant network; brokers 1
-    and 2 and the clients are played by the test. ``held`` keeps messages matching ``hold``."""
+    """Broker 0 (a real Broker) and a real QuorumController on an instant network with virtual time;
+    brokers 1 and 2 (heartbeating to the controller) and the clients are played by the test. Messages
+    for which ``hold(envelope)`` is true are kept in ``held``."""
 
     def __init__(self, level: Level = Level.CLASSIC, config: dict | None = None):
         self.config = config or {}
@@ -232,17 +231,16 @@ class MiniCluster:
         self.hold = lambda env: False
         self._corr = 1000
         self.epoch: dict[int, int] = {}
-        self.b.tick(0)
-        self.pump()
-        self.epoch[0] = self.b.broker_epoch
+        self.last_hb: dict[int, int] = {}
         for f in (1, 2):
             r = self.send(m.BrokerRegistrationRequest(f, "kraftlog", uuid.UUID(int=100 + f)), src=f, dst=CONTROLLER)
             self.epoch[f] = r.broker_epoch
-            self.send(m.BrokerHeartbeatRequest(f, r.broker_epoch, self.ctl.end_offset, False, False), f, CONTROLLER)
-        self.advance(self.b.next_heartbeat_ms)  # broker 0 heartbeats caught up: unfenced
+        self.advance(3000)  # broker 0 registers, fetches metadata, heartbeats caught up: unfenced
+        self.epoch[0] = self.b.broker_epoch
         assert all(self.ctl.image.is_active(x) for x in (0, 1, 2))
         r = self.send(m.CreateTopicsRequest((m.CreatableTopic("t", assignment=((0, 1, 2),)),)), "admin", CONTROLLER)
         self.topic_id = r.topics[0].topic_id
+        self.advance(self.now + 10)
         self.p = self.b.partitions[("t", 0)]
         assert self.p.is_leader and self.p.isr == (0, 1, 2)
 
@@ -250,7 +248,7 @@ class MiniCluster:
         progress = True
         while progress:
             progress = False
-            for node_id, node in list(self.nodes.items()):
+            for node in list(self.nodes.values()):
                 for env in node.poll():
                     progress = True
                     if self.hold(env):
@@ -266,14 +264,30 @@ class MiniCluster:
             self.nodes[env.dst].deliver(self.now, env)
         self.pump()
 
-    def advance(self, t: int) -> None:
-        self.now = t
+    def _heartbeat_followers(self) -> None:
         for f in (1, 2):
-            if f in self.epoch:
-                self.ctl.deliver(t, m.Envelope(f, CONTROLLER, 1, m.BrokerHeartbeatRequest(
+            if f in self.epoch and self.now - self.last_hb.get(f, -10**9) >= 1000:
+                self.last_hb[f] = self.now
+                self.ctl.deliver(self.now, m.Envelope(f, CONTROLLER, 1, m.BrokerHeartbeatRequest(
                     f, self.epoch[f], self.ctl.end_offset, False, False)))
-        self.b.tick(t)
-        self.ctl.tick(t)
+
+    def advance(self, t: int) -> None:
+        """Run both nodes' timers up to time ``t`` (followers 1 and 2 heartbeat every second)."""
+        while True:
+            deadlines = [d for d in (self.b.next_deadline(), self.ctl.next_deadline()) if d is not None]
+            d = min(deadlines) if deadlines else None
+            if d is None or d > t:
+                break
+            self.now = max(self.now, d)
+            self._heartbeat_followers()
+            for node in (self.ctl, self.b):
+                nd = node.next_deadline()
+                if nd is not None and nd <= self.now:
+                    node.tick(self.now)
+            self.pump()
+            self.now += 1  # never tick twice at the same instant
+        self.now = max(self.now, t)
+        self._heartbeat_followers()
         self.pump()
         self.inbox.clear()
 
@@ -307,7 +321,7 @@ def test_broker_ineligible_replica_answer_reverts_to_committed_isr_and_hwm_follo
     c.fetch(1, 0)
     c.fetch(1, 10, last_epoch=0)
     # Replica 2 never fetches: the leader shrinks the ISR to [0, 1] after replica.lag.time.max.ms.
-    c.advance(1600)
+    c.advance(c.now + 1600)
     assert c.ctl.image.partitions[("t", 0)].isr == (0, 1)
     assert p.isr == (0, 1) and p.pending is None
     c.fetch(1, 10, last_epoch=0)
@@ -356,9 +370,7 @@ def test_broker_acks_all_with_isr_below_min_isr_is_not_enough_replicas():
     appended; acks=1 is still accepted."""
     c = MiniCluster(config={"replica.lag.time.max.ms": "1000", "min.insync.replicas": "2"})
     p = c.p
-    c.fetch(1, 0)
-    c.advance(1600)  # neither follower caught up by time: ISR shrinks to [0]
-    c.advance(2200)
+    c.advance(c.now + 2200)  # neither follower fetches: the ISR shrinks to [0]
     assert p.isr == (0,), p.isr
     leo = p.log.log_end_offset
     resp = c.produce(5, acks=-1)
@@ -398,7 +410,7 @@ def epochs_run():
     assert result.exit_code == 0, result.verdict["failed_expectations"]
     probe = Admin("probe")
     run.sim.add_client(probe)
-    return run, probe
+    return run, probe, result
 
 
 def ask(run, probe, dst, request):
@@ -417,10 +429,40 @@ def leader_part(run) -> Partition:
 
 def test_sim_leader_state_after_two_leader_changes(epochs_run):
     """Setup check: the leader's epoch cache is {0: 0, 2: 5} (epoch 1 wrote nothing), LEO 8."""
-    run, _ = epochs_run
+    run, _, _ = epochs_run
     p = leader_part(run)
     assert p.log.epoch_cache.entries() == [(0, 0), (2, 5)]
-    assert p.log.log_end_offset == 8 and p.log.high_watermark == 8
+    assert p.log.log_end_offset == 8
+
+
+
+
+def test_former_leader_that_wrote_nothing_in_its_epoch_rejoins_as_follower(epochs_run):
+    """KIP-320 / KIP-595 follower truncation: broker 1 led epoch 1 without appending (its cache ends with
+    (1, 5) at LEO 5). As a follower of epoch 2 the leader answers DivergingEpoch (0, 5); truncating to 5
+    must drop the (1, 5) entry (Kafka's truncateTo truncates the epoch cache even when the offset is
+    >= LEO) so that the follower fetches on, catches up to LEO 8, and the acks=all records of epoch 2
+    are acknowledged."""
+    run, _, result = epochs_run
+    follower = run.sim.broker(1).partitions[("t", 0)]
+    assert follower.log.epoch_cache.latest_epoch() != 1
+    assert follower.log.log_end_offset == 8
+    assert result.verdict["acked"]["all"] == 8
+    assert leader_part(run).log.high_watermark == 8
+
+
+def test_diverging_epoch_at_log_end_drops_stale_epoch_entry():
+    """Kafka getOffsetTruncationState + UnifiedLog.truncateTo: a follower at LEO 5 with epochs
+    {0: 0, 1: 5} told DivergingEpoch (0, 5) truncates to 5 (no records removed) and its epoch cache
+    loses (1, 5), so its next Fetch carries LastFetchedEpoch 0 and no longer diverges."""
+    p = follower_with([(0, 0)], leo=5)
+    p.log.epoch_cache.assign(1, 5)  # it led epoch 1 and appended nothing
+    diverging = m.EpochEndOffset(0, 5)
+    offset = p.truncation_offset(diverging)
+    assert offset == 5
+    p.log.truncate_to(offset, 100)
+    assert p.log.log_end_offset == 5
+    assert p.log.epoch_cache.entries() == [(0, 0)]
 
 
 @pytest.mark.parametrize("replica", [-1, 1], ids=["consumer", "follower"])
@@ -428,7 +470,7 @@ def test_fetch_leader_epoch_fencing_on_leader(epochs_run, replica):
     """KIP-320 Fetch: CurrentLeaderEpoch greater than the leader's → UNKNOWN_LEADER_EPOCH (the leader's
     metadata is behind the client's); smaller → FENCED_LEADER_EPOCH (the client's is behind); equal or
     -1 (no check) → served. The error answer names the current leader and epoch."""
-    run, probe = epochs_run
+    run, probe, _ = epochs_run
     p = leader_part(run)
     tid = p.topic_id
     sim_epoch = run.sim.controller.image.brokers.get(replica).broker_epoch if replica >= 0 else -1
@@ -462,7 +504,7 @@ def test_offset_for_leader_epoch_answers_per_epoch_cache(epochs_run, requested, 
     """OffsetForLeaderEpoch (KIP-101/279, Kafka's LeaderEpochFileCache.endOffsetFor) over the leader's
     cache {0: 0, 2: 5}, LEO 8: (floor epoch, next epoch's start offset), latest → (epoch, LEO),
     undefined → (-1, -1)."""
-    run, probe = epochs_run
+    run, probe, _ = epochs_run
     resp = ask(run, probe, 0, m.OffsetForLeaderEpochRequest(-1, (m.OffsetForLeaderEpochPartition("t", 0, 2, requested),)))
     r = resp.partitions[0]
     assert r.error_code == Errors.NONE
@@ -472,7 +514,7 @@ def test_offset_for_leader_epoch_answers_per_epoch_cache(epochs_run, requested, 
 def test_offset_for_leader_epoch_fencing(epochs_run):
     """KIP-320 OffsetsForLeaderEpoch: CurrentLeaderEpoch above the leader's → UNKNOWN_LEADER_EPOCH,
     below → FENCED_LEADER_EPOCH; on a follower → NOT_LEADER_OR_FOLLOWER."""
-    run, probe = epochs_run
+    run, probe, _ = epochs_run
 
     def ofle(dst, current):
         resp = ask(run, probe, dst, m.OffsetForLeaderEpochRequest(-1, (m.OffsetForLeaderEpochPartition(
@@ -520,3 +562,50 @@ def test_sim_produce_acks_all_below_min_isr_not_enough_replicas():
     resp = ask(run, probe, 0, m.ProduceRequest(1, 1000, (m.ProducePartition("t", 0, (batch(3),)),)))
     assert resp.partitions[0].error_code == Errors.NONE and resp.partitions[0].base_offset == leo
     assert p.log.log_end_offset == leo + 3
+
+
+
+
+def test_hwm_does_not_wait_for_replica_that_shut_down():
+    """KIP-497 HWM over the maximal ISR (+ KIP-841 eligibility): after a controlled shutdown of leader 0
+    the new leader 1 has ISR [1, 2] = min ISR and acknowledges acks=all writes at once; broker 0, shut down
+    and fenced, is not waited for."""
+    result = ScenarioRun(parse_scenario(f"""
+name: hwm-after-shutdown
+seed: 1
+level: classic
+cluster: {{brokers: 3, config: {{min.insync.replicas: 2}}}}
+topics:
+  - {{name: t, assignment: [[0, 1, 2]]}}
+steps:
+  - {{produce: {{topic: t, count: 5, acks: all}}}}
+  - {{shutdown: {{broker: 0}}}}
+  - {{expect: {{partition: t-0, leader: 1, isr: [1, 2]}}}}
+  - {{produce: {{topic: t, count: 5, acks: all, timeout: 5s}}}}
+""")).run()
+    assert result.exit_code == 0
+    assert result.verdict["acked"]["all"] == 10
+    assert result.verdict["final"]["partitions"]["t-0"]["hwm"] == 10
+
+
+def test_hwm_does_not_wait_for_fenced_crashed_replicas():
+    """KIP-497 HWM over the maximal ISR (+ KIP-841 eligibility): with both followers crashed and fenced
+    (ISR [0], min ISR 1) records appended by the leader are committed at once: the HWM reaches the LEO."""
+    result = ScenarioRun(parse_scenario("""
+name: hwm-fenced-followers
+seed: 1
+level: classic
+cluster: {brokers: 3, config: {min.insync.replicas: 1}}
+topics:
+  - {name: t, assignment: [[0, 1, 2]]}
+steps:
+  - {crash: {broker: 1, lose: none}}
+  - {crash: {broker: 2, lose: none}}
+  - {wait_until: {partition: t-0, isr: [0], timeout: 20s}}
+  - {produce: {topic: t, count: 4, acks: 1}}
+  - {run_for: 1s}
+  - {expect: {partition: t-0, hwm: 4}}
+""")).run()
+    assert result.verdict["acked"]["1"] == 4
+    assert result.verdict["final"]["partitions"]["t-0"]["hwm"] == 4
+    assert result.exit_code == 0

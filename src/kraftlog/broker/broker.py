@@ -681,8 +681,16 @@ class Broker(NodeBase):
                 self._alter_dirty = True
                 p.pending.retry_at_ms = now_ms + ALTER_PARTITION_BACKOFF_MS
 
+    def _isr_eligible(self, replica_id: int, state) -> bool:
+        """May this replica still join the ISR? (KIP-841 / KIP-903, Kafka's ``isReplicaIsrEligible``)."""
+        reg = self.image.brokers.get(replica_id)
+        if reg is None or reg.fenced or reg.in_controlled_shutdown:
+            return False
+        return self.level < Level.KIP903 or state.broker_epoch == reg.broker_epoch
+
     def _maybe_increment_hwm(self, now_ms: int, p: Partition, wake: bool = True) -> bool:
-        moved = p.maybe_increment_high_watermark(now_ms, self.min_isr(p.topic), self.lag_max_ms)
+        moved = p.maybe_increment_high_watermark(now_ms, self.min_isr(p.topic), self.lag_max_ms,
+                                                 self._isr_eligible)
         if moved and wake:
             self._on_hwm_changed(now_ms)
         return moved

@@ -133,8 +133,11 @@ class Partition:
         return changed
 
     # ============================================================ leader: HWM
-    def maybe_increment_high_watermark(self, now_ms: int, min_isr: int, lag_max_ms: int) -> bool:
-        """Advance the HWM to the min LEO over the maximal ISR and caught-up replicas. True if it moved."""
+    def maybe_increment_high_watermark(self, now_ms: int, min_isr: int, lag_max_ms: int,
+                                       isr_eligible=None) -> bool:
+        """Advance the HWM to the min LEO over the maximal ISR and the caught-up replicas that may still
+        join the ISR (Kafka's ``maybeIncrementLeaderHW``: ``isr_eligible(replica)`` — not fenced, not
+        shutting down, KIP-903 epoch match). True if it moved."""
         if not self.is_leader:
             return False
         if self.level >= Level.ELR and len(self.isr) < min_isr:
@@ -143,10 +146,12 @@ class Partition:
         new_hw = leo
         maximal = self.maximal_isr
         for r, st in self.followers.items():
+            if st.log_end_offset >= new_hw:
+                continue
             if r in maximal or (st.log_end_offset >= 0 and (
-                    st.log_end_offset == leo or now_ms - st.last_caught_up_ms <= lag_max_ms)):
-                if st.log_end_offset < new_hw:
-                    new_hw = st.log_end_offset
+                    st.log_end_offset == leo or now_ms - st.last_caught_up_ms <= lag_max_ms)
+                    and (isr_eligible is None or isr_eligible(r, st))):
+                new_hw = st.log_end_offset
         if new_hw > self.log.high_watermark:
             self.log.update_high_watermark(new_hw)
             return True

@@ -70,55 +70,72 @@ def duplicates(final_logs) -> int:
 
 
 def consumer_anomalies(consumed, truncations, final_logs) -> dict:
-    """Jepsen's consumer anomalies and KIP-320 truncation accounting.
+    """Jepsen's consumer anomalies and KIP-320 truncation accounting, judged against the final log.
 
-    * inconsistent-offsets: the same offset read with two different values (by any consumers) with no
-      truncation reported at or below it in between, or a read value differing from the final log;
-    * nonmonotonic-poll: a consumer's next read on a partition is not above its previous one, without
-      a reported truncation (seek) between;
-    * poll-skip: a consumer's next read jumps over offsets that the final log holds, without a seek;
-    * detected_truncations: truncations the consumers reported;
-    * undetected_truncations: (consumer, partition) positions invalidated by a truncation — a consumed
-      record no longer in the final log at its offset — that the consumer never reported.
+    For each consumer and partition, consecutive reads (a, b) with no truncation reported between them
+    are placed in the final log: ``pos(v)`` is the offset of value v in the final log; a value that is
+    no longer there (truncated) sits just before the first offset where this consumer's reads diverged
+    from the final log (where it should have resumed had it been told).
+
+    * nonmonotonic-poll: ``pos(b) <= pos(a)`` — the consumer went backwards;
+    * poll-skip: ``pos(b) > pos(a) + 1`` — values the final log holds between them were never read;
+    * inconsistent-offsets: one offset read with two different values (by any consumers) with no
+      truncation reported at or below it in between;
+    * detected_truncations: truncations the consumers reported (LogTruncation or reset to the
+      divergence point);
+    * undetected_truncations: (consumer, partition) pairs that read a record which is not in the final
+      log at its offset, and never reported a truncation at or below that offset.
     """
     result = {"inconsistent-offsets": 0, "nonmonotonic-poll": 0, "poll-skip": 0,
               "detected_truncations": len(truncations), "undetected_truncations": 0}
+    position_of = {}
+    for part, log in final_logs.items():
+        if log is not None:
+            position_of[part] = {v: o for o, (v, _) in log.items()}
     events = [(t, 0, c, p, off, v) for c, p, off, v, t in consumed]
     events += [(t, 1, c, p, pos, div) for c, p, pos, div, t in truncations]
     events.sort(key=lambda e: (e[0], e[1]))
+    # first offset where each (consumer, partition) read something the final log does not hold there
+    diverged = {}
+    for c, p, off, v, _ in consumed:
+        log = final_logs.get(p)
+        if log is None:
+            continue
+        final = log.get(off)
+        if (final is None or final[0] != v) and off <= max(log, default=-1):
+            key = (c, p)
+            diverged[key] = min(diverged.get(key, off), off)
     last = {}
     by_offset = {}
-    reported_below = defaultdict(list)  # (client, partition) -> [divergence offsets]
+    reported = defaultdict(list)
     invalid = set()
-    log_end = {p: max(log, default=-1) + 1 for p, log in final_logs.items() if log is not None}
     for t, kind, client, part, off, x in events:
         key = (client, part)
         if kind == 1:
-            reported_below[key].append(x)
+            reported[key].append(x)
             last.pop(key, None)
-            for k in list(by_offset):
-                if k[0] == part and k[1] >= x:
-                    del by_offset[k]
+            for k in [k for k in by_offset if k[0] == part and k[1] >= x]:
+                del by_offset[k]
             continue
-        prev = last.get(key)
-        if prev is not None:
-            if off <= prev:
-                result["nonmonotonic-poll"] += 1
-            elif off > prev + 1:
-                log = final_logs.get(part) or {}
-                if any(o in log for o in range(prev + 1, off)):
-                    result["poll-skip"] += 1
-        last[key] = off
         seen = by_offset.get((part, off))
         if seen is not None and seen != x:
             result["inconsistent-offsets"] += 1
         by_offset[(part, off)] = x
-        log = final_logs.get(part)
-        if log is not None and off < log_end[part]:
-            final = log.get(off)
-            if final is None or final[0] != x:
-                if not any(d <= off for d in reported_below[key]):
-                    invalid.add(key)
+        positions = position_of.get(part)
+        if positions is None:
+            continue
+        pos = positions.get(x)
+        if pos is None:
+            if off <= max(final_logs[part], default=-1) and not any(d <= off for d in reported[key]):
+                invalid.add(key)
+            pos = diverged.get(key, off) - 1
+        prev = last.get(key)
+        if prev is not None:
+            if pos <= prev:
+                result["nonmonotonic-poll"] += 1
+            elif pos > prev + 1:
+                result["poll-skip"] += 1
+        last[key] = pos
     result["undetected_truncations"] = len(invalid)
     return result
 

@@ -6,7 +6,7 @@ FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH, the position is validated with Offse
 before fetching again (KIP-320). If the leader's end offset for the position's epoch is below the
 position, the log was truncated under the consumer:
 
-* ``reset="none"``: the next ``poll()`` raises :class:`LogTruncationError` carrying the partition and
+* ``reset="none"``: the next ``poll_records()`` raises :class:`LogTruncationError` carrying the partition and
   the divergence offset (Kafka's ``LogTruncationException``); the position is moved to the divergence
   offset, as an application catching it would seek;
 * ``reset="earliest"``/``"latest"``: the consumer seeks to the divergence offset and logs it.
@@ -117,8 +117,9 @@ class Consumer(NodeBase):
         st.awaiting_reset = False
         st.awaiting_validation = leader_epoch >= 0 and self.validate_positions
 
-    def poll(self) -> list[ConsumedRecord]:
-        """Records fetched since the last call, Kafka's ``poll()``: raises LogTruncationError (once) when
+    def poll_records(self) -> list[ConsumedRecord]:
+        """Records fetched since the last call — Kafka's ``KafkaConsumer.poll()`` (named apart from the
+        node contract's ``poll()``, which returns messages to send): raises LogTruncationError (once) when
         a truncation below the position was detected with ``reset="none"`` — the consumer has already
         moved its position to the divergence offset, so polling again resumes there — and
         OffsetOutOfRangeError when a position fell out of range with ``reset="none"``."""
@@ -129,6 +130,11 @@ class Consumer(NodeBase):
             found, self._out_of_range = self._out_of_range, []
             raise OffsetOutOfRangeError(found)
         return self.take_records()
+
+    @property
+    def has_errors(self) -> bool:
+        """True when the next poll_records() raises."""
+        return bool(self._unreported or self._out_of_range)
 
     def take_records(self) -> list[ConsumedRecord]:
         out = self.records

@@ -31,6 +31,7 @@ class NodeBase:
         self._outbox: list[Envelope] = []
         self._next_correlation = 0
         self._inflight: dict[int, object] = {}
+        self._inflight_peer: dict[int, object] = {}
         self._timeouts: list[tuple[int, int]] = []
 
     # ------------------------------------------------------------------ sending
@@ -39,6 +40,7 @@ class NodeBase:
         self._next_correlation += 1
         corr = self._next_correlation
         self._inflight[corr] = context
+        self._inflight_peer[corr] = dst
         heapq.heappush(self._timeouts, (now_ms + timeout_ms, corr))
         self._outbox.append(Envelope(self.node_id, dst, corr, message, False))
         return corr
@@ -50,6 +52,7 @@ class NodeBase:
     def cancel_request(self, correlation_id: int) -> None:
         """Forget an in-flight request: its response, if any, will be discarded."""
         self._inflight.pop(correlation_id, None)
+        self._inflight_peer.pop(correlation_id, None)
 
     def poll(self) -> list[Envelope]:
         """Messages to send, oldest first; the outbox is emptied."""
@@ -62,15 +65,23 @@ class NodeBase:
         """Hand the node one message."""
         if envelope.is_response:
             context = self._inflight.pop(envelope.correlation_id, None)
+            self._inflight_peer.pop(envelope.correlation_id, None)
             if context is not None:
                 self.on_response(now_ms, context, envelope.message)
         else:
             self.on_request(now_ms, envelope)
 
+    def peer_disconnected(self, now_ms: int, peer) -> None:
+        """The connection to ``peer`` closed (its process died): fail every request in flight to it,
+        as Kafka's NetworkClient does when a connection is reset."""
+        for corr in sorted(c for c, p in self._inflight_peer.items() if p == peer):
+            self.connection_failed(now_ms, corr)
+
     def connection_failed(self, now_ms: int, correlation_id: int) -> None:
         """The driver could not deliver request ``correlation_id`` (peer down, connection refused):
         complete it at once through ``on_timeout``, as Kafka's NetworkClient fails it on disconnect."""
         context = self._inflight.pop(correlation_id, None)
+        self._inflight_peer.pop(correlation_id, None)
         if context is not None:
             self.on_timeout(now_ms, context)
 
@@ -79,6 +90,7 @@ class NodeBase:
         while timeouts and timeouts[0][0] <= now_ms:
             _, corr = heapq.heappop(timeouts)
             context = self._inflight.pop(corr, None)
+            self._inflight_peer.pop(corr, None)
             if context is not None:
                 self.on_timeout(now_ms, context)
 

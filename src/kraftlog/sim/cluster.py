@@ -49,7 +49,9 @@ class SimCluster:
         self.scheduled: dict = {}
         self.disks: dict = {b: SimDisk(writeback_ms) for b in range(brokers)}
         self.disks[CONTROLLER] = SimDisk(writeback_ms)
-        self.cut: set = set()
+        self.cut: set = set()  # directed links cut by `cut` (and pairs cut by isolate/partition)
+        self.isolated: list = []  # node sets cut from every other node, present or future
+        self.partitioned: list = []  # lists of node groups: nodes in different groups are cut
         self.holds: list = []
         self.held: list = []
         self.link_last: dict = {}
@@ -107,6 +109,17 @@ class SimCluster:
         self.scheduled.pop(node_id, None)
         self.disks[node_id].crash(lose, self.now)
         self.history.record(self.now, "crash", node=str(node_id), lose=lose)
+        # The process died: its TCP connections are reset, so peers fail their requests to it at once
+        # (after one network delay), unless the link is cut (then they time out).
+        self.call_at(self.now + self.delay_min, lambda sim: sim._peer_gone(node_id))
+
+    def _peer_gone(self, node_id) -> None:
+        for other in sorted(self.nodes, key=str):
+            if self.is_cut(node_id, other) or self.is_cut(other, node_id):
+                continue
+            node = self.nodes[other]
+            node.peer_disconnected(self.now, node_id)
+            self._after(other, node)
 
     def restart(self, node_id) -> None:
         if node_id in self.nodes:
@@ -132,24 +145,13 @@ class SimCluster:
         self._after(broker_id, node)
 
     def isolate(self, nodes) -> None:
-        others = self._all_node_ids()
-        for a in nodes:
-            for b in others:
-                if a != b and b not in nodes:
-                    self.cut.add((a, b))
-                    self.cut.add((b, a))
+        """Cut every link between ``nodes`` and all other nodes, including nodes added later."""
+        self.isolated.append(frozenset(nodes))
         self.history.record(self.now, "isolate", nodes=[str(n) for n in nodes])
 
     def partition(self, groups) -> None:
-        group_of = {}
-        for i, g in enumerate(groups):
-            for n in g:
-                group_of[n] = i
-        ids = self._all_node_ids()
-        for a in ids:
-            for b in ids:
-                if a != b and a in group_of and b in group_of and group_of[a] != group_of[b]:
-                    self.cut.add((a, b))
+        """Nodes only reach nodes of their own group (nodes in no group, e.g. clients, reach all)."""
+        self.partitioned.append([frozenset(g) for g in groups])
         self.history.record(self.now, "partition", groups=[[str(n) for n in g] for g in groups])
 
     def cut_link(self, src, dst) -> None:
@@ -157,11 +159,35 @@ class SimCluster:
         self.history.record(self.now, "cut", src=str(src), dst=str(dst))
 
     def heal(self, nodes=None) -> None:
+        """Restore every link that touches ``nodes``, or all links."""
         if nodes is None:
             self.cut.clear()
+            self.isolated.clear()
+            self.partitioned.clear()
         else:
-            self.cut = {(a, b) for a, b in self.cut if a not in nodes and b not in nodes}
+            gone = set(nodes)
+            self.cut = {(a, b) for a, b in self.cut if a not in gone and b not in gone}
+            self.isolated = [g - gone for g in self.isolated if g - gone]
+            self.partitioned = [[g - gone for g in groups] for groups in self.partitioned]
         self.history.record(self.now, "heal", nodes=None if nodes is None else [str(n) for n in nodes])
+
+    def is_cut(self, src, dst) -> bool:
+        """Is the directed link src -> dst down?"""
+        if (src, dst) in self.cut:
+            return True
+        for g in self.isolated:
+            if (src in g) != (dst in g):
+                return True
+        for groups in self.partitioned:
+            gs = gd = None
+            for i, g in enumerate(groups):
+                if src in g:
+                    gs = i
+                if dst in g:
+                    gd = i
+            if gs is not None and gd is not None and gs != gd:
+                return True
+        return False
 
     def hold(self, api=None, src=None, dst=None) -> None:
         self.holds.append((api, src, dst))
@@ -182,10 +208,6 @@ class SimCluster:
         self.history.record(self.now, "release", api=api, src=str(src), dst=str(dst), count=len(go))
         for env in go:
             self._push(self.now, DELIVER, env)
-
-    def _all_node_ids(self) -> list:
-        return [CONTROLLER] + list(range(self.n_brokers)) + sorted(
-            (n for n in self.nodes if isinstance(n, str) and n != CONTROLLER))
 
     # ================================================================= event loop
     def _push(self, t: int, kind: int, payload) -> None:
@@ -218,7 +240,7 @@ class SimCluster:
 
     def _transmit(self, env: Envelope) -> None:
         link = (env.src, env.dst)
-        if link in self.cut:
+        if (self.cut or self.isolated or self.partitioned) and self.is_cut(env.src, env.dst):
             return
         if env.dst not in self.nodes and not env.is_response:
             # Connection refused: the sender learns at once (after one network delay).
@@ -251,7 +273,7 @@ class SimCluster:
             self.now = t
         if kind == DELIVER:
             env = payload
-            if (env.src, env.dst) in self.cut:
+            if (self.cut or self.isolated or self.partitioned) and self.is_cut(env.src, env.dst):
                 return True
             if self.holds and self._held(env):
                 self.held.append(env)

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from ..check import checkers
 from ..client.admin import Admin
-from ..client.consumer import Consumer
+from ..client.consumer import Consumer, LogTruncationError, OffsetOutOfRangeError
 from ..client.producer import Producer
 from ..controller.controller import CONTROLLER
 from ..metadata.image import MetadataImage
@@ -109,9 +109,18 @@ class ScenarioRun:
                     sim.history.record(sim.now, "produce_failed", client=node_id,
                                        partition=f"{c.topic}-{c.partition}", value=value, error=int(c.error))
         elif isinstance(node, Consumer):
-            if not node.records and not node.truncations:
+            if not node.records and not node.truncations and not node.has_errors:
                 return
-            for r in node.take_records():
+            try:
+                records = node.poll_records()
+            except LogTruncationError:
+                records = node.take_records()  # reported below, with the earliest/latest ones
+            except OffsetOutOfRangeError as exc:
+                records = node.take_records()
+                for topic, index, offset in exc.partitions:
+                    sim.history.record(sim.now, "offset_out_of_range", client=node_id,
+                                       partition=f"{topic}-{index}", offset=offset)
+            for r in records:
                 name = f"{r.topic}-{r.partition}"
                 value = r.value.decode() if r.value is not None else None
                 self.consumed.append((node_id, name, r.offset, value, sim.now))
@@ -123,7 +132,8 @@ class ScenarioRun:
                 sim.history.record(sim.now, "log_truncation", client=node_id, partition=name,
                                    position=tr.position, divergence=tr.divergence_offset)
                 self._log(f"consumer {node_id}: LogTruncation on {name}: position {tr.position}, "
-                          f"diverged at {tr.divergence_offset} (reset {tr.reset})")
+                          f"diverged at {tr.divergence_offset} "
+                          f"({'raised LogTruncationError' if tr.reset == 'none' else 'reset to it: ' + tr.reset})")
 
     def _observe_message(self, sim: SimCluster, env: m.Envelope) -> None:
         """Log AlterPartition errors (INVALID_UPDATE_VERSION, INELIGIBLE_REPLICA, ...) in the timeline."""

@@ -271,10 +271,13 @@ class PartitionLog:
     def truncate_to(self, offset: int, now_ms: int) -> None:
         """Remove every offset >= ``offset`` (Kafka's ``truncateTo``): a batch straddling ``offset`` is cut
         with :meth:`RecordBatch.truncated_before`; the epoch cache is truncated from the end; the HWM and
-        recovery point are clamped. No-op when ``offset`` >= LEO. Like ``ftruncate``, the truncation is
+        recovery point are clamped. When ``offset`` >= LEO only the epoch cache is truncated (to the LEO):
+        Kafka always does, since a former leader may hold an epoch entry at the log end with no batch
+        (it became leader, appended nothing, and lost leadership). Like ``ftruncate``, the truncation is
         not durable until the next flush. Raises ValueError below ``log_start_offset``.
         """
         if offset >= self._leo:
+            self.epoch_cache.truncate_from_end(self._leo, now_ms)
             return
         if offset < self.log_start_offset:
             raise ValueError(f"cannot truncate to {offset} below log start offset {self.log_start_offset}")
