@@ -72,10 +72,9 @@ def duplicates(final_logs) -> int:
 def consumer_anomalies(consumed, truncations, final_logs) -> dict:
     """Jepsen's consumer anomalies and KIP-320 truncation accounting, judged against the final log.
 
-    For each consumer and partition, consecutive reads (a, b) with no truncation reported between them
-    are placed in the final log: ``pos(v)`` is the offset of value v in the final log; a value that is
-    no longer there (truncated) sits just before the first offset where this consumer's reads diverged
-    from the final log (where it should have resumed had it been told).
+    For each consumer and partition, reads are placed in the final log by value: ``pos(v)`` is the
+    offset of value v there. Reads of values no longer in the final log (truncated) are not placed;
+    consecutive placed reads (a, b) with no truncation reported between them give:
 
     * nonmonotonic-poll: ``pos(b) <= pos(a)`` — the consumer went backwards;
     * poll-skip: ``pos(b) > pos(a) + 1`` — values the final log holds between them were never read;
@@ -84,35 +83,28 @@ def consumer_anomalies(consumed, truncations, final_logs) -> dict:
     * detected_truncations: truncations the consumers reported (LogTruncation or reset to the
       divergence point);
     * undetected_truncations: (consumer, partition) pairs that read a record which is not in the final
-      log at its offset, and never reported a truncation at or below that offset.
+      log at its offset and did not later report a truncation at or below that offset.
     """
     result = {"inconsistent-offsets": 0, "nonmonotonic-poll": 0, "poll-skip": 0,
               "detected_truncations": len(truncations), "undetected_truncations": 0}
     position_of = {}
+    log_end = {}
     for part, log in final_logs.items():
         if log is not None:
             position_of[part] = {v: o for o, (v, _) in log.items()}
+            log_end[part] = max(log, default=-1) + 1
+    reports = defaultdict(list)  # (client, partition) -> [(time, divergence)]
+    for c, p, _, div, t in truncations:
+        reports[(c, p)].append((t, div))
     events = [(t, 0, c, p, off, v) for c, p, off, v, t in consumed]
     events += [(t, 1, c, p, pos, div) for c, p, pos, div, t in truncations]
     events.sort(key=lambda e: (e[0], e[1]))
-    # first offset where each (consumer, partition) read something the final log does not hold there
-    diverged = {}
-    for c, p, off, v, _ in consumed:
-        log = final_logs.get(p)
-        if log is None:
-            continue
-        final = log.get(off)
-        if (final is None or final[0] != v) and off <= max(log, default=-1):
-            key = (c, p)
-            diverged[key] = min(diverged.get(key, off), off)
     last = {}
     by_offset = {}
-    reported = defaultdict(list)
     invalid = set()
     for t, kind, client, part, off, x in events:
         key = (client, part)
         if kind == 1:
-            reported[key].append(x)
             last.pop(key, None)
             for k in [k for k in by_offset if k[0] == part and k[1] >= x]:
                 del by_offset[k]
@@ -124,11 +116,13 @@ def consumer_anomalies(consumed, truncations, final_logs) -> dict:
         positions = position_of.get(part)
         if positions is None:
             continue
+        final = final_logs[part].get(off)
+        if off < log_end[part] and (final is None or final[0] != x):
+            if not any(tr >= t and div <= off for tr, div in reports[key]):
+                invalid.add(key)
         pos = positions.get(x)
         if pos is None:
-            if off <= max(final_logs[part], default=-1) and not any(d <= off for d in reported[key]):
-                invalid.add(key)
-            pos = diverged.get(key, off) - 1
+            continue  # truncated away: judged by the truncation accounting above
         prev = last.get(key)
         if prev is not None:
             if pos <= prev:

@@ -210,6 +210,8 @@ class Consumer(NodeBase):
                     -1, (m.ListOffsetsPartition(key[0], key[1], ts, info.leader_epoch),)),
                     now_ms, self.request_timeout_ms, ("list_offsets", info.leader, (key,)))
             elif st.awaiting_validation and st.position.epoch >= 0:
+                if self.metadata.stale:
+                    continue  # validate against the refreshed leader and epoch, not the stale ones
                 st.inflight = True
                 self.send_request(info.leader, m.OffsetForLeaderEpochRequest(
                     -1, (m.OffsetForLeaderEpochPartition(key[0], key[1], info.leader_epoch, st.position.epoch),)),

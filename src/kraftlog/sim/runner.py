@@ -51,8 +51,9 @@ class ScenarioRun:
     """One run of ``scenario`` at ``level`` with ``seed``; ``run()`` returns a RunResult."""
 
     def __init__(self, scenario: Scenario, level: Level | None = None, seed: int | None = None,
-                 wire: bool = False) -> None:
+                 wire: bool = False, validate_positions: bool = True) -> None:
         self.scenario = scenario
+        self.validate_positions = validate_positions
         self.level = level if level is not None else (Level.parse(scenario.level) if scenario.level else DEFAULT)
         self.seed = seed if seed is not None else scenario.seed
         self.sim = SimCluster(scenario.brokers, scenario.config, self.level, self.seed,
@@ -394,7 +395,7 @@ class ScenarioRun:
                 self._schedule_background(prod, parts, c.interval_ms, 0)
             else:
                 cons = Consumer(c.id, brokers, parts, c.reset, random.Random(f"{c.id}:{self.seed}"),
-                                validate_positions=getattr(c, "validate", True))
+                                validate_positions=self.validate_positions)
                 self.sim.observers[cons.node_id] = self._observe
                 sim.add_client(cons)
                 self.consumers.append(cons)
@@ -655,6 +656,9 @@ class ScenarioRun:
 
 
 def run_scenario(scenario: Scenario, level: Level | None = None, seed: int | None = None,
-                 wire: bool = False) -> RunResult:
-    """Run ``scenario`` (level/seed override the file's) and return its RunResult."""
-    return ScenarioRun(scenario, level, seed, wire).run()
+                 wire: bool = False, validate_positions: bool = True) -> RunResult:
+    """Run ``scenario`` (level/seed override the file's) and return its RunResult.
+
+    ``validate_positions=False`` makes the scenario's consumers skip KIP-320 position validation, as
+    some real clients do (used to prove the checker catches the resulting silent skip)."""
+    return ScenarioRun(scenario, level, seed, wire, validate_positions).run()
