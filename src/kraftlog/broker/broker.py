@@ -31,6 +31,7 @@ from ..storage.checkpoints import (
 from ..storage.disk import Disk
 from ..storage.log import LogConfig, PartitionLog
 from .describe import describe_topic_partitions
+from .group_coordinator import OffsetStore, coordinator_for
 from .partition import Partition
 
 CONTROLLER = "controller"
@@ -103,6 +104,8 @@ class Broker(NodeBase):
             log = PartitionLog(disk, f"{LOG_DIR}/{d}", self._log_config(topic), now_ms)
             log.update_high_watermark(min(hwms.get(key, 0), log.log_end_offset))
             self.logs[key] = log
+        self.offsets = OffsetStore(disk, LOG_DIR)
+        self._next_producer_id = 0
         # Timers and in-flight state.
         self.next_register_ms: int | None = now_ms
         self.registration_inflight = False
@@ -295,6 +298,22 @@ class Broker(NodeBase):
             self.send_response(env, self._handle_metadata(msg))
         elif kind is m.DescribeTopicPartitionsRequest:
             self.send_response(env, describe_topic_partitions(self.image, msg, self.static))
+        elif kind is m.InitProducerIdRequest:
+            self.send_response(env, self._handle_init_producer_id(msg))
+        elif kind is m.FindCoordinatorRequest:
+            self.send_response(env, self._handle_find_coordinator(msg))
+        elif kind is m.OffsetCommitRequest:
+            if coordinator_for(msg.group_id, self.image) != self.broker_id:
+                self.send_response(env, m.OffsetCommitResponse(tuple(
+                    m.OffsetCommitPartitionResponse(p.topic, p.partition, Errors.NOT_COORDINATOR)
+                    for p in msg.partitions)))
+            else:
+                self.send_response(env, self.offsets.commit(msg, now_ms))
+        elif kind is m.OffsetFetchRequest:
+            if coordinator_for(msg.group_id, self.image) != self.broker_id:
+                self.send_response(env, m.OffsetFetchResponse(msg.group_id, Errors.NOT_COORDINATOR, ()))
+            else:
+                self.send_response(env, self.offsets.fetch(msg))
         # Controller APIs sent to a broker are not answered (KRaft forwards; we do not).
         self._after_event(now_ms)
 
@@ -716,10 +735,23 @@ class Broker(NodeBase):
                 continue
             first = None
             last = None
+            error = Errors.NONE
             for batch in pp.records:
+                error, duplicate_of = p.log.producer_state.check(batch)
+                if error != Errors.NONE:
+                    break
+                if duplicate_of >= 0:
+                    # A retried batch this log already holds: answer with its offsets (Kafka's
+                    # DUPLICATE_SEQUENCE handling), append nothing.
+                    first = duplicate_of if first is None else first
+                    last = duplicate_of + len(batch.records) - 1
+                    continue
                 stamped = p.log.append_as_leader(batch, p.leader_epoch, now_ms)
                 first = stamped.base_offset if first is None else first
                 last = stamped.last_offset
+            if error != Errors.NONE:
+                results.append(m.ProducePartitionResponse(pp.topic, pp.partition, error))
+                continue
             appended = True
             if req.acks == -1:
                 waiting.append([pp.topic, pp.partition, last + 1, p.leader_epoch, first, None])
@@ -811,6 +843,27 @@ class Broker(NodeBase):
             out.append(m.ListOffsetsPartitionResponse(lp.topic, lp.partition, Errors.NONE, lp.timestamp, offset,
                                                       epoch))
         return m.ListOffsetsResponse(tuple(out))
+
+    def _handle_init_producer_id(self, req: m.InitProducerIdRequest) -> m.InitProducerIdResponse:
+        """Allocate a producer id for an idempotent producer. Kafka brokers take id blocks from the
+        controller (AllocateProducerIds); kraftlog derives unique ids from this broker's epoch (an offset
+        of the metadata log, unique in the cluster) and a counter: ``broker_epoch << 20 | n``."""
+        if req.transactional_id is not None:
+            return m.InitProducerIdResponse(Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+        if self.broker_epoch < 0 or self.fenced or self._next_producer_id >= 1 << 20:
+            return m.InitProducerIdResponse(Errors.COORDINATOR_NOT_AVAILABLE)
+        self._next_producer_id += 1
+        return m.InitProducerIdResponse(Errors.NONE, (self.broker_epoch << 20) | self._next_producer_id, 0)
+
+    def _handle_find_coordinator(self, req: m.FindCoordinatorRequest) -> m.FindCoordinatorResponse:
+        out = []
+        for key in req.coordinator_keys:
+            node = coordinator_for(key, self.image) if req.key_type == m.COORDINATOR_GROUP else -1
+            if node < 0:
+                out.append(m.Coordinator(key, -1, "", -1, Errors.COORDINATOR_NOT_AVAILABLE))
+            else:
+                out.append(m.Coordinator(key, node, f"broker-{node}", 9092))
+        return m.FindCoordinatorResponse(tuple(out))
 
     def _handle_offset_for_leader_epoch(self, req: m.OffsetForLeaderEpochRequest) -> m.OffsetForLeaderEpochResponse:
         out = []

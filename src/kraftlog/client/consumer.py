@@ -94,8 +94,18 @@ class Consumer(NodeBase):
 
     def __init__(self, client_id: str, bootstrap: list[int], partitions: list[tuple[str, int]], reset: str,
                  rng: Random, *, validate_positions: bool = True, fetch_max_wait_ms: int = 500,
-                 request_timeout_ms: int = 30000, retry_backoff_ms: int = 100) -> None:
+                 request_timeout_ms: int = 30000, retry_backoff_ms: int = 100, group_id: str | None = None,
+                 auto_commit_interval_ms: int = 5000) -> None:
         super().__init__(client_id)
+        #: Kafka's ``group.id``: committed offsets (with their leader epochs) live at its coordinator.
+        self.group_id = group_id
+        self.auto_commit_interval_ms = auto_commit_interval_ms
+        self.coordinator: int | None = None
+        self.group_inflight = False
+        self.group_ready = group_id is None  # committed offsets fetched (or no group)
+        self.group_backoff_until = 0
+        self.next_commit_ms = auto_commit_interval_ms
+        self.committed: dict[tuple[str, int], Position] = {}
         self.metadata = ClientMetadata(bootstrap, rng)
         self.reset = reset
         self.validate_positions = validate_positions
@@ -158,6 +168,8 @@ class Consumer(NodeBase):
         for st in self.state.values():
             if not st.inflight:
                 d = earliest(d, st.backoff_until)
+        if self.group_id is not None and not self.group_inflight:
+            d = earliest(d, self.group_backoff_until if not self.group_ready else self.next_commit_ms)
         return d
 
     def on_request(self, now_ms, envelope) -> None:
@@ -176,11 +188,15 @@ class Consumer(NodeBase):
             self._on_list_offsets(now_ms, context, message)
         elif kind == "validate":
             self._on_validate(now_ms, context, message)
+        elif kind in ("find_coordinator", "offset_fetch", "offset_commit"):
+            self._on_group(now_ms, kind, context, message)
         self._work(now_ms)
 
     def on_timeout(self, now_ms: int, context) -> None:
         if context[0] == "metadata":
             self.metadata.failed(now_ms, self.retry_backoff_ms)
+        elif context[0] in ("find_coordinator", "offset_fetch", "offset_commit"):
+            self._group_failed(now_ms)
         else:
             for key in context[2]:
                 self._fail(now_ms, key)
@@ -193,11 +209,71 @@ class Consumer(NodeBase):
         st.backoff_until = now_ms + self.retry_backoff_ms
         self.metadata.stale = True
 
+    # ---------------------------------------------------------------- group offsets
+    def commit(self, now_ms: int) -> None:
+        """Commit every position (offset and the leader epoch of the last consumed record, KIP-320)."""
+        self.next_commit_ms = now_ms
+        self._work(now_ms)
+
+    def _group_failed(self, now_ms: int) -> None:
+        self.group_inflight = False
+        self.coordinator = None
+        self.group_backoff_until = now_ms + self.retry_backoff_ms
+        self.next_commit_ms = min(self.next_commit_ms, self.group_backoff_until)
+
+    def _group_work(self, now_ms: int) -> None:
+        if self.group_id is None or self.group_inflight or now_ms < self.group_backoff_until:
+            return
+        if self.coordinator is None:
+            self.group_inflight = True
+            self.send_request(self.metadata.pick_broker(), m.FindCoordinatorRequest((self.group_id,)), now_ms,
+                              self.request_timeout_ms, ("find_coordinator",))
+        elif not self.group_ready:
+            self.group_inflight = True
+            self.send_request(self.coordinator, m.OffsetFetchRequest(self.group_id, tuple(sorted(self.state))),
+                              now_ms, self.request_timeout_ms, ("offset_fetch",))
+        elif now_ms >= self.next_commit_ms:
+            self.next_commit_ms = now_ms + self.auto_commit_interval_ms
+            parts = tuple(m.OffsetCommitPartition(k[0], k[1], st.position.offset, st.position.epoch)
+                          for k, st in sorted(self.state.items())
+                          if st.position is not None and self.committed.get(k) != st.position)
+            if parts:
+                self.group_inflight = True
+                self.send_request(self.coordinator, m.OffsetCommitRequest(self.group_id, parts), now_ms,
+                                  self.request_timeout_ms, ("offset_commit", parts))
+
+    def _on_group(self, now_ms: int, kind: str, context, resp) -> None:
+        self.group_inflight = False
+        if kind == "find_coordinator":
+            c = resp.coordinators[0] if resp.coordinators else None
+            if c is None or c.error_code != Errors.NONE or c.node_id < 0:
+                self._group_failed(now_ms)
+            else:
+                self.coordinator = c.node_id
+        elif kind == "offset_fetch":
+            if resp.error_code != Errors.NONE:
+                self._group_failed(now_ms)
+                return
+            for p in resp.partitions:
+                key = (p.topic, p.partition)
+                if key in self.state and p.error_code == Errors.NONE and p.committed_offset >= 0:
+                    # KIP-320: a committed position carries its leader epoch and is validated first.
+                    self.seek(p.topic, p.partition, p.committed_offset, p.committed_leader_epoch)
+                    self.committed[key] = Position(p.committed_offset, p.committed_leader_epoch)
+            self.group_ready = True
+        else:
+            if any(p.error_code != Errors.NONE for p in resp.partitions):
+                self._group_failed(now_ms)
+                return
+            for p in context[1]:
+                self.committed[(p.topic, p.partition)] = Position(p.committed_offset, p.committed_leader_epoch)
+
     def _work(self, now_ms: int) -> None:
+        self._group_work(now_ms)
         fetch_by_leader: dict[int, list] = {}
         for key in sorted(self.state):
             st = self.state[key]
-            if st.inflight or st.backoff_until > now_ms:
+            if st.inflight or st.backoff_until > now_ms or not self.group_ready:
                 continue
             info = self.metadata.leader(key)
             if info is None:

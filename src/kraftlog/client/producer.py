@@ -1,4 +1,11 @@
-"""A sans-I/O producer (Kafka's ``KafkaProducer``/``Sender``, non-idempotent).
+"""A sans-I/O producer (Kafka's ``KafkaProducer``/``Sender``).
+
+With ``acks=all`` the producer is idempotent, as Kafka's is by default (``enable.idempotence=true``
+needs acks=all): it gets a producer id with InitProducerId and numbers its batches per partition; a
+retried batch keeps its sequence, so a leader that already holds it answers with the original offsets
+instead of appending it twice. OUT_OF_ORDER_SEQUENCE_NUMBER / INVALID_PRODUCER_EPOCH /
+UNKNOWN_PRODUCER_ID (the log lost the producer's earlier batches) make it take a new producer id and
+restart its sequences (KIP-360's recovery, simplified). With acks 0/1 it is not idempotent.
 
 Records are queued per partition and sent to the partition leader in batches, one request in flight
 per partition (``max.in.flight.requests.per.connection=1``, so order is kept). Retriable errors
@@ -11,7 +18,7 @@ from __future__ import annotations
 
 from random import Random
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..protocol import messages as m
 from ..protocol.errors import Errors, is_retriable
@@ -61,6 +68,13 @@ class Producer(NodeBase):
         self.retry_at: dict[tuple[str, int], int] = {}
         self.completions: list[Completion] = []
         self.attempts: list[tuple[int, str, int, bytes]] = []
+        self.idempotent = acks == -1
+        self.producer_id = -1
+        self.producer_epoch = -1
+        self.init_inflight = False
+        self.next_sequence: dict[tuple[str, int], int] = {}
+        #: the batch being sent per partition, kept with its sequence until it is answered for good
+        self.current: dict[tuple[str, int], tuple[RecordBatch, list[PendingRecord]]] = {}
 
     # ---------------------------------------------------------------- API
     def send(self, topic: str, partition: int, value: bytes, now_ms: int) -> None:
@@ -77,7 +91,7 @@ class Producer(NodeBase):
     @property
     def idle(self) -> bool:
         """No record waiting or in flight."""
-        return not self.inflight and not any(self.queues.values())
+        return not self.inflight and not self.current and not any(self.queues.values())
 
     # ---------------------------------------------------------------- node contract
     def tick(self, now_ms: int) -> None:
@@ -86,12 +100,13 @@ class Producer(NodeBase):
 
     def next_deadline(self) -> int | None:
         d = self._request_deadline()
-        waiting = [k for k, q in self.queues.items() if q and k not in self.inflight]
+        waiting = [k for k, q in self.queues.items() if (q or k in self.current) and k not in self.inflight]
         if waiting:
             if self.metadata.stale and not self.metadata.inflight:
                 d = earliest(d, self.metadata.next_refresh_ms)
             for k in waiting:
-                d = earliest(d, self.retry_at.get(k, 0), self.queues[k][0].created_ms + self.delivery_timeout_ms)
+                first = self.current[k][1][0] if k in self.current else self.queues[k][0]
+                d = earliest(d, self.retry_at.get(k, 0), first.created_ms + self.delivery_timeout_ms)
         return d
 
     def on_request(self, now_ms, envelope) -> None:
@@ -100,6 +115,13 @@ class Producer(NodeBase):
     def on_response(self, now_ms: int, context, message) -> None:
         if context[0] == "metadata":
             self.metadata.update(message)
+        elif context[0] == "init":
+            self.init_inflight = False
+            if message.error_code == Errors.NONE:
+                self.producer_id, self.producer_epoch = message.producer_id, message.producer_epoch
+                self.next_sequence.clear()
+            else:
+                self.metadata.stale = True
         else:
             self._on_produce(now_ms, context, message)
         self._drain(now_ms)
@@ -107,6 +129,8 @@ class Producer(NodeBase):
     def on_timeout(self, now_ms: int, context) -> None:
         if context[0] == "metadata":
             self.metadata.failed(now_ms, self.retry_backoff_ms)
+        elif context[0] == "init":
+            self.init_inflight = False
         else:
             _, key, records = context
             self._retry(now_ms, key, records, Errors.REQUEST_TIMED_OUT)
@@ -116,21 +140,43 @@ class Producer(NodeBase):
     def _drain(self, now_ms: int) -> None:
         for key in sorted(self.queues):
             q = self.queues[key]
-            while q and now_ms - q[0].created_ms >= self.delivery_timeout_ms and key not in self.inflight:
-                r = q.popleft()
+            if key in self.inflight:
+                continue
+            expired = []
+            if key in self.current and now_ms - self.current[key][1][0].created_ms >= self.delivery_timeout_ms:
+                expired = self.current.pop(key)[1]
+            while q and now_ms - q[0].created_ms >= self.delivery_timeout_ms:
+                expired.append(q.popleft())
+            for r in expired:
                 self.completions.append(Completion(r.topic, r.partition, r.value, self.acks,
                                                    Errors.REQUEST_TIMED_OUT, -1, now_ms))
         need_metadata = False
+        if self.idempotent and self.producer_id < 0:
+            if not self.init_inflight and any(q for q in self.queues.values()) or self.current:
+                if not self.init_inflight and self.metadata.brokers:
+                    self.init_inflight = True
+                    self.send_request(self.metadata.pick_broker(), m.InitProducerIdRequest(), now_ms,
+                                      self.request_timeout_ms, ("init",))
+            return
         for key in sorted(self.queues):
             q = self.queues[key]
-            if not q or key in self.inflight or self.retry_at.get(key, 0) > now_ms:
+            if (not q and key not in self.current) or key in self.inflight or self.retry_at.get(key, 0) > now_ms:
                 continue
             info = self.metadata.leader(key)
             if info is None:
                 need_metadata = True
                 continue
-            batch_records = [q.popleft() for _ in range(min(self.batch_size, len(q)))]
-            batch = RecordBatch(-1, -1, tuple(Record(now_ms, None, r.value) for r in batch_records))
+            if key in self.current:
+                batch, batch_records = self.current[key]
+                if self.idempotent and batch.producer_id != self.producer_id:
+                    batch = self._numbered(key, batch)  # new producer id: renumber from 0
+                    self.current[key] = (batch, batch_records)
+            else:
+                batch_records = [q.popleft() for _ in range(min(self.batch_size, len(q)))]
+                batch = RecordBatch(-1, -1, tuple(Record(now_ms, None, r.value) for r in batch_records))
+                if self.idempotent:
+                    batch = self._numbered(key, batch)
+                    self.current[key] = (batch, batch_records)
             req = m.ProduceRequest(self.acks, self.request_timeout_ms, (m.ProducePartition(key[0], key[1], (batch,)),))
             for r in batch_records:
                 self.attempts.append((now_ms, key[0], key[1], r.value))
@@ -141,17 +187,24 @@ class Producer(NodeBase):
                 continue
             self.inflight.add(key)
             self.send_request(info.leader, req, now_ms, self.request_timeout_ms, ("produce", key, batch_records))
-        if (need_metadata or self.metadata.stale) and not self.metadata.inflight and any(
-                q for q in self.queues.values()) and now_ms >= self.metadata.next_refresh_ms:
-            topics = sorted({k[0] for k, q in self.queues.items() if q})
+        if (need_metadata or self.metadata.stale) and not self.metadata.inflight and (
+                any(q for q in self.queues.values()) or self.current) and now_ms >= self.metadata.next_refresh_ms:
+            topics = sorted({k[0] for k, q in self.queues.items() if q} | {k[0] for k in self.current})
             self.send_request(self.metadata.pick_broker(), self.metadata.request(topics), now_ms,
                               self.request_timeout_ms, ("metadata",))
+
+    def _numbered(self, key, batch: RecordBatch) -> RecordBatch:
+        """Stamp the producer id, epoch and the partition's next sequence on a batch."""
+        seq = self.next_sequence.get(key, 0)
+        self.next_sequence[key] = seq + len(batch.records)
+        return replace(batch, producer_id=self.producer_id, producer_epoch=self.producer_epoch, base_sequence=seq)
 
     def _on_produce(self, now_ms: int, context, resp: m.ProduceResponse) -> None:
         _, key, records = context
         self.inflight.discard(key)
         pr = resp.partitions[0]
         if pr.error_code == Errors.NONE:
+            self.current.pop(key, None)
             for i, r in enumerate(records):
                 self.completions.append(Completion(r.topic, r.partition, r.value, self.acks, Errors.NONE,
                                                    pr.base_offset + i, now_ms))
@@ -160,10 +213,18 @@ class Producer(NodeBase):
 
     def _retry(self, now_ms: int, key, records, error: int) -> None:
         self.inflight.discard(key)
+        if self.idempotent and error in (Errors.OUT_OF_ORDER_SEQUENCE_NUMBER, Errors.INVALID_PRODUCER_EPOCH,
+                                         Errors.UNKNOWN_PRODUCER_ID):
+            # The log lost our earlier batches: take a new producer id and renumber (KIP-360, simplified).
+            self.producer_id = -1
+            self.retry_at[key] = now_ms + self.retry_backoff_ms
+            return
         if is_retriable(error):
             self.metadata.stale = True
             self.retry_at[key] = now_ms + self.retry_backoff_ms
-            self.queues.setdefault(key, deque()).extendleft(reversed(records))
-        else:
-            for r in records:
-                self.completions.append(Completion(r.topic, r.partition, r.value, self.acks, error, -1, now_ms))
+            if not self.idempotent:
+                self.queues.setdefault(key, deque()).extendleft(reversed(records))
+            return
+        self.current.pop(key, None)
+        for r in records:
+            self.completions.append(Completion(r.topic, r.partition, r.value, self.acks, error, -1, now_ms))

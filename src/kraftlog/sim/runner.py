@@ -395,7 +395,7 @@ class ScenarioRun:
                 self._schedule_background(prod, parts, c.interval_ms, 0)
             else:
                 cons = Consumer(c.id, brokers, parts, c.reset, random.Random(f"{c.id}:{self.seed}"),
-                                validate_positions=self.validate_positions)
+                                validate_positions=self.validate_positions, group_id=c.id)
                 self.sim.observers[cons.node_id] = self._observe
                 sim.add_client(cons)
                 self.consumers.append(cons)

@@ -20,6 +20,7 @@ from typing import Iterable, Iterator
 
 from ..protocol.records import Record, RecordBatch
 from .disk import Disk
+from .producer_state import ProducerStateManager
 from .epoch_cache import LeaderEpochCache
 
 __all__ = ["LogConfig", "PartitionLog", "SEGMENT_FILE", "EPOCH_CHECKPOINT_FILE"]
@@ -88,6 +89,7 @@ class PartitionLog:
         "log_start_offset",
         "high_watermark",
         "epoch_cache",
+        "producer_state",
         "recovery_point",
         "last_flush_ms",
         "_batches",
@@ -132,6 +134,9 @@ class PartitionLog:
             for epoch, start in derived:
                 cache.assign(epoch, start, now_ms)
         self.epoch_cache = cache
+        #: Idempotent-producer state rebuilt from the batches (Kafka rebuilds it on log load).
+        self.producer_state = ProducerStateManager()
+        self.producer_state.rebuild(self._batches)
 
     # ------------------------------------------------------------------ offsets
     @property
@@ -156,6 +161,8 @@ class PartitionLog:
 
     # ------------------------------------------------------------------ appends
     def _append_stamped(self, batch: RecordBatch, now_ms: int) -> None:
+        if batch.producer_id >= 0:
+            self.producer_state.update(batch)
         self._disk.append(self.segment_path, batch, now_ms)
         self._batches.append(batch)
         self._bases.append(batch.base_offset)
@@ -303,6 +310,7 @@ class PartitionLog:
             del sizes[keep:]
         self._leo = offset
         self.epoch_cache.truncate_from_end(offset, now_ms)
+        self.producer_state.rebuild(batches)
         if self.high_watermark > offset:
             self.high_watermark = offset
         if self.recovery_point > offset:
