@@ -231,6 +231,10 @@ class ScenarioRun:
                 bits.append(f"ISR -> {list(rec.isr)}")
             if rec.eligible_leader_replicas is not None:
                 bits.append(f"ELR -> {list(rec.eligible_leader_replicas)}")
+            if rec.last_known_elr is not None:
+                bits.append(f"LastKnownELR -> {list(rec.last_known_elr)}")
+            if rec.last_known_leader is not None:
+                bits.append(f"LastKnownLeader -> {rec.last_known_leader if rec.last_known_leader >= 0 else 'none'}")
             if rec.leader_recovery_state is not None:
                 bits.append("RECOVERING" if rec.leader_recovery_state else "RECOVERED")
             return f"{name}: " + ", ".join(bits)
