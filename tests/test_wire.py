@@ -3,7 +3,8 @@
 Rules proved here: each message maps to the Kafka API version its class names (Fetch v15,
 AlterPartition v3, BrokerRegistration v4, BrokerHeartbeat v1, Produce v9, ListOffsets v7,
 OffsetForLeaderEpoch v4, Metadata v12, CreateTopics v7, IncrementalAlterConfigs v1, ElectLeaders v2,
-DescribeTopicPartitions v0);
+DescribeTopicPartitions v0, FindCoordinator v4, OffsetCommit v8, OffsetFetch v8 -- one group of v8's
+``Groups``);
 record batches are Kafka v2 (magic 2, CRC-32C) with exact ms timestamps; the metadata log travels as a
 Fetch of METADATA_TOPIC_ID; where kafka-python has the API at that version, it decodes our bytes and
 re-encodes them byte for byte.
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import io
 import json
 import struct
 import uuid
@@ -32,6 +34,12 @@ from kafka.protocol.admin.topics import (
 )
 from kafka.protocol.consumer.fetch import FetchRequest as KpFetchRequest
 from kafka.protocol.consumer.fetch import FetchResponse as KpFetchResponse
+from kafka.protocol.consumer.group import (
+    OffsetCommitRequest as KpOffsetCommitRequest,
+    OffsetCommitResponse as KpOffsetCommitResponse,
+    OffsetFetchRequest as KpOffsetFetchRequest,
+    OffsetFetchResponse as KpOffsetFetchResponse,
+)
 from kafka.protocol.consumer.offsets import (
     ListOffsetsRequest as KpListOffsetsRequest,
     ListOffsetsResponse as KpListOffsetsResponse,
@@ -39,6 +47,10 @@ from kafka.protocol.consumer.offsets import (
     OffsetForLeaderEpochResponse as KpOffsetForLeaderEpochResponse,
 )
 from kafka.protocol.metadata.metadata import MetadataRequest as KpMetadataRequest
+from kafka.protocol.metadata.find_coordinator import (
+    FindCoordinatorRequest as KpFindCoordinatorRequest,
+    FindCoordinatorResponse as KpFindCoordinatorResponse,
+)
 from kafka.protocol.metadata.metadata import MetadataResponse as KpMetadataResponse
 from kafka.protocol.producer.produce import ProduceRequest as KpProduceRequest
 from kafka.protocol.producer.produce import ProduceResponse as KpProduceResponse
@@ -47,6 +59,10 @@ from kio.records.readers import read_batch as kio_read_batch
 from kio.schema.errors import ErrorCode
 from kio.schema.fetch.v15 import request as kio_fetch_request
 from kio.schema.fetch.v15 import response as kio_fetch_response
+from kio.schema.offset_fetch.v8 import request as kio_offset_fetch_request
+from kio.schema.offset_fetch.v8 import response as kio_offset_fetch_response
+from kio.schema.types import GroupId
+from kio.serial import entity_writer
 
 from kraftlog.metadata import records as mdr
 from kraftlog.protocol import messages as m
@@ -301,6 +317,52 @@ SAMPLES: dict[type, object] = {
         ),
         next_cursor=m.DescribeTopicPartitionsCursor("payments", 1),
         throttle_time_ms=5,
+    ),
+    m.InitProducerIdRequest: m.InitProducerIdRequest(transaction_timeout_ms=45000),
+    m.InitProducerIdResponse: m.InitProducerIdResponse(Errors.NONE, producer_id=(17 << 20) | 3,
+                                                       producer_epoch=0, throttle_time_ms=2),
+    m.FindCoordinatorRequest: m.FindCoordinatorRequest(
+        coordinator_keys=("orders-app", "payments-app"), key_type=m.COORDINATOR_GROUP
+    ),
+    m.FindCoordinatorResponse: m.FindCoordinatorResponse(
+        coordinators=(
+            m.Coordinator("orders-app", node_id=2, host="broker-2.local", port=9093),
+            m.Coordinator("payments-app", -1, "", -1, Errors.COORDINATOR_NOT_AVAILABLE,
+                          "The coordinator is not available."),
+        ),
+        throttle_time_ms=7,
+    ),
+    m.OffsetCommitRequest: m.OffsetCommitRequest(
+        group_id="orders-app",
+        partitions=(
+            m.OffsetCommitPartition("orders", 0, committed_offset=42, committed_leader_epoch=4,
+                                    committed_metadata="consumer-a"),
+            m.OffsetCommitPartition("orders", 2, 7),  # epoch unknown (-1), null metadata
+            m.OffsetCommitPartition("payments", 1, 1_000, 7, ""),
+        ),
+    ),
+    m.OffsetCommitResponse: m.OffsetCommitResponse(
+        partitions=(
+            m.OffsetCommitPartitionResponse("orders", 0, Errors.NONE),
+            m.OffsetCommitPartitionResponse("orders", 2, Errors.OFFSET_METADATA_TOO_LARGE),
+            m.OffsetCommitPartitionResponse("payments", 1, Errors.UNKNOWN_TOPIC_OR_PARTITION),
+        ),
+        throttle_time_ms=3,
+    ),
+    m.OffsetFetchRequest: m.OffsetFetchRequest(
+        group_id="orders-app",
+        partitions=(("orders", 0), ("orders", 2), ("payments", 1)),
+        require_stable=True,
+    ),
+    m.OffsetFetchResponse: m.OffsetFetchResponse(
+        group_id="orders-app",
+        error_code=Errors.NONE,
+        partitions=(
+            m.OffsetFetchPartition("orders", 0, 42, committed_leader_epoch=4, metadata="consumer-a"),
+            m.OffsetFetchPartition("orders", 2, -1),  # nothing committed: -1, -1, null metadata
+            m.OffsetFetchPartition("payments", 1, 1_000, 7, "", Errors.UNSTABLE_OFFSET_COMMIT),
+        ),
+        throttle_time_ms=6,
     ),
 }
 
@@ -567,6 +629,109 @@ def test_produce_response_log_append_time_keeps_milliseconds() -> None:
     assert entity.responses[0].partition_responses[1].log_append_time is None
 
 
+# ------------------------------------------------------------- group coordinator APIs
+def test_offset_commit_groups_partitions_and_keeps_leader_epoch_and_metadata() -> None:
+    """OffsetCommit v8: flat partitions -> one topic entry per name; KIP-320 committed leader epoch."""
+    entity = wire.to_kio(SAMPLES[m.OffsetCommitRequest])
+    assert [t.name for t in entity.topics] == ["orders", "payments"]
+    first, second = entity.topics[0].partitions
+    assert (first.partition_index, first.committed_offset, first.committed_leader_epoch,
+            first.committed_metadata) == (0, 42, 4, "consumer-a")
+    assert (second.committed_leader_epoch, second.committed_metadata) == (-1, None)
+    assert entity.topics[1].partitions[0].committed_metadata == ""
+    assert (entity.generation_id_or_member_epoch, entity.member_id, entity.group_instance_id) == (
+        -1, "", None)
+
+
+def test_offset_commit_from_a_group_member_roundtrips() -> None:
+    """Generation, member id and static instance id cross the wire too (a subscribe()d consumer)."""
+    msg = dataclasses.replace(SAMPLES[m.OffsetCommitRequest], generation_id_or_member_epoch=5,
+                              member_id="consumer-1-0b5e", group_instance_id="instance-a")
+    assert wire.roundtrip(msg) == msg
+    data = wire.encode_request(msg, 9)
+    decoded = KpOffsetCommitRequest.decode(data, version=8, header=True)
+    decoded.with_header(correlation_id=9, client_id="kraftlog")
+    assert decoded.encode(header=True) == data
+
+
+def test_offset_fetch_is_one_group_of_v8_groups() -> None:
+    """OffsetFetch v8 (KIP-709) nests groups: the core's one group is a one-element Groups list."""
+    entity = wire.to_kio(SAMPLES[m.OffsetFetchRequest])
+    (group,) = entity.groups
+    assert group.group_id == "orders-app" and entity.require_stable is True
+    assert [(t.name, list(t.partition_indexes)) for t in group.topics] == [
+        ("orders", [0, 2]), ("payments", [1])]
+    resp = wire.to_kio(SAMPLES[m.OffsetFetchResponse])
+    (rgroup,) = resp.groups
+    assert rgroup.group_id == "orders-app" and rgroup.error_code is ErrorCode.none
+    p0, p2 = rgroup.topics[0].partitions
+    assert (p0.committed_offset, p0.committed_leader_epoch, p0.metadata) == (42, 4, "consumer-a")
+    assert (p2.committed_offset, p2.committed_leader_epoch, p2.metadata) == (-1, -1, None)
+    assert rgroup.topics[1].partitions[0].error_code is ErrorCode.unstable_offset_commit
+
+
+def test_offset_fetch_all_partitions_is_null_topics() -> None:
+    """partitions None ("every committed partition") is Kafka's null Topics; () stays an empty list."""
+    every = m.OffsetFetchRequest("orders-app", None)
+    (group,) = wire.to_kio(every).groups
+    assert group.topics is None
+    assert wire.roundtrip(every) == every
+    data = wire.encode_request(every, 3)
+    decoded = KpOffsetFetchRequest.decode(data, version=8, header=True)
+    decoded.with_header(correlation_id=3, client_id="kraftlog")
+    assert decoded.encode(header=True) == data
+    none = m.OffsetFetchRequest("orders-app", ())
+    assert wire.to_kio(none).groups[0].topics == ()
+    assert wire.roundtrip(none) == none
+
+
+def test_offset_fetch_group_error_roundtrips() -> None:
+    msg = m.OffsetFetchResponse("orders-app", Errors.COORDINATOR_LOAD_IN_PROGRESS, ())
+    assert wire.roundtrip(msg) == msg
+    assert wire.to_kio(msg).groups[0].error_code is ErrorCode.coordinator_load_in_progress
+
+
+def _request_bytes(entity: object, correlation_id: int = 1) -> bytes:
+    header = entity.__header_schema__(request_api_key=entity.__api_key__,
+                                      request_api_version=entity.__version__,
+                                      correlation_id=correlation_id, client_id="other")
+    out = io.BytesIO()
+    entity_writer(type(header))(out, header)
+    entity_writer(type(entity))(out, entity)
+    return out.getvalue()
+
+
+@pytest.mark.parametrize("n_groups", [0, 2])
+def test_offset_fetch_with_other_than_one_group_is_refused(n_groups: int) -> None:
+    groups = tuple(
+        kio_offset_fetch_request.OffsetFetchRequestGroup(group_id=GroupId(f"g{i}"), topics=None)
+        for i in range(n_groups)
+    )
+    data = _request_bytes(kio_offset_fetch_request.OffsetFetchRequest(groups=groups))
+    with pytest.raises(wire.WireError):
+        wire.decode_request(data)
+    resp = kio_offset_fetch_response.OffsetFetchResponse(
+        throttle_time=datetime.timedelta(0),
+        groups=tuple(kio_offset_fetch_response.OffsetFetchResponseGroup(group_id=GroupId(f"g{i}"),
+                                                                        topics=())
+                     for i in range(n_groups)),
+    )
+    with pytest.raises(wire.WireError):
+        wire.from_kio(resp)
+
+
+def test_find_coordinator_v4_batches_keys_and_carries_per_key_errors() -> None:
+    entity = wire.to_kio(SAMPLES[m.FindCoordinatorRequest])
+    assert entity.key_type == 0 and entity.coordinator_keys == ("orders-app", "payments-app")
+    resp = wire.to_kio(SAMPLES[m.FindCoordinatorResponse])
+    ok, failed = resp.coordinators
+    assert (ok.key, ok.node_id, ok.host, ok.port, ok.error_message) == (
+        "orders-app", 2, "broker-2.local", 9093, None)
+    assert failed.error_code is ErrorCode.coordinator_not_available
+    assert wire.peek_request_header(wire.encode_request(SAMPLES[m.FindCoordinatorRequest], 8)) == (
+        10, 4, 8)
+
+
 # ------------------------------------------------ cross-check against kafka-python's protocol
 KAFKA_PYTHON = [
     (m.FetchRequest, KpFetchRequest, True),
@@ -589,6 +754,12 @@ KAFKA_PYTHON = [
     (m.ElectLeadersResponse, KpElectLeadersResponse, False),
     (m.DescribeTopicPartitionsRequest, KpDescribeTopicPartitionsRequest, True),
     (m.DescribeTopicPartitionsResponse, KpDescribeTopicPartitionsResponse, False),
+    (m.FindCoordinatorRequest, KpFindCoordinatorRequest, True),
+    (m.FindCoordinatorResponse, KpFindCoordinatorResponse, False),
+    (m.OffsetCommitRequest, KpOffsetCommitRequest, True),
+    (m.OffsetCommitResponse, KpOffsetCommitResponse, False),
+    (m.OffsetFetchRequest, KpOffsetFetchRequest, True),
+    (m.OffsetFetchResponse, KpOffsetFetchResponse, False),
 ]
 _VERSION = {wire.response_type_for(t): t.VERSION for t in m.REQUEST_TYPES} | {
     t: t.VERSION for t in m.REQUEST_TYPES}

@@ -570,12 +570,141 @@ class DescribeTopicPartitionsResponse:
     throttle_time_ms: int = 0
 
 
+# ------------------------------------------------ group coordinator: FindCoordinator (10, v4),
+# OffsetCommit (8, v8) and OffsetFetch (9, v8). KIP-320: committed offsets carry the leader epoch.
+COORDINATOR_GROUP = 0
+
+
+@dataclass(slots=True)
+class FindCoordinatorRequest:
+    """FindCoordinator v4: ``key_type`` 0 = group; ``coordinator_keys`` are group ids."""
+
+    API: ClassVar[str] = "FindCoordinator"
+    API_KEY: ClassVar[int] = 10
+    VERSION: ClassVar[int] = 4
+    coordinator_keys: tuple[str, ...]
+    key_type: int = COORDINATOR_GROUP
+
+
+@dataclass(slots=True)
+class Coordinator:
+    key: str
+    node_id: int
+    host: str
+    port: int
+    error_code: int = 0
+    error_message: str | None = None
+
+
+@dataclass(slots=True)
+class FindCoordinatorResponse:
+    API: ClassVar[str] = "FindCoordinator"
+    coordinators: tuple[Coordinator, ...]
+    throttle_time_ms: int = 0
+
+
+@dataclass(slots=True)
+class OffsetCommitPartition:
+    """``committed_leader_epoch``: the leader epoch of the last consumed record (KIP-320), -1 if unknown."""
+
+    topic: str
+    partition: int
+    committed_offset: int
+    committed_leader_epoch: int = -1
+    committed_metadata: str | None = None
+
+
+@dataclass(slots=True)
+class OffsetCommitRequest:
+    """OffsetCommit v8 for a consumer using ``assign()`` (generation -1, empty member id)."""
+
+    API: ClassVar[str] = "OffsetCommit"
+    API_KEY: ClassVar[int] = 8
+    VERSION: ClassVar[int] = 8
+    group_id: str
+    partitions: tuple[OffsetCommitPartition, ...]
+    generation_id_or_member_epoch: int = -1
+    member_id: str = ""
+    group_instance_id: str | None = None
+
+
+@dataclass(slots=True)
+class OffsetCommitPartitionResponse:
+    topic: str
+    partition: int
+    error_code: int
+
+
+@dataclass(slots=True)
+class OffsetCommitResponse:
+    API: ClassVar[str] = "OffsetCommit"
+    partitions: tuple[OffsetCommitPartitionResponse, ...]
+    throttle_time_ms: int = 0
+
+
+@dataclass(slots=True)
+class OffsetFetchRequest:
+    """OffsetFetch v8 for one group; ``partitions`` None asks for every committed partition."""
+
+    API: ClassVar[str] = "OffsetFetch"
+    API_KEY: ClassVar[int] = 9
+    VERSION: ClassVar[int] = 8
+    group_id: str
+    partitions: tuple[tuple[str, int], ...] | None
+    require_stable: bool = False
+
+
+@dataclass(slots=True)
+class OffsetFetchPartition:
+    """``committed_offset`` -1 when nothing is committed."""
+
+    topic: str
+    partition: int
+    committed_offset: int
+    committed_leader_epoch: int = -1
+    metadata: str | None = None
+    error_code: int = 0
+
+
+@dataclass(slots=True)
+class OffsetFetchResponse:
+    API: ClassVar[str] = "OffsetFetch"
+    group_id: str
+    error_code: int
+    partitions: tuple[OffsetFetchPartition, ...]
+    throttle_time_ms: int = 0
+
+
+# ------------------------------------------------------------- InitProducerId (API key 22, v4)
+@dataclass(slots=True)
+class InitProducerIdRequest:
+    """InitProducerId v4 for an idempotent (non-transactional) producer."""
+
+    API: ClassVar[str] = "InitProducerId"
+    API_KEY: ClassVar[int] = 22
+    VERSION: ClassVar[int] = 4
+    transactional_id: str | None = None
+    transaction_timeout_ms: int = 60000
+    producer_id: int = -1
+    producer_epoch: int = -1
+
+
+@dataclass(slots=True)
+class InitProducerIdResponse:
+    API: ClassVar[str] = "InitProducerId"
+    error_code: int
+    producer_id: int = -1
+    producer_epoch: int = -1
+    throttle_time_ms: int = 0
+
+
 #: Every request class, keyed by API name (MetadataFetchRequest shares "Fetch").
 REQUEST_TYPES: tuple[type, ...] = (
     FetchRequest, MetadataFetchRequest, AlterPartitionRequest, BrokerRegistrationRequest,
     BrokerHeartbeatRequest, ProduceRequest, ListOffsetsRequest, OffsetForLeaderEpochRequest,
     MetadataRequest, CreateTopicsRequest, IncrementalAlterConfigsRequest, ElectLeadersRequest,
-    DescribeTopicPartitionsRequest,
+    DescribeTopicPartitionsRequest, FindCoordinatorRequest, OffsetCommitRequest, OffsetFetchRequest,
+    InitProducerIdRequest,
 )
 #: The Kafka API names a scenario's ``hold``/``release`` may name.
 API_NAMES: frozenset[str] = frozenset(cls.API for cls in REQUEST_TYPES)

@@ -21,6 +21,8 @@ Kafka nests partitions by topic; the core flattens them (each partition names it
 groups partitions by topic in order of first appearance, as Kafka builds these lists, and decoding
 flattens topic by topic: a message whose partitions of one topic are contiguous (the normal case)
 round-trips to an equal message; one that interleaves topics comes back grouped by topic.
+OffsetFetch v8 nests one level more (a list of groups): the core's one group is a one-element
+``Groups`` list, and bytes naming any other number of groups are a :class:`WireError`.
 
 Conversions: error codes are ``Errors`` ints in the core and kio ``ErrorCode`` members on the kio side;
 durations are int ms in the core and timedeltas in kio; ``None`` for an absent nested struct in the
@@ -55,17 +57,26 @@ from kio.schema.elect_leaders.v2 import response as el_resp
 from kio.schema.errors import ErrorCode
 from kio.schema.fetch.v15 import request as f_req
 from kio.schema.fetch.v15 import response as f_resp
+from kio.schema.types import ProducerId
+from kio.schema.init_producer_id.v4 import request as ipi_req
+from kio.schema.init_producer_id.v4 import response as ipi_resp
+from kio.schema.find_coordinator.v4 import request as fc_req
+from kio.schema.find_coordinator.v4 import response as fc_resp
 from kio.schema.incremental_alter_configs.v1 import request as iac_req
 from kio.schema.incremental_alter_configs.v1 import response as iac_resp
 from kio.schema.list_offsets.v7 import request as lo_req
 from kio.schema.list_offsets.v7 import response as lo_resp
 from kio.schema.metadata.v12 import request as md_req
 from kio.schema.metadata.v12 import response as md_resp
+from kio.schema.offset_commit.v8 import request as oc_req
+from kio.schema.offset_commit.v8 import response as oc_resp
+from kio.schema.offset_fetch.v8 import request as of_req
+from kio.schema.offset_fetch.v8 import response as of_resp
 from kio.schema.offset_for_leader_epoch.v4 import request as ofle_req
 from kio.schema.offset_for_leader_epoch.v4 import response as ofle_resp
 from kio.schema.produce.v9 import request as p_req
 from kio.schema.produce.v9 import response as p_resp
-from kio.schema.types import BrokerId, TopicName
+from kio.schema.types import BrokerId, GroupId, TopicName
 from kio.serial import entity_reader, entity_writer
 from kio.serial.readers import read_signed_varint, read_signed_varlong
 from kio.static.primitive import i8, i16, i32, i32Timedelta, i64
@@ -1483,6 +1494,263 @@ def _dtp_response_from_kio(
     )
 
 
+# --------------------------------------------------------------------- InitProducerId v4
+def _init_producer_id_request_to_kio(msg: m.InitProducerIdRequest) -> ipi_req.InitProducerIdRequest:
+    return ipi_req.InitProducerIdRequest(
+        transactional_id=msg.transactional_id,
+        transaction_timeout=_td32(msg.transaction_timeout_ms),
+        producer_id=ProducerId(msg.producer_id),
+        producer_epoch=i16(msg.producer_epoch),
+    )
+
+
+def _init_producer_id_request_from_kio(e: ipi_req.InitProducerIdRequest) -> m.InitProducerIdRequest:
+    return m.InitProducerIdRequest(
+        transactional_id=e.transactional_id,
+        transaction_timeout_ms=_ms(e.transaction_timeout),
+        producer_id=e.producer_id,
+        producer_epoch=e.producer_epoch,
+    )
+
+
+def _init_producer_id_response_to_kio(msg: m.InitProducerIdResponse) -> ipi_resp.InitProducerIdResponse:
+    return ipi_resp.InitProducerIdResponse(
+        throttle_time=_td32(msg.throttle_time_ms),
+        error_code=_ec(msg.error_code),
+        producer_id=ProducerId(msg.producer_id),
+        producer_epoch=i16(msg.producer_epoch),
+    )
+
+
+def _init_producer_id_response_from_kio(e: ipi_resp.InitProducerIdResponse) -> m.InitProducerIdResponse:
+    return m.InitProducerIdResponse(
+        error_code=_code(e.error_code),
+        producer_id=e.producer_id,
+        producer_epoch=e.producer_epoch,
+        throttle_time_ms=_ms(e.throttle_time),
+    )
+
+
+# -------------------------------------------------------------------- FindCoordinator v4
+def _find_coordinator_request_to_kio(
+    msg: m.FindCoordinatorRequest,
+) -> fc_req.FindCoordinatorRequest:
+    return fc_req.FindCoordinatorRequest(
+        key_type=i8(msg.key_type), coordinator_keys=tuple(msg.coordinator_keys)
+    )
+
+
+def _find_coordinator_request_from_kio(
+    e: fc_req.FindCoordinatorRequest,
+) -> m.FindCoordinatorRequest:
+    return m.FindCoordinatorRequest(
+        coordinator_keys=tuple(e.coordinator_keys), key_type=e.key_type
+    )
+
+
+def _find_coordinator_response_to_kio(
+    msg: m.FindCoordinatorResponse,
+) -> fc_resp.FindCoordinatorResponse:
+    return fc_resp.FindCoordinatorResponse(
+        throttle_time=_td32(msg.throttle_time_ms),
+        coordinators=tuple(
+            fc_resp.Coordinator(
+                key=c.key,
+                node_id=BrokerId(c.node_id),
+                host=c.host,
+                port=i32(c.port),
+                error_code=_ec(c.error_code),
+                error_message=c.error_message,
+            )
+            for c in msg.coordinators
+        ),
+    )
+
+
+def _find_coordinator_response_from_kio(
+    e: fc_resp.FindCoordinatorResponse,
+) -> m.FindCoordinatorResponse:
+    return m.FindCoordinatorResponse(
+        coordinators=tuple(
+            m.Coordinator(
+                key=c.key,
+                node_id=c.node_id,
+                host=c.host,
+                port=c.port,
+                error_code=_code(c.error_code),
+                error_message=c.error_message,
+            )
+            for c in e.coordinators
+        ),
+        throttle_time_ms=_ms(e.throttle_time),
+    )
+
+
+# ------------------------------------------------------------------------ OffsetCommit v8
+def _offset_commit_request_to_kio(msg: m.OffsetCommitRequest) -> oc_req.OffsetCommitRequest:
+    return oc_req.OffsetCommitRequest(
+        group_id=GroupId(msg.group_id),
+        generation_id_or_member_epoch=i32(msg.generation_id_or_member_epoch),
+        member_id=msg.member_id,
+        group_instance_id=msg.group_instance_id,
+        topics=tuple(
+            oc_req.OffsetCommitRequestTopic(
+                name=TopicName(topic),
+                partitions=tuple(
+                    oc_req.OffsetCommitRequestPartition(
+                        partition_index=i32(p.partition),
+                        committed_offset=i64(p.committed_offset),
+                        committed_leader_epoch=i32(p.committed_leader_epoch),
+                        committed_metadata=p.committed_metadata,
+                    )
+                    for p in parts
+                ),
+            )
+            for topic, parts in _group(msg.partitions, lambda p: p.topic).items()
+        ),
+    )
+
+
+def _offset_commit_request_from_kio(e: oc_req.OffsetCommitRequest) -> m.OffsetCommitRequest:
+    return m.OffsetCommitRequest(
+        group_id=e.group_id,
+        partitions=tuple(
+            m.OffsetCommitPartition(
+                topic=t.name,
+                partition=p.partition_index,
+                committed_offset=p.committed_offset,
+                committed_leader_epoch=p.committed_leader_epoch,
+                committed_metadata=p.committed_metadata,
+            )
+            for t in e.topics
+            for p in t.partitions
+        ),
+        generation_id_or_member_epoch=e.generation_id_or_member_epoch,
+        member_id=e.member_id,
+        group_instance_id=e.group_instance_id,
+    )
+
+
+def _offset_commit_response_to_kio(msg: m.OffsetCommitResponse) -> oc_resp.OffsetCommitResponse:
+    return oc_resp.OffsetCommitResponse(
+        throttle_time=_td32(msg.throttle_time_ms),
+        topics=tuple(
+            oc_resp.OffsetCommitResponseTopic(
+                name=TopicName(topic),
+                partitions=tuple(
+                    oc_resp.OffsetCommitResponsePartition(
+                        partition_index=i32(p.partition), error_code=_ec(p.error_code)
+                    )
+                    for p in parts
+                ),
+            )
+            for topic, parts in _group(msg.partitions, lambda p: p.topic).items()
+        ),
+    )
+
+
+def _offset_commit_response_from_kio(e: oc_resp.OffsetCommitResponse) -> m.OffsetCommitResponse:
+    return m.OffsetCommitResponse(
+        partitions=tuple(
+            m.OffsetCommitPartitionResponse(
+                topic=t.name, partition=p.partition_index, error_code=_code(p.error_code)
+            )
+            for t in e.topics
+            for p in t.partitions
+        ),
+        throttle_time_ms=_ms(e.throttle_time),
+    )
+
+
+# ------------------------------------------------------------------------- OffsetFetch v8
+# v8 is the multi-group form (KIP-709): ``Groups[]`` in the request and the response. The core
+# message carries one group, which maps to a one-element ``Groups``; decoding bytes with any other
+# number of groups raises WireError. The core request's ``partitions`` None ("every committed
+# partition") is Kafka's null ``Topics``; an empty tuple is an empty (non-null) list. A request
+# topic with no partition indexes has no flat core form and decodes to nothing.
+def _one_group(groups: tuple[T, ...], what: str) -> T:
+    if len(groups) != 1:
+        raise WireError(f"{what} with {len(groups)} groups: kraftlog maps exactly one group")
+    return groups[0]
+
+
+def _offset_fetch_request_to_kio(msg: m.OffsetFetchRequest) -> of_req.OffsetFetchRequest:
+    topics = (
+        None if msg.partitions is None
+        else tuple(
+            of_req.OffsetFetchRequestTopics(
+                name=TopicName(topic), partition_indexes=tuple(i32(p) for _, p in parts)
+            )
+            for topic, parts in _group(msg.partitions, lambda tp: tp[0]).items()
+        )
+    )
+    return of_req.OffsetFetchRequest(
+        groups=(of_req.OffsetFetchRequestGroup(group_id=GroupId(msg.group_id), topics=topics),),
+        require_stable=msg.require_stable,
+    )
+
+
+def _offset_fetch_request_from_kio(e: of_req.OffsetFetchRequest) -> m.OffsetFetchRequest:
+    g = _one_group(e.groups, "OffsetFetch request")
+    return m.OffsetFetchRequest(
+        group_id=g.group_id,
+        partitions=(
+            None if g.topics is None
+            else tuple((t.name, p) for t in g.topics for p in t.partition_indexes)
+        ),
+        require_stable=e.require_stable,
+    )
+
+
+def _offset_fetch_response_to_kio(msg: m.OffsetFetchResponse) -> of_resp.OffsetFetchResponse:
+    return of_resp.OffsetFetchResponse(
+        throttle_time=_td32(msg.throttle_time_ms),
+        groups=(
+            of_resp.OffsetFetchResponseGroup(
+                group_id=GroupId(msg.group_id),
+                topics=tuple(
+                    of_resp.OffsetFetchResponseTopics(
+                        name=TopicName(topic),
+                        partitions=tuple(
+                            of_resp.OffsetFetchResponsePartitions(
+                                partition_index=i32(p.partition),
+                                committed_offset=i64(p.committed_offset),
+                                committed_leader_epoch=i32(p.committed_leader_epoch),
+                                metadata=p.metadata,
+                                error_code=_ec(p.error_code),
+                            )
+                            for p in parts
+                        ),
+                    )
+                    for topic, parts in _group(msg.partitions, lambda p: p.topic).items()
+                ),
+                error_code=_ec(msg.error_code),
+            ),
+        ),
+    )
+
+
+def _offset_fetch_response_from_kio(e: of_resp.OffsetFetchResponse) -> m.OffsetFetchResponse:
+    g = _one_group(e.groups, "OffsetFetch response")
+    return m.OffsetFetchResponse(
+        group_id=g.group_id,
+        error_code=_code(g.error_code),
+        partitions=tuple(
+            m.OffsetFetchPartition(
+                topic=t.name,
+                partition=p.partition_index,
+                committed_offset=p.committed_offset,
+                committed_leader_epoch=p.committed_leader_epoch,
+                metadata=p.metadata,
+                error_code=_code(p.error_code),
+            )
+            for t in g.topics
+            for p in t.partitions
+        ),
+        throttle_time_ms=_ms(e.throttle_time),
+    )
+
+
 # ============================================================================ registry
 @dataclass(frozen=True, slots=True)
 class _Codec:
@@ -1541,6 +1809,22 @@ _CODECS: tuple[_Codec, ...] = (
            _dtp_request_to_kio, _dtp_request_from_kio),
     _Codec(m.DescribeTopicPartitionsResponse, dtp_resp.DescribeTopicPartitionsResponse,
            _dtp_response_to_kio, _dtp_response_from_kio),
+    _Codec(m.InitProducerIdRequest, ipi_req.InitProducerIdRequest,
+           _init_producer_id_request_to_kio, _init_producer_id_request_from_kio),
+    _Codec(m.InitProducerIdResponse, ipi_resp.InitProducerIdResponse,
+           _init_producer_id_response_to_kio, _init_producer_id_response_from_kio),
+    _Codec(m.FindCoordinatorRequest, fc_req.FindCoordinatorRequest,
+           _find_coordinator_request_to_kio, _find_coordinator_request_from_kio),
+    _Codec(m.FindCoordinatorResponse, fc_resp.FindCoordinatorResponse,
+           _find_coordinator_response_to_kio, _find_coordinator_response_from_kio),
+    _Codec(m.OffsetCommitRequest, oc_req.OffsetCommitRequest,
+           _offset_commit_request_to_kio, _offset_commit_request_from_kio),
+    _Codec(m.OffsetCommitResponse, oc_resp.OffsetCommitResponse,
+           _offset_commit_response_to_kio, _offset_commit_response_from_kio),
+    _Codec(m.OffsetFetchRequest, of_req.OffsetFetchRequest,
+           _offset_fetch_request_to_kio, _offset_fetch_request_from_kio),
+    _Codec(m.OffsetFetchResponse, of_resp.OffsetFetchResponse,
+           _offset_fetch_response_to_kio, _offset_fetch_response_from_kio),
 )
 
 _BY_CORE: dict[type, _Codec] = {c.core: c for c in _CODECS}
