@@ -570,7 +570,7 @@ def test_hwm_does_not_wait_for_replica_that_shut_down():
     """KIP-497 HWM over the maximal ISR (+ KIP-841 eligibility): after a controlled shutdown of leader 0
     the new leader 1 has ISR [1, 2] = min ISR and acknowledges acks=all writes at once; broker 0, shut down
     and fenced, is not waited for."""
-    result = ScenarioRun(parse_scenario(f"""
+    result = ScenarioRun(parse_scenario("""
 name: hwm-after-shutdown
 seed: 1
 level: classic

@@ -18,7 +18,7 @@ from kraftlog.controller.controller import CONTROLLER, QuorumController
 from kraftlog.controller.partition_change import Election, build_partition_change
 from kraftlog.metadata.image import PartitionRegistration
 from kraftlog.metadata.records import (
-    NO_LEADER, RECOVERED, RECOVERING, BrokerRegistrationChangeRecord, PartitionChangeRecord,
+    NO_LEADER, RECOVERED, RECOVERING, PartitionChangeRecord,
     RegisterBrokerRecord,
 )
 from kraftlog.protocol import messages as m

@@ -16,7 +16,7 @@ from kraftlog.cli import main
 from kraftlog.controller.partition_change import Election, build_partition_change
 from kraftlog.metadata.image import MetadataImage, PartitionRegistration
 from kraftlog.metadata.records import (
-    RECOVERING, ConfigRecord, PartitionChangeRecord, PartitionRecord, RegisterBrokerRecord, TopicRecord,
+    RECOVERING, ConfigRecord, PartitionRecord, RegisterBrokerRecord, TopicRecord,
     ClearElrRecord,
 )
 from kraftlog.protocol.level import Level

@@ -22,9 +22,11 @@ from ..metadata.image import MetadataImage
 from ..metadata.records import NO_LEADER, RECOVERED
 from ..protocol import messages as m
 from ..protocol.errors import Errors
+
+#: Kafka\'s NONE error code, bound once (attribute access on the enum class is slow on hot paths).
+NONE = Errors.NONE
 from ..protocol.level import Level
-from ..protocol.node import NodeBase, earliest
-from ..protocol.records import RecordBatch
+from ..protocol.node import NodeBase
 from ..storage.checkpoints import (
     delete_clean_shutdown, read_clean_shutdown, read_hwm_checkpoint, write_clean_shutdown, write_hwm_checkpoint,
 )
@@ -326,7 +328,7 @@ class Broker(NodeBase):
     # ================================================================= registration, heartbeat
     def _on_registration(self, now_ms: int, resp: m.BrokerRegistrationResponse) -> None:
         self.registration_inflight = False
-        if resp.error_code != Errors.NONE:
+        if resp.error_code != NONE:
             self.next_register_ms = now_ms + REGISTRATION_BACKOFF_MS
             return
         self.broker_epoch = resp.broker_epoch
@@ -358,7 +360,7 @@ class Broker(NodeBase):
                 self.next_heartbeat_ms = None
                 self.next_register_ms = now_ms
             return
-        if resp.error_code != Errors.NONE:
+        if resp.error_code != NONE:
             return
         self.fenced = resp.is_fenced
         if self.state == RECOVERY and not resp.is_fenced:
@@ -381,7 +383,7 @@ class Broker(NodeBase):
 
     def _on_metadata_fetch(self, now_ms: int, resp: m.MetadataFetchResponse) -> None:
         self.metadata_fetch_inflight = False
-        if resp.error_code != Errors.NONE:
+        if resp.error_code != NONE:
             self.next_metadata_fetch_ms = now_ms + self.fetch_backoff_ms
             return
         if resp.records and resp.base_offset == self.image.offset + 1:
@@ -466,7 +468,7 @@ class Broker(NodeBase):
             p = self.partitions.get(key)
             if p is not None:
                 p.fetch_inflight = False
-        if resp.error_code != Errors.NONE:
+        if resp.error_code != NONE:
             self.fetch_backoff_until[leader] = now_ms + self.fetch_backoff_ms
             return
         backoff = False
@@ -479,7 +481,7 @@ class Broker(NodeBase):
             if pr.error_code == Errors.FENCED_LEADER_EPOCH:
                 p.fetch_failed_epoch = p.leader_epoch  # our epoch is stale: wait for metadata
                 continue
-            if pr.error_code != Errors.NONE:
+            if pr.error_code != NONE:
                 backoff = True
                 continue
             log = p.log
@@ -507,7 +509,7 @@ class Broker(NodeBase):
             return Errors.UNKNOWN_LEADER_EPOCH
         if 0 <= current_leader_epoch < p.leader_epoch:
             return Errors.FENCED_LEADER_EPOCH
-        return Errors.NONE
+        return NONE
 
     def _handle_fetch(self, now_ms: int, env: m.Envelope, may_park: bool) -> None:
         req: m.FetchRequest = env.message
@@ -521,7 +523,7 @@ class Broker(NodeBase):
             name = topic_names.get(fp.topic_id)
             p = partitions.get((name, fp.partition)) if name is not None else None
             error = self._fetch_partition_error(p, fp.current_leader_epoch)
-            if error == Errors.NONE and is_follower:
+            if error == NONE and is_follower:
                 if req.replica_id not in p.replicas:
                     error = Errors.NOT_LEADER_OR_FOLLOWER
                 elif self.level >= Level.KIP903 and req.replica_epoch >= 0:
@@ -533,7 +535,7 @@ class Broker(NodeBase):
                     if ((reg is not None and req.replica_epoch < reg.broker_epoch)
                             or (st is not None and req.replica_epoch < st.broker_epoch)):
                         error = Errors.NOT_LEADER_OR_FOLLOWER
-            if error != Errors.NONE:
+            if error != NONE:
                 has_data = True
                 current = (p.leader_id, p.leader_epoch) if p is not None else None
                 out.append(m.FetchPartitionResponse(fp.topic_id, fp.partition, error, current_leader=current))
@@ -544,7 +546,7 @@ class Broker(NodeBase):
                 if epoch < fp.last_fetched_epoch or end < fp.fetch_offset or end < 0:
                     has_data = True
                     out.append(m.FetchPartitionResponse(
-                        fp.topic_id, fp.partition, Errors.NONE, log.high_watermark, log.high_watermark,
+                        fp.topic_id, fp.partition, NONE, log.high_watermark, log.high_watermark,
                         log.log_start_offset, diverging_epoch=m.EpochEndOffset(epoch, end)))
                     continue
             if fp.fetch_offset > log.log_end_offset or fp.fetch_offset < log.log_start_offset:
@@ -570,12 +572,12 @@ class Broker(NodeBase):
             if records:
                 has_data = True
             out.append(m.FetchPartitionResponse(
-                fp.topic_id, fp.partition, Errors.NONE, log.high_watermark, log.high_watermark,
+                fp.topic_id, fp.partition, NONE, log.high_watermark, log.high_watermark,
                 log.log_start_offset, records=records))
         if not has_data and may_park and req.max_wait_ms > 0:
             self.delayed_fetches.append((now_ms + req.max_wait_ms, env))
         else:
-            self.send_response(env, m.FetchResponse(Errors.NONE, tuple(out)))
+            self.send_response(env, m.FetchResponse(NONE, tuple(out)))
         if hw_changed:
             self._on_hwm_changed(now_ms)
 
@@ -597,7 +599,7 @@ class Broker(NodeBase):
         for fp in req.partitions:
             name = topic_names.get(fp.topic_id)
             p = partitions.get((name, fp.partition)) if name is not None else None
-            if self._fetch_partition_error(p, fp.current_leader_epoch) != Errors.NONE:
+            if self._fetch_partition_error(p, fp.current_leader_epoch) != NONE:
                 return True
             limit = p.log.log_end_offset if req.replica_id >= 0 else p.log.high_watermark
             if limit > fp.fetch_offset:
@@ -672,7 +674,7 @@ class Broker(NodeBase):
                 p.pending.retry_at_ms = now_ms + ALTER_PARTITION_BACKOFF_MS
 
     def _on_alter_partition(self, now_ms: int, context, resp: m.AlterPartitionResponse) -> None:
-        if resp.error_code != Errors.NONE:
+        if resp.error_code != NONE:
             self._retry_alter(now_ms, context)
             return
         seqs = dict(context[1])
@@ -686,7 +688,7 @@ class Broker(NodeBase):
             if p is None or p.pending is None or p.pending.sequence != seq or item is None:
                 continue
             err = item.error_code
-            if err == Errors.NONE:
+            if err == NONE:
                 if not p.commit(item):
                     p.revert_pending()
                 self._maybe_increment_hwm(now_ms, p)
@@ -735,10 +737,10 @@ class Broker(NodeBase):
                 continue
             first = None
             last = None
-            error = Errors.NONE
+            error = NONE
             for batch in pp.records:
                 error, duplicate_of = p.log.producer_state.check(batch)
-                if error != Errors.NONE:
+                if error != NONE:
                     break
                 if duplicate_of >= 0:
                     # A retried batch this log already holds: answer with its offsets (Kafka's
@@ -749,13 +751,13 @@ class Broker(NodeBase):
                 stamped = p.log.append_as_leader(batch, p.leader_epoch, now_ms)
                 first = stamped.base_offset if first is None else first
                 last = stamped.last_offset
-            if error != Errors.NONE:
+            if error != NONE:
                 results.append(m.ProducePartitionResponse(pp.topic, pp.partition, error))
                 continue
             appended = True
             if req.acks == -1:
                 waiting.append([pp.topic, pp.partition, last + 1, p.leader_epoch, first, None])
-            results.append(m.ProducePartitionResponse(pp.topic, pp.partition, Errors.NONE, first, -1,
+            results.append(m.ProducePartitionResponse(pp.topic, pp.partition, NONE, first, -1,
                                                       p.log.log_start_offset))
         if appended:
             for pp in req.partitions:
@@ -784,7 +786,7 @@ class Broker(NodeBase):
                     part[5] = Errors.NOT_LEADER_OR_FOLLOWER
                 elif p.log.high_watermark >= required:
                     part[5] = (Errors.NOT_ENOUGH_REPLICAS_AFTER_APPEND if len(p.isr) < self.min_isr(topic)
-                               else Errors.NONE)
+                               else NONE)
                 elif now_ms >= dp.deadline_ms:
                     part[5] = Errors.REQUEST_TIMED_OUT
                 else:
@@ -798,7 +800,7 @@ class Broker(NodeBase):
                 if (r.topic, r.partition) in status:
                     err, base = status[(r.topic, r.partition)]
                     out.append(m.ProducePartitionResponse(r.topic, r.partition, err,
-                                                          base if err == Errors.NONE else -1, -1, r.log_start_offset))
+                                                          base if err == NONE else -1, -1, r.log_start_offset))
                 else:
                     out.append(r)
             self.send_response(dp.envelope, m.ProduceResponse(tuple(out)))
@@ -816,7 +818,7 @@ class Broker(NodeBase):
         for lp in req.partitions:
             p = self.partitions.get((lp.topic, lp.partition))
             error = self._fetch_partition_error(p, lp.current_leader_epoch)
-            if error != Errors.NONE:
+            if error != NONE:
                 out.append(m.ListOffsetsPartitionResponse(lp.topic, lp.partition, error))
                 continue
             log = p.log
@@ -840,7 +842,7 @@ class Broker(NodeBase):
                             break
                     if offset >= 0:
                         break
-            out.append(m.ListOffsetsPartitionResponse(lp.topic, lp.partition, Errors.NONE, lp.timestamp, offset,
+            out.append(m.ListOffsetsPartitionResponse(lp.topic, lp.partition, NONE, lp.timestamp, offset,
                                                       epoch))
         return m.ListOffsetsResponse(tuple(out))
 
@@ -853,7 +855,7 @@ class Broker(NodeBase):
         if self.broker_epoch < 0 or self.fenced or self._next_producer_id >= 1 << 20:
             return m.InitProducerIdResponse(Errors.COORDINATOR_NOT_AVAILABLE)
         self._next_producer_id += 1
-        return m.InitProducerIdResponse(Errors.NONE, (self.broker_epoch << 20) | self._next_producer_id, 0)
+        return m.InitProducerIdResponse(NONE, (self.broker_epoch << 20) | self._next_producer_id, 0)
 
     def _handle_find_coordinator(self, req: m.FindCoordinatorRequest) -> m.FindCoordinatorResponse:
         out = []
@@ -870,11 +872,11 @@ class Broker(NodeBase):
         for op in req.partitions:
             p = self.partitions.get((op.topic, op.partition))
             error = self._fetch_partition_error(p, op.current_leader_epoch)
-            if error != Errors.NONE:
+            if error != NONE:
                 out.append(m.OffsetForLeaderEpochPartitionResponse(op.topic, op.partition, error))
                 continue
             epoch, end = p.log.epoch_cache.end_offset_for(op.leader_epoch, p.log.log_end_offset)
-            out.append(m.OffsetForLeaderEpochPartitionResponse(op.topic, op.partition, Errors.NONE, epoch, end))
+            out.append(m.OffsetForLeaderEpochPartitionResponse(op.topic, op.partition, NONE, epoch, end))
         return m.OffsetForLeaderEpochResponse(tuple(out))
 
     def _handle_metadata(self, req: m.MetadataRequest) -> m.MetadataResponse:
@@ -892,7 +894,7 @@ class Broker(NodeBase):
             for i in range(t.partition_count):
                 reg = image.partitions[(name, i)]
                 offline = tuple(r for r in reg.replicas if not image.is_active(r))
-                err = Errors.LEADER_NOT_AVAILABLE if reg.leader == NO_LEADER else Errors.NONE
+                err = Errors.LEADER_NOT_AVAILABLE if reg.leader == NO_LEADER else NONE
                 parts.append(m.MetadataPartition(err, i, reg.leader, reg.leader_epoch, reg.replicas, reg.isr, offline))
-            topics.append(m.MetadataTopic(Errors.NONE, name, t.topic_id, tuple(parts)))
+            topics.append(m.MetadataTopic(NONE, name, t.topic_id, tuple(parts)))
         return m.MetadataResponse(brokers, -1, tuple(topics), self.cluster_id)

@@ -22,6 +22,9 @@ from dataclasses import dataclass
 
 from ..protocol import messages as m
 from ..protocol.errors import Errors
+
+#: Kafka\'s NONE error code, bound once (attribute access on the enum class is slow on hot paths).
+NONE = Errors.NONE
 from ..protocol.node import NodeBase, earliest
 from .metadata import ClientMetadata
 
@@ -246,23 +249,23 @@ class Consumer(NodeBase):
         self.group_inflight = False
         if kind == "find_coordinator":
             c = resp.coordinators[0] if resp.coordinators else None
-            if c is None or c.error_code != Errors.NONE or c.node_id < 0:
+            if c is None or c.error_code != NONE or c.node_id < 0:
                 self._group_failed(now_ms)
             else:
                 self.coordinator = c.node_id
         elif kind == "offset_fetch":
-            if resp.error_code != Errors.NONE:
+            if resp.error_code != NONE:
                 self._group_failed(now_ms)
                 return
             for p in resp.partitions:
                 key = (p.topic, p.partition)
-                if key in self.state and p.error_code == Errors.NONE and p.committed_offset >= 0:
+                if key in self.state and p.error_code == NONE and p.committed_offset >= 0:
                     # KIP-320: a committed position carries its leader epoch and is validated first.
                     self.seek(p.topic, p.partition, p.committed_offset, p.committed_leader_epoch)
                     self.committed[key] = Position(p.committed_offset, p.committed_leader_epoch)
             self.group_ready = True
         else:
-            if any(p.error_code != Errors.NONE for p in resp.partitions):
+            if any(p.error_code != NONE for p in resp.partitions):
                 self._group_failed(now_ms)
                 return
             for p in context[1]:
@@ -320,7 +323,7 @@ class Consumer(NodeBase):
                 by_id[(info.topic_id, key[1])] = key
         for key in keys:
             self.state[key].inflight = False
-        if resp.error_code != Errors.NONE:
+        if resp.error_code != NONE:
             for key in keys:
                 self._fail(now_ms, key)
             return
@@ -343,7 +346,7 @@ class Consumer(NodeBase):
                 else:
                     st.awaiting_reset = True
                 continue
-            if pr.error_code != Errors.NONE:
+            if pr.error_code != NONE:
                 self._fail(now_ms, key)
                 continue
             if st.position is None or st.position.offset != sent[key]:
@@ -363,7 +366,7 @@ class Consumer(NodeBase):
         st = self.state[key]
         st.inflight = False
         pr = resp.partitions[0]
-        if pr.error_code != Errors.NONE:
+        if pr.error_code != NONE:
             self._fail(now_ms, key)
             return
         st.position = Position(pr.offset, -1)
@@ -376,7 +379,7 @@ class Consumer(NodeBase):
         st = self.state[key]
         st.inflight = False
         pr = resp.partitions[0]
-        if pr.error_code != Errors.NONE:
+        if pr.error_code != NONE:
             self._fail(now_ms, key)
             return
         if st.position is None or st.position.offset != position_sent:

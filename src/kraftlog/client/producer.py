@@ -18,10 +18,13 @@ from __future__ import annotations
 
 from random import Random
 from collections import deque
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from ..protocol import messages as m
 from ..protocol.errors import Errors, is_retriable
+
+#: Kafka\'s NONE error code, bound once (attribute access on the enum class is slow on hot paths).
+NONE = Errors.NONE
 from ..protocol.node import NodeBase, earliest
 from ..protocol.records import Record, RecordBatch
 from .metadata import ClientMetadata
@@ -117,7 +120,7 @@ class Producer(NodeBase):
             self.metadata.update(message)
         elif context[0] == "init":
             self.init_inflight = False
-            if message.error_code == Errors.NONE:
+            if message.error_code == NONE:
                 self.producer_id, self.producer_epoch = message.producer_id, message.producer_epoch
                 self.next_sequence.clear()
             else:
@@ -183,7 +186,7 @@ class Producer(NodeBase):
             if self.acks == 0:
                 self._outbox.append(m.Envelope(self.node_id, info.leader, 0, req, False))
                 for r in batch_records:
-                    self.completions.append(Completion(r.topic, r.partition, r.value, 0, Errors.NONE, -1, now_ms))
+                    self.completions.append(Completion(r.topic, r.partition, r.value, 0, NONE, -1, now_ms))
                 continue
             self.inflight.add(key)
             self.send_request(info.leader, req, now_ms, self.request_timeout_ms, ("produce", key, batch_records))
@@ -197,16 +200,17 @@ class Producer(NodeBase):
         """Stamp the producer id, epoch and the partition's next sequence on a batch."""
         seq = self.next_sequence.get(key, 0)
         self.next_sequence[key] = seq + len(batch.records)
-        return replace(batch, producer_id=self.producer_id, producer_epoch=self.producer_epoch, base_sequence=seq)
+        return RecordBatch(batch.base_offset, batch.partition_leader_epoch, batch.records, self.producer_id,
+                           self.producer_epoch, seq, batch.attributes)
 
     def _on_produce(self, now_ms: int, context, resp: m.ProduceResponse) -> None:
         _, key, records = context
         self.inflight.discard(key)
         pr = resp.partitions[0]
-        if pr.error_code == Errors.NONE:
+        if pr.error_code == NONE:
             self.current.pop(key, None)
             for i, r in enumerate(records):
-                self.completions.append(Completion(r.topic, r.partition, r.value, self.acks, Errors.NONE,
+                self.completions.append(Completion(r.topic, r.partition, r.value, self.acks, NONE,
                                                    pr.base_offset + i, now_ms))
         else:
             self._retry(now_ms, key, records, pr.error_code)

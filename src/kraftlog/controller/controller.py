@@ -20,7 +20,6 @@ from __future__ import annotations
 
 from random import Random
 import uuid
-from dataclasses import replace
 
 from ..metadata import config as cfg
 from ..metadata.image import RESOURCE_BROKER, RESOURCE_TOPIC, MetadataImage

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from enum import Enum
 
 from ..metadata.image import PartitionRegistration
-from ..metadata.records import NO_LEADER, RECOVERED, RECOVERING, PartitionChangeRecord
+from ..metadata.records import NO_LEADER, RECOVERING, PartitionChangeRecord
 from ..protocol.level import Level
 
 

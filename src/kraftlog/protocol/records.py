@@ -59,7 +59,8 @@ class RecordBatch:
 
     def with_offsets(self, base_offset: int, partition_leader_epoch: int) -> "RecordBatch":
         """A copy stamped by the leader on append (Kafka's offset assignment)."""
-        return replace(self, base_offset=base_offset, partition_leader_epoch=partition_leader_epoch)
+        return RecordBatch(base_offset, partition_leader_epoch, self.records, self.producer_id,
+                           self.producer_epoch, self.base_sequence, self.attributes)
 
     def truncated_before(self, offset: int) -> "RecordBatch":
         """The prefix of this batch holding offsets < ``offset`` (``base_offset < offset <= last_offset``)."""
