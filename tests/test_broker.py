@@ -574,14 +574,14 @@ def test_hwm_does_not_wait_for_replica_that_shut_down():
 name: hwm-after-shutdown
 seed: 1
 level: classic
-cluster: {{brokers: 3, config: {{min.insync.replicas: 2}}}}
+cluster: {brokers: 3, config: {min.insync.replicas: 2}}
 topics:
-  - {{name: t, assignment: [[0, 1, 2]]}}
+  - {name: t, assignment: [[0, 1, 2]]}
 steps:
-  - {{produce: {{topic: t, count: 5, acks: all}}}}
-  - {{shutdown: {{broker: 0}}}}
-  - {{expect: {{partition: t-0, leader: 1, isr: [1, 2]}}}}
-  - {{produce: {{topic: t, count: 5, acks: all, timeout: 5s}}}}
+  - {produce: {topic: t, count: 5, acks: all}}
+  - {shutdown: {broker: 0}}
+  - {expect: {partition: t-0, leader: 1, isr: [1, 2]}}
+  - {produce: {topic: t, count: 5, acks: all, timeout: 5s}}
 """)).run()
     assert result.exit_code == 0
     assert result.verdict["acked"]["all"] == 10
