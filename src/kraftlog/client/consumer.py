@@ -361,27 +361,33 @@ class Consumer(NodeBase):
                                                        rec.value, now_ms))
                     st.position = Position(off + 1, batch.partition_leader_epoch)
 
-    def _on_list_offsets(self, now_ms: int, context, resp: m.ListOffsetsResponse) -> None:
+    def _single_answer(self, now_ms: int, context, resp):
+        """The one partition answer of a ListOffsets / OffsetForLeaderEpoch request, or None after an
+        error (which backs the partition off and refreshes metadata)."""
         key = context[2][0]
-        st = self.state[key]
-        st.inflight = False
+        self.state[key].inflight = False
         pr = resp.partitions[0]
         if pr.error_code != NONE:
             self._fail(now_ms, key)
+            return None
+        return pr
+
+    def _on_list_offsets(self, now_ms: int, context, resp: m.ListOffsetsResponse) -> None:
+        pr = self._single_answer(now_ms, context, resp)
+        if pr is None:
             return
+        st = self.state[context[2][0]]
         st.position = Position(pr.offset, -1)
         st.awaiting_reset = False
         st.awaiting_validation = False
 
     def _on_validate(self, now_ms: int, context, resp: m.OffsetForLeaderEpochResponse) -> None:
+        pr = self._single_answer(now_ms, context, resp)
+        if pr is None:
+            return
         key = context[2][0]
         position_sent = context[3]
         st = self.state[key]
-        st.inflight = False
-        pr = resp.partitions[0]
-        if pr.error_code != NONE:
-            self._fail(now_ms, key)
-            return
         if st.position is None or st.position.offset != position_sent:
             return
         st.awaiting_validation = False

@@ -62,8 +62,15 @@ class QuorumController(NodeBase):
         self.controlled_shutdown_offset: dict[int, int] = {}
         self.parked_fetches: list[tuple[int, m.Envelope, int]] = []
         self.next_election_check_ms = now_ms + ELECTION_CHECK_INTERVAL_MS
-        self.unclean_elections = 0
-        self.elr_elections = 0
+        #: request type -> handler(now_ms, request) -> response
+        self._handlers = {
+            m.BrokerHeartbeatRequest: self._handle_heartbeat,
+            m.AlterPartitionRequest: self.handle_alter_partition,
+            m.BrokerRegistrationRequest: self._handle_registration,
+            m.CreateTopicsRequest: self._handle_create_topics,
+            m.IncrementalAlterConfigsRequest: self._handle_alter_configs,
+            m.ElectLeadersRequest: self._handle_elect_leaders,
+        }
 
     # ================================================================= the metadata log
     @property
@@ -118,22 +125,13 @@ class QuorumController(NodeBase):
         pass
 
     def on_request(self, now_ms: int, env: m.Envelope) -> None:
-        msg = env.message
-        kind = type(msg)
+        kind = type(env.message)
         if kind is m.MetadataFetchRequest:
-            self._handle_metadata_fetch(now_ms, env)
-        elif kind is m.BrokerHeartbeatRequest:
-            self.send_response(env, self._handle_heartbeat(now_ms, msg))
-        elif kind is m.AlterPartitionRequest:
-            self.send_response(env, self.handle_alter_partition(now_ms, msg))
-        elif kind is m.BrokerRegistrationRequest:
-            self.send_response(env, self._handle_registration(now_ms, msg))
-        elif kind is m.CreateTopicsRequest:
-            self.send_response(env, self._handle_create_topics(now_ms, msg))
-        elif kind is m.IncrementalAlterConfigsRequest:
-            self.send_response(env, self._handle_alter_configs(now_ms, msg))
-        elif kind is m.ElectLeadersRequest:
-            self.send_response(env, self._handle_elect_leaders(now_ms, msg))
+            self._handle_metadata_fetch(now_ms, env)  # may be parked: answers itself
+            return
+        handler = self._handlers.get(kind)
+        if handler is not None:
+            self.send_response(env, handler(now_ms, env.message))
         # Other APIs are broker APIs; a client sending them here gets no answer and times out,
         # as a Kafka controller listener does not expose them.
 
