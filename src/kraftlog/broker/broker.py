@@ -522,7 +522,14 @@ class Broker(NodeBase):
         for fp in req.partitions:
             name = topic_names.get(fp.topic_id)
             p = partitions.get((name, fp.partition)) if name is not None else None
-            error = self._fetch_partition_error(p, fp.current_leader_epoch)
+            if p is None or not p.is_leader:
+                error = Errors.NOT_LEADER_OR_FOLLOWER
+            elif fp.current_leader_epoch > p.leader_epoch:
+                error = Errors.UNKNOWN_LEADER_EPOCH
+            elif 0 <= fp.current_leader_epoch < p.leader_epoch:
+                error = Errors.FENCED_LEADER_EPOCH
+            else:
+                error = NONE  # the checks of _fetch_partition_error, inlined on the hot path
             if error == NONE and is_follower:
                 if req.replica_id not in p.replicas:
                     error = Errors.NOT_LEADER_OR_FOLLOWER
@@ -625,6 +632,8 @@ class Broker(NodeBase):
         return out
 
     def _maybe_expand_isr(self, now_ms: int, p: Partition, replica_id: int) -> None:
+        if p.pending is not None or replica_id in p.isr:
+            return  # the common case on every follower fetch: nothing to propose
         reg = self.image.brokers.get(replica_id)
         cache_epoch = reg.broker_epoch if reg is not None else None
         if p.isr_candidate(replica_id, cache_epoch, self.image.is_active(replica_id)):
