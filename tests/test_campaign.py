@@ -63,7 +63,7 @@ def test_generated_story_is_valid_and_round_trips(seed):
     assert kinds == {("producer", "all"), ("producer", "1"), ("consumer", None)}
     times = [step.at_ms for step in s.steps]
     assert all(t is not None for t in times) and times == sorted(times)
-    assert 30_000 <= s.until_ms <= 150_000 and s.until_ms >= times[-1] + 25_000
+    assert 30_000 <= s.until_ms <= 150_000 and s.until_ms >= times[-1] + 20_000
     # Heal and settle: links healed, and every broker up at the end.
     assert any(step.verb == "heal" and step.args["nodes"] is None for step in s.steps)
     up = set(range(s.brokers))

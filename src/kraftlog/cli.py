@@ -135,5 +135,10 @@ def _print_readable(result) -> None:
     console.print("[green]PASS[/green]" if result.exit_code == 0 else "[red]FAIL[/red]")
 
 
+from .spark.cli import campaign  # noqa: E402  (the command lives with the Spark job)
+
+main.add_command(campaign)
+
+
 if __name__ == "__main__":  # pragma: no cover
     main()

@@ -54,7 +54,7 @@ __all__ = [
 ]
 
 #: Default number of generated seeds (issue #5: "a few hundred").
-DEFAULT_SEEDS = 300
+DEFAULT_SEEDS = 250
 DEFAULT_MASTER = "local[*]"
 #: Wall-clock limit of one simulation run in an executor; a run past it becomes an error row.
 RUN_TIME_LIMIT_S = 300
@@ -79,7 +79,8 @@ def _schema():
         ("brokers", pa.int64()),
         ("partitions", pa.int64()),
         ("schedule", pa.string()),       # the fault schedule as text (faults.describe_schedule)
-        ("data_losing_shutdowns", pa.int64()),
+        ("data_losing_shutdowns", pa.int64()),   # unclean shutdowns of a partition's replicas (max)
+        ("crashes_losing_data", pa.int64()),     # of which destroyed bytes on the replica (max)
         ("fault_budget", pa.int64()),    # effective min ISR - 1 (smallest over partitions)
         ("within_budget", pa.bool_()),
         ("acked_all", pa.int64()),
@@ -198,6 +199,7 @@ def run_one(task: dict, time_limit_s: int = RUN_TIME_LIMIT_S) -> dict:
         "partitions": sum(t.partitions for t in scenario.topics),
         "schedule": faults.describe_schedule(scenario),
         "data_losing_shutdowns": faults.data_losing_shutdowns(scenario),
+        "crashes_losing_data": faults.crashes_losing_data(scenario),
         "fault_budget": faults.fault_budget(scenario),
         "within_budget": faults.within_budget(scenario),
         "error": None,
@@ -408,6 +410,14 @@ def _collect_with_progress(spark, tasks: list[dict], num_slices: int, progress_c
     return outcome["rows"]
 
 
+def _short_error(exc: BaseException) -> str:
+    """The last ``SomethingError: message`` line of a Spark job failure (the Python executor's error)."""
+    import re
+
+    found = re.findall(r"^(?:[\w.]+(?:Error|Exception)): .*$", str(exc), flags=re.MULTILINE)
+    return found[-1] if found else (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+
+
 # ------------------------------------------------------------------------------------ the campaign
 @dataclass
 class CampaignResult:
@@ -457,8 +467,7 @@ def run_campaign(levels: list[str], seeds: int = DEFAULT_SEEDS, master: str = DE
         parallelism = spark.sparkContext.defaultParallelism
         num_slices = _slices(len(tasks), parallelism)
         n_seeds = sum(1 for t in tasks if t["kind"] == "seed")
-        label = (f"{seeds} seeds × {len(levels)} level(s) + {len(tasks) - n_seeds} library runs "
-                 f"on {master} ({parallelism} cores)")
+        label = f"{n_seeds} + {len(tasks) - n_seeds} library on {parallelism} cores"
         job_start = time.perf_counter()
         with Progress(TextColumn("[bold]campaign[/bold] {task.description}"), BarColumn(),
                       MofNCompleteColumn(), TextColumn("runs"), TimeElapsedColumn(), TextColumn("eta"),
@@ -469,7 +478,13 @@ def run_campaign(levels: list[str], seeds: int = DEFAULT_SEEDS, master: str = DE
             def on_progress(done: int, total: int) -> None:
                 progress.update(bar, completed=min(len(tasks), round(len(tasks) * done / max(total, 1))))
 
-            rows = _collect_with_progress(spark, tasks, num_slices, on_progress)
+            try:
+                rows = _collect_with_progress(spark, tasks, num_slices, on_progress)
+            except Exception as exc:
+                with open(out / "spark.log", "a", encoding="utf-8") as log:
+                    log.write(f"\nthe campaign job failed:\n{exc}\n")
+                raise RuntimeError(f"the Spark job failed on {master}: {_short_error(exc)} "
+                                   f"(details in {out / 'spark.log'})") from exc
         job_wall_ms = (time.perf_counter() - job_start) * 1000
         rows.sort(key=_level_order(levels))
 

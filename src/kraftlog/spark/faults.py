@@ -5,48 +5,67 @@ module or ``hash()``), a random cluster and a fault schedule:
 
 * cluster: 3 to 5 brokers, one topic ``t`` with 1 to 3 partitions, RF 3 with an explicit random
   assignment (preferred leader first), ``min.insync.replicas`` 2, ``replica.lag.time.max.ms``
-  5 s or 10 s (so that lag-driven ISR shrinks happen inside a short story); ``sim.writeback``
-  ``never`` (45 %), ``30s`` (40 %) or ``10s`` (15 %); network delay 1-5 ms or 1-20 ms;
-* workload: an ``acks=all`` producer, an ``acks=1`` producer and a consumer (``reset`` earliest or
-  none), all running from t=0 over every partition;
-* faults: one to three *episodes*, each a short sequence of steps with absolute ``at`` times, drawn
-  with weights from: KIP-966's story (the two followers of a partition leave one after the other, so
-  the ISR shrinks to the leader, which then crashes losing its page cache or its disk), a broker
-  crash (``lose`` none / unflushed / all) and restart, a clean shutdown and restart, an isolation
-  (a broker, two brokers or the controller), a network partition into two groups, a one-way cut,
-  AlterPartition requests held on their way to the controller (with a fault that makes the leader
-  send one) then released, and a controller failover. Steps that would do nothing (crashing a
-  broker that is down, restarting one that is up) are dropped, so the schedule text is what happens;
-* a heal-and-settle phase: every link healed, every held message released, every stopped broker
-  restarted one by one, then 25-35 s of simulated time so that a leader can return.
+  5 s or 10 s and ``replica.socket.timeout.ms`` 3 s or 5 s (so that lag-driven ISR shrinks and
+  recoveries after a heal happen inside a short story); ``sim.writeback`` ``never`` (45 %),
+  ``30s`` (40 %) or ``10s`` (15 %); network delay 1-5 ms or 1-20 ms;
+* workload: an ``acks=all`` producer (every 100 or 200 ms), an ``acks=1`` producer (every 200 or
+  500 ms) and a consumer (``reset`` earliest or none), all running from t=0 over every partition;
+* faults: one to three *episodes* (:data:`EPISODES`), each a short sequence of steps with absolute
+  ``at`` times, drawn with weights from:
 
-A story lasts 60-120 s of simulated time. The scenario carries ``seed`` = the campaign seed and no
-``level``: the same seed is the same story at every level, so levels are compared on identical
-inputs. ``parse_scenario(dump_scenario(generate(s))) == generate(s)``, so a failing story exported
-with :func:`~kraftlog.sim.scenario.dump_scenario` replays with the same history digest.
+  - KIP-966's story: the two followers of a partition leave one after the other (crash, isolation or
+    clean shutdown), so the ISR shrinks to the leader, which then crashes losing its page cache or
+    its disk; everyone comes back;
+  - KIP-903's race (KAFKA-14617): a follower falls behind, the leader's AlterPartition adding it back
+    is held, the follower crashes losing its disk and returns with a new broker epoch, the stale
+    request is released and the leader leaves;
+  - a broker crash (``lose`` none / unflushed / all) and restart; a clean shutdown and restart; an
+    isolation (a broker, two brokers or the controller); a network partition into two groups; a
+    one-way cut; AlterPartition requests held on their way to the controller while a follower
+    leaves, then released; a controller failover (sometimes followed by a crash).
+
+  The two KIP stories are exclusive (they never overlap another episode); the others may overlap.
+  Steps that would do nothing (crashing a broker that is down, restarting one that is up) are
+  dropped, so the schedule text is what happens;
+* a heal-and-settle phase: every link healed, every held message released, every stopped broker
+  restarted one by one, then 20-30 s of simulated time so that a leader can return.
+
+A story lasts about 30-130 s of simulated time (75 s on average). The scenario carries ``seed`` = the
+campaign seed and no ``level``: the same seed is the same story at every level, so levels are
+compared on identical inputs. ``parse_scenario(dump_scenario(generate(s))) == generate(s)``, so a
+failing story exported with :func:`~kraftlog.sim.scenario.dump_scenario` replays with the same
+history digest.
 
 Fault budget (DESIGN.md: no acknowledged acks=all record may be lost "within the fault budget: at
-most min ISR - 1 data-losing shutdowns"). :func:`data_losing_shutdowns` counts, per partition, the
-*effective* crashes of one of its replicas (the broker was up; crashing a stopped broker is a no-op)
-that can destroy data:
+most min ISR - 1 data-losing shutdowns"; KIP-966: "elect a leader without data loss or HWM moving
+backward when we only have min ISR - 1 unclean shutdowns"). The rule used here:
 
-* ``crash`` with ``lose: all`` (the disk is replaced) always counts;
-* ``crash`` with ``lose: unflushed`` (the page cache is lost) counts unless nothing is ever left
-  unflushed: ``sim.writeback: 0ms``, or ``log.flush.interval.messages`` (cluster) / ``flush.messages``
-  (topic) equal to 1 (fsync on every append). Any other writeback delay counts, ``never`` and
-  ``30s`` alike: a broker that appended within the writeback delay before the crash loses those
-  appends, and whether it did is a run-time fact the file does not tell, so the rule
-  over-approximates (a story may be counted out of budget although its crash lost nothing; never
-  the other way round, so "no loss within the budget" is never claimed on too easy a story);
-* ``crash`` with ``lose: none``, clean ``shutdown``, isolations, cuts and controller failovers lose
-  no data on disk and do not count.
+* a *data-losing shutdown* is an unclean shutdown of a replica: an effective ``crash`` (the broker
+  was up; crashing a stopped broker is a no-op), whatever its ``lose`` mode. A clean ``shutdown``,
+  isolations, partitions, cuts, held requests and controller failovers are not;
+* ``lose: none`` counts too. A broker that restarts without its clean-shutdown file cannot know what
+  its page cache lost, so the protocol (KIP-966's unclean-shutdown detection, as Kafka does) must
+  treat every unclean shutdown as possibly data-losing: it leaves the ISR and the ELR and can only
+  come back as a leader through LastKnownLeader or an unclean election. A ``lose: none`` crash costs
+  the partition the same redundancy as a ``lose: unflushed`` one. Measured on seeds 0-199 before this
+  rule was chosen: counting only ``unflushed``/``all`` crashes, level ``elr`` lost records in 32 of 88
+  "budget 1" stories, all of them stories where a second replica had crashed with ``lose: none``
+  (KIP-966 accepts that loss: with ISR and ELR empty it elects the LastKnownLeader); counting every
+  crash, ``elr`` lost nothing within the budget while ``classic`` did;
+* the writeback delay does not change the count, for the same reason: whether unflushed appends
+  were lost is invisible to the controller. It does change what a crash destroys on the replica
+  itself, which :func:`crashes_losing_data` reports separately (``lose: all`` always; ``lose:
+  unflushed`` unless ``sim.writeback: 0ms`` or fsync on every append, i.e.
+  ``log.flush.interval.messages``/``flush.messages`` = 1; any other delay, ``never`` or ``30s``,
+  counts, since whether the broker appended within the delay before the crash is a run-time fact).
 
-The scenario's count is the maximum over its partitions (a crash of a broker that holds no replica
-of a partition cannot lose that partition's records); for a topic without an explicit assignment
-every broker is taken as a possible replica. The budget of a partition is its effective min ISR − 1
-(effective min ISR = min(``min.insync.replicas``, RF), from the topic config, else the cluster
-config, else Kafka's default 1), from the file's initial configs (``alter_config`` steps are not
-followed). :func:`within_budget` holds when every partition is within its own budget.
+A scenario's count is the maximum over its partitions of the data-losing shutdowns of that
+partition's replicas (a crash of a broker holding no replica of a partition cannot cost it
+anything); for a topic without an explicit assignment every broker is taken as a possible replica.
+A partition's budget is its effective min ISR − 1 (effective min ISR = min(``min.insync.replicas``,
+RF) from the topic config, else the cluster config, else Kafka's default 1), from the file's initial
+configs (``alter_config`` steps are not followed). :func:`within_budget` holds when every partition
+is within its own budget.
 """
 
 from __future__ import annotations
@@ -58,6 +77,8 @@ from ..sim.scenario import CONTROLLER, ClientSpec, Scenario, Step, TopicSpec
 
 __all__ = [
     "EPISODES",
+    "budget_by_partition",
+    "crashes_losing_data",
     "data_losing_shutdowns",
     "describe_schedule",
     "fault_budget",
@@ -84,14 +105,13 @@ class _Story:
     rng: random.Random
     brokers: int
     assignment: tuple[tuple[int, ...], ...]
+    lag_ms: int = 10_000
+    socket_timeout_ms: int = 5_000
     steps: list = field(default_factory=list)  # (at_ms, seq, verb, args)
     holds: bool = False
 
     def add(self, at_ms: int, verb: str, args: dict) -> None:
         self.steps.append((at_ms, len(self.steps), verb, args))
-
-    def replica_sets(self) -> tuple[tuple[int, ...], ...]:
-        return self.assignment
 
     def partition(self) -> tuple[int, ...]:
         """The replica list of a random partition, preferred leader first."""
@@ -133,10 +153,10 @@ def _ep_last_isr_member(st: _Story, t: int) -> int:
     crashes losing its page cache (or its disk); everyone comes back."""
     rng = st.rng
     leader, f1, f2 = st.partition()
-    how2 = st.weighted({"none": 50, "shutdown": 20, "isolate": 15, "unflushed": 10, "all": 5})
+    how2 = st.weighted({"none": 35, "isolate": 30, "shutdown": 20, "unflushed": 10, "all": 5})
     _take_out(st, f2, t, how2)
     t1 = t + rng.randint(10_000, 13_000)  # f2 fenced (broker.session.timeout.ms 9 s): ISR [leader, f1]
-    how1 = st.weighted({"none": 55, "isolate": 20, "shutdown": 15, "unflushed": 10})
+    how1 = st.weighted({"none": 35, "isolate": 35, "shutdown": 20, "unflushed": 10})
     _take_out(st, f1, t1, how1)
     t2 = t1 + rng.randint(10_000, 14_000)  # f1 fenced too: ISR [leader]
     st.add(t2, "crash", {"broker": leader, "lose": st.weighted({"unflushed": 70, "all": 30})})
@@ -257,6 +277,38 @@ def _ep_hold_alter_partition(st: _Story, t: int) -> int:
     return end
 
 
+def _ep_stale_alter_partition(st: _Story, t: int) -> int:
+    """KIP-903's race (KAFKA-14617): follower f falls out of the ISR, catches up, and the leader's
+    AlterPartition adding it back is held; f then crashes losing its disk, restarts (new broker
+    epoch) and is kept from fetching; the stale request is released, and the leader leaves (clean
+    shutdown, or a crash that keeps its page cache) so the controller elects from the ISR. Without
+    broker epochs the empty f joins the ISR and can be elected."""
+    rng = st.rng
+    leader, follower, _other = st.partition()
+    st.add(t, "cut", {"from": follower, "to": leader})
+    t1 = t + st.lag_ms + rng.randint(3_000, 5_000)  # the leader shrank the ISR without f
+    st.add(t1, "hold", {"api": "AlterPartition", "from": leader, "to": CONTROLLER})
+    st.holds = True
+    st.add(t1 + 200, "heal", {"nodes": (follower,)})  # f catches up: the leader asks to add it back
+    # Its fetch lost to the cut times out (replica.socket.timeout.ms), it fetches again and catches up.
+    t2 = t1 + st.socket_timeout_ms + rng.randint(2_000, 4_000)
+    st.add(t2, "crash", {"broker": follower, "lose": st.weighted({"all": 70, "unflushed": 30})})
+    t3 = t2 + rng.randint(10_000, 13_000)  # fenced by then; it registers again with a new epoch
+    st.add(t3, "restart", {"broker": follower})
+    st.add(t3, "cut", {"from": follower, "to": leader})
+    t4 = t3 + rng.randint(3_000, 5_000)
+    st.add(t4, "release", {"api": "AlterPartition", "from": leader, "to": CONTROLLER})
+    t5 = t4 + rng.randint(1_500, 3_000)
+    if rng.random() < 0.7:
+        st.add(t5, "shutdown", {"broker": leader})
+    else:
+        st.add(t5, "crash", {"broker": leader, "lose": "none"})
+    t6 = t5 + rng.randint(3_000, 8_000)
+    st.add(t6, "heal", {"nodes": (follower,)})
+    st.add(t6, "restart", {"broker": leader})
+    return t6
+
+
 def _ep_controller_failover(st: _Story, t: int) -> int:
     """The controller fails over (metadata log replayed), sometimes with a broker crash right after."""
     rng = st.rng
@@ -271,17 +323,22 @@ def _ep_controller_failover(st: _Story, t: int) -> int:
     return t
 
 
-#: Episode name -> (weight, builder(story, start ms) -> end ms).
+#: Episode name -> (weight, builder(story, start ms) -> end ms, exclusive). An exclusive episode is
+#: a precise race: it never overlaps another episode.
 EPISODES = {
-    "last_isr_member_loses_data": (30, _ep_last_isr_member),
-    "crash": (20, _ep_crash),
-    "shutdown": (10, _ep_shutdown),
-    "isolate": (10, _ep_isolate),
-    "partition": (8, _ep_partition),
-    "cut": (8, _ep_cut),
-    "hold_alter_partition": (7, _ep_hold_alter_partition),
-    "controller_failover": (7, _ep_controller_failover),
+    "last_isr_member_loses_data": (30, _ep_last_isr_member, True),
+    "crash": (20, _ep_crash, False),
+    "shutdown": (10, _ep_shutdown, False),
+    "isolate": (10, _ep_isolate, False),
+    "partition": (8, _ep_partition, False),
+    "cut": (8, _ep_cut, False),
+    "stale_alter_partition": (8, _ep_stale_alter_partition, True),
+    "hold_alter_partition": (7, _ep_hold_alter_partition, False),
+    "controller_failover": (7, _ep_controller_failover, False),
 }
+
+#: No episode starts later than this (ms of scenario time).
+LAST_EPISODE_START_MS = 60_000
 
 
 def _node_order(nodes) -> list:
@@ -318,28 +375,35 @@ def generate(seed: int) -> Scenario:
     assignment = tuple(tuple(rng.sample(range(brokers), RF)) for _ in range(partitions))
     writeback_ms = rng.choices((None, 30_000, 10_000), weights=(45, 40, 15))[0]
     delay_max = rng.choices((5, 20), weights=(80, 20))[0]
-    config = {
-        "min.insync.replicas": str(MIN_ISR),
-        "replica.lag.time.max.ms": str(rng.choice((5_000, 10_000))),
-    }
+    lag_ms = rng.choice((5_000, 10_000))
+    socket_timeout_ms = rng.choice((3_000, 5_000))
+    config = {"min.insync.replicas": str(MIN_ISR), "replica.lag.time.max.ms": str(lag_ms),
+              "replica.socket.timeout.ms": str(socket_timeout_ms)}
     clients = (
-        ClientSpec("p-all", "producer", TOPIC, None, "all", rng.choice((50, 100, 200)), "none"),
-        ClientSpec("p-one", "producer", TOPIC, None, "1", rng.choice((100, 200)), "none"),
+        ClientSpec("p-all", "producer", TOPIC, None, "all", rng.choice((100, 200)), "none"),
+        ClientSpec("p-one", "producer", TOPIC, None, "1", rng.choice((200, 500)), "none"),
         ClientSpec("c1", "consumer", TOPIC, None, "all", 100, rng.choice(("earliest", "none"))),
     )
 
-    st = _Story(rng, brokers, assignment)
+    st = _Story(rng, brokers, assignment, lag_ms, socket_timeout_ms)
     names = list(EPISODES)
     weights = [EPISODES[n][0] for n in names]
     count = rng.choices((1, 2, 3), weights=(30, 45, 25))[0]
     t = rng.randint(3_000, 8_000)
     drawn = []
+    previous_end = 0
+    previous_exclusive = False
     for _ in range(count):
         name = rng.choices(names, weights=weights)[0]
+        _weight, build, exclusive = EPISODES[name]
+        if exclusive or previous_exclusive:
+            t = max(t, previous_end + rng.randint(2_000, 5_000))
+        if drawn and t > LAST_EPISODE_START_MS:
+            break
         drawn.append(name)
-        end = EPISODES[name][1](st, t)
+        end = build(st, t)
         # The next episode starts after this one began, possibly while it is still going on.
-        t = min(rng.randint(t + 3_000, end + 6_000), 60_000)
+        t, previous_end, previous_exclusive = rng.randint(t + 3_000, end + 6_000), max(previous_end, end), exclusive
 
     steps = sorted(st.steps, key=lambda s: (s[0], s[1]))
     steps = _effective(steps, brokers)
@@ -362,7 +426,7 @@ def generate(seed: int) -> Scenario:
     for broker in down:
         at += rng.randint(1_000, 3_000)
         tail.append((at, 2, "restart", {"broker": broker}))
-    until = at + rng.randint(25_000, 35_000)
+    until = at + rng.randint(20_000, 30_000)
 
     step_objs = tuple(
         Step(index=i + 1, line=0, verb=verb, at_ms=at_ms, after_ms=0, args=_normalise(verb, args))
@@ -416,15 +480,17 @@ def _partitions(scenario: Scenario):
     for t in scenario.topics:
         rf = t.replication_factor if t.replication_factor is not None else len(t.assignment[0])
         min_isr = int(t.config.get("min.insync.replicas", scenario.config.get("min.insync.replicas", "1")))
-        effective = min(min_isr, rf)
         for p in range(t.partitions):
             replicas = frozenset(t.assignment[p]) if t.assignment is not None else frozenset(range(scenario.brokers))
-            out.append((f"{t.name}-{p}", replicas, effective, t))
+            out.append((f"{t.name}-{p}", replicas, min(min_isr, rf), t))
+    if not out:  # no topic: the whole cluster, cluster-level min ISR
+        min_isr = int(scenario.config.get("min.insync.replicas", "1"))
+        out.append(("*", frozenset(range(scenario.brokers)), min(min_isr, scenario.brokers), None))
     return out
 
 
-def _losing_crashes(scenario: Scenario):
-    """(broker, lose) of every effective crash, in step order."""
+def _crashes(scenario: Scenario) -> list[tuple[int, str]]:
+    """(broker, lose) of every effective crash (the broker was up), in step order."""
     up = set(range(scenario.brokers))
     out = []
     for step in scenario.steps:
@@ -440,37 +506,42 @@ def _losing_crashes(scenario: Scenario):
     return out
 
 
-def _per_partition(scenario: Scenario) -> list[tuple[str, int, int]]:
-    """(partition, data-losing shutdowns of its replicas, budget) per partition."""
-    crashes = _losing_crashes(scenario)
-    parts = _partitions(scenario)
-    if not parts:
-        n = sum(1 for _b, lose in crashes if lose == "all" or (lose == "unflushed" and not _durable_appends(scenario, None)))
-        return [("*", n, max(int(scenario.config.get("min.insync.replicas", "1")), 1) - 1)]
-    out = []
-    for name, replicas, min_isr, topic in parts:
-        durable = _durable_appends(scenario, topic)
-        n = sum(1 for b, lose in crashes
-                if b in replicas and (lose == "all" or (lose == "unflushed" and not durable)))
-        out.append((name, n, min_isr - 1))
-    return out
+def budget_by_partition(scenario: Scenario) -> dict[str, tuple[int, int]]:
+    """{partition: (data-losing shutdowns of its replicas, its budget = effective min ISR − 1)}."""
+    crashes = _crashes(scenario)
+    return {name: (sum(1 for b, _lose in crashes if b in replicas), min_isr - 1)
+            for name, replicas, min_isr, _topic in _partitions(scenario)}
 
 
 def data_losing_shutdowns(scenario: Scenario) -> int:
-    """Data-losing shutdowns of ``scenario``: the maximum over its partitions of the effective
-    ``lose: unflushed``/``lose: all`` crashes of that partition's replicas (rule in the module
-    docstring). An int >= 0."""
-    return max(n for _name, n, _budget in _per_partition(scenario))
+    """Data-losing (unclean) shutdowns: the maximum over partitions of the effective crashes, any
+    ``lose`` mode, of that partition's replicas (rule in the module docstring). An int >= 0."""
+    return max(n for n, _budget in budget_by_partition(scenario).values())
+
+
+def crashes_losing_data(scenario: Scenario) -> int:
+    """Crashes that destroy bytes on the crashed replica itself: the maximum over partitions of the
+    effective ``lose: all`` crashes, plus ``lose: unflushed`` ones unless every append is durable
+    (``sim.writeback: 0ms`` or fsync per append). Informational; the budget uses
+    :func:`data_losing_shutdowns`."""
+    crashes = _crashes(scenario)
+    best = 0
+    for _name, replicas, _min_isr, topic in _partitions(scenario):
+        durable = _durable_appends(scenario, topic)
+        n = sum(1 for b, lose in crashes
+                if b in replicas and (lose == "all" or (lose == "unflushed" and not durable)))
+        best = max(best, n)
+    return best
 
 
 def fault_budget(scenario: Scenario) -> int:
     """The smallest per-partition budget: effective min ISR − 1 (DESIGN.md's fault budget)."""
-    return min(budget for _name, _n, budget in _per_partition(scenario))
+    return min(budget for _n, budget in budget_by_partition(scenario).values())
 
 
 def within_budget(scenario: Scenario) -> bool:
     """True when every partition saw at most (its effective min ISR − 1) data-losing shutdowns."""
-    return all(n <= budget for _name, n, budget in _per_partition(scenario))
+    return all(n <= budget for n, budget in budget_by_partition(scenario).values())
 
 
 # ----------------------------------------------------------------------------------- describing

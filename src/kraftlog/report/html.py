@@ -1,0 +1,229 @@
+"""``report.html`` of a campaign: one self-contained page (PNG plots embedded as base64 data URIs).
+
+Sections: the run (master, cores, seeds, levels, speed), the per-level summary table, loss
+probability per level by data-losing shutdowns, the unavailability distribution per level, the
+timeline of one failing seed (replayed on the driver from its exported file, digest checked), the
+failing runs with links to their ``failures/*.yaml``, the scenario library per level, and every
+run in a collapsible table.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+from pathlib import Path
+
+from . import plots
+
+__all__ = ["pick_failing_seed", "write_report"]
+
+_CSS = """
+body { font-family: system-ui, -apple-system, Segoe UI, sans-serif; margin: 2em auto; max-width: 1200px;
+       color: #222; padding: 0 1em; }
+h1 { font-size: 1.5em; } h2 { font-size: 1.2em; margin-top: 2em; border-bottom: 1px solid #ddd; }
+table { border-collapse: collapse; font-size: 0.85em; margin: 0.5em 0; }
+th, td { border: 1px solid #ccc; padding: 3px 7px; text-align: right; vertical-align: top; }
+th { background: #f3f3f3; } td.l, th.l { text-align: left; }
+tr.fail td { background: #fff0f0; }
+img { max-width: 100%; border: 1px solid #eee; }
+pre { background: #f7f7f7; padding: 0.7em; font-size: 0.78em; overflow-x: auto; max-height: 32em; }
+.muted { color: #666; font-size: 0.9em; } code { background: #f3f3f3; padding: 0 3px; }
+"""
+
+
+def _e(value) -> str:
+    return html.escape("" if value is None else str(value))
+
+
+def _img(png: bytes, alt: str) -> str:
+    return f'<img alt="{_e(alt)}" src="data:image/png;base64,{base64.b64encode(png).decode()}">'
+
+
+def _table(headers: list[str], rows: list[list], left: set[int] = frozenset(), row_class=None) -> str:
+    out = ["<table><tr>"]
+    out += [f'<th class="{"l" if i in left else ""}">{_e(h)}</th>' for i, h in enumerate(headers)]
+    out.append("</tr>")
+    for k, row in enumerate(rows):
+        cls = row_class(k) if row_class else ""
+        out.append(f'<tr class="{cls}">')
+        for i, cell in enumerate(row):
+            out.append(f'<td class="{"l" if i in left else ""}">{cell}</td>')
+        out.append("</tr>")
+    out.append("</table>")
+    return "".join(out)
+
+
+def pick_failing_seed(rows: list[dict], levels: list[str]) -> dict | None:
+    """The failing run whose timeline the report draws: a generated seed that lost acknowledged
+    records within the fault budget at the lowest level, else any seed that lost records, else any
+    failing seed, else any failing run; the smallest seed first. None when nothing failed."""
+    rank = {lv: i for i, lv in enumerate(levels)}
+    key = lambda r: (rank.get(r["level"], 99), r["seed"], r["scenario"])  # noqa: E731
+    tiers = [
+        lambda r: r["kind"] == "seed" and r["lost_acked"] > 0 and r["within_budget"],
+        lambda r: r["kind"] == "seed" and r["lost_acked"] > 0,
+        lambda r: r["kind"] == "seed" and r["failure"],
+        lambda r: r["failure"],
+    ]
+    for tier in tiers:
+        found = sorted((r for r in rows if tier(r) and r.get("failure_file")), key=key)
+        if found:
+            return found[0]
+    return None
+
+
+def _replay(out: Path, row: dict) -> tuple[dict, list[str], object]:
+    """Replay ``row``'s exported failure file; returns (replay info, timeline, scenario)."""
+    from ..sim.runner import run_scenario
+    from ..sim.scenario import load_scenario
+
+    path = out / row["failure_file"]
+    scenario = load_scenario(path)
+    result = run_scenario(scenario)
+    v = result.verdict
+    info = {
+        "file": row["failure_file"],
+        "level": row["level"],
+        "seed": row["seed"],
+        "history_digest": v["history_digest"],
+        "digest_matches": v["history_digest"] == row["history_digest"],
+        "lost_acked": v["lost_acked"],
+        "lost_acked_matches": v["lost_acked"] == row["lost_acked"],
+    }
+    return info, result.timeline, scenario
+
+
+def write_report(out, rows: list[dict], summary: dict, levels: list[str]) -> dict | None:
+    """Write ``out/report.html``; return the replay check of the drawn failing run (or None)."""
+    from ..spark.faults import fault_budget
+
+    out = Path(out)
+    seeds = [r for r in rows if r["kind"] == "seed"]
+    budgets = {r["fault_budget"] for r in seeds}
+    budget = budgets.pop() if len(budgets) == 1 else None
+    parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>kraftlog campaign</title>"
+             f"<style>{_CSS}</style></head><body>"]
+    parts.append("<h1>kraftlog fault campaign</h1>")
+    seed_range = summary.get("seed_range") or []
+    parts.append(
+        f"<p>{len(seeds) // max(len(levels), 1)} generated seeds"
+        f"{f' ({seed_range[0]}..{seed_range[1]})' if seed_range else ''} × levels {_e(', '.join(levels))}, "
+        f"plus the scenario library at every level: {len(rows)} runs on <code>{_e(summary.get('master'))}</code> "
+        f"({_e(summary.get('executor_cores'))} executor cores, {_e(summary.get('spark_tasks'))} Spark tasks). "
+        f"Simulated {summary.get('sim_time_ms_total', 0) / 1000:,.0f} s in "
+        f"{summary.get('executor_wall_ms_total', 0) / 1000:,.1f} s of executor time: "
+        f"<b>sim_speedup {summary.get('sim_speedup')}</b> per executor core; "
+        f"job wall time {summary.get('job_wall_ms', 0) / 1000:,.1f} s "
+        f"(campaign speedup {summary.get('campaign_speedup')}).</p>")
+    parts.append(
+        "<p class='muted'>A data-losing shutdown is an unclean shutdown (a crash, whatever it lost) of one of a "
+        "partition's replicas; a story is within the fault budget when no partition saw more than "
+        "min ISR − 1 of them (KIP-966's promise). A failure is a run that lost acknowledged acks=all records, "
+        "violated an invariant, left a truncation undetected, failed an expectation or raised.</p>")
+
+    # Summary table
+    parts.append("<h2>Summary per level (generated seeds)</h2>")
+    table_rows = []
+    for level in levels:
+        s = summary["levels"].get(level, {})
+        fails = sum(1 for r in seeds if r["level"] == level and r["failure"])
+        table_rows.append([_e(level), s.get("seeds", 0), s.get("seeds_with_loss", 0),
+                           f"<b>{s.get('seeds_with_loss_within_budget', 0)}</b>", s.get("lost_acked_total", 0),
+                           f"{s.get('p_loss', 0):.3f}", f"{s.get('mean_unavailable_ms', 0) / 1000:.2f}", fails])
+    parts.append(_table(["level", "seeds", "seeds with loss", "with loss within budget", "lost acked total",
+                         "p_loss", "mean unavailable (s)", "failing seeds"], table_rows, left={0}))
+
+    # Plots
+    if seeds:
+        parts.append("<h2>Loss probability by data-losing shutdowns</h2>")
+        parts.append(_img(plots.loss_by_shutdowns(rows, levels, budget), "loss probability per level"))
+        parts.append("<h2>Unavailability per level</h2>")
+        parts.append(_img(plots.unavailability(rows, levels), "unavailability distribution per level"))
+
+    # One failing seed's timeline
+    parts.append("<h2>Timeline of one failing run</h2>")
+    replay = None
+    chosen = pick_failing_seed(rows, levels)
+    if chosen is None:
+        parts.append("<p>No run failed.</p>")
+    else:
+        try:
+            replay, lines, scenario = _replay(out, chosen)
+        except Exception as exc:  # the report must not die on a replay problem; say so instead
+            parts.append(f"<p>Replaying {_e(chosen['failure_file'])} failed: <code>{_e(exc)}</code></p>")
+        else:
+            min_isr = fault_budget(scenario) + 1
+            title = (f"{chosen['scenario']} at level {chosen['level']}: lost {chosen['lost_acked']} acked records, "
+                     f"{chosen['data_losing_shutdowns']} data-losing shutdown(s), "
+                     f"{'within' if chosen['within_budget'] else 'beyond'} the budget")
+            parts.append(f"<p><a href='{_e(chosen['failure_file'])}'>{_e(chosen['failure_file'])}</a> "
+                         f"replayed on the driver: digest <code>{_e(replay['history_digest'])}</code> "
+                         f"{'matches' if replay['digest_matches'] else '<b>DIFFERS from</b>'} the executor's"
+                         f"{'' if replay['digest_matches'] else ' (was the code changed during the run?)'}; "
+                         f"lost acked {replay['lost_acked']} "
+                         f"({'same' if replay['lost_acked_matches'] else '<b>different</b>'}).</p>")
+            parts.append(_img(plots.timeline(lines, scenario.brokers, title, min_isr), "timeline"))
+            parts.append(f"<p class='muted'>Schedule: {_e(chosen['schedule'])}</p>")
+            parts.append("<details><summary>timeline text</summary><pre>"
+                         + _e("\n".join(lines)) + "</pre></details>")
+
+    # Failures
+    failing = [r for r in rows if r["failure"]]
+    parts.append(f"<h2>Failing runs ({len(failing)})</h2>")
+    if failing:
+        parts.append("<p class='muted'>Replay one with <code>kraftlog scenario run FILE</code> "
+                     "(the file carries the level and the seed).</p>")
+        parts.append(_table(
+            ["level", "seed / scenario", "data-losing shutdowns", "within budget", "lost acked",
+             "violations", "undetected truncations", "failed expectations", "file"],
+            [[_e(r["level"]), _e(r["seed"] if r["kind"] == "seed" else r["scenario"]), r["data_losing_shutdowns"],
+              "yes" if r["within_budget"] else "no", r["lost_acked"], r["invariant_violations"],
+              r["undetected_truncations"], r["failed_expectations"] + (1 if r["error"] else 0),
+              f"<a href='{_e(r['failure_file'])}'>{_e(r['failure_file'])}</a>"] for r in failing],
+            left={0, 1, 8}))
+
+    # Library
+    library = [r for r in rows if r["kind"] == "scenario"]
+    if library:
+        parts.append("<h2>Scenario library</h2>")
+        names = sorted({r["scenario"] for r in library})
+        by = {(r["scenario"], r["level"]): r for r in library}
+        cells = []
+        for name in names:
+            row = [_e(name)]
+            for level in levels:
+                r = by.get((name, level))
+                if r is None:
+                    row.append("")
+                elif r["failure"]:
+                    why = []
+                    if r["lost_acked"]:
+                        why.append(f"lost {r['lost_acked']}")
+                    if r["invariant_violations"]:
+                        why.append(f"{r['invariant_violations']} violation(s)")
+                    if r["failed_expectations"]:
+                        why.append(f"{r['failed_expectations']} failed expectation(s)")
+                    if r["undetected_truncations"]:
+                        why.append("undetected truncation")
+                    if r["error"]:
+                        why.append("error")
+                    row.append(f"<b>FAIL</b> ({_e(', '.join(why))})")
+                else:
+                    row.append("pass")
+            cells.append(row)
+        parts.append(_table(["scenario", *levels], cells, left=set(range(len(levels) + 1))))
+
+    # Every run
+    cols = ["level", "kind", "seed", "scenario", "brokers", "partitions", "data_losing_shutdowns", "within_budget",
+            "acked_all", "acked_1", "lost_acked", "hwm_regressions", "detected_truncations",
+            "undetected_truncations", "invariant_violations", "leaderless_at_end", "unavailable_ms", "sim_time_ms",
+            "wall_ms", "schedule"]
+    parts.append(f"<h2>All runs ({len(rows)})</h2><details><summary>show the table</summary>")
+    parts.append(_table(
+        cols,
+        [[_e(f"{r[c]:.0f}" if c == "wall_ms" else r[c]) for c in cols] for r in rows],
+        left={0, 1, 3, len(cols) - 1},
+        row_class=lambda k: "fail" if rows[k]["failure"] else ""))
+    parts.append("</details></body></html>\n")
+    (out / "report.html").write_text("".join(parts), encoding="utf-8")
+    return replay

@@ -1,0 +1,275 @@
+"""The campaign's plots, as PNG bytes (matplotlib's object API on the Agg canvas: no pyplot state,
+no display needed).
+
+* :func:`loss_by_shutdowns` — probability that a story loses acknowledged acks=all records, per
+  level, by number of data-losing shutdowns (grouped bars; the fault budget shaded);
+* :func:`unavailability` — the distribution of unavailable time (partition-seconds without a live
+  leader) per level, as empirical CDFs;
+* :func:`timeline` — one run drawn from its readable timeline: broker lanes (up, down by crash or
+  clean shutdown, fenced), network faults, and per partition the ISR size with each leader.
+
+Inputs are plain rows (dicts with the ``results.parquet`` columns) and timeline strings.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from collections import defaultdict
+
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.patches import Patch
+
+__all__ = ["loss_by_shutdowns", "parse_timeline", "timeline", "unavailability"]
+
+_COLORS = ["#d62728", "#ff7f0e", "#2ca02c", "#1f77b4", "#9467bd", "#8c564b"]
+_STYLES = ["-", "--", "-.", ":"]
+
+
+def _png(fig: Figure) -> bytes:
+    FigureCanvasAgg(fig)
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
+    return buf.getvalue()
+
+
+def loss_by_shutdowns(rows: list[dict], levels: list[str], budget: int | None = None, cap: int = 4) -> bytes:
+    """Grouped bars: P(lost_acked > 0) per level (bars) by data-losing shutdowns (x, ``cap``+ merged).
+
+    Only generated seeds are counted; each bar is labelled with losing/total stories. ``budget``
+    (the common fault budget, when all stories share one) shades the within-budget columns."""
+    seeds = [r for r in rows if r["kind"] == "seed"]
+    xs = sorted({min(r["data_losing_shutdowns"], cap) for r in seeds}) or [0]
+    fig = Figure(figsize=(8.5, 4.2))
+    ax = fig.add_subplot()
+    width = 0.8 / max(len(levels), 1)
+    for i, level in enumerate(levels):
+        heights, labels = [], []
+        for x in xs:
+            group = [r for r in seeds if r["level"] == level and min(r["data_losing_shutdowns"], cap) == x]
+            lost = sum(1 for r in group if r["lost_acked"] > 0)
+            heights.append(lost / len(group) if group else 0.0)
+            labels.append(f"{lost}/{len(group)}")
+        pos = [x + (i - (len(levels) - 1) / 2) * width for x in range(len(xs))]
+        bars = ax.bar(pos, heights, width * 0.95, label=level, color=_COLORS[i % len(_COLORS)])
+        for bar, text in zip(bars, labels):
+            ax.annotate(text, (bar.get_x() + bar.get_width() / 2, bar.get_height()), ha="center", va="bottom",
+                        fontsize=7, xytext=(0, 2), textcoords="offset points")
+    if budget is not None:
+        inside = [j for j, x in enumerate(xs) if x <= budget]
+        if inside:
+            ax.axvspan(-0.5, max(inside) + 0.5, color="#2ca02c", alpha=0.08, lw=0)
+            ax.text(max(inside) + 0.45, 1.08, f"within the fault budget (≤ {budget})", ha="right", va="top",
+                    fontsize=8, color="#2a7a2a")
+    ax.set_xticks(range(len(xs)), [f"{x}+" if x == cap else str(x) for x in xs])
+    ax.set_xlim(-0.5, len(xs) - 0.5)
+    ax.set_ylim(0, 1.12)
+    ax.set_xlabel("data-losing (unclean) shutdowns of a partition's replicas")
+    ax.set_ylabel("P(acknowledged acks=all records lost)")
+    ax.set_title("Loss probability per level (labels: losing / stories)")
+    ax.legend(title="level", fontsize=8)
+    ax.grid(axis="y", alpha=0.3)
+    return _png(fig)
+
+
+def unavailability(rows: list[dict], levels: list[str]) -> bytes:
+    """Empirical CDF of ``unavailable_ms`` (as seconds) per level, over generated seeds."""
+    fig = Figure(figsize=(8.5, 4.0))
+    ax = fig.add_subplot()
+    for i, level in enumerate(levels):
+        values = sorted(r["unavailable_ms"] / 1000 for r in rows if r["kind"] == "seed" and r["level"] == level)
+        if not values:
+            continue
+        n = len(values)
+        mean = sum(values) / n
+        ys = [(k + 1) / n for k in range(n)]
+        ax.step([0.0, *values], [0.0, *ys], where="post", color=_COLORS[i % len(_COLORS)],
+                ls=_STYLES[i % len(_STYLES)], lw=2.2 - 0.35 * (i % 4),
+                label=f"{level} (mean {mean:.1f} s, p90 {values[min(n - 1, int(0.9 * n))]:.1f} s)")
+    ax.set_xlabel("unavailable time per story (s, summed over partitions without a live leader)")
+    ax.set_ylabel("fraction of stories ≤ x")
+    ax.set_ylim(0, 1.02)
+    ax.set_xlim(left=0)
+    ax.set_title("Unavailability distribution per level")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8, loc="lower right")
+    return _png(fig)
+
+
+# ------------------------------------------------------------------------------------ timelines
+_LINE = re.compile(r"^\s*(-?\d+)ms  (.*)$")
+_STEP = re.compile(r"^step \d+ \((\w+)\): (.*)$")
+_PART = re.compile(r"^(\S+-\d+): (.*)$")
+_LEADER = re.compile(r"leader -> (\w+)")
+_ISR = re.compile(r"ISR -> \[([\d, ]*)\]")
+_CREATED = re.compile(r"created, replicas \[[\d, ]*\], leader (-?\d+), ISR \[([\d, ]*)\]")
+_BROKER = re.compile(r"^broker (\d+) (fenced|unfenced)")
+
+
+def parse_timeline(lines: list[str]) -> dict:
+    """Events of a runner timeline (scenario time after ``cluster ready``; earlier lines are t<=0).
+
+    Returns ``{"end": ms, "down": [(broker, start, end|None, kind)], "fenced": [(broker, start, end|None)],
+    "network": [(start, end|None, label)], "partitions": {name: [(t, leader|None, isr size)]},
+    "faults": [(t, label)]}``."""
+    ready = any("cluster ready" in line for line in lines)
+    seen_ready = not ready
+    down: list = []
+    fenced: list = []
+    network: list = []
+    partitions: dict = defaultdict(list)
+    faults: list = []
+    open_down: dict = {}
+    open_fenced: dict = {}
+    state: dict = {}
+    end = 0
+    for line in lines:
+        m = _LINE.match(line)
+        if not m:
+            continue
+        text = m.group(2)
+        if not seen_ready:
+            t = 0
+            if "cluster ready" in text:
+                seen_ready = True
+        else:
+            t = int(m.group(1))
+        end = max(end, t)
+        pm = _PART.match(text)
+        if pm:
+            name, rest = pm.groups()
+            leader, isr = state.get(name, (None, 0))
+            cm = _CREATED.search(rest)
+            if cm:
+                leader = int(cm.group(1))
+                isr = len([x for x in cm.group(2).split(",") if x.strip()])
+            lm = _LEADER.search(rest)
+            if lm:
+                leader = None if lm.group(1) == "none" else int(lm.group(1))
+            im = _ISR.search(rest)
+            if im:
+                isr = len([x for x in im.group(1).split(",") if x.strip()])
+            if cm or lm or im:
+                state[name] = (leader, isr)
+                partitions[name].append((t, leader, isr))
+            continue
+        bm = _BROKER.match(text)
+        if bm and seen_ready:
+            b, what = int(bm.group(1)), bm.group(2)
+            if what == "fenced" and b not in open_fenced:
+                open_fenced[b] = t
+            elif what == "unfenced" and b in open_fenced:
+                fenced.append((b, open_fenced.pop(b), t))
+            continue
+        sm = _STEP.match(text)
+        if not sm:
+            continue
+        verb, rest = sm.groups()
+        if verb == "crash":
+            b = int(re.search(r"broker (\d+)", rest).group(1))
+            lose = re.search(r"lose (\w+)", rest).group(1)
+            open_down.setdefault(b, (t, f"crash ({lose})"))
+            faults.append((t, f"crash b{b} ({lose})"))
+        elif verb == "shutdown":
+            b = int(re.search(r"broker (\d+)", rest).group(1))
+            open_down.setdefault(b, (t, "clean shutdown"))
+            faults.append((t, f"shutdown b{b}"))
+        elif verb == "restart":
+            b = int(re.search(r"broker (\d+)", rest).group(1))
+            if b in open_down:
+                start, kind = open_down.pop(b)
+                down.append((b, start, t, kind))
+        elif verb in ("isolate", "partition", "cut", "hold"):
+            label = (rest.replace("network partitioned into ", "partition ").replace("'controller'", "ctl")
+                     .replace("controller", "ctl"))
+            network.append([t, None, label])
+            faults.append((t, label))
+        elif verb in ("heal", "release"):
+            for item in network:
+                if item[1] is None and (verb == "heal") == (not item[2].startswith("holding")):
+                    item[1] = t
+        elif verb == "restart_controller":
+            faults.append((t, "controller failover"))
+    for b, (start, kind) in open_down.items():
+        down.append((b, start, None, kind))
+    for b, start in open_fenced.items():
+        fenced.append((b, start, None))
+    return {"end": end, "down": down, "fenced": fenced, "network": [tuple(x) for x in network],
+            "partitions": dict(partitions), "faults": faults}
+
+
+def timeline(lines: list[str], brokers: int, title: str, min_isr: int | None = None) -> bytes:
+    """Draw one run: broker lanes and network faults on top, ISR size and leader per partition below."""
+    ev = parse_timeline(lines)
+    end = max(ev["end"], 1) / 1000
+    parts = sorted(ev["partitions"])
+    fig = Figure(figsize=(10, 2.2 + 0.42 * brokers + 1.6 * max(len(parts), 1)))
+    grid = fig.add_gridspec(2, 1, height_ratios=[0.6 + 0.42 * brokers, 1.5 * max(len(parts), 1)], hspace=0.35)
+    top = fig.add_subplot(grid[0])
+    kinds = {"crash (none)": "#ff9896", "crash (unflushed)": "#d62728", "crash (all)": "#7f0000",
+             "clean shutdown": "#9edae5"}
+    for b, start, stop, kind in ev["down"]:
+        s, e = start / 1000, (stop / 1000 if stop is not None else end)
+        top.broken_barh([(s, max(e - s, 0.05))], (b - 0.35, 0.7), color=kinds.get(kind, "#d62728"))
+    for b, start, stop in ev["fenced"]:
+        s, e = start / 1000, (stop / 1000 if stop is not None else end)
+        top.broken_barh([(s, max(e - s, 0.05))], (b - 0.12, 0.24), facecolor="none", edgecolor="black",
+                        hatch="///", lw=0.5)
+    net_y = brokers + 0.2
+    for i, (start, stop, label) in enumerate(ev["network"]):
+        s, e = start / 1000, (stop / 1000 if stop is not None else end)
+        y = net_y + (i % 3) * 0.3
+        top.broken_barh([(s, max(e - s, 0.05))], (y - 0.12, 0.24), color="#8c564b", alpha=0.6)
+        top.text(s, y + 0.14, label[:48], fontsize=6, va="bottom")
+    top.set_yticks([*range(brokers), net_y], [f"broker {b}" for b in range(brokers)] + ["network"])
+    top.set_ylim(-0.6, net_y + 1.1)
+    top.set_xlim(0, end)
+    top.invert_yaxis()
+    top.grid(axis="x", alpha=0.3)
+    top.set_title(title, fontsize=10)
+    handles = [Patch(color=c, label=k) for k, c in kinds.items()]
+    handles += [Patch(facecolor="none", edgecolor="black", hatch="///", label="fenced"),
+                Patch(color="#8c564b", alpha=0.6, label="network fault / held requests")]
+    top.legend(handles=handles, fontsize=6, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+
+    bottom = fig.add_subplot(grid[1], sharex=top)
+    offset = 0
+    yticks, ylabels = [], []
+    for k, name in enumerate(parts):
+        events = ev["partitions"][name]
+        base = offset
+        xs = [e[0] / 1000 for e in events] + [end]
+        ys = [base + e[2] for e in events]
+        ys.append(ys[-1])
+        bottom.step(xs, ys, where="post", color=_COLORS[k % len(_COLORS)], label=f"{name} ISR size")
+        for (t, leader, _isr), nxt in zip(events, [*events[1:], (ev["end"], None, None)]):
+            if leader is None:
+                bottom.axvspan(t / 1000, nxt[0] / 1000, ymin=0, ymax=1, color="#d62728", alpha=0.07, lw=0)
+        last = "start"
+        flip = 0
+        for t, leader, isr in events:
+            if leader != last:
+                bottom.annotate("no leader" if leader is None else f"L{leader}", (t / 1000, base + isr), fontsize=7,
+                                xytext=(2, 3 + 9 * flip), textcoords="offset points",
+                                color="#d62728" if leader is None else "black")
+                flip = 1 - flip
+                last = leader
+        if min_isr is not None:
+            bottom.axhline(base + min_isr, color="grey", ls=":", lw=0.8)
+        yticks += [base + k for k in range(4)]
+        ylabels += [f"{name}  0", "1", "2", "3"]
+        offset += 4.5
+    bottom.set_yticks(yticks, ylabels, fontsize=7)
+    bottom.set_xlabel("simulated time since the cluster was ready (s)")
+    bottom.set_ylabel("ISR size; leader L<id>")
+    bottom.set_ylim(-0.3, offset - 0.2)
+    bottom.grid(axis="x", alpha=0.3)
+    if parts:
+        handles, _labels = bottom.get_legend_handles_labels()
+        handles.append(Patch(color="#d62728", alpha=0.15, label="no leader"))
+        if min_isr is not None:
+            handles.append(Line2D([], [], color="grey", ls=":", lw=0.8, label=f"min ISR {min_isr}"))
+        bottom.legend(handles=handles, fontsize=6, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    return _png(fig)
