@@ -79,6 +79,8 @@ class Broker(NodeBase):
         self.fenced = True
         self.image = MetadataImage()
         self._min_isr_cache: dict[str, int] = {}
+        self._published = False  # first caught up with the metadata log (MetadataLoader)
+        self._unpublished: set = set()  # partitions changed in the image but not yet applied
         self.partitions: dict[tuple[str, int], Partition] = {}
         # Static timings (ms).
         g = lambda name: int(cfg.lookup(name, self.static))  # noqa: E731
@@ -387,19 +389,29 @@ class Broker(NodeBase):
             self.next_metadata_fetch_ms = now_ms + self.fetch_backoff_ms
             return
         if resp.records and resp.base_offset == self.image.offset + 1:
-            self.apply_metadata(now_ms, resp.records, resp.base_offset)
+            self.apply_metadata(now_ms, resp.records, resp.base_offset,
+                                caught_up=resp.base_offset + len(resp.records) >= resp.high_watermark)
         self.next_metadata_fetch_ms = now_ms
         if self.state == PENDING_CONTROLLED_SHUTDOWN:
             self.next_heartbeat_ms = now_ms
         self._send_metadata_fetch(now_ms)
 
-    def apply_metadata(self, now_ms: int, records, base_offset: int) -> None:
-        """Replay metadata records and apply the partition roles they imply (BrokerMetadataPublisher)."""
+    def apply_metadata(self, now_ms: int, records, base_offset: int, caught_up: bool = True) -> None:
+        """Replay metadata records and apply the partition roles they imply (BrokerMetadataPublisher).
+
+        Until the broker has first caught up with the metadata log's high watermark, the image is
+        only built, not published (Kafka's MetadataLoader): acting on a stale prefix could make a
+        restarted broker lead an old epoch and rewrite its log."""
         self.image, delta = self.image.replay(records, base_offset)
         self._min_isr_cache.clear()
         self._fetch_dirty = True
         image = self.image
-        for key in sorted(delta.partitions):
+        self._unpublished |= delta.partitions
+        if not self._published and not caught_up:
+            return
+        self._published = True
+        changed, self._unpublished = self._unpublished, set()
+        for key in sorted(changed):
             reg = image.partitions[key]
             if self.broker_id not in reg.replicas:
                 continue
@@ -421,11 +433,11 @@ class Broker(NodeBase):
             else:
                 if p.make_follower(reg):
                     self._fail_delayed_produces(key)
-        if delta.configs or delta.partitions:
+        if delta.configs or changed:
             for key, log in self.logs.items():
                 log.config = self._log_config(key[0])
             self._flush_by_time = any(log.config.flush_interval_ms is not None for log in self.logs.values())
-        if delta.partitions or delta.brokers:
+        if changed or delta.brokers:
             self._wake_delayed_fetches(now_ms)
 
     # ================================================================= follower fetching
@@ -446,15 +458,16 @@ class Broker(NodeBase):
             if self.fetch_backoff_until.get(leader, 0) > now_ms:
                 continue
             self.fetch_backoff_until.pop(leader, None)
-            fps = []
+            fps, keys, epochs = [], [], []
             for p in parts:
                 p.fetch_inflight = True
+                log = p.log
                 fps.append(m.FetchPartition(
-                    p.topic_id, p.index, p.leader_epoch, p.log.log_end_offset,
-                    p.log.epoch_cache.latest_epoch(), p.log.log_start_offset, self.fetch_max_bytes))
+                    p.topic_id, p.index, p.leader_epoch, log.log_end_offset,
+                    log.epoch_cache.latest_epoch(), log.log_start_offset, self.fetch_max_bytes))
+                keys.append((p.topic, p.index))
+                epochs.append(p.leader_epoch)
             req = m.FetchRequest(self.broker_id, self.broker_epoch, self.fetch_wait_max_ms, 1, tuple(fps))
-            keys = tuple(p.key for p in parts)
-            epochs = tuple(p.leader_epoch for p in parts)
             corr = self.send_request(leader, req, now_ms, self.replica_timeout_ms, ("fetch", leader, keys, epochs))
             self.fetch_inflight[leader] = corr
         self._fetch_dirty = bool(self.fetch_backoff_until)
@@ -503,12 +516,16 @@ class Broker(NodeBase):
 
     # ================================================================= Fetch (leader side)
     def _fetch_partition_error(self, p: Partition | None, current_leader_epoch: int) -> int:
-        if p is None or not p.is_leader:
+        """Kafka's ``localLogWithEpochOrThrow``: the leader epoch is checked before leadership
+        (UNKNOWN_LEADER_EPOCH first, then FENCED_LEADER_EPOCH, then NOT_LEADER_OR_FOLLOWER)."""
+        if p is None:
             return Errors.NOT_LEADER_OR_FOLLOWER
         if current_leader_epoch > p.leader_epoch:
             return Errors.UNKNOWN_LEADER_EPOCH
         if 0 <= current_leader_epoch < p.leader_epoch:
             return Errors.FENCED_LEADER_EPOCH
+        if not p.is_leader:
+            return Errors.NOT_LEADER_OR_FOLLOWER
         return NONE
 
     def _handle_fetch(self, now_ms: int, env: m.Envelope, may_park: bool) -> None:
@@ -522,12 +539,14 @@ class Broker(NodeBase):
         for fp in req.partitions:
             name = topic_names.get(fp.topic_id)
             p = partitions.get((name, fp.partition)) if name is not None else None
-            if p is None or not p.is_leader:
+            if p is None:
                 error = Errors.NOT_LEADER_OR_FOLLOWER
             elif fp.current_leader_epoch > p.leader_epoch:
                 error = Errors.UNKNOWN_LEADER_EPOCH
             elif 0 <= fp.current_leader_epoch < p.leader_epoch:
                 error = Errors.FENCED_LEADER_EPOCH
+            elif not p.is_leader:
+                error = Errors.NOT_LEADER_OR_FOLLOWER
             else:
                 error = NONE  # the checks of _fetch_partition_error, inlined on the hot path
             if error == NONE and is_follower:

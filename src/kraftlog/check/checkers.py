@@ -11,8 +11,10 @@ Inputs are plain data so the checkers can be tested on hand-written histories:
 * ``final_logs``: {partition name: {offset: (value, leader_epoch)}} below the leader's HWM, or None
   for a partition with no leader at the end,
 * ``replica_logs``: {partition name: {broker: ({offset: (value, epoch)}, hwm)}} for live replicas,
-* ``consumed``: list of (client, partition name, offset, value, time ms) in consumption order,
-* ``truncations``: list of (client, partition name, position, divergence offset, time ms),
+* ``consumed``: list of (client, partition name, offset, value, time ms[, seq]) in consumption order,
+* ``truncations``: list of (client, partition name, position, divergence offset, time ms[, seq]);
+  ``seq`` is the position in the run's history, which orders events within one ms (without it, a
+  truncation report is taken to come before reads of the same ms),
 * ``hwms``: list of (client, partition name, hwm, time ms) observed in fetch responses.
 """
 
@@ -91,20 +93,24 @@ def consumer_anomalies(consumed, truncations, final_logs) -> dict:
     log_end = {}
     for part, log in final_logs.items():
         if log is not None:
-            position_of[part] = {v: o for o, (v, _) in log.items()}
+            offsets_of = defaultdict(list)  # a duplicated value stands at several offsets
+            for o in sorted(log):
+                offsets_of[log[o][0]].append(o)
+            position_of[part] = offsets_of
             log_end[part] = max(log, default=-1) + 1
     reports = defaultdict(list)  # (client, partition) -> [(time, divergence)]
-    for c, p, _, div, t in truncations:
+    for c, p, _, div, t, *_ in truncations:
         reports[(c, p)].append((t, div))
-    events = [(t, 0, c, p, off, v) for c, p, off, v, t in consumed]
-    events += [(t, 1, c, p, pos, div) for c, p, pos, div, t in truncations]
+    events = [(e[4], e[5] if len(e) > 5 else 1, 1, e[0], e[1], e[2], e[3]) for e in consumed]
+    events += [(e[4], e[5] if len(e) > 5 else 0, 0, e[0], e[1], e[2], e[3]) for e in truncations]
     events.sort(key=lambda e: (e[0], e[1]))
+    events = [(t, kind, c, p, a, b) for t, _, kind, c, p, a, b in events]
     last = {}
     by_offset = {}
     invalid = set()
     for t, kind, client, part, off, x in events:
         key = (client, part)
-        if kind == 1:
+        if kind == 0:  # a truncation report: the consumer moved back to the divergence point
             last.pop(key, None)
             for k in [k for k in by_offset if k[0] == part and k[1] >= x]:
                 del by_offset[k]
@@ -120,10 +126,12 @@ def consumer_anomalies(consumed, truncations, final_logs) -> dict:
         if off < log_end[part] and (final is None or final[0] != x):
             if not any(tr >= t and div <= off for tr, div in reports[key]):
                 invalid.add(key)
-        pos = positions.get(x)
-        if pos is None:
+        candidates = positions.get(x)
+        if not candidates:
             continue  # truncated away: judged by the truncation accounting above
         prev = last.get(key)
+        # a duplicated value: take its first offset after the previous read (in-order reading)
+        pos = next((o for o in candidates if prev is None or o > prev), candidates[0])
         if prev is not None:
             if pos <= prev:
                 result["nonmonotonic-poll"] += 1
@@ -139,7 +147,7 @@ def hwm_regressions(hwms, truncations) -> int:
     count = 0
     best = {}
     cut = defaultdict(list)
-    for c, p, _, div, t in truncations:
+    for c, p, _, div, t, *_ in truncations:
         cut[(c, p)].append(t)
     for client, part, hwm, t in hwms:
         key = (client, part)

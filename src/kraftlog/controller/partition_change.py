@@ -66,7 +66,8 @@ def build_partition_change(
 
     Level ``elr`` with the unclean recovery manager off follows KIP-966's delivery plan: ISR member →
     unfenced ELR member → (fenced ELR members: wait, or unclean election if enabled) → (no ELR:
-    unclean election if enabled, else the LastKnownLeader once it is unfenced)."""
+    unclean election if enabled, else the LastKnownLeader once it is unfenced, as an unclean,
+    RECOVERING election like Kafka's ``canElectLastKnownLeader``)."""
     replicas = part.replicas
     elr_level = level >= Level.ELR
     isr = part.isr if target_isr is None else _ordered(target_isr, replicas)
@@ -106,11 +107,14 @@ def build_partition_change(
                     isr, isr_set = (r,), {r}
                     break
             if leader == NO_LEADER and not elr and not (election is Election.UNCLEAN or unclean_enabled):
-                # No ELR member at all: the last known leader, once it is unfenced (KIP-966 delivery plan).
+                # No ELR member at all: the last known leader, once it is unfenced (KIP-966 delivery
+                # plan). Kafka's canElectLastKnownLeader counts it as unclean: it may have lost data.
                 candidate = last_known_leader
                 if candidate >= 0 and candidate in replicas and is_acceptable_leader(candidate):
                     leader = candidate
                     isr, isr_set = (candidate,), {candidate}
+                    lrs = RECOVERING
+                    unclean = True
         if leader == NO_LEADER and (election is Election.UNCLEAN or unclean_enabled):
             candidates = [r for r in replicas if is_acceptable_leader(r)]
             if candidates:

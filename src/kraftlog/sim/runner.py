@@ -124,12 +124,13 @@ class ScenarioRun:
             for r in records:
                 name = f"{r.topic}-{r.partition}"
                 value = r.value.decode() if r.value is not None else None
-                self.consumed.append((node_id, name, r.offset, value, sim.now))
+                self.consumed.append((node_id, name, r.offset, value, sim.now, len(sim.history.events)))
                 sim.history.record(sim.now, "consume", client=node_id, partition=name, offset=r.offset,
                                    epoch=r.leader_epoch, value=value)
             for tr in node.take_truncations():
                 name = f"{tr.topic}-{tr.partition}"
-                self.truncations.append((node_id, name, tr.position, tr.divergence_offset, sim.now))
+                self.truncations.append((node_id, name, tr.position, tr.divergence_offset, sim.now,
+                                         len(sim.history.events)))
                 sim.history.record(sim.now, "log_truncation", client=node_id, partition=name,
                                    position=tr.position, divergence=tr.divergence_offset)
                 self._log(f"consumer {node_id}: LogTruncation on {name}: position {tr.position}, "
