@@ -173,28 +173,28 @@ def _ep_last_isr_member(st: _Story, t: int) -> int:
     return end
 
 
-def _ep_crash(st: _Story, t: int) -> int:
-    """A broker crashes (page cache kept, lost, or disk lost) and usually restarts."""
-    rng = st.rng
-    broker = st.broker()
-    st.add(t, "crash", {"broker": broker, "lose": st.weighted({"none": 45, "unflushed": 40, "all": 15})})
-    if rng.random() < 0.8:
-        at = t + rng.randint(3_000, 20_000)
-        st.add(at, "restart", {"broker": broker})
+def _maybe_undo(st: _Story, t: int, probability: float, lo_ms: int, hi_ms: int, verb: str, args: dict) -> int:
+    """With ``probability``, add ``verb`` (a restart or heal) between lo_ms and hi_ms after ``t``;
+    returns when the episode ends."""
+    if st.rng.random() < probability:
+        at = t + st.rng.randint(lo_ms, hi_ms)
+        st.add(at, verb, args)
         return at
     return t
+
+
+def _ep_crash(st: _Story, t: int) -> int:
+    """A broker crashes (page cache kept, lost, or disk lost) and usually restarts."""
+    broker = st.broker()
+    st.add(t, "crash", {"broker": broker, "lose": st.weighted({"none": 45, "unflushed": 40, "all": 15})})
+    return _maybe_undo(st, t, 0.8, 3_000, 20_000, "restart", {"broker": broker})
 
 
 def _ep_shutdown(st: _Story, t: int) -> int:
     """A clean (controlled) shutdown, usually followed by a restart."""
-    rng = st.rng
     broker = st.broker()
     st.add(t, "shutdown", {"broker": broker})
-    if rng.random() < 0.85:
-        at = t + rng.randint(3_000, 15_000)
-        st.add(at, "restart", {"broker": broker})
-        return at
-    return t
+    return _maybe_undo(st, t, 0.85, 3_000, 15_000, "restart", {"broker": broker})
 
 
 def _ep_isolate(st: _Story, t: int) -> int:
@@ -208,11 +208,7 @@ def _ep_isolate(st: _Story, t: int) -> int:
     else:
         nodes = (CONTROLLER,)
     st.add(t, "isolate", {"nodes": nodes})
-    if rng.random() < 0.8:
-        at = t + rng.randint(4_000, 20_000)
-        st.add(at, "heal", {"nodes": nodes})
-        return at
-    return t
+    return _maybe_undo(st, t, 0.8, 4_000, 20_000, "heal", {"nodes": nodes})
 
 
 def _ep_partition(st: _Story, t: int) -> int:
