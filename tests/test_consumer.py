@@ -209,3 +209,33 @@ def test_steady_state_and_failover_with_producer_and_consumer_report_no_anomalie
     v = run_scenario(load_scenario(str(ROOT / "scenarios" / f"{name}.yaml"))).verdict
     assert v["undetected_truncations"] == 0 and v["hwm_regressions"] == 0
     assert all(n == 0 for n in v["anomalies"].values()), v["anomalies"]
+
+
+# ------------------------------------------------------------------------------ checker rules
+def _final(values):
+    return {"t-0": {o: (v, 0) for o, v in enumerate(values)}}
+
+
+def test_checker_counts_a_consumer_that_reads_on_past_a_truncation_it_was_not_told_of():
+    """KIP-320's broken promise: reads 0-2, then 3-4 that were truncated away, then the new log's 5:
+    undetected; and 3-4 of the final log were never read: poll-skip."""
+    from kraftlog.check.checkers import consumer_anomalies
+    final = _final(["a", "b", "c", "x", "y", "z"])
+    consumed = [("c", "t-0", o, v, o) for o, v in enumerate(["a", "b", "c", "OLD3", "OLD4"])]
+    consumed.append(("c", "t-0", 5, "z", 10))
+    r = consumer_anomalies(consumed, [], final)
+    assert r["undetected_truncations"] == 1 and r["poll-skip"] == 1
+
+
+def test_checker_does_not_count_a_reported_truncation_or_a_stalled_consumer():
+    from kraftlog.check.checkers import consumer_anomalies
+    final = _final(["a", "b", "c", "x", "y", "z"])
+    read_old = [("c", "t-0", o, v, o) for o, v in enumerate(["a", "b", "c", "OLD3", "OLD4"])]
+    # told at t=6 that the log diverged at 3, then reads the new log from 3 on
+    resumed = [("c", "t-0", o, v, 7 + o) for o, v in [(3, "x"), (4, "y"), (5, "z")]]
+    r = consumer_anomalies(read_old + resumed, [("c", "t-0", 5, 3, 6)], final)
+    assert r["undetected_truncations"] == 0 and r["poll-skip"] == 0 and r["inconsistent-offsets"] == 0
+    assert r["detected_truncations"] == 1
+    # read truncated records, then nothing more (still waiting when the run ended): not a broken promise
+    r = consumer_anomalies(read_old, [], final)
+    assert r["undetected_truncations"] == 0

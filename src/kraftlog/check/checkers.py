@@ -74,44 +74,39 @@ def duplicates(final_logs) -> int:
 def consumer_anomalies(consumed, truncations, final_logs) -> dict:
     """Jepsen's consumer anomalies and KIP-320 truncation accounting, judged against the final log.
 
-    For each consumer and partition, reads are placed in the final log by value: ``pos(v)`` is the
-    offset of value v there. Reads of values no longer in the final log (truncated) are not placed;
-    consecutive placed reads (a, b) with no truncation reported between them give:
+    For each consumer and partition, a read (offset o, value v) is *placed* when the final log holds v
+    at o; a read the final log no longer holds there was truncated under the consumer and is judged by
+    the truncation accounting instead. Consecutive placed reads (a, b) with no truncation reported
+    between them give:
 
-    * nonmonotonic-poll: ``pos(b) <= pos(a)`` — the consumer went backwards;
-    * poll-skip: ``pos(b) > pos(a) + 1`` — values the final log holds between them were never read;
+    * nonmonotonic-poll: ``b <= a`` — the consumer went backwards;
+    * poll-skip: ``b > a + 1`` — records the final log holds between them were never read;
     * inconsistent-offsets: one offset read with two different values (by any consumers) with no
       truncation reported at or below it in between;
     * detected_truncations: truncations the consumers reported (LogTruncation or reset to the
       divergence point);
     * undetected_truncations: (consumer, partition) pairs that read a record which is not in the final
-      log at its offset and did not later report a truncation at or below that offset.
+      log at its offset (it was truncated under them) and then went on reading the new log at or past
+      that offset without having reported a truncation — KIP-320's "silently wrong" consumer. A consumer
+      that read truncated records but has read nothing since (e.g. it was still waiting for metadata
+      when the run ended) is not counted: those records show up as lost, not as a broken promise.
     """
     result = {"inconsistent-offsets": 0, "nonmonotonic-poll": 0, "poll-skip": 0,
               "detected_truncations": len(truncations), "undetected_truncations": 0}
-    position_of = {}
-    log_end = {}
-    for part, log in final_logs.items():
-        if log is not None:
-            offsets_of = defaultdict(list)  # a duplicated value stands at several offsets
-            for o in sorted(log):
-                offsets_of[log[o][0]].append(o)
-            position_of[part] = offsets_of
-            log_end[part] = max(log, default=-1) + 1
-    reports = defaultdict(list)  # (client, partition) -> [(time, divergence)]
-    for c, p, _, div, t, *_ in truncations:
-        reports[(c, p)].append((t, div))
+    log_end = {part: max(log, default=-1) + 1 for part, log in final_logs.items() if log is not None}
     events = [(e[4], e[5] if len(e) > 5 else 1, 1, e[0], e[1], e[2], e[3]) for e in consumed]
     events += [(e[4], e[5] if len(e) > 5 else 0, 0, e[0], e[1], e[2], e[3]) for e in truncations]
     events.sort(key=lambda e: (e[0], e[1]))
-    events = [(t, kind, c, p, a, b) for t, _, kind, c, p, a, b in events]
     last = {}
     by_offset = {}
     invalid = set()
-    for t, kind, client, part, off, x in events:
+    truncated_at = {}  # (client, partition) -> lowest offset of a truncated read not yet reported
+    for t, _, kind, client, part, off, x in events:
         key = (client, part)
         if kind == 0:  # a truncation report: the consumer moved back to the divergence point
             last.pop(key, None)
+            if key in truncated_at and x <= truncated_at[key]:
+                del truncated_at[key]
             for k in [k for k in by_offset if k[0] == part and k[1] >= x]:
                 del by_offset[k]
             continue
@@ -119,25 +114,24 @@ def consumer_anomalies(consumed, truncations, final_logs) -> dict:
         if seen is not None and seen != x:
             result["inconsistent-offsets"] += 1
         by_offset[(part, off)] = x
-        positions = position_of.get(part)
-        if positions is None:
+        log = final_logs.get(part)
+        if log is None:
             continue
-        final = final_logs[part].get(off)
-        if off < log_end[part] and (final is None or final[0] != x):
-            if not any(tr >= t and div <= off for tr, div in reports[key]):
-                invalid.add(key)
-        candidates = positions.get(x)
-        if not candidates:
-            continue  # truncated away: judged by the truncation accounting above
+        final = log.get(off)
+        if final is None or final[0] != x:
+            # the final log no longer holds this read at its offset: truncated under the consumer
+            if off < log_end[part]:
+                truncated_at[key] = min(truncated_at.get(key, off), off)
+            continue
+        if key in truncated_at and off >= truncated_at[key]:
+            invalid.add(key)  # reading the new log past the divergence, never told
         prev = last.get(key)
-        # a duplicated value: take its first offset after the previous read (in-order reading)
-        pos = next((o for o in candidates if prev is None or o > prev), candidates[0])
         if prev is not None:
-            if pos <= prev:
+            if off <= prev:
                 result["nonmonotonic-poll"] += 1
-            elif pos > prev + 1:
+            elif off > prev + 1:
                 result["poll-skip"] += 1
-        last[key] = pos
+        last[key] = off
     result["undetected_truncations"] = len(invalid)
     return result
 
