@@ -142,19 +142,14 @@ def build_partition_change(
             last_known_leader = part.leader  # the last ISR member, recorded as it leaves
 
     # ---------------------------------------------------------------- the record
-    change = {}
-    if isr != part.isr:
-        change["isr"] = isr
-    if leader != part.leader:
-        change["leader"] = leader
-    if lrs != part.leader_recovery_state:
-        change["leader_recovery_state"] = lrs
-    if elr != part.elr:
-        change["eligible_leader_replicas"] = elr
-    if last_known_elr != part.last_known_elr:
-        change["last_known_elr"] = last_known_elr
-    if last_known_leader != part.last_known_leader:
-        change["last_known_leader"] = last_known_leader
+    change = {field: new for field, new, old in (
+        ("isr", isr, part.isr),
+        ("leader", leader, part.leader),
+        ("leader_recovery_state", lrs, part.leader_recovery_state),
+        ("eligible_leader_replicas", elr, part.elr),
+        ("last_known_elr", last_known_elr, part.last_known_elr),
+        ("last_known_leader", last_known_leader, part.last_known_leader),
+    ) if new != old}
     if not change:
         return None
     return PartitionChangeRecord(partition_id=partition_id, topic_id=topic_id, **change)
