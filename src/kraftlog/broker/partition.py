@@ -64,6 +64,8 @@ class Partition:
         self.topic_id = topic_id
         self.log = log
         self.level = level
+        #: KIP-966 (level ``elr``+): the HWM does not advance while the committed ISR is below min ISR.
+        self.strict_min_isr_hwm = level >= Level.ELR
         self.replicas: tuple[int, ...] = ()
         self.leader_id = NO_LEADER
         self.leader_epoch = -1
@@ -140,20 +142,24 @@ class Partition:
         shutting down, KIP-903 epoch match). True if it moved."""
         if not self.is_leader:
             return False
-        if self.level >= Level.ELR and len(self.isr) < min_isr:
+        log = self.log
+        leo = log.log_end_offset
+        hw = log.high_watermark
+        if hw >= leo:
+            return False  # the HWM never exceeds the LEO: nothing can move
+        if self.strict_min_isr_hwm and len(self.isr) < min_isr:
             return False  # KIP-966: no HWM advance while the committed ISR is below min ISR
-        leo = self.log.log_end_offset
         new_hw = leo
         maximal = self.maximal_isr
         for r, st in self.followers.items():
-            if st.log_end_offset >= new_hw:
+            f_leo = st.log_end_offset
+            if f_leo >= new_hw:
                 continue
-            if r in maximal or (st.log_end_offset >= 0 and (
-                    st.log_end_offset == leo or now_ms - st.last_caught_up_ms <= lag_max_ms)
-                    and (isr_eligible is None or isr_eligible(r, st))):
-                new_hw = st.log_end_offset
-        if new_hw > self.log.high_watermark:
-            self.log.update_high_watermark(new_hw)
+            if r in maximal or (f_leo >= 0 and (f_leo == leo or now_ms - st.last_caught_up_ms <= lag_max_ms)
+                                and (isr_eligible is None or isr_eligible(r, st))):
+                new_hw = f_leo
+        if new_hw > hw:
+            log.update_high_watermark(new_hw)
             return True
         return False
 

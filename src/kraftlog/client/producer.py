@@ -78,12 +78,21 @@ class Producer(NodeBase):
         self.next_sequence: dict[tuple[str, int], int] = {}
         #: the batch being sent per partition, kept with its sequence until it is answered for good
         self.current: dict[tuple[str, int], tuple[RecordBatch, list[PendingRecord]]] = {}
+        #: the keys of ``queues``, sorted (the order partitions are served in); updated when one is added
+        self._keys: list[tuple[str, int]] = []
 
     # ---------------------------------------------------------------- API
     def send(self, topic: str, partition: int, value: bytes, now_ms: int) -> None:
         """Queue one record for (topic, partition)."""
-        self.queues.setdefault((topic, partition), deque()).append(PendingRecord(topic, partition, value, now_ms))
+        self._queue((topic, partition)).append(PendingRecord(topic, partition, value, now_ms))
         self._drain(now_ms)
+
+    def _queue(self, key: tuple[str, int]) -> deque[PendingRecord]:
+        q = self.queues.get(key)
+        if q is None:
+            q = self.queues[key] = deque()
+            self._keys = sorted(self.queues)
+        return q
 
     def take_completions(self) -> list[Completion]:
         """Outcomes since the last call, in completion order."""
@@ -102,14 +111,30 @@ class Producer(NodeBase):
         self._drain(now_ms)
 
     def next_deadline(self) -> int | None:
+        """The earliest request timeout, retry backoff, delivery timeout or metadata refresh (ms)."""
         d = self._request_deadline()
-        waiting = [k for k, q in self.queues.items() if (q or k in self.current) and k not in self.inflight]
-        if waiting:
-            if self.metadata.stale and not self.metadata.inflight:
-                d = earliest(d, self.metadata.next_refresh_ms)
-            for k in waiting:
-                first = self.current[k][1][0] if k in self.current else self.queues[k][0]
-                d = earliest(d, self.retry_at.get(k, 0), first.created_ms + self.delivery_timeout_ms)
+        current = self.current
+        inflight = self.inflight
+        waiting = False
+        for k, q in self.queues.items():
+            if k in inflight:
+                continue
+            cur = current.get(k)
+            if cur is not None:
+                first = cur[1][0]
+            elif q:
+                first = q[0]
+            else:
+                continue
+            waiting = True
+            due = first.created_ms + self.delivery_timeout_ms
+            retry = self.retry_at.get(k, 0)
+            if retry < due:
+                due = retry
+            if d is None or due < d:
+                d = due
+        if waiting and self.metadata.stale and not self.metadata.inflight:
+            d = earliest(d, self.metadata.next_refresh_ms)
         return d
 
     def on_request(self, now_ms, envelope) -> None:
@@ -141,45 +166,61 @@ class Producer(NodeBase):
 
     # ---------------------------------------------------------------- internals
     def _drain(self, now_ms: int) -> None:
-        for key in sorted(self.queues):
-            q = self.queues[key]
-            if key in self.inflight:
+        """Expire records past ``delivery.timeout.ms``, then send one batch to each partition that has
+        records, no request in flight and no retry backoff running; refresh metadata when needed."""
+        queues = self.queues
+        current = self.current
+        inflight = self.inflight
+        timeout = self.delivery_timeout_ms
+        keys = self._keys
+        for key in keys:
+            if key in inflight:
                 continue
-            expired = []
-            if key in self.current and now_ms - self.current[key][1][0].created_ms >= self.delivery_timeout_ms:
-                expired = self.current.pop(key)[1]
-            while q and now_ms - q[0].created_ms >= self.delivery_timeout_ms:
+            q = queues[key]
+            cur = current.get(key)
+            if cur is not None and now_ms - cur[1][0].created_ms >= timeout:
+                expired = current.pop(key)[1]
+            elif q and now_ms - q[0].created_ms >= timeout:
+                expired = []
+            else:
+                continue
+            while q and now_ms - q[0].created_ms >= timeout:
                 expired.append(q.popleft())
             for r in expired:
                 self.completions.append(Completion(r.topic, r.partition, r.value, self.acks,
                                                    Errors.REQUEST_TIMED_OUT, -1, now_ms))
         need_metadata = False
         if self.idempotent and self.producer_id < 0:
-            if not self.init_inflight and any(q for q in self.queues.values()) or self.current:
+            if not self.init_inflight and any(q for q in queues.values()) or current:
                 if not self.init_inflight and self.metadata.brokers:
                     self.init_inflight = True
                     self.send_request(self.metadata.pick_broker(), m.InitProducerIdRequest(), now_ms,
                                       self.request_timeout_ms, ("init",))
             return
-        for key in sorted(self.queues):
-            q = self.queues[key]
-            if (not q and key not in self.current) or key in self.inflight or self.retry_at.get(key, 0) > now_ms:
+        for key in keys:
+            if key in inflight:
+                continue
+            q = queues[key]
+            if (not q and key not in current) or self.retry_at.get(key, 0) > now_ms:
                 continue
             info = self.metadata.leader(key)
             if info is None:
                 need_metadata = True
                 continue
-            if key in self.current:
-                batch, batch_records = self.current[key]
+            cur = current.get(key)
+            if cur is not None:
+                batch, batch_records = cur
                 if self.idempotent and batch.producer_id != self.producer_id:
-                    batch = self._numbered(key, batch)  # new producer id: renumber from 0
-                    self.current[key] = (batch, batch_records)
+                    batch = self._numbered(key, batch.records)  # new producer id: renumber from 0
+                    current[key] = (batch, batch_records)
             else:
                 batch_records = [q.popleft() for _ in range(min(self.batch_size, len(q)))]
-                batch = RecordBatch(-1, -1, tuple(Record(now_ms, None, r.value) for r in batch_records))
+                records = tuple([Record(now_ms, None, r.value) for r in batch_records])
                 if self.idempotent:
-                    batch = self._numbered(key, batch)
-                    self.current[key] = (batch, batch_records)
+                    batch = self._numbered(key, records)
+                    current[key] = (batch, batch_records)
+                else:
+                    batch = RecordBatch(-1, -1, records)
             req = m.ProduceRequest(self.acks, self.request_timeout_ms, (m.ProducePartition(key[0], key[1], (batch,)),))
             for r in batch_records:
                 self.attempts.append((now_ms, key[0], key[1], r.value))
@@ -188,20 +229,19 @@ class Producer(NodeBase):
                 for r in batch_records:
                     self.completions.append(Completion(r.topic, r.partition, r.value, 0, NONE, -1, now_ms))
                 continue
-            self.inflight.add(key)
+            inflight.add(key)
             self.send_request(info.leader, req, now_ms, self.request_timeout_ms, ("produce", key, batch_records))
         if (need_metadata or self.metadata.stale) and not self.metadata.inflight and (
-                any(q for q in self.queues.values()) or self.current) and now_ms >= self.metadata.next_refresh_ms:
-            topics = sorted({k[0] for k, q in self.queues.items() if q} | {k[0] for k in self.current})
+                any(q for q in queues.values()) or current) and now_ms >= self.metadata.next_refresh_ms:
+            topics = sorted({k[0] for k, q in queues.items() if q} | {k[0] for k in current})
             self.send_request(self.metadata.pick_broker(), self.metadata.request(topics), now_ms,
                               self.request_timeout_ms, ("metadata",))
 
-    def _numbered(self, key, batch: RecordBatch) -> RecordBatch:
-        """Stamp the producer id, epoch and the partition's next sequence on a batch."""
+    def _numbered(self, key, records: tuple[Record, ...]) -> RecordBatch:
+        """A batch of ``records`` stamped with the producer id, epoch and the partition's next sequence."""
         seq = self.next_sequence.get(key, 0)
-        self.next_sequence[key] = seq + len(batch.records)
-        return RecordBatch(batch.base_offset, batch.partition_leader_epoch, batch.records, self.producer_id,
-                           self.producer_epoch, seq, batch.attributes)
+        self.next_sequence[key] = seq + len(records)
+        return RecordBatch(-1, -1, records, self.producer_id, self.producer_epoch, seq)
 
     def _on_produce(self, now_ms: int, context, resp: m.ProduceResponse) -> None:
         _, key, records = context
@@ -227,7 +267,7 @@ class Producer(NodeBase):
             self.metadata.stale = True
             self.retry_at[key] = now_ms + self.retry_backoff_ms
             if not self.idempotent:
-                self.queues.setdefault(key, deque()).extendleft(reversed(records))
+                self._queue(key).extendleft(reversed(records))
             return
         self.current.pop(key, None)
         for r in records:

@@ -20,7 +20,7 @@ from ..controller.controller import CONTROLLER, QuorumController
 from ..protocol.level import Level
 from ..protocol.messages import Envelope
 from ..storage.disk import SimDisk
-from .history import History
+from .history import FLUSH_LINES, History
 
 DELIVER, TICK, CALL = 0, 1, 2
 
@@ -221,8 +221,10 @@ class SimCluster:
     def _after(self, node_id, node) -> None:
         """Transmit what the node queued and (re)schedule its next tick."""
         out = node.poll()
-        for env in out:
-            self._transmit(env)
+        if out:
+            transmit = self._transmit
+            for env in out:
+                transmit(env)
         obs = self.observers.get(node_id)
         if obs is not None:
             obs(self, node_id)
@@ -239,20 +241,24 @@ class SimCluster:
             heapq.heappush(self.queue, (d, self._seq, TICK, (node_id, self.incarnation[node_id])))
 
     def _transmit(self, env: Envelope) -> None:
-        link = (env.src, env.dst)
-        if (self.cut or self.isolated or self.partitioned) and self.is_cut(env.src, env.dst):
+        src = env.src
+        dst = env.dst
+        if (self.cut or self.isolated or self.partitioned) and self.is_cut(src, dst):
             return
-        if env.dst not in self.nodes and not env.is_response:
+        if dst not in self.nodes and not env.is_response:
             # Connection refused: the sender learns at once (after one network delay).
-            self._push(self.now + self.delay_min, CALL, ("refused", env.src, env.correlation_id))
+            self._push(self.now + self.delay_min, CALL, ("refused", src, env.correlation_id))
             return
-        span = self.delay_max - self.delay_min + 1
-        delay = self.delay_min + int(self.net_rng.random() * span) if span > 1 else self.delay_min
-        t = self.now + delay
-        last = self.link_last.get(link, 0)
+        delay_min = self.delay_min
+        span = self.delay_max - delay_min + 1
+        t = self.now + (delay_min + int(self.net_rng.random() * span) if span > 1 else delay_min)
+        # FIFO per directed link, like a TCP connection: never overtake an earlier message.
+        link = (src, dst)
+        link_last = self.link_last
+        last = link_last.get(link, 0)
         if t < last:
             t = last
-        self.link_last[link] = t
+        link_last[link] = t
         self._seq += 1
         heapq.heappush(self.queue, (t, self._seq, DELIVER, env))
 
@@ -264,69 +270,87 @@ class SimCluster:
                 return True
         return False
 
-    def step(self) -> bool:
-        """Process the next event; False when the queue is empty."""
-        if not self.queue:
-            return False
-        t, _, kind, payload = heapq.heappop(self.queue)
-        if t > self.now:
-            self.now = t
-        if kind == DELIVER:
-            env = payload
-            if (self.cut or self.isolated or self.partitioned) and self.is_cut(env.src, env.dst):
-                return True
-            if self.holds and self._held(env):
-                self.held.append(env)
-                return True
-            node = self.nodes.get(env.dst)
-            if node is None:
-                if not env.is_response:
-                    self._push(self.now + self.delay_min, CALL, ("refused", env.src, env.correlation_id))
-                return True
-            if self.wire:
-                env = Envelope(env.src, env.dst, env.correlation_id,
-                               self._roundtrip(env.message, env.correlation_id), env.is_response)
-            self.messages_delivered += 1
-            if self.message_observers:
-                obs = self.message_observers.get(type(env.message))
-                if obs is not None:
-                    obs(self, env)
-            self.history.message(self.now, env.src, env.dst, env.correlation_id, env.message)
-            node.deliver(self.now, env)
-            self._after(env.dst, node)
-        elif kind == TICK:
-            node_id, inc = payload
-            if self.incarnation.get(node_id) != inc or self.scheduled.get(node_id) != t:
-                return True
-            node = self.nodes.get(node_id)
-            if node is None:
-                return True
-            del self.scheduled[node_id]
-            node.tick(self.now)
-            self._after(node_id, node)
-            if self.scheduled.get(node_id) == self.now:
-                # A node must make progress: never tick twice at the same instant.
-                self.scheduled[node_id] = self.now + 1
-                self._push(self.now + 1, TICK, (node_id, self.incarnation[node_id]))
+    def _tick(self, t: int, node_id, incarnation: int) -> None:
+        """A node's scheduled tick (ignored when superseded or the node restarted since)."""
+        if self.incarnation.get(node_id) != incarnation or self.scheduled.get(node_id) != t:
+            return
+        node = self.nodes.get(node_id)
+        if node is None:
+            return
+        del self.scheduled[node_id]
+        node.tick(self.now)
+        self._after(node_id, node)
+        if self.scheduled.get(node_id) == self.now:
+            # A node must make progress: never tick twice at the same instant.
+            self.scheduled[node_id] = self.now + 1
+            self._push(self.now + 1, TICK, (node_id, self.incarnation[node_id]))
+
+    def _call(self, payload) -> None:
+        """A driver timer (``call_at``) or a refused connection reported to its sender."""
+        if isinstance(payload, tuple) and payload[0] == "refused":
+            _, src, corr = payload
+            node = self.nodes.get(src)
+            if node is not None:
+                node.connection_failed(self.now, corr)
+                self._after(src, node)
         else:
-            if isinstance(payload, tuple) and payload[0] == "refused":
-                _, src, corr = payload
-                node = self.nodes.get(src)
-                if node is not None:
-                    node.connection_failed(self.now, corr)
-                    self._after(src, node)
-            else:
-                payload(self)
-        return True
+            payload(self)
+
+    def _stopped_in_network(self, env: Envelope) -> bool:
+        """Network faults at delivery time: a cut link drops the message, a hold keeps it aside."""
+        if (self.cut or self.isolated or self.partitioned) and self.is_cut(env.src, env.dst):
+            return True
+        if self.holds and self._held(env):
+            self.held.append(env)
+            return True
+        return False
 
     def run_until(self, t_end: int, stop=None) -> bool:
         """Run events up to simulated time ``t_end``; with ``stop``, return True as soon as
-        ``stop(sim)`` holds (checked after every event). Time ends at ``t_end`` otherwise."""
+        ``stop(sim)`` holds (checked after every event). Time ends at ``t_end`` otherwise.
+
+        The one event loop of the simulator; message delivery, nearly every event, is inlined."""
         if stop is not None and stop(self):
             return True
         queue = self.queue
+        pop = heapq.heappop
+        nodes = self.nodes
+        history = self.history
+        lines = history.lines
+        after = self._after
         while queue and queue[0][0] <= t_end:
-            self.step()
+            t, _, kind, payload = pop(queue)
+            if t > self.now:
+                self.now = t
+            if kind == DELIVER:
+                env = payload
+                if (self.cut or self.isolated or self.partitioned or self.holds) and self._stopped_in_network(env):
+                    pass
+                elif (node := nodes.get(env.dst)) is None:
+                    if not env.is_response:
+                        # Connection refused: the sender learns at once (after one network delay).
+                        self._push(self.now + self.delay_min, CALL, ("refused", env.src, env.correlation_id))
+                else:
+                    if self.wire:
+                        env = Envelope(env.src, env.dst, env.correlation_id,
+                                       self._roundtrip(env.message, env.correlation_id), env.is_response)
+                    self.messages_delivered += 1
+                    message_type = type(env.message)
+                    if self.message_observers:
+                        obs = self.message_observers.get(message_type)
+                        if obs is not None:
+                            obs(self, env)
+                    now = self.now
+                    # History.message, inlined: one digest line per delivered message.
+                    lines.append(f"{now}|{env.src}>{env.dst}|{env.correlation_id}|{message_type.__name__}\n")
+                    if len(lines) >= FLUSH_LINES:
+                        history.flush()
+                    node.deliver(now, env)
+                    after(env.dst, node)
+            elif kind == TICK:
+                self._tick(t, *payload)
+            else:
+                self._call(payload)
             if stop is not None and stop(self):
                 return True
         if t_end > self.now:

@@ -6,8 +6,10 @@ created, every partition with a leader and a full ISR. ``at`` times are measured
 
 from __future__ import annotations
 
+import gc
 import random
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from ..check import checkers
@@ -28,6 +30,26 @@ from .scenario import Condition, Scenario, Step
 BOOTSTRAP_TIMEOUT_MS = 60000
 SHUTDOWN_WAIT_MS = 35000
 ACKS = {"all": -1, "1": 1, "0": 0}
+_ACKS_LABEL = {-1: "all", 1: "1", 0: "0"}
+NONE = Errors.NONE
+
+
+@contextmanager
+def cyclic_gc_paused():
+    """Pause CPython's cyclic garbage collector inside the block, restoring its state after it.
+
+    A run allocates millions of short-lived messages and keeps a growing history; the cyclic collector
+    keeps scanning them and finds nothing to free: reference counting frees every message, and a run
+    leaves almost no reference cycles (measured: none in a fault-free run, about 35 objects when a
+    node is restarted). Pausing it makes benchmarks/sim_speed.py about 10% faster in wall time. A
+    driver concern: the sans-I/O core never touches the GC."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def _node(node) -> str:
@@ -79,7 +101,7 @@ class ScenarioRun:
         self.metrics = {"unclean_elections": 0, "elr_elections": 0}
         self.unavailable_ms = 0
         self._invariant_offset = -1
-        self.sim.observers[CONTROLLER] = self._observe
+        self.sim.observers[CONTROLLER] = self._after_controller_event
         self.sim.message_observers[m.AlterPartitionResponse] = self._observe_message
 
     # ================================================================= observation
@@ -89,53 +111,60 @@ class ScenarioRun:
     def _log(self, text: str) -> None:
         self.timeline.append(f"{self._t():>8}ms  {text}")
 
-    def _observe(self, sim: SimCluster, node_id) -> None:
+    def _after_controller_event(self, sim: SimCluster, node_id) -> None:
+        """After the controller handled an event: log its new metadata records, check invariants."""
         node = sim.nodes.get(node_id)
-        if node is None:
-            return
-        if node_id == CONTROLLER:
+        if node is not None:
             self._observe_controller(node)
-        elif isinstance(node, Producer):
-            if not node.completions:
-                return
-            for c in node.take_completions():
-                acks = {-1: "all", 1: "1", 0: "0"}[c.acks]
-                value = c.value.decode()
-                if c.error == Errors.NONE:
-                    self.acked.append((node_id, c.topic, c.partition, value, acks))
-                    self.acked_counts[acks] += 1
-                    sim.history.record(sim.now, "ack", client=node_id, partition=f"{c.topic}-{c.partition}",
-                                       value=value, acks=acks, offset=c.offset)
-                else:
-                    sim.history.record(sim.now, "produce_failed", client=node_id,
-                                       partition=f"{c.topic}-{c.partition}", value=value, error=int(c.error))
-        elif isinstance(node, Consumer):
-            if not node.records and not node.truncations and not node.has_errors:
-                return
-            try:
-                records = node.poll_records()
-            except LogTruncationError:
-                records = node.take_records()  # reported below, with the earliest/latest ones
-            except OffsetOutOfRangeError as exc:
-                records = node.take_records()
-                for topic, index, offset in exc.partitions:
-                    sim.history.record(sim.now, "offset_out_of_range", client=node_id,
-                                       partition=f"{topic}-{index}", offset=offset)
-            for r in records:
-                name = f"{r.topic}-{r.partition}"
-                value = r.value.decode() if r.value is not None else None
-                self.consumed.append((node_id, name, r.offset, value, sim.now, len(sim.history.events)))
-                sim.history.record(sim.now, "consume", client=node_id, partition=name, offset=r.offset,
-                                   epoch=r.leader_epoch, value=value)
-            for tr in node.take_truncations():
-                name = f"{tr.topic}-{tr.partition}"
-                self.truncations.append((node_id, name, tr.position, tr.divergence_offset, sim.now,
-                                         len(sim.history.events)))
-                sim.history.record(sim.now, "log_truncation", client=node_id, partition=name,
-                                   position=tr.position, divergence=tr.divergence_offset)
-                self._log(f"consumer {node_id}: LogTruncation on {name}: position {tr.position}, "
-                          f"diverged at {tr.divergence_offset} "
-                          f"({'raised LogTruncationError' if tr.reset == 'none' else 'reset to it: ' + tr.reset})")
+
+    def _observe_producer(self, sim: SimCluster, node_id) -> None:
+        """After a producer handled an event: record its acknowledgements and failures."""
+        node = sim.nodes.get(node_id)
+        if node is None or not node.completions:
+            return
+        record = sim.history.record
+        for c in node.take_completions():
+            acks = _ACKS_LABEL[c.acks]
+            value = c.value.decode()
+            if c.error == NONE:
+                self.acked.append((node_id, c.topic, c.partition, value, acks))
+                self.acked_counts[acks] += 1
+                record(sim.now, "ack", client=node_id, partition=f"{c.topic}-{c.partition}",
+                       value=value, acks=acks, offset=c.offset)
+            else:
+                record(sim.now, "produce_failed", client=node_id,
+                       partition=f"{c.topic}-{c.partition}", value=value, error=int(c.error))
+
+    def _observe_consumer(self, sim: SimCluster, node_id) -> None:
+        """After a consumer handled an event: record what it consumed and the truncations it detected."""
+        node = sim.nodes.get(node_id)
+        if node is None or (not node.records and not node.truncations and not node.has_errors):
+            return
+        try:
+            records = node.poll_records()
+        except LogTruncationError:
+            records = node.take_records()  # reported below, with the earliest/latest ones
+        except OffsetOutOfRangeError as exc:
+            records = node.take_records()
+            for topic, index, offset in exc.partitions:
+                sim.history.record(sim.now, "offset_out_of_range", client=node_id,
+                                   partition=f"{topic}-{index}", offset=offset)
+        events = sim.history.events
+        record = sim.history.record
+        for r in records:
+            name = f"{r.topic}-{r.partition}"
+            value = r.value.decode() if r.value is not None else None
+            self.consumed.append((node_id, name, r.offset, value, sim.now, len(events)))
+            record(sim.now, "consume", client=node_id, partition=name, offset=r.offset,
+                   epoch=r.leader_epoch, value=value)
+        for tr in node.take_truncations():
+            name = f"{tr.topic}-{tr.partition}"
+            self.truncations.append((node_id, name, tr.position, tr.divergence_offset, sim.now, len(events)))
+            record(sim.now, "log_truncation", client=node_id, partition=name,
+                   position=tr.position, divergence=tr.divergence_offset)
+            self._log(f"consumer {node_id}: LogTruncation on {name}: position {tr.position}, "
+                      f"diverged at {tr.divergence_offset} "
+                      f"({'raised LogTruncationError' if tr.reset == 'none' else 'reset to it: ' + tr.reset})")
 
     def _observe_message(self, sim: SimCluster, env: m.Envelope) -> None:
         """Log AlterPartition errors (INVALID_UPDATE_VERSION, INELIGIBLE_REPLICA, ...) in the timeline."""
@@ -394,14 +423,14 @@ class ScenarioRun:
                 (c.topic, i) for i in range(self._partition_count(c.topic))]
             if c.kind == "producer":
                 prod = Producer(c.id, brokers, ACKS[c.acks], random.Random(f"{c.id}:{self.seed}"))
-                self.sim.observers[prod.node_id] = self._observe
+                self.sim.observers[prod.node_id] = self._observe_producer
                 sim.add_client(prod)
                 self.producers.append(prod)
                 self._schedule_background(prod, parts, c.interval_ms, 0)
             else:
                 cons = Consumer(c.id, brokers, parts, c.reset, random.Random(f"{c.id}:{self.seed}"),
                                 validate_positions=self.validate_positions, group_id=c.id)
-                self.sim.observers[cons.node_id] = self._observe
+                self.sim.observers[cons.node_id] = self._observe_consumer
                 sim.add_client(cons)
                 self.consumers.append(cons)
 
@@ -439,7 +468,7 @@ class ScenarioRun:
             prod = Producer(f"step{step.index}-producer", list(range(self.scenario.brokers)), acks,
                             random.Random(f"step{step.index}:{self.seed}"), delivery_timeout_ms=a["timeout_ms"],
                             request_timeout_ms=min(30000, a["timeout_ms"]))
-            self.sim.observers[prod.node_id] = self._observe
+            self.sim.observers[prod.node_id] = self._observe_producer
             sim.add_client(prod)
             for i in range(a["count"]):
                 prod.send(a["topic"], a["partition"], f"s{step.index}-{i}".encode(), sim.now)
@@ -530,6 +559,11 @@ class ScenarioRun:
 
     # ================================================================= run
     def run(self) -> RunResult:
+        """Bootstrap the cluster, run the steps, check and judge; the verdict is SCENARIOS.md's."""
+        with cyclic_gc_paused():
+            return self._run()
+
+    def _run(self) -> RunResult:
         wall = time.perf_counter()
         ready = self._bootstrap()
         self.t0 = self.sim.now
