@@ -222,9 +222,13 @@ class Broker(NodeBase):
         if self.stopped:
             return None
         d = self.next_hwm_checkpoint_ms
-        r = self._request_deadline()
-        if r is not None and r < d:
-            d = r
+        timeouts = self._timeouts
+        if timeouts and timeouts[0][1] not in self._inflight:
+            r = self._request_deadline()  # drops the timeouts of answered requests first
+            if r is not None and r < d:
+                d = r
+        elif timeouts and timeouts[0][0] < d:
+            d = timeouts[0][0]
         if self.next_register_ms is not None and not self.registration_inflight and self.next_register_ms < d:
             d = self.next_register_ms
         if self.next_heartbeat_ms is not None and self.next_heartbeat_ms < d:
@@ -332,10 +336,14 @@ class Broker(NodeBase):
         self._after_event(now_ms)
 
     def _after_event(self, now_ms: int) -> None:
+        """Send what the event made due: pending AlterPartition items, follower fetches (each only when
+        its dirty flag says there may be something to send)."""
         if self.stopped:
             return
-        self._send_alter_partitions(now_ms)
-        self._send_fetches(now_ms)
+        if self._alter_dirty:
+            self._send_alter_partitions(now_ms)
+        if self._fetch_dirty:
+            self._send_fetches(now_ms)
 
     # ================================================================= registration, heartbeat
     def _on_registration(self, now_ms: int, resp: m.BrokerRegistrationResponse) -> None:
@@ -486,19 +494,20 @@ class Broker(NodeBase):
         _, leader, keys, epochs = context
         self._fetch_dirty = True
         self.fetch_inflight.pop(leader, None)
-        sent = dict(zip(keys, epochs))
+        partitions = self.partitions
         for key in keys:
-            p = self.partitions.get(key)
+            p = partitions.get(key)
             if p is not None:
                 p.fetch_inflight = False
         if resp.error_code != NONE:
             self.fetch_backoff_until[leader] = now_ms + self.fetch_backoff_ms
             return
+        sent = {keys[0]: epochs[0]} if len(keys) == 1 else dict(zip(keys, epochs))
+        topic_names = self.image.topic_names
         backoff = False
         for pr in resp.partitions:
-            name = self.image.topic_name(pr.topic_id)
-            key = (name, pr.partition)
-            p = self.partitions.get(key)
+            key = (topic_names.get(pr.topic_id), pr.partition)
+            p = partitions.get(key)
             if p is None or p.is_leader or p.leader_epoch != sent.get(key) or p.leader_id != leader:
                 continue  # the partition moved on while the fetch was in flight
             if pr.error_code == FENCED_LEADER_EPOCH:
@@ -636,8 +645,10 @@ class Broker(NodeBase):
         for fp in req.partitions:
             name = topic_names.get(fp.topic_id)
             p = partitions.get((name, fp.partition)) if name is not None else None
-            if self._fetch_partition_error(p, fp.current_leader_epoch) != NONE:
-                return True
+            if p is None or fp.current_leader_epoch != p.leader_epoch or not p.is_leader:
+                # an error answer is ready (_fetch_partition_error; an epoch of -1 is never current)
+                if self._fetch_partition_error(p, fp.current_leader_epoch) != NONE:
+                    return True
             limit = p.log.log_end_offset if req.replica_id >= 0 else p.log.high_watermark
             if limit > fp.fetch_offset:
                 return True

@@ -172,9 +172,11 @@ class Partition:
             st = self.followers[replica_id] = ReplicaState()
         leo = self.log.log_end_offset
         if fetch_offset >= leo:
-            st.last_caught_up_ms = max(st.last_caught_up_ms, now_ms)
+            if now_ms > st.last_caught_up_ms:
+                st.last_caught_up_ms = now_ms
         elif fetch_offset >= st.last_fetch_leader_leo >= 0:
-            st.last_caught_up_ms = max(st.last_caught_up_ms, st.last_fetch_ms)
+            if st.last_fetch_ms > st.last_caught_up_ms:
+                st.last_caught_up_ms = st.last_fetch_ms
         st.log_end_offset = fetch_offset
         st.last_fetch_ms = now_ms
         st.last_fetch_leader_leo = leo

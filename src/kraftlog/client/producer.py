@@ -70,7 +70,6 @@ class Producer(NodeBase):
         self.inflight: set[tuple[str, int]] = set()
         self.retry_at: dict[tuple[str, int], int] = {}
         self.completions: list[Completion] = []
-        self.attempts: list[tuple[int, str, int, bytes]] = []
         self.idempotent = acks == -1
         self.producer_id = -1
         self.producer_epoch = -1
@@ -222,8 +221,6 @@ class Producer(NodeBase):
                 else:
                     batch = RecordBatch(-1, -1, records)
             req = m.ProduceRequest(self.acks, self.request_timeout_ms, (m.ProducePartition(key[0], key[1], (batch,)),))
-            for r in batch_records:
-                self.attempts.append((now_ms, key[0], key[1], r.value))
             if self.acks == 0:
                 self._outbox.append(m.Envelope(self.node_id, info.leader, 0, req, False))
                 for r in batch_records:

@@ -14,7 +14,7 @@ response is never seen).
 
 from __future__ import annotations
 
-import heapq
+from heapq import heappop, heappush
 
 from .messages import Envelope
 
@@ -30,8 +30,8 @@ class NodeBase:
         self.node_id = node_id
         self._outbox: list[Envelope] = []
         self._next_correlation = 0
-        self._inflight: dict[int, object] = {}
-        self._inflight_peer: dict[int, object] = {}
+        #: correlation id -> (context, destination) of every request awaiting its response
+        self._inflight: dict[int, tuple[object, object]] = {}
         self._timeouts: list[tuple[int, int]] = []
 
     # ------------------------------------------------------------------ sending
@@ -39,9 +39,8 @@ class NodeBase:
         """Queue ``message`` for ``dst``; ``context`` comes back to on_response/on_timeout."""
         self._next_correlation += 1
         corr = self._next_correlation
-        self._inflight[corr] = context
-        self._inflight_peer[corr] = dst
-        heapq.heappush(self._timeouts, (now_ms + timeout_ms, corr))
+        self._inflight[corr] = (context, dst)
+        heappush(self._timeouts, (now_ms + timeout_ms, corr))
         self._outbox.append(Envelope(self.node_id, dst, corr, message, False))
         return corr
 
@@ -52,7 +51,6 @@ class NodeBase:
     def cancel_request(self, correlation_id: int) -> None:
         """Forget an in-flight request: its response, if any, will be discarded."""
         self._inflight.pop(correlation_id, None)
-        self._inflight_peer.pop(correlation_id, None)
 
     def poll(self) -> list[Envelope]:
         """Messages to send, oldest first; the outbox is emptied."""
@@ -64,40 +62,37 @@ class NodeBase:
     def deliver(self, now_ms: int, envelope: Envelope) -> None:
         """Hand the node one message."""
         if envelope.is_response:
-            context = self._inflight.pop(envelope.correlation_id, None)
-            self._inflight_peer.pop(envelope.correlation_id, None)
-            if context is not None:
-                self.on_response(now_ms, context, envelope.message)
+            entry = self._inflight.pop(envelope.correlation_id, None)
+            if entry is not None:
+                self.on_response(now_ms, entry[0], envelope.message)
         else:
             self.on_request(now_ms, envelope)
 
     def peer_disconnected(self, now_ms: int, peer) -> None:
         """The connection to ``peer`` closed (its process died): fail every request in flight to it,
         as Kafka's NetworkClient does when a connection is reset."""
-        for corr in sorted(c for c, p in self._inflight_peer.items() if p == peer):
+        for corr in sorted(c for c, (_, p) in self._inflight.items() if p == peer):
             self.connection_failed(now_ms, corr)
 
     def connection_failed(self, now_ms: int, correlation_id: int) -> None:
         """The driver could not deliver request ``correlation_id`` (peer down, connection refused):
         complete it at once through ``on_timeout``, as Kafka's NetworkClient fails it on disconnect."""
-        context = self._inflight.pop(correlation_id, None)
-        self._inflight_peer.pop(correlation_id, None)
-        if context is not None:
-            self.on_timeout(now_ms, context)
+        entry = self._inflight.pop(correlation_id, None)
+        if entry is not None:
+            self.on_timeout(now_ms, entry[0])
 
     def _expire_requests(self, now_ms: int) -> None:
         timeouts = self._timeouts
         while timeouts and timeouts[0][0] <= now_ms:
-            _, corr = heapq.heappop(timeouts)
-            context = self._inflight.pop(corr, None)
-            self._inflight_peer.pop(corr, None)
-            if context is not None:
-                self.on_timeout(now_ms, context)
+            _, corr = heappop(timeouts)
+            entry = self._inflight.pop(corr, None)
+            if entry is not None:
+                self.on_timeout(now_ms, entry[0])
 
     def _request_deadline(self) -> int | None:
         timeouts = self._timeouts
         while timeouts and timeouts[0][1] not in self._inflight:
-            heapq.heappop(timeouts)
+            heappop(timeouts)
         return timeouts[0][0] if timeouts else None
 
     # ------------------------------------------------------------- to override

@@ -222,9 +222,7 @@ class SimCluster:
         """Transmit what the node queued and (re)schedule its next tick."""
         out = node.poll()
         if out:
-            transmit = self._transmit
-            for env in out:
-                transmit(env)
+            self._transmit(out)
         obs = self.observers.get(node_id)
         if obs is not None:
             obs(self, node_id)
@@ -240,27 +238,34 @@ class SimCluster:
             self._seq += 1
             heapq.heappush(self.queue, (d, self._seq, TICK, (node_id, self.incarnation[node_id])))
 
-    def _transmit(self, env: Envelope) -> None:
-        src = env.src
-        dst = env.dst
-        if (self.cut or self.isolated or self.partitioned) and self.is_cut(src, dst):
-            return
-        if dst not in self.nodes and not env.is_response:
-            # Connection refused: the sender learns at once (after one network delay).
-            self._push(self.now + self.delay_min, CALL, ("refused", src, env.correlation_id))
-            return
+    def _transmit(self, envelopes: list[Envelope]) -> None:
+        """Put messages on the network: each arrives after a seeded delay in [delay_min, delay_max] ms,
+        never before an earlier message on the same directed link (FIFO, like a TCP connection)."""
+        faulty = self.cut or self.isolated or self.partitioned
+        nodes = self.nodes
+        now = self.now
         delay_min = self.delay_min
         span = self.delay_max - delay_min + 1
-        t = self.now + (delay_min + int(self.net_rng.random() * span) if span > 1 else delay_min)
-        # FIFO per directed link, like a TCP connection: never overtake an earlier message.
-        link = (src, dst)
+        random = self.net_rng.random
         link_last = self.link_last
-        last = link_last.get(link, 0)
-        if t < last:
-            t = last
-        link_last[link] = t
-        self._seq += 1
-        heapq.heappush(self.queue, (t, self._seq, DELIVER, env))
+        queue = self.queue
+        for env in envelopes:
+            src = env.src
+            dst = env.dst
+            if faulty and self.is_cut(src, dst):
+                continue
+            if dst not in nodes and not env.is_response:
+                # Connection refused: the sender learns at once (after one network delay).
+                self._push(now + delay_min, CALL, ("refused", src, env.correlation_id))
+                continue
+            t = now + (delay_min + int(random() * span) if span > 1 else delay_min)
+            link = (src, dst)
+            last = link_last.get(link, 0)
+            if t < last:
+                t = last
+            link_last[link] = t
+            self._seq += 1
+            heapq.heappush(queue, (t, self._seq, DELIVER, env))
 
     def _held(self, env: Envelope) -> bool:
         api = env.message.API

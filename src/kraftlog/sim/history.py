@@ -15,7 +15,8 @@ FLUSH_LINES = 4096
 
 
 class History:
-    """``events``: (time ms, kind, fields dict) tuples in order; ``digest()``: ``sha256:<hex>``.
+    """``recorded``: how many events were recorded (an event's sequence number is the count before it);
+    ``digest()``: ``sha256:<hex>``.
 
     The digest is SHA-256 over one line per entry, in the order the entries happened:
     ``{ms}|{src}>{dst}|{correlation id}|{message type}`` for a delivered message and
@@ -23,17 +24,18 @@ class History:
     appends message lines to ``lines`` itself (its hot path) and calls :meth:`flush` once
     ``FLUSH_LINES`` are pending."""
 
-    __slots__ = ("events", "_hash", "lines")
+    __slots__ = ("recorded", "_hash", "lines")
 
     def __init__(self) -> None:
-        self.events: list[tuple[int, str, dict]] = []
+        self.recorded = 0
         self._hash = hashlib.sha256()
         self.lines: list[str] = []
 
     def record(self, now_ms: int, kind: str, **fields) -> None:
-        """Append an event; ``fields`` must be deterministic (no sets, no object ids). Keyword order
-        is fixed by each call site, so the dict's repr is deterministic as it is."""
-        self.events.append((now_ms, kind, fields))
+        """Record an event: it feeds the digest (events are not kept; the timeline and the verdict are
+        the run's readable record). ``fields`` must be deterministic (no sets, no object ids). Keyword
+        order is fixed by each call site, so the dict's repr is deterministic as it is."""
+        self.recorded += 1
         lines = self.lines
         lines.append(f"{now_ms}|{kind}|{fields!r}\n")
         if len(lines) >= FLUSH_LINES:
@@ -44,9 +46,6 @@ class History:
         # Strings are not tracked by the GC (a buffer of tuples would be, and costs more than it saves).
         self._hash.update("".join(self.lines).encode())
         self.lines.clear()
-
-    def of_kind(self, *kinds: str):
-        return [e for e in self.events if e[1] in kinds]
 
     def digest(self) -> str:
         """``sha256:<hex>`` of everything fed so far (recording may continue afterwards)."""

@@ -149,17 +149,17 @@ class ScenarioRun:
             for topic, index, offset in exc.partitions:
                 sim.history.record(sim.now, "offset_out_of_range", client=node_id,
                                    partition=f"{topic}-{index}", offset=offset)
-        events = sim.history.events
-        record = sim.history.record
+        history = sim.history
+        record = history.record
         for r in records:
             name = f"{r.topic}-{r.partition}"
             value = r.value.decode() if r.value is not None else None
-            self.consumed.append((node_id, name, r.offset, value, sim.now, len(events)))
+            self.consumed.append((node_id, name, r.offset, value, sim.now, history.recorded))
             record(sim.now, "consume", client=node_id, partition=name, offset=r.offset,
                    epoch=r.leader_epoch, value=value)
         for tr in node.take_truncations():
             name = f"{tr.topic}-{tr.partition}"
-            self.truncations.append((node_id, name, tr.position, tr.divergence_offset, sim.now, len(events)))
+            self.truncations.append((node_id, name, tr.position, tr.divergence_offset, sim.now, history.recorded))
             record(sim.now, "log_truncation", client=node_id, partition=name,
                    position=tr.position, divergence=tr.divergence_offset)
             self._log(f"consumer {node_id}: LogTruncation on {name}: position {tr.position}, "
@@ -616,6 +616,8 @@ class ScenarioRun:
         ctl = sim.controller
         image = ctl.image
         partitions, final_logs, replica_logs = {}, {}, {}
+        # (value, leader epoch) per record of each batch, decoded once: replicas share batch objects
+        decoded: dict[int, list] = {}
         for (topic, idx) in sorted(image.partitions):
             part = image.partitions[(topic, idx)]
             name = f"{topic}-{idx}"
@@ -628,9 +630,12 @@ class ScenarioRun:
                 leos[str(r)] = p.log.log_end_offset
                 content = {}
                 for batch in p.log.batches():
-                    for i, rec in enumerate(batch.records):
-                        content[batch.base_offset + i] = (rec.value.decode() if rec.value is not None else None,
-                                                          batch.partition_leader_epoch)
+                    values = decoded.get(id(batch))
+                    if values is None:
+                        epoch = batch.partition_leader_epoch
+                        values = decoded[id(batch)] = [
+                            (rec.value.decode() if rec.value is not None else None, epoch) for rec in batch.records]
+                    content.update(zip(range(batch.base_offset, batch.base_offset + len(values)), values))
                 logs[r] = (content, p.log.high_watermark)
             replica_logs[name] = logs
             hwm = None

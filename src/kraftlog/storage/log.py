@@ -76,7 +76,9 @@ class PartitionLog:
     possible when a crash lost a truncation), the cache is rebuilt from the batches, as Kafka's segment
     recovery re-assigns epochs from the batches it reads.
 
-    Attributes: ``log_start_offset`` (always 0 here: no retention), ``high_watermark`` (offset, starts at
+    Attributes: ``log_end_offset`` (the LEO: offset after the last record, ``log_start_offset`` when empty;
+    read-only for callers, a plain attribute because it is read on every fetch), ``log_start_offset``
+    (always 0 here: no retention), ``high_watermark`` (offset, starts at
     0; set by the replica layer via :meth:`update_high_watermark`), ``epoch_cache``, ``recovery_point``
     (offset below which the segment is known durable), ``config``.
     """
@@ -95,7 +97,7 @@ class PartitionLog:
         "_batches",
         "_bases",
         "_sizes",
-        "_leo",
+        "log_end_offset",
     )
 
     def __init__(self, disk: Disk, directory: str, config: LogConfig, now_ms: int) -> None:
@@ -121,7 +123,7 @@ class PartitionLog:
         self._batches = batches
         self._bases = [b.base_offset for b in batches]
         self._sizes = [b.size_bytes for b in batches]
-        self._leo = expected
+        self.log_end_offset = expected
         # What the disk holds at load is what survived; treat it as flushed (Kafka's recovery point
         # after recovery is the LEO).
         self.recovery_point = expected
@@ -140,22 +142,17 @@ class PartitionLog:
 
     # ------------------------------------------------------------------ offsets
     @property
-    def log_end_offset(self) -> int:
-        """The LEO: offset after the last record (``log_start_offset`` when empty)."""
-        return self._leo
-
-    @property
     def unflushed_messages(self) -> int:
         """Messages appended since the last flush: LEO - recovery point (Kafka's ``unflushedMessages``)."""
-        return self._leo - self.recovery_point
+        return self.log_end_offset - self.recovery_point
 
     def update_high_watermark(self, offset: int) -> int:
         """Set the HWM to ``offset`` clamped to [log_start_offset, LEO] (Kafka's ``updateHighWatermark``);
         returns the new HWM."""
         if offset < self.log_start_offset:
             offset = self.log_start_offset
-        elif offset > self._leo:
-            offset = self._leo
+        elif offset > self.log_end_offset:
+            offset = self.log_end_offset
         self.high_watermark = offset
         return offset
 
@@ -167,11 +164,11 @@ class PartitionLog:
         self._batches.append(batch)
         self._bases.append(batch.base_offset)
         self._sizes.append(batch.size_bytes)
-        self._leo = batch.base_offset + len(batch.records)
+        self.log_end_offset = batch.base_offset + len(batch.records)
 
     def _apply_flush_policy(self, now_ms: int) -> None:
         fim = self.config.flush_interval_messages
-        if fim is not None and self._leo - self.recovery_point >= fim:
+        if fim is not None and self.log_end_offset - self.recovery_point >= fim:
             self.flush(now_ms)
 
     def append_as_leader(self, batch: RecordBatch, leader_epoch: int, now_ms: int) -> RecordBatch:
@@ -184,7 +181,7 @@ class PartitionLog:
         """
         if not batch.records:
             raise ValueError("cannot append an empty record batch")
-        leo = self._leo
+        leo = self.log_end_offset
         if batch.base_offset != leo or batch.partition_leader_epoch != leader_epoch:
             batch = batch.with_offsets(leo, leader_epoch)
         self.epoch_cache.assign(leader_epoch, leo, now_ms)
@@ -201,7 +198,7 @@ class PartitionLog:
         append; then the ``log.flush.interval.messages`` policy is applied. Returns the new LEO.
         """
         batches = tuple(batches)
-        expected = self._leo
+        expected = self.log_end_offset
         for b in batches:
             if b.base_offset != expected:
                 raise ValueError(
@@ -217,7 +214,7 @@ class PartitionLog:
             self._append_stamped(b, now_ms)
         if batches:
             self._apply_flush_policy(now_ms)
-        return self._leo
+        return self.log_end_offset
 
     def maybe_assign_epoch_start_offset(self, leader_epoch: int, start_offset: int, now_ms: int) -> None:
         """Assign ``leader_epoch`` at ``start_offset`` in the epoch cache (Kafka's
@@ -227,7 +224,7 @@ class PartitionLog:
     def end_offset_for_epoch(self, leader_epoch: int) -> tuple[int, int]:
         """(epoch, end offset) answering OffsetsForLeaderEpoch for ``leader_epoch`` against this log's
         LEO; (-1, -1) when undefined. See :meth:`LeaderEpochCache.end_offset_for`."""
-        return self.epoch_cache.end_offset_for(leader_epoch, self._leo)
+        return self.epoch_cache.end_offset_for(leader_epoch, self.log_end_offset)
 
     # ------------------------------------------------------------------ reads
     def read(self, fetch_offset: int, max_offset: int, max_bytes: int) -> tuple[RecordBatch, ...]:
@@ -242,7 +239,7 @@ class PartitionLog:
         """
         bases = self._bases
         n = len(bases)
-        if n == 0 or fetch_offset >= self._leo or fetch_offset >= max_offset:
+        if n == 0 or fetch_offset >= self.log_end_offset or fetch_offset >= max_offset:
             return ()
         i = bisect_right(bases, fetch_offset) - 1
         if i < 0:
@@ -266,7 +263,7 @@ class PartitionLog:
 
     def record_at(self, offset: int) -> tuple[Record, int] | None:
         """(record, partition leader epoch of its batch) at ``offset``, None outside [start, LEO)."""
-        if offset < self.log_start_offset or offset >= self._leo:
+        if offset < self.log_start_offset or offset >= self.log_end_offset:
             return None
         i = bisect_right(self._bases, offset) - 1
         if i < 0:
@@ -283,8 +280,8 @@ class PartitionLog:
         (it became leader, appended nothing, and lost leadership). Like ``ftruncate``, the truncation is
         not durable until the next flush. Raises ValueError below ``log_start_offset``.
         """
-        if offset >= self._leo:
-            self.epoch_cache.truncate_from_end(self._leo, now_ms)
+        if offset >= self.log_end_offset:
+            self.epoch_cache.truncate_from_end(self.log_end_offset, now_ms)
             return
         if offset < self.log_start_offset:
             raise ValueError(f"cannot truncate to {offset} below log start offset {self.log_start_offset}")
@@ -308,7 +305,7 @@ class PartitionLog:
             del batches[keep:]
             del bases[keep:]
             del sizes[keep:]
-        self._leo = offset
+        self.log_end_offset = offset
         self.epoch_cache.truncate_from_end(offset, now_ms)
         self.producer_state.rebuild(batches)
         if self.high_watermark > offset:
@@ -320,14 +317,14 @@ class PartitionLog:
     def flush(self, now_ms: int) -> None:
         """fsync the segment: everything up to the LEO becomes durable (the epoch cache already is)."""
         self._disk.fsync(self.segment_path, now_ms)
-        self.recovery_point = self._leo
+        self.recovery_point = self.log_end_offset
         self.last_flush_ms = now_ms
 
     def next_flush_deadline(self) -> int | None:
         """When (ms) ``log.flush.interval.ms`` requires a flush: last flush + interval while messages are
         unflushed (may be <= now: due at once); None when the policy is off or nothing is unflushed."""
         fms = self.config.flush_interval_ms
-        if fms is None or self._leo == self.recovery_point:
+        if fms is None or self.log_end_offset == self.recovery_point:
             return None
         return self.last_flush_ms + fms
 
@@ -341,5 +338,5 @@ class PartitionLog:
         return True
 
     def __repr__(self) -> str:
-        return (f"PartitionLog({self.directory!r}, leo={self._leo}, hwm={self.high_watermark}, "
+        return (f"PartitionLog({self.directory!r}, leo={self.log_end_offset}, hwm={self.high_watermark}, "
                 f"batches={len(self._batches)}, epochs={self.epoch_cache.entries()})")
