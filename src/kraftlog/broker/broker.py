@@ -222,13 +222,9 @@ class Broker(NodeBase):
         if self.stopped:
             return None
         d = self.next_hwm_checkpoint_ms
-        timeouts = self._timeouts
-        if timeouts and timeouts[0][1] not in self._inflight:
-            r = self._request_deadline()  # drops the timeouts of answered requests first
-            if r is not None and r < d:
-                d = r
-        elif timeouts and timeouts[0][0] < d:
-            d = timeouts[0][0]
+        r = self._request_deadline()
+        if r is not None and r < d:
+            d = r
         if self.next_register_ms is not None and not self.registration_inflight and self.next_register_ms < d:
             d = self.next_register_ms
         if self.next_heartbeat_ms is not None and self.next_heartbeat_ms < d:

@@ -32,10 +32,13 @@ def lost_acked(acked, final_logs) -> tuple[list, list]:
     present = {p: {v for v, _ in log.values()} for p, log in final_logs.items() if log is not None}
     leaderless = sorted(p for p, log in final_logs.items() if log is None)
     lost = []
+    names = {}
     for client, topic, partition, value, acks in acked:
         if acks != "all":
             continue
-        name = f"{topic}-{partition}"
+        name = names.get((topic, partition))
+        if name is None:
+            name = names[(topic, partition)] = f"{topic}-{partition}"
         if name in present and value not in present[name]:
             lost.append({"partition": name, "value": value, "client": client})
     return lost, leaderless
@@ -52,7 +55,7 @@ def log_matching(replica_logs) -> list[str]:
                 log_a, hwm_a = reps[a]
                 log_b, hwm_b = reps[b]
                 below = range(min(hwm_a, hwm_b))
-                if list(map(log_a.get, below)) == list(map(log_b.get, below)):
+                if log_a is log_b or list(map(log_a.get, below)) == list(map(log_b.get, below)):
                     continue  # the common case, compared in one pass
                 for off in below:
                     if log_a.get(off) != log_b.get(off):

@@ -304,8 +304,8 @@ class Consumer(NodeBase):
                 st = self.state[key]
                 st.inflight = True
                 fps.append(m.FetchPartition(info.topic_id, key[1], info.leader_epoch, st.position.offset))
-            keys = tuple(k for k, _ in parts)
-            offsets = tuple(self.state[k].position.offset for k in keys)
+            keys = tuple([k for k, _ in parts])
+            offsets = tuple([self.state[k].position.offset for k in keys])
             self.send_request(leader, m.FetchRequest(-1, -1, self.fetch_max_wait_ms, 1, tuple(fps)), now_ms,
                               self.request_timeout_ms + self.fetch_max_wait_ms, ("fetch", leader, keys, offsets))
         if self.metadata.stale and not self.metadata.inflight and now_ms >= self.metadata.next_refresh_ms:
@@ -315,51 +315,65 @@ class Consumer(NodeBase):
 
     def _on_fetch(self, now_ms: int, context, resp: m.FetchResponse) -> None:
         _, leader, keys, offsets = context
+        state = self.state
+        for key in keys:
+            state[key].inflight = False
+        if resp.error_code != NONE:
+            for key in keys:
+                self._fail(now_ms, key)
+            return
         sent = dict(zip(keys, offsets))
         by_id = {}
         for key in keys:
             info = self.metadata.partitions.get(key)
             if info is not None:
                 by_id[(info.topic_id, key[1])] = key
-        for key in keys:
-            self.state[key].inflight = False
-        if resp.error_code != NONE:
-            for key in keys:
-                self._fail(now_ms, key)
-            return
         for pr in resp.partitions:
             key = by_id.get((pr.topic_id, pr.partition))
             if key is None:
                 continue
-            st = self.state[key]
-            if pr.error_code in (Errors.FENCED_LEADER_EPOCH, Errors.UNKNOWN_LEADER_EPOCH,
-                                 Errors.NOT_LEADER_OR_FOLLOWER):
-                if self.validate_positions and st.position is not None and st.position.epoch >= 0:
-                    st.awaiting_validation = True
-                self._fail(now_ms, key)
-                continue
-            if pr.error_code == Errors.OFFSET_OUT_OF_RANGE:
-                if self.reset == "none":
-                    # Kafka raises OffsetOutOfRangeException; the position stays, we retry later.
-                    self._out_of_range.append((key[0], key[1], sent[key]))
-                    self._fail(now_ms, key)
-                else:
-                    st.awaiting_reset = True
-                continue
+            st = state[key]
             if pr.error_code != NONE:
-                self._fail(now_ms, key)
+                self._on_fetch_error(now_ms, key, st, pr.error_code, sent[key])
                 continue
-            if st.position is None or st.position.offset != sent[key]:
+            position = st.position
+            if position is None or position.offset != sent[key]:
                 continue
-            self.hwms.append((now_ms, key[0], key[1], pr.high_watermark))
+            hwm = pr.high_watermark
+            self.hwms.append((now_ms, key[0], key[1], hwm))
+            next_offset = position.offset
+            last_epoch = None
             for batch in pr.records:
+                base = batch.base_offset
+                epoch = batch.partition_leader_epoch
                 for i, rec in enumerate(batch.records):
-                    off = batch.base_offset + i
-                    if off < st.position.offset or off >= pr.high_watermark:
+                    off = base + i
+                    if off < next_offset or off >= hwm:
                         continue
-                    self.records.append(ConsumedRecord(key[0], key[1], off, batch.partition_leader_epoch,
-                                                       rec.value, now_ms))
-                    st.position = Position(off + 1, batch.partition_leader_epoch)
+                    self.records.append(ConsumedRecord(key[0], key[1], off, epoch, rec.value, now_ms))
+                    next_offset = off + 1
+                    last_epoch = epoch
+            if last_epoch is not None:
+                # KIP-320: the position carries the leader epoch of the last consumed record
+                st.position = Position(next_offset, last_epoch)
+
+    def _on_fetch_error(self, now_ms: int, key, st: PartitionFetchState, error: int, sent_offset: int) -> None:
+        """A partition error in a Fetch response: validate the position after a leader change
+        (FENCED/UNKNOWN_LEADER_EPOCH, NOT_LEADER_OR_FOLLOWER), reset or report an out-of-range
+        position, back off and refresh metadata otherwise."""
+        if error in (Errors.FENCED_LEADER_EPOCH, Errors.UNKNOWN_LEADER_EPOCH, Errors.NOT_LEADER_OR_FOLLOWER):
+            if self.validate_positions and st.position is not None and st.position.epoch >= 0:
+                st.awaiting_validation = True
+            self._fail(now_ms, key)
+        elif error == Errors.OFFSET_OUT_OF_RANGE:
+            if self.reset == "none":
+                # Kafka raises OffsetOutOfRangeException; the position stays, we retry later.
+                self._out_of_range.append((key[0], key[1], sent_offset))
+                self._fail(now_ms, key)
+            else:
+                st.awaiting_reset = True
+        else:
+            self._fail(now_ms, key)
 
     def _single_answer(self, now_ms: int, context, resp):
         """The one partition answer of a ListOffsets / OffsetForLeaderEpoch request, or None after an

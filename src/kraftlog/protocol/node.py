@@ -14,7 +14,8 @@ response is never seen).
 
 from __future__ import annotations
 
-from heapq import heappop, heappush
+from bisect import insort
+from collections import deque
 
 from .messages import Envelope
 
@@ -32,7 +33,10 @@ class NodeBase:
         self._next_correlation = 0
         #: correlation id -> (context, destination) of every request awaiting its response
         self._inflight: dict[int, tuple[object, object]] = {}
-        self._timeouts: list[tuple[int, int]] = []
+        #: request timeouts: timeout ms -> FIFO of (deadline ms, correlation id). A node uses a few
+        #: timeout values and sends in time order, so each FIFO is sorted by deadline and the
+        #: timeouts of answered requests drop off its front in O(1) (a heap kept thousands of them).
+        self._timeouts: dict[int, deque[tuple[int, int]]] = {}
 
     # ------------------------------------------------------------------ sending
     def send_request(self, dst, message, now_ms: int, timeout_ms: int, context) -> int:
@@ -40,7 +44,14 @@ class NodeBase:
         self._next_correlation += 1
         corr = self._next_correlation
         self._inflight[corr] = (context, dst)
-        heappush(self._timeouts, (now_ms + timeout_ms, corr))
+        fifo = self._timeouts.get(timeout_ms)
+        if fifo is None:
+            fifo = self._timeouts[timeout_ms] = deque()
+        entry = (now_ms + timeout_ms, corr)
+        if fifo and entry < fifo[-1]:
+            insort(fifo, entry)  # only if a caller's clock went backwards: keep the FIFO sorted
+        else:
+            fifo.append(entry)
         self._outbox.append(Envelope(self.node_id, dst, corr, message, False))
         return corr
 
@@ -82,18 +93,42 @@ class NodeBase:
             self.on_timeout(now_ms, entry[0])
 
     def _expire_requests(self, now_ms: int) -> None:
-        timeouts = self._timeouts
-        while timeouts and timeouts[0][0] <= now_ms:
-            _, corr = heappop(timeouts)
+        """Complete every in-flight request whose deadline is <= ``now_ms`` through ``on_timeout``, in
+        (deadline, correlation id) order."""
+        while True:
+            due = None
+            for fifo in self._live_timeouts():
+                if fifo[0][0] <= now_ms and (due is None or fifo[0] < due[0]):
+                    due = fifo
+            if due is None:
+                return
+            _, corr = due.popleft()
             entry = self._inflight.pop(corr, None)
             if entry is not None:
                 self.on_timeout(now_ms, entry[0])
 
     def _request_deadline(self) -> int | None:
-        timeouts = self._timeouts
-        while timeouts and timeouts[0][1] not in self._inflight:
-            heappop(timeouts)
-        return timeouts[0][0] if timeouts else None
+        """The earliest deadline (ms) of an in-flight request, None when none is in flight."""
+        best = None
+        inflight = self._inflight
+        for fifo in self._timeouts.values():
+            while fifo and fifo[0][1] not in inflight:
+                fifo.popleft()  # answered: its timeout no longer counts
+            if fifo and (best is None or fifo[0][0] < best):
+                best = fifo[0][0]
+        return best
+
+    def _live_timeouts(self) -> list[deque[tuple[int, int]]]:
+        """The timeout FIFOs that hold an in-flight request, after dropping answered requests from
+        their fronts (each FIFO's front is then its earliest live deadline)."""
+        inflight = self._inflight
+        live = []
+        for fifo in self._timeouts.values():
+            while fifo and fifo[0][1] not in inflight:
+                fifo.popleft()
+            if fifo:
+                live.append(fifo)
+        return live
 
     # ------------------------------------------------------------- to override
     def on_request(self, now_ms: int, envelope: Envelope) -> None:  # pragma: no cover - abstract

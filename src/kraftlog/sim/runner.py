@@ -616,8 +616,9 @@ class ScenarioRun:
         ctl = sim.controller
         image = ctl.image
         partitions, final_logs, replica_logs = {}, {}, {}
-        # (value, leader epoch) per record of each batch, decoded once: replicas share batch objects
-        decoded: dict[int, list] = {}
+        # {offset: (value, leader epoch)} per distinct log. In the simulator replicas append the very
+        # batch objects they fetched, so a log holding the same batches as one already read is read once.
+        contents: dict[tuple[int, ...], dict] = {}
         for (topic, idx) in sorted(image.partitions):
             part = image.partitions[(topic, idx)]
             name = f"{topic}-{idx}"
@@ -628,14 +629,16 @@ class ScenarioRun:
                 if p is None:
                     continue
                 leos[str(r)] = p.log.log_end_offset
-                content = {}
-                for batch in p.log.batches():
-                    values = decoded.get(id(batch))
-                    if values is None:
+                batches = list(p.log.batches())
+                same_batches = tuple(map(id, batches))
+                content = contents.get(same_batches)
+                if content is None:
+                    content = contents[same_batches] = {}
+                    for batch in batches:
                         epoch = batch.partition_leader_epoch
-                        values = decoded[id(batch)] = [
-                            (rec.value.decode() if rec.value is not None else None, epoch) for rec in batch.records]
-                    content.update(zip(range(batch.base_offset, batch.base_offset + len(values)), values))
+                        values = [(rec.value.decode() if rec.value is not None else None, epoch)
+                                  for rec in batch.records]
+                        content.update(zip(range(batch.base_offset, batch.base_offset + len(values)), values))
                 logs[r] = (content, p.log.high_watermark)
             replica_logs[name] = logs
             hwm = None
