@@ -5,8 +5,10 @@ Workload (issue #2): 3 brokers, one partition with RF 3 and min ISR 2, a produce
 
     python benchmarks/sim_speed.py [--sim-seconds 600] [--wire]
 
-Prints the machine, the ratio and the message rate. ``--wire`` sends every message through the kio
-wire mapping (Kafka bytes and back), which costs far more.
+Prints the machine, the ratio (fastest, median and slowest of ``--repeat`` runs: this VM's speed
+varies by several percent between runs) and the message rate. Each run is a whole scenario run:
+bootstrap, the simulation, and the checkers that compute the verdict. ``--wire`` sends every message
+through the kio wire mapping (Kafka bytes and back), which costs far more.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 import argparse
 import os
 import platform
+import statistics
 import time
 
 from kraftlog.sim.runner import ScenarioRun
@@ -64,10 +67,11 @@ def main() -> None:
     sim_s = run.sim.now / 1000
     v = result.verdict
     print(f"machine: {machine()}")
-    print(f"workload: 3 brokers, RF 3, producer 100 records/s acks=all, 1 consumer, wire={args.wire}")
+    print(f"workload: 3 brokers, RF 3, producer 100 records/s acks=all, 1 consumer, wire={args.wire}; "
+          "one process, one core")
     print(f"runs: {args.repeat}, wall seconds: {', '.join(f'{w:.2f}' for w in walls)} (fastest reported)")
     print(f"simulated {sim_s:.0f} s in {wall:.2f} s wall: {sim_s / wall:.0f}x real time "
-          f"(slowest run: {sim_s / max(walls):.0f}x)")
+          f"(median run: {sim_s / statistics.median(walls):.0f}x, slowest: {sim_s / max(walls):.0f}x)")
     print(f"messages delivered: {run.sim.messages_delivered} ({run.sim.messages_delivered / wall:,.0f} per wall second)")
     print(f"acked acks=all: {v['acked']['all']}, lost: {v['lost_acked']}, consumed: {len(run.consumed)}")
 

@@ -642,7 +642,7 @@ class Broker(NodeBase):
             name = topic_names.get(fp.topic_id)
             p = partitions.get((name, fp.partition)) if name is not None else None
             if p is None or fp.current_leader_epoch != p.leader_epoch or not p.is_leader:
-                # an error answer is ready (_fetch_partition_error; an epoch of -1 is never current)
+                # not the common case (this leader, its current epoch): is an error answer ready?
                 if self._fetch_partition_error(p, fp.current_leader_epoch) != NONE:
                     return True
             limit = p.log.log_end_offset if req.replica_id >= 0 else p.log.high_watermark

@@ -96,39 +96,25 @@ class NodeBase:
         """Complete every in-flight request whose deadline is <= ``now_ms`` through ``on_timeout``, in
         (deadline, correlation id) order."""
         while True:
-            due = None
-            for fifo in self._live_timeouts():
-                if fifo[0][0] <= now_ms and (due is None or fifo[0] < due[0]):
-                    due = fifo
-            if due is None:
+            deadline = self._request_deadline()  # every non-empty FIFO now starts with a live request
+            if deadline is None or deadline > now_ms:
                 return
+            due = min((fifo for fifo in self._timeouts.values() if fifo), key=lambda fifo: fifo[0])
             _, corr = due.popleft()
-            entry = self._inflight.pop(corr, None)
-            if entry is not None:
-                self.on_timeout(now_ms, entry[0])
+            context, _ = self._inflight.pop(corr)
+            self.on_timeout(now_ms, context)
 
     def _request_deadline(self) -> int | None:
-        """The earliest deadline (ms) of an in-flight request, None when none is in flight."""
+        """The earliest deadline (ms) of an in-flight request, None when none is in flight. Drops the
+        timeouts of answered requests from the fronts of the FIFOs."""
         best = None
         inflight = self._inflight
         for fifo in self._timeouts.values():
             while fifo and fifo[0][1] not in inflight:
-                fifo.popleft()  # answered: its timeout no longer counts
+                fifo.popleft()
             if fifo and (best is None or fifo[0][0] < best):
                 best = fifo[0][0]
         return best
-
-    def _live_timeouts(self) -> list[deque[tuple[int, int]]]:
-        """The timeout FIFOs that hold an in-flight request, after dropping answered requests from
-        their fronts (each FIFO's front is then its earliest live deadline)."""
-        inflight = self._inflight
-        live = []
-        for fifo in self._timeouts.values():
-            while fifo and fifo[0][1] not in inflight:
-                fifo.popleft()
-            if fifo:
-                live.append(fifo)
-        return live
 
     # ------------------------------------------------------------- to override
     def on_request(self, now_ms: int, envelope: Envelope) -> None:  # pragma: no cover - abstract

@@ -255,8 +255,7 @@ class SimCluster:
             if faulty and self.is_cut(src, dst):
                 continue
             if dst not in nodes and not env.is_response:
-                # Connection refused: the sender learns at once (after one network delay).
-                self._push(now + delay_min, CALL, ("refused", src, env.correlation_id))
+                self._refuse(env)
                 continue
             t = now + (delay_min + int(random() * span) if span > 1 else delay_min)
             link = (src, dst)
@@ -266,6 +265,11 @@ class SimCluster:
             link_last[link] = t
             self._seq += 1
             heapq.heappush(queue, (t, self._seq, DELIVER, env))
+
+    def _refuse(self, request: Envelope) -> None:
+        """Connection refused (the destination is down): the sender learns at once, after one network
+        delay, and fails the request."""
+        self._push(self.now + self.delay_min, CALL, ("refused", request.src, request.correlation_id))
 
     def _held(self, env: Envelope) -> bool:
         api = env.message.API
@@ -333,8 +337,7 @@ class SimCluster:
                     pass
                 elif (node := nodes.get(env.dst)) is None:
                     if not env.is_response:
-                        # Connection refused: the sender learns at once (after one network delay).
-                        self._push(self.now + self.delay_min, CALL, ("refused", env.src, env.correlation_id))
+                        self._refuse(env)
                 else:
                     if self.wire:
                         env = Envelope(env.src, env.dst, env.correlation_id,
@@ -346,7 +349,7 @@ class SimCluster:
                         if obs is not None:
                             obs(self, env)
                     now = self.now
-                    # History.message, inlined: one digest line per delivered message.
+                    # One digest line per delivered message (History's format), appended on the hot path.
                     lines.append(f"{now}|{env.src}>{env.dst}|{env.correlation_id}|{message_type.__name__}\n")
                     if len(lines) >= FLUSH_LINES:
                         history.flush()

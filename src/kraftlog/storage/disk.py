@@ -154,7 +154,7 @@ class SimDisk:
         if f is None:
             f = self._new_file(path)
         elif self.writeback_ms is not None and f.pending and f.pending[0][0] <= now_ms - self.writeback_ms:
-            f.apply_until(now_ms - self.writeback_ms)
+            f.apply_until(now_ms - self.writeback_ms)  # (checked here first: most appends find nothing due)
         f.view.append(item)
         f.pending.append((now_ms, _APPEND, item))
 
