@@ -171,3 +171,34 @@ def test_log_matching_reports_the_first_offset_where_two_replicas_differ_below_b
                      "(('b', 0) vs ('x', 1))"]
     # above the lower HWM the logs may differ: that part is not committed on both
     assert checkers.log_matching({"t-0": {0: (same, 3), 1: (diverged, 1)}}) == []
+
+
+@pytest.mark.parametrize("level", ["classic", "elr"])
+def test_no_node_asks_to_be_woken_again_at_once_after_its_tick(monkeypatch, level):
+    """Node contract: ``tick(now)`` handles everything due at ``now``, so ``next_deadline()`` right after
+    it lies in the future. A past deadline that nothing clears (a fetch backoff for a leader the broker
+    no longer follows, a consumer backoff or producer retry time while waiting for metadata) made the
+    driver tick the node every millisecond: ten times more events than messages in fault stories."""
+    from kraftlog.protocol.level import Level
+    from kraftlog.sim import cluster
+    from kraftlog.spark import faults
+
+    spins = []
+    ticks = [0]
+    original = cluster.SimCluster._tick
+
+    def tick(sim, t, node_id, incarnation):
+        original(sim, t, node_id, incarnation)
+        node = sim.nodes.get(node_id)
+        if node is not None:
+            ticks[0] += 1
+            deadline = node.next_deadline()
+            if deadline is not None and deadline <= sim.now:
+                spins.append((sim.now, node_id, type(node).__name__))
+
+    monkeypatch.setattr(cluster.SimCluster, "_tick", tick)
+    messages = 0
+    for seed in range(8):  # stories with crashes, isolations and leader changes
+        messages += ScenarioRun(faults.generate(seed), level=Level.parse(level)).run().messages
+    assert spins == []
+    assert ticks[0] < messages

@@ -214,7 +214,17 @@ class Broker(NodeBase):
             for log in self.logs.values():
                 log.maybe_flush(now_ms)
         self._send_alter_partitions(now_ms)
+        if self.fetch_backoff_until:
+            self._end_fetch_backoffs(now_ms)
         self._send_fetches(now_ms)
+
+    def _end_fetch_backoffs(self, now_ms: int) -> None:
+        """Forget the fetch backoffs that have run out, whether or not we still fetch from that
+        leader (a leader we no longer follow would otherwise keep a past deadline, and the node would
+        be ticked every millisecond); fetching may resume."""
+        for leader in [leader for leader, until in self.fetch_backoff_until.items() if until <= now_ms]:
+            del self.fetch_backoff_until[leader]
+            self._fetch_dirty = True
 
     def next_deadline(self) -> int | None:
         """The earliest of this broker's timers (ms); None once stopped. Called after every event, so

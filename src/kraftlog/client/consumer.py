@@ -121,6 +121,7 @@ class Consumer(NodeBase):
         self._unreported: list[LogTruncation] = []  # raised by the next poll() (reset none)
         self._out_of_range: list[tuple[str, int, int]] = []
         self.hwms: list[tuple[int, str, int, int]] = []  # (time, topic, partition, HWM) from fetches
+        self._worked_ms = -1  # when _work last looked at every partition
 
     # ---------------------------------------------------------------- API
     def seek(self, topic: str, partition: int, offset: int, leader_epoch: int = -1) -> None:
@@ -169,10 +170,14 @@ class Consumer(NodeBase):
         if self.metadata.stale and not self.metadata.inflight:
             d = earliest(d, self.metadata.next_refresh_ms)
         for st in self.state.values():
-            if not st.inflight:
+            # A backoff that ended before the last pass over the partitions no longer wakes us: that
+            # pass found the partition blocked on something an answer will bring (metadata, group).
+            if not st.inflight and st.backoff_until > self._worked_ms:
                 d = earliest(d, st.backoff_until)
         if self.group_id is not None and not self.group_inflight:
-            d = earliest(d, self.group_backoff_until if not self.group_ready else self.next_commit_ms)
+            # a commit waits for a running group backoff too (see _group_work)
+            d = earliest(d, self.group_backoff_until if not self.group_ready
+                         else max(self.next_commit_ms, self.group_backoff_until))
         return d
 
     def on_request(self, now_ms, envelope) -> None:
@@ -272,6 +277,7 @@ class Consumer(NodeBase):
                 self.committed[(p.topic, p.partition)] = Position(p.committed_offset, p.committed_leader_epoch)
 
     def _work(self, now_ms: int) -> None:
+        self._worked_ms = now_ms
         self._group_work(now_ms)
         fetch_by_leader: dict[int, list] = {}
         for key in sorted(self.state):

@@ -79,6 +79,7 @@ class Producer(NodeBase):
         self.current: dict[tuple[str, int], tuple[RecordBatch, list[PendingRecord]]] = {}
         #: the keys of ``queues``, sorted (the order partitions are served in); updated when one is added
         self._keys: list[tuple[str, int]] = []
+        self._drained_ms = -1  # when _drain last looked at every partition
 
     # ---------------------------------------------------------------- API
     def send(self, topic: str, partition: int, value: bytes, now_ms: int) -> None:
@@ -128,11 +129,14 @@ class Producer(NodeBase):
             waiting = True
             due = first.created_ms + self.delivery_timeout_ms
             retry = self.retry_at.get(k, 0)
-            if retry < due:
+            # A retry time already passed at the last drain no longer wakes us: that drain found the
+            # partition blocked on something an answer will bring (metadata, a producer id).
+            if self._drained_ms < retry < due:
                 due = retry
             if d is None or due < d:
                 d = due
-        if waiting and self.metadata.stale and not self.metadata.inflight:
+        if waiting and self.metadata.stale and not self.metadata.inflight and not (
+                self.idempotent and self.producer_id < 0):  # _drain waits for the producer id first
             d = earliest(d, self.metadata.next_refresh_ms)
         return d
 
@@ -167,6 +171,7 @@ class Producer(NodeBase):
     def _drain(self, now_ms: int) -> None:
         """Expire records past ``delivery.timeout.ms``, then send one batch to each partition that has
         records, no request in flight and no retry backoff running; refresh metadata when needed."""
+        self._drained_ms = now_ms
         queues = self.queues
         current = self.current
         inflight = self.inflight
