@@ -214,17 +214,7 @@ class Broker(NodeBase):
             for log in self.logs.values():
                 log.maybe_flush(now_ms)
         self._send_alter_partitions(now_ms)
-        if self.fetch_backoff_until:
-            self._end_fetch_backoffs(now_ms)
         self._send_fetches(now_ms)
-
-    def _end_fetch_backoffs(self, now_ms: int) -> None:
-        """Forget the fetch backoffs that have run out, whether or not we still fetch from that
-        leader (a leader we no longer follow would otherwise keep a past deadline, and the node would
-        be ticked every millisecond); fetching may resume."""
-        for leader in [leader for leader, until in self.fetch_backoff_until.items() if until <= now_ms]:
-            del self.fetch_backoff_until[leader]
-            self._fetch_dirty = True
 
     def next_deadline(self) -> int | None:
         """The earliest of this broker's timers (ms); None once stopped. Called after every event, so
@@ -466,7 +456,15 @@ class Broker(NodeBase):
 
     # ================================================================= follower fetching
     def _send_fetches(self, now_ms: int) -> None:
-        """One Fetch in flight per leader, for every partition we follow (Kafka's fetcher threads)."""
+        """One Fetch in flight per leader, for every partition we follow (Kafka's fetcher threads).
+
+        Fetch backoffs that have run out end here, whether or not we still fetch from that leader (one
+        for a leader we no longer follow would otherwise stay a past deadline, and the broker would be
+        ticked every millisecond)."""
+        if self.fetch_backoff_until:
+            for leader in [leader for leader, until in self.fetch_backoff_until.items() if until <= now_ms]:
+                del self.fetch_backoff_until[leader]
+                self._fetch_dirty = True
         if self.broker_epoch < 0 or self.state == STARTING or not self._fetch_dirty:
             return
         by_leader: dict[int, list[Partition]] = {}
@@ -479,9 +477,8 @@ class Broker(NodeBase):
         for leader, parts in by_leader.items():
             if leader in self.fetch_inflight:
                 continue
-            if self.fetch_backoff_until.get(leader, 0) > now_ms:
-                continue
-            self.fetch_backoff_until.pop(leader, None)
+            if leader in self.fetch_backoff_until:
+                continue  # still backing off (the ones that ran out were dropped above)
             fps, keys, epochs = [], [], []
             for p in parts:
                 p.fetch_inflight = True
@@ -766,10 +763,8 @@ class Broker(NodeBase):
         return not self.kip903 or state.broker_epoch == reg.broker_epoch
 
     def _maybe_increment_hwm(self, now_ms: int, p: Partition, wake: bool = True) -> bool:
-        min_isr = self._min_isr_cache.get(p.topic)
-        if min_isr is None:
-            min_isr = self.min_isr(p.topic)
-        moved = p.maybe_increment_high_watermark(now_ms, min_isr, self.lag_max_ms, self._isr_eligible)
+        moved = p.maybe_increment_high_watermark(now_ms, self.min_isr(p.topic), self.lag_max_ms,
+                                                 self._isr_eligible)
         if moved and wake:
             self._on_hwm_changed(now_ms)
         return moved
