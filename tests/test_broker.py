@@ -338,7 +338,7 @@ def test_broker_ineligible_replica_answer_reverts_to_committed_isr_and_hwm_follo
     assert resp.partitions[0].error_code == Errors.NONE
     assert p.pending is not None and p.pending.new_isr == (0, 1, 2)
     assert p.maximal_isr == {0, 1, 2}
-    c.fetch(1, 20, last_epoch=0)
+    c.fetch(1, 20, last_epoch=p.leader_epoch)  # records 10..19 are of the current epoch
     assert p.log.high_watermark == 10  # held at replica 2's LEO
     # Deliver the AlterPartition (the controller answers INELIGIBLE_REPLICA), keep holding metadata.
     c.hold = lambda env: env.dst == 0 and type(env.message) is m.MetadataFetchResponse
@@ -355,7 +355,7 @@ def test_broker_ineligible_replica_answer_reverts_to_committed_isr_and_hwm_follo
     assert answers == [Errors.INELIGIBLE_REPLICA]
     assert p.isr == (0, 1) and p.maximal_isr == {0, 1}
     assert c.ctl.image.partitions[("t", 0)].isr == (0, 1)
-    c.fetch(1, 20, last_epoch=0)
+    c.fetch(1, 20, last_epoch=p.leader_epoch)  # records 10..19 are of the current epoch
     assert p.log.high_watermark == 20
     # Once the metadata shows broker 2 fenced, its fetches no longer start an expansion.
     c.hold = lambda env: False

@@ -200,15 +200,20 @@ def test_alter_partition_sender_not_leader_is_invalid_request():
     assert one_error(resp) == Errors.INVALID_REQUEST
 
 
-def test_alter_partition_older_partition_epoch_is_invalid_update_version():
+@pytest.mark.parametrize("level, expected", [(Level.ELR, Errors.INVALID_UPDATE_VERSION),
+                                              (Level.KIP903, Errors.FENCED_LEADER_EPOCH),
+                                              (Level.CLASSIC, Errors.FENCED_LEADER_EPOCH)])
+def test_alter_partition_older_partition_epoch_is_invalid_update_version(level, expected):
     """Validation order, step 6: the leader's partition epoch is older than the controller's (the ISR
-    changed meanwhile, KIP-497) → INVALID_UPDATE_VERSION; nothing changes."""
-    h, topic_id = cluster()
+    shrank meanwhile, KIP-497) → INVALID_UPDATE_VERSION at level elr; nothing changes. At classic and
+    kip903 (Kafka 3.4/3.5) that shrink also bumped the leader epoch, so the same stale request fails one
+    step earlier with FENCED_LEADER_EPOCH."""
+    h, topic_id = cluster(level)
     stale = h.item(topic_id, (0, 2))  # built at partition epoch 0
     assert one_error(h.alter(0, h.item(topic_id, (0, 1)))) == Errors.NONE
     part = h.part()
     assert part.partition_epoch == stale.partition_epoch + 1
-    assert one_error(h.alter(0, stale)) == Errors.INVALID_UPDATE_VERSION
+    assert one_error(h.alter(0, stale)) == expected
     assert h.part() == part
 
 
@@ -243,9 +248,9 @@ def test_alter_partition_fenced_member_is_ineligible_replica():
 
 def test_alter_partition_member_in_controlled_shutdown_is_ineligible_replica():
     """Validation order, step 8: a proposed member in controlled shutdown → INELIGIBLE_REPLICA."""
-    h, topic_id = cluster()
-    # want_shut_down with a metadata offset that has not caught up: the broker stays in controlled
-    # shutdown (not yet told to shut down, not fenced).
+    h, topic_id = cluster(assignment=((0, 1, 2), (2, 0, 1)))
+    # Broker 2 leads t-1, so its shutdown request puts it in controlled shutdown (Kafka's
+    # BrokerHeartbeatManager: CONTROLLED_SHUTDOWN, not SHUTDOWN_NOW); it is not yet told to shut down.
     resp = h.heartbeat(2, want_shut_down=True, offset=0)
     assert resp.error_code == Errors.NONE and not resp.should_shut_down
     reg = h.ctl.image.brokers[2]
@@ -267,11 +272,12 @@ def test_alter_partition_unregistered_member_is_ineligible_replica():
 
 
 def _isr_without_1_then_reregister_1(level: Level):
-    """ISR [0, 2]; broker 1 re-registers (same incarnation: new broker epoch) and is unfenced."""
+    """ISR [0, 2]; broker 1 restarts (a new incarnation: new broker epoch) and is unfenced."""
     h, topic_id = cluster(level)
     assert one_error(h.alter(0, h.item(topic_id, (0, 2)))) == Errors.NONE
     old_epoch = h.epoch[1]
-    assert h.register(1).error_code == Errors.NONE
+    h.heartbeat(1, want_fence=True)
+    assert h.register(1, incarnation=uuid.UUID(int=2001)).error_code == Errors.NONE
     assert h.epoch[1] > old_epoch
     assert not h.heartbeat(1).is_fenced
     return h, topic_id, old_epoch
@@ -301,9 +307,10 @@ def test_classic_member_with_stale_broker_epoch_is_accepted():
 
 
 def test_successful_shrink_bumps_partition_epoch_not_leader_epoch():
-    """KIP-497: an accepted ISR shrink is a PartitionChangeRecord without a leader: the partition epoch
-    is bumped, the leader epoch is not; the response carries the committed state."""
-    h, topic_id = cluster()
+    """KIP-497 (level elr, Kafka 3.6+): an accepted ISR shrink is a PartitionChangeRecord without a
+    leader: the partition epoch is bumped, the leader epoch is not; the response carries the committed
+    state."""
+    h, topic_id = cluster(Level.ELR)
     before = h.part()
     resp = h.alter(0, h.item(topic_id, (0, 1)))
     assert one_error(resp) == Errors.NONE
@@ -331,10 +338,28 @@ def test_broker_epoch_is_offset_of_register_broker_record():
         assert rec.broker_id == b and rec.broker_epoch == h.epoch[b]
         assert h.ctl.image.brokers[b].broker_epoch == h.epoch[b]
     assert len(set(h.epoch.values())) == 3
+    h.heartbeat(1, want_fence=True)
     end = h.ctl.end_offset
-    assert h.register(1).error_code == Errors.NONE
+    assert h.register(1, incarnation=uuid.UUID(int=2001)).error_code == Errors.NONE
     assert h.epoch[1] == end
     assert isinstance(h.ctl.log[end], RegisterBrokerRecord) and h.ctl.log[end].broker_id == 1
+
+
+@pytest.mark.parametrize("level", [Level.CLASSIC, Level.ELR])
+def test_registration_with_the_same_incarnation_is_an_amendment(level):
+    """ClusterControlManager.registerBroker: a registration carrying the incarnation id already registered
+    (a retry whose first answer was lost) is an amendment: the broker epoch stays, the fencing state is
+    kept and no shutdown handling runs — even at level elr with a PreviousBrokerEpoch that differs from
+    the (unchanged) epoch."""
+    h, topic_id = cluster(level)
+    epoch = h.epoch[1]
+    before = h.part()
+    resp = h.call(m.BrokerRegistrationRequest(1, "kraftlog", h.incarnation[1], previous_broker_epoch=-1), src=1)
+    assert resp.error_code == Errors.NONE and resp.broker_epoch == epoch
+    reg = h.ctl.image.brokers[1]
+    assert reg.broker_epoch == epoch and not reg.fenced
+    assert h.part() == before  # still in the ISR: no unclean-shutdown handling
+    assert not h.heartbeat(1).is_fenced  # the session goes on with the same epoch
 
 
 def test_heartbeat_unfences_only_once_caught_up_to_broker_epoch():
@@ -412,7 +437,7 @@ def test_classic_last_isr_member_stays_in_isr_when_fenced_with_no_leader():
     part = h.part()
     assert part.isr == (0,)
     assert part.leader == NO_LEADER
-    assert part.leader_epoch == 1
+    assert part.leader_epoch == 2  # 1 from the shrink (Kafka 3.4 bumps on every ISR shrink), 2 from fencing
     # Broker 1 (not in the ISR) is active; the periodic election finds no clean leader.
     h.heartbeat(1, now=1500)
     h.ctl.tick(1500)
@@ -456,20 +481,37 @@ def reg(replicas, isr, leader, leader_epoch=3, partition_epoch=7, lrs=RECOVERED)
     return PartitionRegistration(tuple(replicas), tuple(isr), leader, leader_epoch, partition_epoch, lrs)
 
 
-def change(part, acceptable, level=Level.CLASSIC, unclean=False, seed=0, **kw):
-    return build_partition_change(part, TID, 0, is_acceptable_leader=acceptable, level=level, min_isr=1,
-                                  unclean_enabled=unclean, rng=random.Random(seed), **kw)
+def change(part, acceptable, level=Level.CLASSIC, unclean=False, **kw):
+    if unclean:
+        kw.setdefault("election", Election.UNCLEAN)
+    return build_partition_change(part, TID, 0, is_acceptable_leader=acceptable, level=level, min_isr=1, **kw)
 
 
-def test_election_keeps_current_leader_when_it_stays_in_isr():
-    """PartitionChangeBuilder: the current leader is kept when it stays in the ISR and is acceptable
-    (a shrink that removes another replica changes the ISR only, no leader field, no epoch bump)."""
+@pytest.mark.parametrize("level", [Level.ELR])
+def test_election_keeps_current_leader_when_it_stays_in_isr(level):
+    """PartitionChangeBuilder (level elr, Kafka 3.6+): the current leader is kept when it stays in the ISR
+    and is acceptable; a shrink that removes another replica changes the ISR only, no leader field, no
+    leader-epoch bump."""
     part = reg((0, 1, 2), (0, 1, 2), 1)
-    rec = change(part, lambda b: True, target_isr=(1, 2))
+    rec = change(part, lambda b: True, target_isr=(1, 2), level=level)
     assert rec is not None and rec.leader is None and rec.isr == (1, 2)
     assert part.merge(rec).leader_epoch == part.leader_epoch
     # Nothing to change at all → no record.
-    assert change(part, lambda b: True) is None
+    assert change(part, lambda b: True, level=level) is None
+
+
+@pytest.mark.parametrize("level", [Level.CLASSIC, Level.KIP903])
+def test_isr_shrink_bumps_the_leader_epoch_below_level_elr(level):
+    """triggerLeaderEpochBumpForIsrShrinkIfNeeded: Kafka 3.4/3.5 metadata versions (levels classic and
+    kip903) bump the leader epoch on every ISR shrink by writing the same leader into the record; an ISR
+    expansion does not bump."""
+    part = reg((0, 1, 2), (0, 1, 2), 1)
+    rec = change(part, lambda b: True, target_isr=(1, 2), level=level)
+    assert rec.leader == 1 and rec.isr == (1, 2)
+    assert part.merge(rec).leader_epoch == part.leader_epoch + 1
+    grown = reg((0, 1, 2), (1, 2), 1)
+    rec = change(grown, lambda b: True, target_isr=(0, 1, 2), level=level)
+    assert rec.leader is None and grown.merge(rec).leader_epoch == grown.leader_epoch
 
 
 def test_election_picks_first_isr_replica_in_assignment_order():
@@ -498,25 +540,21 @@ def test_election_no_leader_when_isr_members_inactive_and_unclean_disabled():
     assert change(part, lambda b: b == 2, election=Election.PREFERRED).leader == NO_LEADER
 
 
-@pytest.mark.parametrize("how", ["config", "elect_unclean"])
-def test_unclean_election_picks_acceptable_replica_isr_of_it_recovering(how):
-    """PartitionChangeBuilder unclean election (unclean.leader.election.enable, or ElectLeaders UNCLEAN):
-    a seeded random acceptable replica becomes leader, ISR = [it], LeaderRecoveryState RECOVERING (1,
-    KIP-704); the same seed gives the same choice."""
-    part = reg((0, 1, 2, 3), (0,), NO_LEADER)
+@pytest.mark.parametrize("level", [Level.CLASSIC, Level.ELR])
+def test_unclean_election_picks_first_acceptable_replica_in_assignment_order(level):
+    """Kafka's electAnyLeader with Election.UNCLEAN (unclean.leader.election.enable, or ElectLeaders
+    UNCLEAN): the FIRST acceptable replica in assignment order becomes leader — deterministic, never
+    random — with ISR = [it] and LeaderRecoveryState RECOVERING (1, KIP-704)."""
+    part = reg((0, 3, 2, 1), (0,), NO_LEADER)
     acceptable = lambda b: b in (1, 3)  # noqa: E731
-    kw = {"unclean": True} if how == "config" else {"election": Election.UNCLEAN}
-    seen = set()
-    for seed in range(20):
-        rec = change(part, acceptable, seed=seed, **kw)
-        assert rec.leader in (1, 3)
-        assert rec.isr == (rec.leader,)
-        assert rec.leader_recovery_state == RECOVERING == 1
-        assert change(part, acceptable, seed=seed, **kw) == rec
-        seen.add(rec.leader)
-    assert seen == {1, 3}
+    rec = change(part, acceptable, unclean=True, level=level)
+    assert rec.leader == 3  # 3 precedes 1 in the assignment [0, 3, 2, 1]
+    assert rec.isr == (3,)
+    assert rec.leader_recovery_state == RECOVERING == 1
+    # An ONLINE election never elects outside the ISR.
+    assert change(part, acceptable, level=level) is None
     # No acceptable replica at all: no leader even with unclean allowed.
-    assert change(part, lambda b: False, **kw) is None
+    assert change(part, lambda b: False, unclean=True, level=level) is None
 
 
 def test_preferred_election_moves_leadership_to_first_replica_in_isr():

@@ -34,8 +34,10 @@ def reg(isr, elr=(), leader=None, last_known_elr=(), last_known_leader=-1, repli
 
 
 def change(part, *, alive=REPLICAS, level=Level.ELR, min_isr=3, unclean=False, **kw):
+    if unclean:
+        kw.setdefault("election", Election.UNCLEAN)
     return build_partition_change(part, TID, 0, is_acceptable_leader=lambda b: b in alive, level=level,
-                                  min_isr=min_isr, unclean_enabled=unclean, rng=random.Random(0), **kw)
+                                  min_isr=min_isr, **kw)
 
 
 def apply(part, rec):
@@ -60,9 +62,13 @@ def test_isr_expanding_to_min_isr_clears_elr():
 
 
 def test_elr_member_elected_when_the_isr_member_is_offline():
-    """ISR {1}, ELR {3} with 1 offline elects 3 with ISR [3], ELR [1], not RECOVERING."""
+    """ISR {1}, ELR {3}: fencing 1 (target ISR empty) elects 3 with ISR [3], ELR [1], not RECOVERING.
+    Kafka's isValidNewLeader takes an ELR member only when the target ISR is empty: with 1 still in the
+    ISR (not removed) no leader is elected."""
     part = reg((1,), elr=(3,))
-    new = apply(part, change(part, alive={2, 3, 4}))
+    stuck = apply(part, change(part, alive={2, 3, 4}))
+    assert stuck.leader == -1 and stuck.isr == (1,)
+    new = apply(part, change(part, alive={2, 3, 4}, target_isr=()))
     assert new.leader == 3
     assert new.isr == (3,)
     assert new.elr == (1,)

@@ -131,7 +131,7 @@ def test_last_known_leader_election_is_marked_recovering():
     part = PartitionRegistration(replicas=(1, 2, 3), isr=(), leader=-1, leader_epoch=5, partition_epoch=9,
                                  elr=(), last_known_elr=(1,), last_known_leader=1)
     rec = build_partition_change(part, uuid.UUID(int=7), 0, is_acceptable_leader=lambda b: b == 1,
-                                 level=Level.ELR, min_isr=2, unclean_enabled=False, rng=random.Random(0))
+                                 level=Level.ELR, min_isr=2)
     new = part.merge(rec)
     assert new.leader == 1 and new.isr == (1,)
     assert new.leader_recovery_state == RECOVERING

@@ -45,6 +45,11 @@ REGISTRATION_BACKOFF_MS = 1000
 METADATA_FETCH_TIMEOUT_MS = 2000  # Kafka: controller.quorum.fetch.timeout.ms
 ALTER_PARTITION_BACKOFF_MS = 100
 CONTROLLED_SHUTDOWN_MAX_MS = 30000
+#: AlterPartition errors after which the leader keeps its pending change until metadata overrides it
+#: (Kafka's ``Partition.handleAlterPartitionError``: "awaiting new the latest metadata").
+_WAIT_FOR_METADATA = frozenset((
+    Errors.UNKNOWN_TOPIC_OR_PARTITION, Errors.UNKNOWN_TOPIC_ID, Errors.FENCED_LEADER_EPOCH,
+    Errors.INVALID_UPDATE_VERSION, Errors.INVALID_REQUEST, Errors.NEW_LEADER_ELECTED))
 
 STARTING, RECOVERY, RUNNING, PENDING_CONTROLLED_SHUTDOWN, SHUTDOWN = (
     "STARTING", "RECOVERY", "RUNNING", "PENDING_CONTROLLED_SHUTDOWN", "SHUTDOWN")
@@ -438,11 +443,9 @@ class Broker(NodeBase):
                 p = Partition(self.broker_id, key[0], key[1], image.topics[key[0]].topic_id, log, self.level)
                 self.partitions[key] = p
             if reg.leader == self.broker_id:
+                # KIP-704 as Kafka does it: the leader marks its own state RECOVERED at once; the
+                # controller's RECOVERING clears with the next ISR change (no AlterPartition of its own).
                 p.make_leader(reg, now_ms)
-                if reg.leader_recovery_state != RECOVERED and p.pending is None:
-                    # KIP-704: an unclean leader recovers its log, then marks the partition RECOVERED.
-                    p.propose(p.isr, self._member_epochs(p.isr), expand=False, leader_recovery_state=RECOVERED)
-                    self._alter_dirty = True
                 self._maybe_increment_hwm(now_ms, p)
             else:
                 if p.make_follower(reg):
@@ -573,15 +576,13 @@ class Broker(NodeBase):
                 error = NONE  # the checks of _fetch_partition_error, inlined on the hot path
             if error == NONE and is_follower:
                 if req.replica_id not in p.replicas:
-                    error = Errors.NOT_LEADER_OR_FOLLOWER
+                    error = Errors.NOT_LEADER_OR_FOLLOWER  # Kafka's followerReplicaOrThrow
                 elif self.kip903 and req.replica_epoch >= 0:
-                    # KIP-903: a fetch carrying a broker epoch older than the metadata cache's (or than
-                    # one this leader already saw from that replica) is refused, as Kafka's
-                    # Replica.updateFetchStateOrThrow does, with NOT_LEADER_OR_FOLLOWER.
+                    # KIP-903, Kafka's Replica.updateFetchStateOrThrow: a fetch whose broker epoch is older
+                    # than the metadata cache's epoch of that (alive, i.e. unfenced) broker is refused
+                    # with NOT_LEADER_OR_FOLLOWER; its fetch state is not updated.
                     reg = self.image.brokers.get(req.replica_id)
-                    st = p.followers.get(req.replica_id)
-                    if ((reg is not None and req.replica_epoch < reg.broker_epoch)
-                            or (st is not None and req.replica_epoch < st.broker_epoch)):
+                    if reg is not None and not reg.fenced and req.replica_epoch < reg.broker_epoch:
                         error = Errors.NOT_LEADER_OR_FOLLOWER
             if error != NONE:
                 has_data = True
@@ -611,12 +612,9 @@ class Broker(NodeBase):
                     hw_changed.append(p)
                 records = log.read(fp.fetch_offset, log.log_end_offset, fp.partition_max_bytes)
             else:
-                if log.high_watermark < p.leader_epoch_start_offset:
-                    # KIP-207: a new leader does not expose an HWM below its epoch start offset.
-                    has_data = True
-                    out.append(m.FetchPartitionResponse(fp.topic_id, fp.partition, Errors.OFFSET_NOT_AVAILABLE,
-                                                        current_leader=(p.leader_id, p.leader_epoch)))
-                    continue
+                # A consumer reads below the HWM, even while a new leader's HWM still lags its epoch start
+                # offset: Kafka applies KIP-207's OFFSET_NOT_AVAILABLE to ListOffsets only, so a consumer
+                # can observe a lagging HWM after a leader change (``hwm_regressions`` in the verdict).
                 records = log.read(fp.fetch_offset, log.high_watermark, fp.partition_max_bytes)
             if records:
                 has_data = True
@@ -658,8 +656,10 @@ class Broker(NodeBase):
         return False
 
     # ================================================================= ISR and HWM
-    def _member_epochs(self, members) -> dict[int, int]:
-        """Broker epochs to send in NewIsrWithEpochs: the fetch's (KIP-903) or -1 below kip903."""
+    def _member_epochs(self, p: Partition, members) -> dict[int, int]:
+        """Broker epochs to send in NewIsrWithEpochs (KIP-903, Kafka's ``addBrokerEpochToIsr``): this
+        broker's own epoch, and for a follower the epoch of its last fetch as the partition's replica
+        state holds it (-1 when unknown); all -1 below level kip903."""
         out = {}
         for r in members:
             if self.level < Level.KIP903:
@@ -667,12 +667,8 @@ class Broker(NodeBase):
             elif r == self.broker_id:
                 out[r] = self.broker_epoch
             else:
-                p_epoch = -1
-                for p in self.partitions.values():
-                    st = p.followers.get(r)
-                    if st is not None and st.broker_epoch > p_epoch:
-                        p_epoch = st.broker_epoch
-                out[r] = p_epoch
+                st = p.followers.get(r)
+                out[r] = st.broker_epoch if st is not None else -1
         return out
 
     def _maybe_expand_isr(self, now_ms: int, p: Partition, replica_id: int) -> None:
@@ -682,9 +678,7 @@ class Broker(NodeBase):
         cache_epoch = reg.broker_epoch if reg is not None else None
         if p.isr_candidate(replica_id, cache_epoch, self.image.is_active(replica_id)):
             new_isr = tuple(p.isr) + (replica_id,)
-            epochs = self._member_epochs(p.isr)
-            epochs[replica_id] = p.followers[replica_id].broker_epoch if self.level >= Level.KIP903 else -1
-            p.propose(new_isr, epochs, expand=True)
+            p.propose(new_isr, self._member_epochs(p, new_isr), expand=True)
             self._alter_dirty = True
 
     def _maybe_shrink_isrs(self, now_ms: int) -> None:
@@ -695,7 +689,7 @@ class Broker(NodeBase):
             out = p.out_of_sync_replicas(now_ms, self.lag_max_ms)
             if out:
                 new_isr = tuple(r for r in p.isr if r not in out)
-                p.propose(new_isr, self._member_epochs(new_isr), expand=False)
+                p.propose(new_isr, self._member_epochs(p, new_isr), expand=False)
                 self._alter_dirty = True
         self._send_alter_partitions(now_ms)
 
@@ -742,13 +736,12 @@ class Broker(NodeBase):
                 continue
             err = item.error_code
             if err == NONE:
-                if not p.commit(item):
-                    p.revert_pending()
-                self._maybe_increment_hwm(now_ms, p)
+                if p.commit(item):
+                    self._maybe_increment_hwm(now_ms, p)
+                # else: a stale answer; stay pending until metadata overrides it (Kafka)
             elif err in (Errors.INELIGIBLE_REPLICA, Errors.OPERATION_NOT_ATTEMPTED):
                 p.revert_pending()
-            elif err in (Errors.FENCED_LEADER_EPOCH, Errors.INVALID_UPDATE_VERSION,
-                         Errors.UNKNOWN_TOPIC_OR_PARTITION, Errors.UNKNOWN_TOPIC_ID):
+            elif err in _WAIT_FOR_METADATA:
                 pass  # stay pending; the next metadata update for the partition clears it
             else:
                 p.pending.sent = False
@@ -838,7 +831,8 @@ class Broker(NodeBase):
                 if p is None or not p.is_leader:
                     part[5] = Errors.NOT_LEADER_OR_FOLLOWER
                 elif p.log.high_watermark >= required:
-                    part[5] = (Errors.NOT_ENOUGH_REPLICAS_AFTER_APPEND if len(p.isr) < self.min_isr(topic)
+                    # Kafka's checkEnoughReplicasReachOffset: min ISR against the *maximal* ISR.
+                    part[5] = (Errors.NOT_ENOUGH_REPLICAS_AFTER_APPEND if len(p.maximal_isr) < self.min_isr(topic)
                                else NONE)
                 elif now_ms >= dp.deadline_ms:
                     part[5] = Errors.REQUEST_TIMED_OUT

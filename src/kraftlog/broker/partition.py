@@ -3,9 +3,11 @@
 Leader rules (DESIGN.md, KIP-497, KIP-903, KIP-966):
 
 * At most one AlterPartition in flight. Pending expand: maximal ISR = ISR + the new replica.
-  Pending shrink: maximal ISR = the committed ISR. INELIGIBLE_REPLICA / OPERATION_NOT_ATTEMPTED revert
-  to the committed state; FENCED_LEADER_EPOCH / INVALID_UPDATE_VERSION / UNKNOWN_TOPIC_OR_PARTITION
-  stay pending until metadata arrives; other errors are retried.
+  Pending shrink: maximal ISR = the committed ISR. Errors as Kafka's ``handleAlterPartitionError``:
+  INELIGIBLE_REPLICA / OPERATION_NOT_ATTEMPTED revert to the committed state; UNKNOWN_TOPIC_OR_PARTITION,
+  UNKNOWN_TOPIC_ID, FENCED_LEADER_EPOCH, INVALID_UPDATE_VERSION, INVALID_REQUEST and NEW_LEADER_ELECTED
+  stay pending until metadata overrides the state; other errors are retried. A stale success stays
+  pending too (``handleAlterPartitionUpdate``).
 * HWM = min LEO over the maximal ISR and the caught-up replicas; never moves backwards; level ``elr``+:
   no advance while the committed ISR is below the effective min ISR.
 * ISR expansion needs: follower LEO >= HWM and >= the start offset of the leader's current epoch, a
@@ -89,10 +91,19 @@ class Partition:
 
     # ============================================================ role changes
     def make_leader(self, reg: PartitionRegistration, now_ms: int) -> bool:
-        """Apply a registration naming this broker leader. Returns True when a new leadership began."""
+        """Apply a registration naming this broker leader (Kafka's ``Partition.makeLeader``). Returns True
+        when a new leader epoch began.
+
+        The local LeaderRecoveryState becomes RECOVERED at once (KIP-704: the leader has nothing to
+        recover); the controller's RECOVERING clears with the next ISR change, whose AlterPartition
+        carries RECOVERED. On a new leader epoch, follower state is reset as Kafka's
+        ``Replica.resetReplicaState`` does: a new leader forgets every follower's LEO and broker epoch; a
+        leader re-elected in a new epoch (e.g. the ISR-shrink bump of levels classic/kip903) keeps them.
+        Either way a follower's last caught-up time is now if it is in the ISR, else 0."""
         self.replicas = reg.replicas
-        self.leader_recovery_state = reg.leader_recovery_state
+        self.leader_recovery_state = RECOVERED
         if reg.leader_epoch > self.leader_epoch or not self.is_leader:
+            is_new_leader = not self.is_leader
             self.is_leader = True
             self.leader_id = self.broker_id
             self.leader_epoch = reg.leader_epoch
@@ -103,9 +114,21 @@ class Partition:
             leo = self.log.log_end_offset
             self.log.epoch_cache.assign(reg.leader_epoch, leo)
             self.leader_epoch_start_offset = leo
-            self.followers = {
-                r: ReplicaState(last_caught_up_ms=now_ms if r in reg.isr else 0)
-                for r in reg.replicas if r != self.broker_id}
+            old = self.followers
+            followers = {}
+            for r in reg.replicas:
+                if r == self.broker_id:
+                    continue
+                in_sync = r in reg.isr
+                st = old.get(r)
+                if is_new_leader or st is None:
+                    followers[r] = ReplicaState(last_caught_up_ms=now_ms if in_sync else 0)
+                else:
+                    followers[r] = ReplicaState(
+                        log_end_offset=st.log_end_offset, last_caught_up_ms=now_ms if in_sync else 0,
+                        last_fetch_ms=now_ms if in_sync else 0, last_fetch_leader_leo=leo,
+                        broker_epoch=st.broker_epoch, fetch_leader_epoch=st.fetch_leader_epoch)
+            self.followers = followers
             self.fetch_inflight = False
             return True
         if reg.partition_epoch > self.partition_epoch:
@@ -187,8 +210,6 @@ class Partition:
         """May ``replica_id`` be proposed for the ISR now? (DESIGN.md: ISR expansion rules)."""
         if not self.is_leader or self.pending is not None or replica_id in self.isr:
             return False
-        if self.leader_recovery_state != RECOVERED:
-            return False
         st = self.followers.get(replica_id)
         if st is None or st.log_end_offset < 0:
             return False
@@ -236,7 +257,10 @@ class Partition:
         self.maximal_isr = frozenset(self.isr)
 
     def commit(self, item: m.AlterPartitionResponseItem) -> bool:
-        """Adopt the controller's answer to our AlterPartition, unless metadata already moved past it."""
+        """Adopt the controller's answer to our AlterPartition (Kafka's ``handleAlterPartitionUpdate``).
+
+        A stale answer (another leader epoch, or a partition epoch older than ours) is ignored and the
+        change stays pending until metadata overrides it; returns False then."""
         if item.leader_epoch != self.leader_epoch or item.partition_epoch < self.partition_epoch:
             return False
         self.isr = tuple(item.isr)

@@ -8,7 +8,11 @@ quorum commits), the MetadataImage replayed from it, and the in-memory broker se
   (unfence once caught up with the metadata log, fence after ``broker.session.timeout.ms`` without a
   heartbeat, controlled shutdown),
 * replication control: CreateTopics, AlterPartition with Kafka's validation order (DESIGN.md), leader
-  elections through :func:`build_partition_change`, ElectLeaders,
+  elections through :func:`build_partition_change`, ElectLeaders. As in Kafka, leaderless partitions are
+  elected when a broker is unfenced (``handleBrokerUnfenced``) and, for topics with
+  ``unclean.leader.election.enable``, by the periodic unclean-election task every
+  ``unclean.leader.election.interval.ms`` (``maybeElectUncleanLeaders``) — never as a side effect of a
+  config change,
 * config control: IncrementalAlterConfigs → ConfigRecord,
 * serving the metadata log to brokers (long-polled MetadataFetch).
 
@@ -38,13 +42,11 @@ CONTROLLER = "controller"
 METADATA_LOG = "metadata/__cluster_metadata-0/00000000000000000000.log"
 #: How many metadata records one MetadataFetch response carries at most.
 MAX_RECORDS_PER_FETCH = 2000
-#: How often the controller looks for leaderless partitions to elect (ms).
-ELECTION_CHECK_INTERVAL_MS = 1000
 
 
 class QuorumController(NodeBase):
     """The controller node. ``config``: static configs (Kafka names → strings); ``disk`` holds the
-    metadata log; ``rng`` is seeded by the driver (topic ids, replica placement, unclean elections)."""
+    metadata log; ``rng`` is seeded by the driver (topic ids, replica placement)."""
 
     def __init__(self, config: dict, level: Level, disk: Disk, rng: Random, now_ms: int,
                  cluster_id: str = "kraftlog") -> None:
@@ -60,8 +62,11 @@ class QuorumController(NodeBase):
         # In-memory broker state (lost on failover; Kafka's BrokerHeartbeatManager).
         self.last_heartbeat_ms: dict[int, int] = {b: now_ms for b, reg in self.image.brokers.items()}
         self.controlled_shutdown_offset: dict[int, int] = {}
+        #: The metadata offset each broker reported in its last heartbeat (Kafka's BrokerHeartbeatState).
+        self.broker_metadata_offset: dict[int, int] = {}
         self.parked_fetches: list[tuple[int, m.Envelope, int]] = []
-        self.next_election_check_ms = now_ms + ELECTION_CHECK_INTERVAL_MS
+        self.unclean_election_interval_ms = int(cfg.lookup("unclean.leader.election.interval.ms", self.static))
+        self.next_unclean_election_ms = now_ms + self.unclean_election_interval_ms
         #: request type -> handler(now_ms, request) -> response
         self._handlers = {
             m.BrokerHeartbeatRequest: self._handle_heartbeat,
@@ -105,9 +110,9 @@ class QuorumController(NodeBase):
                     keep.append((deadline, env, offset))
             self.parked_fetches = keep
         self._fence_expired_sessions(now_ms)
-        if now_ms >= self.next_election_check_ms:
-            self.next_election_check_ms = now_ms + ELECTION_CHECK_INTERVAL_MS
-            self._elect_leaderless(now_ms, None)
+        if now_ms >= self.next_unclean_election_ms:
+            self.next_unclean_election_ms = now_ms + self.unclean_election_interval_ms
+            self._maybe_elect_unclean_leaders(now_ms)
 
     def next_deadline(self) -> int | None:
         session = None
@@ -116,7 +121,7 @@ class QuorumController(NodeBase):
                 t = self.last_heartbeat_ms.get(b, 0) + self.session_timeout_ms
                 session = t if session is None or t < session else session
         parked = min((d for d, _, _ in self.parked_fetches), default=None)
-        return earliest(self._request_deadline(), parked, session, self.next_election_check_ms)
+        return earliest(self._request_deadline(), parked, session, self.next_unclean_election_ms)
 
     def on_response(self, now_ms, context, message) -> None:  # the controller sends no requests
         pass
@@ -154,18 +159,34 @@ class QuorumController(NodeBase):
 
     # ================================================================= cluster control
     def _handle_registration(self, now_ms: int, req: m.BrokerRegistrationRequest) -> m.BrokerRegistrationResponse:
+        """Kafka's ``ClusterControlManager.registerBroker``.
+
+        * Another incarnation while the old one's session is still valid → DUPLICATE_BROKER_REGISTRATION.
+        * The *same* incarnation id as the registered one is an amendment (a retry whose first response
+          was lost): the RegisterBrokerRecord keeps the broker epoch and the fencing/shutdown state, and
+          no shutdown handling runs.
+        * A new incarnation gets a new broker epoch (the record's offset) and the previous incarnation's
+          shutdown is handled (``BrokerShutdownHandler``): level ``elr``+ with PreviousBrokerEpoch different
+          from the stored epoch is an unclean shutdown (KIP-966: the broker leaves every ISR and ELR, its
+          ELR memberships go to LastKnownELR); otherwise it is handled as a fencing."""
         old = self.image.brokers.get(req.broker_id)
+        if old is not None and old.incarnation_id == req.incarnation_id:
+            self.append([RegisterBrokerRecord(
+                broker_id=req.broker_id, incarnation_id=req.incarnation_id, broker_epoch=old.broker_epoch,
+                rack=req.rack, fenced=old.fenced, in_controlled_shutdown=old.in_controlled_shutdown,
+                previous_broker_epoch=req.previous_broker_epoch)], now_ms)
+            self.last_heartbeat_ms[req.broker_id] = now_ms
+            return m.BrokerRegistrationResponse(Errors.NONE, broker_epoch=old.broker_epoch)
         records: list = []
-        if old is not None and old.incarnation_id != req.incarnation_id and not old.fenced:
-            if now_ms - self.last_heartbeat_ms.get(req.broker_id, -10**12) < self.session_timeout_ms:
+        if old is not None:
+            if not old.fenced and now_ms - self.last_heartbeat_ms.get(req.broker_id, -10**12) < self.session_timeout_ms:
                 # Kafka: another incarnation still holds a valid session.
                 return m.BrokerRegistrationResponse(Errors.DUPLICATE_BROKER_REGISTRATION)
-            records += self._fence_records(req.broker_id, old.broker_epoch)
-        if (self.level >= Level.ELR and old is not None
-                and req.previous_broker_epoch != old.broker_epoch):
-            # KIP-966: PreviousBrokerEpoch differs from the registered epoch: an unclean shutdown.
-            # The broker leaves every ISR and ELR (ELR members go to LastKnownELR).
-            records += self._unclean_shutdown_records(req.broker_id, records)
+            clean = self.level < Level.ELR or req.previous_broker_epoch == old.broker_epoch
+            if not old.fenced:
+                records += self._fence_records(req.broker_id, old.broker_epoch)
+            if not clean:
+                records += self._unclean_shutdown_records(req.broker_id, records)
         epoch = self.end_offset + len(records)
         records.append(RegisterBrokerRecord(
             broker_id=req.broker_id, incarnation_id=req.incarnation_id, broker_epoch=epoch,
@@ -174,42 +195,64 @@ class QuorumController(NodeBase):
         self.append(records, now_ms)
         self.last_heartbeat_ms[req.broker_id] = now_ms
         self.controlled_shutdown_offset.pop(req.broker_id, None)
+        self.broker_metadata_offset.pop(req.broker_id, None)
         return m.BrokerRegistrationResponse(Errors.NONE, broker_epoch=epoch)
 
     def _handle_heartbeat(self, now_ms: int, req: m.BrokerHeartbeatRequest) -> m.BrokerHeartbeatResponse:
+        """Kafka's ``BrokerHeartbeatManager.calculateNextBrokerState`` and
+        ``ReplicationControlManager.processBrokerHeartbeat``:
+
+        * fenced: a shutdown request is granted at once; otherwise unfence once the broker's metadata
+          offset reached its RegisterBrokerRecord, and elect leaderless partitions (``handleBrokerUnfenced``);
+        * unfenced, wanting to shut down: with no leaderships, fenced and granted at once; else enter
+          controlled shutdown (leave every ISR, move leaderships: ``handleBrokerInControlledShutdown``);
+        * in controlled shutdown: granted (and fenced) once it leads nothing and every active broker
+          (unfenced, not shutting down) reported a metadata offset at or past the controlled shutdown
+          offset (``lowestActiveOffset``)."""
         reg = self.image.brokers.get(req.broker_id)
         if reg is None:
             return m.BrokerHeartbeatResponse(Errors.BROKER_ID_NOT_REGISTERED)
         if reg.broker_epoch != req.broker_epoch:
             return m.BrokerHeartbeatResponse(Errors.STALE_BROKER_EPOCH)
-        self.last_heartbeat_ms[req.broker_id] = now_ms
+        b = req.broker_id
+        self.last_heartbeat_ms[b] = now_ms
+        self.broker_metadata_offset[b] = req.current_metadata_offset
         caught_up = req.current_metadata_offset >= reg.broker_epoch
         should_shut_down = False
-        if req.want_shut_down:
-            if req.broker_id not in self.controlled_shutdown_offset:
-                records = []
-                if not reg.fenced:
-                    records.append(BrokerRegistrationChangeRecord(req.broker_id, reg.broker_epoch,
-                                                                  in_controlled_shutdown=True))
-                    records += self._remove_from_partitions(req.broker_id)
-                self.append(records, now_ms)
-                self.controlled_shutdown_offset[req.broker_id] = self.end_offset - 1
-            if req.current_metadata_offset >= self.controlled_shutdown_offset[req.broker_id]:
+        if reg.fenced:
+            if req.want_shut_down:
                 should_shut_down = True
-                reg = self.image.brokers[req.broker_id]
-                if not reg.fenced:
-                    # SHUTDOWN_NOW: the broker is fenced as it leaves.
-                    self.append([BrokerRegistrationChangeRecord(req.broker_id, reg.broker_epoch, fenced=True,
-                                                                in_controlled_shutdown=False)], now_ms)
-        elif req.want_fence:
-            if not reg.fenced:
-                self.append(self._fence_records(req.broker_id, reg.broker_epoch), now_ms)
-        elif reg.fenced and caught_up:
-            self.append([BrokerRegistrationChangeRecord(req.broker_id, reg.broker_epoch, fenced=False)], now_ms)
-            self._elect_leaderless(now_ms, req.broker_id)
-        reg = self.image.brokers[req.broker_id]
+            elif not req.want_fence and caught_up:
+                self.append([BrokerRegistrationChangeRecord(b, reg.broker_epoch, fenced=False)]
+                            + self._elect_leaderless_records(b), now_ms)
+        elif not reg.in_controlled_shutdown:
+            if req.want_fence or (req.want_shut_down and not self._has_leaderships(b)):
+                self.append(self._fence_records(b, reg.broker_epoch), now_ms)
+                should_shut_down = req.want_shut_down
+            elif req.want_shut_down:
+                records = [BrokerRegistrationChangeRecord(b, reg.broker_epoch, in_controlled_shutdown=True)]
+                records += self._remove_from_partitions(b)
+                self.append(records, now_ms)
+                self.controlled_shutdown_offset[b] = self.end_offset - 1
+        elif not self._has_leaderships(b) and self.controlled_shutdown_offset.get(b, -1) <= self._lowest_active_offset():
+            # SHUTDOWN_NOW: the broker is fenced as it leaves (handleBrokerFenced).
+            self.append([BrokerRegistrationChangeRecord(b, reg.broker_epoch, fenced=True, in_controlled_shutdown=False)]
+                        + self._remove_from_partitions(b), now_ms)
+            should_shut_down = True
+        reg = self.image.brokers[b]
         return m.BrokerHeartbeatResponse(Errors.NONE, is_caught_up=caught_up, is_fenced=reg.fenced,
                                          should_shut_down=should_shut_down)
+
+    def _has_leaderships(self, broker_id: int) -> bool:
+        """Does the broker lead any partition? (Kafka's ``brokersToIsrs.hasLeaderships``)."""
+        return any(part.leader == broker_id for part in self.image.partitions.values())
+
+    def _lowest_active_offset(self) -> int:
+        """The lowest metadata offset reported by an active broker (unfenced, not in controlled shutdown),
+        or a huge number when there is none (Kafka's ``BrokerHeartbeatManager.lowestActiveOffset``)."""
+        offsets = [self.broker_metadata_offset.get(b, -1) for b in sorted(self.image.brokers)
+                   if self.image.is_active(b)]
+        return min(offsets) if offsets else 2**63 - 1
 
     def _fence_expired_sessions(self, now_ms: int) -> None:
         for b in sorted(self.image.brokers):
@@ -225,64 +268,80 @@ class QuorumController(NodeBase):
 
     def _remove_from_partitions(self, broker_id: int) -> list:
         """PartitionChangeRecords removing ``broker_id`` from ISRs and moving its leaderships
-        (fencing and controlled shutdown: Kafka's ``generateLeaderAndIsrUpdates``)."""
+        (fencing and controlled shutdown: Kafka's ``handleBrokerFenced`` /
+        ``handleBrokerInControlledShutdown``)."""
         image = self.image
-
-        def acceptable(b: int) -> bool:
-            return b != broker_id and image.is_active(b)
-
-        records = []
-        for (topic, index) in sorted(image.partitions):
-            part = image.partitions[(topic, index)]
-            if broker_id not in part.isr and part.leader != broker_id:
-                continue
-            rec = build_partition_change(
-                part, image.topics[topic].topic_id, index, is_acceptable_leader=acceptable,
-                level=self.level, min_isr=image.min_isr(topic, self.static),
-                unclean_enabled=self._unclean_enabled(topic), rng=self.rng,
-                target_isr=tuple(r for r in part.isr if r != broker_id))
-            if rec is not None:
-                records.append(rec)
-        return records
+        keys = [k for k in sorted(image.partitions)
+                if broker_id in image.partitions[k].isr or image.partitions[k].leader == broker_id]
+        return self._generate_leader_and_isr_updates(image, keys, broker_to_remove=broker_id)
 
     def _unclean_shutdown_records(self, broker_id: int, pending: list) -> list:
-        """PartitionChangeRecords for a broker that restarted after an unclean shutdown (KIP-966)."""
+        """PartitionChangeRecords for a broker that restarted after an unclean shutdown (KIP-966, Kafka's
+        ``handleBrokerShutdown`` with isCleanShutdown false): the partitions with it in the ISR, then
+        those with it in the ELR."""
         image = self.image
         if pending:
             image, _ = image.replay(pending, self.end_offset)
-        records = []
-        gone = frozenset((broker_id,))
+        keys = [k for k in sorted(image.partitions) if broker_id in image.partitions[k].isr]
+        records = self._generate_leader_and_isr_updates(image, keys, broker_with_unclean_shutdown=broker_id)
+        if records:
+            image, _ = image.replay(records, self.end_offset + len(pending))
+        keys = [k for k in sorted(image.partitions) if broker_id in image.partitions[k].elr]
+        return records + self._generate_leader_and_isr_updates(image, keys, broker_with_unclean_shutdown=broker_id)
+
+    def _elect_leaderless_records(self, broker_to_add: int) -> list:
+        """Elections for every leaderless partition when ``broker_to_add`` is unfenced (Kafka's
+        ``handleBrokerUnfenced``: it counts as acceptable although the image still shows it fenced)."""
+        image = self.image
+        keys = [k for k in sorted(image.partitions) if image.partitions[k].leader == NO_LEADER]
+        return self._generate_leader_and_isr_updates(image, keys, broker_to_add=broker_to_add)
+
+    def _generate_leader_and_isr_updates(self, image, keys, *, broker_to_remove: int = NO_LEADER,
+                                         broker_to_add: int = NO_LEADER,
+                                         broker_with_unclean_shutdown: int = NO_LEADER) -> list:
+        """Kafka's ``ReplicationControlManager.generateLeaderAndIsrUpdates`` over the partitions ``keys``
+        ((topic, index), sorted): the removed and the unclean-shutdown broker leave the target ISR and
+        may not lead; the added broker may lead although still fenced in ``image``; topics with
+        ``unclean.leader.election.enable`` run an unclean election (``Election.UNCLEAN``)."""
+        excluded = {broker_to_remove, broker_with_unclean_shutdown} - {NO_LEADER}
+        unclean_shutdown = (frozenset((broker_with_unclean_shutdown,)) if broker_with_unclean_shutdown != NO_LEADER
+                            else frozenset())
 
         def acceptable(b: int) -> bool:
-            return b != broker_id and image.is_active(b)
+            return b not in excluded and (b == broker_to_add or image.is_active(b))
 
-        for (topic, index) in sorted(image.partitions):
+        records = []
+        for topic, index in keys:
             part = image.partitions[(topic, index)]
-            if broker_id not in part.isr and broker_id not in part.elr:
-                continue
             rec = build_partition_change(
                 part, image.topics[topic].topic_id, index, is_acceptable_leader=acceptable,
                 level=self.level, min_isr=image.min_isr(topic, self.static),
-                unclean_enabled=self._unclean_enabled(topic), rng=self.rng, unclean_shutdown_replicas=gone)
+                election=self._election_for(topic, image),
+                target_isr=tuple(r for r in part.isr if r not in excluded),
+                unclean_shutdown_replicas=unclean_shutdown)
             if rec is not None:
                 records.append(rec)
         return records
 
-    def _unclean_enabled(self, topic: str) -> bool:
-        return cfg.as_bool(self.image.config("unclean.leader.election.enable", topic, self.static))
+    def _election_for(self, topic: str, image=None) -> Election:
+        """``Election.UNCLEAN`` when ``unclean.leader.election.enable`` holds for the topic, else ONLINE."""
+        image = self.image if image is None else image
+        enabled = cfg.as_bool(image.config("unclean.leader.election.enable", topic, self.static))
+        return Election.UNCLEAN if enabled else Election.ONLINE
 
-    def _elect_leaderless(self, now_ms: int, broker_id: int | None) -> None:
-        """Elect leaders for leaderless partitions (those hosting ``broker_id``, or all)."""
+    def _maybe_elect_unclean_leaders(self, now_ms: int) -> None:
+        """The periodic unclean-election task (every ``unclean.leader.election.interval.ms``): an unclean
+        election for each leaderless partition of a topic with ``unclean.leader.election.enable``
+        (Kafka's ``maybeTriggerUncleanLeaderElectionForLeaderlessPartitions``)."""
         image = self.image
         records = []
-        for (topic, index) in sorted(image.partitions):
+        for topic, index in sorted(image.partitions):
             part = image.partitions[(topic, index)]
-            if part.leader != NO_LEADER or (broker_id is not None and broker_id not in part.replicas):
+            if part.leader != NO_LEADER or self._election_for(topic) is not Election.UNCLEAN:
                 continue
             rec = build_partition_change(
                 part, image.topics[topic].topic_id, index, is_acceptable_leader=image.is_active,
-                level=self.level, min_isr=image.min_isr(topic, self.static),
-                unclean_enabled=self._unclean_enabled(topic), rng=self.rng)
+                level=self.level, min_isr=image.min_isr(topic, self.static), election=Election.UNCLEAN)
             if rec is not None:
                 records.append(rec)
         self.append(records, now_ms)
@@ -356,7 +415,7 @@ class QuorumController(NodeBase):
                 return Errors.INELIGIBLE_REPLICA, None
         rec = build_partition_change(
             part, item.topic_id, item.partition, is_acceptable_leader=image.is_active, level=self.level,
-            min_isr=image.min_isr(name, self.static), unclean_enabled=False, rng=self.rng,
+            min_isr=image.min_isr(name, self.static), election=self._election_for(name),
             target_isr=new_isr, target_leader_recovery_state=item.leader_recovery_state)
         return Errors.NONE, rec
 
@@ -424,19 +483,40 @@ class QuorumController(NodeBase):
                 out.append(m.AlterConfigsResourceResponse(Errors.INVALID_CONFIG, res.resource_type,
                                                           res.resource_name, f"unknown configs {bad}"))
                 continue
+            refused = self._refused_min_isr_change(res)
+            if refused:
+                out.append(m.AlterConfigsResourceResponse(Errors.INVALID_CONFIG, res.resource_type,
+                                                          res.resource_name, refused))
+                continue
             if not req.validate_only:
                 records: list = []
                 for c in res.configs:
                     value = None if c.config_operation == m.OP_DELETE else c.value
                     records.append(ConfigRecord(res.resource_type, res.resource_name, c.name, value))
                 if self.level >= Level.ELR and any(c.name == "min.insync.replicas" for c in res.configs):
-                    # KIP-966: any min.insync.replicas change clears the ELR.
+                    # KIP-966: any min.insync.replicas change clears the ELR, LastKnownELR and the last
+                    # known leader (Kafka's createClearElrRecordsAsNeeded).
                     topic = res.resource_name if res.resource_type == RESOURCE_TOPIC else None
                     records.append(ClearElrRecord(topic))
                 self.append(records, now_ms)
             out.append(m.AlterConfigsResourceResponse(Errors.NONE, res.resource_type, res.resource_name))
-        self._elect_leaderless(now_ms, None)
+        # No election here: Kafka elects on unfencing and in the periodic unclean-election task only.
         return m.IncrementalAlterConfigsResponse(tuple(out))
+
+    def _refused_min_isr_change(self, res) -> str | None:
+        """While ELR is enabled (level ``elr``+) Kafka refuses a broker-level ``min.insync.replicas`` and
+        the removal of the cluster-level one with INVALID_CONFIG (``ConfigurationControlManager``
+        ``isDisallowedBrokerMinIsrTransition`` / ``isDisallowedClusterMinIsrTransition``); the message."""
+        if self.level < Level.ELR or res.resource_type != RESOURCE_BROKER:
+            return None
+        for c in res.configs:
+            if c.name != "min.insync.replicas":
+                continue
+            if res.resource_name != "":
+                return "Broker-level min.insync.replicas cannot be altered while ELR is enabled."
+            if c.config_operation == m.OP_DELETE:
+                return "Cluster-level min.insync.replicas cannot be removed while ELR is enabled."
+        return None
 
     # ================================================================= ElectLeaders
     def _handle_elect_leaders(self, now_ms: int, req: m.ElectLeadersRequest) -> m.ElectLeadersResponse:
@@ -463,8 +543,7 @@ class QuorumController(NodeBase):
             return Errors.INVALID_REQUEST, f"election type {election_type} needs ElectLeaders v3 (level urm)"
         rec = build_partition_change(
             part, image.topics[p.topic].topic_id, p.partition, is_acceptable_leader=image.is_active,
-            level=self.level, min_isr=image.min_isr(p.topic, self.static),
-            unclean_enabled=self._unclean_enabled(p.topic), rng=self.rng, election=election)
+            level=self.level, min_isr=image.min_isr(p.topic, self.static), election=election)
         if rec is None or rec.leader is None:
             if election is Election.PREFERRED:
                 return Errors.PREFERRED_LEADER_NOT_AVAILABLE, None

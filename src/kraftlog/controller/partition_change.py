@@ -1,25 +1,40 @@
 """Kafka's PartitionChangeBuilder: the one place a partition's ISR, leader and ELR change.
 
-Every path that changes a partition (AlterPartition, fencing, controlled shutdown, unfencing,
-ElectLeaders, config changes) asks :func:`build_partition_change` for the record to append.
+Every path that changes a partition (AlterPartition, fencing, controlled shutdown, unfencing, unclean
+shutdown, ElectLeaders, the periodic unclean election) asks :func:`build_partition_change` for the record
+to append. The steps are Kafka's (``PartitionChangeBuilder.build``), in Kafka's order, each a function
+named after Kafka's method:
 
-Rules (DESIGN.md "Rules worth knowing", Kafka's ``PartitionChangeBuilder``):
+1. :func:`maybe_populate_target_elr` — level ``elr``+ (KIP-966): when the target ISR is below the effective
+   min ISR, ELR = (ELR ∪ ISR) − target ISR − unclean-shutdown replicas, and LastKnownELR gains the
+   unclean-shutdown replicas that left; at or above min ISR both are cleared.
+2. :func:`try_election` / :func:`elect_leader` — :func:`elect_preferred_leader` or :func:`elect_any_leader`:
+   keep a valid current leader; else the first valid replica in assignment order (valid = in the target
+   ISR, or in the ELR when the target ISR is empty, and acceptable); else the last known leader
+   (:func:`can_elect_last_known_leader`, an unclean election); else, for ``Election.UNCLEAN``, the first
+   acceptable replica in assignment order. Deterministic, like Kafka: no randomness anywhere. An ELR
+   leader gets ISR [it]; an unclean leader gets ISR [it] and LeaderRecoveryState RECOVERING.
+3. :func:`maybe_update_record_elr` — an unclean election or a level below ``elr`` clears ELR and
+   LastKnownELR.
+4. The ISR: set when it changes; below level ``elr`` an empty target ISR keeps the old one ("the last
+   replica in ISR will not be removed", pre-KIP-966 Kafka).
+5. :func:`trigger_leader_epoch_bump_for_isr_shrink_if_needed` — levels ``classic``/``kip903`` model Kafka
+   3.4/3.5, whose metadata versions bump the leader epoch on every ISR shrink (removed in 3.6 by
+   KAFKA-15021); ``elr`` and above never do.
+6. :func:`maybe_update_last_known_leader` — level ``elr``+: the leader is remembered when the partition
+   first becomes leaderless and forgotten once a leader is elected.
+7. The target LeaderRecoveryState (an AlterPartition's) when it differs.
 
-* Election order: keep the current leader if it stays in the ISR and is acceptable; else the first
-  acceptable ISR member in assignment order; else (level ``elr``+) the first acceptable ELR member,
-  whose new ISR is [it], not RECOVERING; else, when unclean election is allowed, a random (seeded)
-  acceptable replica, ISR [it], LeaderRecoveryState RECOVERING; else no leader (-1).
-* Below level ``elr`` the last ISR member stays in the ISR when it is removed (pre-KIP-966 Kafka).
-* Level ``elr``+: when the target ISR is below the effective min ISR,
-  ELR = (ELR ∪ ISR) − target ISR − unclean-shutdown replicas (those go to LastKnownELR);
-  at or above min ISR, ELR and LastKnownELR are cleared.
+kraftlog keeps KIP-966's meaning of LastKnownELR (ELR members removed by an unclean shutdown) and a
+separate ``last_known_leader`` field. Kafka 4.1/4.2 (``useLastKnownLeaderInBalancedRecovery``) store the
+last known leader *in* the lastKnownElr field instead; the decisions are the same.
 """
 
 from __future__ import annotations
 
-from random import Random
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass
 from enum import Enum
 
 from ..metadata.image import PartitionRegistration
@@ -30,15 +45,170 @@ from ..protocol.level import Level
 class Election(Enum):
     """Which election the change may run (Kafka's ``PartitionChangeBuilder.Election``)."""
 
-    ONLY_IF_NEEDED = "only_if_needed"  # keep a valid leader; elect only when it is gone
-    PREFERRED = "preferred"  # move leadership to the first replica if it is in the ISR
-    UNCLEAN = "unclean"  # like ONLY_IF_NEEDED, and allow an unclean election
+    PREFERRED = "preferred"  # move leadership to the first replica if it is a valid leader
+    ONLINE = "online"  # keep a valid leader; elect a clean one only when it is gone
+    UNCLEAN = "unclean"  # like ONLINE, then any acceptable replica (unclean.leader.election.enable)
+
+
+@dataclass(slots=True)
+class _Builder:
+    """The builder's working state: Kafka's ``target*`` fields and the record being built."""
+
+    part: PartitionRegistration
+    is_acceptable_leader: Callable[[int], bool]
+    level: Level
+    min_isr: int
+    election: Election
+    target_isr: tuple[int, ...]
+    target_elr: tuple[int, ...]
+    target_last_known_elr: tuple[int, ...]
+    target_leader_recovery_state: int
+    unclean_shutdown_replicas: frozenset[int]
+    # the record's fields (None = unchanged), Kafka's PartitionChangeRecord
+    isr: tuple[int, ...] | None = None
+    leader: int | None = None
+    leader_recovery_state: int | None = None
+    elr: tuple[int, ...] | None = None
+    last_known_elr: tuple[int, ...] | None = None
+    last_known_leader: int | None = None
+
+    @property
+    def elr_enabled(self) -> bool:
+        """KIP-966 part 1 is on (Kafka's ``eligibleLeaderReplicasEnabled``)."""
+        return self.level >= Level.ELR
 
 
 def _ordered(members, replicas) -> tuple[int, ...]:
     """Members in assignment order (deterministic, like Kafka's replica-ordered lists)."""
     s = set(members)
     return tuple(r for r in replicas if r in s)
+
+
+# ------------------------------------------------------------------------------------------ steps
+def maybe_populate_target_elr(b: _Builder) -> None:
+    """KIP-966 ELR maintenance before the election (Kafka's ``maybePopulateTargetElr``)."""
+    if not b.elr_enabled:
+        return
+    if len(b.target_isr) >= b.min_isr:
+        b.target_elr, b.target_last_known_elr = (), ()
+        return
+    target = set(b.target_isr)
+    candidates = set(b.target_elr) | set(b.part.isr)
+    elr = {r for r in candidates if r not in target and r not in b.unclean_shutdown_replicas}
+    last_known = (candidates | set(b.target_last_known_elr)) - target - elr
+    replicas = b.part.replicas
+    b.target_elr, b.target_last_known_elr = _ordered(elr, replicas), _ordered(last_known, replicas)
+
+
+def is_valid_new_leader(b: _Builder, replica: int) -> bool:
+    """In the target ISR, or in the ELR when the target ISR is empty, and acceptable (Kafka's
+    ``isValidNewLeader``)."""
+    if replica == NO_LEADER:
+        return False
+    member = replica in b.target_isr or (not b.target_isr and replica in b.target_elr)
+    return member and b.is_acceptable_leader(replica)
+
+
+def can_elect_last_known_leader(b: _Builder) -> bool:
+    """The last known leader may be elected (uncleanly) when ISR and ELR are both empty and it is
+    acceptable (Kafka's ``canElectLastKnownLeader``; KIP-966 delivery plan)."""
+    if not b.elr_enabled or b.target_elr or b.target_isr:
+        return False
+    candidate = b.part.last_known_leader
+    return candidate >= 0 and candidate in b.part.replicas and b.is_acceptable_leader(candidate)
+
+
+def elect_preferred_leader(b: _Builder) -> tuple[int, bool]:
+    """(leader, unclean) for ``Election.PREFERRED`` (Kafka's ``electPreferredLeader``)."""
+    replicas = b.part.replicas
+    if is_valid_new_leader(b, replicas[0]):
+        return replicas[0], False
+    if is_valid_new_leader(b, b.part.leader):
+        return b.part.leader, False
+    for r in replicas[1:]:
+        if is_valid_new_leader(b, r):
+            return r, False
+    if can_elect_last_known_leader(b):
+        return b.part.last_known_leader, True
+    return NO_LEADER, False
+
+
+def elect_any_leader(b: _Builder) -> tuple[int, bool]:
+    """(leader, unclean) for ``Election.ONLINE`` / ``UNCLEAN`` (Kafka's ``electAnyLeader``): the unclean
+    choice is the first acceptable replica in assignment order, never a random one."""
+    if is_valid_new_leader(b, b.part.leader):
+        return b.part.leader, False
+    for r in b.part.replicas:
+        if is_valid_new_leader(b, r):
+            return r, False
+    if can_elect_last_known_leader(b):
+        return b.part.last_known_leader, True
+    if b.election is Election.UNCLEAN:
+        for r in b.part.replicas:
+            if b.is_acceptable_leader(r):
+                return r, True
+    return NO_LEADER, False
+
+
+def elect_leader(b: _Builder) -> tuple[int, bool]:
+    """Kafka's ``electLeader``."""
+    return elect_preferred_leader(b) if b.election is Election.PREFERRED else elect_any_leader(b)
+
+
+def try_election(b: _Builder) -> None:
+    """Run the election and write the leader (and, for ELR or unclean leaders, the ISR) into the
+    record (Kafka's ``tryElection``)."""
+    node, unclean = elect_leader(b)
+    if node == b.part.leader:
+        return
+    if node in b.target_elr:
+        b.target_isr = (node,)
+        b.target_elr = tuple(r for r in b.target_elr if r != node)
+    b.leader = node
+    if unclean:
+        # Unclean: the ISR is forced to the new leader alone. This can lose data (KIP-704 RECOVERING).
+        b.isr = (node,)
+        if b.part.leader_recovery_state != RECOVERING:
+            b.leader_recovery_state = RECOVERING
+
+
+def maybe_update_record_elr(b: _Builder) -> None:
+    """Write ELR and LastKnownELR; an unclean election or a level below ``elr`` clears them (Kafka's
+    ``maybeUpdateRecordElr``, LastKnownELR with the KIP's meaning)."""
+    if b.isr is not None or not b.elr_enabled:  # b.isr is set here only by an unclean election
+        b.target_elr, b.target_last_known_elr = (), ()
+    if b.target_elr != b.part.elr:
+        b.elr = b.target_elr
+    if b.target_last_known_elr != b.part.last_known_elr:
+        b.last_known_elr = b.target_last_known_elr
+
+
+def maybe_update_isr(b: _Builder) -> None:
+    """Set the new ISR if it differs; below level ``elr`` an empty ISR is never written (the last
+    member stays, pre-KIP-966 Kafka)."""
+    if b.isr is None and (b.target_isr or b.elr_enabled) and b.target_isr != b.part.isr:
+        b.isr = b.target_isr
+
+
+def trigger_leader_epoch_bump_for_isr_shrink_if_needed(b: _Builder) -> None:
+    """Levels ``classic``/``kip903`` (Kafka 3.4/3.5 metadata versions) bump the leader epoch whenever the
+    ISR shrinks, by writing the same leader into the record (Kafka's
+    ``triggerLeaderEpochBumpForIsrShrinkIfNeeded``; not needed since 3.6, KAFKA-15021)."""
+    if b.level >= Level.ELR or b.leader is not None or b.isr is None:
+        return
+    if not set(b.part.isr) <= set(b.isr):
+        b.leader = b.part.leader
+
+
+def maybe_update_last_known_leader(b: _Builder) -> None:
+    """Level ``elr``+: remember the leader when the partition first becomes leaderless, forget it once a
+    leader is elected (Kafka's ``maybeUpdateLastKnownLeader``, kept in its own field)."""
+    if not b.elr_enabled:
+        return
+    if b.leader == NO_LEADER and b.part.last_known_leader < 0:
+        b.last_known_leader = b.part.leader
+    elif b.leader is not None and b.leader >= 0 and b.part.last_known_leader >= 0:
+        b.last_known_leader = NO_LEADER
 
 
 def build_partition_change(
@@ -49,107 +219,40 @@ def build_partition_change(
     is_acceptable_leader: Callable[[int], bool],
     level: Level,
     min_isr: int,
-    unclean_enabled: bool,
-    rng: Random,
+    election: Election = Election.ONLINE,
     target_isr: tuple[int, ...] | None = None,
-    election: Election = Election.ONLY_IF_NEEDED,
     target_leader_recovery_state: int | None = None,
     unclean_shutdown_replicas: frozenset[int] = frozenset(),
 ) -> PartitionChangeRecord | None:
-    """The PartitionChangeRecord that moves ``part`` to the target state, or None if nothing changes.
+    """The PartitionChangeRecord that moves ``part`` to the target state, or None if nothing changes
+    (Kafka's ``PartitionChangeBuilder.build``; the steps are in the module docstring).
 
-    ``target_isr``: the proposed ISR (None = unchanged); ``min_isr``: the effective min ISR;
-    ``unclean_enabled``: ``unclean.leader.election.enable`` as resolved for the topic;
-    ``unclean_shutdown_replicas``: brokers that re-registered after an unclean shutdown (KIP-966: they
-    leave the ISR and the ELR, into LastKnownELR); ``rng``: the controller's seeded generator (used
-    only for unclean elections).
-
-    Level ``elr`` with the unclean recovery manager off follows KIP-966's delivery plan: ISR member →
-    unfenced ELR member → (fenced ELR members: wait, or unclean election if enabled) → (no ELR:
-    unclean election if enabled, else the LastKnownLeader once it is unfenced, as an unclean,
-    RECOVERING election like Kafka's ``canElectLastKnownLeader``)."""
-    replicas = part.replicas
-    elr_level = level >= Level.ELR
-    isr = part.isr if target_isr is None else _ordered(target_isr, replicas)
-    elr = part.elr
-    last_known_elr = part.last_known_elr
-    last_known_leader = part.last_known_leader
-    lrs = part.leader_recovery_state if target_leader_recovery_state is None else target_leader_recovery_state
-    unclean_set = set(unclean_shutdown_replicas)
-    if elr_level and unclean_set:
-        removed = [r for r in elr if r in unclean_set]
-        if removed:
-            elr = tuple(r for r in elr if r not in unclean_set)
-            last_known_elr = _ordered(set(last_known_elr) | set(removed), replicas)
-        isr = tuple(r for r in isr if r not in unclean_set)
-    if not elr_level and not isr and part.isr:
-        # Pre-KIP-966: "the last replica in ISR will not be removed from the ISR when it goes down".
-        isr = part.isr
-    isr_set = set(isr)
-
-    # ------------------------------------------------------------------ election
-    leader = part.leader
-    unclean = False
-    if election is Election.PREFERRED:
-        preferred = replicas[0]
-        if preferred != leader and preferred in isr_set and is_acceptable_leader(preferred):
-            leader = preferred
-    if leader == NO_LEADER or leader not in isr_set or not is_acceptable_leader(leader):
-        leader = NO_LEADER
-        for r in replicas:
-            if r in isr_set and is_acceptable_leader(r):
-                leader = r
-                break
-        if leader == NO_LEADER and elr_level:
-            for r in replicas:
-                if r in elr and is_acceptable_leader(r):
-                    leader = r  # ELR election: clean, new ISR = [leader]
-                    isr, isr_set = (r,), {r}
-                    break
-            if leader == NO_LEADER and not elr and not (election is Election.UNCLEAN or unclean_enabled):
-                # No ELR member at all: the last known leader, once it is unfenced (KIP-966 delivery
-                # plan). Kafka's canElectLastKnownLeader counts it as unclean: it may have lost data.
-                candidate = last_known_leader
-                if candidate >= 0 and candidate in replicas and is_acceptable_leader(candidate):
-                    leader = candidate
-                    isr, isr_set = (candidate,), {candidate}
-                    lrs = RECOVERING
-                    unclean = True
-        if leader == NO_LEADER and (election is Election.UNCLEAN or unclean_enabled):
-            candidates = [r for r in replicas if is_acceptable_leader(r)]
-            if candidates:
-                leader = candidates[rng.randrange(len(candidates))]
-                isr, isr_set = (leader,), {leader}
-                lrs = RECOVERING
-                unclean = True
-        if leader == NO_LEADER and not elr_level and not isr:
-            isr = part.isr
-
-    # ----------------------------------------------------------------------- ELR
-    if elr_level:
-        if unclean:
-            elr, last_known_elr = (), ()
-        elif len(isr) < min_isr:
-            candidates = (set(elr) | set(part.isr)) - isr_set - unclean_set
-            elr = _ordered(candidates, replicas)
-            if elr:
-                last_known_elr = tuple(r for r in last_known_elr if r not in candidates)
-        else:
-            elr, last_known_elr = (), ()
-        if leader != NO_LEADER:
-            last_known_leader = -1
-        elif not isr and part.leader != NO_LEADER:
-            last_known_leader = part.leader  # the last ISR member, recorded as it leaves
-
-    # ---------------------------------------------------------------- the record
-    change = {field: new for field, new, old in (
-        ("isr", isr, part.isr),
-        ("leader", leader, part.leader),
-        ("leader_recovery_state", lrs, part.leader_recovery_state),
-        ("eligible_leader_replicas", elr, part.elr),
-        ("last_known_elr", last_known_elr, part.last_known_elr),
-        ("last_known_leader", last_known_leader, part.last_known_leader),
-    ) if new != old}
-    if not change:
+    ``is_acceptable_leader(broker_id)``: may this broker lead (registered, unfenced, not shutting down;
+    callers exclude a broker being fenced or restarting after an unclean shutdown); ``min_isr``: the
+    effective min ISR; ``election``: ``Election.UNCLEAN`` when ``unclean.leader.election.enable`` holds
+    for the topic or an admin asked for an unclean election; ``target_isr``: the proposed ISR (None =
+    unchanged); ``target_leader_recovery_state``: an AlterPartition's; ``unclean_shutdown_replicas``:
+    brokers that re-registered after an unclean shutdown (KIP-966: they cannot stay in the ELR; the
+    caller also removes them from ``target_isr``)."""
+    b = _Builder(
+        part=part, is_acceptable_leader=is_acceptable_leader, level=level, min_isr=min_isr, election=election,
+        target_isr=part.isr if target_isr is None else _ordered(target_isr, part.replicas),
+        target_elr=part.elr, target_last_known_elr=part.last_known_elr,
+        target_leader_recovery_state=(part.leader_recovery_state if target_leader_recovery_state is None
+                                      else target_leader_recovery_state),
+        unclean_shutdown_replicas=frozenset(unclean_shutdown_replicas))
+    maybe_populate_target_elr(b)
+    try_election(b)
+    maybe_update_record_elr(b)
+    maybe_update_isr(b)
+    trigger_leader_epoch_bump_for_isr_shrink_if_needed(b)
+    maybe_update_last_known_leader(b)
+    if b.leader_recovery_state is None and b.target_leader_recovery_state != part.leader_recovery_state:
+        b.leader_recovery_state = b.target_leader_recovery_state
+    if (b.isr is None and b.leader is None and b.leader_recovery_state is None and b.elr is None
+            and b.last_known_elr is None and b.last_known_leader is None):
         return None
-    return PartitionChangeRecord(partition_id=partition_id, topic_id=topic_id, **change)
+    return PartitionChangeRecord(
+        partition_id=partition_id, topic_id=topic_id, isr=b.isr, leader=b.leader,
+        leader_recovery_state=b.leader_recovery_state, eligible_leader_replicas=b.elr,
+        last_known_elr=b.last_known_elr, last_known_leader=b.last_known_leader)

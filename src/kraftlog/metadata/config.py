@@ -14,6 +14,7 @@ from collections.abc import Mapping
 DEFAULTS: dict[str, str] = {
     "min.insync.replicas": "1",
     "unclean.leader.election.enable": "false",
+    "unclean.leader.election.interval.ms": "300000",  # the controller's periodic unclean-election task
     "unclean.recovery.strategy": "Balanced",
     "unclean.recovery.manager.enabled": "true",
     "unclean.recovery.timeout.ms": "300000",

@@ -231,8 +231,10 @@ class MetadataImage:
                 for key, part in list(partitions.items()):
                     if rec.topic_name is not None and key[0] != rec.topic_name:
                         continue
-                    if part.elr or part.last_known_elr:
-                        partitions[key] = replace(part, elr=(), last_known_elr=(),
+                    if part.elr or part.last_known_elr or part.last_known_leader >= 0:
+                        # Kafka merges ELR=[] and LastKnownELR=[], which holds its last known leader:
+                        # the last known leader is forgotten too.
+                        partitions[key] = replace(part, elr=(), last_known_elr=(), last_known_leader=-1,
                                                   partition_epoch=part.partition_epoch + 1)
                         delta.partitions.add(key)
             else:

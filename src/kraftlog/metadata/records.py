@@ -97,8 +97,8 @@ class ConfigRecord:
 
 @dataclass(slots=True, frozen=True)
 class ClearElrRecord:
-    """KIP-966: clear ELR (and LastKnownELR) of every partition of ``topic_name``, or of every
-    partition when ``topic_name`` is None."""
+    """KIP-966: clear ELR, LastKnownELR and the last known leader of every partition of ``topic_name``,
+    or of every partition when ``topic_name`` is None (written on any ``min.insync.replicas`` change)."""
 
     topic_name: str | None = None
 
