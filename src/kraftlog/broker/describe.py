@@ -73,7 +73,7 @@ def _partition(
         replica_nodes=part.replicas,
         isr_nodes=part.isr,
         eligible_leader_replicas=part.elr,
-        last_known_elr=part.last_known_elr,
+        last_known_elr=part.last_known_elr,  # KIP-966's meaning; Kafka 4.1/4.2 put the last known leader here
         offline_replicas=offline,
     )
 
@@ -99,6 +99,13 @@ def describe_topic_partitions(
     Per partition: ``leader_id`` is the leader if it is a registered broker, else -1; replicas and ISR
     unfiltered; ELR and LastKnownELR from the image (empty when none); ``offline_replicas`` = replicas
     whose broker is unregistered or fenced (Kafka's not-alive replicas). Error code always NONE.
+
+    ``LastKnownElr`` keeps KIP-966's meaning here: the ELR members that left it after an unclean
+    shutdown. Kafka 4.1/4.2 answer something else in that field: with
+    ``useLastKnownLeaderInBalancedRecovery`` (their default) they store the partition's *last known
+    leader* in it (``PartitionChangeBuilder.maybeUpdateLastKnownLeader``), so a Kafka 4.x broker reports
+    ``[last known leader]`` there. kraftlog implements the KIP and keeps the last known leader in its
+    own field (``PartitionRegistration.last_known_leader``), which this API does not carry.
 
     Errors, returned (never raised), per topic:
 
