@@ -684,8 +684,8 @@ class Broker(NodeBase):
     def _maybe_shrink_isrs(self, now_ms: int) -> None:
         for key in sorted(self.partitions):
             p = self.partitions[key]
-            if not p.is_leader or p.pending is not None:
-                continue
+            if not p.is_leader or p.pending is not None or p.alter_inflight:
+                continue  # one AlterPartition per partition at a time (AlterPartitionManager)
             out = p.out_of_sync_replicas(now_ms, self.lag_max_ms)
             if out:
                 new_isr = tuple(r for r in p.isr if r not in out)
@@ -705,6 +705,7 @@ class Broker(NodeBase):
                     waiting = True
                     continue
                 p.pending.sent = True
+                p.alter_inflight = True
                 items.append(p.alter_partition_item())
                 keys.append((key, p.pending.sequence))
         self._alter_dirty = waiting
@@ -712,7 +713,15 @@ class Broker(NodeBase):
             self.send_request(CONTROLLER, m.AlterPartitionRequest(self.broker_id, self.broker_epoch, tuple(items)),
                               now_ms, self.request_timeout_ms, ("alter", tuple(keys)))
 
+    def _alter_answered(self, context) -> None:
+        """The AlterPartition of ``context`` is no longer in flight (answered or timed out)."""
+        for key, _ in context[1]:
+            p = self.partitions.get(key)
+            if p is not None:
+                p.alter_inflight = False
+
     def _retry_alter(self, now_ms: int, context) -> None:
+        self._alter_answered(context)
         for key, seq in context[1]:
             p = self.partitions.get(key)
             if p is not None and p.pending is not None and p.pending.sequence == seq:
@@ -724,6 +733,7 @@ class Broker(NodeBase):
         if resp.error_code != NONE:
             self._retry_alter(now_ms, context)
             return
+        self._alter_answered(context)
         seqs = dict(context[1])
         by_key = {}
         for item in resp.partitions:

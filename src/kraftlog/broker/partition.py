@@ -83,6 +83,10 @@ class Partition:
         # follower state
         self.fetch_failed_epoch = -1  # FENCED_LEADER_EPOCH seen in this epoch: wait for metadata
         self.fetch_inflight = False
+        #: An AlterPartition for this partition is out and unanswered. Kafka's AlterPartitionManager keeps
+        #: one in flight per partition and refuses another (OPERATION_NOT_ATTEMPTED) until it is answered,
+        #: even when metadata reset the pending state meanwhile.
+        self.alter_inflight = False
         self._alter_sequence = 0
 
     @property
@@ -208,7 +212,7 @@ class Partition:
 
     def isr_candidate(self, replica_id: int, metadata_broker_epoch: int | None, broker_active: bool) -> bool:
         """May ``replica_id`` be proposed for the ISR now? (DESIGN.md: ISR expansion rules)."""
-        if not self.is_leader or self.pending is not None or replica_id in self.isr:
+        if not self.is_leader or self.pending is not None or self.alter_inflight or replica_id in self.isr:
             return False
         st = self.followers.get(replica_id)
         if st is None or st.log_end_offset < 0:
