@@ -13,6 +13,11 @@ position, the log was truncated under the consumer:
 
 ``validate_positions=False`` skips validation, as some real clients do: a truncation then goes
 unnoticed (the checker reports it as undetected and as poll-skip).
+
+Connections follow Kafka's ``NetworkClient`` (:mod:`kraftlog.client.network`): a partition whose
+leader is in reconnect backoff is skipped until the backoff ends (Kafka's fetcher: "awaiting reconnect
+backoff"); Metadata and FindCoordinator go to the least-loaded node not in backoff; a group
+coordinator in backoff is forgotten and looked up again (Kafka's ``coordinatorUnknown``).
 """
 
 from __future__ import annotations
@@ -25,8 +30,9 @@ from ..protocol.errors import Errors
 
 #: Kafka\'s NONE error code, bound once (attribute access on the enum class is slow on hot paths).
 NONE = Errors.NONE
-from ..protocol.node import NodeBase, earliest
+from ..protocol.node import earliest
 from .metadata import ClientMetadata
+from .network import NetworkClient
 
 
 @dataclass(slots=True)
@@ -92,14 +98,20 @@ class PartitionFetchState:
     backoff_until: int = 0
 
 
-class Consumer(NodeBase):
-    """Consumer ``client_id`` assigned ``partitions``; ``reset`` is auto.offset.reset (none/earliest/latest)."""
+class Consumer(NetworkClient):
+    """Consumer ``client_id`` assigned ``partitions``; ``reset`` is auto.offset.reset (none/earliest/latest).
+
+    Kafka's configs and defaults, in ms: ``fetch.max.wait.ms`` 500, ``request.timeout.ms`` 30000,
+    ``retry.backoff.ms`` 100, ``auto.commit.interval.ms`` 5000; ``connection_configs`` are
+    NetworkClient's (``reconnect.backoff.ms`` 50, ``reconnect.backoff.max.ms`` 1000,
+    ``socket.connection.setup.timeout.ms`` 10000, ``socket.connection.setup.timeout.max.ms`` 30000).
+    ``rng`` (seeded) draws backoff jitter and the start of the least-loaded-node scan."""
 
     def __init__(self, client_id: str, bootstrap: list[int], partitions: list[tuple[str, int]], reset: str,
                  rng: Random, *, validate_positions: bool = True, fetch_max_wait_ms: int = 500,
                  request_timeout_ms: int = 30000, retry_backoff_ms: int = 100, group_id: str | None = None,
-                 auto_commit_interval_ms: int = 5000) -> None:
-        super().__init__(client_id)
+                 auto_commit_interval_ms: int = 5000, **connection_configs) -> None:
+        super().__init__(client_id, rng, request_timeout_ms=request_timeout_ms, **connection_configs)
         #: Kafka's ``group.id``: committed offsets (with their leader epochs) live at its coordinator.
         self.group_id = group_id
         self.auto_commit_interval_ms = auto_commit_interval_ms
@@ -109,11 +121,10 @@ class Consumer(NodeBase):
         self.group_backoff_until = 0
         self.next_commit_ms = auto_commit_interval_ms
         self.committed: dict[tuple[str, int], Position] = {}
-        self.metadata = ClientMetadata(bootstrap, rng)
+        self.metadata = ClientMetadata(bootstrap)
         self.reset = reset
         self.validate_positions = validate_positions
         self.fetch_max_wait_ms = fetch_max_wait_ms
-        self.request_timeout_ms = request_timeout_ms
         self.retry_backoff_ms = retry_backoff_ms
         self.state: dict[tuple[str, int], PartitionFetchState] = {p: PartitionFetchState() for p in partitions}
         self.records: list[ConsumedRecord] = []
@@ -166,7 +177,9 @@ class Consumer(NodeBase):
         self._work(now_ms)
 
     def next_deadline(self) -> int | None:
-        d = self._request_deadline()
+        """The earliest request or connection setup timeout, reconnect backoff, metadata refresh,
+        partition backoff or group action (ms)."""
+        d = self._network_deadline()
         if self.metadata.stale and not self.metadata.inflight:
             d = earliest(d, self.metadata.next_refresh_ms)
         for st in self.state.values():
@@ -232,9 +245,15 @@ class Consumer(NodeBase):
     def _group_work(self, now_ms: int) -> None:
         if self.group_id is None or self.group_inflight or now_ms < self.group_backoff_until:
             return
+        if self.coordinator is not None and self.is_unavailable(self.coordinator, now_ms):
+            self.coordinator = None  # Kafka's coordinatorUnknown(): a coordinator in reconnect backoff is unknown
         if self.coordinator is None:
+            node = self.least_loaded_node(now_ms)
+            if node is None:
+                self.group_backoff_until = self.reconnect_at_earliest()
+                return
             self.group_inflight = True
-            self.send_request(self.metadata.pick_broker(), m.FindCoordinatorRequest((self.group_id,)), now_ms,
+            self.send_request(node, m.FindCoordinatorRequest((self.group_id,)), now_ms,
                               self.request_timeout_ms, ("find_coordinator",))
         elif not self.group_ready:
             self.group_inflight = True
@@ -278,6 +297,7 @@ class Consumer(NodeBase):
 
     def _work(self, now_ms: int) -> None:
         self._worked_ms = now_ms
+        self._wake_ms = None
         self._group_work(now_ms)
         fetch_by_leader: dict[int, list] = {}
         for key in sorted(self.state):
@@ -288,6 +308,8 @@ class Consumer(NodeBase):
             if info is None:
                 self.metadata.stale = True
                 continue
+            if self.is_unavailable(info.leader, now_ms):
+                continue  # Kafka's fetcher skips a node awaiting reconnect backoff
             if st.awaiting_reset or st.position is None:
                 ts = m.EARLIEST_TIMESTAMP if self.reset in ("earliest", "none") else m.LATEST_TIMESTAMP
                 st.inflight = True
@@ -315,9 +337,11 @@ class Consumer(NodeBase):
             self.send_request(leader, m.FetchRequest(-1, -1, self.fetch_max_wait_ms, 1, tuple(fps)), now_ms,
                               self.request_timeout_ms + self.fetch_max_wait_ms, ("fetch", leader, keys, offsets))
         if self.metadata.stale and not self.metadata.inflight and now_ms >= self.metadata.next_refresh_ms:
-            topics = sorted({k[0] for k in self.state})
-            self.send_request(self.metadata.pick_broker(), self.metadata.request(topics), now_ms,
-                              self.request_timeout_ms, ("metadata",))
+            node = self._metadata_node(now_ms)
+            if node is not None:
+                topics = sorted({k[0] for k in self.state})
+                self.send_request(node, self.metadata.request(topics), now_ms, self.request_timeout_ms,
+                                  ("metadata",))
 
     def _on_fetch(self, now_ms: int, context, resp: m.FetchResponse) -> None:
         _, leader, keys, offsets = context

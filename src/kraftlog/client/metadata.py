@@ -1,12 +1,12 @@
 """Client-side cluster metadata (Kafka's ``Metadata`` / ``MetadataCache`` in the clients).
 
 A client asks one broker for Metadata and learns, per partition, the leader and the leader epoch.
-Brokers are tried in a seeded rotation so a dead broker does not stall a client.
+Which broker it asks is the client's choice (``NetworkClient.least_loaded_node``: Kafka's
+``leastLoadedNode``, which skips brokers in reconnect backoff); ``nodes()`` lists the candidates.
 """
 
 from __future__ import annotations
 
-from random import Random
 from dataclasses import dataclass
 
 from ..protocol import messages as m
@@ -25,19 +25,18 @@ class PartitionInfo:
 class ClientMetadata:
     """Metadata kept by a client. ``bootstrap``: broker ids to ask first."""
 
-    def __init__(self, bootstrap: list[int], rng: Random) -> None:
+    def __init__(self, bootstrap: list[int]) -> None:
         self.bootstrap = list(bootstrap)
-        self.rng = rng
         self.brokers: list[int] = list(bootstrap)
         self.partitions: dict[tuple[str, int], PartitionInfo] = {}
         self.inflight = False
         self.stale = True
         self.next_refresh_ms = 0
 
-    def pick_broker(self) -> int:
-        """A broker to send a Metadata request to (seeded choice among the known live ones)."""
-        pool = self.brokers or self.bootstrap
-        return pool[self.rng.randrange(len(pool))]
+    def nodes(self) -> list[int]:
+        """The brokers a request may go to: those of the last Metadata response (sorted ids), else the
+        bootstrap list (Kafka's ``metadataUpdater.fetchNodes``)."""
+        return self.brokers or self.bootstrap
 
     def request(self, topics: list[str] | None) -> m.MetadataRequest:
         self.inflight = True

@@ -12,6 +12,10 @@ per partition (``max.in.flight.requests.per.connection=1``, so order is kept). R
 (NOT_LEADER_OR_FOLLOWER, NOT_ENOUGH_REPLICAS, FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH, request
 timeouts, ...) refresh metadata and retry after ``retry.backoff.ms`` until ``delivery.timeout.ms``
 from the first send; then the record fails. ``acks=0`` records count as acknowledged when sent.
+
+Connections follow Kafka's ``NetworkClient`` (:mod:`kraftlog.client.network`): a partition whose
+leader is in reconnect backoff waits (Kafka's ``Sender`` sends only to ready nodes), and Metadata and
+InitProducerId go to the least-loaded node that is not in backoff.
 """
 
 from __future__ import annotations
@@ -25,9 +29,10 @@ from ..protocol.errors import Errors, is_retriable
 
 #: Kafka\'s NONE error code, bound once (attribute access on the enum class is slow on hot paths).
 NONE = Errors.NONE
-from ..protocol.node import NodeBase, earliest
+from ..protocol.node import earliest
 from ..protocol.records import Record, RecordBatch
 from .metadata import ClientMetadata
+from .network import NetworkClient
 
 
 @dataclass(slots=True)
@@ -53,16 +58,19 @@ class Completion:
     time_ms: int
 
 
-class Producer(NodeBase):
-    """Producer ``client_id`` with ``acks`` in {0, 1, -1}; times in ms."""
+class Producer(NetworkClient):
+    """Producer ``client_id`` with ``acks`` in {0, 1, -1}; times in ms. Kafka's configs and defaults:
+    ``request.timeout.ms`` 30000, ``delivery.timeout.ms`` 120000, ``retry.backoff.ms`` 100;
+    ``connection_configs`` are NetworkClient's (``reconnect.backoff.ms`` 50, ``reconnect.backoff.max.ms``
+    1000, ``socket.connection.setup.timeout.ms`` 10000, ``socket.connection.setup.timeout.max.ms``
+    30000). ``rng`` (seeded) draws backoff jitter and the start of the least-loaded-node scan."""
 
     def __init__(self, client_id: str, bootstrap: list[int], acks: int, rng: Random, *,
                  request_timeout_ms: int = 30000, delivery_timeout_ms: int = 120000,
-                 retry_backoff_ms: int = 100, batch_size: int = 100) -> None:
-        super().__init__(client_id)
+                 retry_backoff_ms: int = 100, batch_size: int = 100, **connection_configs) -> None:
+        super().__init__(client_id, rng, request_timeout_ms=request_timeout_ms, **connection_configs)
         self.acks = acks
-        self.metadata = ClientMetadata(bootstrap, rng)
-        self.request_timeout_ms = request_timeout_ms
+        self.metadata = ClientMetadata(bootstrap)
         self.delivery_timeout_ms = delivery_timeout_ms
         self.retry_backoff_ms = retry_backoff_ms
         self.batch_size = batch_size
@@ -111,8 +119,9 @@ class Producer(NodeBase):
         self._drain(now_ms)
 
     def next_deadline(self) -> int | None:
-        """The earliest request timeout, retry backoff, delivery timeout or metadata refresh (ms)."""
-        d = self._request_deadline()
+        """The earliest request or connection setup timeout, reconnect or retry backoff, delivery timeout
+        or metadata refresh (ms)."""
+        d = self._network_deadline()
         current = self.current
         inflight = self.inflight
         waiting = False
@@ -170,8 +179,10 @@ class Producer(NodeBase):
     # ---------------------------------------------------------------- internals
     def _drain(self, now_ms: int) -> None:
         """Expire records past ``delivery.timeout.ms``, then send one batch to each partition that has
-        records, no request in flight and no retry backoff running; refresh metadata when needed."""
+        records, no request in flight, no retry backoff running and a leader not in reconnect backoff;
+        refresh metadata when needed."""
         self._drained_ms = now_ms
+        self._wake_ms = None
         queues = self.queues
         current = self.current
         inflight = self.inflight
@@ -196,10 +207,10 @@ class Producer(NodeBase):
         need_metadata = False
         if self.idempotent and self.producer_id < 0:
             if not self.init_inflight and any(q for q in queues.values()) or current:
-                if not self.init_inflight and self.metadata.brokers:
+                node = self.least_loaded_node(now_ms) if not self.init_inflight else None
+                if node is not None:
                     self.init_inflight = True
-                    self.send_request(self.metadata.pick_broker(), m.InitProducerIdRequest(), now_ms,
-                                      self.request_timeout_ms, ("init",))
+                    self.send_request(node, m.InitProducerIdRequest(), now_ms, self.request_timeout_ms, ("init",))
             return
         for key in keys:
             if key in inflight:
@@ -211,6 +222,8 @@ class Producer(NodeBase):
             if info is None:
                 need_metadata = True
                 continue
+            if self.is_unavailable(info.leader, now_ms):
+                continue  # Kafka's Sender sends only to ready nodes: wait for the reconnect backoff
             cur = current.get(key)
             if cur is not None:
                 batch, batch_records = cur
@@ -227,7 +240,7 @@ class Producer(NodeBase):
                     batch = RecordBatch(-1, -1, records)
             req = m.ProduceRequest(self.acks, self.request_timeout_ms, (m.ProducePartition(key[0], key[1], (batch,)),))
             if self.acks == 0:
-                self._outbox.append(m.Envelope(self.node_id, info.leader, 0, req, False))
+                self.send_without_response(info.leader, req, now_ms)
                 for r in batch_records:
                     self.completions.append(Completion(r.topic, r.partition, r.value, 0, NONE, -1, now_ms))
                 continue
@@ -235,9 +248,11 @@ class Producer(NodeBase):
             self.send_request(info.leader, req, now_ms, self.request_timeout_ms, ("produce", key, batch_records))
         if (need_metadata or self.metadata.stale) and not self.metadata.inflight and (
                 any(q for q in queues.values()) or current) and now_ms >= self.metadata.next_refresh_ms:
-            topics = sorted({k[0] for k, q in queues.items() if q} | {k[0] for k in current})
-            self.send_request(self.metadata.pick_broker(), self.metadata.request(topics), now_ms,
-                              self.request_timeout_ms, ("metadata",))
+            node = self._metadata_node(now_ms)
+            if node is not None:
+                topics = sorted({k[0] for k, q in queues.items() if q} | {k[0] for k in current})
+                self.send_request(node, self.metadata.request(topics), now_ms, self.request_timeout_ms,
+                                  ("metadata",))
 
     def _numbered(self, key, records: tuple[Record, ...]) -> RecordBatch:
         """A batch of ``records`` stamped with the producer id, epoch and the partition's next sequence."""

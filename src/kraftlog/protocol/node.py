@@ -10,6 +10,10 @@ A node never reads a clock or a socket. A driver (the simulator or the asyncio T
 no response within its timeout is completed with ``Errors.REQUEST_TIMED_OUT`` through ``on_timeout``,
 and a response arriving after that is discarded (Kafka's NetworkClient drops the connection, so a late
 response is never seen).
+
+Clients also open connections (:class:`ConnectionSetup`): the driver answers a connection setup once
+the connection is established, reports a refused one through ``connection_failed``, and says nothing
+while the destination is unreachable. Brokers and the controller never ask for one.
 """
 
 from __future__ import annotations
@@ -18,6 +22,29 @@ from bisect import insort
 from collections import deque
 
 from .messages import Envelope
+
+
+class ConnectionSetup:
+    """Not a Kafka message: the opening of a connection (a TCP handshake), which clients ask for before
+    their first request to a node (Kafka's ``NetworkClient.initiateConnect``).
+
+    A client queues ``Envelope(client, node, correlation_id, CONNECTION_SETUP, False)`` with a negative
+    correlation id (Kafka's correlation ids number requests only). The driver never hands it to ``node``:
+
+    * connection established: it delivers ``Envelope(node, client, correlation_id, CONNECTION_SETUP,
+      True)`` to the client (the simulator: when the setup reaches a live node over links that are up,
+      after one more network delay for the reply; the TCP driver: when ``connect()`` succeeds);
+    * connection refused (the node is down): it calls the client's ``connection_failed``;
+    * unreachable (a cut link drops it): nothing happens; the client gives up after its
+      ``socket.connection.setup.timeout.ms``.
+    """
+
+    __slots__ = ()
+    API = "ConnectionSetup"
+
+
+#: The one ConnectionSetup instance, in both directions (``is_response`` tells the reply apart).
+CONNECTION_SETUP = ConnectionSetup()
 
 
 class NodeBase:

@@ -6,6 +6,12 @@ SimDisks, and the faults (crash with page-cache or disk loss, clean shutdown, re
 failover). It drives the sans-I/O nodes through their contract only: ``deliver``, ``tick``,
 ``poll``, ``next_deadline``, and ``connection_failed`` when a request targets a node that is down.
 
+Client connections: a client's ``ConnectionSetup`` (see ``kraftlog.protocol.node``) travels like a
+message (delay, FIFO per link, cuts, holds) but is never handed to its destination: on arrival at a live
+node the network sends the reply back (a TCP handshake, one more delay, lost on a cut reverse link); a
+setup for a node that is down is refused (``connection_failed``), one over a cut link is lost, so the
+client waits for its connection setup timeout.
+
 With ``wire=True`` every message goes through ``kraftlog.protocol.wire.roundtrip`` (Kafka bytes via
 kio and back), so mapping bugs surface in simulation too.
 """
@@ -19,6 +25,7 @@ from ..broker.broker import Broker
 from ..controller.controller import CONTROLLER, QuorumController
 from ..protocol.level import Level
 from ..protocol.messages import Envelope
+from ..protocol.node import ConnectionSetup
 from ..storage.disk import SimDisk
 from .history import FLUSH_LINES, History
 
@@ -305,6 +312,16 @@ class SimCluster:
         else:
             payload(self)
 
+    def _connection_setup(self, env: Envelope, node) -> None:
+        """A ConnectionSetup arrived: at the server, the network answers it (the node never sees it); at
+        the client, the connection is established. Both count in the history, not as Kafka messages."""
+        self.history.lines.append(f"{self.now}|{env.src}>{env.dst}|{env.correlation_id}|ConnectionSetup\n")
+        if env.is_response:
+            node.deliver(self.now, env)
+            self._after(env.dst, node)
+        else:
+            self._transmit([Envelope(env.dst, env.src, env.correlation_id, env.message, True)])
+
     def _stopped_in_network(self, env: Envelope) -> bool:
         """Network faults at delivery time: a cut link drops the message, a hold keeps it aside."""
         if (self.cut or self.isolated or self.partitioned) and self.is_cut(env.src, env.dst):
@@ -327,6 +344,7 @@ class SimCluster:
         history = self.history
         lines = history.lines
         after = self._after
+        setup = ConnectionSetup
         while queue and queue[0][0] <= t_end:
             t, _, kind, payload = pop(queue)
             if t > self.now:
@@ -338,6 +356,8 @@ class SimCluster:
                 elif (node := nodes.get(env.dst)) is None:
                     if not env.is_response:
                         self._refuse(env)
+                elif type(env.message) is setup:
+                    self._connection_setup(env, node)
                 else:
                     if self.wire:
                         env = Envelope(env.src, env.dst, env.correlation_id,

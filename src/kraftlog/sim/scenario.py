@@ -12,7 +12,7 @@ Normalisation rules:
 * nodes are broker ids (ints in ``0..brokers-1``) or the string ``"controller"``; lists of nodes
   become tuples, condition replica sets (``isr``, ``elr``, ``last_known_elr``) become frozensets;
 * defaults from the format are filled in (``after: 0ms``, produce ``partition: 0``/``acks: all``/
-  ``timeout: 30s``, ``wait_until`` ``timeout: 60s``, ``writeback: 30s``, ``network_delay: 1ms-5ms``...).
+  ``timeout: 120s``, ``wait_until`` ``timeout: 60s``, ``writeback: 30s``, ``network_delay: 1ms-5ms``...).
 
 Every problem raises :class:`ScenarioError`, whose message names the file, the 1-based YAML line,
 the step (``step 3 (crash)``) when the problem is in a step, and the problem. Unknown keys are errors
@@ -118,7 +118,7 @@ _INT_CHECKS = ("leader_epoch_at_least", "hwm", "hwm_at_least")
 _DEFAULT_WRITEBACK_MS = 30_000
 _DEFAULT_DELAY_MS = (1, 5)
 _DEFAULT_INTERVAL_MS = 100
-_DEFAULT_PRODUCE_TIMEOUT_MS = 30_000
+_DEFAULT_PRODUCE_TIMEOUT_MS = 120_000  # Kafka's delivery.timeout.ms default (SCENARIOS.md)
 _DEFAULT_WAIT_TIMEOUT_MS = 60_000
 
 _DURATION_RE = re.compile(r"(0|[1-9][0-9]*)(ms|s|m)")
