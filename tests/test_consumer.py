@@ -14,7 +14,7 @@ from kraftlog.client.consumer import Consumer, LogTruncationError, OffsetOutOfRa
 from kraftlog.protocol import messages as m
 from kraftlog.protocol.errors import Errors
 from kraftlog.protocol.records import Record, RecordBatch
-from kraftlog.sim.runner import run_scenario
+from kraftlog.sim.runner import RunResult, ScenarioRun
 from kraftlog.sim.scenario import load_scenario
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -109,21 +109,77 @@ def test_divergence_with_reset_earliest_seeks_to_the_divergence_offset_without_r
     assert [(t.position, t.divergence_offset) for t in c.take_truncations()] == [(20, 15)]
 
 
-def test_no_divergence_keeps_the_position():
-    c = consumer_at(20, 3)
-    validate_with(c, m.OffsetForLeaderEpochPartitionResponse("t", 0, Errors.NONE, 3, 25))
-    assert c.poll_records() == []
-    assert c.state[("t", 0)].position == Position(20, 3)
+# ------------------------------------------------------------------ KIP-320 boundaries, Kafka's rule
+# SubscriptionState.maybeCompleteValidation: with the leader's answer (epoch, end offset) for the
+# position's epoch, the log was truncated below the position iff end offset < position offset; the
+# divergence offset is exactly that end offset (LogTruncationException's divergent offset, or the
+# position an auto reset policy seeks to). An end offset equal to the position is no truncation.
+POSITION = 20
+
+
+@pytest.mark.parametrize("reset", ["none", "earliest", "latest"])
+def test_end_offset_one_below_the_position_is_a_truncation_at_exactly_that_offset(reset):
+    """End offset = position - 1 (the last consumed record is gone): truncation detected, divergence
+    offset = position - 1 exactly; reset none raises LogTruncationError once, an auto reset policy seeks
+    there without raising; either way the position becomes (position - 1, the answer's epoch)."""
+    c = consumer_at(POSITION, 3, reset=reset)
+    validate_with(c, m.OffsetForLeaderEpochPartitionResponse("t", 0, Errors.NONE, 3, POSITION - 1))
+    if reset == "none":
+        with pytest.raises(LogTruncationError) as exc:
+            c.poll_records()
+        assert (exc.value.partition, exc.value.position, exc.value.divergence_offset) == (
+            ("t", 0), POSITION, POSITION - 1)
+    assert c.poll_records() == []  # raised once (reset none), never (auto reset)
+    assert [(t.position, t.divergence_offset, t.reset) for t in c.take_truncations()] == [
+        (POSITION, POSITION - 1, reset)]
+    assert c.state[("t", 0)].position == Position(POSITION - 1, 3)
     assert not c.state[("t", 0)].awaiting_validation
+
+
+@pytest.mark.parametrize("end_offset, answer_epoch", [
+    (POSITION, 3),       # the boundary: the leader's log for epoch 3 ends exactly at the position
+    (POSITION + 1, 3),   # it went further
+    (POSITION + 5, 3),
+    (POSITION, 2),       # another epoch answered (ours is unknown to the leader) but not below us
+], ids=["end=position", "end=position+1", "end=position+5", "other-epoch-end=position"])
+def test_end_offset_at_or_above_the_position_is_not_a_truncation(end_offset, answer_epoch):
+    """End offset >= position: validation completes, the position is kept as it was (offset and epoch), no
+    truncation is reported and the next request is a Fetch from the position."""
+    c = consumer_at(POSITION, 3)
+    validate_with(c, m.OffsetForLeaderEpochPartitionResponse("t", 0, Errors.NONE, answer_epoch, end_offset))
+    assert c.poll_records() == []
     assert c.take_truncations() == []
+    st = c.state[("t", 0)]
+    assert st.position == Position(POSITION, 3) and not st.awaiting_validation
+    c.tick(20)
+    fetches = [x for x in sent(c) if isinstance(x, m.FetchRequest)]
+    assert [p.fetch_offset for p in fetches[0].partitions] == [POSITION]
 
 
-def test_undefined_epoch_answer_keeps_the_position():
-    """An undefined answer (-1, -1): the leader knows no epoch <= ours; nothing to truncate to."""
-    c = consumer_at(20, 3)
+@pytest.mark.parametrize("answer", [(-1, -1), (-1, POSITION + 5), (3, -1)], ids=["undefined", "epoch-1", "offset-1"])
+def test_undefined_answer_with_reset_none_is_a_truncation_without_divergence_offset(answer):
+    """Kafka: an answer with UNDEFINED_EPOCH_OFFSET or UNDEFINED_EPOCH (the leader knows no epoch at or
+    below ours: everything we read may be gone) is a truncation; with reset none poll() raises
+    LogTruncationException for the partition at its position, with no divergent offset."""
+    c = consumer_at(POSITION, 3)
+    validate_with(c, m.OffsetForLeaderEpochPartitionResponse("t", 0, Errors.NONE, *answer))
+    with pytest.raises(LogTruncationError) as exc:
+        c.poll_records()
+    assert exc.value.partition == ("t", 0) and exc.value.position == POSITION
+
+
+@pytest.mark.parametrize("reset, timestamp", [("earliest", m.EARLIEST_TIMESTAMP), ("latest", m.LATEST_TIMESTAMP)])
+def test_undefined_answer_with_auto_reset_resets_the_offset(reset, timestamp):
+    """Kafka: with an auto reset policy an undefined answer requests an offset reset (requestOffsetReset):
+    the next request is a ListOffsets with the policy's timestamp, not a Fetch from the old position."""
+    c = consumer_at(POSITION, 3, reset=reset)
     validate_with(c, m.OffsetForLeaderEpochPartitionResponse("t", 0, Errors.NONE, -1, -1))
     assert c.poll_records() == []
-    assert c.state[("t", 0)].position == Position(20, 3)
+    c.tick(20)
+    queued = sent(c)
+    assert not [x for x in queued if isinstance(x, m.FetchRequest)]
+    lists = [x for x in queued if isinstance(x, m.ListOffsetsRequest)]
+    assert [p.timestamp for p in lists[0].partitions] == [timestamp]
 
 
 def test_validation_error_is_retried():
@@ -162,42 +218,51 @@ def test_fetched_records_carry_their_leader_epoch_into_the_position():
 STORY = ROOT / "scenarios" / "unclean-election-below-consumer.yaml"
 
 
-def story(reset: str, validate: bool):
+def story(reset: str, validate: bool) -> tuple[ScenarioRun, RunResult]:
     s = load_scenario(str(STORY))
     s = dataclasses.replace(s, clients=tuple(dataclasses.replace(c, reset=reset) if c.kind == "consumer" else c
                                              for c in s.clients))
-    return run_scenario(s, validate_positions=validate)
+    run = ScenarioRun(s, validate_positions=validate)
+    return run, run.run()
 
 
-def test_unclean_election_below_the_position_is_reported_as_log_truncation():
-    """reset none: LogTruncation at the divergence offset (the new leader's end offset for the
-    consumer's epoch); the verdict counts it as detected, nothing undetected, no anomaly."""
-    r = story("none", True)
+@pytest.mark.parametrize("reset", ["none", "earliest"])
+def test_unclean_election_below_the_position_is_detected_at_the_exact_divergence_offset(reset):
+    """KIP-320 end to end: the consumer read acks=1 records that an unclean election then cut away. It
+    detects the truncation once, at a divergence offset that is exactly the first offset where what it
+    had read differs from the final committed log, and that is where the new leader's next leader epoch
+    starts (the new leader's end offset for the consumer's epoch). It resumes there: reset none by
+    raising LogTruncationError, earliest by seeking; the verdict counts one detected truncation and no
+    consumer anomaly."""
+    run, r = story(reset, True)
     v = r.verdict
     assert r.exit_code == 0
     assert v["detected_truncations"] == 1 and v["undetected_truncations"] == 0
-    lines = [x for x in r.timeline if "LogTruncation" in x]
-    assert len(lines) == 1 and "raised LogTruncationError" in lines[0]
-    divergence = int(lines[0].split("diverged at ")[1].split()[0])
-    # the divergence point is where the new leader's log starts differing from what was consumed
-    leader_epoch2_start = v["final"]["partitions"]["t-0"]
-    assert divergence > 0 and divergence < int(lines[0].split("position ")[1].split(",")[0])
-    assert leader_epoch2_start["leader"] in (1, 2)
+    ((client, name, position, divergence, _, seq),) = run.truncations
+    read_before = {o: val for (c, n, o, val, _, s) in run.consumed if (c, n) == (client, name) and s < seq}
+    assert position == max(read_before) + 1
+    _, final_logs, _ = run.final_state()
+    final = final_logs[name]
+    first_difference = min(o for o, val in read_before.items() if final.get(o, (None,))[0] != val)
+    assert divergence == first_difference
+    assert 0 < divergence < position
+    leader = v["final"]["partitions"][name]["leader"]
+    epochs = run.sim.broker(leader).partitions[("t", 0)].log.epoch_cache.entries()
+    assert divergence in [start for _, start in epochs[1:]], epochs
+    read_after = sorted(o for (c, n, o, _, _, s) in run.consumed if (c, n) == (client, name) and s > seq)
+    assert read_after[0] == divergence
+    how = "raised LogTruncationError" if reset == "none" else "reset to it: earliest"
+    assert sum("LogTruncation" in x for x in r.timeline) == 1
+    assert any(f"position {position}, diverged at {divergence} ({how})" in x for x in r.timeline)
     for k in ("poll-skip", "nonmonotonic-poll", "inconsistent-offsets"):
         assert v["anomalies"][k] == 0
 
 
-def test_unclean_election_with_reset_earliest_resumes_at_the_divergence_offset():
-    r = story("earliest", True)
-    v = r.verdict
-    assert v["detected_truncations"] == 1 and v["undetected_truncations"] == 0
-    assert any("reset to it: earliest" in x for x in r.timeline)
-    assert v["anomalies"]["poll-skip"] == 0 and v["anomalies"]["inconsistent-offsets"] == 0
-
-
 def test_skipping_validation_is_reported_as_undetected_truncation_and_poll_skip():
     """The checker catches a consumer that does not validate its position (as some real clients)."""
-    v = story("none", False).verdict
+    run, r = story("none", False)
+    v = r.verdict
+    assert run.truncations == []
     assert v["detected_truncations"] == 0
     assert v["undetected_truncations"] == 1
     assert v["anomalies"]["poll-skip"] >= 1
@@ -205,9 +270,15 @@ def test_skipping_validation_is_reported_as_undetected_truncation_and_poll_skip(
 
 @pytest.mark.parametrize("name", ["steady-replication", "leader-failover", "controlled-shutdown",
                                   "controller-failover"])
-def test_steady_state_and_failover_with_producer_and_consumer_report_no_anomalies(name):
-    v = run_scenario(load_scenario(str(ROOT / "scenarios" / f"{name}.yaml"))).verdict
-    assert v["undetected_truncations"] == 0 and v["hwm_regressions"] == 0
+def test_steady_state_and_failover_with_producer_and_consumer_report_no_anomalies(library, name):
+    """The library's consumer stories without data loss (one session run each, conftest.py): acks=all
+    records were acknowledged, the consumer was never told of a truncation (and none went unnoticed),
+    never saw the HWM go back, and the Jepsen checkers find nothing (lost-write, duplicate,
+    inconsistent-offsets, nonmonotonic-poll, poll-skip)."""
+    v = library[name].verdict
+    assert v["acked"]["all"] > 0
+    assert v["detected_truncations"] == 0 and v["undetected_truncations"] == 0
+    assert v["hwm_regressions"] == 0
     assert all(n == 0 for n in v["anomalies"].values()), v["anomalies"]
 
 

@@ -482,9 +482,15 @@ def test_fetch_response_diverging_epoch_and_current_leader() -> None:
 
 
 def test_error_codes_convert_both_ways() -> None:
-    out = wire.roundtrip(SAMPLES[m.AlterPartitionResponse])
-    assert out.partitions[1].error_code == Errors.INELIGIBLE_REPLICA == 107
-    assert isinstance(out.partitions[1].error_code, int)
+    """Kafka's error codes on both sides of the mapping: a core error code (KIP-903's INELIGIBLE_REPLICA,
+    Kafka's 107) becomes that kio ErrorCode in the entity and comes back as the core's member."""
+    assert Errors.INELIGIBLE_REPLICA == 107
+    msg = SAMPLES[m.AlterPartitionResponse]
+    entity = wire.to_kio(msg)
+    codes = [p.error_code for t in entity.topics for p in t.partitions]
+    assert codes == [ErrorCode.none, ErrorCode.ineligible_replica, ErrorCode.none]
+    out = wire.roundtrip(msg)
+    assert [p.error_code for p in out.partitions] == [Errors.NONE, Errors.INELIGIBLE_REPLICA, Errors.NONE]
 
 
 # ------------------------------------------------------------------------ record batches

@@ -69,7 +69,8 @@ class LogTruncationError(Exception):
     """KIP-320's ``LogTruncationException``: the log was truncated below the consumer's position.
 
     ``partition``: (topic, index); ``divergence_offset``: the first offset that diverged (the leader's
-    end offset for the position's epoch); ``position``: where the consumer was."""
+    end offset for the position's epoch), -1 when the leader's answer was undefined (Kafka's
+    LogTruncationException without a divergent offset); ``position``: where the consumer was."""
 
     def __init__(self, truncations: list[LogTruncation]) -> None:
         self.truncations = list(truncations)
@@ -435,7 +436,18 @@ class Consumer(NetworkClient):
         if st.position is None or st.position.offset != position_sent:
             return
         st.awaiting_validation = False
-        if pr.end_offset < 0:
+        if pr.end_offset < 0 or pr.leader_epoch < 0:
+            # Kafka's maybeCompleteValidation: an undefined answer (the leader knows no epoch at or below
+            # ours) is a truncation with no known divergence offset (-1): everything read may be gone.
+            # With an auto reset policy the offset is reset (requestOffsetReset); with reset none it is
+            # reported (LogTruncationException without a divergent offset), after which this consumer,
+            # like an application that seeks to the beginning, resets to the earliest offset.
+            truncation = LogTruncation(key[0], key[1], st.position.offset, -1, now_ms, self.reset)
+            self.truncations.append(truncation)
+            if self.reset == "none":
+                self._unreported.append(truncation)
+            st.position = None
+            st.awaiting_reset = True
             return
         if pr.end_offset < st.position.offset:
             # KIP-320: the log diverged below our position.
