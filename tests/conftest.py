@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from kraftlog.protocol.level import Level
+from kraftlog.protocol.level import DEFAULT, Level
 from kraftlog.sim.runner import RunResult, run_scenario
 from kraftlog.sim.scenario import load_scenario
 
@@ -31,9 +31,12 @@ class Library:
         self._runs: dict[tuple[str, Level | None], RunResult] = {}
 
     def run(self, name: str, level: Level | None = None) -> RunResult:
+        scenario = load_scenario(SCENARIO_DIR / f"{name}.yaml")
+        if level is None:  # the file's level, else the default: one run whichever way it is asked for
+            level = Level.parse(scenario.level) if scenario.level else DEFAULT
         key = (name, level)
         if key not in self._runs:
-            self._runs[key] = run_scenario(load_scenario(SCENARIO_DIR / f"{name}.yaml"), level=level)
+            self._runs[key] = run_scenario(scenario, level=level)
         return self._runs[key]
 
     def __getitem__(self, name: str) -> RunResult:

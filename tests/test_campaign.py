@@ -1,7 +1,7 @@
 """Issue #5, the fault campaign: the fault generator (deterministic, valid, round-trips through the
-scenario format, covers every fault verb), the fault-budget rule, and a 10-seed campaign on
-``local[2]`` (every output file, the summary's shape, exported failures replaying with the same
-history digest and the same loss)."""
+scenario format, covers every fault verb), the fault-budget rule, the results row built from a verdict
+(every column, ``is_failure``), and a 10-seed campaign on ``local[2]`` (every output file, the summary's
+shape, exported failures replaying with the same history digest and the same loss)."""
 
 from __future__ import annotations
 
@@ -20,7 +20,10 @@ from click.testing import CliRunner
 from kraftlog.protocol.level import IMPLEMENTED, Level
 from kraftlog.sim.scenario import dump_scenario, load_scenario, parse_scenario
 from kraftlog.spark import faults
-from kraftlog.spark.campaign import _slices, failure_filename, run_one
+from kraftlog.spark.campaign import (
+    _ANOMALIES, _anomaly_column, _schema, _slices, error_columns, failure_filename, is_failure, run_one,
+    verdict_columns,
+)
 from kraftlog.spark.cli import campaign
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -220,6 +223,118 @@ def test_spark_task_slicing():
         "failures/elr-a_b_c.yaml"
 
 
+# ------------------------------------------------------------------- results rows from verdicts
+def _verdict(**changes) -> dict:
+    """A verdict as SCENARIOS.md shapes it, every count distinct so a column fed by the wrong key shows."""
+    v = {"scenario": "s", "level": "elr", "seed": 3, "sim_time_ms": 60000,
+         "acked": {"all": 120, "1": 30, "0": 7},
+         "lost_acked": 0, "lost_acked_records": [], "leaderless_partitions": [],
+         "hwm_regressions": 0, "leader_hwm_regressions": 0,
+         "detected_truncations": 0, "undetected_truncations": 0,
+         "anomalies": {"lost-write": 0, "duplicate": 0, "inconsistent-offsets": 0, "nonmonotonic-poll": 0,
+                       "poll-skip": 0},
+         "invariant_violations": [], "failed_expectations": [], "metrics": {}, "final": {},
+         "history_digest": "sha256:abc"}
+    v.update(changes)
+    return v
+
+
+def _row(verdict: dict, error=None) -> dict:
+    row = {"error": error, **verdict_columns(verdict, unavailable_ms=1500, messages=4321, exit_code=0)}
+    row["failure"] = is_failure(row)
+    return row
+
+
+def test_every_results_column_comes_from_its_verdict_key():
+    """verdict_columns maps each SCENARIOS.md verdict key to its results.parquet column, values as given."""
+    v = _verdict(lost_acked=2, lost_acked_records=[{"partition": "t-0", "value": "a"}] * 2,
+                 leaderless_partitions=["t-1", "t-2", "t-3"], hwm_regressions=4, leader_hwm_regressions=5,
+                 detected_truncations=6, undetected_truncations=8,
+                 anomalies={"lost-write": 2, "duplicate": 9, "inconsistent-offsets": 10, "nonmonotonic-poll": 11,
+                            "poll-skip": 12},
+                 invariant_violations=["t=1ms A t-0: x [in step 1 (crash)]", "t=2ms B t-0: y [after step 1 (crash)]"],
+                 failed_expectations=["step 2: expected z"])
+    cols = verdict_columns(v, unavailable_ms=1500.0, messages=4321, exit_code=1)
+    assert cols == {
+        "acked_all": 120, "acked_1": 30, "acked_0": 7, "lost_acked": 2, "hwm_regressions": 4,
+        "leader_hwm_regressions": 5, "detected_truncations": 6, "undetected_truncations": 8,
+        "anomaly_lost_write": 2, "anomaly_duplicate": 9, "anomaly_inconsistent_offsets": 10,
+        "anomaly_nonmonotonic_poll": 11, "anomaly_poll_skip": 12,
+        "invariant_violations": 2,
+        "violation_details": "t=1ms A t-0: x [in step 1 (crash)]\nt=2ms B t-0: y [after step 1 (crash)]",
+        "failed_expectations": 1, "expectation_details": "step 2: expected z",
+        "leaderless_at_end": 3, "unavailable_ms": 1500, "sim_time_ms": 60000, "messages": 4321,
+        "history_digest": "sha256:abc", "exit_code": 1}
+    assert isinstance(cols["unavailable_ms"], int)
+    clean = verdict_columns(_verdict(), 0, 1, 0)
+    assert clean["violation_details"] is None and clean["expectation_details"] is None
+    # The verdict and error paths fill every result column between them (with the task's own columns).
+    task_columns = {"level", "kind", "seed", "scenario", "source", "brokers", "partitions", "schedule",
+                    "data_losing_shutdowns", "crashes_losing_data", "fault_budget", "within_budget", "error",
+                    "failure_file", "failure", "wall_ms"}
+    assert set(cols) | task_columns == set(_schema().names)
+    assert set(error_columns()) == set(cols)
+
+
+@pytest.mark.parametrize("changes, failing", [
+    ({}, False),
+    ({"invariant_violations": ["t=5ms ControllerIsrHasUpToTrueHWM t-0: ... [in step 3 (crash)]"]}, True),
+    ({"leader_hwm_regressions": 1}, True),
+    ({"undetected_truncations": 1}, True),
+    ({"lost_acked": 3}, True),
+    ({"failed_expectations": ["step 2 (expect): expected leader=1"]}, True),
+    # What consumers saw is no failure (a Kafka consumer can see a lagging HWM after a leader change),
+    # nor are detected truncations, leaderless partitions or the Jepsen counts without a loss.
+    ({"hwm_regressions": 7, "detected_truncations": 2, "leaderless_partitions": ["t-0"]}, False),
+])
+def test_is_failure_follows_the_verdict(changes, failing):
+    """is_failure: a loss, an invariant violation alone, a leader HWM regression alone, an undetected
+    truncation alone, a failed expectation alone each make the run a failure."""
+    row = _row(_verdict(**changes))
+    assert row["failure"] is failing
+    for key, value in changes.items():
+        if key in ("invariant_violations", "failed_expectations", "leaderless_partitions"):
+            column = "leaderless_at_end" if key == "leaderless_partitions" else key
+            assert row[column] == len(value)
+        else:
+            assert row[key] == value
+
+
+def test_a_run_that_raised_is_a_failure_with_zero_counts():
+    row = {"error": "Traceback ...", **error_columns()}
+    assert is_failure(row)
+    assert row["lost_acked"] == row["leader_hwm_regressions"] == row["invariant_violations"] == 0
+    assert row["history_digest"] is None and row["exit_code"] == 1
+
+
+def test_run_one_row_matches_the_verdict_of_the_same_run():
+    """A real run (KIP-966's story at classic, which loses 20 records and trips the TLA+ invariants):
+    run_one's row carries the verdict of run_scenario on the same file, level and seed, column for column."""
+    from kraftlog.sim.runner import run_scenario
+
+    path = ROOT / "scenarios" / "last-replica-standing.yaml"
+    row = run_one({"level": "classic", "kind": "scenario", "text": path.read_text(), "source": str(path)})
+    result = run_scenario(load_scenario(path), level=Level.parse("classic"))
+    v = result.verdict
+    assert row["error"] is None
+    assert row["history_digest"] == v["history_digest"]
+    assert row["lost_acked"] == v["lost_acked"] == 20
+    assert row["invariant_violations"] == len(v["invariant_violations"]) > 0
+    assert row["violation_details"].splitlines() == v["invariant_violations"]
+    assert row["leader_hwm_regressions"] == v["leader_hwm_regressions"] == 0
+    assert row["hwm_regressions"] == v["hwm_regressions"]
+    assert row["undetected_truncations"] == v["undetected_truncations"]
+    assert row["detected_truncations"] == v["detected_truncations"]
+    assert [row[_anomaly_column(a)] for a in _ANOMALIES] == [v["anomalies"][a] for a in _ANOMALIES]
+    assert (row["acked_all"], row["acked_1"], row["acked_0"]) == (v["acked"]["all"], v["acked"]["1"], v["acked"]["0"])
+    assert row["leaderless_at_end"] == len(v["leaderless_partitions"])
+    assert row["failed_expectations"] == len(v["failed_expectations"])
+    assert row["sim_time_ms"] == v["sim_time_ms"] and row["unavailable_ms"] == result.unavailable_ms
+    assert row["messages"] == result.messages and row["exit_code"] == result.exit_code
+    assert row["failure"] and row["failure_file"] == "failures/classic-last-replica-standing.yaml"
+    assert set(_schema().names) <= set(row)
+
+
 # --------------------------------------------------------------------------------------- the CLI
 def test_unknown_level_is_a_usage_error():
     result = CliRunner().invoke(campaign, ["--levels", "classic,nope", "--seeds", "1"])
@@ -283,7 +398,8 @@ def test_results_have_one_row_per_level_and_seed_or_scenario(campaign_out):
     names = {(r["level"], r["scenario"]) for r in rows if r["kind"] == "scenario"}
     assert names == {(level, Path(n).stem) for level in LEVELS for n in LIBRARY}
     required = {"level", "seed", "scenario", "brokers", "schedule", "data_losing_shutdowns", "within_budget",
-                "acked_all", "acked_1", "lost_acked", "hwm_regressions", "detected_truncations",
+                "acked_all", "acked_1", "lost_acked", "hwm_regressions", "leader_hwm_regressions",
+                "detected_truncations",
                 "undetected_truncations", "anomaly_lost_write", "anomaly_duplicate", "anomaly_inconsistent_offsets",
                 "anomaly_nonmonotonic_poll", "anomaly_poll_skip", "invariant_violations", "leaderless_at_end",
                 "unavailable_ms", "sim_time_ms", "wall_ms", "history_digest"}
@@ -291,6 +407,8 @@ def test_results_have_one_row_per_level_and_seed_or_scenario(campaign_out):
     for r in rows:
         assert r["error"] is None, r["error"]
         assert r["history_digest"].startswith("sha256:")
+        assert r["leader_hwm_regressions"] == 0, (r["level"], r["scenario"])
+        assert r["failure"] == is_failure(r)
         assert r["within_budget"] == (r["data_losing_shutdowns"] <= r["fault_budget"])
     # Same seed, same story at every level.
     for s in range(10):
@@ -304,7 +422,8 @@ def test_summary_shape_and_numbers(campaign_out):
     assert list(summary["levels"]) == LEVELS
     for level, figures in summary["levels"].items():
         assert set(figures) == {"seeds", "seeds_with_loss", "seeds_with_loss_within_budget", "lost_acked_total",
-                                "p_loss", "mean_unavailable_ms"}
+                                "p_loss", "mean_unavailable_ms", "seeds_with_invariant_violations",
+                                "leader_hwm_regressions_total"}
         mine = [r for r in rows if r["kind"] == "seed" and r["level"] == level]
         lost = [r for r in mine if r["lost_acked"] > 0]
         assert figures["seeds"] == 10
@@ -313,6 +432,8 @@ def test_summary_shape_and_numbers(campaign_out):
         assert figures["lost_acked_total"] == sum(r["lost_acked"] for r in mine)
         assert figures["p_loss"] == pytest.approx(len(lost) / 10)
         assert figures["mean_unavailable_ms"] == pytest.approx(sum(r["unavailable_ms"] for r in mine) / 10, abs=0.01)
+        assert figures["seeds_with_invariant_violations"] == sum(1 for r in mine if r["invariant_violations"])
+        assert figures["leader_hwm_regressions_total"] == sum(r["leader_hwm_regressions"] for r in mine) == 0
     total_sim = sum(r["sim_time_ms"] for r in rows)
     total_wall = sum(r["wall_ms"] for r in rows)
     assert summary["sim_speedup"] == pytest.approx(total_sim / total_wall, rel=1e-3)
@@ -367,6 +488,7 @@ def test_report_has_the_plots_and_the_tables(campaign_out):
     report = (out / "report.html").read_text()
     assert report.count("data:image/png;base64,") == 3  # loss by shutdowns, unavailability, one timeline
     assert "<table>" in report and "Summary per level" in report
+    assert '<th class="">leader_hwm_regressions</th>' in report  # the run table's column
     summary = json.loads((out / "summary.json").read_text())
     replay = summary["timeline_replay"]
     assert replay["digest_matches"] and replay["lost_acked_matches"]

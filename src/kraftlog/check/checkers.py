@@ -16,6 +16,9 @@ Inputs are plain data so the checkers can be tested on hand-written histories:
   ``seq`` is the position in the run's history, which orders events within one ms (without it, a
   truncation report is taken to come before reads of the same ms),
 * ``hwms``: list of (client, partition name, hwm, time ms) observed in fetch responses.
+
+The TLA+ invariants checked while the run goes (before data is lost) are in
+:mod:`kraftlog.check.invariants`.
 """
 
 from __future__ import annotations
@@ -144,7 +147,13 @@ def consumer_anomalies(consumed, truncations, final_logs) -> dict:
 
 
 def hwm_regressions(hwms, truncations) -> int:
-    """HWM never moves backwards for a consumer (unless it was told of a truncation)."""
+    """HWM moving backwards as consumers observe it (unless the consumer was told of a truncation).
+
+    ``hwms``: (client, partition name, hwm, time ms) from the consumers' fetch responses, in order;
+    counts the responses whose HWM is below the highest one that consumer saw for the partition. Not
+    always 0: a Kafka consumer can see a lagging HWM after a leader change (the new leader's HWM lags
+    until its followers fetch in the new epoch; KIP-207's OFFSET_NOT_AVAILABLE applies to ListOffsets
+    only). A leader's own HWM is :func:`leader_hwm_regressions`."""
     count = 0
     best = {}
     cut = defaultdict(list)
@@ -157,6 +166,29 @@ def hwm_regressions(hwms, truncations) -> int:
             count += 1
         if prev is None or hwm >= prev[0]:
             best[key] = (hwm, t)
+    return count
+
+
+def leader_hwm_regressions(samples) -> int:
+    """A leader's own HWM never moves backwards (per broker, partition and leader epoch): always 0.
+
+    ``samples``: (broker, partition name, leader epoch, hwm offset, time ms) in the order observed, one
+    per change of a leader's HWM (the runner records one after each broker event that changed it).
+    Counts the samples whose HWM is below the highest earlier HWM of the same (broker, partition, leader
+    epoch). A new leader epoch starts a new sequence: a newly elected leader may start below what the
+    previous leader reached (Kafka's follower HWM lags by one fetch), which consumers see
+    (``hwm_regressions``) but which is no regression of a leader's own HWM. Source: Kafka's
+    ``Partition.maybeIncrementLeaderHW`` only ever raises the HWM (``newHighWatermark > oldHighWatermark``);
+    KIP-966's strict HWM rule relies on it."""
+    count = 0
+    best: dict = {}
+    for broker, part, epoch, hwm, _t in samples:
+        key = (broker, part, epoch)
+        prev = best.get(key)
+        if prev is not None and hwm < prev:
+            count += 1
+        elif prev is None or hwm > prev:
+            best[key] = hwm
     return count
 
 
@@ -193,7 +225,11 @@ def elr_log_violations(elr_logs, now_ms: int) -> list[tuple[str, str]]:
     """KIP-966: every ELR member holds the log up to the HWM.
 
     ``elr_logs``: list of (partition name, broker, member LEO, leader HWM) for live, registered ELR
-    members of partitions with a live leader."""
+    members of partitions with a live leader.
+
+    Superseded in the runner by :func:`kraftlog.check.invariants.isr_elr_completeness` (the ELR clause of
+    the TLA+ ``ValidControllerIsrAndElr``), which compares with the true HWM — the highest HWM any leader
+    reached — rather than the current leader's, so it also holds while the partition has no leader."""
     out = []
     for name, broker, leo, hwm in elr_logs:
         if leo < hwm:

@@ -119,7 +119,9 @@ def write_report(out, rows: list[dict], summary: dict, levels: list[str]) -> dic
         "<p class='muted'>A data-losing shutdown is an unclean shutdown (a crash, whatever it lost) of one of a "
         "partition's replicas; a story is within the fault budget when no partition saw more than "
         "min ISR − 1 of them (KIP-966's promise). A failure is a run that lost acknowledged acks=all records, "
-        "violated an invariant, left a truncation undetected, failed an expectation or raised.</p>")
+        "violated an invariant, moved a leader's HWM backwards, left a truncation undetected, failed an "
+        "expectation or raised. HWM regressions seen by consumers are no failure: a Kafka consumer can see a "
+        "lagging HWM after a leader change.</p>")
 
     # Summary table
     parts.append("<h2>Summary per level (generated seeds)</h2>")
@@ -175,12 +177,13 @@ def write_report(out, rows: list[dict], summary: dict, levels: list[str]) -> dic
                      "(the file carries the level and the seed).</p>")
         parts.append(_table(
             ["level", "seed / scenario", "data-losing shutdowns", "within budget", "lost acked",
-             "violations", "undetected truncations", "failed expectations", "file"],
+             "violations", "leader HWM regressions", "undetected truncations", "failed expectations", "file"],
             [[_e(r["level"]), _e(r["seed"] if r["kind"] == "seed" else r["scenario"]), r["data_losing_shutdowns"],
               "yes" if r["within_budget"] else "no", r["lost_acked"], r["invariant_violations"],
-              r["undetected_truncations"], r["failed_expectations"] + (1 if r["error"] else 0),
+              r["leader_hwm_regressions"], r["undetected_truncations"],
+              r["failed_expectations"] + (1 if r["error"] else 0),
               f"<a href='{_e(r['failure_file'])}'>{_e(r['failure_file'])}</a>"] for r in failing],
-            left={0, 1, 8}))
+            left={0, 1, 9}))
 
     # Library
     library = [r for r in rows if r["kind"] == "scenario"]
@@ -201,6 +204,8 @@ def write_report(out, rows: list[dict], summary: dict, levels: list[str]) -> dic
                         why.append(f"lost {r['lost_acked']}")
                     if r["invariant_violations"]:
                         why.append(f"{r['invariant_violations']} violation(s)")
+                    if r["leader_hwm_regressions"]:
+                        why.append(f"{r['leader_hwm_regressions']} leader HWM regression(s)")
                     if r["failed_expectations"]:
                         why.append(f"{r['failed_expectations']} failed expectation(s)")
                     if r["undetected_truncations"]:
@@ -215,7 +220,7 @@ def write_report(out, rows: list[dict], summary: dict, levels: list[str]) -> dic
 
     # Every run
     cols = ["level", "kind", "seed", "scenario", "brokers", "partitions", "data_losing_shutdowns", "within_budget",
-            "acked_all", "acked_1", "lost_acked", "hwm_regressions", "detected_truncations",
+            "acked_all", "acked_1", "lost_acked", "hwm_regressions", "leader_hwm_regressions", "detected_truncations",
             "undetected_truncations", "invariant_violations", "leaderless_at_end", "unavailable_ms", "sim_time_ms",
             "wall_ms", "schedule"]
     parts.append(f"<h2>All runs ({len(rows)})</h2><details><summary>show the table</summary>")

@@ -2,6 +2,13 @@
 
 Scenario time 0 is the moment the cluster is ready: every broker registered and unfenced, every topic
 created, every partition with a leader and a full ISR. ``at`` times are measured from there.
+
+Invariants are checked while the run goes (``invariant_violations``): after every controller event that
+committed metadata, after every step, when a broker's registration changes and when a broker replays
+metadata — the controller's partition state (:mod:`kraftlog.check.checkers`) and the TLA+ invariants of
+:mod:`kraftlog.check.invariants`. Each violation is reported once, with its simulated time and the step
+the run was in (``[in step 3 (crash)]``, ``[after step 3 (crash)]``), and logged in the timeline. Observers
+only read the cluster: they change no history digest.
 """
 
 from __future__ import annotations
@@ -12,7 +19,7 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from ..check import checkers
+from ..check import checkers, invariants
 from ..client.admin import Admin
 from ..client.consumer import Consumer, LogTruncationError, OffsetOutOfRangeError
 from ..client.producer import Producer
@@ -100,9 +107,29 @@ class ScenarioRun:
         self._shadow = MetadataImage()
         self.metrics = {"unclean_elections": 0, "elr_elections": 0}
         self.unavailable_ms = 0
-        self._invariant_offset = -1
+        #: What the run is doing, for invariant messages: "bootstrap", "step 3 (crash)", ...
+        self._where = "bootstrap"
+        #: Per partition name: the true HWM (offset; the TLA+ spec's inv_true_hwm, see check/invariants.py).
+        self._true_hwm: dict[str, int] = {}
+        #: Per partition name: [(offset, value bytes)] acknowledged to acks=all producers (inv_pos_acked).
+        self._acked_at: dict[str, list] = {}
+        #: Per partition name: (leader, leader epoch, incarnation) whose log was found to hold
+        #: acked[:n], and n; or the same key with n = -1 once it was reported incomplete.
+        self._complete_upto: dict[str, tuple] = {}
+        #: Per leader Partition object: [leader epoch, last HWM seen, partition name].
+        self._hwm_seen: dict = {}
+        #: Per broker: its copy of the metadata log (the records it replayed, by offset).
+        self._broker_metadata: dict = {}
+        self._controller_node = None
+        self._metadata_pending = None  # (broker, base offset, records) of a MetadataFetch being delivered
+        self._metadata_checked = 0  # controller log entries compared with the brokers' copies
+        #: (broker, partition name, leader epoch, hwm, time ms), one per change of a leader's HWM.
+        self.leader_hwms: list = []
         self.sim.observers[CONTROLLER] = self._after_controller_event
+        for b in range(scenario.brokers):
+            self.sim.observers[b] = self._broker_observer(b)
         self.sim.message_observers[m.AlterPartitionResponse] = self._observe_message
+        self.sim.message_observers[m.MetadataFetchResponse] = self._observe_metadata_fetch
 
     # ================================================================= observation
     def _t(self) -> int:
@@ -129,8 +156,14 @@ class ScenarioRun:
             if c.error == NONE:
                 self.acked.append((node_id, c.topic, c.partition, value, acks))
                 self.acked_counts[acks] += 1
-                record(sim.now, "ack", client=node_id, partition=f"{c.topic}-{c.partition}",
+                name = f"{c.topic}-{c.partition}"
+                record(sim.now, "ack", client=node_id, partition=name,
                        value=value, acks=acks, offset=c.offset)
+                if c.acks == -1 and c.offset >= 0:
+                    # An acks=all ack of offset o: the leader's HWM passed o (the true HWM is >= o + 1).
+                    self._acked_at.setdefault(name, []).append((c.offset, c.value))
+                    if c.offset >= self._true_hwm.get(name, 0):
+                        self._true_hwm[name] = c.offset + 1
             else:
                 record(sim.now, "produce_failed", client=node_id,
                        partition=f"{c.topic}-{c.partition}", value=value, error=int(c.error))
@@ -180,8 +213,89 @@ class ScenarioRun:
             sim.history.record(sim.now, "alter_partition_error", text=text)
             self._log(text)
 
+    def _broker_observer(self, broker_id: int):
+        """The observer run after every event of broker ``broker_id`` (the simulator's hot path): it
+        records each change of a leader's HWM (``leader_hwms``; the true HWM) and checks the invariants
+        when the broker's registration changed (a registration answered makes it *running*).
+
+        To stay cheap it keeps, in a closure, the partitions the broker leads with their last seen
+        (leader epoch, HWM), rebuilt only when the broker's metadata image or broker epoch changed: a
+        broker takes or leaves leadership only when it applies metadata, which replaces its image."""
+        state = [None, None, ()]  # the broker's image, its broker epoch, [(Partition, _hwm_seen entry)]
+        leader_hwms = self.leader_hwms
+        true_hwm = self._true_hwm
+
+        def observe(sim: SimCluster, node_id) -> None:
+            node = sim.nodes[node_id]
+            if self._metadata_pending is not None:
+                self._metadata_replayed(node_id, node)
+            if node.image is not state[0] or node.broker_epoch != state[1]:
+                registered = node.broker_epoch != state[1]
+                state[0], state[1], state[2] = node.image, node.broker_epoch, self._leading(node_id, node)
+                if registered:
+                    self._check_invariants()
+            for p, st in state[2]:
+                hw = p.log.high_watermark
+                if hw != st[1] or p.leader_epoch != st[0]:
+                    st[0] = p.leader_epoch
+                    st[1] = hw
+                    name = st[2]
+                    leader_hwms.append((node_id, name, st[0], hw, sim.now - self.t0))
+                    if hw > true_hwm.get(name, 0):
+                        true_hwm[name] = hw
+
+        return observe
+
+    def _leading(self, node_id, node) -> list:
+        """The partitions ``node`` leads, each with its ``_hwm_seen`` entry [leader epoch, HWM, name]; a
+        leadership seen for the first time (or in a new leader epoch) records its starting HWM."""
+        led = []
+        for key in sorted(node.partitions):
+            p = node.partitions[key]
+            if not p.is_leader:
+                continue
+            st = self._hwm_seen.get(p)
+            if st is None:
+                st = self._hwm_seen[p] = [None, None, f"{key[0]}-{key[1]}"]
+            if st[0] != p.leader_epoch or st[1] != p.log.high_watermark:
+                st[0] = p.leader_epoch
+                st[1] = p.log.high_watermark
+                self.leader_hwms.append((node_id, st[2], st[0], st[1], self.sim.now - self.t0))
+                if st[1] > self._true_hwm.get(st[2], 0):
+                    self._true_hwm[st[2]] = st[1]
+            led.append((p, st))
+        return led
+
+    def _observe_metadata_fetch(self, sim: SimCluster, env: m.Envelope) -> None:
+        """Before a MetadataFetch response is delivered: note its records; once the broker handled it,
+        :meth:`_metadata_replayed` keeps them if the broker replayed them."""
+        msg: m.MetadataFetchResponse = env.message
+        if msg.records:
+            self._metadata_pending = (env.dst, msg.base_offset, msg.records)
+
+    def _metadata_replayed(self, node_id, node) -> None:
+        """After the broker handled the noted MetadataFetch response: if it replayed the records (its image
+        reached their last offset), append them to its copy of the metadata log and check
+        NoMetadataLogDivergence on them."""
+        broker, base, records = self._metadata_pending
+        self._metadata_pending = None
+        if broker != node_id or node.image.offset != base + len(records) - 1:
+            return  # dropped (a stale response, a gap) or replayed by another path
+        copy = self._broker_metadata.setdefault(broker, [])
+        copy[base:] = records  # a restarted broker replays from offset 0
+        ctl = self.sim.controller
+        if ctl is not None:
+            self._record_violations(invariants.metadata_log_divergence(broker, copy, ctl.log, base, self._t()))
+
     def _observe_controller(self, ctl) -> None:
         log = ctl.log
+        if ctl is not self._controller_node:
+            # A new controller replayed its log from disk: compare all of it with the brokers' copies.
+            self._controller_node = ctl
+            self._metadata_checked = 0
+        if len(log) > self._metadata_checked:
+            self._check_metadata_logs(log, self._metadata_checked)
+            self._metadata_checked = len(log)
         if len(log) <= self._seen_metadata:
             return
         image = ctl.image
@@ -195,33 +309,86 @@ class ScenarioRun:
         self._update_availability()
         self._check_invariants()
 
+    def _check_metadata_logs(self, log: list, start: int) -> None:
+        """NoMetadataLogDivergence from the controller's side: its records from offset ``start`` on
+        against each broker's copy of the metadata log (brokers in id order)."""
+        for broker in sorted(self._broker_metadata):
+            copy = self._broker_metadata[broker]
+            if start < len(copy):
+                self._record_violations(invariants.metadata_log_divergence(broker, copy, log, start, self._t()))
+
     def _check_invariants(self) -> None:
-        """Check the partition-state and ELR invariants against the current cluster."""
+        """Check the invariants against the current cluster: the controller's partition state
+        (checkers.partition_state_violations) and the TLA+ invariants of check/invariants.py
+        (ControllerIsrHasUpToTrueHWM, the ELR part of ValidControllerIsrAndElr, ValidLeaderMaximalISR,
+        LeaderHasCompleteCommittedLog). Called after every controller event that committed metadata,
+        after every step, and when a broker's registration changed; reads state, changes nothing."""
         ctl = self.sim.controller
         if ctl is None:
             return
         image = ctl.image
-        found = checkers.partition_state_violations(
-            image, self._t(), lambda topic: image.min_isr(topic, self.sim.config))
-        elr_logs = []
-        for (topic, index), part in image.partitions.items():
-            if not part.elr:
+        now = self._t()
+        config = self.sim.config
+        found = checkers.partition_state_violations(image, now, lambda topic: image.min_isr(topic, config))
+        nodes = self.sim.nodes
+        brokers = image.brokers
+        for key in sorted(image.partitions):
+            part = image.partitions[key]
+            name = f"{key[0]}-{key[1]}"
+            true_hwm = self._true_hwm.get(name, 0)
+            if true_hwm > 0 and (part.isr or part.elr):
+                running = {}
+                for b in (*part.isr, *part.elr):
+                    node = nodes.get(b)
+                    reg = brokers.get(b)
+                    if node is not None and reg is not None and node.broker_epoch == reg.broker_epoch:
+                        log = node.logs.get(key)  # loaded at start: known before the partition is created
+                        running[b] = log.log_end_offset if log is not None else 0
+                found += invariants.isr_elr_completeness(name, part.isr, part.elr, running, true_hwm, now)
+            if part.leader < 0:
                 continue
-            hwm = self._leader_hwm(topic, index)
-            if hwm is None:
+            node = nodes.get(part.leader)
+            if node is None:
                 continue
-            for b in part.elr:
-                node = self.sim.broker(b)
-                reg = image.brokers.get(b)
-                if node is None or reg is None or node.broker_epoch != reg.broker_epoch:
-                    continue  # down, or restarted and not yet re-registered
-                p = node.partitions.get((topic, index))
-                if p is not None:
-                    elr_logs.append((f"{topic}-{index}", b, p.log.log_end_offset, hwm))
-        found += checkers.elr_log_violations(elr_logs, self._t())
+            p = node.partitions.get(key)
+            if p is not None and p.is_leader and p.leader_epoch == part.leader_epoch:  # IsNonStaleLeader
+                found += invariants.leader_maximal_isr(
+                    name, part.leader, p.isr, p.maximal_isr, p.pending is not None, part.isr, part.elr,
+                    image.min_isr(key[0], config), now)
+            acked = self._acked_at.get(name)
+            reg = brokers.get(part.leader)
+            if acked and reg is not None and node.broker_epoch == reg.broker_epoch:
+                found += self._leader_completeness(name, key, part, node, p, acked, now)
+        self._record_violations(found)
+
+    def _leader_completeness(self, name: str, key, part, node, p, acked: list, now: int) -> list:
+        """LeaderHasCompleteCommittedLog for the running leader ``node`` of ``part``, incrementally: a
+        leader that already leads in this epoch never truncates, so the acked records found in its log
+        need not be looked up again."""
+        tag = (part.leader, part.leader_epoch, self.sim.incarnation.get(part.leader))
+        done = self._complete_upto.get(name)
+        start = done[1] if done is not None and done[0] == tag else 0
+        if start < 0 or start == len(acked):
+            return []  # already reported for this leader, or nothing new
+        log = node.logs.get(key)
+        if log is None:
+            n, missing = len(acked), acked[start:]
+        else:
+            n, missing = invariants.missing_acked(acked, start, log.record_at)
+        if missing:
+            self._complete_upto[name] = (tag, -1)
+            return invariants.leader_complete_log(name, part.leader, part.leader_epoch, missing, len(acked), now)
+        if p is not None and p.is_leader and p.leader_epoch == part.leader_epoch:
+            self._complete_upto[name] = (tag, n)
+        return []
+
+    def _record_violations(self, found) -> None:
+        """Keep the first finding of each key, with the step the run was in; log it in the timeline."""
         for key, message in found:
             if key not in self.violations:
+                message = f"{message} [{self._where}]"
                 self.violations[key] = message
+                self._log("invariant violated: " + message.split(" ", 1)[1])
 
     def _count_elections(self, records, base_offset: int) -> None:
         """Classify elections for the metrics: clean from the ISR, from the ELR, unclean (RECOVERING)."""
@@ -575,10 +742,14 @@ class ScenarioRun:
             self._log(f"cluster ready: {self.scenario.brokers} brokers, level {self.level.label}, seed {self.seed}")
             self._start_clients()
             prev_end = self.sim.now
+            self._where = "before the first step"
             for step in self.scenario.steps:
                 start = self.t0 + step.at_ms if step.at_ms is not None else prev_end + step.after_ms
                 self.sim.run_until(max(start, self.sim.now))
+                self._where = f"in step {step.index} ({step.verb})"
                 self._exec(step)
+                # What the step started (a release, a crash, a restart) mostly plays out after it.
+                self._where = f"after step {step.index} ({step.verb})"
                 prev_end = self.sim.now
             if self.scenario.until_ms is not None:
                 self.sim.run_until(max(self.t0 + self.scenario.until_ms, self.sim.now))
@@ -689,6 +860,7 @@ class ScenarioRun:
             "lost_acked_records": lost,
             "leaderless_partitions": leaderless,
             "hwm_regressions": checkers.hwm_regressions(hwms, self.truncations),
+            "leader_hwm_regressions": checkers.leader_hwm_regressions(self.leader_hwms),
             "detected_truncations": anomalies["detected_truncations"],
             "undetected_truncations": anomalies["undetected_truncations"],
             "anomalies": {"lost-write": len(lost), "duplicate": checkers.duplicates(final_logs),

@@ -8,12 +8,13 @@ Spark's status tracker, turns the rows into a DataFrame, and writes into ``out``
 * ``results.parquet`` — one row per (level, seed) and per (level, library scenario), columns in
   :data:`SCHEMA`;
 * ``summary.json`` — ``{"levels": {LEVEL: {"seeds", "seeds_with_loss", "seeds_with_loss_within_budget",
-  "lost_acked_total", "p_loss", "mean_unavailable_ms"}}, "sim_speedup": x, ...}`` (the per-level
+  "lost_acked_total", "p_loss", "mean_unavailable_ms", "seeds_with_invariant_violations",
+  "leader_hwm_regressions_total"}}, "sim_speedup": x, ...}`` (the per-level
   figures count generated seeds only; the library runs are summarised under ``"scenario_library"``);
 * ``failures/<level>-seed-<seed>.yaml`` / ``failures/<level>-<scenario>.yaml`` — every failing run
-  (acknowledged records lost, an invariant violated, an undetected truncation, a failed expectation,
-  or a run that raised) as a scenario file with ``level`` set, which ``kraftlog scenario run``
-  replays with the same history digest;
+  (acknowledged records lost, an invariant violated, a leader's HWM moving backwards, an undetected
+  truncation, a failed expectation, or a run that raised) as a scenario file with ``level`` set, which
+  ``kraftlog scenario run`` replays with the same history digest;
 * ``report.html`` — plots and tables (:mod:`kraftlog.report.html`);
 * ``spark.log`` — what the Spark JVM printed (its log at WARN), kept off the terminal.
 
@@ -46,11 +47,13 @@ __all__ = [
     "RUN_TIME_LIMIT_S",
     "CampaignResult",
     "build_tasks",
+    "error_columns",
     "failure_filename",
     "is_failure",
     "run_campaign",
     "run_one",
     "summarize",
+    "verdict_columns",
 ]
 
 #: Default number of generated seeds (issue #5: "a few hundred").
@@ -87,7 +90,8 @@ def _schema():
         ("acked_1", pa.int64()),
         ("acked_0", pa.int64()),
         ("lost_acked", pa.int64()),
-        ("hwm_regressions", pa.int64()),
+        ("hwm_regressions", pa.int64()),          # HWM moving backwards as consumers saw it
+        ("leader_hwm_regressions", pa.int64()),   # a leader's own HWM moving backwards (always 0)
         ("detected_truncations", pa.int64()),
         ("undetected_truncations", pa.int64()),
         *[(_anomaly_column(a), pa.int64()) for a in _ANOMALIES],
@@ -139,10 +143,50 @@ def build_tasks(levels: list[str], seeds: int, seed_offset: int = 0,
 
 
 def is_failure(row: dict) -> bool:
-    """A failing run: lost acknowledged records, invariant violations, undetected truncations,
-    failed expectations, or an exception."""
-    return bool(row["lost_acked"] or row["invariant_violations"] or row["undetected_truncations"]
-                or row["failed_expectations"] or row["error"])
+    """A failing run: lost acknowledged records, invariant violations, a leader's HWM moving backwards
+    (``leader_hwm_regressions``, which must always be 0: SCENARIOS.md), undetected truncations, failed
+    expectations, or an exception. ``hwm_regressions`` (what consumers saw) is no failure: a Kafka
+    consumer can see a lagging HWM after a leader change."""
+    return bool(row["lost_acked"] or row["invariant_violations"] or row["leader_hwm_regressions"]
+                or row["undetected_truncations"] or row["failed_expectations"] or row["error"])
+
+
+def verdict_columns(verdict: dict, unavailable_ms: int, messages: int, exit_code: int) -> dict:
+    """The results columns a run's verdict fills (SCENARIOS.md's verdict keys → :func:`_schema`'s
+    columns): counts as ints, the invariant violations and failed expectations as their number plus
+    their text joined by newlines (None when there are none). ``unavailable_ms``, ``messages`` and
+    ``exit_code`` come from the RunResult."""
+    return {
+        "acked_all": verdict["acked"].get("all", 0), "acked_1": verdict["acked"].get("1", 0),
+        "acked_0": verdict["acked"].get("0", 0),
+        "lost_acked": verdict["lost_acked"],
+        "hwm_regressions": verdict["hwm_regressions"],
+        "leader_hwm_regressions": verdict["leader_hwm_regressions"],
+        "detected_truncations": verdict["detected_truncations"],
+        "undetected_truncations": verdict["undetected_truncations"],
+        **{_anomaly_column(a): verdict["anomalies"].get(a, 0) for a in _ANOMALIES},
+        "invariant_violations": len(verdict["invariant_violations"]),
+        "violation_details": "\n".join(verdict["invariant_violations"]) or None,
+        "failed_expectations": len(verdict["failed_expectations"]),
+        "expectation_details": "\n".join(verdict["failed_expectations"]) or None,
+        "leaderless_at_end": len(verdict["leaderless_partitions"]),
+        "unavailable_ms": int(unavailable_ms),
+        "sim_time_ms": verdict["sim_time_ms"],
+        "messages": messages,
+        "history_digest": verdict["history_digest"],
+        "exit_code": exit_code,
+    }
+
+
+def error_columns() -> dict:
+    """The results columns of a run that raised (no verdict): zero counts, no details, exit code 1."""
+    row = {k: 0 for k in (
+        "acked_all", "acked_1", "acked_0", "lost_acked", "hwm_regressions", "leader_hwm_regressions",
+        "detected_truncations", "undetected_truncations", "invariant_violations", "failed_expectations",
+        "leaderless_at_end", "unavailable_ms", "sim_time_ms", "messages")}
+    row.update({_anomaly_column(a): 0 for a in _ANOMALIES})
+    row.update({"violation_details": None, "expectation_details": None, "history_digest": None, "exit_code": 1})
+    return row
 
 
 def failure_filename(row: dict) -> str:
@@ -213,34 +257,9 @@ def run_one(task: dict, time_limit_s: int = RUN_TIME_LIMIT_S) -> dict:
         row["error"] = "".join(tb[-6:]).strip()
         result = None
     if result is not None:
-        v = result.verdict
-        row.update({
-            "acked_all": v["acked"].get("all", 0), "acked_1": v["acked"].get("1", 0),
-            "acked_0": v["acked"].get("0", 0),
-            "lost_acked": v["lost_acked"],
-            "hwm_regressions": v["hwm_regressions"],
-            "detected_truncations": v["detected_truncations"],
-            "undetected_truncations": v["undetected_truncations"],
-            **{_anomaly_column(a): v["anomalies"].get(a, 0) for a in _ANOMALIES},
-            "invariant_violations": len(v["invariant_violations"]),
-            "violation_details": "\n".join(v["invariant_violations"]) or None,
-            "failed_expectations": len(v["failed_expectations"]),
-            "expectation_details": "\n".join(v["failed_expectations"]) or None,
-            "leaderless_at_end": len(v["leaderless_partitions"]),
-            "unavailable_ms": int(result.unavailable_ms),
-            "sim_time_ms": v["sim_time_ms"],
-            "messages": result.messages,
-            "history_digest": v["history_digest"],
-            "exit_code": result.exit_code,
-        })
+        row.update(verdict_columns(result.verdict, result.unavailable_ms, result.messages, result.exit_code))
     else:
-        row.update({k: 0 for k in (
-            "acked_all", "acked_1", "acked_0", "lost_acked", "hwm_regressions", "detected_truncations",
-            "undetected_truncations", "invariant_violations", "failed_expectations", "leaderless_at_end",
-            "unavailable_ms", "sim_time_ms", "messages")})
-        row.update({_anomaly_column(a): 0 for a in _ANOMALIES})
-        row.update({"violation_details": None, "expectation_details": None, "history_digest": None,
-                    "exit_code": 1})
+        row.update(error_columns())
     row["failure"] = is_failure(row)
     if row["failure"]:
         row["failure_file"] = failure_filename(row)
@@ -254,7 +273,8 @@ def summarize(df, levels: list[str]) -> dict:
     """Per-level figures over the generated seeds, from the results DataFrame (Spark).
 
     Returns ``{LEVEL: {"seeds", "seeds_with_loss", "seeds_with_loss_within_budget", "lost_acked_total",
-    "p_loss", "mean_unavailable_ms"}}`` in ``levels`` order (levels without seeds get zeros)."""
+    "p_loss", "mean_unavailable_ms", "seeds_with_invariant_violations", "leader_hwm_regressions_total"}}``
+    in ``levels`` order (levels without seeds get zeros). ``leader_hwm_regressions_total`` must be 0."""
     from pyspark.sql import functions as F
 
     lost = F.col("lost_acked") > 0
@@ -264,6 +284,8 @@ def summarize(df, levels: list[str]) -> dict:
         F.sum(F.when(lost & F.col("within_budget"), 1).otherwise(0)).alias("seeds_with_loss_within_budget"),
         F.sum("lost_acked").alias("lost_acked_total"),
         F.avg("unavailable_ms").alias("mean_unavailable_ms"),
+        F.sum(F.when(F.col("invariant_violations") > 0, 1).otherwise(0)).alias("seeds_with_invariant_violations"),
+        F.sum("leader_hwm_regressions").alias("leader_hwm_regressions_total"),
     ).collect())
     by_level = {r["level"]: r for r in agg}
     out = {}
@@ -271,7 +293,8 @@ def summarize(df, levels: list[str]) -> dict:
         r = by_level.get(level)
         if r is None:
             out[level] = {"seeds": 0, "seeds_with_loss": 0, "seeds_with_loss_within_budget": 0,
-                          "lost_acked_total": 0, "p_loss": 0.0, "mean_unavailable_ms": 0.0}
+                          "lost_acked_total": 0, "p_loss": 0.0, "mean_unavailable_ms": 0.0,
+                          "seeds_with_invariant_violations": 0, "leader_hwm_regressions_total": 0}
             continue
         seeds = int(r["seeds"])
         out[level] = {
@@ -281,6 +304,8 @@ def summarize(df, levels: list[str]) -> dict:
             "lost_acked_total": int(r["lost_acked_total"] or 0),
             "p_loss": round(int(r["seeds_with_loss"]) / seeds, 6) if seeds else 0.0,
             "mean_unavailable_ms": round(float(r["mean_unavailable_ms"] or 0.0), 3),
+            "seeds_with_invariant_violations": int(r["seeds_with_invariant_violations"] or 0),
+            "leader_hwm_regressions_total": int(r["leader_hwm_regressions_total"] or 0),
         }
     return out
 
