@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from kraftlog.check.checkers import elr_log_violations, partition_state_violations
+from kraftlog.check.checkers import partition_state_violations
 from kraftlog.controller.partition_change import Election, build_partition_change
 from kraftlog.metadata.image import MetadataImage, PartitionRegistration
 from kraftlog.metadata.records import (
@@ -197,13 +197,6 @@ def test_checker_flags_elr_isr_overlap_and_elr_with_full_isr():
                         eligible_leader_replicas=(1,)),
     ], 0)[0]
     assert partition_state_violations(clean, 5, lambda topic: 2) == []
-
-
-def test_checker_flags_an_elr_member_behind_the_hwm():
-    """Every ELR member holds the log up to the HWM."""
-    assert elr_log_violations([("t-0", 1, 10, 10)], 0) == []
-    found = elr_log_violations([("t-0", 1, 7, 10)], 0)
-    assert len(found) == 1 and "ELR member 1 has LEO 7 below the leader's HWM 10" in found[0][1]
 
 
 # ------------------------------------------------------------------------------- the stories

@@ -219,21 +219,3 @@ def partition_state_violations(image, now_ms: int, min_isr=None) -> list[tuple[s
                 out.append((f"fenced-in-isr {name} {r}",
                             f"t={now_ms}ms fenced-in-isr {name}: broker {r} is fenced but in ISR {list(part.isr)}"))
     return out
-
-
-def elr_log_violations(elr_logs, now_ms: int) -> list[tuple[str, str]]:
-    """KIP-966: every ELR member holds the log up to the HWM.
-
-    ``elr_logs``: list of (partition name, broker, member LEO, leader HWM) for live, registered ELR
-    members of partitions with a live leader.
-
-    Superseded in the runner by :func:`kraftlog.check.invariants.isr_elr_completeness` (the ELR clause of
-    the TLA+ ``ValidControllerIsrAndElr``), which compares with the true HWM — the highest HWM any leader
-    reached — rather than the current leader's, so it also holds while the partition has no leader."""
-    out = []
-    for name, broker, leo, hwm in elr_logs:
-        if leo < hwm:
-            out.append((f"elr-behind-hwm {name} {broker}",
-                        f"t={now_ms}ms elr-behind-hwm {name}: ELR member {broker} has LEO {leo} below "
-                        f"the leader's HWM {hwm}"))
-    return out
