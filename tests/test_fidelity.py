@@ -261,9 +261,12 @@ def test_alter_partition_rejections_revert_to_the_committed_state(error):
 def test_other_alter_partition_errors_are_retried():
     """handleAlterPartitionError, default case: an unexpected error (e.g. REQUEST_TIMED_OUT) is retried."""
     c = MiniCluster(level=Level.ELR, config={"replica.lag.time.max.ms": "1000"})
-    _answer_pending_shrink(c, Errors.REQUEST_TIMED_OUT)
+    first = _pending_shrink(c)
+    _answer(c, m.AlterPartitionResponse(Errors.NONE, (
+        m.AlterPartitionResponseItem(first.topic_id, 0, Errors.REQUEST_TIMED_OUT),)))
     c.advance(c.now + 500)
-    assert [e for e in c.held if type(e.message) is m.AlterPartitionRequest]
+    resent = [e.message.partitions[0] for e in c.held if type(e.message) is m.AlterPartitionRequest]
+    assert resent == [first]  # the same proposal: same ISR with epochs, leader and partition epochs
 
 
 def test_a_stale_alter_partition_success_stays_pending():
