@@ -1,0 +1,217 @@
+"""Kafka's connection framing, sans I/O: bytes in, request frames (or a reason to close) out.
+
+The TCP driver feeds whatever a socket returns to :meth:`ServerConnection.receive_data` and acts on the
+events it gets back; nothing here touches a socket, a clock or a thread (like h11's ``Connection``).
+The body of a request is left as bytes for :mod:`kraftlog.protocol.wire` to decode.
+
+Connection rules, as Kafka's ``SocketServer`` / ``NetworkReceive`` / ``RequestContext`` apply them:
+
+* Every frame is a 4-byte big-endian size, then that many bytes. A negative size or one above
+  ``socket.request.max.bytes`` (default 104,857,600 bytes, 100 MiB) is an ``InvalidReceiveException``:
+  the connection is closed at once, before any of the body is buffered.
+* A request starts with its API key (int16), API version (int16) and correlation id (int32); a frame
+  shorter than that, an unknown API key, or a header that does not parse (e.g. a client id running past
+  the frame) is an ``InvalidRequestException``: the connection is closed.
+* ApiVersions at a version the broker does not support is answered, not refused (KIP-511): a v0-format
+  ApiVersionsResponse with UNSUPPORTED_VERSION (35) and the supported ranges, so the client can pick a
+  version. Any other API at an unsupported version closes the connection.
+
+``supported`` maps API key → (min version, max version), the ranges the wire layer implements.
+"""
+
+from __future__ import annotations
+
+import io
+import struct
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from kio.index import KioIndexError, load_request_schema
+from kio.schema.api_versions.v0.response import ApiVersion, ApiVersionsResponse
+from kio.schema.errors import ErrorCode
+from kio.serial import entity_reader, entity_writer
+from kio.static.primitive import i16, i32
+
+__all__ = [
+    "DEFAULT_MAX_REQUEST_BYTES", "API_VERSIONS_KEY", "RequestHeader", "Request", "Reply", "Close",
+    "ServerConnection", "ResponseDecoder", "api_versions_error_reply",
+]
+
+#: Kafka's ``socket.request.max.bytes`` default (bytes).
+DEFAULT_MAX_REQUEST_BYTES = 104_857_600
+#: The API key of ApiVersions.
+API_VERSIONS_KEY = 18
+
+_SIZE = struct.Struct(">i")
+_PEEK = struct.Struct(">hhi")  # api key, api version, correlation id
+
+
+@dataclass(frozen=True, slots=True)
+class RequestHeader:
+    """A parsed request header: ``header_size`` is its length in bytes (the body starts there)."""
+
+    api_key: int
+    api_version: int
+    correlation_id: int
+    client_id: str | None
+    header_size: int
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """Event: one complete request. ``payload`` is the frame without its size prefix (header + body);
+    the body is ``payload[header.header_size:]``."""
+
+    header: RequestHeader
+    payload: bytes
+
+    @property
+    def body(self) -> bytes:
+        return self.payload[self.header.header_size:]
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """Event: bytes to send back as they are (a framed response the framing layer answered itself)."""
+
+    data: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class Close:
+    """Event: close the connection (Kafka's InvalidReceiveException / InvalidRequestException);
+    ``reason`` says why, for the node's log."""
+
+    reason: str
+
+
+def api_versions_error_reply(correlation_id: int, supported: Mapping[int, tuple[int, int]]) -> bytes:
+    """KIP-511: the framed v0-format ApiVersionsResponse (response header v0) with UNSUPPORTED_VERSION
+    and every supported (API key, min, max), sorted by key, that answers an ApiVersions request at an
+    unsupported version."""
+    response = ApiVersionsResponse(
+        error_code=ErrorCode.unsupported_version,
+        api_keys=tuple(ApiVersion(api_key=i16(k), min_version=i16(lo), max_version=i16(hi))
+                       for k, (lo, hi) in sorted(supported.items())))
+    out = io.BytesIO()
+    entity_writer(ApiVersionsResponse.__header_schema__)(
+        out, ApiVersionsResponse.__header_schema__(correlation_id=i32(correlation_id)))
+    entity_writer(ApiVersionsResponse)(out, response)
+    payload = out.getvalue()
+    return _SIZE.pack(len(payload)) + payload
+
+
+class _Frames:
+    """Splits a byte stream into size-prefixed frames, refusing a size outside [0, max_bytes]."""
+
+    __slots__ = ("buffer", "max_bytes")
+
+    def __init__(self, max_bytes: int) -> None:
+        self.buffer = bytearray()
+        self.max_bytes = max_bytes
+
+    def feed(self, data: bytes) -> tuple[list[bytes], str | None]:
+        """(complete frames without their size prefix, the reason to close or None)."""
+        self.buffer += data
+        frames = []
+        buf = self.buffer
+        while len(buf) >= 4:
+            (size,) = _SIZE.unpack_from(buf, 0)
+            if size < 0 or size > self.max_bytes:
+                return frames, f"invalid frame size {size} (socket.request.max.bytes {self.max_bytes})"
+            if len(buf) < 4 + size:
+                break
+            frames.append(bytes(buf[4:4 + size]))
+            del buf[:4 + size]
+        return frames, None
+
+
+class ServerConnection:
+    """The server side of one Kafka connection (a broker's or the controller's listener).
+
+    ``receive_data(data)`` returns the events the bytes complete, in order: :class:`Request` (decode the
+    body with the wire layer and answer it), :class:`Reply` (send as is) or :class:`Close` (close the
+    socket; it is always the last event, and the connection ignores anything after it).
+    ``supported``: API key → (min, max) version; ``max_request_bytes``: ``socket.request.max.bytes``."""
+
+    def __init__(self, supported: Mapping[int, tuple[int, int]],
+                 max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES) -> None:
+        self.supported = dict(supported)
+        self._frames = _Frames(max_request_bytes)
+        self.closed: str | None = None
+
+    def receive_data(self, data: bytes) -> list[Request | Reply | Close]:
+        if self.closed is not None:
+            return []
+        frames, reason = self._frames.feed(data)
+        events: list[Request | Reply | Close] = []
+        for payload in frames:
+            event = self._request(payload)
+            events.append(event)
+            if isinstance(event, Close):
+                break
+        else:
+            if reason is not None:
+                events.append(Close(reason))
+        if events and isinstance(events[-1], Close):
+            self.closed = events[-1].reason
+            self._frames.buffer.clear()
+        return events
+
+    def _request(self, payload: bytes) -> Request | Reply | Close:
+        if len(payload) < _PEEK.size:
+            return Close(f"request of {len(payload)} bytes is shorter than a request header")
+        api_key, api_version, correlation_id = _PEEK.unpack_from(payload, 0)
+        versions = self.supported.get(api_key)
+        if versions is None:
+            return Close(f"unknown or unsupported API key {api_key}")
+        if not versions[0] <= api_version <= versions[1]:
+            if api_key == API_VERSIONS_KEY and api_version > versions[1]:
+                return Reply(api_versions_error_reply(correlation_id, self.supported))
+            return Close(f"API key {api_key} version {api_version} outside the supported "
+                         f"{versions[0]}..{versions[1]}")
+        header = _parse_header(payload, api_key, api_version)
+        if isinstance(header, str):
+            return Close(header)
+        return Request(header, payload)
+
+
+_HEADER_READERS: dict[type, object] = {}
+
+
+def _parse_header(payload: bytes, api_key: int, api_version: int) -> RequestHeader | str:
+    """The request header of ``payload`` (kio's header schema for the API and version: v1, or v2 with
+    tagged fields for flexible versions), or the reason it does not parse."""
+    try:
+        schema = load_request_schema(api_key, api_version).__header_schema__
+    except KioIndexError as exc:
+        return f"no schema for API key {api_key} version {api_version}: {exc}"
+    reader = _HEADER_READERS.get(schema)
+    if reader is None:
+        reader = _HEADER_READERS[schema] = entity_reader(schema)
+    try:
+        header, size = reader(payload, 0)
+    except Exception as exc:  # kio's native reader raises its own errors (underflow, bad values)
+        return f"malformed request header (API key {api_key} version {api_version}): {exc}"
+    return RequestHeader(api_key, api_version, int(header.correlation_id), header.client_id, size)
+
+
+class ResponseDecoder:
+    """The client side of one connection: a byte stream in, ``(correlation id, payload)`` out, the
+    payload being the response without its size prefix (header included) for the wire layer, which
+    knows the API and version from the request it answers. ``feed`` raises ValueError when the stream is
+    broken (a size outside [4, ``max_response_bytes``]): the connection must be closed."""
+
+    def __init__(self, max_response_bytes: int = DEFAULT_MAX_REQUEST_BYTES) -> None:
+        self._frames = _Frames(max_response_bytes)
+
+    def feed(self, data: bytes) -> list[tuple[int, bytes]]:
+        frames, reason = self._frames.feed(data)
+        out = []
+        for payload in frames:
+            if len(payload) < 4:
+                raise ValueError(f"response of {len(payload)} bytes has no correlation id")
+            out.append((_SIZE.unpack_from(payload, 0)[0], payload))
+        if reason is not None:
+            raise ValueError(reason)
+        return out
