@@ -1,6 +1,8 @@
 """kraftlog.protocol.wire: every core message crosses Kafka's wire format and comes back equal.
 
-Rules proved here: each message maps to the Kafka API version its class names (Fetch v15,
+Rules proved here (at each class's default version; tests/test_wire_versions.py covers every version
+of each API's range, tests/test_wire_lossless.py the simulator's whole traffic): each message maps to
+the Kafka API version its class names (Fetch v15,
 AlterPartition v3, BrokerRegistration v4, BrokerHeartbeat v1, Produce v9, ListOffsets v7,
 OffsetForLeaderEpoch v4, Metadata v12, CreateTopics v7, IncrementalAlterConfigs v1, ElectLeaders v2,
 DescribeTopicPartitions v0, FindCoordinator v4, OffsetCommit v8, OffsetFetch v8 -- one group of v8's

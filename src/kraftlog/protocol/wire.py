@@ -1,18 +1,25 @@
-"""The wire edge: core messages <-> kio entities <-> Kafka bytes.
+"""The wire edge: core messages <-> kio entities <-> Kafka bytes, driven by a table.
 
-Every core message type of :mod:`kraftlog.protocol.messages` maps to the kio entity of the Kafka API
-version its request class names (``VERSION``; a response uses its request's version), and from there to
-the bytes of a Kafka request or response frame. The simulator's *wire switch* calls :func:`roundtrip`
-on every message it delivers, so a mapping bug surfaces in simulation; the TCP driver uses
-:func:`decode_request` / :func:`encode_response` (broker side) and :func:`encode_request` /
-:func:`decode_response` (client side).
+A frame's API key and version select kio's entity (``kio.index.load_request_schema`` /
+``load_response_schema``, Kafka's message JSON as generated Python), and ONE generic mapper converts
+between that entity and the core dataclass of :mod:`kraftlog.protocol.messages` (Kafka's schema and
+field names). What is not one-for-one is a row of ``_APIS``: the supported version range, field
+renames, how flat core partition lists are grouped by topic, the values of core fields a version lacks,
+and the few converters for shapes that really differ (each says why). Supporting another version is a
+range in that row, not a function pair (DESIGN.md, "Real cluster"; STYLE.md, "A protocol codec is a
+table"). Without a version, a message maps at the version its request class names (``VERSION``; a
+response at its request's), which is what the simulator's *wire switch* uses: it calls
+:func:`roundtrip` on every message it delivers, so a mapping bug surfaces in simulation. The TCP driver
+uses :func:`decode_request_frame` / :func:`encode_response` with the version the client sent (broker
+side) and :func:`encode_request` / :func:`decode_response` (client side).
 
 Layers, each usable on its own:
 
 * :func:`to_kio` / :func:`from_kio` -- core message <-> kio entity (kio's frozen dataclasses).
-* :func:`encode_request` / :func:`decode_request`, :func:`encode_response` / :func:`decode_response` --
-  header + body bytes (kio's ``entity_writer`` / ``entity_reader``), without the 4-byte size prefix;
-  :func:`frame` adds it.
+* :func:`encode_request` / :func:`decode_request_frame` (:func:`decode_request`),
+  :func:`encode_response` / :func:`decode_response` -- header + body bytes (kio's ``entity_writer`` /
+  ``entity_reader``, the header version kio's ``__header_schema__`` names), without the 4-byte size
+  prefix; :func:`frame` adds it. :func:`supported_versions` gives an API's range.
 * :func:`encode_batches` / :func:`decode_batches` -- v2 record batches (magic 2, CRC-32C).
 * :func:`encode_metadata_record` / :func:`decode_metadata_record` -- the compact JSON form a KRaft
   metadata record takes as a record value inside a metadata-log batch.
@@ -27,59 +34,33 @@ OffsetFetch v8 nests one level more (a list of groups): the core's one group is 
 Conversions: error codes are ``Errors`` ints in the core and kio ``ErrorCode`` members on the kio side;
 durations are int ms in the core and timedeltas in kio; ``None`` for an absent nested struct in the
 core (``diverging_epoch``, ``current_leader``) is kio's all-default (-1, -1) struct; the zero UUID on the
-wire is ``None`` in kio.
+wire is ``None`` in kio. A field a version lacks is dropped on the way out and comes back as the
+table's ``absent`` value or the core's default (tests/test_wire_versions.py lists each such loss).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import io
 import json
+import operator
 import struct
+import sys
+import types
+import typing
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, fields
 from typing import Any, TypeVar
 
 from crc32c import crc32c
-from kio.schema.alter_partition.v3 import request as ap_req
-from kio.schema.alter_partition.v3 import response as ap_resp
-from kio.schema.broker_heartbeat.v1 import request as bh_req
-from kio.schema.broker_heartbeat.v1 import response as bh_resp
-from kio.schema.broker_registration.v4 import request as br_req
-from kio.schema.broker_registration.v4 import response as br_resp
-from kio.schema.create_topics.v7 import request as ct_req
-from kio.schema.create_topics.v7 import response as ct_resp
-from kio.schema.describe_topic_partitions.v0 import request as dtp_req
-from kio.schema.describe_topic_partitions.v0 import response as dtp_resp
-from kio.schema.elect_leaders.v2 import request as el_req
-from kio.schema.elect_leaders.v2 import response as el_resp
+from kio.index import KioIndexError, load_request_schema, load_response_schema
 from kio.schema.errors import ErrorCode
-from kio.schema.fetch.v15 import request as f_req
-from kio.schema.fetch.v15 import response as f_resp
-from kio.schema.types import ProducerId
-from kio.schema.init_producer_id.v4 import request as ipi_req
-from kio.schema.init_producer_id.v4 import response as ipi_resp
-from kio.schema.find_coordinator.v4 import request as fc_req
-from kio.schema.find_coordinator.v4 import response as fc_resp
-from kio.schema.incremental_alter_configs.v1 import request as iac_req
-from kio.schema.incremental_alter_configs.v1 import response as iac_resp
-from kio.schema.list_offsets.v7 import request as lo_req
-from kio.schema.list_offsets.v7 import response as lo_resp
-from kio.schema.metadata.v12 import request as md_req
-from kio.schema.metadata.v12 import response as md_resp
-from kio.schema.offset_commit.v8 import request as oc_req
-from kio.schema.offset_commit.v8 import response as oc_resp
-from kio.schema.offset_fetch.v8 import request as of_req
-from kio.schema.offset_fetch.v8 import response as of_resp
-from kio.schema.offset_for_leader_epoch.v4 import request as ofle_req
-from kio.schema.offset_for_leader_epoch.v4 import response as ofle_resp
-from kio.schema.produce.v9 import request as p_req
-from kio.schema.produce.v9 import response as p_resp
-from kio.schema.types import BrokerId, GroupId, TopicName
 from kio.serial import entity_reader, entity_writer
+from kio.serial._implicit_defaults import get_implicit_default
 from kio.serial.readers import read_signed_varint, read_signed_varlong
-from kio.static.primitive import i8, i16, i32, i32Timedelta, i64
+from kio.static.constants import EntityType
 
 from ..metadata import records as mdr
 from . import messages as m
@@ -89,7 +70,8 @@ from .records import Record, RecordBatch
 __all__ = [
     "WireError", "UnsupportedVersionError", "CorruptRecordError",
     "to_kio", "from_kio",
-    "encode_request", "decode_request", "encode_response", "decode_response",
+    "encode_request", "decode_request", "decode_request_frame", "encode_response", "decode_response",
+    "supported_versions", "supported_api_versions",
     "peek_request_header", "frame", "roundtrip", "response_type_for", "RESPONSE_TYPES",
     "encode_batches", "decode_batches",
     "encode_metadata_record", "decode_metadata_record",
@@ -123,10 +105,6 @@ _EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
 _ZERO_UUID = uuid.UUID(int=0)
 
 
-def _td32(ms: int) -> i32Timedelta:
-    return i32Timedelta.parse(datetime.timedelta(milliseconds=ms))
-
-
 def _ms(td: datetime.timedelta) -> int:
     return td // _ONE_MS
 
@@ -137,11 +115,6 @@ def _ec(code: int) -> ErrorCode:
 
 def _code(ec: int) -> int:
     return Errors(int(ec))
-
-
-def _uuid_out(value: uuid.UUID | None) -> uuid.UUID:
-    """kio reads the zero UUID as None; the core's non-optional ids keep Kafka's ZERO_UUID."""
-    return _ZERO_UUID if value is None else value
 
 
 K = TypeVar("K")
@@ -382,141 +355,552 @@ def decode_metadata_record(data: bytes) -> object:
         raise WireError(f"bad {cls.__name__} metadata record: {exc}") from exc
 
 
-# ===================================================================== per-API mappings
-# ----------------------------------------------------------------------------- Fetch v15
-def _fetch_request_to_kio(msg: m.FetchRequest) -> f_req.FetchRequest:
-    topics = tuple(
-        f_req.FetchTopic(
-            topic_id=topic_id,
-            partitions=tuple(
-                f_req.FetchPartition(
-                    partition=i32(p.partition),
-                    current_leader_epoch=i32(p.current_leader_epoch),
-                    fetch_offset=i64(p.fetch_offset),
-                    last_fetched_epoch=i32(p.last_fetched_epoch),
-                    log_start_offset=i64(p.log_start_offset),
-                    partition_max_bytes=i32(p.partition_max_bytes),
-                )
-                for p in parts
-            ),
+# ====================================================================== the generic mapper
+# One mapper converts any core dataclass to any kio entity and back, field by field, from a *plan*
+# built once per (core class, kio class) pair -- i.e. once per (API, version) -- and cached. The
+# rules, in the order a plan applies them to one field:
+#
+# * a kio field the table's ``_Group`` names holds Kafka's per-topic nesting of a flat core list;
+# * a kio field a ``_Custom`` converter names is computed by it (shapes that really differ);
+# * otherwise the kio field takes the core field of the same name, or the table's rename, or the
+#   core's ``<name>_ms`` for a duration/timestamp: error codes become kio ``ErrorCode`` members,
+#   int ms become timedeltas (``timedelta_i32/i64``) or aware datetimes (``datetime_i64``, -1 = null),
+#   ``tuple[RecordBatch, ...]`` becomes v2 batch bytes (``records``), nested dataclasses recurse;
+# * a kio field the core lacks (a field this version adds, or one kraftlog never sets) gets kio's
+#   default, else null if nullable, else () for an array, else Kafka's implicit default (0, "", False).
+#
+# Decoding walks the core fields the same way; a core field the version lacks gets the table's
+# ``absent`` value or the core default. A null the core cannot hold (a non-nullable core str, UUID or
+# tuple) becomes "", Kafka's ZERO_UUID or (); a core nested struct that is ``None`` travels as kio's
+# all-default struct (Fetch's tagged DivergingEpoch) when the kio field is not nullable.
+
+
+@dataclass(frozen=True, slots=True)
+class _Group:
+    """Kafka nests ``owner.<core>`` (a flat core list whose items name their topic in ``key[0]``)
+    as ``<kio>`` = one entity per topic (topic named by ``key[1]``) holding the items in ``inner``,
+    in order of first appearance. ``scalar``: the inner list holds bare values for that core field
+    (ElectLeaders' partition indexes)."""
+
+    owner: type
+    core: str
+    kio: str
+    key: tuple[str, str]
+    inner: str
+    scalar: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class _Custom:
+    """A kio field whose value is computed from the whole core message (``to``) and that fills the
+    core fields ``covers`` when decoding (``frm``: entity -> {core field: value}). For shapes that
+    really differ; each use says why."""
+
+    owner: type
+    kio: str
+    covers: tuple[str, ...]
+    to: Callable[[Any, type], Any]
+    frm: Callable[[Any], dict[str, Any]]
+
+
+@dataclass(frozen=True, slots=True)
+class _Api:
+    """One row of the table: a core request/response pair, the versions decoded and answered, and
+    what is not one-for-one. ``renames`` (core field -> kio field) hold for every class of the API;
+    ``absent`` gives a core field its value at a version whose schema lacks it."""
+
+    request: type
+    response: type
+    versions: range
+    renames: dict[str, str] = dataclasses.field(default_factory=dict)
+    groups: tuple[_Group, ...] = ()
+    custom: tuple[_Custom, ...] = ()
+    absent: dict[str, Any] = dataclasses.field(default_factory=dict)
+    check: Callable[[Any, int], None] | None = None
+
+
+def _td(ms: int) -> datetime.timedelta:
+    return datetime.timedelta(milliseconds=ms)
+
+
+def _ms_to_datetime(ms: int) -> datetime.datetime | None:
+    return None if ms == -1 else _EPOCH + datetime.timedelta(milliseconds=ms)
+
+
+def _datetime_to_ms(dt: datetime.datetime | None) -> int:
+    return -1 if dt is None else (dt - _EPOCH) // _ONE_MS
+
+
+_TO_KIO_BY_KAFKA_TYPE: dict[str, Callable[[Any], Any]] = {
+    "error_code": _ec, "timedelta_i32": _td, "timedelta_i64": _td,
+    "datetime_i64": _ms_to_datetime, "records": encode_batches,
+}
+_FROM_KIO_BY_KAFKA_TYPE: dict[str, Callable[[Any], Any]] = {
+    "error_code": _code, "timedelta_i32": _ms, "timedelta_i64": _ms,
+    "datetime_i64": _datetime_to_ms, "records": decode_batches,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class _TypeInfo:
+    """What a field annotation says: nullable, an array, and the dataclass inside (if any)."""
+
+    optional: bool
+    array: bool
+    inner: type | None
+    base: Any
+
+
+def _type_info(annotation: Any) -> _TypeInfo:
+    optional = False
+    tp = annotation
+    if typing.get_origin(tp) in (types.UnionType, typing.Union):
+        args = [a for a in typing.get_args(tp) if a is not type(None)]
+        optional = len(args) != len(typing.get_args(tp))
+        tp = args[0]
+    array = typing.get_origin(tp) is tuple
+    inner = typing.get_args(tp)[0] if array else tp
+    return _TypeInfo(optional, array, inner if dataclasses.is_dataclass(inner) else None, inner)
+
+
+_HINTS: dict[type, dict[str, _TypeInfo]] = {}
+
+
+def _hints(cls: type) -> dict[str, _TypeInfo]:
+    info = _HINTS.get(cls)
+    if info is None:
+        hints = typing.get_type_hints(cls)
+        info = _HINTS[cls] = {f.name: _type_info(hints[f.name]) for f in dataclasses.fields(cls)}
+    return info
+
+
+def _kio_default(f: dataclasses.Field, info: _TypeInfo) -> Any:
+    """Kafka's value for a kio field kraftlog does not set (see the rules above)."""
+    if f.default is not dataclasses.MISSING:
+        return f.default
+    if f.default_factory is not dataclasses.MISSING:
+        return f.default_factory()
+    if info.optional:
+        return None
+    if info.array:
+        return ()
+    if info.inner is not None:
+        return info.inner()
+    if info.base is bool:
+        return False
+    if info.base is ErrorCode:
+        return ErrorCode.none
+    return get_implicit_default(info.base)
+
+
+def _has_default(f: dataclasses.Field) -> bool:
+    return f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING
+
+
+def _core_null(info: _TypeInfo) -> Any:
+    """The core value for a kio null where the core field is not nullable (None: no such value)."""
+    if info.array:
+        return ()
+    return {uuid.UUID: _ZERO_UUID, str: ""}.get(info.base)
+
+
+def _kio_name(api: _Api, core_name: str, kio_fields: dict[str, dataclasses.Field]) -> str | None:
+    """The kio field a core field maps to: the table's rename, the same name, or ``x`` for ``x_ms``."""
+    for name in (api.renames.get(core_name), core_name):
+        if name in kio_fields:
+            return name
+    if core_name.endswith("_ms") and core_name[:-3] in kio_fields:
+        return core_name[:-3]
+    return None
+
+
+def _value_to_kio(core_info: _TypeInfo, kf: dataclasses.Field, api: _Api) -> Callable[[Any], Any] | None:
+    """Converter for one core value -> kio value (None = identity)."""
+    kinfo = _type_info(kf.type)
+    if core_info.inner is not None and kinfo.inner is not None:
+        plan = _to_plan(api, core_info.inner, kinfo.inner)
+        if core_info.array:
+            return lambda v: None if v is None else tuple(plan(x) for x in v)
+        if core_info.optional and not kinfo.optional:
+            default = _kio_default(kf, kinfo)  # e.g. Fetch's tagged DivergingEpoch: (-1, -1)
+            return lambda v: default if v is None else plan(v)
+        return lambda v: None if v is None else plan(v)
+    conv = _TO_KIO_BY_KAFKA_TYPE.get(kf.metadata.get("kafka_type", ""))
+    if conv is not None and kinfo.array:
+        return lambda v: tuple(conv(x) for x in v)
+    return conv
+
+
+def _value_from_kio(core_info: _TypeInfo, kf: dataclasses.Field, api: _Api) -> Callable[[Any], Any] | None:
+    """Converter for one kio value -> core value (None = identity)."""
+    kinfo = _type_info(kf.type)
+    needs_empty = kinfo.optional and not core_info.optional
+    if core_info.inner is not None and kinfo.inner is not None:
+        plan = _from_plan(api, core_info.inner, kinfo.inner)
+        if core_info.array:
+            empty = () if needs_empty else None
+            return lambda v: empty if v is None else tuple(plan(x) for x in v)
+        if core_info.optional and not kinfo.optional:
+            default = _kio_default(kf, kinfo)
+            return lambda v: None if v == default else plan(v)
+        return lambda v: None if v is None else plan(v)
+    conv = _FROM_KIO_BY_KAFKA_TYPE.get(kf.metadata.get("kafka_type", ""))
+    empty = _core_null(core_info) if needs_empty else None
+    if kinfo.array:
+        if conv is not None:
+            return lambda v: empty if v is None else tuple(conv(x) for x in v)
+        return (lambda v: empty if v is None else v) if needs_empty else None
+    if needs_empty and empty is not None:
+        if conv is not None:
+            return lambda v: empty if v is None else conv(v)
+        return lambda v: empty if v is None else v
+    return conv
+
+
+#: A plan step: (target field, source attribute or None, converter or None). With an attribute the
+#: value is ``conv(source.attr)`` (or the attribute itself); without, ``conv(source)``.
+_Step = tuple[str, str | None, Callable[[Any], Any] | None]
+
+
+def _compile(target: type, steps: list[_Step], fixed: dict[str, Any],
+             merges: tuple[Callable[[Any], dict[str, Any]], ...] = (), key: str | None = None
+             ) -> Callable[..., Any]:
+    """Compile a plan into one function ``source -> target(field=..., ...)`` (``(source, key)`` when
+    ``key`` names the target field that a caller supplies: the topic of a grouped partition). One
+    call per entity and no per-field loop: the wire switch runs it on every simulated message. The
+    generated source holds only field names of our and kio's dataclass definitions, never wire data."""
+    ns: dict[str, Any] = {"_T": target}
+    args = []
+    for i, (name, attr, conv) in enumerate(steps):
+        if conv is not None:
+            ns[f"_f{i}"] = conv
+        if attr is None:
+            args.append(f"{name}=_f{i}(o)")
+        elif conv is None:
+            args.append(f"{name}=o.{attr}")
+        else:
+            args.append(f"{name}=_f{i}(o.{attr})")
+    for name, value in fixed.items():
+        ns[f"_v_{name}"] = value
+        args.append(f"{name}=_v_{name}")
+    if key is not None:
+        args.append(f"{key}=key")
+    for j, merge in enumerate(merges):
+        ns[f"_m{j}"] = merge
+        args.append(f"**_m{j}(o)")
+    params = "o, key" if key is not None else "o"
+    exec(f"def _plan({params}):\n    return _T({', '.join(args)})\n", ns)  # noqa: S102
+    return ns["_plan"]
+
+
+_TO_PLANS: dict[tuple[type, type, str | None], Callable[..., Any]] = {}
+_FROM_PLANS: dict[tuple[type, type, str | None], Callable[..., Any]] = {}
+
+
+def _group_to_kio(api: _Api, g: _Group, kf: dataclasses.Field) -> Callable[[Any], Any]:
+    topic_cls = _type_info(kf.type).inner
+    inner_field = {f.name: f for f in dataclasses.fields(topic_cls)}[g.inner]
+    item_cls = _hints(g.owner)[g.core].inner
+    key_core, key_kio = g.key
+    topic_fixed = {
+        f.name: _kio_default(f, _type_info(f.type))
+        for f in dataclasses.fields(topic_cls)
+        if f.name not in (key_kio, g.inner) and not _has_default(f)
+    }
+    if g.scalar is not None:
+        scalar = g.scalar
+        item = operator.attrgetter(scalar)
+    else:
+        item = _to_plan(api, item_cls, _type_info(inner_field.type).inner, skip=key_core)
+    key_of = operator.attrgetter(key_core)
+    get = operator.attrgetter(g.core)
+
+    def to_kio(obj: Any) -> Any:
+        items = get(obj)
+        if items is None:
+            return None
+        return tuple(
+            topic_cls(**topic_fixed, **{key_kio: key, g.inner: tuple(item(p) for p in parts)})
+            for key, parts in _group(items, key_of).items()
         )
-        for topic_id, parts in _group(msg.partitions, lambda p: p.topic_id).items()
-    )
-    return f_req.FetchRequest(
-        cluster_id=None,
-        replica_state=f_req.ReplicaState(
-            replica_id=BrokerId(msg.replica_id), replica_epoch=i64(msg.replica_epoch)
-        ),
-        max_wait=_td32(msg.max_wait_ms),
-        min_bytes=i32(msg.min_bytes),
-        max_bytes=i32(msg.max_bytes),
-        isolation_level=i8(msg.isolation_level),
-        session_id=i32(0),
-        session_epoch=i32(-1),
-        topics=topics,
-        forgotten_topics_data=(),
-        rack_id="",
-    )
+
+    return to_kio
 
 
-def _fetch_request_from_kio(e: f_req.FetchRequest) -> m.FetchRequest:
-    return m.FetchRequest(
-        replica_id=e.replica_state.replica_id,
-        replica_epoch=e.replica_state.replica_epoch,
-        max_wait_ms=_ms(e.max_wait),
-        min_bytes=e.min_bytes,
-        partitions=tuple(
-            m.FetchPartition(
-                topic_id=_uuid_out(t.topic_id),
-                partition=p.partition,
-                current_leader_epoch=p.current_leader_epoch,
-                fetch_offset=p.fetch_offset,
-                last_fetched_epoch=p.last_fetched_epoch,
-                log_start_offset=p.log_start_offset,
-                partition_max_bytes=p.partition_max_bytes,
-            )
-            for t in e.topics
-            for p in t.partitions
-        ),
-        max_bytes=e.max_bytes,
-        isolation_level=e.isolation_level,
-    )
+def _group_from_kio(api: _Api, g: _Group, kf: dataclasses.Field) -> Callable[[Any], Any]:
+    topic_cls = _type_info(kf.type).inner
+    inner_field = {f.name: f for f in dataclasses.fields(topic_cls)}[g.inner]
+    item_info = _hints(g.owner)[g.core]
+    item_cls = item_info.inner
+    key_core, key_kio = g.key
+    key_info = _hints(item_cls)[key_core]
+    key_conv = _value_from_kio(key_info, {f.name: f for f in dataclasses.fields(topic_cls)}[key_kio], api)
+    key_conv = key_conv or (lambda v: v)
+    get = operator.attrgetter(g.kio)
+    get_key = operator.attrgetter(key_kio)
+    get_inner = operator.attrgetter(g.inner)
+    if g.scalar is not None:
+        scalar = g.scalar
+
+        def item(p: Any, key: Any) -> Any:
+            return item_cls(**{key_core: key, scalar: p})
+    else:
+        item = _from_plan(api, item_cls, _type_info(inner_field.type).inner, key=key_core)
+
+    def from_kio(entity: Any) -> Any:
+        topics = get(entity)
+        if topics is None:
+            return None if item_info.optional else ()
+        out = []
+        for t in topics:
+            key = key_conv(get_key(t))
+            out.extend(item(p, key) for p in get_inner(t))
+        return tuple(out)
+
+    return from_kio
 
 
-_NO_DIVERGING_EPOCH = f_resp.EpochEndOffset()
-_NO_CURRENT_LEADER = f_resp.LeaderIdAndEpoch()
+def _to_plan(api: _Api, core: type, kio: type, skip: str | None = None) -> Callable[[Any], Any]:
+    """The compiled core -> kio function for one (core class, kio class) pair; ``skip`` leaves out a
+    core field (the topic of a grouped partition, carried by its topic entity)."""
+    cached = _TO_PLANS.get((core, kio, skip))
+    if cached is not None:
+        return cached
+    core_info = _hints(core)
+    kio_fields = {f.name: f for f in dataclasses.fields(kio)}
+    by_kio = {}
+    for name in core_info:
+        if name == skip:
+            continue
+        kname = _kio_name(api, name, kio_fields)
+        if kname is not None:
+            by_kio[kname] = name
+    groups = {g.kio: g for g in api.groups if g.owner is core}
+    custom = {c.kio: c for c in api.custom if c.owner is core}
+    steps: list[_Step] = []
+    fixed: dict[str, Any] = {}
+    for kf in dataclasses.fields(kio):
+        if kf.name in groups:
+            steps.append((kf.name, None, _group_to_kio(api, groups[kf.name], kf)))
+        elif kf.name in custom:
+            c, kio_type = custom[kf.name], _type_info(kf.type).inner
+            steps.append((kf.name, None, lambda obj, c=c, t=kio_type: c.to(obj, t)))
+        elif kf.name in by_kio:
+            cname = by_kio[kf.name]
+            steps.append((kf.name, cname, _value_to_kio(core_info[cname], kf, api)))
+        elif not _has_default(kf):
+            fixed[kf.name] = _kio_default(kf, _type_info(kf.type))
+    plan = _TO_PLANS[(core, kio, skip)] = _compile(kio, steps, fixed)
+    return plan
 
 
-def _fetch_partition_to_kio(p: m.FetchPartitionResponse) -> f_resp.PartitionData:
-    de = p.diverging_epoch
+def _from_plan(api: _Api, core: type, kio: type, key: str | None = None) -> Callable[..., Any]:
+    """The compiled kio -> core function for one pair; with ``key`` it takes ``(entity, key)`` and
+    ``key`` fills that core field (a grouped partition's topic)."""
+    cached = _FROM_PLANS.get((core, kio, key))
+    if cached is not None:
+        return cached
+    core_info = _hints(core)
+    kio_fields = {f.name: f for f in dataclasses.fields(kio)}
+    groups = {g.core: g for g in api.groups if g.owner is core and g.kio in kio_fields}
+    customs = [c for c in api.custom if c.owner is core and c.kio in kio_fields]
+    covered = {name for c in customs for name in c.covers}
+    core_fields = {f.name: f for f in dataclasses.fields(core)}
+    steps: list[_Step] = []
+    fixed: dict[str, Any] = {}
+    for name, info in core_info.items():
+        if name == key or name in covered:
+            continue
+        if name in groups:
+            g = groups[name]
+            steps.append((name, None, _group_from_kio(api, g, kio_fields[g.kio])))
+            continue
+        kname = _kio_name(api, name, kio_fields)
+        if kname is not None:
+            steps.append((name, kname, _value_from_kio(info, kio_fields[kname], api)))
+        elif name in api.absent:
+            fixed[name] = api.absent[name]
+        elif not _has_default(core_fields[name]):
+            raise TypeError(f"{core.__name__}.{name} has no field in {kio.__module__}.{kio.__name__} "
+                            "and no value in the table's `absent`")
+    plan = _FROM_PLANS[(core, kio, key)] = _compile(core, steps, fixed, tuple(c.frm for c in customs), key)
+    return plan
+
+
+# ========================================================================= the table
+# Custom converters, each for a shape that really differs between the core and Kafka.
+
+def _replica_state_to(msg: Any, kio_type: type) -> Any:
+    # Fetch v15 (KIP-903) moved ReplicaId into a ReplicaState struct with the broker epoch; the core
+    # keeps the two flat, as every older version has them.
+    return kio_type(replica_id=msg.replica_id, replica_epoch=msg.replica_epoch)
+
+
+def _replica_state_from(e: Any) -> dict[str, Any]:
+    return {"replica_id": e.replica_state.replica_id, "replica_epoch": e.replica_state.replica_epoch}
+
+
+_NO_LEADER = (-1, -1)
+
+
+def _current_leader_to(p: Any, kio_type: type) -> Any:
+    # The core's CurrentLeader is a (leader id, leader epoch) pair, None for kio's tagged default.
     cl = p.current_leader
-    return f_resp.PartitionData(
-        partition_index=i32(p.partition),
-        error_code=_ec(p.error_code),
-        high_watermark=i64(p.high_watermark),
-        last_stable_offset=i64(p.last_stable_offset),
-        log_start_offset=i64(p.log_start_offset),
-        diverging_epoch=(
-            _NO_DIVERGING_EPOCH if de is None
-            else f_resp.EpochEndOffset(epoch=i32(de.epoch), end_offset=i64(de.end_offset))
-        ),
-        current_leader=(
-            _NO_CURRENT_LEADER if cl is None
-            else f_resp.LeaderIdAndEpoch(leader_id=BrokerId(cl[0]), leader_epoch=i32(cl[1]))
-        ),
-        snapshot_id=f_resp.SnapshotId(),
-        aborted_transactions=None,
-        preferred_read_replica=BrokerId(-1),
-        records=encode_batches(p.records),
-    )
+    return kio_type() if cl is None else kio_type(leader_id=cl[0], leader_epoch=cl[1])
 
 
-def _fetch_response_to_kio(msg: m.FetchResponse) -> f_resp.FetchResponse:
-    return f_resp.FetchResponse(
-        throttle_time=_td32(msg.throttle_time_ms),
-        error_code=_ec(msg.error_code),
-        session_id=i32(msg.session_id),
-        responses=tuple(
-            f_resp.FetchableTopicResponse(
-                topic_id=topic_id, partitions=tuple(_fetch_partition_to_kio(p) for p in parts)
-            )
-            for topic_id, parts in _group(msg.partitions, lambda p: p.topic_id).items()
-        ),
-    )
+def _current_leader_from(p: Any) -> dict[str, Any]:
+    cl = (p.current_leader.leader_id, p.current_leader.leader_epoch)
+    return {"current_leader": None if cl == _NO_LEADER else cl}
 
 
-def _fetch_partition_from_kio(topic_id: uuid.UUID, p: f_resp.PartitionData) -> m.FetchPartitionResponse:
-    de = p.diverging_epoch
-    cl = p.current_leader
-    return m.FetchPartitionResponse(
-        topic_id=topic_id,
-        partition=p.partition_index,
-        error_code=_code(p.error_code),
-        high_watermark=p.high_watermark,
-        last_stable_offset=p.last_stable_offset,
-        log_start_offset=p.log_start_offset,
-        diverging_epoch=(
-            None if de == _NO_DIVERGING_EPOCH else m.EpochEndOffset(de.epoch, de.end_offset)
-        ),
-        current_leader=None if cl == _NO_CURRENT_LEADER else (cl.leader_id, cl.leader_epoch),
-        records=decode_batches(p.records),
-    )
+def _names_to(field: str) -> Callable[[Any, type], Any]:
+    # A list of topic names in the core is a list of one-field topic entities in Kafka.
+    def to(msg: Any, kio_type: type) -> Any:
+        names = getattr(msg, field)
+        if names is None:
+            return None
+        fixed = {f.name: _kio_default(f, _type_info(f.type)) for f in dataclasses.fields(kio_type)
+                 if f.name != "name" and not _has_default(f)}
+        return tuple(kio_type(name=n, **fixed) for n in names)
+
+    return to
 
 
-def _fetch_response_from_kio(e: f_resp.FetchResponse) -> m.FetchResponse:
-    return m.FetchResponse(
-        error_code=_code(e.error_code),
-        partitions=tuple(
-            _fetch_partition_from_kio(_uuid_out(t.topic_id), p)
-            for t in e.responses
-            for p in t.partitions
-        ),
-        throttle_time_ms=_ms(e.throttle_time),
-        session_id=e.session_id,
-    )
+def _names_from(field: str) -> Callable[[Any], dict[str, Any]]:
+    def frm(e: Any) -> dict[str, Any]:
+        topics = getattr(e, "topics")
+        return {field: None if topics is None else tuple(t.name or "" for t in topics)}
+
+    return frm
 
 
-# ------------------------------------------------------- metadata log fetch (Fetch v15)
+def _assignment_to(t: Any, kio_type: type) -> Any:
+    # CreateTopics: the core's assignment is positional (index = partition index), Kafka's names it.
+    return tuple(kio_type(partition_index=i, broker_ids=tuple(r)) for i, r in enumerate(t.assignment))
+
+
+def _assignment_from(t: Any) -> dict[str, Any]:
+    assignment = sorted(t.assignments, key=lambda a: a.partition_index)
+    if [a.partition_index for a in assignment] != list(range(len(assignment))):
+        raise WireError(f"CreateTopics {t.name!r}: assignment partitions are not 0..n-1")
+    return {"assignment": tuple(tuple(a.broker_ids) for a in assignment)}
+
+
+def _configs_to(t: Any, kio_type: type) -> Any:
+    # CreateTopics: the core's configs are (name, value) pairs.
+    return tuple(kio_type(name=k, value=v) for k, v in t.configs)
+
+
+def _configs_from(t: Any) -> dict[str, Any]:
+    return {"configs": tuple((c.name, c.value) for c in t.configs)}
+
+
+def _check_elect_leaders(msg: Any, version: int) -> None:
+    if msg.election_type not in (m.ELECTION_PREFERRED, m.ELECTION_UNCLEAN):
+        raise UnsupportedVersionError(
+            f"ElectLeaders election_type {msg.election_type} needs ElectLeaders v3 (KIP-966), "
+            "which kio has no schema for; v2 knows only 0 (PREFERRED) and 1 (UNCLEAN)"
+        )
+    if version == 0 and msg.election_type != m.ELECTION_PREFERRED:
+        raise UnsupportedVersionError("ElectLeaders v0 elects preferred leaders only")
+    if any(p.desired_leader != -1 for p in msg.partitions):
+        raise UnsupportedVersionError(
+            "ElectLeaders DesiredLeaders needs ElectLeaders v3 (KIP-966), which kio has no schema for"
+        )
+
+
+def _by_topic(owner: type, core: str, kio: str, inner: str, key: tuple[str, str] = ("topic", "name"),
+              scalar: str | None = None) -> _Group:
+    return _Group(owner, core, kio, key, inner, scalar)
+
+
+_BY_ID = ("topic_id", "topic_id")
+
+#: The table: one row per API. ``versions``: what decode_request accepts and encode_response answers.
+_APIS: tuple[_Api, ...] = (
+    _Api(m.FetchRequest, m.FetchResponse, range(13, 16),
+         renames={"partition": "partition_index"},
+         groups=(
+             # FetchPartition keeps Kafka's name "partition"; the rename is for the response's.
+             _Group(m.FetchRequest, "partitions", "topics", _BY_ID, "partitions"),
+             _Group(m.FetchResponse, "partitions", "responses", _BY_ID, "partitions"),
+         ),
+         custom=(
+             _Custom(m.FetchRequest, "replica_state", ("replica_id", "replica_epoch"),
+                     _replica_state_to, _replica_state_from),
+             _Custom(m.FetchPartitionResponse, "current_leader", ("current_leader",),
+                     _current_leader_to, _current_leader_from),
+         ),
+         absent={"replica_epoch": -1}),
+    # Inter-broker only (kraftlog to kraftlog): v3 (KIP-903's NewIsrWithEpochs) alone.
+    _Api(m.AlterPartitionRequest, m.AlterPartitionResponse, range(3, 4),
+         renames={"partition": "partition_index"},
+         groups=(_Group(m.AlterPartitionRequest, "partitions", "topics", _BY_ID, "partitions"),
+                 _Group(m.AlterPartitionResponse, "partitions", "topics", _BY_ID, "partitions"))),
+    _Api(m.BrokerRegistrationRequest, m.BrokerRegistrationResponse, range(4, 5)),
+    _Api(m.BrokerHeartbeatRequest, m.BrokerHeartbeatResponse, range(1, 2)),
+    _Api(m.ProduceRequest, m.ProduceResponse, range(3, 10),
+         renames={"partition": "index"},
+         groups=(_by_topic(m.ProduceRequest, "partitions", "topic_data", "partition_data"),
+                 _by_topic(m.ProduceResponse, "partitions", "responses", "partition_responses"))),
+    _Api(m.ListOffsetsRequest, m.ListOffsetsResponse, range(1, 8),
+         renames={"partition": "partition_index"},
+         groups=(_by_topic(m.ListOffsetsRequest, "partitions", "topics", "partitions"),
+                 _by_topic(m.ListOffsetsResponse, "partitions", "topics", "partitions"))),
+    _Api(m.OffsetForLeaderEpochRequest, m.OffsetForLeaderEpochResponse, range(2, 5),
+         groups=(_by_topic(m.OffsetForLeaderEpochRequest, "partitions", "topics", "partitions",
+                           key=("topic", "topic")),
+                 _by_topic(m.OffsetForLeaderEpochResponse, "partitions", "topics", "partitions",
+                           key=("topic", "topic"))),
+         absent={"replica_id": -2}),  # before v3 only consumers sent it: Kafka's CONSUMER_REPLICA_ID
+    # Topic ids are v10+ (older versions answer with names alone: the core's ZERO_UUID).
+    _Api(m.MetadataRequest, m.MetadataResponse, range(1, 13),
+         absent={"topic_id": _ZERO_UUID, "leader_epoch": -1},  # leader epochs are v7+
+         custom=(_Custom(m.MetadataRequest, "topics", ("topics",), _names_to("topics"),
+                         _names_from("topics")),)),
+    _Api(m.CreateTopicsRequest, m.CreateTopicsResponse, range(2, 8),
+         custom=(_Custom(m.CreatableTopic, "assignments", ("assignment",), _assignment_to,
+                         _assignment_from),
+                 _Custom(m.CreatableTopic, "configs", ("configs",), _configs_to, _configs_from))),
+    _Api(m.IncrementalAlterConfigsRequest, m.IncrementalAlterConfigsResponse, range(0, 2)),
+    _Api(m.ElectLeadersRequest, m.ElectLeadersResponse, range(0, 3),
+         renames={"partition": "partition_id"},
+         groups=(_by_topic(m.ElectLeadersRequest, "partitions", "topic_partitions", "partitions",
+                           key=("topic", "topic"), scalar="partition"),
+                 _by_topic(m.ElectLeadersResponse, "results", "replica_election_results",
+                           "partition_result", key=("topic", "topic"))),
+         # v0 elects preferred leaders and has no top-level error code.
+         absent={"election_type": m.ELECTION_PREFERRED, "error_code": Errors.NONE},
+         check=_check_elect_leaders),
+    _Api(m.DescribeTopicPartitionsRequest, m.DescribeTopicPartitionsResponse, range(0, 1),
+         custom=(_Custom(m.DescribeTopicPartitionsRequest, "topics", ("topics",), _names_to("topics"),
+                         _names_from("topics")),)),
+    _Api(m.FindCoordinatorRequest, m.FindCoordinatorResponse, range(0, 5),
+         custom=(_Custom(m.FindCoordinatorRequest, "key", ("coordinator_keys",),
+                         lambda msg, t: _one_key(msg, t), lambda e: {"coordinator_keys": (e.key,)}),),
+         absent={"key_type": m.COORDINATOR_GROUP, "key": ""}),  # v0: groups only
+    _Api(m.OffsetCommitRequest, m.OffsetCommitResponse, range(2, 9),
+         renames={"partition": "partition_index"},
+         groups=(_by_topic(m.OffsetCommitRequest, "partitions", "topics", "partitions"),
+                 _by_topic(m.OffsetCommitResponse, "partitions", "topics", "partitions"))),
+    # v8 is mapped by hand (its Groups list, below); v1-v7 carry the one group at the top level.
+    _Api(m.OffsetFetchRequest, m.OffsetFetchResponse, range(1, 9),
+         renames={"partition": "partition_index"},
+         groups=(_by_topic(m.OffsetFetchResponse, "partitions", "topics", "partitions"),),
+         custom=(_Custom(m.OffsetFetchRequest, "topics", ("partitions",),
+                         lambda msg, t: _pairs_to(msg, t), lambda e: _pairs_from(e)),),
+         # Before v8 a response does not name its group; the top-level error code is v2+.
+         absent={"group_id": "", "error_code": Errors.NONE}),
+    _Api(m.InitProducerIdRequest, m.InitProducerIdResponse, range(0, 5)),
+)
+
+
+# ------------------------------------------------ whole-message shapes that really differ
+# The metadata log fetch: the core's MetadataFetchRequest/Response is a KRaft observer's Fetch of
+# ``__cluster_metadata`` partition 0 (Fetch v15, the only version a broker sends the controller):
+# one fixed topic and partition, and the records are metadata records as JSON values of one v2
+# batch -- nothing here is a field-for-field copy.
 _METADATA_MIN_BYTES = 1
 _METADATA_PARTITION_MAX_BYTES = 1048576
 #: Timestamp and partition leader epoch of the batch that carries metadata records: the core's
@@ -525,25 +909,22 @@ _METADATA_BATCH_TIMESTAMP = 0
 _METADATA_BATCH_LEADER_EPOCH = 0
 
 
-def _metadata_fetch_request_to_kio(msg: m.MetadataFetchRequest) -> f_req.FetchRequest:
-    return f_req.FetchRequest(
+def _metadata_fetch_request_to_kio(msg: m.MetadataFetchRequest, version: int) -> Any:
+    f_req = _schema(m.FetchRequest.API_KEY, version, request=True)
+    mod = sys.modules[f_req.__module__]
+    return f_req(
         cluster_id=None,
-        replica_state=f_req.ReplicaState(
-            replica_id=BrokerId(msg.replica_id), replica_epoch=i64(msg.replica_epoch)
-        ),
-        max_wait=_td32(msg.max_wait_ms),
-        min_bytes=i32(_METADATA_MIN_BYTES),
+        replica_state=mod.ReplicaState(replica_id=msg.replica_id, replica_epoch=msg.replica_epoch),
+        max_wait=_td(msg.max_wait_ms),
+        min_bytes=_METADATA_MIN_BYTES,
         topics=(
-            f_req.FetchTopic(
+            mod.FetchTopic(
                 topic_id=m.METADATA_TOPIC_ID,
                 partitions=(
-                    f_req.FetchPartition(
-                        partition=i32(0),
-                        current_leader_epoch=i32(-1),
-                        fetch_offset=i64(msg.fetch_offset),
-                        last_fetched_epoch=i32(-1),
-                        log_start_offset=i64(-1),
-                        partition_max_bytes=i32(_METADATA_PARTITION_MAX_BYTES),
+                    mod.FetchPartition(
+                        partition=0, current_leader_epoch=-1, fetch_offset=msg.fetch_offset,
+                        last_fetched_epoch=-1, log_start_offset=-1,
+                        partition_max_bytes=_METADATA_PARTITION_MAX_BYTES,
                     ),
                 ),
             ),
@@ -553,7 +934,7 @@ def _metadata_fetch_request_to_kio(msg: m.MetadataFetchRequest) -> f_req.FetchRe
     )
 
 
-def _metadata_fetch_request_from_kio(e: f_req.FetchRequest) -> m.MetadataFetchRequest:
+def _metadata_fetch_request_from_kio(e: Any) -> m.MetadataFetchRequest:
     parts = [p for t in e.topics if t.topic_id == m.METADATA_TOPIC_ID for p in t.partitions]
     if len(parts) != 1 or parts[0].partition != 0:
         raise WireError("a metadata fetch names exactly __cluster_metadata partition 0")
@@ -565,17 +946,9 @@ def _metadata_fetch_request_from_kio(e: f_req.FetchRequest) -> m.MetadataFetchRe
     )
 
 
-def _is_metadata_fetch(topic_ids: list[uuid.UUID | None]) -> bool:
-    return len(topic_ids) == 1 and topic_ids[0] == m.METADATA_TOPIC_ID
-
-
-def _any_fetch_request_from_kio(e: f_req.FetchRequest) -> object:
-    if _is_metadata_fetch([t.topic_id for t in e.topics]):
-        return _metadata_fetch_request_from_kio(e)
-    return _fetch_request_from_kio(e)
-
-
-def _metadata_fetch_response_to_kio(msg: m.MetadataFetchResponse) -> f_resp.FetchResponse:
+def _metadata_fetch_response_to_kio(msg: m.MetadataFetchResponse, version: int) -> Any:
+    f_resp = _schema(m.FetchRequest.API_KEY, version, request=False)
+    mod = sys.modules[f_resp.__module__]
     if msg.records:
         batch = RecordBatch(
             base_offset=msg.base_offset,
@@ -592,20 +965,20 @@ def _metadata_fetch_response_to_kio(msg: m.MetadataFetchResponse) -> f_resp.Fetc
         records = b""
         # No batch carries the base offset; the (otherwise unused) LSO does.
         last_stable_offset = msg.base_offset
-    return f_resp.FetchResponse(
-        throttle_time=_td32(0),
+    return f_resp(
+        throttle_time=_td(0),
         error_code=ErrorCode.none,
-        session_id=i32(0),
+        session_id=0,
         responses=(
-            f_resp.FetchableTopicResponse(
+            mod.FetchableTopicResponse(
                 topic_id=m.METADATA_TOPIC_ID,
                 partitions=(
-                    f_resp.PartitionData(
-                        partition_index=i32(0),
+                    mod.PartitionData(
+                        partition_index=0,
                         error_code=_ec(msg.error_code),
-                        high_watermark=i64(msg.high_watermark),
-                        last_stable_offset=i64(last_stable_offset),
-                        log_start_offset=i64(0),
+                        high_watermark=msg.high_watermark,
+                        last_stable_offset=last_stable_offset,
+                        log_start_offset=0,
                         aborted_transactions=None,
                         records=records,
                     ),
@@ -615,7 +988,7 @@ def _metadata_fetch_response_to_kio(msg: m.MetadataFetchResponse) -> f_resp.Fetc
     )
 
 
-def _metadata_fetch_response_from_kio(e: f_resp.FetchResponse) -> m.MetadataFetchResponse:
+def _metadata_fetch_response_from_kio(e: Any) -> m.MetadataFetchResponse:
     parts = [p for t in e.responses if t.topic_id == m.METADATA_TOPIC_ID for p in t.partitions]
     if not parts:
         return m.MetadataFetchResponse(
@@ -638,1212 +1011,128 @@ def _metadata_fetch_response_from_kio(e: f_resp.FetchResponse) -> m.MetadataFetc
     )
 
 
-def _any_fetch_response_from_kio(e: f_resp.FetchResponse) -> object:
-    if _is_metadata_fetch([t.topic_id for t in e.responses]):
-        return _metadata_fetch_response_from_kio(e)
-    return _fetch_response_from_kio(e)
-
-
-# ---------------------------------------------------------------------- AlterPartition v3
-def _alter_partition_request_to_kio(msg: m.AlterPartitionRequest) -> ap_req.AlterPartitionRequest:
-    return ap_req.AlterPartitionRequest(
-        broker_id=BrokerId(msg.broker_id),
-        broker_epoch=i64(msg.broker_epoch),
-        topics=tuple(
-            ap_req.TopicData(
-                topic_id=topic_id,
-                partitions=tuple(
-                    ap_req.PartitionData(
-                        partition_index=i32(p.partition),
-                        leader_epoch=i32(p.leader_epoch),
-                        new_isr_with_epochs=tuple(
-                            ap_req.BrokerState(
-                                broker_id=BrokerId(b.broker_id), broker_epoch=i64(b.broker_epoch)
-                            )
-                            for b in p.new_isr_with_epochs
-                        ),
-                        leader_recovery_state=i8(p.leader_recovery_state),
-                        partition_epoch=i32(p.partition_epoch),
-                    )
-                    for p in parts
-                ),
-            )
-            for topic_id, parts in _group(msg.partitions, lambda p: p.topic_id).items()
-        ),
-    )
-
-
-def _alter_partition_request_from_kio(e: ap_req.AlterPartitionRequest) -> m.AlterPartitionRequest:
-    return m.AlterPartitionRequest(
-        broker_id=e.broker_id,
-        broker_epoch=e.broker_epoch,
-        partitions=tuple(
-            m.AlterPartitionItem(
-                topic_id=_uuid_out(t.topic_id),
-                partition=p.partition_index,
-                leader_epoch=p.leader_epoch,
-                new_isr_with_epochs=tuple(
-                    m.BrokerState(b.broker_id, b.broker_epoch) for b in p.new_isr_with_epochs
-                ),
-                partition_epoch=p.partition_epoch,
-                leader_recovery_state=p.leader_recovery_state,
-            )
-            for t in e.topics
-            for p in t.partitions
-        ),
-    )
-
-
-def _alter_partition_response_to_kio(msg: m.AlterPartitionResponse) -> ap_resp.AlterPartitionResponse:
-    return ap_resp.AlterPartitionResponse(
-        throttle_time=_td32(msg.throttle_time_ms),
-        error_code=_ec(msg.error_code),
-        topics=tuple(
-            ap_resp.TopicData(
-                topic_id=topic_id,
-                partitions=tuple(
-                    ap_resp.PartitionData(
-                        partition_index=i32(p.partition),
-                        error_code=_ec(p.error_code),
-                        leader_id=BrokerId(p.leader_id),
-                        leader_epoch=i32(p.leader_epoch),
-                        isr=tuple(BrokerId(b) for b in p.isr),
-                        leader_recovery_state=i8(p.leader_recovery_state),
-                        partition_epoch=i32(p.partition_epoch),
-                    )
-                    for p in parts
-                ),
-            )
-            for topic_id, parts in _group(msg.partitions, lambda p: p.topic_id).items()
-        ),
-    )
-
-
-def _alter_partition_response_from_kio(e: ap_resp.AlterPartitionResponse) -> m.AlterPartitionResponse:
-    return m.AlterPartitionResponse(
-        error_code=_code(e.error_code),
-        partitions=tuple(
-            m.AlterPartitionResponseItem(
-                topic_id=_uuid_out(t.topic_id),
-                partition=p.partition_index,
-                error_code=_code(p.error_code),
-                leader_id=p.leader_id,
-                leader_epoch=p.leader_epoch,
-                isr=tuple(p.isr),
-                leader_recovery_state=p.leader_recovery_state,
-                partition_epoch=p.partition_epoch,
-            )
-            for t in e.topics
-            for p in t.partitions
-        ),
-        throttle_time_ms=_ms(e.throttle_time),
-    )
-
-
-# ------------------------------------------------------------------ BrokerRegistration v4
-def _broker_registration_request_to_kio(
-    msg: m.BrokerRegistrationRequest,
-) -> br_req.BrokerRegistrationRequest:
-    return br_req.BrokerRegistrationRequest(
-        broker_id=BrokerId(msg.broker_id),
-        cluster_id=msg.cluster_id,
-        incarnation_id=msg.incarnation_id,
-        listeners=(),
-        features=(),
-        rack=msg.rack,
-        is_migrating_zk_broker=False,
-        log_dirs=(),
-        previous_broker_epoch=i64(msg.previous_broker_epoch),
-    )
-
-
-def _broker_registration_request_from_kio(
-    e: br_req.BrokerRegistrationRequest,
-) -> m.BrokerRegistrationRequest:
-    return m.BrokerRegistrationRequest(
-        broker_id=e.broker_id,
-        cluster_id=e.cluster_id,
-        incarnation_id=_uuid_out(e.incarnation_id),
-        rack=e.rack,
-        previous_broker_epoch=e.previous_broker_epoch,
-    )
-
-
-def _broker_registration_response_to_kio(
-    msg: m.BrokerRegistrationResponse,
-) -> br_resp.BrokerRegistrationResponse:
-    return br_resp.BrokerRegistrationResponse(
-        throttle_time=_td32(msg.throttle_time_ms),
-        error_code=_ec(msg.error_code),
-        broker_epoch=i64(msg.broker_epoch),
-    )
-
-
-def _broker_registration_response_from_kio(
-    e: br_resp.BrokerRegistrationResponse,
-) -> m.BrokerRegistrationResponse:
-    return m.BrokerRegistrationResponse(
-        error_code=_code(e.error_code),
-        broker_epoch=e.broker_epoch,
-        throttle_time_ms=_ms(e.throttle_time),
-    )
-
-
-# --------------------------------------------------------------------- BrokerHeartbeat v1
-def _broker_heartbeat_request_to_kio(msg: m.BrokerHeartbeatRequest) -> bh_req.BrokerHeartbeatRequest:
-    return bh_req.BrokerHeartbeatRequest(
-        broker_id=BrokerId(msg.broker_id),
-        broker_epoch=i64(msg.broker_epoch),
-        current_metadata_offset=i64(msg.current_metadata_offset),
-        want_fence=msg.want_fence,
-        want_shut_down=msg.want_shut_down,
-        offline_log_dirs=(),
-    )
-
-
-def _broker_heartbeat_request_from_kio(e: bh_req.BrokerHeartbeatRequest) -> m.BrokerHeartbeatRequest:
-    return m.BrokerHeartbeatRequest(
-        broker_id=e.broker_id,
-        broker_epoch=e.broker_epoch,
-        current_metadata_offset=e.current_metadata_offset,
-        want_fence=e.want_fence,
-        want_shut_down=e.want_shut_down,
-    )
-
-
-def _broker_heartbeat_response_to_kio(
-    msg: m.BrokerHeartbeatResponse,
-) -> bh_resp.BrokerHeartbeatResponse:
-    return bh_resp.BrokerHeartbeatResponse(
-        throttle_time=_td32(msg.throttle_time_ms),
-        error_code=_ec(msg.error_code),
-        is_caught_up=msg.is_caught_up,
-        is_fenced=msg.is_fenced,
-        should_shut_down=msg.should_shut_down,
-    )
-
-
-def _broker_heartbeat_response_from_kio(
-    e: bh_resp.BrokerHeartbeatResponse,
-) -> m.BrokerHeartbeatResponse:
-    return m.BrokerHeartbeatResponse(
-        error_code=_code(e.error_code),
-        is_caught_up=e.is_caught_up,
-        is_fenced=e.is_fenced,
-        should_shut_down=e.should_shut_down,
-        throttle_time_ms=_ms(e.throttle_time),
-    )
-
-
-# ----------------------------------------------------------------------------- Produce v9
-def _produce_request_to_kio(msg: m.ProduceRequest) -> p_req.ProduceRequest:
-    return p_req.ProduceRequest(
-        transactional_id=msg.transactional_id,
-        acks=i16(msg.acks),
-        timeout=_td32(msg.timeout_ms),
-        topic_data=tuple(
-            p_req.TopicProduceData(
-                name=TopicName(topic),
-                partition_data=tuple(
-                    p_req.PartitionProduceData(
-                        index=i32(p.partition), records=encode_batches(p.records)
-                    )
-                    for p in parts
-                ),
-            )
-            for topic, parts in _group(msg.partitions, lambda p: p.topic).items()
-        ),
-    )
-
-
-def _produce_request_from_kio(e: p_req.ProduceRequest) -> m.ProduceRequest:
-    return m.ProduceRequest(
-        acks=e.acks,
-        timeout_ms=_ms(e.timeout),
-        partitions=tuple(
-            m.ProducePartition(
-                topic=t.name, partition=p.index, records=decode_batches(p.records)
-            )
-            for t in e.topic_data
-            for p in t.partition_data
-        ),
-        transactional_id=e.transactional_id,
-    )
-
-
-def _ms_to_datetime(ms: int) -> datetime.datetime | None:
-    return None if ms == -1 else _EPOCH + datetime.timedelta(milliseconds=ms)
-
-
-def _datetime_to_ms(dt: datetime.datetime | None) -> int:
-    return -1 if dt is None else (dt - _EPOCH) // _ONE_MS
-
-
-def _produce_response_to_kio(msg: m.ProduceResponse) -> p_resp.ProduceResponse:
-    return p_resp.ProduceResponse(
-        responses=tuple(
-            p_resp.TopicProduceResponse(
-                name=TopicName(topic),
-                partition_responses=tuple(
-                    p_resp.PartitionProduceResponse(
-                        index=i32(p.partition),
-                        error_code=_ec(p.error_code),
-                        base_offset=i64(p.base_offset),
-                        # kio's TZAware type admits whole seconds only; the field's writer
-                        # takes any aware datetime and writes exact ms.
-                        log_append_time=_ms_to_datetime(p.log_append_time_ms),  # type: ignore[arg-type]
-                        log_start_offset=i64(p.log_start_offset),
-                        record_errors=(),
-                        error_message=None,
-                    )
-                    for p in parts
-                ),
-            )
-            for topic, parts in _group(msg.partitions, lambda p: p.topic).items()
-        ),
-        throttle_time=_td32(msg.throttle_time_ms),
-    )
-
-
-def _produce_response_from_kio(e: p_resp.ProduceResponse) -> m.ProduceResponse:
-    return m.ProduceResponse(
-        partitions=tuple(
-            m.ProducePartitionResponse(
-                topic=t.name,
-                partition=p.index,
-                error_code=_code(p.error_code),
-                base_offset=p.base_offset,
-                log_append_time_ms=_datetime_to_ms(p.log_append_time),
-                log_start_offset=p.log_start_offset,
-            )
-            for t in e.responses
-            for p in t.partition_responses
-        ),
-        throttle_time_ms=_ms(e.throttle_time),
-    )
-
-
-# ------------------------------------------------------------------------- ListOffsets v7
-def _list_offsets_request_to_kio(msg: m.ListOffsetsRequest) -> lo_req.ListOffsetsRequest:
-    return lo_req.ListOffsetsRequest(
-        replica_id=BrokerId(msg.replica_id),
-        isolation_level=i8(msg.isolation_level),
-        topics=tuple(
-            lo_req.ListOffsetsTopic(
-                name=TopicName(topic),
-                partitions=tuple(
-                    lo_req.ListOffsetsPartition(
-                        partition_index=i32(p.partition),
-                        current_leader_epoch=i32(p.current_leader_epoch),
-                        timestamp=i64(p.timestamp),
-                    )
-                    for p in parts
-                ),
-            )
-            for topic, parts in _group(msg.partitions, lambda p: p.topic).items()
-        ),
-    )
-
-
-def _list_offsets_request_from_kio(e: lo_req.ListOffsetsRequest) -> m.ListOffsetsRequest:
-    return m.ListOffsetsRequest(
-        replica_id=e.replica_id,
-        partitions=tuple(
-            m.ListOffsetsPartition(
-                topic=t.name,
-                partition=p.partition_index,
-                timestamp=p.timestamp,
-                current_leader_epoch=p.current_leader_epoch,
-            )
-            for t in e.topics
-            for p in t.partitions
-        ),
-        isolation_level=e.isolation_level,
-    )
-
-
-def _list_offsets_response_to_kio(msg: m.ListOffsetsResponse) -> lo_resp.ListOffsetsResponse:
-    return lo_resp.ListOffsetsResponse(
-        throttle_time=_td32(msg.throttle_time_ms),
-        topics=tuple(
-            lo_resp.ListOffsetsTopicResponse(
-                name=TopicName(topic),
-                partitions=tuple(
-                    lo_resp.ListOffsetsPartitionResponse(
-                        partition_index=i32(p.partition),
-                        error_code=_ec(p.error_code),
-                        timestamp=i64(p.timestamp),
-                        offset=i64(p.offset),
-                        leader_epoch=i32(p.leader_epoch),
-                    )
-                    for p in parts
-                ),
-            )
-            for topic, parts in _group(msg.partitions, lambda p: p.topic).items()
-        ),
-    )
-
-
-def _list_offsets_response_from_kio(e: lo_resp.ListOffsetsResponse) -> m.ListOffsetsResponse:
-    return m.ListOffsetsResponse(
-        partitions=tuple(
-            m.ListOffsetsPartitionResponse(
-                topic=t.name,
-                partition=p.partition_index,
-                error_code=_code(p.error_code),
-                timestamp=p.timestamp,
-                offset=p.offset,
-                leader_epoch=p.leader_epoch,
-            )
-            for t in e.topics
-            for p in t.partitions
-        ),
-        throttle_time_ms=_ms(e.throttle_time),
-    )
-
-
-# ---------------------------------------------------------------- OffsetForLeaderEpoch v4
-def _ofle_request_to_kio(msg: m.OffsetForLeaderEpochRequest) -> ofle_req.OffsetForLeaderEpochRequest:
-    return ofle_req.OffsetForLeaderEpochRequest(
-        replica_id=BrokerId(msg.replica_id),
-        topics=tuple(
-            ofle_req.OffsetForLeaderTopic(
-                topic=TopicName(topic),
-                partitions=tuple(
-                    ofle_req.OffsetForLeaderPartition(
-                        partition=i32(p.partition),
-                        current_leader_epoch=i32(p.current_leader_epoch),
-                        leader_epoch=i32(p.leader_epoch),
-                    )
-                    for p in parts
-                ),
-            )
-            for topic, parts in _group(msg.partitions, lambda p: p.topic).items()
-        ),
-    )
-
-
-def _ofle_request_from_kio(e: ofle_req.OffsetForLeaderEpochRequest) -> m.OffsetForLeaderEpochRequest:
-    return m.OffsetForLeaderEpochRequest(
-        replica_id=e.replica_id,
-        partitions=tuple(
-            m.OffsetForLeaderEpochPartition(
-                topic=t.topic,
-                partition=p.partition,
-                current_leader_epoch=p.current_leader_epoch,
-                leader_epoch=p.leader_epoch,
-            )
-            for t in e.topics
-            for p in t.partitions
-        ),
-    )
-
-
-def _ofle_response_to_kio(
-    msg: m.OffsetForLeaderEpochResponse,
-) -> ofle_resp.OffsetForLeaderEpochResponse:
-    return ofle_resp.OffsetForLeaderEpochResponse(
-        throttle_time=_td32(msg.throttle_time_ms),
-        topics=tuple(
-            ofle_resp.OffsetForLeaderTopicResult(
-                topic=TopicName(topic),
-                partitions=tuple(
-                    ofle_resp.EpochEndOffset(
-                        error_code=_ec(p.error_code),
-                        partition=i32(p.partition),
-                        leader_epoch=i32(p.leader_epoch),
-                        end_offset=i64(p.end_offset),
-                    )
-                    for p in parts
-                ),
-            )
-            for topic, parts in _group(msg.partitions, lambda p: p.topic).items()
-        ),
-    )
-
-
-def _ofle_response_from_kio(
-    e: ofle_resp.OffsetForLeaderEpochResponse,
-) -> m.OffsetForLeaderEpochResponse:
-    return m.OffsetForLeaderEpochResponse(
-        partitions=tuple(
-            m.OffsetForLeaderEpochPartitionResponse(
-                topic=t.topic,
-                partition=p.partition,
-                error_code=_code(p.error_code),
-                leader_epoch=p.leader_epoch,
-                end_offset=p.end_offset,
-            )
-            for t in e.topics
-            for p in t.partitions
-        ),
-        throttle_time_ms=_ms(e.throttle_time),
-    )
-
-
-# ---------------------------------------------------------------------------- Metadata v12
-def _metadata_request_to_kio(msg: m.MetadataRequest) -> md_req.MetadataRequest:
-    return md_req.MetadataRequest(
-        topics=(
-            None if msg.topics is None
-            else tuple(
-                md_req.MetadataRequestTopic(topic_id=None, name=TopicName(t)) for t in msg.topics
-            )
-        ),
-        # kraftlog never auto-creates topics.
-        allow_auto_topic_creation=False,
-        include_topic_authorized_operations=False,
-    )
-
-
-def _metadata_request_from_kio(e: md_req.MetadataRequest) -> m.MetadataRequest:
-    return m.MetadataRequest(
-        topics=None if e.topics is None else tuple(t.name or "" for t in e.topics)
-    )
-
-
-def _metadata_response_to_kio(msg: m.MetadataResponse) -> md_resp.MetadataResponse:
-    return md_resp.MetadataResponse(
-        throttle_time=_td32(msg.throttle_time_ms),
-        brokers=tuple(
-            md_resp.MetadataResponseBroker(
-                node_id=BrokerId(b.node_id), host=b.host, port=i32(b.port), rack=b.rack
-            )
-            for b in msg.brokers
-        ),
-        cluster_id=msg.cluster_id,
-        controller_id=BrokerId(msg.controller_id),
-        topics=tuple(
-            md_resp.MetadataResponseTopic(
-                error_code=_ec(t.error_code),
-                name=TopicName(t.name),
-                topic_id=t.topic_id,
-                is_internal=False,
-                partitions=tuple(
-                    md_resp.MetadataResponsePartition(
-                        error_code=_ec(p.error_code),
-                        partition_index=i32(p.partition_index),
-                        leader_id=BrokerId(p.leader_id),
-                        leader_epoch=i32(p.leader_epoch),
-                        replica_nodes=tuple(BrokerId(r) for r in p.replica_nodes),
-                        isr_nodes=tuple(BrokerId(r) for r in p.isr_nodes),
-                        offline_replicas=tuple(BrokerId(r) for r in p.offline_replicas),
-                    )
-                    for p in t.partitions
-                ),
-            )
-            for t in msg.topics
-        ),
-    )
-
-
-def _metadata_response_from_kio(e: md_resp.MetadataResponse) -> m.MetadataResponse:
-    return m.MetadataResponse(
-        brokers=tuple(m.MetadataBroker(b.node_id, b.host, b.port, b.rack) for b in e.brokers),
-        controller_id=e.controller_id,
-        topics=tuple(
-            m.MetadataTopic(
-                error_code=_code(t.error_code),
-                name=t.name or "",
-                topic_id=_uuid_out(t.topic_id),
-                partitions=tuple(
-                    m.MetadataPartition(
-                        error_code=_code(p.error_code),
-                        partition_index=p.partition_index,
-                        leader_id=p.leader_id,
-                        leader_epoch=p.leader_epoch,
-                        replica_nodes=tuple(p.replica_nodes),
-                        isr_nodes=tuple(p.isr_nodes),
-                        offline_replicas=tuple(p.offline_replicas),
-                    )
-                    for p in t.partitions
-                ),
-            )
-            for t in e.topics
-        ),
-        cluster_id=e.cluster_id,
-        throttle_time_ms=_ms(e.throttle_time),
-    )
-
-
-# ------------------------------------------------------------------------ CreateTopics v7
-def _create_topics_request_to_kio(msg: m.CreateTopicsRequest) -> ct_req.CreateTopicsRequest:
-    return ct_req.CreateTopicsRequest(
-        topics=tuple(
-            ct_req.CreatableTopic(
-                name=TopicName(t.name),
-                num_partitions=i32(t.num_partitions),
-                replication_factor=i16(t.replication_factor),
-                assignments=tuple(
-                    ct_req.CreatableReplicaAssignment(
-                        partition_index=i32(index),
-                        broker_ids=tuple(BrokerId(b) for b in replicas),
-                    )
-                    for index, replicas in enumerate(t.assignment)
-                ),
-                configs=tuple(
-                    ct_req.CreatableTopicConfig(name=name, value=value) for name, value in t.configs
-                ),
-            )
-            for t in msg.topics
-        ),
-        timeout=_td32(msg.timeout_ms),
-        validate_only=False,
-    )
-
-
-def _create_topics_request_from_kio(e: ct_req.CreateTopicsRequest) -> m.CreateTopicsRequest:
-    topics = []
-    for t in e.topics:
-        assignment = sorted(t.assignments, key=lambda a: a.partition_index)
-        if [a.partition_index for a in assignment] != list(range(len(assignment))):
-            raise WireError(f"CreateTopics {t.name!r}: assignment partitions are not 0..n-1")
-        topics.append(
-            m.CreatableTopic(
-                name=t.name,
-                num_partitions=t.num_partitions,
-                replication_factor=t.replication_factor,
-                assignment=tuple(tuple(a.broker_ids) for a in assignment),
-                configs=tuple((c.name, c.value) for c in t.configs),
-            )
-        )
-    return m.CreateTopicsRequest(topics=tuple(topics), timeout_ms=_ms(e.timeout))
-
-
-def _create_topics_response_to_kio(msg: m.CreateTopicsResponse) -> ct_resp.CreateTopicsResponse:
-    return ct_resp.CreateTopicsResponse(
-        throttle_time=_td32(msg.throttle_time_ms),
-        topics=tuple(
-            ct_resp.CreatableTopicResult(
-                name=TopicName(t.name),
-                topic_id=t.topic_id,
-                error_code=_ec(t.error_code),
-                error_message=t.error_message,
-                num_partitions=i32(-1),
-                replication_factor=i16(-1),
-                configs=(),
-            )
-            for t in msg.topics
-        ),
-    )
-
-
-def _create_topics_response_from_kio(e: ct_resp.CreateTopicsResponse) -> m.CreateTopicsResponse:
-    return m.CreateTopicsResponse(
-        topics=tuple(
-            m.CreateTopicResult(
-                name=t.name,
-                error_code=_code(t.error_code),
-                topic_id=t.topic_id,
-                error_message=t.error_message,
-            )
-            for t in e.topics
-        ),
-        throttle_time_ms=_ms(e.throttle_time),
-    )
-
-
-# ------------------------------------------------------------- IncrementalAlterConfigs v1
-def _iac_request_to_kio(
-    msg: m.IncrementalAlterConfigsRequest,
-) -> iac_req.IncrementalAlterConfigsRequest:
-    return iac_req.IncrementalAlterConfigsRequest(
-        resources=tuple(
-            iac_req.AlterConfigsResource(
-                resource_type=i8(r.resource_type),
-                resource_name=r.resource_name,
-                configs=tuple(
-                    iac_req.AlterableConfig(
-                        name=c.name, config_operation=i8(c.config_operation), value=c.value
-                    )
-                    for c in r.configs
-                ),
-            )
-            for r in msg.resources
-        ),
-        validate_only=msg.validate_only,
-    )
-
-
-def _iac_request_from_kio(
-    e: iac_req.IncrementalAlterConfigsRequest,
-) -> m.IncrementalAlterConfigsRequest:
-    return m.IncrementalAlterConfigsRequest(
-        resources=tuple(
-            m.AlterConfigsResource(
-                resource_type=r.resource_type,
-                resource_name=r.resource_name,
-                configs=tuple(
-                    m.AlterableConfig(c.name, c.config_operation, c.value) for c in r.configs
-                ),
-            )
-            for r in e.resources
-        ),
-        validate_only=e.validate_only,
-    )
-
-
-def _iac_response_to_kio(
-    msg: m.IncrementalAlterConfigsResponse,
-) -> iac_resp.IncrementalAlterConfigsResponse:
-    return iac_resp.IncrementalAlterConfigsResponse(
-        throttle_time=_td32(msg.throttle_time_ms),
-        responses=tuple(
-            iac_resp.AlterConfigsResourceResponse(
-                error_code=_ec(r.error_code),
-                error_message=r.error_message,
-                resource_type=i8(r.resource_type),
-                resource_name=r.resource_name,
-            )
-            for r in msg.responses
-        ),
-    )
-
-
-def _iac_response_from_kio(
-    e: iac_resp.IncrementalAlterConfigsResponse,
-) -> m.IncrementalAlterConfigsResponse:
-    return m.IncrementalAlterConfigsResponse(
-        responses=tuple(
-            m.AlterConfigsResourceResponse(
-                error_code=_code(r.error_code),
-                resource_type=r.resource_type,
-                resource_name=r.resource_name,
-                error_message=r.error_message,
-            )
-            for r in e.responses
-        ),
-        throttle_time_ms=_ms(e.throttle_time),
-    )
-
-
-# ------------------------------------------------------------------------ ElectLeaders v2
-def _elect_leaders_request_to_kio(msg: m.ElectLeadersRequest) -> el_req.ElectLeadersRequest:
-    if msg.election_type not in (m.ELECTION_PREFERRED, m.ELECTION_UNCLEAN):
-        raise UnsupportedVersionError(
-            f"ElectLeaders election_type {msg.election_type} needs ElectLeaders v3 (KIP-966), "
-            "which kio has no schema for; v2 knows only 0 (PREFERRED) and 1 (UNCLEAN)"
-        )
-    if any(p.desired_leader != -1 for p in msg.partitions):
-        raise UnsupportedVersionError(
-            "ElectLeaders DesiredLeaders needs ElectLeaders v3 (KIP-966), which kio has no schema for"
-        )
-    return el_req.ElectLeadersRequest(
-        election_type=i8(msg.election_type),
-        topic_partitions=tuple(
-            el_req.TopicPartitions(
-                topic=TopicName(topic), partitions=tuple(i32(p.partition) for p in parts)
-            )
-            for topic, parts in _group(msg.partitions, lambda p: p.topic).items()
-        ),
-        timeout=_td32(msg.timeout_ms),
-    )
-
-
-def _elect_leaders_request_from_kio(e: el_req.ElectLeadersRequest) -> m.ElectLeadersRequest:
-    # A null TopicPartitions ("every partition" in Kafka) has no core form: it decodes to ().
-    return m.ElectLeadersRequest(
-        election_type=e.election_type,
-        partitions=tuple(
-            m.ElectLeadersPartition(topic=t.topic, partition=p)
-            for t in (e.topic_partitions or ())
-            for p in t.partitions
-        ),
-        timeout_ms=_ms(e.timeout),
-    )
-
-
-def _elect_leaders_response_to_kio(msg: m.ElectLeadersResponse) -> el_resp.ElectLeadersResponse:
-    return el_resp.ElectLeadersResponse(
-        throttle_time=_td32(msg.throttle_time_ms),
-        error_code=_ec(msg.error_code),
-        replica_election_results=tuple(
-            el_resp.ReplicaElectionResult(
-                topic=TopicName(topic),
-                partition_result=tuple(
-                    el_resp.PartitionResult(
-                        partition_id=i32(r.partition),
-                        error_code=_ec(r.error_code),
-                        error_message=r.error_message,
-                    )
-                    for r in results
-                ),
-            )
-            for topic, results in _group(msg.results, lambda r: r.topic).items()
-        ),
-    )
-
-
-def _elect_leaders_response_from_kio(e: el_resp.ElectLeadersResponse) -> m.ElectLeadersResponse:
-    return m.ElectLeadersResponse(
-        error_code=_code(e.error_code),
-        results=tuple(
-            m.ElectLeadersResult(
-                topic=t.topic,
-                partition=r.partition_id,
-                error_code=_code(r.error_code),
-                error_message=r.error_message,
-            )
-            for t in e.replica_election_results
-            for r in t.partition_result
-        ),
-        throttle_time_ms=_ms(e.throttle_time),
-    )
-
-
-# ------------------------------------------------------------- DescribeTopicPartitions v0
-# ELR and LastKnownELR are nullable in the v0 schema; kraftlog sends them as lists (empty when
-# none), as Kafka's broker does, and reads a null as (). The topic's TopicAuthorizedOperations is
-# left at the schema default (INT32_MIN, "not provided"): kraftlog has no ACLs.
-def _dtp_request_to_kio(
-    msg: m.DescribeTopicPartitionsRequest,
-) -> dtp_req.DescribeTopicPartitionsRequest:
-    return dtp_req.DescribeTopicPartitionsRequest(
-        topics=tuple(dtp_req.TopicRequest(name=TopicName(t)) for t in msg.topics),
-        response_partition_limit=i32(msg.response_partition_limit),
-        cursor=(
-            None if msg.cursor is None
-            else dtp_req.Cursor(topic_name=TopicName(msg.cursor.topic_name),
-                                partition_index=i32(msg.cursor.partition_index))
-        ),
-    )
-
-
-def _dtp_request_from_kio(
-    e: dtp_req.DescribeTopicPartitionsRequest,
-) -> m.DescribeTopicPartitionsRequest:
-    return m.DescribeTopicPartitionsRequest(
-        topics=tuple(t.name for t in e.topics),
-        response_partition_limit=e.response_partition_limit,
-        cursor=(
-            None if e.cursor is None
-            else m.DescribeTopicPartitionsCursor(e.cursor.topic_name, e.cursor.partition_index)
-        ),
-    )
-
-
-def _dtp_response_to_kio(
-    msg: m.DescribeTopicPartitionsResponse,
-) -> dtp_resp.DescribeTopicPartitionsResponse:
-    return dtp_resp.DescribeTopicPartitionsResponse(
-        throttle_time=_td32(msg.throttle_time_ms),
-        topics=tuple(
-            dtp_resp.DescribeTopicPartitionsResponseTopic(
-                error_code=_ec(t.error_code),
-                name=TopicName(t.name),
-                topic_id=t.topic_id,
-                is_internal=t.is_internal,
-                partitions=tuple(
-                    dtp_resp.DescribeTopicPartitionsResponsePartition(
-                        error_code=_ec(p.error_code),
-                        partition_index=i32(p.partition_index),
-                        leader_id=BrokerId(p.leader_id),
-                        leader_epoch=i32(p.leader_epoch),
-                        replica_nodes=tuple(BrokerId(r) for r in p.replica_nodes),
-                        isr_nodes=tuple(BrokerId(r) for r in p.isr_nodes),
-                        eligible_leader_replicas=tuple(BrokerId(r) for r in p.eligible_leader_replicas),
-                        last_known_elr=tuple(BrokerId(r) for r in p.last_known_elr),
-                        offline_replicas=tuple(BrokerId(r) for r in p.offline_replicas),
-                    )
-                    for p in t.partitions
-                ),
-            )
-            for t in msg.topics
-        ),
-        next_cursor=(
-            None if msg.next_cursor is None
-            else dtp_resp.Cursor(topic_name=TopicName(msg.next_cursor.topic_name),
-                                 partition_index=i32(msg.next_cursor.partition_index))
-        ),
-    )
-
-
-def _dtp_response_from_kio(
-    e: dtp_resp.DescribeTopicPartitionsResponse,
-) -> m.DescribeTopicPartitionsResponse:
-    return m.DescribeTopicPartitionsResponse(
-        topics=tuple(
-            m.DescribeTopicPartitionsResponseTopic(
-                error_code=_code(t.error_code),
-                name=t.name or "",
-                topic_id=_uuid_out(t.topic_id),
-                is_internal=t.is_internal,
-                partitions=tuple(
-                    m.DescribeTopicPartitionsResponsePartition(
-                        error_code=_code(p.error_code),
-                        partition_index=p.partition_index,
-                        leader_id=p.leader_id,
-                        leader_epoch=p.leader_epoch,
-                        replica_nodes=tuple(p.replica_nodes),
-                        isr_nodes=tuple(p.isr_nodes),
-                        eligible_leader_replicas=tuple(p.eligible_leader_replicas or ()),
-                        last_known_elr=tuple(p.last_known_elr or ()),
-                        offline_replicas=tuple(p.offline_replicas),
-                    )
-                    for p in t.partitions
-                ),
-            )
-            for t in e.topics
-        ),
-        next_cursor=(
-            None if e.next_cursor is None
-            else m.DescribeTopicPartitionsCursor(e.next_cursor.topic_name,
-                                                 e.next_cursor.partition_index)
-        ),
-        throttle_time_ms=_ms(e.throttle_time),
-    )
-
-
-# --------------------------------------------------------------------- InitProducerId v4
-def _init_producer_id_request_to_kio(msg: m.InitProducerIdRequest) -> ipi_req.InitProducerIdRequest:
-    return ipi_req.InitProducerIdRequest(
-        transactional_id=msg.transactional_id,
-        transaction_timeout=_td32(msg.transaction_timeout_ms),
-        producer_id=ProducerId(msg.producer_id),
-        producer_epoch=i16(msg.producer_epoch),
-    )
-
-
-def _init_producer_id_request_from_kio(e: ipi_req.InitProducerIdRequest) -> m.InitProducerIdRequest:
-    return m.InitProducerIdRequest(
-        transactional_id=e.transactional_id,
-        transaction_timeout_ms=_ms(e.transaction_timeout),
-        producer_id=e.producer_id,
-        producer_epoch=e.producer_epoch,
-    )
-
-
-def _init_producer_id_response_to_kio(msg: m.InitProducerIdResponse) -> ipi_resp.InitProducerIdResponse:
-    return ipi_resp.InitProducerIdResponse(
-        throttle_time=_td32(msg.throttle_time_ms),
-        error_code=_ec(msg.error_code),
-        producer_id=ProducerId(msg.producer_id),
-        producer_epoch=i16(msg.producer_epoch),
-    )
-
-
-def _init_producer_id_response_from_kio(e: ipi_resp.InitProducerIdResponse) -> m.InitProducerIdResponse:
-    return m.InitProducerIdResponse(
-        error_code=_code(e.error_code),
-        producer_id=e.producer_id,
-        producer_epoch=e.producer_epoch,
-        throttle_time_ms=_ms(e.throttle_time),
-    )
-
-
-# -------------------------------------------------------------------- FindCoordinator v4
-def _find_coordinator_request_to_kio(
-    msg: m.FindCoordinatorRequest,
-) -> fc_req.FindCoordinatorRequest:
-    return fc_req.FindCoordinatorRequest(
-        key_type=i8(msg.key_type), coordinator_keys=tuple(msg.coordinator_keys)
-    )
-
-
-def _find_coordinator_request_from_kio(
-    e: fc_req.FindCoordinatorRequest,
-) -> m.FindCoordinatorRequest:
-    return m.FindCoordinatorRequest(
-        coordinator_keys=tuple(e.coordinator_keys), key_type=e.key_type
-    )
-
-
-def _find_coordinator_response_to_kio(
-    msg: m.FindCoordinatorResponse,
-) -> fc_resp.FindCoordinatorResponse:
-    return fc_resp.FindCoordinatorResponse(
-        throttle_time=_td32(msg.throttle_time_ms),
-        coordinators=tuple(
-            fc_resp.Coordinator(
-                key=c.key,
-                node_id=BrokerId(c.node_id),
-                host=c.host,
-                port=i32(c.port),
-                error_code=_ec(c.error_code),
-                error_message=c.error_message,
-            )
-            for c in msg.coordinators
-        ),
-    )
-
-
-def _find_coordinator_response_from_kio(
-    e: fc_resp.FindCoordinatorResponse,
-) -> m.FindCoordinatorResponse:
-    return m.FindCoordinatorResponse(
-        coordinators=tuple(
-            m.Coordinator(
-                key=c.key,
-                node_id=c.node_id,
-                host=c.host,
-                port=c.port,
-                error_code=_code(c.error_code),
-                error_message=c.error_message,
-            )
-            for c in e.coordinators
-        ),
-        throttle_time_ms=_ms(e.throttle_time),
-    )
-
-
-# ------------------------------------------------------------------------ OffsetCommit v8
-def _offset_commit_request_to_kio(msg: m.OffsetCommitRequest) -> oc_req.OffsetCommitRequest:
-    return oc_req.OffsetCommitRequest(
-        group_id=GroupId(msg.group_id),
-        generation_id_or_member_epoch=i32(msg.generation_id_or_member_epoch),
-        member_id=msg.member_id,
-        group_instance_id=msg.group_instance_id,
-        topics=tuple(
-            oc_req.OffsetCommitRequestTopic(
-                name=TopicName(topic),
-                partitions=tuple(
-                    oc_req.OffsetCommitRequestPartition(
-                        partition_index=i32(p.partition),
-                        committed_offset=i64(p.committed_offset),
-                        committed_leader_epoch=i32(p.committed_leader_epoch),
-                        committed_metadata=p.committed_metadata,
-                    )
-                    for p in parts
-                ),
-            )
-            for topic, parts in _group(msg.partitions, lambda p: p.topic).items()
-        ),
-    )
-
-
-def _offset_commit_request_from_kio(e: oc_req.OffsetCommitRequest) -> m.OffsetCommitRequest:
-    return m.OffsetCommitRequest(
-        group_id=e.group_id,
-        partitions=tuple(
-            m.OffsetCommitPartition(
-                topic=t.name,
-                partition=p.partition_index,
-                committed_offset=p.committed_offset,
-                committed_leader_epoch=p.committed_leader_epoch,
-                committed_metadata=p.committed_metadata,
-            )
-            for t in e.topics
-            for p in t.partitions
-        ),
-        generation_id_or_member_epoch=e.generation_id_or_member_epoch,
-        member_id=e.member_id,
-        group_instance_id=e.group_instance_id,
-    )
-
-
-def _offset_commit_response_to_kio(msg: m.OffsetCommitResponse) -> oc_resp.OffsetCommitResponse:
-    return oc_resp.OffsetCommitResponse(
-        throttle_time=_td32(msg.throttle_time_ms),
-        topics=tuple(
-            oc_resp.OffsetCommitResponseTopic(
-                name=TopicName(topic),
-                partitions=tuple(
-                    oc_resp.OffsetCommitResponsePartition(
-                        partition_index=i32(p.partition), error_code=_ec(p.error_code)
-                    )
-                    for p in parts
-                ),
-            )
-            for topic, parts in _group(msg.partitions, lambda p: p.topic).items()
-        ),
-    )
-
-
-def _offset_commit_response_from_kio(e: oc_resp.OffsetCommitResponse) -> m.OffsetCommitResponse:
-    return m.OffsetCommitResponse(
-        partitions=tuple(
-            m.OffsetCommitPartitionResponse(
-                topic=t.name, partition=p.partition_index, error_code=_code(p.error_code)
-            )
-            for t in e.topics
-            for p in t.partitions
-        ),
-        throttle_time_ms=_ms(e.throttle_time),
-    )
-
-
-# ------------------------------------------------------------------------- OffsetFetch v8
-# v8 is the multi-group form (KIP-709): ``Groups[]`` in the request and the response. The core
-# message carries one group, which maps to a one-element ``Groups``; decoding bytes with any other
-# number of groups raises WireError. The core request's ``partitions`` None ("every committed
-# partition") is Kafka's null ``Topics``; an empty tuple is an empty (non-null) list. A request
-# topic with no partition indexes has no flat core form and decodes to nothing.
+def _is_metadata_fetch(topics: Any) -> bool:
+    return len(topics) == 1 and getattr(topics[0], "topic_id", None) == m.METADATA_TOPIC_ID
+
+
+# OffsetFetch v8 is the multi-group form (KIP-709): ``Groups[]`` in the request and the response.
+# The core message carries one group, which maps to a one-element ``Groups``; decoding bytes with
+# any other number of groups raises WireError. The response's group entity maps generically (the
+# core response minus throttle time); the request's partitions are (topic, partition) pairs, so
+# they are grouped here. The core request's ``partitions`` None ("every committed partition") is
+# Kafka's null ``Topics``; an empty tuple is an empty (non-null) list. A request topic with no
+# partition indexes has no flat core form and decodes to nothing.
 def _one_group(groups: tuple[T, ...], what: str) -> T:
     if len(groups) != 1:
         raise WireError(f"{what} with {len(groups)} groups: kraftlog maps exactly one group")
     return groups[0]
 
 
-def _offset_fetch_request_to_kio(msg: m.OffsetFetchRequest) -> of_req.OffsetFetchRequest:
-    topics = (
-        None if msg.partitions is None
-        else tuple(
-            of_req.OffsetFetchRequestTopics(
-                name=TopicName(topic), partition_indexes=tuple(i32(p) for _, p in parts)
-            )
-            for topic, parts in _group(msg.partitions, lambda tp: tp[0]).items()
-        )
+def _pairs_to(msg: m.OffsetFetchRequest, topic_type: type) -> Any:
+    # The core request's partitions are (topic, partition) pairs, not dataclasses (v1-v8).
+    if msg.partitions is None:
+        return None
+    return tuple(
+        topic_type(name=topic, partition_indexes=tuple(p for _, p in parts))
+        for topic, parts in _group(msg.partitions, lambda tp: tp[0]).items()
     )
-    return of_req.OffsetFetchRequest(
-        groups=(of_req.OffsetFetchRequestGroup(group_id=GroupId(msg.group_id), topics=topics),),
+
+
+def _pairs_from(e: Any) -> dict[str, Any]:
+    topics = e.topics
+    partitions = None if topics is None else tuple((t.name, p) for t in topics for p in t.partition_indexes)
+    return {"partitions": partitions}
+
+
+def _offset_fetch_request_to_kio(msg: m.OffsetFetchRequest, version: int) -> Any:
+    of_req = _schema(m.OffsetFetchRequest.API_KEY, version, request=True)
+    mod = sys.modules[of_req.__module__]
+    topics = _pairs_to(msg, mod.OffsetFetchRequestTopics)
+    return of_req(
+        groups=(mod.OffsetFetchRequestGroup(group_id=msg.group_id, topics=topics),),
         require_stable=msg.require_stable,
     )
 
 
-def _offset_fetch_request_from_kio(e: of_req.OffsetFetchRequest) -> m.OffsetFetchRequest:
+def _offset_fetch_request_from_kio(e: Any) -> m.OffsetFetchRequest:
     g = _one_group(e.groups, "OffsetFetch request")
     return m.OffsetFetchRequest(
-        group_id=g.group_id,
-        partitions=(
-            None if g.topics is None
-            else tuple((t.name, p) for t in g.topics for p in t.partition_indexes)
-        ),
-        require_stable=e.require_stable,
+        group_id=g.group_id, require_stable=e.require_stable, **_pairs_from(g)
     )
 
 
-def _offset_fetch_response_to_kio(msg: m.OffsetFetchResponse) -> of_resp.OffsetFetchResponse:
-    return of_resp.OffsetFetchResponse(
-        throttle_time=_td32(msg.throttle_time_ms),
-        groups=(
-            of_resp.OffsetFetchResponseGroup(
-                group_id=GroupId(msg.group_id),
-                topics=tuple(
-                    of_resp.OffsetFetchResponseTopics(
-                        name=TopicName(topic),
-                        partitions=tuple(
-                            of_resp.OffsetFetchResponsePartitions(
-                                partition_index=i32(p.partition),
-                                committed_offset=i64(p.committed_offset),
-                                committed_leader_epoch=i32(p.committed_leader_epoch),
-                                metadata=p.metadata,
-                                error_code=_ec(p.error_code),
-                            )
-                            for p in parts
-                        ),
-                    )
-                    for topic, parts in _group(msg.partitions, lambda p: p.topic).items()
-                ),
-                error_code=_ec(msg.error_code),
-            ),
-        ),
-    )
+def _offset_fetch_response_to_kio(msg: m.OffsetFetchResponse, version: int) -> Any:
+    of_resp = _schema(m.OffsetFetchRequest.API_KEY, version, request=False)
+    group_type = sys.modules[of_resp.__module__].OffsetFetchResponseGroup
+    return of_resp(throttle_time=_td(msg.throttle_time_ms),
+                   groups=(_to_plan(_API[m.OffsetFetchRequest], type(msg), group_type)(msg),))
 
 
-def _offset_fetch_response_from_kio(e: of_resp.OffsetFetchResponse) -> m.OffsetFetchResponse:
+def _offset_fetch_response_from_kio(e: Any) -> m.OffsetFetchResponse:
     g = _one_group(e.groups, "OffsetFetch response")
-    return m.OffsetFetchResponse(
-        group_id=g.group_id,
-        error_code=_code(g.error_code),
-        partitions=tuple(
-            m.OffsetFetchPartition(
-                topic=t.name,
-                partition=p.partition_index,
-                committed_offset=p.committed_offset,
-                committed_leader_epoch=p.committed_leader_epoch,
-                metadata=p.metadata,
-                error_code=_code(p.error_code),
-            )
-            for t in g.topics
-            for p in t.partitions
-        ),
-        throttle_time_ms=_ms(e.throttle_time),
-    )
+    out = _from_plan(_API[m.OffsetFetchRequest], m.OffsetFetchResponse, type(g))(g)
+    out.throttle_time_ms = _ms(e.throttle_time)
+    return out
+
+
+#: Core type -> (to kio at a version, from kio) for the messages mapped by hand above.
+# FindCoordinator before v4 (KIP-699) asks for one key and answers with one coordinator at the top
+# level of the response, without its key: the core's one Coordinator maps generically onto that
+# top level, and the key comes back "" (the asker knows which key it sent).
+def _one_key(msg: m.FindCoordinatorRequest, _kio_type: type) -> str:
+    if len(msg.coordinator_keys) != 1:
+        raise UnsupportedVersionError("FindCoordinator before v4 asks for exactly one key")
+    return msg.coordinator_keys[0]
+
+
+def _single_coordinator_to_kio(msg: m.FindCoordinatorResponse, version: int) -> Any:
+    kio_type = _schema(m.FindCoordinatorRequest.API_KEY, version, request=False)
+    if len(msg.coordinators) != 1:
+        raise UnsupportedVersionError("FindCoordinator before v4 answers exactly one coordinator")
+    entity = _to_plan(_API[m.FindCoordinatorRequest], m.Coordinator, kio_type)(msg.coordinators[0])
+    if version >= 1:  # ThrottleTimeMs is v1+
+        entity = dataclasses.replace(entity, throttle_time=_td(msg.throttle_time_ms))
+    return entity
+
+
+def _single_coordinator_from_kio(e: Any) -> m.FindCoordinatorResponse:
+    coordinator = _from_plan(_API[m.FindCoordinatorRequest], m.Coordinator, type(e))(e)
+    throttle = getattr(e, "throttle_time", None)
+    return m.FindCoordinatorResponse((coordinator,), 0 if throttle is None else _ms(throttle))
+
+
+#: Core type -> (the versions mapped by hand, to kio at a version, from kio); other versions of the
+#: type map through the table. The metadata fetch is Fetch v15 only.
+_WHOLE: dict[type, tuple[range, Callable[[Any, int], Any], Callable[[Any], Any]]] = {
+    m.MetadataFetchRequest: (range(15, 16), _metadata_fetch_request_to_kio,
+                             _metadata_fetch_request_from_kio),
+    m.MetadataFetchResponse: (range(15, 16), _metadata_fetch_response_to_kio,
+                              _metadata_fetch_response_from_kio),
+    m.OffsetFetchRequest: (range(8, 9), _offset_fetch_request_to_kio, _offset_fetch_request_from_kio),
+    m.OffsetFetchResponse: (range(8, 9), _offset_fetch_response_to_kio,
+                            _offset_fetch_response_from_kio),
+    m.FindCoordinatorResponse: (range(0, 4), _single_coordinator_to_kio, _single_coordinator_from_kio),
+}
+_WHOLE_VERSIONS: dict[type, range] = {
+    m.MetadataFetchRequest: range(15, 16), m.MetadataFetchResponse: range(15, 16),
+}
 
 
 # ============================================================================ registry
-@dataclass(frozen=True, slots=True)
-class _Codec:
-    core: type
-    kio: type
-    to_kio: Callable[[Any], Any]
-    from_kio: Callable[[Any], Any]
-
-
-_CODECS: tuple[_Codec, ...] = (
-    _Codec(m.FetchRequest, f_req.FetchRequest, _fetch_request_to_kio, _fetch_request_from_kio),
-    _Codec(m.FetchResponse, f_resp.FetchResponse, _fetch_response_to_kio, _fetch_response_from_kio),
-    _Codec(m.MetadataFetchRequest, f_req.FetchRequest,
-           _metadata_fetch_request_to_kio, _metadata_fetch_request_from_kio),
-    _Codec(m.MetadataFetchResponse, f_resp.FetchResponse,
-           _metadata_fetch_response_to_kio, _metadata_fetch_response_from_kio),
-    _Codec(m.AlterPartitionRequest, ap_req.AlterPartitionRequest,
-           _alter_partition_request_to_kio, _alter_partition_request_from_kio),
-    _Codec(m.AlterPartitionResponse, ap_resp.AlterPartitionResponse,
-           _alter_partition_response_to_kio, _alter_partition_response_from_kio),
-    _Codec(m.BrokerRegistrationRequest, br_req.BrokerRegistrationRequest,
-           _broker_registration_request_to_kio, _broker_registration_request_from_kio),
-    _Codec(m.BrokerRegistrationResponse, br_resp.BrokerRegistrationResponse,
-           _broker_registration_response_to_kio, _broker_registration_response_from_kio),
-    _Codec(m.BrokerHeartbeatRequest, bh_req.BrokerHeartbeatRequest,
-           _broker_heartbeat_request_to_kio, _broker_heartbeat_request_from_kio),
-    _Codec(m.BrokerHeartbeatResponse, bh_resp.BrokerHeartbeatResponse,
-           _broker_heartbeat_response_to_kio, _broker_heartbeat_response_from_kio),
-    _Codec(m.ProduceRequest, p_req.ProduceRequest, _produce_request_to_kio, _produce_request_from_kio),
-    _Codec(m.ProduceResponse, p_resp.ProduceResponse,
-           _produce_response_to_kio, _produce_response_from_kio),
-    _Codec(m.ListOffsetsRequest, lo_req.ListOffsetsRequest,
-           _list_offsets_request_to_kio, _list_offsets_request_from_kio),
-    _Codec(m.ListOffsetsResponse, lo_resp.ListOffsetsResponse,
-           _list_offsets_response_to_kio, _list_offsets_response_from_kio),
-    _Codec(m.OffsetForLeaderEpochRequest, ofle_req.OffsetForLeaderEpochRequest,
-           _ofle_request_to_kio, _ofle_request_from_kio),
-    _Codec(m.OffsetForLeaderEpochResponse, ofle_resp.OffsetForLeaderEpochResponse,
-           _ofle_response_to_kio, _ofle_response_from_kio),
-    _Codec(m.MetadataRequest, md_req.MetadataRequest, _metadata_request_to_kio, _metadata_request_from_kio),
-    _Codec(m.MetadataResponse, md_resp.MetadataResponse,
-           _metadata_response_to_kio, _metadata_response_from_kio),
-    _Codec(m.CreateTopicsRequest, ct_req.CreateTopicsRequest,
-           _create_topics_request_to_kio, _create_topics_request_from_kio),
-    _Codec(m.CreateTopicsResponse, ct_resp.CreateTopicsResponse,
-           _create_topics_response_to_kio, _create_topics_response_from_kio),
-    _Codec(m.IncrementalAlterConfigsRequest, iac_req.IncrementalAlterConfigsRequest,
-           _iac_request_to_kio, _iac_request_from_kio),
-    _Codec(m.IncrementalAlterConfigsResponse, iac_resp.IncrementalAlterConfigsResponse,
-           _iac_response_to_kio, _iac_response_from_kio),
-    _Codec(m.ElectLeadersRequest, el_req.ElectLeadersRequest,
-           _elect_leaders_request_to_kio, _elect_leaders_request_from_kio),
-    _Codec(m.ElectLeadersResponse, el_resp.ElectLeadersResponse,
-           _elect_leaders_response_to_kio, _elect_leaders_response_from_kio),
-    _Codec(m.DescribeTopicPartitionsRequest, dtp_req.DescribeTopicPartitionsRequest,
-           _dtp_request_to_kio, _dtp_request_from_kio),
-    _Codec(m.DescribeTopicPartitionsResponse, dtp_resp.DescribeTopicPartitionsResponse,
-           _dtp_response_to_kio, _dtp_response_from_kio),
-    _Codec(m.InitProducerIdRequest, ipi_req.InitProducerIdRequest,
-           _init_producer_id_request_to_kio, _init_producer_id_request_from_kio),
-    _Codec(m.InitProducerIdResponse, ipi_resp.InitProducerIdResponse,
-           _init_producer_id_response_to_kio, _init_producer_id_response_from_kio),
-    _Codec(m.FindCoordinatorRequest, fc_req.FindCoordinatorRequest,
-           _find_coordinator_request_to_kio, _find_coordinator_request_from_kio),
-    _Codec(m.FindCoordinatorResponse, fc_resp.FindCoordinatorResponse,
-           _find_coordinator_response_to_kio, _find_coordinator_response_from_kio),
-    _Codec(m.OffsetCommitRequest, oc_req.OffsetCommitRequest,
-           _offset_commit_request_to_kio, _offset_commit_request_from_kio),
-    _Codec(m.OffsetCommitResponse, oc_resp.OffsetCommitResponse,
-           _offset_commit_response_to_kio, _offset_commit_response_from_kio),
-    _Codec(m.OffsetFetchRequest, of_req.OffsetFetchRequest,
-           _offset_fetch_request_to_kio, _offset_fetch_request_from_kio),
-    _Codec(m.OffsetFetchResponse, of_resp.OffsetFetchResponse,
-           _offset_fetch_response_to_kio, _offset_fetch_response_from_kio),
-)
-
-_BY_CORE: dict[type, _Codec] = {c.core: c for c in _CODECS}
-
-#: kio entity class -> default core decoder (Fetch picks the metadata-log form by topic id).
-_FROM_KIO_DEFAULT: dict[type, Callable[[Any], Any]] = {c.kio: c.from_kio for c in _CODECS}
-_FROM_KIO_DEFAULT[f_req.FetchRequest] = _any_fetch_request_from_kio
-_FROM_KIO_DEFAULT[f_resp.FetchResponse] = _any_fetch_response_from_kio
-
-#: API key -> kio request class (the one version this module maps per API).
-_REQUEST_BY_KEY: dict[int, type] = {
-    int(c.kio.__api_key__): c.kio for c in _CODECS if c.core in m.REQUEST_TYPES
-}
+#: Core request or response type -> its table row (MetadataFetch* share Fetch's).
+_API: dict[type, _Api] = {}
+for _row in _APIS:
+    _API[_row.request] = _API[_row.response] = _row
+_API[m.MetadataFetchRequest] = _API[m.MetadataFetchResponse] = _API[m.FetchRequest]
+_BY_KEY: dict[int, _Api] = {row.request.API_KEY: row for row in _APIS}
+assert {row.request for row in _APIS} | {m.MetadataFetchRequest} == set(m.REQUEST_TYPES)
 
 #: Core request type -> core response type.
 RESPONSE_TYPES: dict[type, type] = {
     req: getattr(m, req.__name__.removesuffix("Request") + "Response") for req in m.REQUEST_TYPES
 }
 _REQUEST_FOR_RESPONSE: dict[type, type] = {resp: req for req, resp in RESPONSE_TYPES.items()}
+_REQUEST_OF: dict[type, type] = {t: t for t in RESPONSE_TYPES} | _REQUEST_FOR_RESPONSE
 
 
 def response_type_for(request_type: type) -> type:
@@ -1852,37 +1141,102 @@ def response_type_for(request_type: type) -> type:
     return RESPONSE_TYPES[request_type]
 
 
-def _codec(core_type: type) -> _Codec:
+def supported_versions(request_type: type) -> range:
+    """The API versions :func:`decode_request` accepts and :func:`encode_response` answers for
+    ``request_type`` (a core request class): its table row's range."""
+    return _WHOLE_VERSIONS.get(request_type) or _row_of(request_type).versions
+
+
+def supported_api_versions() -> dict[int, tuple[int, int]]:
+    """API key -> (min version, max version) of every mapped API, by key: what the framing layer
+    checks before decoding and what an ApiVersions answer would advertise."""
+    return {key: (row.versions.start, row.versions.stop - 1) for key, row in sorted(_BY_KEY.items())}
+
+
+_SCHEMAS: dict[tuple[int, int, bool], type] = {}
+
+
+def _schema(api_key: int, version: int, request: bool) -> type:
+    """kio's request or response payload entity for (API key, version), cached."""
+    key = (api_key, version, request)
+    cls = _SCHEMAS.get(key)
+    if cls is None:
+        load = load_request_schema if request else load_response_schema
+        try:
+            cls = _SCHEMAS[key] = load(api_key, version)
+        except (KioIndexError, ImportError) as exc:
+            raise UnsupportedVersionError(f"API key {api_key} version {version}: {exc}") from None
+    return cls
+
+
+def _row_of(core_type: type) -> _Api:
     try:
-        return _BY_CORE[core_type]
+        return _API[core_type]
     except KeyError:
         raise TypeError(f"{core_type.__name__} has no wire mapping in kraftlog.protocol.wire") from None
 
 
+def _version_for(core_type: type, version: int | None) -> int:
+    request_type = _REQUEST_OF[core_type]
+    if version is None:
+        return request_type.VERSION
+    if version not in supported_versions(request_type):
+        raise UnsupportedVersionError(
+            f"{request_type.API} v{version}: kraftlog maps versions {_span(supported_versions(request_type))}"
+        )
+    return version
+
+
+def _span(r: range) -> str:
+    return f"{r.start}-{r.stop - 1}" if len(r) > 1 else str(r.start)
+
+
 # ----------------------------------------------------------------------- building blocks
-def to_kio(msg: object) -> Any:
-    """The kio entity (request or response payload, Kafka's version named by the request class's
-    ``VERSION``) for a core message. Raises TypeError for an unmapped type and
-    :class:`UnsupportedVersionError` for what the mapped version cannot carry (ElectLeaders types
-    2..4 and DesiredLeaders, KIP-966's v3)."""
-    return _codec(type(msg)).to_kio(msg)
+def to_kio(msg: object, version: int | None = None) -> Any:
+    """The kio entity (request or response payload) for a core message at ``version`` (default: the
+    request class's ``VERSION``; a response uses its request's). Raises TypeError for an unmapped
+    type and :class:`UnsupportedVersionError` for a version outside the API's range or content the
+    version cannot carry (ElectLeaders types 2..4 and DesiredLeaders, KIP-966's v3)."""
+    core_type = type(msg)
+    row = _row_of(core_type)
+    request_type = _REQUEST_OF[core_type]
+    version = _version_for(core_type, version)
+    if row.check is not None and core_type is row.request:
+        row.check(msg, version)
+    whole = _WHOLE.get(core_type)
+    if whole is not None and version in whole[0]:
+        return whole[1](msg, version)
+    kio_type = _schema(request_type.API_KEY, version, request=core_type is request_type)
+    return _to_plan(row, core_type, kio_type)(msg)
 
 
 def from_kio(entity: Any, as_type: type | None = None) -> object:
-    """The core message for a kio entity. ``as_type`` forces the core class; without it a Fetch
-    request/response whose only topic is ``METADATA_TOPIC_ID`` becomes a MetadataFetchRequest /
-    MetadataFetchResponse and every other entity maps to its one core class. Raises TypeError for an
-    unmapped entity and :class:`WireError` for content the core cannot represent."""
-    if as_type is not None:
-        codec = _codec(as_type)
-        if not isinstance(entity, codec.kio):
-            raise TypeError(f"{type(entity).__name__} is not the kio entity of {as_type.__name__}")
-        return codec.from_kio(entity)
-    try:
-        decode = _FROM_KIO_DEFAULT[type(entity)]
-    except KeyError:
-        raise TypeError(f"{type(entity).__module__}.{type(entity).__name__} has no core mapping") from None
-    return decode(entity)
+    """The core message for a kio entity (any mapped version). ``as_type`` forces the core class;
+    without it a Fetch request/response whose only topic is ``METADATA_TOPIC_ID`` becomes a
+    MetadataFetchRequest / MetadataFetchResponse and every other entity maps to its one core class.
+    Raises TypeError for an unmapped entity and :class:`WireError` for content the core cannot
+    represent."""
+    api_key = int(getattr(entity, "__api_key__", -1))
+    row = _BY_KEY.get(api_key)
+    if row is None or not dataclasses.is_dataclass(entity):
+        raise TypeError(f"{type(entity).__module__}.{type(entity).__name__} has no core mapping")
+    is_request = entity.__type__ is EntityType.request
+    if as_type is None:
+        as_type = row.request if is_request else row.response
+        if api_key == m.FetchRequest.API_KEY:
+            topics = entity.topics if is_request else entity.responses
+            if _is_metadata_fetch(topics):
+                as_type = m.MetadataFetchRequest if is_request else m.MetadataFetchResponse
+    elif _API.get(as_type) is not row or (as_type in RESPONSE_TYPES) != is_request:
+        raise TypeError(f"{type(entity).__name__} is not the kio entity of {as_type.__name__}")
+    only = _WHOLE_VERSIONS.get(as_type)
+    if only is not None and entity.__version__ not in only:
+        raise UnsupportedVersionError(f"{as_type.__name__} v{entity.__version__}: kraftlog maps "
+                                      f"version {_span(only)}")
+    whole = _WHOLE.get(as_type)
+    if whole is not None and entity.__version__ in whole[0]:
+        return whole[2](entity)
+    return _from_plan(row, as_type, type(entity))(entity)
 
 
 # --------------------------------------------------------------------------------- bytes
@@ -1914,15 +1268,17 @@ def _read(entity_type: type, data: bytes | memoryview, offset: int) -> tuple[Any
     return entity, offset + size
 
 
-def encode_request(msg: object, correlation_id: int, client_id: str = "kraftlog") -> bytes:
-    """A Kafka request without the size prefix: the request header (kio's ``__header_schema__``,
-    v2 for these flexible versions: API key, version, ``correlation_id``, ``client_id``) then the
-    payload of :func:`to_kio`. Raises as :func:`to_kio`."""
-    entity = to_kio(msg)
+def encode_request(msg: object, correlation_id: int, client_id: str = "kraftlog",
+                   version: int | None = None) -> bytes:
+    """A Kafka request without the size prefix: the request header of that version (kio's
+    ``__header_schema__``: v1, or v2 for flexible versions: API key, version, ``correlation_id``,
+    ``client_id``) then the payload of :func:`to_kio` at ``version`` (default: the class's
+    ``VERSION``). Raises as :func:`to_kio`."""
+    entity = to_kio(msg, version)
     header = entity.__header_schema__(
-        request_api_key=i16(entity.__api_key__),
-        request_api_version=i16(entity.__version__),
-        correlation_id=i32(correlation_id),
+        request_api_key=entity.__api_key__,
+        request_api_version=entity.__version__,
+        correlation_id=correlation_id,
         client_id=client_id,
     )
     out = io.BytesIO()
@@ -1939,65 +1295,81 @@ def peek_request_header(data: bytes | memoryview) -> tuple[int, int, int]:
     return _HEADER_PEEK.unpack_from(data, 0)
 
 
-def decode_request(data: bytes | memoryview) -> tuple[int, object]:
-    """(correlation id, core message) of a request without the size prefix. Dispatches on the API key;
-    a Fetch whose only topic is ``METADATA_TOPIC_ID`` decodes to MetadataFetchRequest. Raises
+def decode_request_frame(data: bytes | memoryview) -> tuple[int, int, int, str | None, object]:
+    """(API key, API version, correlation id, client id, core message) of a request without the size
+    prefix, at any version in the API's table row (:func:`supported_versions`). A Fetch whose only
+    topic is ``METADATA_TOPIC_ID`` decodes to MetadataFetchRequest. Raises
     :class:`UnsupportedVersionError` for an API key or version this module does not map, and
     :class:`WireError` for malformed or trailing bytes."""
     api_key, api_version, _ = peek_request_header(data)
-    kio_type = _REQUEST_BY_KEY.get(api_key)
-    if kio_type is None:
+    row = _BY_KEY.get(api_key)
+    if row is None:
         raise UnsupportedVersionError(f"API key {api_key} is not mapped by kraftlog.protocol.wire")
-    if api_version != kio_type.__version__:
+    if api_version not in row.versions:
         raise UnsupportedVersionError(
-            f"API key {api_key} version {api_version}: kraftlog maps version {kio_type.__version__}"
+            f"API key {api_key} version {api_version}: kraftlog maps versions {_span(row.versions)}"
         )
+    kio_type = _schema(api_key, api_version, request=True)
     header, offset = _read(kio_type.__header_schema__, data, 0)
     entity, offset = _read(kio_type, data, offset)
     if offset != len(data):
         raise WireError(f"{len(data) - offset} trailing bytes after {kio_type.__name__}")
-    return header.correlation_id, _FROM_KIO_DEFAULT[kio_type](entity)
+    return api_key, api_version, header.correlation_id, header.client_id, from_kio(entity)
 
 
-def encode_response(msg: object, correlation_id: int) -> bytes:
-    """A Kafka response without the size prefix: the response header (kio's ``__header_schema__``,
-    v1 for these flexible versions) then the payload of :func:`to_kio`. The response class fixes the
-    API and version (its request's), so no API key is needed. Raises as :func:`to_kio`."""
-    entity = to_kio(msg)
+def decode_request(data: bytes | memoryview) -> tuple[int, object]:
+    """(correlation id, core message) of a request: :func:`decode_request_frame` without the rest."""
+    _, _, correlation_id, _, msg = decode_request_frame(data)
+    return correlation_id, msg
+
+
+def encode_response(msg: object, correlation_id: int, version: int | None = None) -> bytes:
+    """A Kafka response without the size prefix: the response header of that version (kio's
+    ``__header_schema__``: v0, or v1 for flexible versions) then the payload of :func:`to_kio` at
+    ``version`` (default: the request class's ``VERSION``; the version the request came in, from
+    :func:`decode_request_frame`, for a real client). Raises as :func:`to_kio`."""
+    entity = to_kio(msg, version)
     out = io.BytesIO()
-    _write(entity.__header_schema__(correlation_id=i32(correlation_id)), out)
+    _write(entity.__header_schema__(correlation_id=correlation_id), out)
     _write(entity, out)
     return out.getvalue()
 
 
-def decode_response(data: bytes | memoryview, request_msg_type: type) -> tuple[int, object]:
+def decode_response(data: bytes | memoryview, request_msg_type: type,
+                    version: int | None = None) -> tuple[int, object]:
     """(correlation id, core message) of a response without the size prefix. Responses do not carry
-    their API key, so ``request_msg_type`` (the core request class it answers) picks the schema and
-    the core class (MetadataFetchRequest -> MetadataFetchResponse). Raises :class:`WireError` for
-    malformed or trailing bytes, KeyError for a non-request type."""
-    codec = _codec(RESPONSE_TYPES[request_msg_type])
-    header, offset = _read(codec.kio.__header_schema__, data, 0)
-    entity, offset = _read(codec.kio, data, offset)
+    their API key, so ``request_msg_type`` (the core request class it answers) and ``version``
+    (default: its ``VERSION``) pick the schema and the core class (MetadataFetchRequest ->
+    MetadataFetchResponse). Raises :class:`WireError` for malformed or trailing bytes, KeyError for
+    a non-request type."""
+    response_type = RESPONSE_TYPES[request_msg_type]
+    version = _version_for(request_msg_type, version)
+    kio_type = _schema(request_msg_type.API_KEY, version, request=False)
+    header, offset = _read(kio_type.__header_schema__, data, 0)
+    entity, offset = _read(kio_type, data, offset)
     if offset != len(data):
-        raise WireError(f"{len(data) - offset} trailing bytes after {codec.kio.__name__}")
-    return header.correlation_id, codec.from_kio(entity)
+        raise WireError(f"{len(data) - offset} trailing bytes after {kio_type.__name__}")
+    return header.correlation_id, from_kio(entity, response_type)
 
 
-def roundtrip(msg: object, correlation_id: int = 1, as_response_to: type | None = None) -> object:
+def roundtrip(msg: object, correlation_id: int = 1, as_response_to: type | None = None,
+              version: int | None = None) -> object:
     """Send ``msg`` through the wire format and back: encode to bytes, decode, return the decoded core
     message (the simulator's wire switch). Requests go through :func:`decode_request`'s API-key
     dispatch; responses decode as the answer to ``as_response_to`` (default: the request class paired
-    with the response's class). Equal (==) to ``msg`` for every mapped type, except that partitions
-    of one topic come back contiguous (see the module docstring). Raises AssertionError if the
-    correlation id does not survive, and what the encoders/decoders raise."""
+    with the response's class). ``version`` defaults to the request class's ``VERSION``. Equal (==)
+    to ``msg`` for every mapped type at that version, except that partitions of one topic come back
+    contiguous (see the module docstring). Raises AssertionError if the correlation id does not
+    survive, and what the encoders/decoders raise."""
     msg_type = type(msg)
     if msg_type in RESPONSE_TYPES:
-        cid, out = decode_request(encode_request(msg, correlation_id))
+        cid, out = decode_request(encode_request(msg, correlation_id, version=version))
     else:
         request_type = as_response_to or _REQUEST_FOR_RESPONSE.get(msg_type)
         if request_type is None:
             raise TypeError(f"{msg_type.__name__} has no wire mapping in kraftlog.protocol.wire")
-        cid, out = decode_response(encode_response(msg, correlation_id), request_type)
+        cid, out = decode_response(encode_response(msg, correlation_id, version), request_type,
+                                   version)
     if cid != correlation_id:
         raise AssertionError(f"correlation id {correlation_id} came back as {cid}")
     return out

@@ -1,0 +1,203 @@
+"""Version ranges of the table-driven wire: a supported version is a row's range, not a function.
+
+Rules proved here:
+
+* ``decode_request_frame`` accepts every version in an API's range (``wire.supported_versions``) and
+  returns the version it decoded; ``encode_response(..., version=v)`` answers at that version, with
+  that version's response header (kio's ``__header_schema__``: v0 before flexible versions, v1 after);
+  versions outside the range are Kafka's UNSUPPORTED_VERSION (35).
+* A field a version does not carry is dropped on the way out and comes back as Kafka's default; every
+  such loss is listed in DROPS below with the version that adds the field (from Kafka's message JSON
+  files), and nothing else changes. A message re-sent at the same version comes back unchanged.
+* Where kafka-python has the API at that version, it decodes our bytes and re-encodes them byte for byte.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import struct
+from typing import Any
+
+import pytest
+
+from kraftlog.protocol import messages as m
+from kraftlog.protocol import wire
+from kraftlog.protocol.errors import Errors
+
+from test_wire import KAFKA_PYTHON, SAMPLES
+
+#: The supported ranges this change puts in the table (issue 11, "APIs for clients").
+RANGES = {
+    m.ProduceRequest: range(3, 10),
+    m.FetchRequest: range(13, 16),  # 4-12 name topics, which messages.FetchPartition cannot carry
+    m.MetadataFetchRequest: range(15, 16),
+    m.ListOffsetsRequest: range(1, 8),
+    m.OffsetForLeaderEpochRequest: range(2, 5),
+    m.MetadataRequest: range(1, 13),
+    m.InitProducerIdRequest: range(0, 5),
+    m.FindCoordinatorRequest: range(0, 5),
+    m.OffsetCommitRequest: range(2, 9),
+    m.OffsetFetchRequest: range(1, 9),
+    m.CreateTopicsRequest: range(2, 8),
+    m.IncrementalAlterConfigsRequest: range(0, 2),
+    m.DescribeTopicPartitionsRequest: range(0, 1),
+    m.ElectLeadersRequest: range(0, 3),
+    m.AlterPartitionRequest: range(3, 4),
+    m.BrokerRegistrationRequest: range(4, 5),
+    m.BrokerHeartbeatRequest: range(1, 2),
+}
+
+#: (core type, versions, field path, value it comes back as): what a version cannot carry.
+DROPS: list[tuple[type, range, str, Any]] = [
+    (m.FetchRequest, range(0, 15), "replica_epoch", -1),  # ReplicaState is v15+ (KIP-903)
+    (m.ProduceResponse, range(0, 5), "partitions.log_start_offset", -1),
+    (m.ListOffsetsRequest, range(0, 2), "isolation_level", 0),
+    (m.ListOffsetsRequest, range(0, 4), "partitions.current_leader_epoch", -1),
+    (m.ListOffsetsResponse, range(0, 4), "partitions.leader_epoch", -1),
+    (m.OffsetForLeaderEpochRequest, range(0, 3), "replica_id", -2),  # Kafka's consumer id
+    (m.MetadataResponse, range(0, 2), "cluster_id", None),
+    (m.MetadataResponse, range(0, 5), "topics.partitions.offline_replicas", ()),
+    (m.MetadataResponse, range(0, 7), "topics.partitions.leader_epoch", -1),
+    (m.MetadataResponse, range(0, 10), "topics.topic_id", m.uuid.UUID(int=0)),
+    (m.CreateTopicsResponse, range(0, 7), "topics.topic_id", None),
+    (m.OffsetCommitRequest, range(0, 6), "partitions.committed_leader_epoch", -1),
+    (m.OffsetCommitResponse, range(0, 3), "throttle_time_ms", 0),
+    (m.OffsetFetchRequest, range(0, 7), "require_stable", False),
+    (m.OffsetFetchResponse, range(0, 8), "group_id", ""),  # the asker knows its group
+    (m.OffsetFetchResponse, range(0, 5), "partitions.committed_leader_epoch", -1),
+    (m.OffsetFetchResponse, range(0, 3), "throttle_time_ms", 0),
+    (m.FindCoordinatorResponse, range(0, 4), "coordinators.key", ""),
+    (m.FindCoordinatorResponse, range(0, 1), "throttle_time_ms", 0),
+]
+
+#: Content a version cannot express at all gets a sample that fits it.
+_ONE_KEY = m.FindCoordinatorRequest(("orders-app",))
+_ONE_COORDINATOR = m.FindCoordinatorResponse((m.Coordinator("orders-app", 2, "b2", 9093),),
+                                             throttle_time_ms=5)
+_COORDINATOR_NOT_AVAILABLE = m.FindCoordinatorResponse(
+    (m.Coordinator("orders-app", -1, "", -1, Errors.COORDINATOR_NOT_AVAILABLE, "loading"),))
+
+
+def _sample(core_type: type, version: int) -> object:
+    if core_type is m.FindCoordinatorRequest and version < 4:
+        return _ONE_KEY  # one key per request before v4 (KIP-699)
+    if core_type is m.FindCoordinatorResponse and version < 4:
+        return _COORDINATOR_NOT_AVAILABLE if version == 2 else _ONE_COORDINATOR
+    if core_type is m.ElectLeadersRequest and version == 0:
+        return dataclasses.replace(SAMPLES[core_type], election_type=m.ELECTION_PREFERRED)
+    return SAMPLES[core_type]
+
+
+def _set(obj: Any, path: str, value: Any) -> Any:
+    head, _, rest = path.partition(".")
+    if not rest:
+        return dataclasses.replace(obj, **{head: value})
+    return dataclasses.replace(obj, **{head: tuple(_set(x, rest, value) for x in getattr(obj, head))})
+
+
+def _expected(core_type: type, version: int, msg: object) -> object:
+    for t, versions, path, value in DROPS:
+        if t is core_type and version in versions:
+            msg = _set(msg, path, value)
+    return msg
+
+
+CASES = [(req, v) for req in m.REQUEST_TYPES for v in wire.supported_versions(req)]
+_IDS = [f"{req.API}-{req.__name__}-v{v}" for req, v in CASES]
+
+
+def test_the_table_supports_the_issue_ranges() -> None:
+    assert {t: wire.supported_versions(t) for t in m.REQUEST_TYPES} == RANGES
+    by_key = wire.supported_api_versions()
+    assert list(by_key) == sorted(by_key)
+    assert by_key[m.FetchRequest.API_KEY] == (13, 15) and by_key[m.MetadataRequest.API_KEY] == (1, 12)
+    assert len(by_key) == len(m.REQUEST_TYPES) - 1  # MetadataFetchRequest is a Fetch
+
+
+@pytest.mark.parametrize("request_type, version", CASES, ids=_IDS)
+def test_request_roundtrips_at_every_supported_version(request_type: type, version: int) -> None:
+    msg = _sample(request_type, version)
+    data = wire.encode_request(msg, 41, client_id="rdkafka", version=version)
+    api_key, api_version, cid, client_id, out = wire.decode_request_frame(data)
+    assert (api_key, api_version, cid, client_id) == (request_type.API_KEY, version, 41, "rdkafka")
+    assert type(out) is request_type
+    assert out == _expected(request_type, version, msg)
+    assert wire.roundtrip(out, version=version) == out
+    assert wire.decode_request(data) == (41, out)
+
+
+@pytest.mark.parametrize("request_type, version", CASES, ids=_IDS)
+def test_response_answers_at_the_request_version(request_type: type, version: int) -> None:
+    response_type = wire.response_type_for(request_type)
+    msg = _sample(response_type, version)
+    data = wire.encode_response(msg, 42, version=version)
+    assert struct.unpack_from(">i", data)[0] == 42
+    entity = wire.to_kio(msg, version)
+    assert entity.__version__ == version
+    # Flexible versions put a tagged-field count after the correlation id (response header v1).
+    header_size = 5 if entity.__flexible__ else 4
+    assert data[4:header_size] == (b"\x00" if entity.__flexible__ else b"")
+    cid, out = wire.decode_response(data, request_type, version)
+    assert cid == 42 and type(out) is response_type
+    assert out == _expected(response_type, version, msg)
+    assert wire.roundtrip(out, as_response_to=request_type, version=version) == out
+
+
+_KP = {core: kp for core, kp, _ in KAFKA_PYTHON}
+
+
+@pytest.mark.parametrize("request_type, version", CASES, ids=_IDS)
+def test_kafka_python_reads_our_bytes_at_every_version(request_type: type, version: int) -> None:
+    """kafka-python (an independent codec) decodes our frame at that version and writes it back
+    byte for byte: our bytes are Kafka's format at that version, header included."""
+    for core_type, is_request in ((request_type, True), (wire.response_type_for(request_type), False)):
+        kp_type = _KP.get(core_type)
+        if kp_type is None:
+            continue  # inter-broker API: kafka-python does not have it
+        assert version <= kp_type.max_version  # kafka-python 3 has every version kraftlog maps
+        msg = _sample(core_type, version)
+        data = (wire.encode_request(msg, 9, client_id="kraftlog", version=version) if is_request
+                else wire.encode_response(msg, 9, version=version))
+        decoded = kp_type.decode(data, version=version, header=True)
+        decoded.with_header(correlation_id=9, **({"client_id": "kraftlog"} if is_request else {}))
+        assert decoded.encode(header=True) == data
+
+
+@pytest.mark.parametrize("request_type", m.REQUEST_TYPES, ids=lambda t: t.__name__)
+def test_versions_outside_the_range_are_unsupported_version(request_type: type) -> None:
+    """Kafka answers an unsupported version with UNSUPPORTED_VERSION (35); so does decoding one."""
+    versions = wire.supported_versions(request_type)
+    data = bytearray(wire.encode_request(_sample(request_type, versions.stop - 1), 1))
+    for bad in (versions.start - 1, versions.stop):
+        struct.pack_into(">h", data, 2, bad)
+        if request_type is not m.MetadataFetchRequest:  # its key's range is Fetch's: see below
+            with pytest.raises(wire.UnsupportedVersionError) as err:
+                wire.decode_request_frame(bytes(data))
+            assert err.value.error_code == Errors.UNSUPPORTED_VERSION == 35
+        with pytest.raises(wire.UnsupportedVersionError):
+            wire.encode_response(_sample(wire.response_type_for(request_type), versions.stop - 1), 1,
+                                 version=bad)
+
+
+def test_elect_leaders_v0_elects_preferred_leaders_only() -> None:
+    """ElectLeaders v0 has no ElectionType: it is always PREFERRED, so UNCLEAN cannot be sent."""
+    with pytest.raises(wire.UnsupportedVersionError):
+        wire.encode_request(SAMPLES[m.ElectLeadersRequest], 1, version=0)
+
+
+def test_find_coordinator_before_v4_asks_for_one_key() -> None:
+    """KIP-699 batched coordinator keys in v4; v0-v3 carry exactly one."""
+    with pytest.raises(wire.UnsupportedVersionError):
+        wire.encode_request(SAMPLES[m.FindCoordinatorRequest], 1, version=3)
+    entity = wire.to_kio(_ONE_COORDINATOR, 3)
+    assert (entity.node_id, entity.host, entity.port) == (2, "b2", 9093)
+
+
+def test_metadata_fetch_is_fetch_v15_only() -> None:
+    """A broker's metadata-log fetch is Fetch v15 (ReplicaState); an older Fetch of only the
+    metadata topic decodes as Fetch and is then refused as UNSUPPORTED_VERSION."""
+    old = m.FetchRequest(3, -1, 250, 1, (m.FetchPartition(m.METADATA_TOPIC_ID, 0, -1, 40),))
+    with pytest.raises(wire.UnsupportedVersionError):
+        wire.decode_request_frame(wire.encode_request(old, 1, version=14))
+    assert wire.decode_request_frame(wire.encode_request(old, 1, version=15))[4] == (
+        m.MetadataFetchRequest(3, -1, 40, 250))
