@@ -236,8 +236,7 @@ class QuorumController(NodeBase):
                 self.controlled_shutdown_offset[b] = self.end_offset - 1
         elif not self._has_leaderships(b) and self.controlled_shutdown_offset.get(b, -1) <= self._lowest_active_offset():
             # SHUTDOWN_NOW: the broker is fenced as it leaves (handleBrokerFenced).
-            self.append([BrokerRegistrationChangeRecord(b, reg.broker_epoch, fenced=True, in_controlled_shutdown=False)]
-                        + self._remove_from_partitions(b), now_ms)
+            self.append(self._fence_records(b, reg.broker_epoch, in_controlled_shutdown=False), now_ms)
             should_shut_down = True
         reg = self.image.brokers[b]
         return m.BrokerHeartbeatResponse(Errors.NONE, is_caught_up=caught_up, is_fenced=reg.fenced,
@@ -260,10 +259,12 @@ class QuorumController(NodeBase):
             if not reg.fenced and now_ms - self.last_heartbeat_ms.get(b, now_ms) >= self.session_timeout_ms:
                 self.append(self._fence_records(b, reg.broker_epoch), now_ms)
 
-    def _fence_records(self, broker_id: int, broker_epoch: int) -> list:
+    def _fence_records(self, broker_id: int, broker_epoch: int, in_controlled_shutdown: bool | None = None) -> list:
         """Fence a broker: BrokerRegistrationChangeRecord + its removal from every ISR (Kafka's
-        ``handleBrokerFenced``; fencing removes from the ISR, not from the ELR)."""
-        return ([BrokerRegistrationChangeRecord(broker_id, broker_epoch, fenced=True)]
+        ``handleBrokerFenced``; fencing removes from the ISR, not from the ELR). ``in_controlled_shutdown``
+        False also ends a controlled shutdown (SHUTDOWN_NOW)."""
+        return ([BrokerRegistrationChangeRecord(broker_id, broker_epoch, fenced=True,
+                                                in_controlled_shutdown=in_controlled_shutdown)]
                 + self._remove_from_partitions(broker_id))
 
     def _remove_from_partitions(self, broker_id: int) -> list:
@@ -334,17 +335,10 @@ class QuorumController(NodeBase):
         election for each leaderless partition of a topic with ``unclean.leader.election.enable``
         (Kafka's ``maybeTriggerUncleanLeaderElectionForLeaderlessPartitions``)."""
         image = self.image
-        records = []
-        for topic, index in sorted(image.partitions):
-            part = image.partitions[(topic, index)]
-            if part.leader != NO_LEADER or self._election_for(topic) is not Election.UNCLEAN:
-                continue
-            rec = build_partition_change(
-                part, image.topics[topic].topic_id, index, is_acceptable_leader=image.is_active,
-                level=self.level, min_isr=image.min_isr(topic, self.static), election=Election.UNCLEAN)
-            if rec is not None:
-                records.append(rec)
-        self.append(records, now_ms)
+        keys = [(topic, index) for topic, index in sorted(image.partitions)
+                if image.partitions[(topic, index)].leader == NO_LEADER
+                and self._election_for(topic) is Election.UNCLEAN]
+        self.append(self._generate_leader_and_isr_updates(image, keys), now_ms)
 
     # ================================================================= AlterPartition
     def handle_alter_partition(self, now_ms: int, req: m.AlterPartitionRequest) -> m.AlterPartitionResponse:
