@@ -720,14 +720,18 @@ class Broker(NodeBase):
             if p is not None:
                 p.alter_inflight = False
 
+    def _resend_after_backoff(self, now_ms: int, p: Partition) -> None:
+        """Send ``p``'s pending AlterPartition again after ALTER_PARTITION_BACKOFF_MS (ms)."""
+        p.pending.sent = False
+        p.pending.retry_at_ms = now_ms + ALTER_PARTITION_BACKOFF_MS
+        self._alter_dirty = True
+
     def _retry_alter(self, now_ms: int, context) -> None:
         self._alter_answered(context)
         for key, seq in context[1]:
             p = self.partitions.get(key)
             if p is not None and p.pending is not None and p.pending.sequence == seq:
-                p.pending.sent = False
-                self._alter_dirty = True
-                p.pending.retry_at_ms = now_ms + ALTER_PARTITION_BACKOFF_MS
+                self._resend_after_backoff(now_ms, p)
 
     def _on_alter_partition(self, now_ms: int, context, resp: m.AlterPartitionResponse) -> None:
         if resp.error_code != NONE:
@@ -754,9 +758,7 @@ class Broker(NodeBase):
             elif err in _WAIT_FOR_METADATA:
                 pass  # stay pending; the next metadata update for the partition clears it
             else:
-                p.pending.sent = False
-                self._alter_dirty = True
-                p.pending.retry_at_ms = now_ms + ALTER_PARTITION_BACKOFF_MS
+                self._resend_after_backoff(now_ms, p)
 
     def _isr_eligible(self, replica_id: int, state) -> bool:
         """May this replica still join the ISR? (KIP-841 / KIP-903, Kafka's ``isReplicaIsrEligible``)."""
