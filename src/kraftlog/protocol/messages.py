@@ -698,13 +698,255 @@ class InitProducerIdResponse:
     throttle_time_ms: int = 0
 
 
+# ------------------------------------------------- classic consumer groups (JoinGroup key 11 ...)
+@dataclass(slots=True)
+class JoinGroupRequestProtocol:
+    """One assignment protocol a member supports: ``name`` (e.g. ``"range"``) and its opaque metadata
+    (the client's subscription; the coordinator never decodes it)."""
+
+    name: str
+    metadata: bytes
+
+
+@dataclass(slots=True)
+class JoinGroupRequest:
+    """JoinGroup v9 (classic group protocol). ``member_id`` "" on a first join: the coordinator answers
+    MEMBER_ID_REQUIRED with a new id (KIP-394); ``rebalance_timeout_ms`` -1 means the session timeout
+    (v0 has none)."""
+
+    API: ClassVar[str] = "JoinGroup"
+    API_KEY: ClassVar[int] = 11
+    VERSION: ClassVar[int] = 9
+    group_id: str
+    session_timeout_ms: int
+    member_id: str
+    protocol_type: str
+    protocols: tuple[JoinGroupRequestProtocol, ...]
+    rebalance_timeout_ms: int = -1
+    group_instance_id: str | None = None
+    reason: str | None = None
+
+
+@dataclass(slots=True)
+class JoinGroupResponseMember:
+    """A member and the metadata of the group's chosen protocol, sent to the group leader only."""
+
+    member_id: str
+    metadata: bytes
+    group_instance_id: str | None = None
+
+
+@dataclass(slots=True)
+class JoinGroupResponse:
+    API: ClassVar[str] = "JoinGroup"
+    error_code: int
+    member_id: str
+    generation_id: int = -1
+    protocol_type: str | None = None
+    protocol_name: str | None = None
+    leader: str = ""
+    members: tuple[JoinGroupResponseMember, ...] = ()
+    skip_assignment: bool = False
+    throttle_time_ms: int = 0
+
+
+@dataclass(slots=True)
+class SyncGroupRequestAssignment:
+    member_id: str
+    assignment: bytes
+
+
+@dataclass(slots=True)
+class SyncGroupRequest:
+    """SyncGroup v5: the leader sends every member's assignment (computed by the client's assignor);
+    the others send none and wait for theirs."""
+
+    API: ClassVar[str] = "SyncGroup"
+    API_KEY: ClassVar[int] = 14
+    VERSION: ClassVar[int] = 5
+    group_id: str
+    generation_id: int
+    member_id: str
+    assignments: tuple[SyncGroupRequestAssignment, ...] = ()
+    group_instance_id: str | None = None
+    protocol_type: str | None = None
+    protocol_name: str | None = None
+
+
+@dataclass(slots=True)
+class SyncGroupResponse:
+    API: ClassVar[str] = "SyncGroup"
+    error_code: int
+    assignment: bytes = b""
+    protocol_type: str | None = None
+    protocol_name: str | None = None
+    throttle_time_ms: int = 0
+
+
+@dataclass(slots=True)
+class HeartbeatRequest:
+    """Heartbeat v4: REBALANCE_IN_PROGRESS tells the member to rejoin."""
+
+    API: ClassVar[str] = "Heartbeat"
+    API_KEY: ClassVar[int] = 12
+    VERSION: ClassVar[int] = 4
+    group_id: str
+    generation_id: int
+    member_id: str
+    group_instance_id: str | None = None
+
+
+@dataclass(slots=True)
+class HeartbeatResponse:
+    API: ClassVar[str] = "Heartbeat"
+    error_code: int
+    throttle_time_ms: int = 0
+
+
+@dataclass(slots=True)
+class MemberIdentity:
+    member_id: str
+    group_instance_id: str | None = None
+    reason: str | None = None
+
+
+@dataclass(slots=True)
+class LeaveGroupRequest:
+    """LeaveGroup v5 (v0-v2 carry one ``member_id`` at the top level: one MemberIdentity here)."""
+
+    API: ClassVar[str] = "LeaveGroup"
+    API_KEY: ClassVar[int] = 13
+    VERSION: ClassVar[int] = 5
+    group_id: str
+    members: tuple[MemberIdentity, ...]
+
+
+@dataclass(slots=True)
+class LeaveGroupMemberResponse:
+    member_id: str
+    error_code: int
+    group_instance_id: str | None = None
+
+
+@dataclass(slots=True)
+class LeaveGroupResponse:
+    API: ClassVar[str] = "LeaveGroup"
+    error_code: int
+    members: tuple[LeaveGroupMemberResponse, ...] = ()
+    throttle_time_ms: int = 0
+
+
+# ------------------------------------------------------------------ ApiVersions (API key 18, v3)
+@dataclass(slots=True)
+class ApiVersionsRequest:
+    """ApiVersions v3 (KIP-511: the client names its software)."""
+
+    API: ClassVar[str] = "ApiVersions"
+    API_KEY: ClassVar[int] = 18
+    VERSION: ClassVar[int] = 3
+    client_software_name: str = ""
+    client_software_version: str = ""
+
+
+@dataclass(slots=True)
+class ApiVersion:
+    api_key: int
+    min_version: int
+    max_version: int
+
+
+@dataclass(slots=True)
+class ApiVersionsResponse:
+    API: ClassVar[str] = "ApiVersions"
+    error_code: int
+    api_keys: tuple[ApiVersion, ...]
+    throttle_time_ms: int = 0
+
+
+# ------------------------------------------------------------------ DeleteTopics (API key 20, v6)
+@dataclass(slots=True)
+class DeleteTopicsRequest:
+    """DeleteTopics v6, by name (``topic_names``; v6's by-id form is not used)."""
+
+    API: ClassVar[str] = "DeleteTopics"
+    API_KEY: ClassVar[int] = 20
+    VERSION: ClassVar[int] = 6
+    topic_names: tuple[str, ...]
+    timeout_ms: int = 30000
+
+
+@dataclass(slots=True)
+class DeletableTopicResult:
+    name: str
+    error_code: int
+    topic_id: uuid.UUID | None = None
+    error_message: str | None = None
+
+
+@dataclass(slots=True)
+class DeleteTopicsResponse:
+    API: ClassVar[str] = "DeleteTopics"
+    responses: tuple[DeletableTopicResult, ...]
+    throttle_time_ms: int = 0
+
+
+# --------------------------------------------------------------- DescribeConfigs (API key 32, v4)
+@dataclass(slots=True)
+class DescribeConfigsResource:
+    """``resource_type`` 2 = topic, 4 = broker (Kafka's ConfigResource.Type); ``configuration_keys``
+    None = every config."""
+
+    resource_type: int
+    resource_name: str
+    configuration_keys: tuple[str, ...] | None = None
+
+
+@dataclass(slots=True)
+class DescribeConfigsRequest:
+    API: ClassVar[str] = "DescribeConfigs"
+    API_KEY: ClassVar[int] = 32
+    VERSION: ClassVar[int] = 4
+    resources: tuple[DescribeConfigsResource, ...]
+    include_synonyms: bool = False
+    include_documentation: bool = False
+
+
+@dataclass(slots=True)
+class DescribeConfigsResourceResult:
+    """``config_source``: Kafka's ``DescribeConfigsResponse.ConfigSource`` id: 1 TOPIC_CONFIG (set on the
+    topic), 3 DYNAMIC_DEFAULT_BROKER_CONFIG (set cluster-wide), 4 STATIC_BROKER_CONFIG, 5 DEFAULT_CONFIG."""
+
+    name: str
+    value: str | None
+    read_only: bool = False
+    config_source: int = 5
+    is_sensitive: bool = False
+
+
+@dataclass(slots=True)
+class DescribeConfigsResult:
+    error_code: int
+    resource_type: int
+    resource_name: str
+    configs: tuple[DescribeConfigsResourceResult, ...] = ()
+    error_message: str | None = None
+
+
+@dataclass(slots=True)
+class DescribeConfigsResponse:
+    API: ClassVar[str] = "DescribeConfigs"
+    results: tuple[DescribeConfigsResult, ...]
+    throttle_time_ms: int = 0
+
+
 #: Every request class, keyed by API name (MetadataFetchRequest shares "Fetch").
 REQUEST_TYPES: tuple[type, ...] = (
     FetchRequest, MetadataFetchRequest, AlterPartitionRequest, BrokerRegistrationRequest,
     BrokerHeartbeatRequest, ProduceRequest, ListOffsetsRequest, OffsetForLeaderEpochRequest,
     MetadataRequest, CreateTopicsRequest, IncrementalAlterConfigsRequest, ElectLeadersRequest,
     DescribeTopicPartitionsRequest, FindCoordinatorRequest, OffsetCommitRequest, OffsetFetchRequest,
-    InitProducerIdRequest,
+    InitProducerIdRequest, JoinGroupRequest, SyncGroupRequest, HeartbeatRequest, LeaveGroupRequest,
+    ApiVersionsRequest, DeleteTopicsRequest, DescribeConfigsRequest,
 )
 #: The Kafka API names a scenario's ``hold``/``release`` may name.
 API_NAMES: frozenset[str] = frozenset(cls.API for cls in REQUEST_TYPES)
