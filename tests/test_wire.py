@@ -6,8 +6,10 @@ the Kafka API version its class names (Fetch v15,
 AlterPartition v3, BrokerRegistration v4, BrokerHeartbeat v1, Produce v9, ListOffsets v7,
 OffsetForLeaderEpoch v4, Metadata v12, CreateTopics v7, IncrementalAlterConfigs v1, ElectLeaders v2,
 DescribeTopicPartitions v0, FindCoordinator v4, OffsetCommit v8, OffsetFetch v8 -- one group of v8's
-``Groups``);
-record batches are Kafka v2 (magic 2, CRC-32C) with exact ms timestamps; the metadata log travels as a
+``Groups``; JoinGroup v9, SyncGroup v5, Heartbeat v4, LeaveGroup v5, ApiVersions v3, DeleteTopics v6,
+DescribeConfigs v4 -- tests/test_wire_client_apis.py covers what real clients send of those);
+record batches are Kafka v2 (magic 2, CRC-32C) with exact ms timestamps and record headers; the
+metadata log travels as a
 Fetch of METADATA_TOPIC_ID; where kafka-python has the API at that version, it decodes our bytes and
 re-encodes them byte for byte.
 """
@@ -23,12 +25,16 @@ import uuid
 
 import pytest
 from kafka.protocol.admin.configs import (
+    DescribeConfigsRequest as KpDescribeConfigsRequest,
+    DescribeConfigsResponse as KpDescribeConfigsResponse,
     IncrementalAlterConfigsRequest as KpIncrementalAlterConfigsRequest,
     IncrementalAlterConfigsResponse as KpIncrementalAlterConfigsResponse,
 )
 from kafka.protocol.admin.topics import (
     CreateTopicsRequest as KpCreateTopicsRequest,
     CreateTopicsResponse as KpCreateTopicsResponse,
+    DeleteTopicsRequest as KpDeleteTopicsRequest,
+    DeleteTopicsResponse as KpDeleteTopicsResponse,
     ElectLeadersRequest as KpElectLeadersRequest,
     ElectLeadersResponse as KpElectLeadersResponse,
     DescribeTopicPartitionsRequest as KpDescribeTopicPartitionsRequest,
@@ -37,6 +43,14 @@ from kafka.protocol.admin.topics import (
 from kafka.protocol.consumer.fetch import FetchRequest as KpFetchRequest
 from kafka.protocol.consumer.fetch import FetchResponse as KpFetchResponse
 from kafka.protocol.consumer.group import (
+    HeartbeatRequest as KpHeartbeatRequest,
+    HeartbeatResponse as KpHeartbeatResponse,
+    JoinGroupRequest as KpJoinGroupRequest,
+    JoinGroupResponse as KpJoinGroupResponse,
+    LeaveGroupRequest as KpLeaveGroupRequest,
+    LeaveGroupResponse as KpLeaveGroupResponse,
+    SyncGroupRequest as KpSyncGroupRequest,
+    SyncGroupResponse as KpSyncGroupResponse,
     OffsetCommitRequest as KpOffsetCommitRequest,
     OffsetCommitResponse as KpOffsetCommitResponse,
     OffsetFetchRequest as KpOffsetFetchRequest,
@@ -48,6 +62,8 @@ from kafka.protocol.consumer.offsets import (
     OffsetForLeaderEpochRequest as KpOffsetForLeaderEpochRequest,
     OffsetForLeaderEpochResponse as KpOffsetForLeaderEpochResponse,
 )
+from kafka.protocol.metadata.api_versions import ApiVersionsRequest as KpApiVersionsRequest
+from kafka.protocol.metadata.api_versions import ApiVersionsResponse as KpApiVersionsResponse
 from kafka.protocol.metadata.metadata import MetadataRequest as KpMetadataRequest
 from kafka.protocol.metadata.find_coordinator import (
     FindCoordinatorRequest as KpFindCoordinatorRequest,
@@ -366,6 +382,91 @@ SAMPLES: dict[type, object] = {
         ),
         throttle_time_ms=6,
     ),
+    m.JoinGroupRequest: m.JoinGroupRequest(
+        group_id="orders-app",
+        session_timeout_ms=45000,
+        member_id="rdkafka-0b5e7c1d",
+        protocol_type="consumer",
+        protocols=(m.JoinGroupRequestProtocol("range", b"\x00\x01sub-range"),
+                   m.JoinGroupRequestProtocol("roundrobin", b"\x00\x01sub-rr")),
+        rebalance_timeout_ms=300000,
+        group_instance_id="instance-a",
+        reason="rebalance after metadata change",
+    ),
+    m.JoinGroupResponse: m.JoinGroupResponse(
+        error_code=Errors.NONE,
+        member_id="rdkafka-0b5e7c1d",
+        generation_id=3,
+        protocol_type="consumer",
+        protocol_name="range",
+        leader="rdkafka-0b5e7c1d",
+        members=(m.JoinGroupResponseMember("rdkafka-0b5e7c1d", b"\x00\x01sub-a", "instance-a"),
+                 m.JoinGroupResponseMember("kafka-python-9f1e", b"\x00\x01sub-b")),
+        skip_assignment=False,
+        throttle_time_ms=4,
+    ),
+    m.SyncGroupRequest: m.SyncGroupRequest(
+        group_id="orders-app",
+        generation_id=3,
+        member_id="rdkafka-0b5e7c1d",
+        assignments=(m.SyncGroupRequestAssignment("rdkafka-0b5e7c1d", b"\x00\x01assign-a"),
+                     m.SyncGroupRequestAssignment("kafka-python-9f1e", b"")),
+        group_instance_id="instance-a",
+        protocol_type="consumer",
+        protocol_name="range",
+    ),
+    m.SyncGroupResponse: m.SyncGroupResponse(
+        error_code=Errors.NONE, assignment=b"\x00\x01assign-a", protocol_type="consumer",
+        protocol_name="range", throttle_time_ms=2,
+    ),
+    m.HeartbeatRequest: m.HeartbeatRequest("orders-app", 3, "rdkafka-0b5e7c1d", "instance-a"),
+    m.HeartbeatResponse: m.HeartbeatResponse(Errors.REBALANCE_IN_PROGRESS, throttle_time_ms=1),
+    m.LeaveGroupRequest: m.LeaveGroupRequest(
+        group_id="orders-app",
+        members=(m.MemberIdentity("rdkafka-0b5e7c1d", "instance-a", "the consumer is closing"),
+                 m.MemberIdentity("kafka-python-9f1e")),
+    ),
+    m.LeaveGroupResponse: m.LeaveGroupResponse(
+        error_code=Errors.NONE,
+        members=(m.LeaveGroupMemberResponse("rdkafka-0b5e7c1d", Errors.NONE, "instance-a"),
+                 m.LeaveGroupMemberResponse("kafka-python-9f1e", Errors.UNKNOWN_MEMBER_ID)),
+        throttle_time_ms=3,
+    ),
+    m.ApiVersionsRequest: m.ApiVersionsRequest("librdkafka", "2.16.0"),
+    m.ApiVersionsResponse: m.ApiVersionsResponse(
+        error_code=Errors.NONE,
+        api_keys=(m.ApiVersion(0, 3, 9), m.ApiVersion(1, 4, 15), m.ApiVersion(18, 0, 3)),
+        throttle_time_ms=0,
+    ),
+    m.DeleteTopicsRequest: m.DeleteTopicsRequest(("orders", "payments"), timeout_ms=15000),
+    m.DeleteTopicsResponse: m.DeleteTopicsResponse(
+        responses=(m.DeletableTopicResult("orders", Errors.NONE, T1),
+                   m.DeletableTopicResult("payments", Errors.UNKNOWN_TOPIC_OR_PARTITION, None,
+                                          "This server does not host this topic-partition.")),
+        throttle_time_ms=5,
+    ),
+    m.DescribeConfigsRequest: m.DescribeConfigsRequest(
+        resources=(m.DescribeConfigsResource(m.RESOURCE_TOPIC, "orders",
+                                             ("min.insync.replicas", "cleanup.policy")),
+                   m.DescribeConfigsResource(m.RESOURCE_BROKER, "1")),
+        include_synonyms=True,
+        include_documentation=True,
+    ),
+    m.DescribeConfigsResponse: m.DescribeConfigsResponse(
+        results=(
+            m.DescribeConfigsResult(Errors.NONE, m.RESOURCE_TOPIC, "orders", (
+                m.DescribeConfigsResourceResult("min.insync.replicas", "2", config_source=1),
+                m.DescribeConfigsResourceResult("cleanup.policy", "delete"),
+            )),
+            m.DescribeConfigsResult(Errors.NONE, m.RESOURCE_BROKER, "1", (
+                m.DescribeConfigsResourceResult("unclean.recovery.strategy", "Balanced", True, 4),
+                m.DescribeConfigsResourceResult("ssl.key.password", None, False, 4, True),
+            )),
+            m.DescribeConfigsResult(Errors.UNKNOWN_TOPIC_OR_PARTITION, m.RESOURCE_TOPIC, "missing",
+                                    error_message="Topic missing does not exist"),
+        ),
+        throttle_time_ms=1,
+    ),
 }
 
 
@@ -538,12 +639,15 @@ def test_trailing_partial_batch_is_ignored() -> None:
 
 
 def test_compressed_batches_are_refused() -> None:
+    """kraftlog writes uncompressed batches: a core batch asking for compression cannot be encoded
+    (a client's compressed batch decodes to an uncompressed one: tests/test_wire_client_apis.py)."""
     with pytest.raises(wire.CorruptRecordError):
         wire.encode_batches((dataclasses.replace(BATCH_B, attributes=1),))
 
 
 def test_decodes_a_batch_built_by_kafka_python() -> None:
-    """A batch as kafka-python's producer builds it (with a record header) decodes to the core form."""
+    """A batch as kafka-python's producer builds it (with a record header) decodes to the core form,
+    the header kept."""
     from kafka.record.default_records import DefaultRecordBatchBuilder
 
     builder = DefaultRecordBatchBuilder(
@@ -553,7 +657,8 @@ def test_decodes_a_batch_built_by_kafka_python() -> None:
     builder.append(1, timestamp=1_700_000_000_322, key=None, value=b"w", headers=[])
     (batch,) = wire.decode_batches(bytes(builder.build()))
     assert batch.base_offset == 0
-    assert batch.records == (Record(1_700_000_000_321, b"k", b"v"), Record(1_700_000_000_322, None, b"w"))
+    assert batch.records == (Record(1_700_000_000_321, b"k", b"v", (("h", b"x"),)),
+                             Record(1_700_000_000_322, None, b"w"))
 
 
 # ------------------------------------------------------------------- metadata log fetch
@@ -583,7 +688,8 @@ def test_metadata_records_travel_as_one_v2_batch_of_compact_json() -> None:
     first = json.loads(values[0])
     assert first == {"type": "RegisterBrokerRecord", "broker_id": 1,
                      "incarnation_id": str(INCARNATION), "broker_epoch": 7, "rack": "rack-a",
-                     "fenced": True, "in_controlled_shutdown": False, "previous_broker_epoch": 3}
+                     "fenced": True, "in_controlled_shutdown": False, "previous_broker_epoch": 3,
+                     "listeners": []}
     assert b" " not in values[5]
     assert json.loads(values[6])["leader"] is None and json.loads(values[6])["isr"] == [1]
 
@@ -768,6 +874,20 @@ KAFKA_PYTHON = [
     (m.OffsetCommitResponse, KpOffsetCommitResponse, False),
     (m.OffsetFetchRequest, KpOffsetFetchRequest, True),
     (m.OffsetFetchResponse, KpOffsetFetchResponse, False),
+    (m.JoinGroupRequest, KpJoinGroupRequest, True),
+    (m.JoinGroupResponse, KpJoinGroupResponse, False),
+    (m.SyncGroupRequest, KpSyncGroupRequest, True),
+    (m.SyncGroupResponse, KpSyncGroupResponse, False),
+    (m.HeartbeatRequest, KpHeartbeatRequest, True),
+    (m.HeartbeatResponse, KpHeartbeatResponse, False),
+    (m.LeaveGroupRequest, KpLeaveGroupRequest, True),
+    (m.LeaveGroupResponse, KpLeaveGroupResponse, False),
+    (m.ApiVersionsRequest, KpApiVersionsRequest, True),
+    (m.ApiVersionsResponse, KpApiVersionsResponse, False),
+    (m.DeleteTopicsRequest, KpDeleteTopicsRequest, True),
+    (m.DeleteTopicsResponse, KpDeleteTopicsResponse, False),
+    (m.DescribeConfigsRequest, KpDescribeConfigsRequest, True),
+    (m.DescribeConfigsResponse, KpDescribeConfigsResponse, False),
 ]
 _VERSION = {wire.response_type_for(t): t.VERSION for t in m.REQUEST_TYPES} | {
     t: t.VERSION for t in m.REQUEST_TYPES}

@@ -10,6 +10,8 @@ Rules proved here:
   such loss is listed in DROPS below with the version that adds the field (from Kafka's message JSON
   files), and nothing else changes. A message re-sent at the same version comes back unchanged.
 * Where kafka-python has the API at that version, it decodes our bytes and re-encodes them byte for byte.
+* Fetch nests partitions by topic name at v4-v12 and by topic id at v13-v15: a partition naming both
+  comes back with the other one cleared (DROPS).
 """
 
 from __future__ import annotations
@@ -24,12 +26,12 @@ from kraftlog.protocol import messages as m
 from kraftlog.protocol import wire
 from kraftlog.protocol.errors import Errors
 
-from test_wire import KAFKA_PYTHON, SAMPLES
+from test_wire import KAFKA_PYTHON, SAMPLES, T1, T2
 
 #: The supported ranges this change puts in the table (issue 11, "APIs for clients").
 RANGES = {
     m.ProduceRequest: range(3, 10),
-    m.FetchRequest: range(13, 16),  # 4-12 name topics, which messages.FetchPartition cannot carry
+    m.FetchRequest: range(4, 16),  # 4-12 name topics (FetchPartition.topic), 13-15 use topic ids
     m.MetadataFetchRequest: range(15, 16),
     m.ListOffsetsRequest: range(1, 8),
     m.OffsetForLeaderEpochRequest: range(2, 5),
@@ -45,11 +47,30 @@ RANGES = {
     m.AlterPartitionRequest: range(3, 4),
     m.BrokerRegistrationRequest: range(4, 5),
     m.BrokerHeartbeatRequest: range(1, 2),
+    # Client APIs of the classic group protocol, ApiVersions and the admin client (wire.py's table
+    # says which client sends which version).
+    m.JoinGroupRequest: range(0, 10),
+    m.SyncGroupRequest: range(0, 6),
+    m.HeartbeatRequest: range(0, 5),
+    m.LeaveGroupRequest: range(0, 6),
+    m.ApiVersionsRequest: range(0, 4),
+    m.DeleteTopicsRequest: range(1, 7),
+    m.DescribeConfigsRequest: range(1, 5),
 }
 
 #: (core type, versions, field path, value it comes back as): what a version cannot carry.
 DROPS: list[tuple[type, range, str, Any]] = [
     (m.FetchRequest, range(0, 15), "replica_epoch", -1),  # ReplicaState is v15+ (KIP-903)
+    (m.FetchRequest, range(0, 13), "partitions.topic_id", m.uuid.UUID(int=0)),  # names before v13
+    (m.FetchRequest, range(13, 16), "partitions.topic", ""),  # topic ids from v13 (KIP-516)
+    (m.FetchRequest, range(0, 5), "partitions.log_start_offset", -1),
+    (m.FetchRequest, range(0, 9), "partitions.current_leader_epoch", -1),  # KIP-320
+    (m.FetchRequest, range(0, 12), "partitions.last_fetched_epoch", -1),  # KIP-595
+    (m.FetchResponse, range(0, 13), "partitions.topic_id", m.uuid.UUID(int=0)),
+    (m.FetchResponse, range(13, 16), "partitions.topic", ""),
+    (m.FetchResponse, range(0, 5), "partitions.log_start_offset", -1),
+    (m.FetchResponse, range(0, 12), "partitions.diverging_epoch", None),
+    (m.FetchResponse, range(0, 12), "partitions.current_leader", None),
     (m.ProduceResponse, range(0, 5), "partitions.log_start_offset", -1),
     (m.ListOffsetsRequest, range(0, 2), "isolation_level", 0),
     (m.ListOffsetsRequest, range(0, 4), "partitions.current_leader_epoch", -1),
@@ -68,6 +89,33 @@ DROPS: list[tuple[type, range, str, Any]] = [
     (m.OffsetFetchResponse, range(0, 3), "throttle_time_ms", 0),
     (m.FindCoordinatorResponse, range(0, 4), "coordinators.key", ""),
     (m.FindCoordinatorResponse, range(0, 1), "throttle_time_ms", 0),
+    (m.JoinGroupRequest, range(0, 1), "rebalance_timeout_ms", -1),  # v0: the session timeout
+    (m.JoinGroupRequest, range(0, 5), "group_instance_id", None),  # static membership (KIP-345)
+    (m.JoinGroupRequest, range(0, 8), "reason", None),  # KIP-800
+    (m.JoinGroupResponse, range(0, 2), "throttle_time_ms", 0),
+    (m.JoinGroupResponse, range(0, 7), "protocol_type", None),
+    (m.JoinGroupResponse, range(0, 5), "members.group_instance_id", None),
+    (m.JoinGroupResponse, range(0, 9), "skip_assignment", False),  # KIP-814
+    (m.SyncGroupRequest, range(0, 3), "group_instance_id", None),
+    (m.SyncGroupRequest, range(0, 5), "protocol_type", None),
+    (m.SyncGroupRequest, range(0, 5), "protocol_name", None),
+    (m.SyncGroupResponse, range(0, 1), "throttle_time_ms", 0),
+    (m.SyncGroupResponse, range(0, 5), "protocol_type", None),
+    (m.SyncGroupResponse, range(0, 5), "protocol_name", None),
+    (m.HeartbeatRequest, range(0, 3), "group_instance_id", None),
+    (m.HeartbeatResponse, range(0, 1), "throttle_time_ms", 0),
+    (m.LeaveGroupRequest, range(0, 3), "members.group_instance_id", None),
+    (m.LeaveGroupRequest, range(0, 5), "members.reason", None),
+    (m.LeaveGroupResponse, range(0, 1), "throttle_time_ms", 0),
+    (m.LeaveGroupResponse, range(0, 3), "members", ()),
+    # ... and the first member error becomes the top-level one (Kafka's LeaveGroupResponse, v0-v2).
+    (m.LeaveGroupResponse, range(0, 3), "error_code", Errors.UNKNOWN_MEMBER_ID),
+    (m.ApiVersionsRequest, range(0, 3), "client_software_name", ""),  # KIP-511
+    (m.ApiVersionsRequest, range(0, 3), "client_software_version", ""),
+    (m.ApiVersionsResponse, range(0, 1), "throttle_time_ms", 0),
+    (m.DeleteTopicsResponse, range(0, 6), "responses.topic_id", None),
+    (m.DeleteTopicsResponse, range(0, 5), "responses.error_message", None),
+    (m.DescribeConfigsRequest, range(0, 3), "include_documentation", False),
 ]
 
 #: Content a version cannot express at all gets a sample that fits it.
@@ -76,6 +124,16 @@ _ONE_COORDINATOR = m.FindCoordinatorResponse((m.Coordinator("orders-app", 2, "b2
                                              throttle_time_ms=5)
 _COORDINATOR_NOT_AVAILABLE = m.FindCoordinatorResponse(
     (m.Coordinator("orders-app", -1, "", -1, Errors.COORDINATOR_NOT_AVAILABLE, "loading"),))
+#: Fetch partitions naming their topic both ways: v4-v12 keep the name, v13-v15 the id.
+_NAMES = {T1: "orders", T2: "payments"}
+_FETCH_BOTH = {
+    t: dataclasses.replace(SAMPLES[t], partitions=tuple(
+        dataclasses.replace(p, topic=_NAMES[p.topic_id]) for p in SAMPLES[t].partitions))
+    for t in (m.FetchRequest, m.FetchResponse)
+}
+#: LeaveGroup v0-v2 name one member.
+_ONE_LEAVER = dataclasses.replace(SAMPLES[m.LeaveGroupRequest],
+                                  members=SAMPLES[m.LeaveGroupRequest].members[:1])
 
 
 def _sample(core_type: type, version: int) -> object:
@@ -85,6 +143,10 @@ def _sample(core_type: type, version: int) -> object:
         return _COORDINATOR_NOT_AVAILABLE if version == 2 else _ONE_COORDINATOR
     if core_type is m.ElectLeadersRequest and version == 0:
         return dataclasses.replace(SAMPLES[core_type], election_type=m.ELECTION_PREFERRED)
+    if core_type in _FETCH_BOTH:
+        return _FETCH_BOTH[core_type]
+    if core_type is m.LeaveGroupRequest and version < 3:
+        return _ONE_LEAVER
     return SAMPLES[core_type]
 
 
@@ -110,7 +172,8 @@ def test_the_table_supports_the_issue_ranges() -> None:
     assert {t: wire.supported_versions(t) for t in m.REQUEST_TYPES} == RANGES
     by_key = wire.supported_api_versions()
     assert list(by_key) == sorted(by_key)
-    assert by_key[m.FetchRequest.API_KEY] == (13, 15) and by_key[m.MetadataRequest.API_KEY] == (1, 12)
+    assert by_key[m.FetchRequest.API_KEY] == (4, 15) and by_key[m.MetadataRequest.API_KEY] == (1, 12)
+    assert by_key[m.JoinGroupRequest.API_KEY] == (0, 9) and by_key[m.ApiVersionsRequest.API_KEY] == (0, 3)
     assert len(by_key) == len(m.REQUEST_TYPES) - 1  # MetadataFetchRequest is a Fetch
 
 

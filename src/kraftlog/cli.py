@@ -142,6 +142,12 @@ from .spark.cli import campaign  # noqa: E402  (the command lives with the Spark
 
 main.add_command(campaign)
 
+from .net.cli import cluster, elect, topics  # noqa: E402  (the real cluster's commands)
+
+main.add_command(cluster)
+main.add_command(topics)
+main.add_command(elect)
+
 
 if __name__ == "__main__":  # pragma: no cover
     main()

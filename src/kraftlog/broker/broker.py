@@ -28,14 +28,15 @@ from ..protocol.errors import Errors
 NONE = Errors.NONE
 FENCED_LEADER_EPOCH = Errors.FENCED_LEADER_EPOCH
 from ..protocol.level import Level
+from ..protocol.listeners import FORWARDED_APIS, cluster_action_refusal, error_response
 from ..protocol.node import NodeBase
 from ..storage.checkpoints import (
     delete_clean_shutdown, read_clean_shutdown, read_hwm_checkpoint, write_clean_shutdown, write_hwm_checkpoint,
 )
 from ..storage.disk import Disk
 from ..storage.log import LogConfig, PartitionLog
-from .describe import describe_topic_partitions
-from .group_coordinator import OffsetStore, coordinator_for
+from .describe import describe_configs, describe_topic_partitions
+from .group_coordinator import GroupCoordinator, OffsetStore, coordinator_for
 from .partition import Partition
 
 CONTROLLER = "controller"
@@ -65,6 +66,42 @@ class DelayedProduce:
     parts: list
     # the per-partition responses computed at append time (errors there are final)
     results: list
+
+
+#: The group coordinator's requests (routed by ``coordinator_for``).
+_GROUP_APIS = frozenset((m.JoinGroupRequest, m.SyncGroupRequest, m.HeartbeatRequest, m.LeaveGroupRequest,
+                         m.OffsetCommitRequest, m.OffsetFetchRequest))
+
+
+def _not_coordinator(msg) -> object:
+    """The NOT_COORDINATOR answer to a group request sent to a broker that does not coordinate its group."""
+    code = Errors.NOT_COORDINATOR
+    kind = type(msg)
+    if kind is m.OffsetCommitRequest:
+        return m.OffsetCommitResponse(tuple(m.OffsetCommitPartitionResponse(p.topic, p.partition, code)
+                                            for p in msg.partitions))
+    if kind is m.OffsetFetchRequest:
+        return m.OffsetFetchResponse(msg.group_id, code, ())
+    if kind is m.JoinGroupRequest:
+        return m.JoinGroupResponse(code, msg.member_id)
+    if kind is m.SyncGroupRequest:
+        return m.SyncGroupResponse(code)
+    if kind is m.HeartbeatRequest:
+        return m.HeartbeatResponse(code)
+    return m.LeaveGroupResponse(code)
+
+
+def parse_listeners(text: str) -> tuple[m.Listener, ...]:
+    """Kafka's listener list ``"NAME://host:port,..."`` as Listener entries (PLAINTEXT); "" gives ().
+    Raises ValueError for an entry that is not ``NAME://host:port``."""
+    out = []
+    for item in filter(None, (s.strip() for s in text.split(","))):
+        name, sep, rest = item.partition("://")
+        host, _, port = rest.rpartition(":")
+        if not sep or not name or not host or not port.isdigit():
+            raise ValueError(f"listener {item!r} is not NAME://host:port")
+        out.append(m.Listener(name, host, int(port)))
+    return tuple(out)
 
 
 class Broker(NodeBase):
@@ -101,6 +138,7 @@ class Broker(NodeBase):
         self.fetch_max_bytes = g("replica.fetch.max.bytes")
         self.hwm_checkpoint_interval_ms = g("replica.high.watermark.checkpoint.interval.ms")
         self.metadata_idle_ms = g("metadata.max.idle.interval.ms")
+        self.advertised_listeners = parse_listeners(cfg.lookup("advertised.listeners", self.static))
         # Log recovery: load every partition directory on the disk (Kafka's LogManager.loadLogs).
         self.previous_broker_epoch = read_clean_shutdown(disk, LOG_DIR)
         delete_clean_shutdown(disk, LOG_DIR, now_ms)
@@ -117,6 +155,9 @@ class Broker(NodeBase):
             log.update_high_watermark(min(hwms.get(key, 0), log.log_end_offset))
             self.logs[key] = log
         self.offsets = OffsetStore(disk, LOG_DIR)
+        # Member ids come from a Random of its own, seeded by the incarnation id, so that the broker's
+        # own draws (and so every simulated history) do not depend on whether a group ever formed.
+        self.groups = GroupCoordinator(self.offsets, self.static, Random(self.incarnation_id.int))
         self._next_producer_id = 0
         # Timers and in-flight state.
         self.next_register_ms: int | None = now_ms
@@ -191,7 +232,8 @@ class Broker(NodeBase):
             self.registration_inflight = True
             self.send_request(CONTROLLER, m.BrokerRegistrationRequest(
                 self.broker_id, self.cluster_id, self.incarnation_id,
-                previous_broker_epoch=self.previous_broker_epoch if self.level >= Level.ELR else -1),
+                previous_broker_epoch=self.previous_broker_epoch if self.level >= Level.ELR else -1,
+                listeners=self.advertised_listeners),
                 now_ms, self.request_timeout_ms, ("register",))
         if self.next_heartbeat_ms is not None and now_ms >= self.next_heartbeat_ms:
             self._send_heartbeat(now_ms)
@@ -218,6 +260,9 @@ class Broker(NodeBase):
         if self._flush_by_time:
             for log in self.logs.values():
                 log.maybe_flush(now_ms)
+        if self.groups.busy:
+            self.groups.tick(now_ms)
+            self._send_group_responses(now_ms)
         self._send_alter_partitions(now_ms)
         self._send_fetches(now_ms)
 
@@ -239,6 +284,10 @@ class Broker(NodeBase):
             d = self.next_metadata_fetch_ms
         if self.controlled_shutdown_deadline is not None and self.controlled_shutdown_deadline < d:
             d = self.controlled_shutdown_deadline
+        if self.groups.busy:
+            g = self.groups.next_deadline()
+            if g is not None and g < d:
+                d = g
         if self.partitions and self.next_isr_check_ms < d:
             d = self.next_isr_check_ms
         for deadline, _ in self.delayed_fetches:
@@ -274,6 +323,8 @@ class Broker(NodeBase):
             self._on_alter_partition(now_ms, context, message)
         elif kind == "register":
             self._on_registration(now_ms, message)
+        elif kind == "forward":
+            self.send_response(context[1], message)
         self._after_event(now_ms)
 
     def on_timeout(self, now_ms: int, context) -> None:
@@ -299,12 +350,22 @@ class Broker(NodeBase):
         elif kind == "register":
             self.registration_inflight = False
             self.next_register_ms = now_ms + REGISTRATION_BACKOFF_MS
+        elif kind == "forward":
+            self.send_response(context[1], error_response(context[1].message, Errors.REQUEST_TIMED_OUT))
 
     def on_request(self, now_ms: int, env: m.Envelope) -> None:
         if self.stopped:
             return
         msg = env.message
         kind = type(msg)
+        if env.listener is not None:  # the TCP driver: Kafka's per-listener authorization and forwarding
+            refusal = cluster_action_refusal(env)
+            if refusal is not None:
+                self.send_response(env, refusal)
+                return
+            if kind in FORWARDED_APIS:
+                self._forward_to_controller(now_ms, env)
+                return
         if kind is m.FetchRequest:
             self._handle_fetch(now_ms, env, may_park=True)
         elif kind is m.ProduceRequest:
@@ -314,33 +375,58 @@ class Broker(NodeBase):
         elif kind is m.OffsetForLeaderEpochRequest:
             self.send_response(env, self._handle_offset_for_leader_epoch(msg))
         elif kind is m.MetadataRequest:
-            self.send_response(env, self._handle_metadata(msg))
+            self.send_response(env, self._handle_metadata(msg, env.listener))
         elif kind is m.DescribeTopicPartitionsRequest:
             self.send_response(env, describe_topic_partitions(self.image, msg, self.static))
         elif kind is m.InitProducerIdRequest:
             self.send_response(env, self._handle_init_producer_id(msg))
         elif kind is m.FindCoordinatorRequest:
             self.send_response(env, self._handle_find_coordinator(msg))
-        elif kind is m.OffsetCommitRequest:
-            if coordinator_for(msg.group_id, self.image) != self.broker_id:
-                self.send_response(env, m.OffsetCommitResponse(tuple(
-                    m.OffsetCommitPartitionResponse(p.topic, p.partition, Errors.NOT_COORDINATOR)
-                    for p in msg.partitions)))
-            else:
-                self.send_response(env, self.offsets.commit(msg, now_ms))
-        elif kind is m.OffsetFetchRequest:
-            if coordinator_for(msg.group_id, self.image) != self.broker_id:
-                self.send_response(env, m.OffsetFetchResponse(msg.group_id, Errors.NOT_COORDINATOR, ()))
-            else:
-                self.send_response(env, self.offsets.fetch(msg))
+        elif kind in _GROUP_APIS:
+            self._handle_group_request(now_ms, env)
+        elif kind is m.DescribeConfigsRequest:
+            self.send_response(env, describe_configs(self.image, msg, self.static, self.broker_id))
         # Controller APIs sent to a broker are not answered (KRaft forwards; we do not).
         self._after_event(now_ms)
 
+    def _handle_group_request(self, now_ms: int, env: m.Envelope) -> None:
+        """JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch: NOT_COORDINATOR unless
+        this broker coordinates the group (``coordinator_for``), else the group coordinator's answer,
+        now or (a parked join or sync) later through ``_send_group_responses``."""
+        msg = env.message
+        if coordinator_for(msg.group_id, self.image) != self.broker_id:
+            self.send_response(env, _not_coordinator(msg))
+            return
+        client_id = env.client_id if env.client_id is not None else str(env.src)
+        resp = self.groups.handle(now_ms, env, client_id, msg, env.api_version)
+        if resp is not None:
+            self.send_response(env, resp)
+
+    def _send_group_responses(self, now_ms: int) -> None:
+        """Answer the parked group requests the coordinator completed, and hand over the groups whose
+        coordinator moved to another broker (Kafka's ``onResignation``)."""
+        groups = self.groups
+        if groups.groups():
+            moved = [g for g in groups.groups() if coordinator_for(g, self.image) != self.broker_id]
+            if moved:
+                groups.resign(now_ms, moved)
+        for env, resp in groups.take_responses():
+            self.send_response(env, resp)
+
+    def _forward_to_controller(self, now_ms: int, env: m.Envelope) -> None:
+        """Kafka's ``ForwardingManager``: an admin request (CreateTopics, DeleteTopics,
+        IncrementalAlterConfigs, ElectLeaders) that a client sent to this broker goes to the controller;
+        its answer is relayed to the client, REQUEST_TIMED_OUT when none comes within
+        ``request.timeout.ms``."""
+        self.send_request(CONTROLLER, env.message, now_ms, self.request_timeout_ms, ("forward", env))
+
     def _after_event(self, now_ms: int) -> None:
         """Send what the event made due: pending AlterPartition items, follower fetches (each only when
-        its dirty flag says there may be something to send)."""
+        its dirty flag says there may be something to send), completed group requests."""
         if self.stopped:
             return
+        if self.groups.busy:
+            self._send_group_responses(now_ms)
         if self._alter_dirty:
             self._send_alter_partitions(now_ms)
         if self._fetch_dirty:
@@ -562,7 +648,7 @@ class Broker(NodeBase):
         has_data = False
         hw_changed = []
         for fp in req.partitions:
-            name = topic_names.get(fp.topic_id)
+            name = fp.topic or topic_names.get(fp.topic_id)  # Fetch v4-v12 name topics, v13+ give ids
             p = partitions.get((name, fp.partition)) if name is not None else None
             if p is None:
                 error = Errors.NOT_LEADER_OR_FOLLOWER
@@ -587,7 +673,8 @@ class Broker(NodeBase):
             if error != NONE:
                 has_data = True
                 current = (p.leader_id, p.leader_epoch) if p is not None else None
-                out.append(m.FetchPartitionResponse(fp.topic_id, fp.partition, error, current_leader=current))
+                out.append(m.FetchPartitionResponse(fp.topic_id, fp.partition, error, current_leader=current,
+                                                    topic=fp.topic))
                 continue
             log = p.log
             if is_follower and fp.last_fetched_epoch >= 0:
@@ -596,12 +683,13 @@ class Broker(NodeBase):
                     has_data = True
                     out.append(m.FetchPartitionResponse(
                         fp.topic_id, fp.partition, NONE, log.high_watermark, log.high_watermark,
-                        log.log_start_offset, diverging_epoch=m.EpochEndOffset(epoch, end)))
+                        log.log_start_offset, diverging_epoch=m.EpochEndOffset(epoch, end), topic=fp.topic))
                     continue
             if fp.fetch_offset > log.log_end_offset or fp.fetch_offset < log.log_start_offset:
                 has_data = True
                 out.append(m.FetchPartitionResponse(fp.topic_id, fp.partition, Errors.OFFSET_OUT_OF_RANGE,
-                                                    log.high_watermark, log.high_watermark, log.log_start_offset))
+                                                    log.high_watermark, log.high_watermark, log.log_start_offset,
+                                                    topic=fp.topic))
                 continue
             if is_follower:
                 p.update_follower_fetch_state(req.replica_id, fp.fetch_offset, req.replica_epoch,
@@ -620,7 +708,7 @@ class Broker(NodeBase):
                 has_data = True
             out.append(m.FetchPartitionResponse(
                 fp.topic_id, fp.partition, NONE, log.high_watermark, log.high_watermark,
-                log.log_start_offset, records=records))
+                log.log_start_offset, records=records, topic=fp.topic))
         if not has_data and may_park and req.max_wait_ms > 0:
             self.delayed_fetches.append((now_ms + req.max_wait_ms, env))
         else:
@@ -644,7 +732,7 @@ class Broker(NodeBase):
         topic_names = self.image.topic_names
         partitions = self.partitions
         for fp in req.partitions:
-            name = topic_names.get(fp.topic_id)
+            name = fp.topic or topic_names.get(fp.topic_id)
             p = partitions.get((name, fp.partition)) if name is not None else None
             if p is None or fp.current_leader_epoch != p.leader_epoch or not p.is_leader:
                 # not the common case (this leader, its current epoch): is an error answer ready?
@@ -938,10 +1026,24 @@ class Broker(NodeBase):
             out.append(m.OffsetForLeaderEpochPartitionResponse(op.topic, op.partition, NONE, epoch, end))
         return m.OffsetForLeaderEpochResponse(tuple(out))
 
-    def _handle_metadata(self, req: m.MetadataRequest) -> m.MetadataResponse:
+    def _handle_metadata(self, req: m.MetadataRequest, listener: str | None = None) -> m.MetadataResponse:
+        """Kafka's ``KafkaApis.handleTopicMetadataRequest`` without auto topic creation: brokers are the
+        unfenced ones, each with its endpoint on the ``listener`` the request arrived on (a broker
+        without that listener is left out, as Kafka's MetadataCache does); in the simulator (no
+        listener) the placeholder ``broker-<id>:9092``."""
         image = self.image
-        brokers = tuple(m.MetadataBroker(b, f"broker-{b}", 9092)
-                        for b in sorted(image.brokers) if not image.brokers[b].fenced)
+        brokers = []
+        for b in sorted(image.brokers):
+            reg = image.brokers[b]
+            if reg.fenced:
+                continue
+            if listener is None:
+                brokers.append(m.MetadataBroker(b, f"broker-{b}", 9092))
+            else:
+                endpoint = reg.endpoint(listener)
+                if endpoint is not None:
+                    brokers.append(m.MetadataBroker(b, endpoint[0], endpoint[1], reg.rack))
+        brokers = tuple(brokers)
         names = sorted(image.topics) if req.topics is None else list(req.topics)
         topics = []
         for name in names:

@@ -13,11 +13,11 @@ import re
 import uuid
 
 from ..metadata import config as cfg
-from ..metadata.image import MetadataImage
+from ..metadata.image import RESOURCE_BROKER, RESOURCE_TOPIC, MetadataImage
 from ..protocol import messages as m
 from ..protocol.errors import Errors
 
-__all__ = ["describe_topic_partitions", "INTERNAL_TOPICS"]
+__all__ = ["describe_topic_partitions", "describe_configs", "INTERNAL_TOPICS"]
 
 #: Kafka's ``Topic.INTERNAL_TOPICS`` (reported with ``is_internal`` true).
 INTERNAL_TOPICS: frozenset[str] = frozenset(
@@ -161,3 +161,56 @@ def describe_topic_partitions(
             break
         remaining -= len(partitions)
     return m.DescribeTopicPartitionsResponse(topics=tuple(topics), next_cursor=next_cursor)
+
+
+# ---------------------------------------------------------------- DescribeConfigs (API key 32)
+#: Kafka's ``DescribeConfigsResponse.ConfigSource`` ids.
+TOPIC_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 1, 3, 4, 5
+
+
+def _config_entry(image: MetadataImage, static: dict, broker_name: str, topic: str | None,
+                  shown_name: str) -> m.DescribeConfigsResourceResult:
+    """One config, resolved as Kafka's ``ConfigHelper`` does: the topic's own value, else the cluster-wide
+    dynamic default, else the node's static config, else Kafka's default (the source says which)."""
+    if topic is not None:
+        tconf = image.configs.get((RESOURCE_TOPIC, topic)) or {}
+        if shown_name in tconf:
+            return m.DescribeConfigsResourceResult(shown_name, tconf[shown_name], False, TOPIC_CONFIG)
+    cluster = image.configs.get((RESOURCE_BROKER, "")) or {}
+    if broker_name in cluster:
+        return m.DescribeConfigsResourceResult(shown_name, cluster[broker_name], False,
+                                               DYNAMIC_DEFAULT_BROKER_CONFIG)
+    if static and broker_name in static:
+        return m.DescribeConfigsResourceResult(shown_name, str(static[broker_name]), topic is None,
+                                               STATIC_BROKER_CONFIG)
+    value = cfg.DEFAULTS[broker_name]
+    return m.DescribeConfigsResourceResult(shown_name, value if value != "" else None, False, DEFAULT_CONFIG)
+
+
+def describe_configs(image: MetadataImage, req: m.DescribeConfigsRequest, static: dict,
+                     broker_id: int) -> m.DescribeConfigsResponse:
+    """DescribeConfigs (Kafka's ``ConfigHelper.describeConfigs``) from the broker's image: a topic resource
+    (type 2) lists the topic-level configs kraftlog knows (``flush.messages``, ``min.insync.replicas``,
+    ...), a broker resource (type 4, this broker's id or "" for the cluster default) every broker config.
+    UNKNOWN_TOPIC_OR_PARTITION for an unknown topic, INVALID_REQUEST for another broker's id or an
+    unsupported resource type. ``configuration_keys`` filters the names (None: all)."""
+    results = []
+    for res in req.resources:
+        keys = None if res.configuration_keys is None else set(res.configuration_keys)
+        if res.resource_type == RESOURCE_TOPIC:
+            if res.resource_name not in image.topics:
+                results.append(m.DescribeConfigsResult(Errors.UNKNOWN_TOPIC_OR_PARTITION, res.resource_type,
+                                                       res.resource_name, (), "unknown topic"))
+                continue
+            names = [(broker, topic) for broker, topic in sorted(cfg.TOPIC_SYNONYMS.items(), key=lambda kv: kv[1])]
+            entries = tuple(_config_entry(image, static, broker, res.resource_name, topic)
+                            for broker, topic in names if keys is None or topic in keys)
+        elif res.resource_type == RESOURCE_BROKER and res.resource_name in ("", str(broker_id)):
+            entries = tuple(_config_entry(image, static, name, None, name)
+                            for name in sorted(cfg.DEFAULTS) if keys is None or name in keys)
+        else:
+            results.append(m.DescribeConfigsResult(Errors.INVALID_REQUEST, res.resource_type, res.resource_name,
+                                                   (), "kraftlog describes topics and this broker only"))
+            continue
+        results.append(m.DescribeConfigsResult(Errors.NONE, res.resource_type, res.resource_name, entries))
+    return m.DescribeConfigsResponse(tuple(results))

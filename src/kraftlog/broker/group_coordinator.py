@@ -1,4 +1,4 @@
-"""The group coordinator's offset store (Kafka's ``GroupCoordinator`` offset commit/fetch path).
+"""The group coordinator: Kafka's classic consumer-group protocol and its offset store.
 
 Which broker coordinates a group: Kafka hashes the group id onto a ``__consumer_offsets`` partition
 (``abs(groupId.hashCode) % offsets.topic.num.partitions``) and uses its leader. kraftlog keeps no
@@ -10,12 +10,26 @@ Committed offsets (with the leader epoch of the last consumed record, KIP-320) a
 written through the broker's Disk with an atomic, durable write on every commit. They are *not*
 replicated: when the coordinator moves to another broker, that broker knows only what was committed
 to it. (Kafka replicates them through ``__consumer_offsets``.)
+
+Group membership (:class:`GroupCoordinator`) follows Kafka's classic protocol (JoinGroup, SyncGroup,
+Heartbeat, LeaveGroup; ``kafka.coordinator.group.GroupCoordinator`` / ``GroupMetadata`` of Kafka 3.x,
+which Kafka 4.x's ``GroupMetadataManager.classicGroup*`` keeps), sans-I/O: time comes in as int ms,
+randomness (member ids) from an injected ``random.Random``, and the requests Kafka parks in its join
+and sync purgatories come back later through :meth:`GroupCoordinator.take_responses`. Membership is
+kept in memory only (Kafka also writes it to ``__consumer_offsets``): a coordinator that takes over a
+group starts it Empty, and its members rejoin.
 """
 
 from __future__ import annotations
 
+import heapq
 import json
+import random
+import uuid
+from dataclasses import dataclass
+from typing import ClassVar
 
+from ..metadata import config as _config
 from ..metadata.image import MetadataImage
 from ..protocol import messages as m
 from ..protocol.errors import Errors
@@ -85,3 +99,952 @@ class OffsetStore:
             offset, epoch, meta = offsets.get((topic, index), (-1, -1, None))
             out.append(m.OffsetFetchPartition(topic, index, offset, epoch, meta))
         return m.OffsetFetchResponse(req.group_id, Errors.NONE, tuple(out))
+
+
+# ======================================================================= classic group membership
+#: Kafka's ``GroupCoordinator.NewMemberJoinTimeoutMs`` (ms): how long a new member's JoinGroup may wait
+#: in a rebalance before the member is dropped (its session timeout does not apply until it has joined).
+NEW_MEMBER_JOIN_TIMEOUT_MS = 5 * 60 * 1000
+
+# Group states (Kafka's ``GroupState`` names, as DescribeGroups reports them).
+EMPTY = "Empty"
+PREPARING_REBALANCE = "PreparingRebalance"
+COMPLETING_REBALANCE = "CompletingRebalance"
+STABLE = "Stable"
+DEAD = "Dead"
+
+#: Kafka's ``PreparingRebalance.validPreviousStates`` (``GroupMetadata.canRebalance``).
+_CAN_REBALANCE = frozenset((STABLE, COMPLETING_REBALANCE, EMPTY))
+
+# timer kinds (the first element of a timer key)
+_JOIN = "join"  # (kind, group): DelayedJoin / InitialDelayedJoin of a group in PreparingRebalance
+_SYNC = "sync"  # (kind, group): DelayedSync (KAFKA-13213) after a join completed
+_HEARTBEAT = "heartbeat"  # (kind, group, member): DelayedHeartbeat, the member's session
+_PENDING = "pending"  # (kind, group, member id): DelayedHeartbeat(isPending) of a KIP-394 pending member
+
+
+#: The group coordinator's configs (Kafka's names; defaults in ``kraftlog.metadata.config.DEFAULTS``:
+#: 6000, 1800000, 3000 and Int.MaxValue, Kafka's).
+GROUP_CONFIGS = ("group.min.session.timeout.ms", "group.max.session.timeout.ms",
+                 "group.initial.rebalance.delay.ms", "group.max.size")
+
+
+def group_config(name: str, config: dict[str, str] | None) -> int:
+    """An int group-coordinator config (one of :data:`GROUP_CONFIGS`): ``config[name]`` if set, else
+    Kafka's default (``kraftlog.metadata.config.lookup``)."""
+    return int(_config.lookup(name, config))
+
+
+@dataclass(slots=True, frozen=True)
+class GroupSummary:
+    """A read-only view of one group (the shape of Kafka's ``GroupMetadata.summary``): ``state`` one of
+    the state names above, ``members`` the member ids in join order, ``leader`` "" when none."""
+
+    group_id: str
+    state: str
+    generation_id: int
+    protocol_type: str | None
+    protocol_name: str | None
+    leader: str
+    members: tuple[str, ...]
+
+
+class _Member:
+    """Kafka's ``MemberMetadata``: one member of a classic group. Times are ms.
+
+    ``protocols``: ``((name, metadata), ...)`` in the member's order of preference. A parked JoinGroup
+    (``awaiting_join``, Kafka's ``awaitingJoinCallback``) or SyncGroup (``awaiting_sync``) keeps the
+    driver's token until it is answered."""
+
+    __slots__ = ("member_id", "group_instance_id", "client_id", "rebalance_timeout_ms", "session_timeout_ms",
+                 "protocol_type", "protocols", "assignment", "awaiting_join", "join_token", "awaiting_sync",
+                 "sync_token", "is_new")
+
+    def __init__(self, member_id: str, group_instance_id: str | None, client_id: str, rebalance_timeout_ms: int,
+                 session_timeout_ms: int, protocol_type: str, protocols: tuple[tuple[str, bytes], ...]) -> None:
+        self.member_id = member_id
+        self.group_instance_id = group_instance_id
+        self.client_id = client_id
+        self.rebalance_timeout_ms = rebalance_timeout_ms
+        self.session_timeout_ms = session_timeout_ms
+        self.protocol_type = protocol_type
+        self.protocols = protocols
+        self.assignment = b""
+        self.awaiting_join = False
+        self.join_token: object = None
+        self.awaiting_sync = False
+        self.sync_token: object = None
+        self.is_new = False
+
+    def metadata(self, protocol: str) -> bytes:
+        """The member's metadata for ``protocol`` (``MemberMetadata.metadata``)."""
+        for name, meta in self.protocols:
+            if name == protocol:
+                return meta
+        raise ValueError(f"member {self.member_id} does not support protocol {protocol}")  # pragma: no cover
+
+    def vote(self, candidates: set[str]) -> str:
+        """The member's most preferred protocol among ``candidates`` (``MemberMetadata.vote``)."""
+        for name, _ in self.protocols:
+            if name in candidates:
+                return name
+        raise ValueError(  # pragma: no cover - supportsProtocols admits members with a common protocol
+            f"member {self.member_id} does not support any of the candidates {sorted(candidates)}")
+
+
+class _Group:
+    """Kafka's ``GroupMetadata`` (membership part) of one classic group.
+
+    ``members`` is in join order (dicts keep insertion order): the leader's JoinGroup response lists the
+    members in that order and a new leader is the first remaining member. ``pending_members`` (KIP-394)
+    and ``pending_sync`` (KAFKA-13213) are ordered sets (dicts with None values)."""
+
+    __slots__ = ("group_id", "state", "generation_id", "protocol_type", "protocol_name", "leader", "members",
+                 "static_members", "pending_members", "pending_sync", "protocol_counts", "new_member_added",
+                 "initial_join", "initial_delay_ms", "initial_remaining_ms", "sync_generation")
+
+    def __init__(self, group_id: str) -> None:
+        self.group_id = group_id
+        self.state = EMPTY
+        self.generation_id = 0
+        self.protocol_type: str | None = None
+        self.protocol_name: str | None = None
+        self.leader: str | None = None
+        self.members: dict[str, _Member] = {}
+        self.static_members: dict[str, str] = {}  # group.instance.id -> member id
+        self.pending_members: dict[str, None] = {}
+        self.pending_sync: dict[str, None] = {}
+        #: protocol name -> how many members support it (``GroupMetadata.supportedProtocols``)
+        self.protocol_counts: dict[str, int] = {}
+        #: a member joined while the first rebalance (generation 0) waits (``newMemberAdded``)
+        self.new_member_added = False
+        #: the running join timer is an InitialDelayedJoin (which never completes early) with these
+        #: ``delayMs`` and ``remainingMs``
+        self.initial_join = False
+        self.initial_delay_ms = 0
+        self.initial_remaining_ms = 0
+        #: the generation the DelayedSync timer was started for
+        self.sync_generation = -1
+
+    # ---------------------------------------------------------------- GroupMetadata
+    def rebalance_timeout_ms(self) -> int:
+        """Max of the members' rebalance timeouts, 0 without members (``GroupMetadata.rebalanceTimeoutMs``)."""
+        return max((mb.rebalance_timeout_ms for mb in self.members.values()), default=0)
+
+    def supports_protocols(self, protocol_type: str, names: list[str]) -> bool:
+        """``GroupMetadata.supportsProtocols``: an Empty group takes any non-empty protocol type with at
+        least one protocol; otherwise the type must match and one protocol be supported by every member."""
+        if self.state == EMPTY:
+            return bool(protocol_type) and bool(names)
+        size = len(self.members)
+        return self.protocol_type == protocol_type and any(self.protocol_counts.get(n, 0) == size for n in names)
+
+    def all_joined(self) -> bool:
+        """``GroupMetadata.hasAllMembersJoined``: every member has a JoinGroup parked and no KIP-394 pending
+        member is still expected."""
+        return not self.pending_members and all(mb.awaiting_join for mb in self.members.values())
+
+    def select_protocol(self) -> str:
+        """``GroupMetadata.selectProtocol``: the candidates are the protocols every member supports; each
+        member votes for its most preferred candidate and the most votes win. Kafka breaks a tie by
+        HashMap order; here the protocol first voted for (in join order) wins, deterministically."""
+        size = len(self.members)
+        candidates = {name for name, count in self.protocol_counts.items() if count == size}
+        votes: dict[str, int] = {}
+        for mb in self.members.values():
+            choice = mb.vote(candidates)
+            votes[choice] = votes.get(choice, 0) + 1
+        best = max(votes.values())
+        return next(name for name, count in votes.items() if count == best)
+
+    def count_protocols(self, member: _Member, delta: int) -> None:
+        for name, _ in member.protocols:
+            self.protocol_counts[name] = self.protocol_counts.get(name, 0) + delta
+
+    def current_member_metadata(self) -> tuple[m.JoinGroupResponseMember, ...]:
+        """The leader's member list (``GroupMetadata.currentMemberMetadata``): every member with its
+        metadata for the chosen protocol, in join order."""
+        name = self.protocol_name or ""
+        return tuple(m.JoinGroupResponseMember(mb.member_id, mb.metadata(name), mb.group_instance_id)
+                     for mb in self.members.values())
+
+    def summary(self) -> GroupSummary:
+        return GroupSummary(self.group_id, self.state, self.generation_id, self.protocol_type, self.protocol_name,
+                            self.leader or "", tuple(self.members))
+
+
+def _join_error(member_id: str, error: int) -> m.JoinGroupResponse:
+    """Kafka's ``JoinGroupResult(memberId, error)``: no generation (-1), protocol or leader."""
+    return m.JoinGroupResponse(error, member_id)
+
+
+def _protocols(req: m.JoinGroupRequest) -> tuple[tuple[str, bytes], ...]:
+    """The request's protocols as ``((name, metadata), ...)``, first occurrence of a name kept (Kafka's
+    ``JoinGroupRequestProtocolCollection`` is keyed by name)."""
+    seen: dict[str, bytes] = {}
+    for p in req.protocols:
+        seen.setdefault(p.name, bytes(p.metadata))
+    return tuple(seen.items())
+
+
+class GroupCoordinator:
+    """Kafka's classic consumer-group coordinator (``kafka.coordinator.group.GroupCoordinator``), sans-I/O.
+
+    Driver interface (the broker's):
+
+    * ``handle(now_ms, token, client_id, request, version=None) -> response | None`` for JoinGroup,
+      SyncGroup, Heartbeat, LeaveGroup, OffsetCommit and OffsetFetch requests (``kraftlog.protocol.
+      messages``). ``token`` is opaque (the request envelope) and comes back with a parked response;
+      ``client_id`` is the request header's client id (new member ids are ``f"{client_id}-{uuid}"``);
+      ``version`` is the request's API version (default: the message class's ``VERSION``). Returns the
+      response, or None when the request is parked: a JoinGroup waiting for the rebalance to complete,
+      a SyncGroup waiting for the leader's assignment.
+    * ``take_responses() -> [(token, response), ...]``: the parked requests answered since the last call,
+      oldest first.
+    * ``tick(now_ms)`` once ``now_ms >= next_deadline()``: session expiry, rebalance and sync timeouts,
+      the initial rebalance delay. ``next_deadline() -> ms | None``.
+    * ``resign(now_ms, group_ids=None)``: this broker no longer coordinates the groups (all when None):
+      their parked requests are answered NOT_COORDINATOR and their membership is dropped. Committed
+      offsets stay in :attr:`offsets`.
+
+    The caller checks that this broker coordinates the group (``coordinator_for``) before ``handle``;
+    Kafka's ``validateGroupStatus`` NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS are the caller's.
+
+    Configs (``config``, by Kafka name, Kafka's defaults): ``group.min.session.timeout.ms``,
+    ``group.max.session.timeout.ms``, ``group.initial.rebalance.delay.ms``, ``group.max.size``.
+    """
+
+    #: The API versions whose semantics ``handle`` applies by default (the message classes' ``VERSION``).
+    VERSION: ClassVar[dict[type, int]] = {
+        m.JoinGroupRequest: m.JoinGroupRequest.VERSION,
+        m.SyncGroupRequest: m.SyncGroupRequest.VERSION,
+        m.HeartbeatRequest: m.HeartbeatRequest.VERSION,
+        m.LeaveGroupRequest: m.LeaveGroupRequest.VERSION,
+        m.OffsetCommitRequest: m.OffsetCommitRequest.VERSION,
+        m.OffsetFetchRequest: m.OffsetFetchRequest.VERSION,
+    }
+
+    def __init__(self, offsets: OffsetStore, config: dict[str, str] | None, rng: random.Random) -> None:
+        self.offsets = offsets
+        self.rng = rng
+        self.min_session_timeout_ms = group_config("group.min.session.timeout.ms", config)
+        self.max_session_timeout_ms = group_config("group.max.session.timeout.ms", config)
+        self.initial_rebalance_delay_ms = group_config("group.initial.rebalance.delay.ms", config)
+        self.max_size = group_config("group.max.size", config)
+        self._groups: dict[str, _Group] = {}
+        self._responses: list[tuple[object, object]] = []
+        #: timer key -> (deadline ms, sequence number); the heap holds (deadline, seq, key) entries, an
+        #: entry being live while ``_timers[key]`` still equals its (deadline, seq)
+        self._timers: dict[tuple, tuple[int, int]] = {}
+        self._heap: list[tuple[int, int, tuple]] = []
+        self._seq = 0
+
+    # ================================================================== driver interface
+    def handle(self, now_ms: int, token: object, client_id: str, request, version: int | None = None):
+        """Handle one group request at ``now_ms``; the response, or None if parked (see the class doc)."""
+        kind = type(request)
+        if kind not in self.VERSION:
+            raise TypeError(f"not a group request: {kind.__name__}")
+        if version is None:
+            version = self.VERSION[kind]
+        if kind is m.OffsetFetchRequest:
+            return self.offsets.fetch(request)  # GroupCoordinator.handleFetchOffsets: no membership check
+        if kind is m.OffsetCommitRequest:
+            return self._offset_commit(now_ms, request)
+        if kind is m.HeartbeatRequest:
+            return self._heartbeat(now_ms, request)
+        if kind is m.LeaveGroupRequest:
+            return self._leave_group(now_ms, request, version)
+        start = len(self._responses)
+        if kind is m.JoinGroupRequest:
+            self._join_group(now_ms, token, client_id or "", request, version)
+        else:
+            self._sync_group(now_ms, token, request, version)
+        # answered during this call (an error, or a rebalance it completed): hand it back directly
+        for i in range(start, len(self._responses)):
+            if self._responses[i][0] is token:
+                return self._responses.pop(i)[1]
+        return None
+
+    def take_responses(self) -> list[tuple[object, object]]:
+        """``[(token, response), ...]`` for parked requests answered since the last call, oldest first."""
+        out = self._responses
+        self._responses = []
+        return out
+
+    def next_deadline(self) -> int | None:
+        """The earliest time (ms) at which :meth:`tick` has a timer to fire, None when none is set."""
+        heap = self._heap
+        timers = self._timers
+        while heap:
+            deadline, seq, key = heap[0]
+            if timers.get(key) == (deadline, seq):
+                return deadline
+            heapq.heappop(heap)  # cancelled or rescheduled
+        return None
+
+    def tick(self, now_ms: int) -> None:
+        """Fire every timer due at ``now_ms`` (deadline <= now_ms), in deadline order (ties: the order
+        they were set)."""
+        while True:
+            deadline = self.next_deadline()
+            if deadline is None or deadline > now_ms:
+                return
+            _, _, key = heapq.heappop(self._heap)
+            del self._timers[key]
+            group = self._groups.get(key[1])
+            if group is None:  # pragma: no cover - timers are cancelled with their group
+                continue
+            if key[0] == _HEARTBEAT:
+                self._on_expire_heartbeat(now_ms, group, key[2])
+            elif key[0] == _PENDING:
+                self._on_expire_pending_member(now_ms, group, key[2])
+            elif key[0] == _JOIN:
+                self._on_expire_join(now_ms, group)
+            else:
+                self._on_expire_pending_sync(now_ms, group)
+
+    def resign(self, now_ms: int, group_ids=None) -> None:
+        """Stop coordinating ``group_ids`` (every group when None): ``GroupCoordinator.onGroupUnloaded``.
+        A group in PreparingRebalance answers its parked JoinGroups NOT_COORDINATOR, one in
+        CompletingRebalance or Stable its parked SyncGroups; then the group is Dead and forgotten (its
+        timers with it). Committed offsets stay in the OffsetStore."""
+        ids = list(self._groups) if group_ids is None else [g for g in group_ids if g in self._groups]
+        for gid in ids:
+            group = self._groups.pop(gid)
+            previous = group.state
+            group.state = DEAD
+            for mb in group.members.values():
+                if previous == PREPARING_REBALANCE and mb.awaiting_join:
+                    self._answer_join(mb, _join_error(mb.member_id, Errors.NOT_COORDINATOR))
+                elif previous in (STABLE, COMPLETING_REBALANCE) and mb.awaiting_sync:
+                    self._answer_sync(mb, m.SyncGroupResponse(Errors.NOT_COORDINATOR))
+        if group_ids is None:
+            self._timers.clear()
+            self._heap.clear()
+        else:
+            gone = set(ids)
+            for key in [k for k in self._timers if k[1] in gone]:
+                del self._timers[key]
+
+    @property
+    def busy(self) -> bool:
+        """Whether the coordinator holds a group or an unsent response (the broker skips it otherwise:
+        most simulated brokers never coordinate a group)."""
+        return bool(self._groups or self._responses)
+
+    def groups(self) -> list[str]:
+        """The ids of the groups this coordinator holds (in creation order)."""
+        return list(self._groups)
+
+    def describe(self, group_id: str) -> GroupSummary | None:
+        """A snapshot of ``group_id``, None when this coordinator holds no such group."""
+        group = self._groups.get(group_id)
+        return None if group is None else group.summary()
+
+    # ======================================================================= timers
+    def _set_timer(self, key: tuple, deadline: int) -> None:
+        self._seq += 1
+        self._timers[key] = (deadline, self._seq)
+        heapq.heappush(self._heap, (deadline, self._seq, key))
+
+    def _cancel_timer(self, key: tuple) -> None:
+        self._timers.pop(key, None)
+
+    def _schedule_heartbeat(self, now_ms: int, group: _Group, member: _Member, timeout_ms: int | None = None) -> None:
+        """``GroupCoordinator.completeAndScheduleNextExpiration``: the member's session restarts, expiring
+        ``timeout_ms`` (default: its session timeout) from now. A member (not new) with a JoinGroup or
+        SyncGroup parked satisfies its heartbeat (``MemberMetadata.hasSatisfiedHeartbeat``), so Kafka's
+        expiration would do nothing: no timer is set; it is set again when the parked request is answered."""
+        key = (_HEARTBEAT, group.group_id, member.member_id)
+        if not member.is_new and (member.awaiting_join or member.awaiting_sync):
+            self._cancel_timer(key)
+        else:
+            self._set_timer(key, now_ms + (member.session_timeout_ms if timeout_ms is None else timeout_ms))
+
+    # ================================================================= answering parked requests
+    def _respond(self, token: object, response: object) -> None:
+        self._responses.append((token, response))
+
+    def _answer_join(self, member: _Member, response: m.JoinGroupResponse) -> None:
+        """``GroupMetadata.maybeInvokeJoinCallback``."""
+        if member.awaiting_join:
+            token = member.join_token
+            member.awaiting_join = False
+            member.join_token = None
+            self._respond(token, response)
+
+    def _answer_sync(self, member: _Member, response: m.SyncGroupResponse) -> bool:
+        """``GroupMetadata.maybeInvokeSyncCallback``: True when a SyncGroup was parked."""
+        if not member.awaiting_sync:
+            return False
+        token = member.sync_token
+        member.awaiting_sync = False
+        member.sync_token = None
+        self._respond(token, response)
+        return True
+
+    # ======================================================================= membership
+    def _add_member(self, group: _Group, member: _Member) -> None:
+        """``GroupMetadata.add``: the first member sets the group's protocol type; the leader is the first
+        member; the member is no longer pending."""
+        if member.group_instance_id is not None:
+            group.static_members[member.group_instance_id] = member.member_id
+        if not group.members:
+            group.protocol_type = member.protocol_type
+        if group.leader is None:
+            group.leader = member.member_id
+        group.members[member.member_id] = member
+        group.count_protocols(member, 1)
+        group.pending_members.pop(member.member_id, None)
+        self._cancel_timer((_PENDING, group.group_id, member.member_id))
+
+    def _remove(self, group: _Group, member_id: str) -> None:
+        """``GroupMetadata.remove`` (and the end of the member's heartbeat): a removed leader is replaced
+        by the first remaining member."""
+        member = group.members.pop(member_id, None)
+        if member is not None:
+            group.count_protocols(member, -1)
+            if member.group_instance_id is not None:
+                group.static_members.pop(member.group_instance_id, None)
+            self._cancel_timer((_HEARTBEAT, group.group_id, member_id))
+        if group.leader == member_id:
+            group.leader = next(iter(group.members), None)
+        if member_id in group.pending_members:
+            del group.pending_members[member_id]
+            self._cancel_timer((_PENDING, group.group_id, member_id))
+        self._remove_pending_sync(group, member_id)
+
+    def _update_member(self, now_ms: int, group: _Group, member: _Member, protocols, rebalance_timeout_ms: int,
+                       session_timeout_ms: int, token: object) -> None:
+        """``GroupMetadata.updateMember``: new protocols and timeouts; the JoinGroup is parked."""
+        group.count_protocols(member, -1)
+        member.protocols = protocols
+        group.count_protocols(member, 1)
+        member.rebalance_timeout_ms = rebalance_timeout_ms
+        member.session_timeout_ms = session_timeout_ms
+        member.awaiting_join = True
+        member.join_token = token
+        self._schedule_heartbeat(now_ms, group, member)  # parked: satisfied (unless new)
+
+    def _validate_current_member(self, group: _Group, member_id: str, group_instance_id: str | None) -> int | None:
+        """``GroupCoordinator.validateCurrentMember``: a static member's instance id must map to
+        ``member_id`` (else FENCED_INSTANCE_ID, or UNKNOWN_MEMBER_ID when unmapped); a member id must
+        be known (UNKNOWN_MEMBER_ID)."""
+        if group_instance_id is not None:
+            current = group.static_members.get(group_instance_id)
+            if current is None:
+                return Errors.UNKNOWN_MEMBER_ID
+            if current != member_id:
+                return Errors.FENCED_INSTANCE_ID
+            return None
+        return None if member_id in group.members else Errors.UNKNOWN_MEMBER_ID
+
+    def _new_member_id(self, prefix: str) -> str:
+        """``GroupMetadata.generateMemberId``: ``f"{client id or group.instance.id}-{uuid4}"``, the uuid
+        drawn from the injected rng."""
+        return f"{prefix}-{uuid.UUID(int=self.rng.getrandbits(128), version=4)}"
+
+    # ======================================================================= JoinGroup
+    def _join_group(self, now_ms: int, token: object, client_id: str, req: m.JoinGroupRequest, version: int) -> None:
+        """``GroupCoordinator.handleJoinGroup`` (and ``KafkaApis.handleJoinGroupRequest``'s version rules:
+        v0 has no rebalance timeout, so the session timeout is used; MEMBER_ID_REQUIRED only from v4).
+
+        Order of checks: empty group id → INVALID_GROUP_ID; session timeout outside
+        [group.min.session.timeout.ms, group.max.session.timeout.ms] → INVALID_SESSION_TIMEOUT; a member
+        id for a group this coordinator does not hold → UNKNOWN_MEMBER_ID; group full
+        (``acceptJoiningMember``) → GROUP_MAX_SIZE_REACHED; then a new member (empty member id) or a
+        current one."""
+        member_id = req.member_id
+        if not req.group_id:
+            self._respond(token, _join_error(member_id, Errors.INVALID_GROUP_ID))
+            return
+        session = req.session_timeout_ms
+        if session < self.min_session_timeout_ms or session > self.max_session_timeout_ms:
+            self._respond(token, _join_error(member_id, Errors.INVALID_SESSION_TIMEOUT))
+            return
+        rebalance = req.rebalance_timeout_ms if version >= 1 and req.rebalance_timeout_ms >= 0 else session
+        protocols = _protocols(req)
+        is_unknown = member_id == ""
+        group = self._groups.get(req.group_id)
+        if group is None:
+            if not is_unknown:  # GroupMetadataManager.getOrMaybeCreateGroup
+                self._respond(token, _join_error(member_id, Errors.UNKNOWN_MEMBER_ID))
+                return
+            group = self._groups[req.group_id] = _Group(req.group_id)
+        if not self._accept_joining_member(group, member_id):
+            self._remove(group, member_id)
+            self._respond(token, _join_error("", Errors.GROUP_MAX_SIZE_REACHED))
+        elif is_unknown:
+            self._join_new_member(now_ms, token, client_id, group, req, version, protocols, rebalance)
+        else:
+            self._join_current_member(now_ms, token, client_id, group, req, protocols, rebalance)
+        if group.state == PREPARING_REBALANCE:
+            self._try_complete_join(now_ms, group)
+
+    def _accept_joining_member(self, group: _Group, member_id: str) -> bool:
+        """``GroupCoordinator.acceptJoiningMember`` (group.max.size): Empty accepts all; PreparingRebalance
+        a member already rejoined, or anyone while fewer than max have rejoined; CompletingRebalance and
+        Stable a current member, or anyone while the group is smaller than max."""
+        if group.state in (EMPTY, DEAD):
+            return True
+        member = group.members.get(member_id)
+        if group.state == PREPARING_REBALANCE:
+            awaiting = sum(1 for mb in group.members.values() if mb.awaiting_join)
+            return (member is not None and member.awaiting_join) or awaiting < self.max_size
+        return member is not None or len(group.members) < self.max_size
+
+    def _join_new_member(self, now_ms: int, token: object, client_id: str, group: _Group, req: m.JoinGroupRequest,
+                         version: int, protocols, rebalance: int) -> None:
+        """``GroupCoordinator.doNewMemberJoinGroup``: a static member (group.instance.id) joins at once; a
+        dynamic one from JoinGroup v4+ (KIP-394) gets MEMBER_ID_REQUIRED with its new id, remembered as
+        pending for a session timeout (``doDynamicNewMemberJoinGroup``); before v4 it joins at once."""
+        names = [name for name, _ in protocols]
+        if group.state == DEAD:  # pragma: no cover - a Dead group is never held
+            self._respond(token, _join_error("", Errors.COORDINATOR_NOT_AVAILABLE))
+        elif not group.supports_protocols(req.protocol_type, names):
+            self._respond(token, _join_error("", Errors.INCONSISTENT_GROUP_PROTOCOL))
+        elif req.group_instance_id is not None:
+            new_id = self._new_member_id(req.group_instance_id)
+            old_id = group.static_members.get(req.group_instance_id)
+            if old_id is None:
+                self._add_member_and_rebalance(now_ms, token, group, new_id, req, client_id, protocols, rebalance)
+            else:
+                self._update_static_member_and_rebalance(now_ms, token, group, old_id, new_id, req, protocols,
+                                                         rebalance, version)
+        elif version >= 4:
+            new_id = self._new_member_id(client_id)
+            group.pending_members[new_id] = None
+            self._set_timer((_PENDING, group.group_id, new_id), now_ms + req.session_timeout_ms)
+            self._respond(token, _join_error(new_id, Errors.MEMBER_ID_REQUIRED))
+        else:
+            new_id = self._new_member_id(client_id)
+            self._add_member_and_rebalance(now_ms, token, group, new_id, req, client_id, protocols, rebalance)
+
+    def _join_current_member(self, now_ms: int, token: object, client_id: str, group: _Group,
+                             req: m.JoinGroupRequest, protocols, rebalance: int) -> None:
+        """``GroupCoordinator.doCurrentMemberJoinGroup``: a pending member (KIP-394) is added; a current
+        member rejoins: in PreparingRebalance it is counted as joined; in CompletingRebalance, with
+        unchanged protocols, it gets the current generation again (the leader with the member list), else
+        a rebalance starts; in Stable the leader or a member with changed protocols starts a rebalance
+        and any other member gets the current generation; an Empty group does not know it."""
+        member_id = req.member_id
+        names = [name for name, _ in protocols]
+        if group.state == DEAD:  # pragma: no cover - a Dead group is never held
+            self._respond(token, _join_error(member_id, Errors.COORDINATOR_NOT_AVAILABLE))
+            return
+        if not group.supports_protocols(req.protocol_type, names):
+            self._respond(token, _join_error(member_id, Errors.INCONSISTENT_GROUP_PROTOCOL))
+            return
+        if member_id in group.pending_members:
+            if req.group_instance_id is not None:  # Kafka: IllegalStateException
+                self._respond(token, _join_error(member_id, Errors.UNKNOWN_SERVER_ERROR))
+                return
+            self._add_member_and_rebalance(now_ms, token, group, member_id, req, client_id, protocols, rebalance)
+            return
+        error = self._validate_current_member(group, member_id, req.group_instance_id)
+        if error is not None:
+            self._respond(token, _join_error(member_id, error))
+            return
+        member = group.members[member_id]
+        state = group.state
+        if state == PREPARING_REBALANCE:
+            self._update_member_and_rebalance(now_ms, token, group, member, protocols, rebalance, req)
+        elif state == COMPLETING_REBALANCE:
+            if member.protocols == protocols:
+                # the member missed its JoinGroup response: the current generation again
+                leader = group.leader == member_id
+                self._respond(token, self._join_result(group, member_id, with_members=leader))
+            else:
+                self._update_member_and_rebalance(now_ms, token, group, member, protocols, rebalance, req)
+        elif state == STABLE:
+            if group.leader == member_id or member.protocols != protocols:
+                # the leader rejoins to rebalance on changes its metadata does not show (topic metadata)
+                self._update_member_and_rebalance(now_ms, token, group, member, protocols, rebalance, req)
+            else:
+                self._respond(token, self._join_result(group, member_id, with_members=False))
+        else:  # pragma: no cover - Empty holds no member to validate ("Group reaches unexpected state")
+            self._respond(token, _join_error(member_id, Errors.UNKNOWN_MEMBER_ID))
+
+    def _join_result(self, group: _Group, member_id: str, with_members: bool,
+                     leader: str | None = None, skip_assignment: bool = False) -> m.JoinGroupResponse:
+        """A successful JoinGroup response for the current generation (``JoinGroupResult``)."""
+        return m.JoinGroupResponse(
+            Errors.NONE, member_id, group.generation_id, group.protocol_type, group.protocol_name,
+            (group.leader if leader is None else leader) or "",
+            group.current_member_metadata() if with_members else (), skip_assignment)
+
+    def _add_member_and_rebalance(self, now_ms: int, token: object, group: _Group, member_id: str,
+                                  req: m.JoinGroupRequest, client_id: str, protocols, rebalance: int) -> None:
+        """``GroupCoordinator.addMemberAndRebalance``: the member joins with its JoinGroup parked; while it
+        is new its session is ``NEW_MEMBER_JOIN_TIMEOUT_MS``; a join during the first rebalance
+        (generation 0) extends the initial delay (``newMemberAdded``)."""
+        member = _Member(member_id, req.group_instance_id, client_id, rebalance, req.session_timeout_ms,
+                         req.protocol_type, protocols)
+        member.is_new = True
+        if group.state == PREPARING_REBALANCE and group.generation_id == 0:
+            group.new_member_added = True
+        self._add_member(group, member)
+        member.awaiting_join = True
+        member.join_token = token
+        self._schedule_heartbeat(now_ms, group, member, NEW_MEMBER_JOIN_TIMEOUT_MS)
+        self._maybe_prepare_rebalance(now_ms, group)
+
+    def _update_member_and_rebalance(self, now_ms: int, token: object, group: _Group, member: _Member, protocols,
+                                     rebalance: int, req: m.JoinGroupRequest) -> None:
+        """``GroupCoordinator.updateMemberAndRebalance``."""
+        self._update_member(now_ms, group, member, protocols, rebalance, req.session_timeout_ms, token)
+        self._maybe_prepare_rebalance(now_ms, group)
+
+    def _update_static_member_and_rebalance(self, now_ms: int, token: object, group: _Group, old_id: str,
+                                            new_id: str, req: m.JoinGroupRequest, protocols, rebalance: int,
+                                            version: int) -> None:
+        """``GroupCoordinator.updateStaticMemberAndRebalance`` (KIP-345): a known group.instance.id rejoins
+        with an empty member id. The old member id is replaced by ``new_id`` (a request parked under the
+        old id is answered FENCED_INSTANCE_ID, ``GroupMetadata.replaceStaticMember``). In Stable, if the
+        group's protocol would not change, the member gets the current generation without a rebalance
+        (from JoinGroup v9 a leader is told so by ``skip_assignment``; before, the old leader id is
+        returned so it does not assign); otherwise, and in CompletingRebalance, a rebalance starts.
+
+        The member keeps its place in join order, and a SyncGroup still owed under the old id is owed
+        under the new one (Kafka leaves the old id among the pending-sync members)."""
+        current_leader = group.leader
+        member = group.members[old_id]
+        self._cancel_timer((_HEARTBEAT, group.group_id, old_id))
+        self._answer_join(member, _join_error(old_id, Errors.FENCED_INSTANCE_ID))
+        self._answer_sync(member, m.SyncGroupResponse(Errors.FENCED_INSTANCE_ID))
+        member.member_id = new_id
+        group.members = {(new_id if mid == old_id else mid): mb for mid, mb in group.members.items()}
+        if group.leader == old_id:
+            group.leader = new_id
+        group.static_members[req.group_instance_id] = new_id
+        if old_id in group.pending_sync:
+            group.pending_sync = {(new_id if mid == old_id else mid): None for mid in group.pending_sync}
+        self._schedule_heartbeat(now_ms, group, member)
+        self._update_member(now_ms, group, member, protocols, rebalance, req.session_timeout_ms, token)
+        if group.state == STABLE:
+            if group.protocol_name == group.select_protocol():
+                if version >= 9:
+                    is_leader = group.leader == new_id
+                    response = self._join_result(group, new_id, with_members=is_leader, skip_assignment=is_leader)
+                else:
+                    response = self._join_result(group, new_id, with_members=False, leader=current_leader)
+                self._answer_join(member, response)
+                self._schedule_heartbeat(now_ms, group, member)
+            else:
+                self._maybe_prepare_rebalance(now_ms, group)
+        elif group.state == COMPLETING_REBALANCE:
+            self._prepare_rebalance(now_ms, group)
+        # PreparingRebalance: the member is counted as joined; Empty cannot hold a static member
+
+    # ===================================================================== rebalance
+    def _maybe_prepare_rebalance(self, now_ms: int, group: _Group) -> None:
+        """``GroupCoordinator.maybePrepareRebalance``: only from Stable, CompletingRebalance or Empty."""
+        if group.state in _CAN_REBALANCE:
+            self._prepare_rebalance(now_ms, group)
+
+    def _prepare_rebalance(self, now_ms: int, group: _Group) -> None:
+        """``GroupCoordinator.prepareRebalance``: parked SyncGroups are answered REBALANCE_IN_PROGRESS
+        (``resetAndPropagateAssignmentError``), the sync expiration is cancelled, and the group enters
+        PreparingRebalance with a join timer: from Empty Kafka's ``InitialDelayedJoin``
+        (group.initial.rebalance.delay.ms, extended by later joins up to the rebalance timeout), otherwise
+        a ``DelayedJoin`` of the group's rebalance timeout, which completes as soon as every member has
+        rejoined (``tryCompleteElseWatch``)."""
+        if group.state == COMPLETING_REBALANCE:
+            for mb in group.members.values():
+                mb.assignment = b""
+            self._propagate_assignment(now_ms, group, Errors.REBALANCE_IN_PROGRESS)
+        self._clear_pending_sync(group)
+        key = (_JOIN, group.group_id)
+        if group.state == EMPTY:
+            delay = self.initial_rebalance_delay_ms
+            group.initial_join = True
+            group.initial_delay_ms = delay
+            group.initial_remaining_ms = max(group.rebalance_timeout_ms() - delay, 0)
+            self._set_timer(key, now_ms + delay)
+            group.state = PREPARING_REBALANCE
+        else:
+            group.initial_join = False
+            self._set_timer(key, now_ms + group.rebalance_timeout_ms())
+            group.state = PREPARING_REBALANCE
+            self._try_complete_join(now_ms, group)
+
+    def _try_complete_join(self, now_ms: int, group: _Group) -> None:
+        """``GroupCoordinator.tryCompleteJoin`` (a ``DelayedJoin``'s ``tryComplete``; an
+        ``InitialDelayedJoin`` never completes early)."""
+        if group.state == PREPARING_REBALANCE and not group.initial_join and group.all_joined():
+            self._complete_join(now_ms, group)
+
+    def _on_expire_join(self, now_ms: int, group: _Group) -> None:
+        """The join timer fired. ``InitialDelayedJoin.onComplete``: if members joined during the delay and
+        rebalance time remains, wait ``min(delay, remaining)`` more; otherwise (and for a ``DelayedJoin``)
+        the join completes without the members that did not rejoin."""
+        if group.initial_join and group.new_member_added and group.initial_remaining_ms != 0:
+            group.new_member_added = False
+            delay = min(self.initial_rebalance_delay_ms, group.initial_remaining_ms)
+            group.initial_remaining_ms = max(group.initial_remaining_ms - group.initial_delay_ms, 0)
+            group.initial_delay_ms = delay
+            self._set_timer((_JOIN, group.group_id), now_ms + delay)
+        else:
+            self._complete_join(now_ms, group)
+
+    def _complete_join(self, now_ms: int, group: _Group) -> None:
+        """``GroupCoordinator.onCompleteJoin``: dynamic members that did not rejoin are removed; if no
+        member rejoined (only static ones remain) another DelayedJoin waits; otherwise the next
+        generation starts (``GroupMetadata.initNextGeneration``: generation + 1, the protocol chosen by
+        vote, CompletingRebalance; Empty without members) and every parked JoinGroup is answered, the
+        leader's with every member's metadata. Every member must then send SyncGroup within the
+        rebalance timeout (``schedulePendingSync``)."""
+        self._cancel_timer((_JOIN, group.group_id))
+        group.initial_join = False
+        for mb in [mb for mb in group.members.values() if not mb.awaiting_join and mb.group_instance_id is None]:
+            self._remove(group, mb.member_id)
+        if group.members and not self._maybe_elect_new_joined_leader(group):
+            self._set_timer((_JOIN, group.group_id), now_ms + group.rebalance_timeout_ms())
+            return
+        group.generation_id += 1
+        self._clear_pending_sync(group)
+        if not group.members:
+            group.protocol_name = None
+            group.state = EMPTY
+            return
+        group.protocol_name = group.select_protocol()
+        group.state = COMPLETING_REBALANCE
+        for mb in group.members.values():
+            self._answer_join(mb, self._join_result(group, mb.member_id, with_members=group.leader == mb.member_id))
+            self._schedule_heartbeat(now_ms, group, mb)
+            mb.is_new = False
+            group.pending_sync[mb.member_id] = None
+        group.sync_generation = group.generation_id
+        self._set_timer((_SYNC, group.group_id), now_ms + group.rebalance_timeout_ms())
+
+    @staticmethod
+    def _maybe_elect_new_joined_leader(group: _Group) -> bool:
+        """``GroupMetadata.maybeElectNewJoinedLeader``: keep the leader if it rejoined, else the first
+        member that did; False when none did."""
+        leader = group.members.get(group.leader) if group.leader is not None else None
+        if leader is not None and leader.awaiting_join:
+            return True
+        for mb in group.members.values():
+            if mb.awaiting_join:
+                group.leader = mb.member_id
+                return True
+        return False
+
+    def _remove_member_and_update_group(self, now_ms: int, group: _Group, member: _Member) -> None:
+        """``GroupCoordinator.removeMemberAndUpdateGroup``: a parked JoinGroup is answered
+        UNKNOWN_MEMBER_ID (member id ""), the member removed, and the group rebalances (from Stable or
+        CompletingRebalance) or checks whether its join can now complete (PreparingRebalance)."""
+        self._answer_join(member, _join_error("", Errors.UNKNOWN_MEMBER_ID))
+        self._remove(group, member.member_id)
+        if group.state in (STABLE, COMPLETING_REBALANCE):
+            self._maybe_prepare_rebalance(now_ms, group)
+        elif group.state == PREPARING_REBALANCE:
+            self._try_complete_join(now_ms, group)
+
+    def _remove_pending_member(self, now_ms: int, group: _Group, member_id: str) -> None:
+        """``GroupCoordinator.removePendingMemberAndUpdateGroup``."""
+        self._remove(group, member_id)
+        if group.state == PREPARING_REBALANCE:
+            self._try_complete_join(now_ms, group)
+
+    def _on_expire_heartbeat(self, now_ms: int, group: _Group, member_id: str) -> None:
+        """``GroupCoordinator.onExpireHeartbeat``: a member that neither heartbeat within its session
+        timeout nor has a request parked (a new member: within ``NEW_MEMBER_JOIN_TIMEOUT_MS``) is removed
+        and the group rebalances."""
+        member = group.members.get(member_id)
+        if member is None:  # pragma: no cover - the timer is cancelled on removal
+            return
+        if member.is_new or not (member.awaiting_join or member.awaiting_sync):
+            self._remove_member_and_update_group(now_ms, group, member)
+
+    def _on_expire_pending_member(self, now_ms: int, group: _Group, member_id: str) -> None:
+        """``onExpireHeartbeat(isPending = true)``: a KIP-394 pending member that did not rejoin within
+        its session timeout is forgotten (a rebalance waiting for it can complete)."""
+        self._remove_pending_member(now_ms, group, member_id)
+
+    # ========================================================================= SyncGroup
+    def _clear_pending_sync(self, group: _Group) -> None:
+        """``GroupCoordinator.removeSyncExpiration``."""
+        group.pending_sync.clear()
+        self._cancel_timer((_SYNC, group.group_id))
+
+    def _remove_pending_sync(self, group: _Group, member_id: str) -> None:
+        """``GroupCoordinator.removePendingSyncMember``: the DelayedSync completes once all have synced."""
+        if member_id in group.pending_sync:
+            del group.pending_sync[member_id]
+            if not group.pending_sync:
+                self._cancel_timer((_SYNC, group.group_id))
+
+    def _on_expire_pending_sync(self, now_ms: int, group: _Group) -> None:
+        """``GroupCoordinator.onExpirePendingSync`` (KAFKA-13213): members that have not sent SyncGroup
+        within the rebalance timeout after the join completed are removed and the group rebalances."""
+        if group.sync_generation != group.generation_id or group.state not in (COMPLETING_REBALANCE, STABLE):
+            return  # pragma: no cover - the timer is cancelled on these transitions
+        late = list(group.pending_sync)
+        for member_id in late:
+            self._remove(group, member_id)
+        if late:
+            self._prepare_rebalance(now_ms, group)
+
+    def _propagate_assignment(self, now_ms: int, group: _Group, error: int) -> None:
+        """``GroupCoordinator.propagateAssignment``: answer every parked SyncGroup with its member's
+        assignment (or ``error``) and restart those members' sessions."""
+        for mb in group.members.values():
+            if error == Errors.NONE:
+                response = m.SyncGroupResponse(error, mb.assignment, group.protocol_type, group.protocol_name)
+            else:
+                response = m.SyncGroupResponse(error, mb.assignment)
+            if self._answer_sync(mb, response):
+                self._schedule_heartbeat(now_ms, group, mb)
+
+    def _sync_group(self, now_ms: int, token: object, req: m.SyncGroupRequest, version: int) -> None:
+        """``GroupCoordinator.handleSyncGroup`` / ``doSyncGroup``. Errors: empty group id →
+        INVALID_GROUP_ID; from v5 a missing protocol type or name → INCONSISTENT_GROUP_PROTOCOL
+        (``KafkaApis``); unknown group or member → UNKNOWN_MEMBER_ID; static member fenced →
+        FENCED_INSTANCE_ID; another generation → ILLEGAL_GENERATION; protocol type or name not the
+        group's → INCONSISTENT_GROUP_PROTOCOL; PreparingRebalance → REBALANCE_IN_PROGRESS. In
+        CompletingRebalance the request is parked; the leader's carries every member's assignment
+        (members it omits get b""), whereupon every parked SyncGroup is answered and the group is Stable.
+        In Stable the member's current assignment is returned."""
+        if not req.group_id:
+            self._respond(token, m.SyncGroupResponse(Errors.INVALID_GROUP_ID))
+            return
+        if version >= 5 and (req.protocol_type is None or req.protocol_name is None):
+            self._respond(token, m.SyncGroupResponse(Errors.INCONSISTENT_GROUP_PROTOCOL))
+            return
+        group = self._groups.get(req.group_id)
+        if group is None:
+            self._respond(token, m.SyncGroupResponse(Errors.UNKNOWN_MEMBER_ID))
+            return
+        error = self._validate_current_member(group, req.member_id, req.group_instance_id)
+        if error is None:
+            if req.generation_id != group.generation_id:
+                error = Errors.ILLEGAL_GENERATION
+            elif req.protocol_type is not None and req.protocol_type != group.protocol_type:
+                error = Errors.INCONSISTENT_GROUP_PROTOCOL
+            elif req.protocol_name is not None and req.protocol_name != group.protocol_name:
+                error = Errors.INCONSISTENT_GROUP_PROTOCOL
+            elif group.state == EMPTY:  # pragma: no cover - an Empty group has no members to validate
+                error = Errors.UNKNOWN_MEMBER_ID
+            elif group.state == PREPARING_REBALANCE:
+                error = Errors.REBALANCE_IN_PROGRESS
+        if error is not None:
+            self._respond(token, m.SyncGroupResponse(error))
+            return
+        member = group.members[req.member_id]
+        if group.state == STABLE:
+            self._remove_pending_sync(group, member.member_id)
+            self._respond(token, m.SyncGroupResponse(Errors.NONE, member.assignment, group.protocol_type,
+                                                     group.protocol_name))
+            self._schedule_heartbeat(now_ms, group, member)
+            return
+        # CompletingRebalance
+        member.awaiting_sync = True
+        member.sync_token = token
+        self._schedule_heartbeat(now_ms, group, member)  # parked: satisfied
+        self._remove_pending_sync(group, member.member_id)
+        if group.leader == member.member_id:
+            assignment = {a.member_id: bytes(a.assignment) for a in req.assignments}
+            for mb in group.members.values():
+                mb.assignment = assignment.get(mb.member_id, b"")
+            self._propagate_assignment(now_ms, group, Errors.NONE)
+            group.state = STABLE
+
+    # ========================================================================= Heartbeat
+    def _heartbeat(self, now_ms: int, req: m.HeartbeatRequest) -> m.HeartbeatResponse:
+        """``GroupCoordinator.handleHeartbeat``: empty group id → INVALID_GROUP_ID; unknown group or
+        member → UNKNOWN_MEMBER_ID; fenced static member → FENCED_INSTANCE_ID; another generation →
+        ILLEGAL_GENERATION; else the member's session restarts and the answer is REBALANCE_IN_PROGRESS in
+        PreparingRebalance (the member must rejoin), NONE in CompletingRebalance and Stable."""
+        if not req.group_id:
+            return m.HeartbeatResponse(Errors.INVALID_GROUP_ID)
+        group = self._groups.get(req.group_id)
+        if group is None:
+            return m.HeartbeatResponse(Errors.UNKNOWN_MEMBER_ID)
+        error = self._validate_current_member(group, req.member_id, req.group_instance_id)
+        if error is None and req.generation_id != group.generation_id:
+            error = Errors.ILLEGAL_GENERATION
+        if error is not None:
+            return m.HeartbeatResponse(error)
+        if group.state == EMPTY:  # pragma: no cover - an Empty group has no members to validate
+            return m.HeartbeatResponse(Errors.UNKNOWN_MEMBER_ID)
+        self._schedule_heartbeat(now_ms, group, group.members[req.member_id])
+        if group.state == PREPARING_REBALANCE:
+            return m.HeartbeatResponse(Errors.REBALANCE_IN_PROGRESS)
+        return m.HeartbeatResponse(Errors.NONE)
+
+    # ======================================================================== LeaveGroup
+    def _leave_group(self, now_ms: int, req: m.LeaveGroupRequest, version: int) -> m.LeaveGroupResponse:
+        """``GroupCoordinator.handleLeaveGroup``: each listed member leaves (a static one may be named by
+        group.instance.id alone; a KIP-394 pending member is forgotten) or gets its own error
+        (UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID); every leave rebalances the group
+        (``removeMemberAndUpdateGroup``). LeaveGroup v0-v2 carry one member and only a top-level error:
+        the member's (``LeaveGroupResponse``'s constructor)."""
+        if not req.group_id:
+            return m.LeaveGroupResponse(Errors.INVALID_GROUP_ID)
+        group = self._groups.get(req.group_id)
+        results = []
+        for ident in req.members:
+            if group is None:
+                error = Errors.UNKNOWN_MEMBER_ID
+            elif ident.member_id == "":
+                current = group.static_members.get(ident.group_instance_id) \
+                    if ident.group_instance_id is not None else None
+                if current is None:
+                    error = Errors.UNKNOWN_MEMBER_ID
+                else:
+                    self._remove_member_and_update_group(now_ms, group, group.members[current])
+                    error = Errors.NONE
+            elif ident.member_id in group.pending_members:
+                self._remove_pending_member(now_ms, group, ident.member_id)
+                error = Errors.NONE
+            else:
+                error = self._validate_current_member(group, ident.member_id, ident.group_instance_id)
+                if error is None:
+                    self._remove_member_and_update_group(now_ms, group, group.members[ident.member_id])
+                    error = Errors.NONE
+            results.append(m.LeaveGroupMemberResponse(ident.member_id, error, ident.group_instance_id))
+        if version <= 2:
+            top = next((r.error_code for r in results if r.error_code != Errors.NONE), Errors.NONE)
+            return m.LeaveGroupResponse(top)
+        return m.LeaveGroupResponse(Errors.NONE, tuple(results))
+
+    # ====================================================================== OffsetCommit
+    def _offset_commit(self, now_ms: int, req: m.OffsetCommitRequest) -> m.OffsetCommitResponse:
+        """``GroupCoordinator.handleCommitOffsets`` / ``validateOffsetCommit`` / ``doCommitOffsets``.
+
+        A commit with generation < 0 and no member id or instance id (a consumer using ``assign()``, or
+        the admin client) is stored when the group has no members (Empty, or unknown: then an Empty
+        group is created), else UNKNOWN_MEMBER_ID. Otherwise the committer must be a current member
+        (UNKNOWN_MEMBER_ID / FENCED_INSTANCE_ID) of the current generation (ILLEGAL_GENERATION; also for
+        an unknown group); during CompletingRebalance the answer is REBALANCE_IN_PROGRESS; in Stable and
+        PreparingRebalance the commit restarts the member's session and is stored. Errors are per
+        partition."""
+        group = self._groups.get(req.group_id)
+        generation = req.generation_id_or_member_epoch
+        if group is None:
+            if generation >= 0:
+                return self._commit_error(req, Errors.ILLEGAL_GENERATION)
+            group = self._groups[req.group_id] = _Group(req.group_id)
+        error = None
+        if generation < 0 and group.state == EMPTY:
+            pass
+        elif generation >= 0 or req.member_id != "" or req.group_instance_id is not None:
+            error = self._validate_current_member(group, req.member_id, req.group_instance_id)
+            if error is None and generation != group.generation_id:
+                error = Errors.ILLEGAL_GENERATION
+        elif group.state != EMPTY:
+            error = Errors.UNKNOWN_MEMBER_ID
+        if error is None and group.state == COMPLETING_REBALANCE:
+            error = Errors.REBALANCE_IN_PROGRESS
+        if error is not None:
+            return self._commit_error(req, error)
+        if group.state in (STABLE, PREPARING_REBALANCE):
+            self._schedule_heartbeat(now_ms, group, group.members[req.member_id])
+        return self.offsets.commit(req, now_ms)
+
+    @staticmethod
+    def _commit_error(req: m.OffsetCommitRequest, error: int) -> m.OffsetCommitResponse:
+        return m.OffsetCommitResponse(tuple(m.OffsetCommitPartitionResponse(p.topic, p.partition, error)
+                                            for p in req.partitions))

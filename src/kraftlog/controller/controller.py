@@ -44,6 +44,11 @@ METADATA_LOG = "metadata/__cluster_metadata-0/00000000000000000000.log"
 MAX_RECORDS_PER_FETCH = 2000
 
 
+def _listener_strings(req: m.BrokerRegistrationRequest) -> tuple[str, ...]:
+    """The request's listeners as Kafka's ``NAME://host:port`` strings, in the order sent."""
+    return tuple(f"{lst.name}://{lst.host}:{lst.port}" for lst in req.listeners)
+
+
 class QuorumController(NodeBase):
     """The controller node. ``config``: static configs (Kafka names → strings); ``disk`` holds the
     metadata log; ``rng`` is seeded by the driver (topic ids, replica placement)."""
@@ -75,6 +80,7 @@ class QuorumController(NodeBase):
             m.CreateTopicsRequest: self._handle_create_topics,
             m.IncrementalAlterConfigsRequest: self._handle_alter_configs,
             m.ElectLeadersRequest: self._handle_elect_leaders,
+            m.DeleteTopicsRequest: self._handle_delete_topics,
         }
 
     # ================================================================= the metadata log
@@ -140,6 +146,15 @@ class QuorumController(NodeBase):
         # Other APIs are broker APIs; a client sending them here gets no answer and times out,
         # as a Kafka controller listener does not expose them.
 
+    def _handle_delete_topics(self, now_ms: int, req: m.DeleteTopicsRequest) -> m.DeleteTopicsResponse:
+        """kraftlog does not delete topics yet: every topic gets what Kafka's ``ControllerApis.deleteTopics``
+        answers with ``delete.topic.enable=false``, TOPIC_DELETION_DISABLED. Nothing is changed."""
+        return m.DeleteTopicsResponse(tuple(
+            m.DeletableTopicResult(name, Errors.TOPIC_DELETION_DISABLED,
+                                   getattr(self.image.topics.get(name), "topic_id", None),
+                                   "kraftlog does not delete topics yet")
+            for name in req.topic_names))
+
     # ================================================================= metadata fetch
     def _handle_metadata_fetch(self, now_ms: int, env: m.Envelope) -> None:
         req: m.MetadataFetchRequest = env.message
@@ -174,7 +189,7 @@ class QuorumController(NodeBase):
             self.append([RegisterBrokerRecord(
                 broker_id=req.broker_id, incarnation_id=req.incarnation_id, broker_epoch=old.broker_epoch,
                 rack=req.rack, fenced=old.fenced, in_controlled_shutdown=old.in_controlled_shutdown,
-                previous_broker_epoch=req.previous_broker_epoch)], now_ms)
+                previous_broker_epoch=req.previous_broker_epoch, listeners=_listener_strings(req))], now_ms)
             self.last_heartbeat_ms[req.broker_id] = now_ms
             return m.BrokerRegistrationResponse(Errors.NONE, broker_epoch=old.broker_epoch)
         records: list = []
@@ -191,7 +206,7 @@ class QuorumController(NodeBase):
         records.append(RegisterBrokerRecord(
             broker_id=req.broker_id, incarnation_id=req.incarnation_id, broker_epoch=epoch,
             rack=req.rack, fenced=True, in_controlled_shutdown=False,
-            previous_broker_epoch=req.previous_broker_epoch))
+            previous_broker_epoch=req.previous_broker_epoch, listeners=_listener_strings(req)))
         self.append(records, now_ms)
         self.last_heartbeat_ms[req.broker_id] = now_ms
         self.controlled_shutdown_offset.pop(req.broker_id, None)

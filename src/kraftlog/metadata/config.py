@@ -34,6 +34,14 @@ DEFAULTS: dict[str, str] = {
     "metadata.max.idle.interval.ms": "500",
     "default.replication.factor": "1",
     "num.partitions": "1",
+    # The real cluster (net/): a broker's endpoints, Kafka's "NAME://host:port,..." (empty in the
+    # simulator, whose nodes need none).
+    "advertised.listeners": "",
+    # The classic group coordinator (Kafka's group.* broker configs).
+    "group.min.session.timeout.ms": "6000",
+    "group.max.session.timeout.ms": "1800000",
+    "group.initial.rebalance.delay.ms": "3000",
+    "group.max.size": "2147483647",
 }
 
 #: Broker config name -> the topic-level name that overrides it (Kafka's synonyms).

@@ -31,6 +31,17 @@ class BrokerRegistration:
     in_controlled_shutdown: bool = False
     previous_broker_epoch: int = -1
     rack: str | None = None
+    #: ``"NAME://host:port"`` endpoints (RegisterBrokerRecord's EndPoints); empty in the simulator.
+    listeners: tuple[str, ...] = ()
+
+    def endpoint(self, name: str) -> tuple[str, int] | None:
+        """(host, port) of listener ``name``, None when the broker registered no such listener."""
+        prefix = name + "://"
+        for listener in self.listeners:
+            if listener.startswith(prefix):
+                host, _, port = listener[len(prefix):].rpartition(":")
+                return host, int(port)
+        return None
 
 
 @dataclass(slots=True, frozen=True)
@@ -177,7 +188,8 @@ class MetadataImage:
                     broker_id=rec.broker_id, broker_epoch=rec.broker_epoch,
                     incarnation_id=rec.incarnation_id, fenced=rec.fenced,
                     in_controlled_shutdown=rec.in_controlled_shutdown,
-                    previous_broker_epoch=rec.previous_broker_epoch, rack=rec.rack)
+                    previous_broker_epoch=rec.previous_broker_epoch, rack=rec.rack,
+                    listeners=rec.listeners)
                 delta.brokers.add(rec.broker_id)
             elif kind is BrokerRegistrationChangeRecord:
                 old = brokers.get(rec.broker_id)

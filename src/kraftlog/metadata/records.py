@@ -33,6 +33,9 @@ class RegisterBrokerRecord:
     fenced: bool = True
     in_controlled_shutdown: bool = False
     previous_broker_epoch: int = -1
+    #: The broker's endpoints as Kafka's listener strings, ``"NAME://host:port"`` (RegisterBrokerRecord's
+    #: EndPoints); empty in the simulator.
+    listeners: tuple[str, ...] = ()
 
 
 @dataclass(slots=True, frozen=True)

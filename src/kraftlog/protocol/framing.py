@@ -15,6 +15,10 @@ Connection rules, as Kafka's ``SocketServer`` / ``NetworkReceive`` / ``RequestCo
 * ApiVersions at a version the broker does not support is answered, not refused (KIP-511): a v0-format
   ApiVersionsResponse with UNSUPPORTED_VERSION (35) and the supported ranges, so the client can pick a
   version. Any other API at an unsupported version closes the connection.
+* ApiVersions at a supported version is answered here too, with this listener's ranges (the
+  connection's ``supported``): what a node advertises is a property of its listener, not of its
+  replication state, and Kafka answers it before authentication on every listener. A v3 request whose
+  body does not parse gets INVALID_REQUEST (Kafka's ``ApiVersionsRequest.isValid``).
 
 ``supported`` maps API key → (min version, max version), the ranges the wire layer implements.
 """
@@ -26,11 +30,13 @@ import struct
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from kio.index import KioIndexError, load_request_schema
+import datetime
+
+from kio.index import KioIndexError, load_request_schema, load_response_schema
 from kio.schema.api_versions.v0.response import ApiVersion, ApiVersionsResponse
 from kio.schema.errors import ErrorCode
 from kio.serial import entity_reader, entity_writer
-from kio.static.primitive import i16, i32
+from kio.static.primitive import i16, i32, i32Timedelta
 
 __all__ = [
     "DEFAULT_MAX_REQUEST_BYTES", "API_VERSIONS_KEY", "RequestHeader", "Request", "Reply", "Close",
@@ -99,6 +105,45 @@ def api_versions_error_reply(correlation_id: int, supported: Mapping[int, tuple[
     entity_writer(ApiVersionsResponse)(out, response)
     payload = out.getvalue()
     return _SIZE.pack(len(payload)) + payload
+
+
+def api_versions_reply(header: RequestHeader, payload: bytes,
+                       supported: Mapping[int, tuple[int, int]]) -> bytes:
+    """The framed ApiVersionsResponse (at the request's version, response header v0 as Kafka always
+    sends for ApiVersions) listing ``supported``; INVALID_REQUEST when the body does not parse."""
+    version = header.api_version
+    request_type = load_request_schema(API_VERSIONS_KEY, version)
+    error = ErrorCode.none
+    try:
+        entity_reader(request_type)(payload, header.header_size)
+    except Exception:  # kio's readers raise their own errors on a malformed body
+        error = ErrorCode.invalid_request
+    response_type = load_response_schema(API_VERSIONS_KEY, version)
+    entry = _API_VERSION_ENTRY.get(version)
+    if entry is None:
+        entry = _API_VERSION_ENTRY[version] = _entry_type(response_type)
+    kwargs = {"error_code": error,
+              "api_keys": tuple(entry(api_key=i16(k), min_version=i16(lo), max_version=i16(hi))
+                                for k, (lo, hi) in sorted(supported.items()))}
+    if "throttle_time" in response_type.__dataclass_fields__:
+        kwargs["throttle_time"] = i32Timedelta.parse(datetime.timedelta(0))
+    response = response_type(**kwargs)
+    out = io.BytesIO()
+    header_schema = response_type.__header_schema__
+    entity_writer(header_schema)(out, header_schema(correlation_id=i32(header.correlation_id)))
+    entity_writer(response_type)(out, response)
+    data = out.getvalue()
+    return _SIZE.pack(len(data)) + data
+
+
+_API_VERSION_ENTRY: dict[int, type] = {}
+
+
+def _entry_type(response_type: type) -> type:
+    """kio's ApiVersion entry class of one ApiVersionsResponse version (the element type of api_keys)."""
+    import typing
+    hint = typing.get_type_hints(response_type)["api_keys"]
+    return typing.get_args(hint)[0]
 
 
 class _Frames:
@@ -173,6 +218,8 @@ class ServerConnection:
         header = _parse_header(payload, api_key, api_version)
         if isinstance(header, str):
             return Close(header)
+        if api_key == API_VERSIONS_KEY:
+            return Reply(api_versions_reply(header, payload, self.supported))
         return Request(header, payload)
 
 

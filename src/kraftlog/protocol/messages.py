@@ -26,7 +26,9 @@ METADATA_TOPIC = "__cluster_metadata"
 # --------------------------------------------------------------------------- Fetch (API key 1, v15+)
 @dataclass(slots=True)
 class FetchPartition:
-    """FetchRequest.Topics[].Partitions[] (v15): ``last_fetched_epoch`` drives KIP-320 divergence."""
+    """FetchRequest.Topics[].Partitions[] (v15): ``last_fetched_epoch`` drives KIP-320 divergence.
+    ``topic``: the topic's name, which Fetch v4-v12 carry instead of ``topic_id`` (then the zero
+    UUID); "" at v13+."""
 
     topic_id: uuid.UUID
     partition: int
@@ -35,6 +37,7 @@ class FetchPartition:
     last_fetched_epoch: int = -1
     log_start_offset: int = -1
     partition_max_bytes: int = 1048576
+    topic: str = ""
 
 
 @dataclass(slots=True)
@@ -64,7 +67,9 @@ class EpochEndOffset:
 @dataclass(slots=True)
 class FetchPartitionResponse:
     """FetchResponse partition data. ``diverging_epoch`` is set when the follower's log diverged
-    (KIP-320 / KIP-595); then ``records`` is empty. ``current_leader`` is (leader_id, leader_epoch)."""
+    (KIP-320 / KIP-595); then ``records`` is empty. ``current_leader`` is (leader_id, leader_epoch).
+    ``topic``: the topic's name, answering a Fetch v4-v12 (which names topics; ``topic_id`` is then
+    the zero UUID); "" at v13+."""
 
     topic_id: uuid.UUID
     partition: int
@@ -75,6 +80,7 @@ class FetchPartitionResponse:
     diverging_epoch: EpochEndOffset | None = None
     current_leader: tuple[int, int] | None = None
     records: tuple[RecordBatch, ...] = ()
+    topic: str = ""
 
 
 @dataclass(slots=True)
@@ -139,6 +145,17 @@ class AlterPartitionResponse:
 
 # ------------------------------------------------------------ BrokerRegistration (API key 62, v4)
 @dataclass(slots=True)
+class Listener:
+    """BrokerRegistrationRequest.Listeners[]: an endpoint the broker serves on (Kafka's EndPoint);
+    ``security_protocol`` 0 = PLAINTEXT."""
+
+    name: str
+    host: str
+    port: int
+    security_protocol: int = 0
+
+
+@dataclass(slots=True)
 class BrokerRegistrationRequest:
     """``previous_broker_epoch``: the epoch in the clean-shutdown file, -1 if none (KIP-966)."""
 
@@ -150,6 +167,7 @@ class BrokerRegistrationRequest:
     incarnation_id: uuid.UUID
     rack: str | None = None
     previous_broker_epoch: int = -1
+    listeners: tuple[Listener, ...] = ()
 
 
 @dataclass(slots=True)
@@ -962,3 +980,11 @@ class Envelope:
     correlation_id: int
     message: object
     is_response: bool = False
+    #: The listener a request arrived on (Kafka's ``RequestContext.listenerName``): the TCP driver sets
+    #: it ("CLIENT", "INTERNAL", "CONTROLLER"); None in the simulator, where every link is internal.
+    listener: str | None = None
+    #: The client id of the request header (Kafka's ``RequestHeader.clientId``); None when unknown.
+    client_id: str | None = None
+    #: The request's API version as the client sent it (the TCP driver; None in the simulator: the
+    #: request class's VERSION).
+    api_version: int | None = None

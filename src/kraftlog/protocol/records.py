@@ -3,7 +3,8 @@
 A :class:`RecordBatch` carries the v2 batch fields the protocol uses (base offset, partition leader
 epoch, producer id/epoch, base sequence, attributes) and its records. It is a plain slotted object
 inside the core and the simulator; ``kraftlog.protocol.wire`` encodes it to Kafka's v2 bytes (magic 2,
-CRC-32C) with kio's record module at the edge, and decodes it back.
+CRC-32C) at the edge and decodes it back, record headers included (a client's compressed batch decodes to
+an uncompressed one: see that module's docstring).
 
 Offsets are absolute: record ``i`` of a batch has offset ``base_offset + i``.
 """
@@ -15,11 +16,14 @@ from dataclasses import dataclass, replace
 
 @dataclass(slots=True, frozen=True)
 class Record:
-    """One record: ``timestamp`` in ms since the epoch, ``key``/``value`` bytes or None."""
+    """One record: ``timestamp`` in ms since the epoch, ``key``/``value`` bytes or None, ``headers``
+    Kafka's record headers in order, (key, value) pairs: the key a string (Kafka's header key is a
+    non-null String), the value bytes or None; repeated keys are allowed, as in Kafka."""
 
     timestamp: int
     key: bytes | None
     value: bytes | None
+    headers: tuple[tuple[str, bytes | None], ...] = ()
 
 
 @dataclass(slots=True, frozen=True)
@@ -51,10 +55,15 @@ class RecordBatch:
 
     @property
     def size_bytes(self) -> int:
-        """Approximate encoded size in bytes (61-byte v2 batch header + per-record payload)."""
+        """Approximate encoded size in bytes: the 61-byte v2 batch header, then per record 8 bytes of
+        framing plus key and value, plus per header 2 bytes of lengths plus its key (characters, UTF-8
+        for ASCII keys) and value. A batch without headers keeps the size it always had."""
         size = 61
         for r in self.records:
             size += 8 + (len(r.key) if r.key else 0) + (len(r.value) if r.value else 0)
+            if r.headers:
+                for k, v in r.headers:
+                    size += 2 + len(k) + (len(v) if v else 0)
         return size
 
     def with_offsets(self, base_offset: int, partition_leader_epoch: int) -> "RecordBatch":

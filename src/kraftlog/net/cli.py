@@ -1,0 +1,318 @@
+"""``kraftlog cluster``, ``kraftlog topics`` and ``kraftlog elect``: the real cluster's command line.
+
+Exit codes: 0 done; 1 the cluster failed to do it (a broker did not come up, a request returned an
+error); 2 a bad request (bad option, no cluster in DIR, mismatch with an existing cluster). Errors are one
+line on stderr (with node log tails where they help), never a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import time
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from ..protocol import messages as m
+from ..protocol.errors import Errors
+from ..protocol.level import IMPLEMENTED, Level
+from . import cluster as cl
+
+__all__ = ["cluster", "topics", "elect"]
+
+
+def _fail(message: str, code: int) -> None:
+    click.echo(f"error: {message}", err=True)
+    sys.exit(code)
+
+
+def _level(ctx, param, value):
+    if value is None:
+        return None
+    try:
+        return Level.parse(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
+def _configs(values: tuple[str, ...]) -> dict[str, str]:
+    out = {}
+    for item in values:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise click.BadParameter(f"{item!r} is not key=value", param_hint="--config")
+        out[key.strip()] = value.strip()
+    return out
+
+
+# ====================================================================== cluster
+@click.group()
+def cluster() -> None:
+    """Run a real kraftlog cluster on 127.0.0.1: one process per node, Kafka clients welcome."""
+
+
+@cluster.command("up")
+@click.option("--brokers", type=int, default=3, show_default=True, help="Number of brokers (ids 0..N-1).")
+@click.option("--dir", "directory", required=True, type=click.Path(file_okay=False),
+              help="Cluster directory (data, logs, cluster.json); reused if it holds this cluster.")
+@click.option("--port", type=int, default=9092, show_default=True,
+              help="Client port of broker 0 (broker i: port+i); 0 picks free ports.")
+@click.option("--level", callback=_level, default=None,
+              help=f"Protocol level: {', '.join(lv.label for lv in IMPLEMENTED)} (default: the highest).")
+@click.option("--seed", type=int, default=None, help="Seed of the nodes' Random (default: drawn, recorded).")
+@click.option("--config", "configs", multiple=True, metavar="KEY=VALUE",
+              help="A cluster config for every node (Kafka's names), repeatable.")
+@click.option("--detach", is_flag=True, help="Return once every broker is unfenced; the nodes keep running.")
+def cluster_up(brokers: int, directory: str, port: int, level: Level | None, seed: int | None,
+               configs: tuple[str, ...], detach: bool) -> None:
+    """Start the controller and N brokers as separate processes."""
+    try:
+        info = cl.up(directory, brokers, port, level, seed, _configs(configs))
+    except cl.ClusterError as exc:
+        _fail(str(exc), exc.code)
+    directory = os.path.abspath(directory)
+    click.echo(f"kraftlog cluster up: {brokers} brokers, level {info['level']}, seed {info['seed']}, "
+               f"bootstrap {info['bootstrap']}")
+    if detach:
+        click.echo(f"stop it with: kraftlog cluster down --dir {directory}")
+        return
+    _foreground(directory)
+
+
+def _foreground(directory: str) -> None:
+    """Show node status until Ctrl-C (or SIGTERM), then shut every node down cleanly."""
+    stop = {"now": False}
+
+    def on_signal(signum, frame):
+        stop["now"] = True
+
+    old = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    console = Console(highlight=False)
+    console.print("Ctrl-C shuts every node down cleanly.")
+    last = None
+    try:
+        while not stop["now"]:
+            line = _status_line(cl.status(directory))
+            if line != last:
+                console.print(time.strftime("%H:%M:%S ") + line)
+                last = line
+            time.sleep(0.5)
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+        console.print("shutting down ...")
+        for name, clean in cl.down(directory):
+            console.print(f"  {name}: {'stopped cleanly' if clean else 'killed after the shutdown timeout'}")
+
+
+def _status_line(nodes: list[cl.NodeStatus]) -> str:
+    parts = []
+    for n in nodes:
+        name = "controller" if n.role == "controller" else f"broker-{n.id}"
+        if not n.alive:
+            parts.append(f"{name} DOWN")
+        elif n.role == "broker":
+            parts.append(f"{name} :{n.port} {'fenced' if n.fenced else 'unfenced'} epoch {n.broker_epoch}")
+        else:
+            parts.append(f"{name} :{n.port} up")
+    return " | ".join(parts)
+
+
+@cluster.command("down")
+@click.option("--dir", "directory", required=True, type=click.Path(file_okay=False))
+def cluster_down(directory: str) -> None:
+    """Shut every node down cleanly (brokers with a controlled shutdown, then the controller)."""
+    try:
+        stopped = cl.down(directory)
+    except cl.ClusterError as exc:
+        _fail(str(exc), exc.code)
+    if not stopped:
+        click.echo("no node was running")
+    for name, clean in stopped:
+        click.echo(f"{name}: {'stopped cleanly' if clean else 'killed after the shutdown timeout'}")
+
+
+@cluster.command("status")
+@click.option("--dir", "directory", required=True, type=click.Path(file_okay=False))
+@click.option("--json", "as_json", is_flag=True, help="Print the nodes as JSON.")
+def cluster_status(directory: str, as_json: bool) -> None:
+    """cluster.json's nodes with alive, fenced and broker epoch per node."""
+    try:
+        nodes = cl.status(directory)
+    except cl.ClusterError as exc:
+        _fail(str(exc), exc.code)
+    if as_json:
+        click.echo(json.dumps([n.as_dict() for n in nodes], indent=1))
+        return
+    table = Table(title=f"cluster {os.path.abspath(directory)}")
+    for col in ("node", "pid", "port", "internal port", "alive", "fenced", "broker epoch", "state"):
+        table.add_column(col)
+    for n in nodes:
+        table.add_row(str(n.id), str(n.pid), str(n.port), str(n.internal_port or "-"), "yes" if n.alive else "NO",
+                      "-" if n.fenced is None else ("yes" if n.fenced else "no"),
+                      "-" if n.broker_epoch is None else str(n.broker_epoch), n.state or "-")
+    Console().print(table)
+
+
+@cluster.command("start")
+@click.option("--dir", "directory", required=True, type=click.Path(file_okay=False))
+@click.option("--broker", type=int, default=None, help="The broker to start.")
+@click.option("--controller", is_flag=True, help="Start the controller instead.")
+def cluster_start(directory: str, broker: int | None, controller: bool) -> None:
+    """Start one stopped or killed node; a broker recovers its log and rejoins (waits until unfenced)."""
+    if (broker is None) == (not controller):
+        _fail("give exactly one of --broker N and --controller", 2)
+    try:
+        if controller:
+            entry = cl.start_controller(directory)
+            click.echo(f"controller started (pid {entry['pid']}, port {entry['port']})")
+        else:
+            entry = cl.start_broker(directory, broker)
+            click.echo(f"broker-{broker} started and unfenced (pid {entry['pid']}, port {entry['port']})")
+    except cl.ClusterError as exc:
+        _fail(str(exc), exc.code)
+
+
+@cluster.command("stop")
+@click.option("--dir", "directory", required=True, type=click.Path(file_okay=False))
+@click.option("--broker", type=int, required=True, help="The broker to stop.")
+@click.option("--kill", is_flag=True, help="SIGKILL instead of a clean shutdown.")
+def cluster_stop(directory: str, broker: int, kill: bool) -> None:
+    """Stop one broker: a clean (controlled) shutdown, or SIGKILL with --kill."""
+    try:
+        was_running = cl.stop_broker(directory, broker, kill=kill)
+    except cl.ClusterError as exc:
+        _fail(str(exc), exc.code)
+    click.echo(f"broker-{broker} {'killed' if kill else 'stopped'}" if was_running
+               else f"broker-{broker} was not running")
+
+
+# ====================================================================== topics
+def _connect(bootstrap: str):
+    from .client import KafkaConnection
+    try:
+        return KafkaConnection(bootstrap)
+    except ValueError as exc:
+        _fail(str(exc), 2)
+    except OSError as exc:
+        _fail(f"cannot connect to {bootstrap}: {exc}", 1)
+
+
+def _error_name(code: int) -> str:
+    try:
+        return Errors(code).name
+    except ValueError:
+        return str(code)
+
+
+@click.group()
+def topics() -> None:
+    """Create, describe, configure and delete topics of a running cluster."""
+
+
+_BOOTSTRAP = click.option("--bootstrap-server", "bootstrap", required=True, metavar="HOST:PORT",
+                          help="A broker's client listener.")
+_TOPIC = click.option("--topic", required=True, help="Topic name.")
+
+
+@topics.command("create")
+@_BOOTSTRAP
+@_TOPIC
+@click.option("--partitions", type=int, default=1, show_default=True)
+@click.option("--replication-factor", type=int, default=3, show_default=True)
+@click.option("--config", "configs", multiple=True, metavar="KEY=VALUE", help="A topic config, repeatable.")
+def topics_create(bootstrap: str, topic: str, partitions: int, replication_factor: int,
+                  configs: tuple[str, ...]) -> None:
+    """Create a topic (CreateTopics, forwarded by the broker to the controller)."""
+    req = m.CreateTopicsRequest((m.CreatableTopic(topic, partitions, replication_factor,
+                                                  configs=tuple(sorted(_configs(configs).items()))),))
+    with _connect(bootstrap) as conn:
+        resp = conn.request(req)
+    for r in resp.topics:
+        if r.error_code != Errors.NONE:
+            _fail(f"create {r.name}: {_error_name(r.error_code)}"
+                  + (f": {r.error_message}" if r.error_message else ""), 1)
+        click.echo(f"created topic {r.name} ({partitions} partitions, replication factor {replication_factor})")
+
+
+@topics.command("describe")
+@_BOOTSTRAP
+@_TOPIC
+@click.option("--json", "as_json", is_flag=True)
+def topics_describe(bootstrap: str, topic: str, as_json: bool) -> None:
+    """Leader, leader epoch, replicas, ISR, ELR and LastKnownELR per partition (DescribeTopicPartitions)."""
+    with _connect(bootstrap) as conn:
+        resp = conn.request(m.DescribeTopicPartitionsRequest((topic,)))
+    t = resp.topics[0] if resp.topics else None
+    if t is None or t.error_code != Errors.NONE:
+        _fail(f"describe {topic}: {_error_name(t.error_code if t else Errors.UNKNOWN_TOPIC_OR_PARTITION)}", 1)
+    rows = [{"partition": p.partition_index, "leader": p.leader_id, "leader_epoch": p.leader_epoch,
+             "replicas": list(p.replica_nodes), "isr": list(p.isr_nodes),
+             "elr": list(p.eligible_leader_replicas), "last_known_elr": list(p.last_known_elr),
+             "offline": list(p.offline_replicas)} for p in t.partitions]
+    if as_json:
+        click.echo(json.dumps({"topic": t.name, "topic_id": str(t.topic_id), "partitions": rows}, indent=1))
+        return
+    click.echo(f"Topic: {t.name}\tTopicId: {t.topic_id}\tPartitionCount: {len(rows)}")
+    for r in rows:
+        ids = lambda xs: ",".join(map(str, xs))  # noqa: E731
+        click.echo(f"\tTopic: {t.name}\tPartition: {r['partition']}\tLeader: {r['leader']}\t"
+                   f"LeaderEpoch: {r['leader_epoch']}\tReplicas: {ids(r['replicas'])}\tIsr: {ids(r['isr'])}\t"
+                   f"Elr: {ids(r['elr'])}\tLastKnownElr: {ids(r['last_known_elr'])}")
+
+
+@topics.command("alter-config")
+@_BOOTSTRAP
+@_TOPIC
+@click.option("--config", "configs", multiple=True, required=True, metavar="KEY=VALUE",
+              help="Set a topic config (KEY= deletes it), repeatable.")
+def topics_alter_config(bootstrap: str, topic: str, configs: tuple[str, ...]) -> None:
+    """Set or delete topic configs (IncrementalAlterConfigs)."""
+    items = tuple(m.AlterableConfig(k, 0 if v != "" else 1, v if v != "" else None)
+                  for k, v in sorted(_configs(configs).items()))
+    with _connect(bootstrap) as conn:
+        resp = conn.request(m.IncrementalAlterConfigsRequest((m.AlterConfigsResource(2, topic, items),)))
+    for r in resp.responses:
+        if r.error_code != Errors.NONE:
+            _fail(f"alter-config {topic}: {_error_name(r.error_code)}"
+                  + (f": {r.error_message}" if r.error_message else ""), 1)
+    click.echo(f"updated {topic}: " + ", ".join(f"{c.name}={c.value}" for c in items))
+
+
+@topics.command("delete")
+@_BOOTSTRAP
+@_TOPIC
+def topics_delete(bootstrap: str, topic: str) -> None:
+    """Delete a topic (DeleteTopics)."""
+    with _connect(bootstrap) as conn:
+        resp = conn.request(m.DeleteTopicsRequest((topic,)))
+    for r in resp.responses:
+        if r.error_code != Errors.NONE:
+            _fail(f"delete {r.name}: {_error_name(r.error_code)}"
+                  + (f": {r.error_message}" if r.error_message else ""), 1)
+    click.echo(f"deleted topic {topic}")
+
+
+# ====================================================================== elect
+@click.command("elect")
+@_BOOTSTRAP
+@click.option("--type", "election", type=click.Choice(["preferred", "unclean"]), required=True,
+              help="Kafka's election types (ElectLeaders v1+).")
+@_TOPIC
+@click.option("--partition", type=int, required=True)
+def elect(bootstrap: str, election: str, topic: str, partition: int) -> None:
+    """Elect a partition's leader: its preferred replica, or any live replica (unclean, may lose data)."""
+    req = m.ElectLeadersRequest(m.ELECTION_TYPES[election], (m.ElectLeadersPartition(topic, partition),))
+    with _connect(bootstrap) as conn:
+        resp = conn.request(req)
+    if resp.error_code != Errors.NONE:
+        _fail(f"elect: {_error_name(resp.error_code)}", 1)
+    for r in resp.results:
+        if r.error_code != Errors.NONE:
+            _fail(f"elect {r.topic}-{r.partition}: {_error_name(r.error_code)}"
+                  + (f": {r.error_message}" if r.error_message else ""), 1)
+        click.echo(f"{election} election done for {r.topic}-{r.partition}")

@@ -1,0 +1,340 @@
+"""Launching and managing a real cluster on loopback: what ``kraftlog cluster ...`` runs.
+
+A cluster directory ``DIR`` holds
+
+* ``cluster.json``: ``{"bootstrap": "127.0.0.1:P", "level", "seed", "cluster_id", "brokers": N,
+  "config": {...}, "nodes": [{"id": <int> or "controller", "role": "controller"|"broker", "pid", "host",
+  "port", "internal_port"}]}`` (``port`` = a broker's client listener, the controller's listener for
+  the controller; ``internal_port`` = a broker's inter-broker listener, null for the controller);
+* ``controller/``, ``broker-<id>/``: each node's data (see :mod:`kraftlog.net.node`);
+* ``controller.log``, ``broker-<id>.log``: each node's log; ``run/<node>.json``: each node's status.
+
+Every process is started with its own session (a Ctrl-C in the terminal reaches the launcher, which then
+shuts the nodes down cleanly) and is stopped by its PID, never by name. Ports are loopback only.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from dataclasses import dataclass
+from random import SystemRandom
+
+from ..controller.controller import CONTROLLER
+from ..protocol.level import Level
+from .node import HOST, node_name
+
+__all__ = ["ClusterError", "up", "down", "status", "start_broker", "stop_broker", "load", "NodeStatus",
+           "READY_TIMEOUT_S"]
+
+#: How long (s) ``up --detach`` and ``start`` wait for brokers to be unfenced.
+READY_TIMEOUT_S = 60.0
+#: How long (s) a clean shutdown may take before the process is killed.
+STOP_TIMEOUT_S = 45.0
+
+
+class ClusterError(Exception):
+    """A cluster command cannot proceed; ``code`` is the exit code (2: bad request, 1: failure)."""
+
+    def __init__(self, message: str, code: int = 1) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def _cluster_path(directory: str) -> str:
+    return os.path.join(directory, "cluster.json")
+
+
+def load(directory: str) -> dict:
+    """The cluster.json of ``directory``; ClusterError (exit 2) when there is none."""
+    try:
+        with open(_cluster_path(directory)) as f:
+            return json.load(f)
+    except FileNotFoundError:
+        raise ClusterError(f"{directory} holds no cluster (no cluster.json); start one with `kraftlog "
+                           f"cluster up --dir {directory}`", 2) from None
+    except (OSError, ValueError) as exc:
+        raise ClusterError(f"cannot read {_cluster_path(directory)}: {exc}", 2) from None
+
+
+def _save(directory: str, cluster: dict) -> None:
+    tmp = _cluster_path(directory) + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(cluster, f, indent=1)
+        f.write("\n")
+    os.replace(tmp, _cluster_path(directory))
+
+
+def _entry(cluster: dict, node) -> dict:
+    for e in cluster["nodes"]:
+        if e["id"] == node:
+            return e
+    raise ClusterError(f"no node {node!r} in this cluster (brokers 0..{cluster['brokers'] - 1})", 2)
+
+
+def _alive(pid: int | None) -> bool:
+    if not pid:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:  # a zombie (our own child that exited) is not alive
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(") ", 1)[1][:1] != "Z"
+    except OSError:
+        return True
+
+
+def _run_file(directory: str, node) -> dict | None:
+    try:
+        with open(os.path.join(directory, "run", f"{node_name(node)}.json")) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+def _launch(directory: str, node) -> subprocess.Popen:
+    """Start ``node``'s process (its stderr and stdout appended to DIR/<node>.log)."""
+    run = _run_file(directory, node)
+    if run is not None:  # forget the previous incarnation's status
+        os.unlink(os.path.join(directory, "run", f"{node_name(node)}.json"))
+    log = open(os.path.join(directory, f"{node_name(node)}.log"), "ab")
+    try:
+        return subprocess.Popen([sys.executable, "-m", "kraftlog.net.node", directory, str(node)],
+                                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                start_new_session=True, cwd=directory)
+    finally:
+        log.close()
+
+
+def _wait_started(directory: str, node, proc: subprocess.Popen, timeout_s: float = 20.0) -> dict:
+    """Wait until ``node`` wrote its run file (its listeners are bound); ClusterError if it died."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        run = _run_file(directory, node)
+        if run is not None and run.get("pid") == proc.pid:
+            return run
+        if proc.poll() is not None:
+            raise ClusterError(f"{node_name(node)} exited with code {proc.returncode} while starting\n"
+                               + _tail(directory, node))
+        time.sleep(0.05)
+    raise ClusterError(f"{node_name(node)} did not start within {timeout_s:.0f} s\n" + _tail(directory, node))
+
+
+def _tail(directory: str, node, lines: int = 15) -> str:
+    try:
+        with open(os.path.join(directory, f"{node_name(node)}.log"), errors="replace") as f:
+            text = f.readlines()[-lines:]
+    except OSError:
+        return f"  ({node_name(node)}.log: none)"
+    return "".join(f"  {node_name(node)}.log: {line}" for line in text).rstrip("\n")
+
+
+def _start_node(directory: str, cluster: dict, node) -> subprocess.Popen:
+    proc = _launch(directory, node)
+    run = _wait_started(directory, node, proc)
+    entry = _entry(cluster, node)
+    entry.update(pid=proc.pid, port=run["port"], internal_port=run["internal_port"])
+    if node == 0:
+        cluster["bootstrap"] = f"{HOST}:{run['port']}"
+    _save(directory, cluster)
+    return proc
+
+
+def up(directory: str, brokers: int, port: int = 9092, level: Level | None = None, seed: int | None = None,
+       config: dict | None = None) -> dict:
+    """Start a controller and ``brokers`` brokers on 127.0.0.1 with data under ``directory`` (reused when
+    it holds a cluster of the same size and level: the nodes recover their logs) and return cluster.json.
+    Broker ``i`` listens for clients on ``port + i`` (``port`` 0: free ports). Raises ClusterError (exit 2)
+    on a mismatch with an existing cluster or a cluster that is already running."""
+    from ..protocol.level import DEFAULT
+    if brokers < 1 or brokers > 50:
+        raise ClusterError(f"--brokers must be within 1..50, got {brokers}", 2)
+    if not 0 <= port <= 65535 - brokers:
+        raise ClusterError(f"--port must be within 0..{65535 - brokers}, got {port}", 2)
+    os.makedirs(directory, exist_ok=True)
+    directory = os.path.abspath(directory)
+    if os.path.exists(_cluster_path(directory)):
+        cluster = load(directory)
+        if cluster["brokers"] != brokers:
+            raise ClusterError(f"{directory} holds a cluster of {cluster['brokers']} brokers, not {brokers}", 2)
+        if level is not None and cluster["level"] != level.label:
+            raise ClusterError(f"{directory} holds a cluster at level {cluster['level']}, not {level.label}", 2)
+        running = [node_name(e["id"]) for e in cluster["nodes"] if _alive(e.get("pid"))]
+        if running:
+            raise ClusterError(f"{directory}: {', '.join(running)} already running; `kraftlog cluster down "
+                               f"--dir {directory}` first", 2)
+        if seed is not None:
+            cluster["seed"] = seed
+        if config:
+            cluster["config"].update(config)
+    else:
+        level = level or DEFAULT
+        cluster = {
+            "bootstrap": None, "level": level.label,
+            "seed": seed if seed is not None else SystemRandom().randrange(2 ** 31),
+            "cluster_id": str(uuid.UUID(int=SystemRandom().getrandbits(128))), "brokers": brokers,
+            "config": dict(config or {}),
+            "nodes": [{"id": CONTROLLER, "role": "controller", "pid": None, "host": HOST, "port": 0,
+                       "internal_port": None}]
+            + [{"id": i, "role": "broker", "pid": None, "host": HOST, "port": port + i if port else 0,
+                "internal_port": 0} for i in range(brokers)],
+        }
+        _save(directory, cluster)
+    started: list[subprocess.Popen] = []
+    try:
+        for node in [CONTROLLER] + list(range(brokers)):
+            started.append(_start_node(directory, cluster, node))
+        wait_ready(directory, list(range(brokers)))
+    except BaseException:
+        for proc in started:
+            _kill(proc.pid)
+        raise
+    return cluster
+
+
+def wait_ready(directory: str, broker_ids: list[int], timeout_s: float = READY_TIMEOUT_S) -> None:
+    """Wait until every broker of ``broker_ids`` reports itself registered and unfenced; ClusterError (exit
+    1) with each node's log tail when that takes longer than ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    cluster = load(directory)
+    while time.monotonic() < deadline:
+        ready = True
+        for b in broker_ids:
+            run = _run_file(directory, b)
+            pid = _entry(cluster, b).get("pid")
+            if not _alive(pid):
+                raise ClusterError(f"broker-{b} (pid {pid}) died while starting\n" + _tail(directory, b))
+            if run is None or run.get("fenced", True) or run.get("broker_epoch", -1) < 0:
+                ready = False
+        if ready:
+            return
+        time.sleep(0.1)
+    tails = "\n".join(_tail(directory, n) for n in [CONTROLLER] + broker_ids)
+    raise ClusterError(f"brokers not all unfenced within {timeout_s:.0f} s\n{tails}")
+
+
+@dataclass
+class NodeStatus:
+    """One node as ``cluster status`` shows it: cluster.json's entry plus what its process reports."""
+
+    id: object
+    role: str
+    pid: int | None
+    host: str
+    port: int
+    internal_port: int | None
+    alive: bool
+    fenced: bool | None
+    broker_epoch: int | None
+    state: str | None
+
+    def as_dict(self) -> dict:
+        return dict(self.__dict__)
+
+
+def status(directory: str) -> list[NodeStatus]:
+    """Every node of the cluster in ``directory`` with ``alive`` (its PID runs), ``fenced`` and the broker
+    epoch its process last reported (None for the controller, or for a node that is not running)."""
+    cluster = load(directory)
+    out = []
+    for e in cluster["nodes"]:
+        alive = _alive(e.get("pid"))
+        run = _run_file(directory, e["id"]) if alive else None
+        broker = e["role"] == "broker"
+        out.append(NodeStatus(
+            e["id"], e["role"], e.get("pid"), e["host"], e["port"], e.get("internal_port"), alive,
+            (run.get("fenced") if run and broker else None),
+            (run.get("broker_epoch") if run and broker else None),
+            (run.get("state") if run else None)))
+    return out
+
+
+def _kill(pid: int | None, sig: int = signal.SIGKILL) -> None:
+    if pid:
+        try:
+            os.kill(pid, sig)
+        except ProcessLookupError:
+            pass
+
+
+def _stop_pid(pid: int | None, kill: bool, timeout_s: float = STOP_TIMEOUT_S) -> bool:
+    """SIGTERM (a clean shutdown) or SIGKILL ``pid`` and wait until it is gone; escalates to SIGKILL after
+    ``timeout_s``. Returns whether the stop was clean."""
+    if not _alive(pid):
+        return True
+    _kill(pid, signal.SIGKILL if kill else signal.SIGTERM)
+    deadline = time.monotonic() + (5.0 if kill else timeout_s)
+    while time.monotonic() < deadline:
+        _reap(pid)
+        if not _alive(pid):
+            return not kill
+        time.sleep(0.05)
+    _kill(pid)
+    while _alive(pid):
+        _reap(pid)
+        time.sleep(0.05)
+    return False
+
+
+def _reap(pid: int) -> None:
+    try:
+        os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        pass
+
+
+def down(directory: str) -> list[tuple[str, bool]]:
+    """Shut every node down cleanly, brokers first (each does a controlled shutdown while the controller
+    is still up), then the controller; returns (node, stopped cleanly) per node that was running."""
+    cluster = load(directory)
+    out = []
+    brokers = [e for e in cluster["nodes"] if e["role"] == "broker" and _alive(e.get("pid"))]
+    for e in brokers:  # all brokers at once: each waits for its own controlled shutdown
+        _kill(e["pid"], signal.SIGTERM)
+    for e in brokers:
+        out.append((node_name(e["id"]), _stop_pid(e["pid"], kill=False)))
+    ctrl = _entry(cluster, CONTROLLER)
+    if _alive(ctrl.get("pid")):
+        out.append((CONTROLLER, _stop_pid(ctrl["pid"], kill=False)))
+    return out
+
+
+def start_broker(directory: str, broker: int, wait: bool = True) -> dict:
+    """Start broker ``broker`` (stopped or killed) on its recorded ports; with ``wait``, return once it is
+    unfenced again. ClusterError (exit 2) when it is already running."""
+    cluster = load(directory)
+    entry = _entry(cluster, broker)
+    if _alive(entry.get("pid")):
+        raise ClusterError(f"broker-{broker} is already running (pid {entry['pid']})", 2)
+    _start_node(directory, cluster, broker)
+    if wait:
+        wait_ready(directory, [broker])
+    return _entry(load(directory), broker)
+
+
+def stop_broker(directory: str, broker: int, kill: bool = False) -> bool:
+    """Stop broker ``broker``: a clean shutdown, or SIGKILL with ``kill``. Returns whether it was running."""
+    entry = _entry(load(directory), broker)
+    if not _alive(entry.get("pid")):
+        return False
+    _stop_pid(entry["pid"], kill=kill)
+    return True
+
+
+def start_controller(directory: str) -> dict:
+    """Start the controller (stopped or killed) on its recorded port."""
+    cluster = load(directory)
+    entry = _entry(cluster, CONTROLLER)
+    if _alive(entry.get("pid")):
+        raise ClusterError(f"the controller is already running (pid {entry['pid']})", 2)
+    _start_node(directory, cluster, CONTROLLER)
+    return _entry(load(directory), CONTROLLER)

@@ -1,0 +1,772 @@
+"""The file-backed :class:`~kraftlog.storage.disk.Disk` of a real node process, and its node identity.
+
+:class:`FileDisk` implements the storage layer's ``Disk`` protocol over a root directory, with the
+semantics :class:`~kraftlog.storage.disk.SimDisk` simulates, so a broker or controller process keeps
+its logs and checkpoints in files and recovers them after a restart, a SIGKILL or a machine crash the
+same way it recovers from a SimDisk in the simulator.
+
+Paths are relative, ``/``-separated (``data/t-0/00000000000000000000.log``,
+``data/t-0/leader-epoch-checkpoint``, ``data/__consumer_offsets/<group>``,
+``metadata/__cluster_metadata-0/00000000000000000000.log``) and map under the root; an absolute path, an
+empty, ``.`` or ``..`` component, a NUL byte, a name ending in ``.tmp`` (reserved for atomic writes) or
+the root's ``.lock`` is refused with ValueError.
+
+File kinds, told apart by the path (so a restarted process reads every file the way it was written):
+
+* **Log files** are the paths ending in ``.log`` (Kafka's segment suffix). They hold a list of items
+  (:meth:`FileDisk.append`, :meth:`~FileDisk.truncate`, :meth:`~FileDisk.read`, :meth:`~FileDisk.fsync`)
+  and are, byte for byte, Kafka's ``.log`` segment format: Kafka v2 record batches (magic 2, CRC-32C),
+  concatenated, nothing else -- one batch per item:
+
+  - a partition segment (any ``.log`` path not under ``metadata/``) holds
+    :class:`~kraftlog.protocol.records.RecordBatch` items, each stored as the v2 batch
+    :func:`kraftlog.protocol.wire.encode_batches` gives (its base offset and partition leader epoch
+    included): the layout Kafka's ``DumpLogSegments`` reads (not tried against Kafka's tools here);
+  - the metadata log (a ``.log`` path under ``metadata/``, the controller's
+    ``__cluster_metadata-0``) holds metadata records (:mod:`kraftlog.metadata.records`) in KRaft's
+    layout, records as values of v2 batches, one record per batch: base offset = the record's offset
+    (its index in the file), partition leader epoch 0 (the single-node quorum's epoch, as on the
+    wire), key null, value :func:`~kraftlog.protocol.wire.encode_metadata_record`'s JSON, timestamp the
+    append's ``now_ms``. (KRaft's value is Kafka's binary ``ApiMessageAndVersion``; kraftlog's records
+    are its own, so the value is kraftlog's JSON form, the one the MetadataFetch wire uses too.) KRaft
+    writes the records of one atomic append as one batch; the Disk appends record by record, so a
+    process killed between two appends of a group leaves a prefix of the group (the controller fsyncs
+    once per group, so an fsynced group is whole).
+
+  Every batch carries its length and CRC-32C, so a reader tells a valid prefix from a torn tail (see
+  recovery below).
+* **Value files** are every other path: a single ``str`` value (Kafka's checkpoint text formats,
+  JSON for the clean-shutdown file and committed offsets) written verbatim as UTF-8 by
+  :meth:`~FileDisk.write_atomic` (``bytes`` are written as they are).
+
+Durability, as Kafka does it:
+
+* ``append`` is one ``write(2)`` of the item's bytes on a file descriptor opened ``O_APPEND`` once
+  and kept open: the bytes reach the OS page cache, not the disk. A SIGKILL of the process keeps them
+  (the kernel writes them back); a machine crash keeps what the kernel had written back.
+* ``fsync`` is ``fsync(2)`` of the file, and, the first time after the file was created, of its
+  directory and of every directory created for it, so the new file is reachable after a crash
+  (Kafka's ``LocalLog.flush`` flushes the log dir when the flushed segments include a new one).
+  FileDisk never fsyncs on its own otherwise: the flush policy (``log.flush.interval.*``) is
+  PartitionLog's.
+* ``truncate`` is ``ftruncate(2)`` to the byte position of the first dropped item (kept in memory per
+  file), not durable until fsync, as Kafka's ``LogSegment.truncateTo``.
+* ``write_atomic`` writes ``<path>.tmp``, fsyncs it, renames it over ``<path>`` and fsyncs the
+  directory (Kafka's ``CheckpointFile`` / ``Utils.atomicMoveWithFallback``): durable at once; a crash
+  leaves the old or the new value, never a mix. ``delete`` unlinks and fsyncs the directory.
+
+Per log file, FileDisk tracks its *durable length*: the bytes the last fsync covered, lowered by a
+truncation below it (the durable content of the current file is then at most that prefix; an
+un-fsynced truncation may still lose its effect in a machine crash, which a length cannot say); a
+file found at load counts as durable up to its recovered length, as PartitionLog takes its recovery
+point to be the LEO at load. :meth:`~FileDisk.durable_length` and :meth:`~FileDisk.unflushed_bytes`
+expose it for fault injection.
+
+Recovery: the first access to a log file (``read``, ``append``, ...) reads it whole and checks its
+batches from the start, as Kafka's ``LogSegment.recover`` checks each batch's size and CRC. The first
+incomplete or invalid batch (fewer than 12 bytes left, a length below the 49-byte v2 minimum or past
+the end of the file, magic != 2, a CRC-32C mismatch) is a torn tail from a crash: the valid prefix is
+kept, the file is truncated to it with ``ftruncate`` (Kafka's ``LogLoader`` truncates the invalid bytes
+past the recovery point the same way; the truncation is not fsynced, like any other) and the truncation
+is reported through the ``log`` callable. A batch whose length and CRC are valid was written whole: if
+it cannot be decoded (an unknown compression codec or metadata record type: a newer writer, not a
+crash), :class:`UndecodableLogError` is raised and the file is left untouched, rather than truncating
+data that is not torn.
+
+Items are then kept in memory: :meth:`~FileDisk.read` returns the live list (as SimDisk does; callers
+must not mutate it). One :class:`FileDisk` serves one process and one thread; the root is locked
+with ``flock`` on ``<root>/.lock`` as Kafka locks each log dir, so a second process (or a second
+FileDisk in the same process) on the same root fails with :class:`DirectoryLockedError` until the first
+is closed or dies.
+
+Also here: :func:`write_meta_properties` / :func:`read_meta_properties`, a Kafka ``meta.properties``
+node identity (Java properties text with ``version=1``, ``cluster.id``, ``node.id`` and whatever else
+the caller stores), written atomically.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import struct
+from typing import Callable, Mapping
+
+from crc32c import crc32c
+
+from ..metadata.records import METADATA_RECORD_TYPES
+from ..protocol.records import Record, RecordBatch
+from ..protocol.wire import decode_batches, decode_metadata_record, encode_batches, encode_metadata_record
+
+__all__ = [
+    "FileDisk",
+    "UndecodableLogError",
+    "DirectoryLockedError",
+    "LOG_SUFFIX",
+    "TMP_SUFFIX",
+    "LOCK_FILE",
+    "METADATA_PREFIX",
+    "META_PROPERTIES",
+    "write_meta_properties",
+    "read_meta_properties",
+]
+
+#: A path ending with this suffix is a log file (a list of items); any other is a value file.
+LOG_SUFFIX = ".log"
+#: Suffix of the temporary file of an atomic write (Kafka's checkpoint ``.tmp``); reserved.
+TMP_SUFFIX = ".tmp"
+#: The lock file at the root (Kafka's per-log-dir ``.lock``); reserved, never listed.
+LOCK_FILE = ".lock"
+#: Log files under this prefix hold metadata records (the controller's ``__cluster_metadata`` log).
+METADATA_PREFIX = "metadata/"
+#: The node identity file at the root (Kafka's ``meta.properties``).
+META_PROPERTIES = "meta.properties"
+
+# Kafka v2 batch framing: baseOffset int64, batchLength int32, partitionLeaderEpoch int32, magic int8,
+# crc uint32 (CRC-32C of everything after it: attributes .. end of the batch).
+_LOG_HEAD = struct.Struct(">qi")
+_LOG_OVERHEAD = 12  # baseOffset + batchLength: batchLength counts the bytes after them
+_MAGIC_POS = 16
+_CRC = struct.Struct(">I")
+_CRC_POS = 17
+_CRC_START = 21
+#: Kafka's ``RECORD_BATCH_OVERHEAD`` (61) minus ``LOG_OVERHEAD``: the smallest legal batchLength.
+_MIN_BATCH_LENGTH = 49
+_MAGIC = 2
+#: Partition leader epoch of a metadata-log batch (kraftlog's single-node quorum; the wire uses 0 too).
+_METADATA_LEADER_EPOCH = 0
+
+_BATCHES = 0
+_METADATA = 1
+
+_OPEN_LOG = os.O_RDWR | os.O_APPEND | getattr(os, "O_CLOEXEC", 0)
+_READ_CHUNK = 1 << 30
+
+
+class UndecodableLogError(ValueError):
+    """A log file holds a batch with a valid length and CRC-32C that cannot be decoded as this file's
+    items (e.g. an unsupported compression codec, an unknown metadata record type, a metadata batch
+    not at its offset). Not a torn tail: the file is left untouched and the node should not start."""
+
+
+class DirectoryLockedError(RuntimeError):
+    """Another process, or another open FileDisk, holds the root's ``.lock`` (Kafka: "Failed to
+    acquire lock on file .lock ... A Kafka instance in another process or thread is using this
+    directory")."""
+
+
+# ------------------------------------------------------------------------------- small file helpers
+def _write_all(fd: int, data: bytes) -> None:
+    """write(2) until every byte is written (a regular file may take fewer bytes per call)."""
+    view = memoryview(data)
+    done = os.write(fd, view)
+    while done < len(view):
+        done += os.write(fd, view[done:])
+
+
+def _read_all(fd: int) -> bytes:
+    size = os.fstat(fd).st_size
+    chunks = []
+    pos = 0
+    while pos < size:
+        chunk = os.pread(fd, min(size - pos, _READ_CHUNK), pos)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        pos += len(chunk)
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+
+def _fsync_dir(path: str) -> None:
+    """fsync(2) a directory, making the entries created, renamed or removed in it durable."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0))
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _make_dirs(path: str) -> list[str]:
+    """mkdir ``path`` and its missing ancestors; returns the directories created, outermost first."""
+    missing = []
+    p = path
+    while p and not os.path.isdir(p):
+        missing.append(p)
+        parent = os.path.dirname(p)
+        if parent == p:
+            break
+        p = parent
+    created = []
+    for d in reversed(missing):
+        try:
+            os.mkdir(d)
+        except FileExistsError:
+            if not os.path.isdir(d):
+                raise
+            continue
+        created.append(d)
+    return created
+
+
+def _dirs_to_sync(parent: str, created: list[str]) -> list[str]:
+    """The directories to fsync, innermost first, so that a file just created in ``parent`` (after
+    ``created`` were made for it) is reachable after a crash: ``parent`` and the parent of each new one."""
+    out = [parent]
+    for d in reversed(created):
+        out.append(os.path.dirname(d))
+    return out
+
+
+def _atomic_write(full: str, data: bytes) -> None:
+    """Kafka's checkpoint write: ``full.tmp`` written and fsynced, renamed over ``full``, directory fsynced
+    (and the directories created for it)."""
+    parent = os.path.dirname(full)
+    created = _make_dirs(parent)
+    tmp = full + TMP_SUFFIX
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0), 0o644)
+    try:
+        _write_all(fd, data)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, full)
+    for d in _dirs_to_sync(parent, created):
+        _fsync_dir(d)
+
+
+# ------------------------------------------------------------------------------------ log files
+class _LogFile:
+    """One open log file: its descriptor and the in-memory view of its items.
+
+    ``starts[i]`` is the byte position of item ``i``; ``size`` the file length in bytes; ``durable``
+    the length the last fsync covered (lowered by truncation); ``sync_dirs`` the directories to fsync
+    with the next fsync (the file's creation is not durable before)."""
+
+    __slots__ = ("fd", "kind", "items", "starts", "size", "durable", "sync_dirs")
+
+    def __init__(self, fd: int, kind: int, items: list, starts: list[int], size: int, durable: int,
+                 sync_dirs: list[str]) -> None:
+        self.fd = fd
+        self.kind = kind
+        self.items = items
+        self.starts = starts
+        self.size = size
+        self.durable = durable
+        self.sync_dirs = sync_dirs
+
+
+def _scan(data: bytes, kind: int, path: str) -> tuple[list, list[int], int, str | None]:
+    """Decode the valid prefix of a log file's bytes.
+
+    Returns (items, byte position of each, length of the valid prefix in bytes, why the rest is
+    invalid or None). Raises :class:`UndecodableLogError` for a batch with a valid length and CRC that
+    does not decode to an item of this file's kind."""
+    view = memoryview(data)
+    total = len(view)
+    items: list = []
+    starts: list[int] = []
+    pos = 0
+    reason = None
+    while pos < total:
+        if total - pos < _LOG_OVERHEAD:
+            reason = f"{total - pos} trailing bytes, fewer than a batch's 12-byte offset and length"
+            break
+        _base, length = _LOG_HEAD.unpack_from(view, pos)
+        if length < _MIN_BATCH_LENGTH:
+            reason = f"batch length {length} below the v2 minimum of {_MIN_BATCH_LENGTH}"
+            break
+        end = pos + _LOG_OVERHEAD + length
+        if end > total:
+            reason = f"incomplete batch: its length {length} runs {end - total} bytes past the end of the file"
+            break
+        magic = view[pos + _MAGIC_POS]
+        if magic != _MAGIC:
+            reason = f"batch magic {magic}, expected {_MAGIC}"
+            break
+        (crc,) = _CRC.unpack_from(view, pos + _CRC_POS)
+        if crc32c(view[pos + _CRC_START:end]) != crc:
+            reason = "batch CRC-32C mismatch"
+            break
+        # Length and CRC are valid: the batch was written whole. Failing to decode it is not a torn tail.
+        try:
+            decoded = decode_batches(view[pos:end])
+            if len(decoded) != 1:
+                raise ValueError(f"{len(decoded)} batches in one batch's bytes")
+            batch = decoded[0]
+            if kind == _METADATA:
+                if batch.base_offset != len(items) or len(batch.records) != 1:
+                    raise ValueError(f"metadata batch at offset {batch.base_offset} with {len(batch.records)} "
+                                     f"records where offset {len(items)} with one record was expected")
+                item = decode_metadata_record(batch.records[0].value)
+            else:
+                item = batch
+        except Exception as exc:  # noqa: BLE001 -- any decoder failure on a CRC-valid batch
+            raise UndecodableLogError(
+                f"{path}: the batch at byte {pos} (item {len(items)}) has a valid CRC-32C but cannot be "
+                f"decoded: {exc}") from exc
+        items.append(item)
+        starts.append(pos)
+        pos = end
+    return items, starts, pos, reason
+
+
+class FileDisk:
+    """The :class:`~kraftlog.storage.disk.Disk` of a real process: files under ``root``.
+
+    ``FileDisk(root, log=None, metadata_prefix="metadata/")``: ``root`` is created if missing and
+    locked (``<root>/.lock``, :class:`DirectoryLockedError` if held); ``log`` receives one line (str)
+    per recovery event (a torn tail truncated at load); log files under ``metadata_prefix`` hold
+    metadata records, other log files RecordBatch items (see the module docstring for formats, path
+    rules and durability). Times (``now_ms``) are ints in ms; only a metadata record's batch timestamp
+    uses them. Sizes are bytes. OS errors (ENOSPC, EIO, ...) propagate as OSError: Kafka takes the log
+    dir offline on an I/O error; a node process should stop.
+
+    Beyond ``Disk``: :meth:`durable_length`, :meth:`unflushed_bytes`, :meth:`size_bytes`,
+    :meth:`close` (also a context manager).
+    """
+
+    __slots__ = ("root", "metadata_prefix", "_log", "_logs", "_lock_fd")
+
+    def __init__(self, root: str | os.PathLike, log: Callable[[str], None] | None = None,
+                 metadata_prefix: str = METADATA_PREFIX) -> None:
+        self.root = os.path.abspath(os.fspath(root))
+        self.metadata_prefix = metadata_prefix
+        self._log = log
+        self._logs: dict[str, _LogFile] = {}
+        created = _make_dirs(self.root)
+        for d in reversed(created):
+            _fsync_dir(os.path.dirname(d))
+        fd = os.open(os.path.join(self.root, LOCK_FILE), os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0),
+                     0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise DirectoryLockedError(
+                f"failed to acquire lock on {os.path.join(self.root, LOCK_FILE)}: another process or FileDisk "
+                "is using this directory") from None
+        self._lock_fd: int | None = fd
+
+    # ------------------------------------------------------------------ paths
+    def _full(self, path: str) -> str:
+        """The OS path of a relative Disk path; ValueError for one that could escape the root or is
+        reserved."""
+        if not isinstance(path, str) or not path:
+            raise ValueError(f"a disk path is a non-empty str, got {path!r}")
+        if path.startswith("/") or "\x00" in path:
+            raise ValueError(f"disk paths are relative to the root: {path!r}")
+        parts = path.split("/")
+        for p in parts:
+            if p in ("", ".", ".."):
+                raise ValueError(f"disk path {path!r} has an empty, '.' or '..' component")
+        if path.endswith(TMP_SUFFIX) or path == LOCK_FILE:
+            raise ValueError(f"disk path {path!r} is reserved (atomic-write temporary or lock file)")
+        if self._lock_fd is None:
+            raise RuntimeError(f"FileDisk({self.root!r}) is closed")
+        return os.path.join(self.root, *parts)
+
+    def _log_full(self, path: str) -> str:
+        full = self._full(path)
+        if not path.endswith(LOG_SUFFIX):
+            raise ValueError(f"{path!r} is not a log file (log files end in {LOG_SUFFIX!r}); "
+                             "value files use write_atomic/read_value")
+        return full
+
+    def _value_full(self, path: str) -> str:
+        full = self._full(path)
+        if path.endswith(LOG_SUFFIX):
+            raise ValueError(f"{path!r} is a log file (it ends in {LOG_SUFFIX!r}), not a value file")
+        return full
+
+    def _kind(self, path: str) -> int:
+        return _METADATA if path.startswith(self.metadata_prefix) else _BATCHES
+
+    # ------------------------------------------------------------------ loading
+    def _open(self, path: str, create: bool) -> _LogFile | None:
+        """The log file ``path``, loaded (and recovered) on first use; created empty when missing and
+        ``create``; None when missing and not ``create``."""
+        f = self._logs.get(path)
+        if f is not None:
+            return f
+        full = self._log_full(path)
+        kind = self._kind(path)
+        try:
+            fd = os.open(full, _OPEN_LOG)
+        except FileNotFoundError:
+            if not create:
+                return None
+            parent = os.path.dirname(full)
+            created = _make_dirs(parent)
+            fd = os.open(full, _OPEN_LOG | os.O_CREAT | os.O_EXCL, 0o644)
+            f = self._logs[path] = _LogFile(fd, kind, [], [], 0, 0, _dirs_to_sync(parent, created))
+            return f
+        try:
+            data = _read_all(fd)
+            items, starts, valid, reason = _scan(data, kind, path)
+            if valid < len(data):
+                os.ftruncate(fd, valid)
+                if self._log is not None:
+                    self._log(f"{path}: recovered {len(items)} items ({valid} bytes); truncated "
+                              f"{len(data) - valid} invalid bytes at byte {valid} ({reason})")
+        except BaseException:
+            os.close(fd)
+            raise
+        f = self._logs[path] = _LogFile(fd, kind, items, starts, valid, valid, [])
+        return f
+
+    # ------------------------------------------------------------------ log files
+    def append(self, path: str, item: object, now_ms: int) -> None:
+        """Append ``item`` to the log file ``path`` (created, with its directories, if missing): one
+        write(2) of its v2 batch bytes, in the page cache until :meth:`fsync`.
+
+        ``item`` must be a RecordBatch for a partition segment, a metadata record under the metadata
+        prefix (TypeError otherwise, before anything is written or created). ValueError for a path that
+        is not a log file. On an OSError mid-write the file is cut back to its previous length (best
+        effort) and the error re-raised."""
+        f = self._logs.get(path)
+        if f is None:
+            # Check the item before creating anything.
+            kind = self._kind(path)
+            self._log_full(path)
+            self._encode(kind, item, 0, now_ms)
+            f = self._open(path, create=True)
+        data = self._encode(f.kind, item, len(f.items), now_ms)
+        size = f.size
+        try:
+            _write_all(f.fd, data)
+        except BaseException:
+            try:
+                os.ftruncate(f.fd, size)
+            except OSError:
+                pass
+            raise
+        f.items.append(item)
+        f.starts.append(size)
+        f.size = size + len(data)
+
+    @staticmethod
+    def _encode(kind: int, item: object, index: int, now_ms: int) -> bytes:
+        if kind == _BATCHES:
+            if not isinstance(item, RecordBatch):
+                raise TypeError(f"a partition log holds RecordBatch items, not {type(item).__name__}")
+            return encode_batches((item,))
+        if type(item) not in METADATA_RECORD_TYPES:
+            raise TypeError(f"the metadata log holds metadata records, not {type(item).__name__}")
+        value = encode_metadata_record(item)
+        return encode_batches((RecordBatch(index, _METADATA_LEADER_EPOCH, (Record(now_ms, None, value),)),))
+
+    def truncate(self, path: str, length: int, now_ms: int) -> None:
+        """Keep the first ``length`` items of ``path``: ftruncate(2) to the byte position of item
+        ``length`` (Kafka's ``LogSegment.truncateTo``); not durable until :meth:`fsync`. No-op on a missing
+        file or when ``length`` >= its item count; ValueError for a negative ``length``."""
+        if length < 0:
+            raise ValueError(f"negative truncate length {length}")
+        f = self._open(path, create=False)
+        if f is None or length >= len(f.items):
+            return
+        size = f.starts[length]
+        os.ftruncate(f.fd, size)
+        del f.items[length:]
+        del f.starts[length:]
+        f.size = size
+        if f.durable > size:
+            f.durable = size
+
+    def read(self, path: str) -> list:
+        """The items of the log file ``path`` (the live list: do not mutate), ``[]`` when missing. The
+        first call loads and recovers the file (module docstring); later calls cost O(1)."""
+        f = self._open(path, create=False)
+        return f.items if f is not None else []
+
+    def fsync(self, path: str, now_ms: int) -> None:
+        """fsync(2) the log file ``path``, and its directory (plus any directory created for it) the first
+        time after its creation: every earlier append/truncate becomes durable; :meth:`durable_length`
+        becomes its length. No-op for a missing file or a value file (already durable)."""
+        f = self._logs.get(path)
+        if f is None:
+            if not path.endswith(LOG_SUFFIX):
+                self._full(path)
+                return
+            f = self._open(path, create=False)
+            if f is None:
+                return
+        os.fsync(f.fd)
+        if f.sync_dirs:
+            for d in f.sync_dirs:
+                _fsync_dir(d)
+            f.sync_dirs = []
+        f.durable = f.size
+
+    def durable_length(self, path: str) -> int:
+        """Bytes of the log file ``path`` known durable: what the last fsync covered, lowered by any later
+        truncation below it; the recovered length for a file not written since load. A value file's
+        length (durable at once); 0 when missing."""
+        if path.endswith(LOG_SUFFIX):
+            f = self._open(path, create=False)
+            return f.durable if f is not None else 0
+        return self._value_size(path)
+
+    def unflushed_bytes(self, path: str) -> int:
+        """Bytes of ``path`` beyond :meth:`durable_length` (appended since the last fsync); 0 for a value or
+        missing file. A truncation since the last fsync is not counted (it lowers both lengths)."""
+        if not path.endswith(LOG_SUFFIX):
+            self._full(path)
+            return 0
+        f = self._open(path, create=False)
+        return f.size - f.durable if f is not None else 0
+
+    def size_bytes(self, path: str) -> int:
+        """The length in bytes of ``path`` as the OS shows it (page cache included); 0 when missing."""
+        if path.endswith(LOG_SUFFIX):
+            f = self._open(path, create=False)
+            return f.size if f is not None else 0
+        return self._value_size(path)
+
+    def _value_size(self, path: str) -> int:
+        try:
+            return os.stat(self._full(path)).st_size
+        except FileNotFoundError:
+            return 0
+
+    # ------------------------------------------------------------------ value files
+    def write_atomic(self, path: str, value: object, now_ms: int) -> None:
+        """Replace the value file ``path`` durably at once: ``<path>.tmp`` written and fsynced, renamed
+        over ``path``, directory fsynced (Kafka's checkpoint files). ``value``: str (written as UTF-8) or
+        bytes; TypeError otherwise. ValueError for a log-file path."""
+        full = self._value_full(path)
+        if isinstance(value, str):
+            data = value.encode()
+        elif isinstance(value, (bytes, bytearray, memoryview)):
+            data = bytes(value)
+        else:
+            raise TypeError(f"a value file holds str or bytes, not {type(value).__name__}")
+        _atomic_write(full, data)
+
+    def read_value(self, path: str) -> str | bytes | None:
+        """The value of ``path`` as :meth:`write_atomic` wrote it: str when the file is valid UTF-8, else
+        bytes; None when missing. ValueError for a log-file path."""
+        full = self._value_full(path)
+        try:
+            with open(full, "rb") as fh:
+                data = fh.read()
+        except FileNotFoundError:
+            return None
+        try:
+            return data.decode()
+        except UnicodeDecodeError:
+            return data
+
+    # ------------------------------------------------------------------ any file
+    def delete(self, path: str, now_ms: int) -> None:
+        """Remove ``path`` (log or value file) durably at once: unlink(2), then fsync(2) of its directory.
+        No-op if missing."""
+        full = self._full(path)
+        f = self._logs.pop(path, None)
+        if f is not None:
+            os.close(f.fd)
+        try:
+            os.unlink(full)
+        except FileNotFoundError:
+            return
+        _fsync_dir(os.path.dirname(full))
+
+    def exists(self, path: str) -> bool:
+        """Whether the file ``path`` currently exists (a directory is not a file)."""
+        if path in self._logs:
+            return True
+        return os.path.isfile(self._full(path))
+
+    def list(self, prefix: str) -> list[str]:
+        """Sorted relative paths starting with ``prefix`` of the files that currently exist, log and value
+        files alike; ``.tmp`` files of atomic writes and the root's ``.lock`` are never listed."""
+        if self._lock_fd is None:
+            raise RuntimeError(f"FileDisk({self.root!r}) is closed")
+        base = prefix.rpartition("/")[0]
+        if prefix.startswith("/") or any(p in ("", ".", "..") for p in base.split("/") if base):
+            raise ValueError(f"bad list prefix {prefix!r}")
+        start = os.path.join(self.root, *base.split("/")) if base else self.root
+        out = []
+        for dirpath, dirnames, filenames in os.walk(start):
+            rel = os.path.relpath(dirpath, self.root)
+            rel = "" if rel == "." else rel.replace(os.sep, "/") + "/"
+            for name in filenames:
+                if name.endswith(TMP_SUFFIX) or (not rel and name == LOCK_FILE):
+                    continue
+                p = rel + name
+                if p.startswith(prefix):
+                    out.append(p)
+            # Descend only into directories that can hold a match.
+            dirnames[:] = [d for d in dirnames
+                           if (rel + d + "/").startswith(prefix) or prefix.startswith(rel + d + "/")]
+        out.sort()
+        return out
+
+    # ------------------------------------------------------------------ lifecycle
+    def close(self) -> None:
+        """Close every log file descriptor and release the root's lock (nothing is fsynced: what was not
+        flushed stays in the page cache, as when Kafka's process exits). Idempotent; the FileDisk is
+        unusable afterwards (RuntimeError), a new one on the same root recovers the files."""
+        logs, self._logs = self._logs, {}
+        for f in logs.values():
+            os.close(f.fd)
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)  # releases the flock
+            self._lock_fd = None
+
+    def __enter__(self) -> "FileDisk":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = "closed" if self._lock_fd is None else f"{len(self._logs)} open log files"
+        return f"FileDisk({self.root!r}, {state})"
+
+
+# ------------------------------------------------------------------------------ meta.properties
+_PROPS_REQUIRED = ("cluster.id", "node.id")
+_PROPS_VERSION = "1"
+
+
+def _escape(text: str, key: bool) -> str:
+    """java.util.Properties.store escaping: ``\\``, ``=``, ``:``, ``#``, ``!``, control characters,
+    spaces in keys and a value's leading space; characters outside printable ASCII as ``\\uXXXX``."""
+    out = []
+    for i, c in enumerate(text):
+        if c == " ":
+            out.append("\\ " if key or i == 0 else " ")
+        elif c == "\t":
+            out.append("\\t")
+        elif c == "\n":
+            out.append("\\n")
+        elif c == "\r":
+            out.append("\\r")
+        elif c == "\f":
+            out.append("\\f")
+        elif c in "\\=:#!":
+            out.append("\\" + c)
+        elif " " < c <= "~":
+            out.append(c)
+        else:
+            b = c.encode("utf-16-be", "surrogatepass")  # UTF-16 code units, as Java writes them
+            out.extend(f"\\u{b[k] << 8 | b[k + 1]:04X}" for k in range(0, len(b), 2))
+    return "".join(out)
+
+
+def _unescape(text: str) -> str:
+    out = []
+    i = 0
+    n = len(text)
+    units: list[int] = []
+
+    def flush_units() -> None:
+        if units:
+            out.append(b"".join(u.to_bytes(2, "big") for u in units).decode("utf-16-be", "surrogatepass"))
+            units.clear()
+
+    while i < n:
+        c = text[i]
+        if c == "\\" and i + 1 < n:
+            nxt = text[i + 1]
+            if nxt == "u":
+                hexits = text[i + 2:i + 6]
+                if len(hexits) != 4 or any(h not in "0123456789abcdefABCDEF" for h in hexits):
+                    raise ValueError(f"malformed \\uXXXX escape in properties text: {text!r}")
+                units.append(int(hexits, 16))
+                i += 6
+                continue
+            flush_units()
+            out.append({"t": "\t", "n": "\n", "r": "\r", "f": "\f"}.get(nxt, nxt))
+            i += 2
+            continue
+        flush_units()
+        out.append(c)
+        i += 1
+    flush_units()
+    return "".join(out)
+
+
+def _logical_lines(text: str) -> list[str]:
+    """Java properties logical lines: comments and blank lines dropped, a line ending in an odd number
+    of backslashes continued on the next (whose leading whitespace is dropped)."""
+    lines = []
+    pending = None
+    for raw in text.splitlines():
+        line = raw.lstrip(" \t\f")
+        if pending is None and (not line or line[0] in "#!"):
+            continue
+        if pending is not None:
+            line = pending + line
+        trailing = len(line) - len(line.rstrip("\\"))
+        if trailing % 2 == 1:
+            pending = line[:-1]
+            continue
+        pending = None
+        lines.append(line)
+    if pending is not None:
+        lines.append(pending)
+    return lines
+
+
+def _split_property(line: str) -> tuple[str, str]:
+    """(key, value) of a logical line, as ``java.util.Properties.load``: the key ends at the first
+    unescaped ``=``, ``:`` or whitespace; whitespace and one ``=``/``:`` separate it from the value."""
+    n = len(line)
+    i = 0
+    while i < n and line[i] not in "=: \t\f":
+        i += 2 if line[i] == "\\" else 1
+    i = min(i, n)
+    j = i
+    if j < n and line[j] in "=:":
+        j += 1
+    else:
+        while j < n and line[j] in " \t\f":
+            j += 1
+        if j < n and line[j] in "=:":
+            j += 1
+    while j < n and line[j] in " \t\f":
+        j += 1
+    return _unescape(line[:i]), _unescape(line[j:])
+
+
+def write_meta_properties(root: str | os.PathLike, props: Mapping[str, str]) -> None:
+    """Atomically write ``<root>/meta.properties``, Kafka's node identity file (``MetaProperties``, v1 as
+    KRaft writes it): Java properties text, ``version=1`` first, then ``cluster.id``, ``node.id``, then the
+    caller's other keys in its order. ``props`` must hold ``cluster.id`` and ``node.id``; a ``version``, if
+    given, must be ``1`` (ValueError otherwise). Values are str()-ed. The write is tmp + fsync + rename +
+    directory fsync; ``root`` is created if missing."""
+    props = {str(k): str(v) for k, v in props.items()}
+    version = props.pop("version", _PROPS_VERSION)
+    if version != _PROPS_VERSION:
+        raise ValueError(f"meta.properties version {version!r} is not supported (only {_PROPS_VERSION})")
+    missing = [k for k in _PROPS_REQUIRED if k not in props]
+    if missing:
+        raise ValueError(f"meta.properties needs {', '.join(missing)}")
+    ordered = {"version": version}
+    for k in _PROPS_REQUIRED:
+        ordered[k] = props.pop(k)
+    ordered.update(props)
+    lines = ["#", "#Written by kraftlog (Kafka meta.properties format)"]
+    lines.extend(f"{_escape(k, True)}={_escape(v, False)}" for k, v in ordered.items())
+    root = os.path.abspath(os.fspath(root))
+    _atomic_write(os.path.join(root, META_PROPERTIES), ("\n".join(lines) + "\n").encode("latin-1"))
+
+
+def read_meta_properties(root: str | os.PathLike) -> dict[str, str] | None:
+    """The properties of ``<root>/meta.properties`` (every key, ``version`` included), or None when the
+    file is missing. Raises ValueError when it is not properties text or lacks ``version`` (Kafka refuses
+    to start on an unreadable meta.properties); the caller checks ``cluster.id`` / ``node.id``."""
+    path = os.path.join(os.path.abspath(os.fspath(root)), META_PROPERTIES)
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read()
+    except FileNotFoundError:
+        return None
+    text = data.decode("latin-1")  # java.util.Properties.load(InputStream) reads ISO 8859-1
+    props: dict[str, str] = {}
+    for line in _logical_lines(text):
+        key, value = _split_property(line)
+        props[key] = value
+    if "version" not in props:
+        raise ValueError(f"{path} has no version: not a meta.properties file")
+    return props

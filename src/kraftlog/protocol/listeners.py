@@ -1,0 +1,114 @@
+"""Listeners: which APIs each endpoint of a node serves, and the error answers Kafka gives instead.
+
+A broker has a client listener (``CLIENT``: producers, consumers, admin clients) and an internal listener
+(``INTERNAL``: follower fetches from other brokers, Kafka's ``inter.broker.listener.name``); the
+controller has its own (``CONTROLLER``: registration, heartbeats, AlterPartition, the metadata-log fetch
+and the admin APIs a broker forwards).
+
+Kafka authorizes inter-broker and controller APIs with the CLUSTER_ACTION operation; without ACLs for
+clients that is refused with CLUSTER_AUTHORIZATION_FAILED (``KafkaApis.authorizeClusterOperation``).
+kraftlog applies that rule on the client listener: a replica Fetch (``replica_id`` >= 0), the metadata-log
+fetch, AlterPartition, BrokerRegistration and BrokerHeartbeat arriving there are answered with that
+error, never served. The internal listener serves everything a broker serves (as every Kafka listener
+does). Admin APIs (CreateTopics, DeleteTopics, IncrementalAlterConfigs, ElectLeaders) are served on the
+client listener: the broker forwards them to the controller (Kafka's ``ForwardingManager``).
+
+This module is pure data and functions (no I/O): the core uses :func:`cluster_action_refusal` and
+:func:`error_response`; the TCP driver uses :func:`listener_api_versions` to build each listener's
+framing.
+"""
+
+from __future__ import annotations
+
+from . import messages as m
+from .errors import Errors
+
+__all__ = [
+    "CLIENT", "INTERNAL", "CONTROLLER", "BROKER_APIS", "CONTROLLER_APIS", "CLUSTER_ACTION_APIS",
+    "FORWARDED_APIS", "is_cluster_action", "cluster_action_refusal", "error_response",
+    "listener_api_versions",
+]
+
+#: Listener names (Kafka's ``listeners`` names).
+CLIENT = "CLIENT"
+INTERNAL = "INTERNAL"
+CONTROLLER = "CONTROLLER"
+
+#: Requests a broker answers itself (on its client listener and its internal one).
+BROKER_APIS: frozenset[type] = frozenset((
+    m.FetchRequest, m.ProduceRequest, m.ListOffsetsRequest, m.OffsetForLeaderEpochRequest,
+    m.MetadataRequest, m.DescribeTopicPartitionsRequest, m.InitProducerIdRequest, m.FindCoordinatorRequest,
+    m.OffsetCommitRequest, m.OffsetFetchRequest, m.JoinGroupRequest, m.SyncGroupRequest, m.HeartbeatRequest,
+    m.LeaveGroupRequest, m.ApiVersionsRequest, m.DescribeConfigsRequest,
+))
+#: Admin requests a broker forwards to the controller and whose answer it relays.
+FORWARDED_APIS: frozenset[type] = frozenset((
+    m.CreateTopicsRequest, m.DeleteTopicsRequest, m.IncrementalAlterConfigsRequest, m.ElectLeadersRequest,
+))
+#: Controller APIs that need CLUSTER_ACTION: refused on a broker's client listener.
+CLUSTER_ACTION_APIS: frozenset[type] = frozenset((
+    m.AlterPartitionRequest, m.BrokerRegistrationRequest, m.BrokerHeartbeatRequest, m.MetadataFetchRequest,
+))
+#: Requests the controller's listener serves.
+CONTROLLER_APIS: frozenset[type] = frozenset((
+    m.AlterPartitionRequest, m.BrokerRegistrationRequest, m.BrokerHeartbeatRequest, m.MetadataFetchRequest,
+    m.CreateTopicsRequest, m.DeleteTopicsRequest, m.IncrementalAlterConfigsRequest, m.ElectLeadersRequest,
+    m.ApiVersionsRequest,
+))
+
+
+def is_cluster_action(message: object) -> bool:
+    """Whether ``message`` is an inter-broker or controller request (CLUSTER_ACTION in Kafka): a replica
+    Fetch (``replica_id`` >= 0, Kafka's ``FetchRequest.isFromFollower``) or a CLUSTER_ACTION_APIS one."""
+    kind = type(message)
+    if kind is m.FetchRequest:
+        return message.replica_id >= 0
+    return kind in CLUSTER_ACTION_APIS
+
+
+def cluster_action_refusal(envelope: m.Envelope) -> object | None:
+    """The CLUSTER_AUTHORIZATION_FAILED answer to an inter-broker or controller request that arrived on a
+    client listener, or None when the request may be served."""
+    if envelope.listener != CLIENT or not is_cluster_action(envelope.message):
+        return None
+    return error_response(envelope.message, Errors.CLUSTER_AUTHORIZATION_FAILED)
+
+
+def error_response(request: object, code: int) -> object:
+    """The response to ``request`` with error ``code`` everywhere Kafka's ``getErrorResponse`` puts it
+    (top level, and each topic/partition/resource of the request). Raises TypeError for a request type
+    kraftlog never answers with an error of its own."""
+    kind = type(request)
+    if kind is m.FetchRequest or kind is m.MetadataFetchRequest:
+        if kind is m.MetadataFetchRequest:
+            return m.MetadataFetchResponse(code, -1, request.fetch_offset)
+        return m.FetchResponse(code, ())
+    if kind is m.AlterPartitionRequest:
+        return m.AlterPartitionResponse(code, ())
+    if kind is m.BrokerRegistrationRequest:
+        return m.BrokerRegistrationResponse(code)
+    if kind is m.BrokerHeartbeatRequest:
+        return m.BrokerHeartbeatResponse(code)
+    if kind is m.CreateTopicsRequest:
+        return m.CreateTopicsResponse(tuple(m.CreateTopicResult(t.name, code) for t in request.topics))
+    if kind is m.DeleteTopicsRequest:
+        return m.DeleteTopicsResponse(tuple(m.DeletableTopicResult(n, code) for n in request.topic_names))
+    if kind is m.IncrementalAlterConfigsRequest:
+        return m.IncrementalAlterConfigsResponse(tuple(
+            m.AlterConfigsResourceResponse(code, r.resource_type, r.resource_name) for r in request.resources))
+    if kind is m.ElectLeadersRequest:
+        return m.ElectLeadersResponse(code, tuple(
+            m.ElectLeadersResult(p.topic, p.partition, code) for p in request.partitions))
+    raise TypeError(f"no error response for {kind.__name__}")
+
+
+def listener_api_versions(listener: str, supported: dict[int, tuple[int, int]]) -> dict[int, tuple[int, int]]:
+    """The API key -> (min, max) versions a ``listener`` advertises in ApiVersions and accepts, from the
+    wire layer's ``supported`` ranges: the controller's listener its own APIs; a broker's listeners the
+    broker, forwarded and CLUSTER_ACTION APIs (the last are parsed so that they can be refused with an
+    answer on the client listener)."""
+    if listener == CONTROLLER:
+        keys = {cls.API_KEY for cls in CONTROLLER_APIS}
+    else:
+        keys = {cls.API_KEY for cls in BROKER_APIS | FORWARDED_APIS | CLUSTER_ACTION_APIS}
+    return {k: v for k, v in sorted(supported.items()) if k in keys}
