@@ -381,7 +381,7 @@ class Broker(NodeBase):
         elif kind is m.InitProducerIdRequest:
             self.send_response(env, self._handle_init_producer_id(msg))
         elif kind is m.FindCoordinatorRequest:
-            self.send_response(env, self._handle_find_coordinator(msg))
+            self.send_response(env, self._handle_find_coordinator(msg, env.listener))
         elif kind in _GROUP_APIS:
             self._handle_group_request(now_ms, env)
         elif kind is m.DescribeConfigsRequest:
@@ -1004,14 +1004,21 @@ class Broker(NodeBase):
         self._next_producer_id += 1
         return m.InitProducerIdResponse(NONE, (self.broker_epoch << 20) | self._next_producer_id, 0)
 
-    def _handle_find_coordinator(self, req: m.FindCoordinatorRequest) -> m.FindCoordinatorResponse:
+    def _handle_find_coordinator(self, req: m.FindCoordinatorRequest,
+                                 listener: str | None = None) -> m.FindCoordinatorResponse:
+        """The coordinator of each group key with its endpoint on the request's ``listener`` (the
+        simulator's placeholder ``broker-<id>:9092`` without one); COORDINATOR_NOT_AVAILABLE when no broker
+        is active or the coordinator has no such listener."""
         out = []
         for key in req.coordinator_keys:
             node = coordinator_for(key, self.image) if req.key_type == m.COORDINATOR_GROUP else -1
-            if node < 0:
+            endpoint = None
+            if node >= 0:
+                endpoint = (f"broker-{node}", 9092) if listener is None else self.image.brokers[node].endpoint(listener)
+            if endpoint is None:
                 out.append(m.Coordinator(key, -1, "", -1, Errors.COORDINATOR_NOT_AVAILABLE))
             else:
-                out.append(m.Coordinator(key, node, f"broker-{node}", 9092))
+                out.append(m.Coordinator(key, node, endpoint[0], endpoint[1]))
         return m.FindCoordinatorResponse(tuple(out))
 
     def _handle_offset_for_leader_epoch(self, req: m.OffsetForLeaderEpochRequest) -> m.OffsetForLeaderEpochResponse:

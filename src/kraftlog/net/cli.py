@@ -312,6 +312,9 @@ def elect(bootstrap: str, election: str, topic: str, partition: int) -> None:
     if resp.error_code != Errors.NONE:
         _fail(f"elect: {_error_name(resp.error_code)}", 1)
     for r in resp.results:
+        if r.error_code == Errors.ELECTION_NOT_NEEDED:  # Kafka's tool: "Valid replica already elected"
+            click.echo(f"no election needed: {r.topic}-{r.partition} already has a valid leader")
+            continue
         if r.error_code != Errors.NONE:
             _fail(f"elect {r.topic}-{r.partition}: {_error_name(r.error_code)}"
                   + (f": {r.error_message}" if r.error_message else ""), 1)

@@ -24,15 +24,28 @@ def parse_address(text: str) -> tuple[str, int]:
 
 
 class KafkaConnection:
-    """A connection to ``address`` (``"host:port"``); ``request(msg)`` returns the decoded response.
-    Raises OSError when the node cannot be reached or the connection breaks, TimeoutError after
+    """A connection to the first reachable of ``address`` (``"host:port"``, or a comma-separated list as
+    Kafka's ``bootstrap.servers``); ``request(msg)`` returns the decoded response. Raises ValueError for a
+    malformed address, OSError when no node can be reached or the connection breaks, TimeoutError after
     ``timeout_s`` seconds without an answer."""
 
     def __init__(self, address: str, timeout_s: float = 30.0, client_id: str = "kraftlog-cli") -> None:
-        self.address = parse_address(address)
+        addresses = [parse_address(a) for a in address.split(",") if a.strip()]
+        if not addresses:
+            raise ValueError(f"{address!r} names no HOST:PORT")
         self.timeout_s = timeout_s
         self.client_id = client_id
-        self._sock = socket.create_connection(self.address, timeout=timeout_s)
+        error: OSError | None = None
+        for candidate in addresses:
+            try:
+                self._sock = socket.create_connection(candidate, timeout=timeout_s)
+            except OSError as exc:
+                error = exc
+                continue
+            self.address = candidate
+            break
+        else:
+            raise error
         self._decoder = ResponseDecoder()
         self._correlation = 0
 
