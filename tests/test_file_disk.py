@@ -220,6 +220,29 @@ def test_metadata_records_round_trip(h):
     assert h.restart().read(METADATA_LOG) == recs
 
 
+def test_append_many_appends_in_order_and_survives_a_restart(h):
+    recs = meta_records()
+    h.disk.append_many(METADATA_LOG, recs[:2], 1)
+    h.disk.append_many(METADATA_LOG, recs[2:], 2)
+    h.disk.fsync(METADATA_LOG, 3)
+    assert h.disk.read(METADATA_LOG) == recs
+    assert h.restart().read(METADATA_LOG) == recs
+
+
+def test_append_many_is_one_write_so_a_killed_controller_keeps_a_whole_event(tmp_path, monkeypatch):
+    """The controller's records of one event go to the file in one write(2): a process killed around it
+    finds all of them or none, never a TopicRecord without its PartitionRecords."""
+    import kraftlog.net.disk as file_disk
+    d = FileDisk(tmp_path / "ctl")
+    recs = meta_records()
+    writes = []
+    real = file_disk._write_all
+    monkeypatch.setattr(file_disk, "_write_all", lambda fd, data: (writes.append(len(data)), real(fd, data)))
+    d.append_many(METADATA_LOG, recs, 1)
+    assert len(writes) == 1 and writes[0] == os.path.getsize(tmp_path / "ctl" / METADATA_LOG)
+    d.close()
+
+
 # =========================================================================== storage tests on a FileDisk
 class EmulatedCrashFileDisk(FileDisk):
     """A FileDisk with SimDisk's ``crash`` emulated by a restart: ``"none"`` keeps every byte, ``"unflushed"``

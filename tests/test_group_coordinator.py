@@ -857,3 +857,21 @@ def test_handle_rejects_a_request_that_is_not_a_group_request():
     gc = coordinator()
     with pytest.raises(TypeError):
         gc.handle(0, Tok("x"), "c", m.InitProducerIdRequest(), version=4)
+
+
+@pytest.mark.parametrize("group_id", ["..", ".", "a/b", "x.tmp", "y.log", "", "é %", "nul\x00byte", "g" * 300])
+def test_any_group_id_is_stored_as_one_plain_file_and_reloads(tmp_path, group_id):
+    """A client chooses the group id: it becomes one percent-encoded file name (no path separators, no
+    dots), which a FileDisk accepts and a restarted broker decodes back to the same id."""
+    from kraftlog.broker.group_coordinator import OffsetStore
+    from kraftlog.net.disk import FileDisk
+    disk = FileDisk(tmp_path / "node")
+    store = OffsetStore(disk, "data")
+    store.commit(m.OffsetCommitRequest(group_id, (m.OffsetCommitPartition("t", 0, 7, 2),)), 1)
+    (path,) = disk.list("data/__consumer_offsets/")
+    name = path[len("data/__consumer_offsets/"):]
+    assert "/" not in name and "." not in name and len(name) <= 200
+    disk.close()
+    again = OffsetStore(FileDisk(tmp_path / "node"), "data")
+    fetched = again.fetch(m.OffsetFetchRequest(group_id, (("t", 0),)))
+    assert [(p.committed_offset, p.committed_leader_epoch) for p in fetched.partitions] == [(7, 2)]

@@ -490,3 +490,34 @@ def test_kip320_real_consumers_report_truncation_after_an_unclean_election(fresh
     finally:
         ck.close()
         kp.close()
+
+
+def test_foreground_cluster_up_shows_status_and_ctrl_c_shuts_down_cleanly(tmp_path):
+    """`cluster up` without --detach stays in the foreground printing node status; Ctrl-C (SIGINT) shuts
+    every node down cleanly: each broker writes its clean-shutdown file (KIP-966) and every process exits."""
+    from kraftlog.storage.checkpoints import CLEAN_SHUTDOWN_FILE
+    directory = str(tmp_path / "fg")
+    proc = subprocess.Popen([sys.executable, "-m", "kraftlog.cli", "cluster", "up", "--brokers", "2", "--dir",
+                             directory, "--port", "0"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        def unfenced():
+            try:
+                return [n.fenced for n in cl.status(directory) if n.role == "broker"] == [False, False]
+            except cl.ClusterError:
+                return False
+        RealCluster(directory).wait_for("both brokers unfenced", unfenced)
+        time.sleep(1.0)  # a status line is printed within 0.5 s of a change
+        pids = [n["pid"] for n in cl.load(directory)["nodes"]]
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=90)
+        assert proc.returncode == 0, out
+        assert "Ctrl-C shuts every node down cleanly" in out
+        assert any("broker-0 :" in line and "broker-1 :" in line and "unfenced" in line for line in out.splitlines())
+        assert "broker-0: stopped cleanly" in out and "controller: stopped cleanly" in out
+        for b in (0, 1):
+            assert os.path.exists(os.path.join(directory, f"broker-{b}", "data", CLEAN_SHUTDOWN_FILE))
+        assert not any(cl.pid_alive(pid) for pid in pids)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        _stop_everything(directory)

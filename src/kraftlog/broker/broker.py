@@ -28,7 +28,7 @@ from ..protocol.errors import Errors
 NONE = Errors.NONE
 FENCED_LEADER_EPOCH = Errors.FENCED_LEADER_EPOCH
 from ..protocol.level import Level
-from ..protocol.listeners import FORWARDED_APIS, cluster_action_refusal, error_response
+from ..protocol.listeners import CLUSTER_ACTION_APIS, FORWARDED_APIS, cluster_action_refusal, error_response
 from ..protocol.node import NodeBase
 from ..storage.checkpoints import (
     delete_clean_shutdown, read_clean_shutdown, read_hwm_checkpoint, write_clean_shutdown, write_hwm_checkpoint,
@@ -386,7 +386,9 @@ class Broker(NodeBase):
             self._handle_group_request(now_ms, env)
         elif kind is m.DescribeConfigsRequest:
             self.send_response(env, describe_configs(self.image, msg, self.static, self.broker_id))
-        # Controller APIs sent to a broker are not answered (KRaft forwards; we do not).
+        elif kind in CLUSTER_ACTION_APIS:
+            # A controller API sent to a broker (its internal listener): the broker is not the controller.
+            self.send_response(env, error_response(msg, Errors.NOT_CONTROLLER))
         self._after_event(now_ms)
 
     def _handle_group_request(self, now_ms: int, env: m.Envelope) -> None:
@@ -661,8 +663,8 @@ class Broker(NodeBase):
             else:
                 error = NONE  # the checks of _fetch_partition_error, inlined on the hot path
             if error == NONE and is_follower:
-                if req.replica_id not in p.replicas:
-                    error = Errors.NOT_LEADER_OR_FOLLOWER  # Kafka's followerReplicaOrThrow
+                if req.replica_id not in p.replicas or req.replica_id == self.broker_id:
+                    error = Errors.NOT_LEADER_OR_FOLLOWER  # Kafka's followerReplicaOrThrow (the leader is none)
                 elif self.kip903 and req.replica_epoch >= 0:
                     # KIP-903, Kafka's Replica.updateFetchStateOrThrow: a fetch whose broker epoch is older
                     # than the metadata cache's epoch of that (alive, i.e. unfenced) broker is refused
@@ -874,6 +876,11 @@ class Broker(NodeBase):
         waiting = []
         appended = False
         for pp in req.partitions:
+            if not pp.records or any(not batch.records for batch in pp.records):
+                # Kafka's ProduceRequest.validateRecords: "must have at least one record batch per
+                # partition", and LogValidator refuses a batch without records: INVALID_RECORD.
+                results.append(m.ProducePartitionResponse(pp.topic, pp.partition, Errors.INVALID_RECORD))
+                continue
             p = self.partitions.get((pp.topic, pp.partition))
             if p is None or not p.is_leader:
                 results.append(m.ProducePartitionResponse(pp.topic, pp.partition, Errors.NOT_LEADER_OR_FOLLOWER))

@@ -23,7 +23,9 @@ group starts it Empty, and its members rejoin.
 from __future__ import annotations
 
 import heapq
+import hashlib
 import json
+from urllib.parse import quote
 import random
 import uuid
 from dataclasses import dataclass
@@ -36,6 +38,20 @@ from ..protocol.errors import Errors
 from ..storage.disk import Disk
 
 OFFSETS_DIR = "__consumer_offsets"
+
+
+#: The longest file name the store writes (bytes; Linux allows 255).
+MAX_FILE_NAME = 200
+
+
+def file_of_group(group_id: str) -> str:
+    """The file name holding ``group_id``'s offsets: the id percent-encoded (dots too), so that any group
+    id a client sends (``..``, ``a/b``, ``x.tmp``, "") is one plain file name; an id whose encoding would
+    be longer than MAX_FILE_NAME is named by its SHA-256 (the file itself names the group)."""
+    name = quote(group_id, safe="").replace(".", "%2E") or "%"
+    if len(name) > MAX_FILE_NAME:
+        name = "%H" + hashlib.sha256(group_id.encode("utf-8", "surrogatepass")).hexdigest()
+    return name
 
 
 def java_string_hash(text: str) -> int:
@@ -62,7 +78,8 @@ def coordinator_for(group_id: str, image: MetadataImage) -> int:
 
 class OffsetStore:
     """Committed offsets of the groups this broker coordinates, persisted at
-    ``{log_dir}/__consumer_offsets/{group}`` as JSON ``{"topic-partition": [offset, leader_epoch, metadata]}``."""
+    ``{log_dir}/__consumer_offsets/{file_of_group(group)}`` as JSON ``{"group_id": group, "offsets":
+    {"topic-partition": [offset, leader_epoch, metadata]}}``."""
 
     def __init__(self, disk: Disk, log_dir: str) -> None:
         self.disk = disk
@@ -74,19 +91,22 @@ class OffsetStore:
                 data = json.loads(raw)
             except (TypeError, ValueError):
                 continue
+            if not isinstance(data, dict) or not isinstance(data.get("group_id"), str):
+                continue
             offsets = {}
-            for name, (offset, epoch, meta) in data.items():
+            for name, (offset, epoch, meta) in data.get("offsets", {}).items():
                 topic, _, idx = name.rpartition("-")
                 offsets[(topic, int(idx))] = (int(offset), int(epoch), meta)
-            self.groups[path[len(self.prefix):]] = offsets
+            self.groups[data["group_id"]] = offsets
 
     def commit(self, req: m.OffsetCommitRequest, now_ms: int) -> m.OffsetCommitResponse:
         """Store the offsets (a durable write) and answer NONE per partition."""
         offsets = self.groups.setdefault(req.group_id, {})
         for p in req.partitions:
             offsets[(p.topic, p.partition)] = (p.committed_offset, p.committed_leader_epoch, p.committed_metadata)
-        data = {f"{t}-{i}": list(v) for (t, i), v in sorted(offsets.items())}
-        self.disk.write_atomic(self.prefix + req.group_id, json.dumps(data, sort_keys=True), now_ms)
+        data = {"group_id": req.group_id,
+                "offsets": {f"{t}-{i}": list(v) for (t, i), v in sorted(offsets.items())}}
+        self.disk.write_atomic(self.prefix + file_of_group(req.group_id), json.dumps(data, sort_keys=True), now_ms)
         return m.OffsetCommitResponse(tuple(m.OffsetCommitPartitionResponse(p.topic, p.partition, Errors.NONE)
                                             for p in req.partitions))
 

@@ -94,9 +94,10 @@ class QuorumController(NodeBase):
         if not records:
             return
         base = len(self.log)
-        for rec in records:
-            self.disk.append(METADATA_LOG, rec, now_ms)
-            self.log.append(rec)
+        # One write for the records of one event (KRaft appends them as one batch): a controller killed
+        # around it restarts with all of them or none.
+        self.disk.append_many(METADATA_LOG, records, now_ms)
+        self.log.extend(records)
         self.disk.fsync(METADATA_LOG, now_ms)
         self.image, _ = self.image.replay(records, base)
         if self.parked_fetches:
@@ -529,6 +530,11 @@ class QuorumController(NodeBase):
 
     # ================================================================= ElectLeaders
     def _handle_elect_leaders(self, now_ms: int, req: m.ElectLeadersRequest) -> m.ElectLeadersResponse:
+        if req.election_type not in m.ELECTION_TYPES.values():
+            # Kafka's ElectionType.valueOf refuses an unknown type: the whole request is INVALID_REQUEST.
+            return m.ElectLeadersResponse(Errors.INVALID_REQUEST, tuple(
+                m.ElectLeadersResult(p.topic, p.partition, Errors.INVALID_REQUEST,
+                                     f"unknown election type {req.election_type}") for p in req.partitions))
         results = []
         for p in req.partitions:
             error, message = self._elect_one(now_ms, req.election_type, p)

@@ -91,22 +91,22 @@ def _foreground(directory: str) -> None:
         stop["now"] = True
 
     old = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
-    console = Console(highlight=False)
-    console.print("Ctrl-C shuts every node down cleanly.")
+    # Plain lines (never wrapped or cut, piped or not): one per change of any node's status.
+    click.echo("Ctrl-C shuts every node down cleanly.")
     last = None
     try:
         while not stop["now"]:
             line = _status_line(cl.status(directory))
             if line != last:
-                console.print(time.strftime("%H:%M:%S ") + line)
+                click.echo(time.strftime("%H:%M:%S ") + line)
                 last = line
             time.sleep(0.5)
     finally:
         for s, h in old.items():
             signal.signal(s, h)
-        console.print("shutting down ...")
+        click.echo("shutting down ...")
         for name, clean in cl.down(directory):
-            console.print(f"  {name}: {'stopped cleanly' if clean else 'killed after the shutdown timeout'}")
+            click.echo(f"  {name}: {'stopped cleanly' if clean else 'killed after the shutdown timeout'}")
 
 
 def _status_line(nodes: list[cl.NodeStatus]) -> str:

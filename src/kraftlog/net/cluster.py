@@ -30,7 +30,7 @@ from ..protocol.level import Level
 from .node import HOST, node_name
 
 __all__ = ["ClusterError", "up", "down", "status", "start_broker", "stop_broker", "load", "NodeStatus",
-           "READY_TIMEOUT_S"]
+           "READY_TIMEOUT_S", "pid_alive"]
 
 #: How long (s) ``up --detach`` and ``start`` wait for brokers to be unfenced.
 READY_TIMEOUT_S = 60.0
@@ -77,7 +77,8 @@ def _entry(cluster: dict, node) -> dict:
     raise ClusterError(f"no node {node!r} in this cluster (brokers 0..{cluster['brokers'] - 1})", 2)
 
 
-def _alive(pid: int | None) -> bool:
+def pid_alive(pid: int | None) -> bool:
+    """Whether process ``pid`` runs (a zombie, exited but not yet reaped, does not)."""
     if not pid:
         return False
     try:
@@ -168,7 +169,7 @@ def up(directory: str, brokers: int, port: int = 9092, level: Level | None = Non
             raise ClusterError(f"{directory} holds a cluster of {cluster['brokers']} brokers, not {brokers}", 2)
         if level is not None and cluster["level"] != level.label:
             raise ClusterError(f"{directory} holds a cluster at level {cluster['level']}, not {level.label}", 2)
-        running = [node_name(e["id"]) for e in cluster["nodes"] if _alive(e.get("pid"))]
+        running = [node_name(e["id"]) for e in cluster["nodes"] if pid_alive(e.get("pid"))]
         if running:
             raise ClusterError(f"{directory}: {', '.join(running)} already running; `kraftlog cluster down "
                                f"--dir {directory}` first", 2)
@@ -211,7 +212,7 @@ def wait_ready(directory: str, broker_ids: list[int], timeout_s: float = READY_T
         for b in broker_ids:
             run = _run_file(directory, b)
             pid = _entry(cluster, b).get("pid")
-            if not _alive(pid):
+            if not pid_alive(pid):
                 raise ClusterError(f"broker-{b} (pid {pid}) died while starting\n" + _tail(directory, b))
             if run is None or run.get("fenced", True) or run.get("broker_epoch", -1) < 0:
                 ready = False
@@ -247,7 +248,7 @@ def status(directory: str) -> list[NodeStatus]:
     cluster = load(directory)
     out = []
     for e in cluster["nodes"]:
-        alive = _alive(e.get("pid"))
+        alive = pid_alive(e.get("pid"))
         run = _run_file(directory, e["id"]) if alive else None
         broker = e["role"] == "broker"
         out.append(NodeStatus(
@@ -269,17 +270,18 @@ def _kill(pid: int | None, sig: int = signal.SIGKILL) -> None:
 def _stop_pid(pid: int | None, kill: bool, timeout_s: float = STOP_TIMEOUT_S) -> bool:
     """SIGTERM (a clean shutdown) or SIGKILL ``pid`` and wait until it is gone; escalates to SIGKILL after
     ``timeout_s``. Returns whether the stop was clean."""
-    if not _alive(pid):
+    if not pid_alive(pid):
         return True
     _kill(pid, signal.SIGKILL if kill else signal.SIGTERM)
     deadline = time.monotonic() + (5.0 if kill else timeout_s)
     while time.monotonic() < deadline:
         _reap(pid)
-        if not _alive(pid):
+        if not pid_alive(pid):
+            _reap(pid)  # our own child: do not leave a zombie behind
             return not kill
         time.sleep(0.05)
     _kill(pid)
-    while _alive(pid):
+    while pid_alive(pid):
         _reap(pid)
         time.sleep(0.05)
     return False
@@ -297,13 +299,13 @@ def down(directory: str) -> list[tuple[str, bool]]:
     is still up), then the controller; returns (node, stopped cleanly) per node that was running."""
     cluster = load(directory)
     out = []
-    brokers = [e for e in cluster["nodes"] if e["role"] == "broker" and _alive(e.get("pid"))]
+    brokers = [e for e in cluster["nodes"] if e["role"] == "broker" and pid_alive(e.get("pid"))]
     for e in brokers:  # all brokers at once: each waits for its own controlled shutdown
         _kill(e["pid"], signal.SIGTERM)
     for e in brokers:
         out.append((node_name(e["id"]), _stop_pid(e["pid"], kill=False)))
     ctrl = _entry(cluster, CONTROLLER)
-    if _alive(ctrl.get("pid")):
+    if pid_alive(ctrl.get("pid")):
         out.append((CONTROLLER, _stop_pid(ctrl["pid"], kill=False)))
     return out
 
@@ -313,7 +315,7 @@ def start_broker(directory: str, broker: int, wait: bool = True) -> dict:
     unfenced again. ClusterError (exit 2) when it is already running."""
     cluster = load(directory)
     entry = _entry(cluster, broker)
-    if _alive(entry.get("pid")):
+    if pid_alive(entry.get("pid")):
         raise ClusterError(f"broker-{broker} is already running (pid {entry['pid']})", 2)
     _start_node(directory, cluster, broker)
     if wait:
@@ -324,7 +326,7 @@ def start_broker(directory: str, broker: int, wait: bool = True) -> dict:
 def stop_broker(directory: str, broker: int, kill: bool = False) -> bool:
     """Stop broker ``broker``: a clean shutdown, or SIGKILL with ``kill``. Returns whether it was running."""
     entry = _entry(load(directory), broker)
-    if not _alive(entry.get("pid")):
+    if not pid_alive(entry.get("pid")):
         return False
     _stop_pid(entry["pid"], kill=kill)
     return True
@@ -334,7 +336,7 @@ def start_controller(directory: str) -> dict:
     """Start the controller (stopped or killed) on its recorded port."""
     cluster = load(directory)
     entry = _entry(cluster, CONTROLLER)
-    if _alive(entry.get("pid")):
+    if pid_alive(entry.get("pid")):
         raise ClusterError(f"the controller is already running (pid {entry['pid']})", 2)
     _start_node(directory, cluster, CONTROLLER)
     return _entry(load(directory), CONTROLLER)

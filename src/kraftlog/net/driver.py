@@ -30,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import time
+import traceback
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -112,6 +113,7 @@ class NodeDriver:
         self._servers: list[asyncio.base_events.Server] = []
         self._tasks: set[asyncio.Task] = set()
         self.connections: set[Connection] = set()
+        self._failed: list[int] = []  # correlation ids of requests that could not be encoded
         self.stopping = False
 
     # ------------------------------------------------------------------ lifecycle
@@ -206,7 +208,12 @@ class NodeDriver:
             corr, version, client_id, msg = conn.queued.popleft()
             conn.inflight = (corr, version)
             env = m.Envelope(conn, self.node.node_id, corr, msg, False, conn.listener, client_id, version)
-            self.node.deliver(self.clock.now_ms(), env)
+            try:
+                self.node.deliver(self.clock.now_ms(), env)
+            except Exception:  # a bug in the node: log it loudly, drop this client, keep serving others
+                self.log(f"error handling {type(msg).__name__} v{version} from {conn}:\n{traceback.format_exc()}")
+                self._close(conn, "the request could not be handled")
+                return
             if type(msg) is m.ProduceRequest and msg.acks == 0:
                 conn.inflight = None  # no response comes: Kafka unmutes the channel at once
 
@@ -225,11 +232,18 @@ class NodeDriver:
 
     # ------------------------------------------------------------------ outbound
     def _flush(self) -> None:
-        """Send everything the node's outbox holds."""
+        """Send everything the node's outbox holds; a request that cannot be encoded fails at once
+        (``connection_failed``), as one whose connection cannot be made."""
         while True:
             out = self.node.poll()
             if not out:
-                break
+                if not self._failed:
+                    break
+                failed, self._failed = self._failed, []
+                now = self.clock.now_ms()
+                for corr in failed:
+                    self.node.connection_failed(now, corr)
+                continue
             for env in out:
                 if env.is_response:
                     self._send_response(env)
@@ -258,7 +272,12 @@ class NodeDriver:
         peer = self._peers.get(env.dst)
         if peer is None:
             peer = self._peers[env.dst] = _Peer(env.dst)
-        frame = wire.frame(wire.encode_request(env.message, env.correlation_id, client_id=self.client_id))
+        try:
+            frame = wire.frame(wire.encode_request(env.message, env.correlation_id, client_id=self.client_id))
+        except Exception as exc:  # e.g. a forwarded admin request the wire cannot express at our version
+            self.log(f"cannot send {type(env.message).__name__} to {env.dst}: {exc}")
+            self._failed.append(env.correlation_id)
+            return
         peer.inflight[env.correlation_id] = type(env.message)
         if peer.writer is not None:
             peer.writer.write(frame)
@@ -311,7 +330,7 @@ class NodeDriver:
                     _, msg = wire.decode_response(payload, request_type)
                     self.node.deliver(self.clock.now_ms(), m.Envelope(peer.peer, self.node.node_id, corr, msg, True))
                 self._flush()
-        except (OSError, ValueError, ConnectionError) as exc:
+        except Exception as exc:  # a broken stream or an undecodable response: drop the connection
             self.log(f"connection to {peer.peer} broken: {exc}")
         finally:
             if peer.writer is not None:

@@ -37,6 +37,8 @@ class Disk(Protocol):
 
     * ``append(path, item, now_ms)`` appends one item (creates the file if missing); it reaches the page
       cache only, durable after :meth:`fsync` (or the OS's writeback).
+    * ``append_many(path, items, now_ms)`` appends several items as one write: a crash of the process
+      keeps all of them or none (the controller's records of one event).
     * ``truncate(path, length, now_ms)`` keeps the first ``length`` items (a no-op on a missing file or
       when ``length`` >= its length); not durable until fsync, like ``ftruncate``.
     * ``read(path)`` returns the current contents as the OS shows them (page cache included), ``[]`` if
@@ -55,6 +57,8 @@ class Disk(Protocol):
     """
 
     def append(self, path: str, item: object, now_ms: int) -> None: ...
+
+    def append_many(self, path: str, items: list, now_ms: int) -> None: ...
 
     def truncate(self, path: str, length: int, now_ms: int) -> None: ...
 
@@ -157,6 +161,11 @@ class SimDisk:
             f.apply_until(now_ms - self.writeback_ms)  # (checked here first: most appends find nothing due)
         f.view.append(item)
         f.pending.append((now_ms, _APPEND, item))
+
+    def append_many(self, path: str, items: list, now_ms: int) -> None:
+        """Append ``items`` in order (one write: nothing happens between them in the simulation)."""
+        for item in items:
+            self.append(path, item, now_ms)
 
     def truncate(self, path: str, length: int, now_ms: int) -> None:
         """Keep the first ``length`` items of ``path``; no-op if missing or not longer than ``length``."""
