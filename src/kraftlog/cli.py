@@ -16,16 +16,11 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from .cli_options import level_option
 from .protocol.level import DEFAULT, IMPLEMENTED, Level
 
 
-def _level(ctx, param, value):
-    if value is None:
-        return None
-    try:
-        return Level.parse(value)
-    except ValueError as exc:
-        raise click.BadParameter(str(exc)) from None
+
 
 
 @click.group()
@@ -41,7 +36,7 @@ def scenario() -> None:
 
 @scenario.command("run")
 @click.argument("file", type=click.Path(dir_okay=False))
-@click.option("--level", callback=_level, default=None,
+@click.option("--level", callback=level_option, default=None,
               help=f"Protocol level: {', '.join(lv.label for lv in IMPLEMENTED)} (default: the file's, else "
                    f"{DEFAULT.label}).")
 @click.option("--seed", type=int, default=None, help="Seed (overrides the file's).")
@@ -73,7 +68,7 @@ def scenario_run(file: str, level: Level | None, seed: int | None, as_json: bool
 
 @scenario.command("library")
 @click.argument("directory", type=click.Path(file_okay=False), default="scenarios")
-@click.option("--level", callback=_level, default=None, help="Protocol level for every file (default: each file's).")
+@click.option("--level", callback=level_option, default=None, help="Protocol level for every file (default: each file's).")
 @click.option("--seed", type=int, default=None, help="Seed for every file (default: each file's).")
 def scenario_library(directory: str, level: Level | None, seed: int | None) -> None:
     """Run every scenario file in DIRECTORY (default ./scenarios) and print one row each.

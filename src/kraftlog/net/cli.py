@@ -17,6 +17,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from ..cli_options import level_option
 from ..protocol import messages as m
 from ..protocol.errors import Errors
 from ..protocol.level import IMPLEMENTED, Level
@@ -28,15 +29,6 @@ __all__ = ["cluster", "topics", "elect"]
 def _fail(message: str, code: int) -> None:
     click.echo(f"error: {message}", err=True)
     sys.exit(code)
-
-
-def _level(ctx, param, value):
-    if value is None:
-        return None
-    try:
-        return Level.parse(value)
-    except ValueError as exc:
-        raise click.BadParameter(str(exc)) from None
 
 
 def _configs(values: tuple[str, ...]) -> dict[str, str]:
@@ -61,7 +53,7 @@ def cluster() -> None:
               help="Cluster directory (data, logs, cluster.json); reused if it holds this cluster.")
 @click.option("--port", type=int, default=9092, show_default=True,
               help="Client port of broker 0 (broker i: port+i); 0 picks free ports.")
-@click.option("--level", callback=_level, default=None,
+@click.option("--level", callback=level_option, default=None,
               help=f"Protocol level: {', '.join(lv.label for lv in IMPLEMENTED)} (default: the highest).")
 @click.option("--seed", type=int, default=None, help="Seed of the nodes' Random (default: drawn, recorded).")
 @click.option("--config", "configs", multiple=True, metavar="KEY=VALUE",
@@ -209,6 +201,12 @@ def _error_name(code: int) -> str:
         return str(code)
 
 
+def _fail_on_error(what: str, code: int, message: str | None) -> None:
+    """Exit 1 naming ``what`` and Kafka's error (and its message) unless ``code`` is NONE."""
+    if code != Errors.NONE:
+        _fail(f"{what}: {_error_name(code)}" + (f": {message}" if message else ""), 1)
+
+
 @click.group()
 def topics() -> None:
     """Create, describe, configure and delete topics of a running cluster."""
@@ -233,9 +231,7 @@ def topics_create(bootstrap: str, topic: str, partitions: int, replication_facto
     with _connect(bootstrap) as conn:
         resp = conn.request(req)
     for r in resp.topics:
-        if r.error_code != Errors.NONE:
-            _fail(f"create {r.name}: {_error_name(r.error_code)}"
-                  + (f": {r.error_message}" if r.error_message else ""), 1)
+        _fail_on_error(f"create {r.name}", r.error_code, r.error_message)
         click.echo(f"created topic {r.name} ({partitions} partitions, replication factor {replication_factor})")
 
 
@@ -277,9 +273,7 @@ def topics_alter_config(bootstrap: str, topic: str, configs: tuple[str, ...]) ->
     with _connect(bootstrap) as conn:
         resp = conn.request(m.IncrementalAlterConfigsRequest((m.AlterConfigsResource(2, topic, items),)))
     for r in resp.responses:
-        if r.error_code != Errors.NONE:
-            _fail(f"alter-config {topic}: {_error_name(r.error_code)}"
-                  + (f": {r.error_message}" if r.error_message else ""), 1)
+        _fail_on_error(f"alter-config {topic}", r.error_code, r.error_message)
     click.echo(f"updated {topic}: " + ", ".join(f"{c.name}={c.value}" for c in items))
 
 
@@ -291,9 +285,7 @@ def topics_delete(bootstrap: str, topic: str) -> None:
     with _connect(bootstrap) as conn:
         resp = conn.request(m.DeleteTopicsRequest((topic,)))
     for r in resp.responses:
-        if r.error_code != Errors.NONE:
-            _fail(f"delete {r.name}: {_error_name(r.error_code)}"
-                  + (f": {r.error_message}" if r.error_message else ""), 1)
+        _fail_on_error(f"delete {r.name}", r.error_code, r.error_message)
     click.echo(f"deleted topic {topic}")
 
 
@@ -315,7 +307,5 @@ def elect(bootstrap: str, election: str, topic: str, partition: int) -> None:
         if r.error_code == Errors.ELECTION_NOT_NEEDED:  # Kafka's tool: "Valid replica already elected"
             click.echo(f"no election needed: {r.topic}-{r.partition} already has a valid leader")
             continue
-        if r.error_code != Errors.NONE:
-            _fail(f"elect {r.topic}-{r.partition}: {_error_name(r.error_code)}"
-                  + (f": {r.error_message}" if r.error_message else ""), 1)
+        _fail_on_error(f"elect {r.topic}-{r.partition}", r.error_code, r.error_message)
         click.echo(f"{election} election done for {r.topic}-{r.partition}")

@@ -422,26 +422,7 @@ class FileDisk:
         prefix (TypeError otherwise, before anything is written or created). ValueError for a path that
         is not a log file. On an OSError mid-write the file is cut back to its previous length (best
         effort) and the error re-raised."""
-        f = self._logs.get(path)
-        if f is None:
-            # Check the item before creating anything.
-            kind = self._kind(path)
-            self._log_full(path)
-            self._encode(kind, item, 0, now_ms)
-            f = self._open(path, create=True)
-        data = self._encode(f.kind, item, len(f.items), now_ms)
-        size = f.size
-        try:
-            _write_all(f.fd, data)
-        except BaseException:
-            try:
-                os.ftruncate(f.fd, size)
-            except OSError:
-                pass
-            raise
-        f.items.append(item)
-        f.starts.append(size)
-        f.size = size + len(data)
+        self.append_many(path, (item,), now_ms)
 
     def append_many(self, path: str, items: list, now_ms: int) -> None:
         """Append ``items`` to the log file ``path`` with ONE write(2) of their concatenated batches, so a
