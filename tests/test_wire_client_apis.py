@@ -543,3 +543,15 @@ def test_kio_records_loses_what_the_codec_keeps() -> None:
     with pytest.raises(Exception):
         kio_read_batch(no_ts, 0)
     assert wire.decode_batches(no_ts)[0].records[0].timestamp == -1
+
+
+def test_a_null_array_where_kafka_forbids_one_decodes_as_empty():
+    """kio reads a -1 length array as None even where Kafka's schema says "not nullable"; the core, whose
+    field cannot hold None, gets () (found by the real-cluster fuzz: a DescribeConfigs with null
+    resources crashed the broker's handler)."""
+    from kio.index import load_request_schema
+    from kraftlog.protocol import wire
+    kio_type = load_request_schema(32, 3)
+    entity = kio_type(resources=None, include_synonyms=False, include_documentation=False)
+    msg = wire.from_kio(entity, m.DescribeConfigsRequest)
+    assert msg.resources == ()

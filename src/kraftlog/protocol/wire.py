@@ -649,6 +649,10 @@ def _value_from_kio(core_info: _TypeInfo, kf: dataclasses.Field, api: _Api) -> C
     """Converter for one kio value -> core value (None = identity)."""
     kinfo = _type_info(kf.type)
     needs_empty = kinfo.optional and not core_info.optional
+    if kinfo.array and not core_info.optional:
+        # kio's reader returns None for a null (-1 length) array even where Kafka's schema says the array
+        # is not nullable: a core field that cannot hold None gets the empty array instead.
+        needs_empty = True
     if core_info.inner is not None and kinfo.inner is not None:
         plan = _from_plan(api, core_info.inner, kinfo.inner)
         if core_info.array:
