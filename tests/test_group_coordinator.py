@@ -74,9 +74,9 @@ def answers(gc: GroupCoordinator) -> dict[Tok, object]:
     return dict(gc.take_responses())
 
 
-def stable_group(gc: GroupCoordinator, n: int, now: int = 0, **kw):
-    """Form a Stable group of ``n`` dynamic members at ``now``; returns (member ids in join order,
-    generation, time reached). Each member's assignment is ``b"a-<index>"``."""
+def joined_group(gc: GroupCoordinator, n: int, now: int = 0, **kw):
+    """``n`` dynamic members join at ``now`` and the join completes (CompletingRebalance); returns
+    (member ids in join order, their join tokens, the join responses by token, time reached)."""
     ids = [new_member_id(gc, now, client=f"c{i}", **kw) for i in range(n)]
     toks = [Tok(f"j{i}") for i in range(n)]
     for mid, tok in zip(ids, toks):
@@ -86,6 +86,13 @@ def stable_group(gc: GroupCoordinator, n: int, now: int = 0, **kw):
         now = gc.next_deadline()
         gc.tick(now)
         joined = answers(gc)
+    return ids, toks, joined, now
+
+
+def stable_group(gc: GroupCoordinator, n: int, now: int = 0, **kw):
+    """Form a Stable group of ``n`` dynamic members at ``now``; returns (member ids in join order,
+    generation, time reached). Each member's assignment is ``b"a-<index>"``."""
+    ids, toks, joined, now = joined_group(gc, n, now, **kw)
     generation = joined[toks[0]].generation_id
     leader = joined[toks[0]].leader
     assert leader == ids[0]
@@ -271,13 +278,8 @@ def test_member_rejoining_with_changed_metadata_triggers_a_rebalance():
 
 def test_rejoin_during_completing_rebalance_returns_the_generation_again_or_rebalances_on_change():
     gc = coordinator()
-    a = new_member_id(gc, 0)
-    b = new_member_id(gc, 0)
-    gc.handle(0, Tok("a"), "c", join_req(a))
-    gc.handle(0, Tok("b"), "c", join_req(b))
-    gc.tick(DELAY)
-    gc.tick(2 * DELAY)
-    gc.take_responses()
+    (a, b), _, _, now = joined_group(gc, 2)
+    assert now == 2 * DELAY
     again = gc.handle(2 * DELAY, Tok("a2"), "c", join_req(a))  # the leader lost its response
     assert again.generation_id == 1 and [x.member_id for x in again.members] == [a, b]
     assert gc.handle(2 * DELAY, Tok("b2"), "c", join_req(b)).members == ()
@@ -384,13 +386,8 @@ def test_new_member_is_dropped_if_its_join_waits_longer_than_the_new_member_join
 # ============================================================================ SyncGroup
 def test_follower_sync_parks_until_the_leaders_and_gets_its_own_assignment():
     gc = coordinator()
-    ids = [new_member_id(gc, 0) for _ in range(3)]
-    for i, mid in enumerate(ids):
-        gc.handle(0, Tok(f"j{i}"), "c", join_req(mid))
-    gc.tick(DELAY)
-    gc.tick(2 * DELAY)
-    gc.take_responses()
-    a, b, c = ids
+    (a, b, c), _, _, now = joined_group(gc, 3)
+    assert now == 2 * DELAY
     tb, tc = Tok("sb"), Tok("sc")
     assert gc.handle(6100, tb, "c", sync_req(b, 1)) is None
     assert gc.handle(6200, tc, "c", sync_req(c, 1)) is None
@@ -430,13 +427,8 @@ def test_sync_group_v5_needs_protocol_type_and_name():
 
 def test_members_that_never_sync_are_removed_after_the_rebalance_timeout():
     gc = coordinator()
-    a = new_member_id(gc, 0)
-    b = new_member_id(gc, 0)
-    gc.handle(0, Tok("a"), "c", join_req(a))
-    gc.handle(0, Tok("b"), "c", join_req(b))
-    gc.tick(DELAY)
-    gc.tick(2 * DELAY)
-    gc.take_responses()
+    (a, b), _, _, now = joined_group(gc, 2)
+    assert now == 2 * DELAY
     gc.handle(2 * DELAY, Tok("sa"), "c", sync_req(a, 1, {a: b"x", b: b"y"}))  # the leader syncs; b never does
     assert gc.describe(G).state == STABLE
     t = 2 * DELAY

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import re
-import signal
 import socket
 import subprocess
 import sys
@@ -15,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from kraftlog.net import cluster as cl
+from test_real_cluster import _stop_everything
 
 pytestmark = pytest.mark.slow
 
@@ -93,16 +93,4 @@ def test_readme_real_cluster_blocks_run_as_written(tmp_path):
         assert proc.returncode == 0 and "stopped cleanly" in proc.stdout
         assert all(not n.alive for n in cl.status(directory))
     finally:
-        try:
-            cl.down(directory)
-        except Exception:
-            pass
-        try:
-            for n in cl.load(directory)["nodes"]:
-                if n.get("pid"):
-                    try:
-                        os.kill(n["pid"], signal.SIGKILL)
-                    except ProcessLookupError:
-                        pass
-        except Exception:
-            pass
+        _stop_everything(directory)

@@ -85,16 +85,11 @@ def _stop_everything(directory: str) -> None:
         cl.down(directory)
     except Exception:
         pass
-    try:
-        nodes = cl.load(directory)["nodes"]
-    except Exception:
-        return
-    for n in nodes:
-        if n.get("pid"):
-            try:
-                os.kill(n["pid"], signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+    finally:
+        try:
+            cl.kill(directory)
+        except cl.ClusterError:  # no cluster.json: nothing was started
+            pass
 
 
 def _start(directory: str, brokers: int = 3) -> RealCluster:

@@ -29,7 +29,6 @@ import dataclasses
 import os
 import random
 import re
-import signal
 import socket
 import struct
 import time
@@ -105,44 +104,6 @@ class Cluster:
         return cl.status(self.directory)[1].broker_epoch
 
 
-def _alive(pid: int) -> bool:
-    """``pid`` runs and is not a zombie."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().split(") ", 1)[1][:1] != "Z"
-    except OSError:
-        return False
-
-
-def _kill_leftovers(directory: str) -> None:
-    """SIGKILL (by PID) every node of cluster.json still running, and reap it."""
-    try:
-        nodes = cl.load(directory)["nodes"]
-    except cl.ClusterError:
-        return
-    for e in nodes:
-        pid = e.get("pid")
-        if pid and _alive(pid):
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-    deadline = time.monotonic() + 10
-    for e in nodes:
-        pid = e.get("pid")
-        while pid and time.monotonic() < deadline:
-            try:
-                done, _ = os.waitpid(pid, os.WNOHANG)
-            except ChildProcessError:
-                break
-            if done:
-                break
-            time.sleep(0.02)
-
 
 def _create_topic(port: int, name: str, partitions: int) -> uuid.UUID:
     """Create ``name`` (unless it exists) through the broker (forwarded to the controller) and wait until
@@ -179,7 +140,7 @@ def real(tmp_path_factory) -> Cluster:
         except cl.ClusterError:
             pass
         finally:
-            _kill_leftovers(directory)
+            cl.kill(directory)
 
 
 # ------------------------------------------------------------------------------- health checks
@@ -249,7 +210,7 @@ def assert_healthy(c: Cluster, label: str, since: dict[str, int]) -> None:
     broker, records produced and read back, and no Traceback in any node log past ``since`` (node ->
     log length when the test began)."""
     for name, pid in c.pids().items():
-        assert _alive(pid), f"[seed {SEED}] {label}: {name} (pid {pid}) is not running"
+        assert cl.pid_alive(pid), f"[seed {SEED}] {label}: {name} (pid {pid}) is not running"
     for listener, port in c.listeners.items():
         with KafkaConnection(f"{HOST}:{port}", timeout_s=20) as k:
             av = k.request(m.ApiVersionsRequest("fuzz-check", "1"))
@@ -268,7 +229,7 @@ def assert_healthy(c: Cluster, label: str, since: dict[str, int]) -> None:
             pytest.fail(f"[seed {SEED}] {label}: {name}.log holds {text.count('Traceback')} Traceback(s); "
                         f"distinct exceptions: {_exceptions(text)}\nthe first:\n{text[max(0, at - 300):at + 3000]}")
     for name, pid in c.pids().items():
-        assert _alive(pid), f"[seed {SEED}] {label}: {name} (pid {pid}) is not running"
+        assert cl.pid_alive(pid), f"[seed {SEED}] {label}: {name} (pid {pid}) is not running"
 
 
 # ------------------------------------------------------------------------------------ the corpus
@@ -716,7 +677,7 @@ def test_a_bad_frame_size_closes_the_connection(real: Cluster, listener: str, si
     port = real.listeners[listener]
     assert _raw(port, _SIZE.pack(size) + _header(3, 12, 1) + b"\x00" * 16) == b""
     assert _raw(port, _SIZE.pack(size)) == b""
-    assert _alive(real.broker_pid) and _alive(real.controller_pid)
+    assert cl.pid_alive(real.broker_pid) and cl.pid_alive(real.controller_pid)
 
 
 @pytest.mark.parametrize("key", [9999, 1000, -1, 4])

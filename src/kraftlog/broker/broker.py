@@ -73,24 +73,6 @@ _GROUP_APIS = frozenset((m.JoinGroupRequest, m.SyncGroupRequest, m.HeartbeatRequ
                          m.OffsetCommitRequest, m.OffsetFetchRequest))
 
 
-def _not_coordinator(msg) -> object:
-    """The NOT_COORDINATOR answer to a group request sent to a broker that does not coordinate its group."""
-    code = Errors.NOT_COORDINATOR
-    kind = type(msg)
-    if kind is m.OffsetCommitRequest:
-        return m.OffsetCommitResponse(tuple(m.OffsetCommitPartitionResponse(p.topic, p.partition, code)
-                                            for p in msg.partitions))
-    if kind is m.OffsetFetchRequest:
-        return m.OffsetFetchResponse(msg.group_id, code, ())
-    if kind is m.JoinGroupRequest:
-        return m.JoinGroupResponse(code, msg.member_id)
-    if kind is m.SyncGroupRequest:
-        return m.SyncGroupResponse(code)
-    if kind is m.HeartbeatRequest:
-        return m.HeartbeatResponse(code)
-    return m.LeaveGroupResponse(code)
-
-
 def parse_listeners(text: str) -> tuple[m.Listener, ...]:
     """Kafka's listener list ``"NAME://host:port,..."`` as Listener entries (PLAINTEXT); "" gives ().
     Raises ValueError for an entry that is not ``NAME://host:port``."""
@@ -397,7 +379,7 @@ class Broker(NodeBase):
         now or (a parked join or sync) later through ``_send_group_responses``."""
         msg = env.message
         if coordinator_for(msg.group_id, self.image) != self.broker_id:
-            self.send_response(env, _not_coordinator(msg))
+            self.send_response(env, error_response(msg, Errors.NOT_COORDINATOR))
             return
         client_id = env.client_id if env.client_id is not None else str(env.src)
         resp = self.groups.handle(now_ms, env, client_id, msg, env.api_version)
@@ -1011,6 +993,14 @@ class Broker(NodeBase):
         self._next_producer_id += 1
         return m.InitProducerIdResponse(NONE, (self.broker_epoch << 20) | self._next_producer_id, 0)
 
+    def _endpoint(self, broker_id: int, listener: str | None) -> tuple[str, int] | None:
+        """(host, port) of registered broker ``broker_id`` on ``listener`` (Kafka's MetadataCache answers by
+        the request's listener name), None when it registered no such listener; the simulator's
+        placeholder ``broker-<id>:9092`` when there is no listener."""
+        if listener is None:
+            return f"broker-{broker_id}", 9092
+        return self.image.brokers[broker_id].endpoint(listener)
+
     def _handle_find_coordinator(self, req: m.FindCoordinatorRequest,
                                  listener: str | None = None) -> m.FindCoordinatorResponse:
         """The coordinator of each group key with its endpoint on the request's ``listener`` (the
@@ -1019,9 +1009,7 @@ class Broker(NodeBase):
         out = []
         for key in req.coordinator_keys:
             node = coordinator_for(key, self.image) if req.key_type == m.COORDINATOR_GROUP else -1
-            endpoint = None
-            if node >= 0:
-                endpoint = (f"broker-{node}", 9092) if listener is None else self.image.brokers[node].endpoint(listener)
+            endpoint = self._endpoint(node, listener) if node >= 0 else None
             if endpoint is None:
                 out.append(m.Coordinator(key, -1, "", -1, Errors.COORDINATOR_NOT_AVAILABLE))
             else:
@@ -1051,12 +1039,9 @@ class Broker(NodeBase):
             reg = image.brokers[b]
             if reg.fenced:
                 continue
-            if listener is None:
-                brokers.append(m.MetadataBroker(b, f"broker-{b}", 9092))
-            else:
-                endpoint = reg.endpoint(listener)
-                if endpoint is not None:
-                    brokers.append(m.MetadataBroker(b, endpoint[0], endpoint[1], reg.rack))
+            endpoint = self._endpoint(b, listener)
+            if endpoint is not None:
+                brokers.append(m.MetadataBroker(b, endpoint[0], endpoint[1], reg.rack))
         brokers = tuple(brokers)
         names = sorted(image.topics) if req.topics is None else list(req.topics)
         topics = []

@@ -26,7 +26,7 @@ import heapq
 import hashlib
 import json
 from urllib.parse import quote
-import random
+from random import Random
 import uuid
 from dataclasses import dataclass
 from typing import ClassVar
@@ -344,7 +344,7 @@ class GroupCoordinator:
         m.OffsetFetchRequest: m.OffsetFetchRequest.VERSION,
     }
 
-    def __init__(self, offsets: OffsetStore, config: dict[str, str] | None, rng: random.Random) -> None:
+    def __init__(self, offsets: OffsetStore, config: dict[str, str] | None, rng: Random) -> None:
         self.offsets = offsets
         self.rng = rng
         self.min_session_timeout_ms = group_config("group.min.session.timeout.ms", config)

@@ -27,10 +27,10 @@ from random import SystemRandom
 
 from ..controller.controller import CONTROLLER
 from ..protocol.level import Level
-from .node import HOST, node_name
+from .node import HOST, node_name, write_json
 
 __all__ = ["ClusterError", "up", "down", "status", "start_broker", "stop_broker", "load", "NodeStatus",
-           "READY_TIMEOUT_S", "pid_alive"]
+           "READY_TIMEOUT_S", "pid_alive", "kill"]
 
 #: How long (s) ``up --detach`` and ``start`` wait for brokers to be unfenced.
 READY_TIMEOUT_S = 60.0
@@ -63,11 +63,7 @@ def load(directory: str) -> dict:
 
 
 def _save(directory: str, cluster: dict) -> None:
-    tmp = _cluster_path(directory) + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump(cluster, f, indent=1)
-        f.write("\n")
-    os.replace(tmp, _cluster_path(directory))
+    write_json(_cluster_path(directory), cluster)
 
 
 def _entry(cluster: dict, node) -> dict:
@@ -292,6 +288,18 @@ def _reap(pid: int) -> None:
         os.waitpid(pid, os.WNOHANG)
     except ChildProcessError:
         pass
+
+
+def kill(directory: str) -> list[str]:
+    """SIGKILL, by PID, every node of ``directory``'s cluster.json that still runs, and reap those that
+    are our children; returns the names of the nodes killed. For cleanup after a failure (a test's
+    ``finally``): ``down`` is the clean way."""
+    killed = []
+    for e in load(directory)["nodes"]:
+        if pid_alive(e.get("pid")):
+            _stop_pid(e["pid"], kill=True)
+            killed.append(node_name(e["id"]))
+    return killed
 
 
 def down(directory: str) -> list[tuple[str, bool]]:

@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from ..protocol import messages as m
 from ..protocol import wire
 from ..protocol.framing import Close, Reply, Request, ResponseDecoder, ServerConnection
+from ..protocol.node import ConnectionSetup
 
 __all__ = ["Clock", "NodeDriver", "Connection"]
 
@@ -267,7 +268,7 @@ class NodeDriver:
             self._pump(conn)
 
     def _send_request(self, env: m.Envelope) -> None:
-        if env.message.__class__.__name__ == "ConnectionSetup":
+        if isinstance(env.message, ConnectionSetup):
             return  # only clients ask for connection setups; nodes connect on demand
         peer = self._peers.get(env.dst)
         if peer is None:

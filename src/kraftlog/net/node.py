@@ -62,10 +62,13 @@ def _bind(port: int) -> socket.socket:
     return sock
 
 
-def _write_json(path: str, data: dict) -> None:
+def write_json(path: str, data) -> None:
+    """Replace ``path`` with ``data`` as JSON, atomically (tmp file + rename): a reader sees the old file
+    or the new one, never a torn one (cluster.json, the run files)."""
     tmp = f"{path}.tmp"
     with open(tmp, "w") as f:
-        json.dump(data, f, indent=1, sort_keys=True)
+        json.dump(data, f, indent=1)
+        f.write("\n")
     os.replace(tmp, path)
 
 
@@ -133,7 +136,7 @@ async def _main(directory: str, node) -> int:
             status.update(state=core.state, broker_epoch=core.broker_epoch, fenced=core.fenced)
         else:
             status.update(state="RUNNING", metadata_offset=core.end_offset)
-        _write_json(run_path, status)
+        write_json(run_path, status)
 
     supported = wire.supported_api_versions()
     await driver.start(lambda listener: lst.listener_api_versions(listener, supported))

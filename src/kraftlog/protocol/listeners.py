@@ -99,6 +99,19 @@ def error_response(request: object, code: int) -> object:
     if kind is m.ElectLeadersRequest:
         return m.ElectLeadersResponse(code, tuple(
             m.ElectLeadersResult(p.topic, p.partition, code) for p in request.partitions))
+    if kind is m.OffsetCommitRequest:
+        return m.OffsetCommitResponse(tuple(m.OffsetCommitPartitionResponse(p.topic, p.partition, code)
+                                            for p in request.partitions))
+    if kind is m.OffsetFetchRequest:
+        return m.OffsetFetchResponse(request.group_id, code, ())
+    if kind is m.JoinGroupRequest:
+        return m.JoinGroupResponse(code, request.member_id)
+    if kind is m.SyncGroupRequest:
+        return m.SyncGroupResponse(code)
+    if kind is m.HeartbeatRequest:
+        return m.HeartbeatResponse(code)
+    if kind is m.LeaveGroupRequest:
+        return m.LeaveGroupResponse(code)
     raise TypeError(f"no error response for {kind.__name__}")
 
 
