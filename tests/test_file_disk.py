@@ -518,19 +518,42 @@ def _with_valid_crc(raw: bytes, attributes: int) -> bytes:
     return raw[:17] + struct.pack(">I", crc32c(bytes(body))) + bytes(body)
 
 
-def test_a_crc_valid_batch_that_cannot_be_decoded_is_an_error_not_a_torn_tail(tmp_path):
+def test_a_crc_valid_batch_that_is_no_partition_batch_is_an_error_not_a_torn_tail(tmp_path):
     d = FileDisk(tmp_path / "node")
     d.append(SEG, batch(0, b"a"), 0)
     full = os.path.join(d.root, SEG)
     d.close()
-    # A batch claiming zstd compression whose payload is not zstd: written whole by someone, not torn.
+    # A CRC-valid batch of zero records: written whole by someone, not torn, and not a log's batch.
+    with open(full, "ab") as f:
+        f.write(encode_batches([RecordBatch(1, 0, ())]))
+    before = os.path.getsize(full)
+    d = FileDisk(tmp_path / "node")
+    with pytest.raises(UndecodableLogError):
+        d.read_range(SEG, 0, 1)
+    assert os.path.getsize(full) == before
+    d.close()
+
+
+def test_segment_batches_stay_opaque_a_compressed_one_is_kept_and_decoded_only_when_read(tmp_path):
+    """Batches are not decoded at load: a batch claiming zstd whose payload is not zstd is kept whole
+    (the CRC is valid: it was written whole); reading its records is what fails, with Kafka's
+    CORRUPT_MESSAGE or UNSUPPORTED_COMPRESSION_TYPE."""
+    from kraftlog.protocol.records import CorruptRecordError
+
+    d = FileDisk(tmp_path / "node")
+    d.append(SEG, batch(0, b"a"), 0)
+    full = os.path.join(d.root, SEG)
+    d.close()
     with open(full, "ab") as f:
         f.write(_with_valid_crc(encode_batches([batch(1, b"b")]), 4))
     before = os.path.getsize(full)
     d = FileDisk(tmp_path / "node")
-    with pytest.raises(UndecodableLogError):
-        d.read(SEG)
+    first, second = d.read_range(SEG, 0, 2)
     assert os.path.getsize(full) == before
+    assert first.is_encoded and first.records == batch(0, b"a").records
+    assert second.attributes & 0x07 == 4 and second.record_count == 1
+    with pytest.raises(CorruptRecordError):
+        second.records
     d.close()
 
 

@@ -639,10 +639,12 @@ def test_trailing_partial_batch_is_ignored() -> None:
 
 
 def test_compressed_batches_are_refused() -> None:
-    """kraftlog writes uncompressed batches: a core batch asking for compression cannot be encoded
-    (a client's compressed batch decodes to an uncompressed one: tests/test_wire_client_apis.py)."""
+    """kraftlog writes uncompressed batches: a records batch asking for compression cannot be encoded
+    (a client's compressed batch is kept as the client's bytes: tests/test_wire_client_apis.py)."""
+    compressed = RecordBatch(BATCH_B.base_offset, BATCH_B.partition_leader_epoch, BATCH_B.records,
+                             attributes=1)
     with pytest.raises(wire.CorruptRecordError):
-        wire.encode_batches((dataclasses.replace(BATCH_B, attributes=1),))
+        wire.encode_batches((compressed,))
 
 
 def test_decodes_a_batch_built_by_kafka_python() -> None:

@@ -423,12 +423,20 @@ def test_record_header_key_that_is_not_utf8_survives() -> None:
     assert wire.decode_batches(wire.encode_batches((utf8,))) == (utf8,)
 
 
-def test_record_size_counts_header_bytes() -> None:
-    """size_bytes counts headers; a batch without headers keeps the size it always had."""
-    plain = RecordBatch(0, 0, (Record(1, b"kk", b"vvv"),))
-    assert plain.size_bytes == 61 + 8 + 2 + 3
-    headed = RecordBatch(0, 0, (Record(1, b"kk", b"vvv", (("trace", b"0123"), ("x", None))),))
-    assert headed.size_bytes == plain.size_bytes + (2 + 5 + 4) + (2 + 1)
+@pytest.mark.parametrize("records", [
+    (Record(1, b"kk", b"vvv"),),
+    (Record(1, b"kk", b"vvv", (("trace", b"0123"), ("x", None), ("k\udce9", b""))),),
+    (Record(1_700_000_000_000, None, None), Record(1_699_999_999_000, b"k" * 300, b"v" * 70_000)),
+    tuple(Record(i * 1000, None, b"%d" % i) for i in range(200)),
+], ids=["plain", "headers", "negative-delta-and-long-values", "200-records"])
+def test_size_bytes_is_the_exact_encoded_size(records) -> None:
+    """size_bytes is Kafka's sizeInBytes, computed without encoding: it equals the encoded length
+    (varint lengths of deltas, keys, values and headers included) and the encoded batch's own size."""
+    batch = RecordBatch(7, 3, records, producer_id=9, producer_epoch=1, base_sequence=5)
+    data = wire.encode_batches((batch,))
+    assert batch.size_bytes == len(data)
+    (encoded,) = wire.decode_batches(data)
+    assert encoded.size_bytes == len(data) and encoded.is_encoded and encoded == batch
 
 
 def test_null_header_key_is_corrupt() -> None:
@@ -440,8 +448,9 @@ def test_null_header_key_is_corrupt() -> None:
     bad[61] -= 1  # record length
     bad[8:12] = struct.pack(">i", len(bad) - 12)
     bad[17:21] = struct.pack(">I", crc32c(bytes(bad[21:])))
+    (batch,) = wire.decode_batches(bytes(bad))  # the framing and CRC are valid: kept opaque
     with pytest.raises(wire.CorruptRecordError):
-        wire.decode_batches(bytes(bad))
+        batch.records
 
 
 # ------------------------------------------------------------------------- compressed batches
@@ -463,19 +472,25 @@ GZIP_RECORDS = (
 )
 
 
-def test_gzip_batch_from_kafka_python_decodes_to_the_uncompressed_batch() -> None:
-    """A producer's gzip batch decodes to the same records (headers, exact ms timestamps, a negative
-    delta), producer id/epoch/base sequence, with the compression bits cleared; re-encoded, it is an
-    uncompressed batch kafka-python reads back the same."""
+def test_gzip_batch_from_kafka_python_stays_compressed_and_its_records_decode() -> None:
+    """A producer's gzip batch is kept as the producer's bytes (Kafka's compression.type=producer):
+    header fields read, compression bits kept, re-encoded verbatim; its records inflate on demand to
+    the same records (headers, exact ms timestamps, a negative delta). Stamped by a leader, the copy
+    keeps a valid CRC, and kafka-python reads the same records from it."""
     data = _kp_batch(DefaultRecordBatch.CODEC_GZIP)
     assert DefaultRecordBatch(data).compression_type == 1
     (batch,) = wire.decode_batches(data)
-    assert batch == RecordBatch(0, 0, GZIP_RECORDS, producer_id=4321, producer_epoch=3,
-                                base_sequence=40, attributes=0)
-    again = DefaultRecordBatch(wire.encode_batches((batch,)))
-    assert again.compression_type == 0 and again.validate_crc()
-    assert [(r.timestamp, r.key, r.value, r.headers) for r in again] == [
+    assert (batch.producer_id, batch.producer_epoch, batch.base_sequence, batch.record_count,
+            batch.attributes & 7) == (4321, 3, 40, 3, 1)
+    assert wire.encode_batches((batch,)) == data
+    assert batch.records == GZIP_RECORDS
+    stamped = DefaultRecordBatch(wire.encode_batches((batch.with_offsets(500, 7),)))
+    assert stamped.compression_type == 1 and stamped.validate_crc()
+    assert (stamped.base_offset, stamped.leader_epoch) == (500, 7)
+    assert [(r.timestamp, r.key, r.value, r.headers) for r in stamped] == [
         (r.timestamp, r.key, r.value, list(r.headers)) for r in GZIP_RECORDS]
+    head = batch.truncated_before(2)  # a cut inside the batch: an uncompressed prefix
+    assert head.attributes & 7 == 0 and head.records == GZIP_RECORDS[:2]
 
 
 def test_gzip_batch_in_a_produce_request_decodes() -> None:
@@ -496,8 +511,9 @@ def test_damaged_gzip_stream_is_corrupt() -> None:
     data = bytearray(_kp_batch(DefaultRecordBatch.CODEC_GZIP))
     data[-4:] = b"\xff\xff\xff\xff"  # gzip trailer (CRC-32/size of the stream), then fix the batch CRC
     data[17:21] = struct.pack(">I", crc32c(bytes(data[21:])))
+    (batch,) = wire.decode_batches(bytes(data))
     with pytest.raises(wire.CorruptRecordError) as err:
-        wire.decode_batches(bytes(data))
+        batch.records
     assert err.value.error_code == Errors.CORRUPT_MESSAGE
 
 
@@ -514,20 +530,25 @@ def _with_codec(codec: int, payload: bytes) -> bytes:
 
 @pytest.mark.parametrize("codec, name", [(2, "snappy"), (3, "lz4"), (4, "zstd")])
 def test_codec_without_its_library_is_unsupported_compression_type(codec: int, name: str) -> None:
-    """snappy, lz4 and zstd decode only where their Python libraries are installed; without, the batch
-    is Kafka's UNSUPPORTED_COMPRESSION_TYPE (76)."""
+    """snappy, lz4 and zstd batches are stored and served as they are; their records decode only where
+    their Python libraries are installed; without, reading them is Kafka's UNSUPPORTED_COMPRESSION_TYPE
+    (76)."""
     if getattr(kafka_codec, f"has_{name}")():
         pytest.skip(f"{name} is installed here")
+    data = _with_codec(codec, b"\x00" * 8)
+    (batch,) = wire.decode_batches(data)
+    assert wire.encode_batches((batch,)) == data
     with pytest.raises(wire.UnsupportedCompressionError) as err:
-        wire.decode_batches(_with_codec(codec, b"\x00" * 8))
+        batch.records
     assert err.value.error_code == Errors.UNSUPPORTED_COMPRESSION_TYPE == 76
     assert isinstance(err.value, wire.CorruptRecordError)
 
 
 def test_unknown_codec_is_corrupt() -> None:
     """Compression types 5-7 are not Kafka's."""
+    (batch,) = wire.decode_batches(_with_codec(5, gzip.compress(b"")))
     with pytest.raises(wire.CorruptRecordError) as err:
-        wire.decode_batches(_with_codec(5, gzip.compress(b"")))
+        batch.records
     assert err.value.error_code == Errors.CORRUPT_MESSAGE
 
 

@@ -14,14 +14,15 @@ the root's ``.lock`` is refused with ValueError.
 File kinds, told apart by the path (so a restarted process reads every file the way it was written):
 
 * **Log files** are the paths ending in ``.log`` (Kafka's segment suffix). They hold a list of items
-  (:meth:`FileDisk.append`, :meth:`~FileDisk.truncate`, :meth:`~FileDisk.read`, :meth:`~FileDisk.fsync`)
+  (:meth:`FileDisk.append`, :meth:`~FileDisk.truncate`, :meth:`~FileDisk.read_range`, :meth:`~FileDisk.scan`, :meth:`~FileDisk.fsync`)
   and are, byte for byte, Kafka's ``.log`` segment format: Kafka v2 record batches (magic 2, CRC-32C),
   concatenated, nothing else -- one batch per item:
 
   - a partition segment (any ``.log`` path not under ``metadata/``) holds
-    :class:`~kraftlog.protocol.records.RecordBatch` items, each stored as the v2 batch
-    :func:`kraftlog.protocol.wire.encode_batches` gives (its base offset and partition leader epoch
-    included): the layout Kafka's ``DumpLogSegments`` reads (not tried against Kafka's tools here);
+    :class:`~kraftlog.protocol.records.RecordBatch` items, each stored as its v2 bytes
+    (:attr:`~kraftlog.protocol.records.RecordBatch.data`: a client's batch as the leader stamped it,
+    compressed if the client compressed it; base offset and partition leader epoch included): the
+    layout Kafka's ``DumpLogSegments`` reads (not tried against Kafka's tools here);
   - the metadata log (a ``.log`` path under ``metadata/``, the controller's
     ``__cluster_metadata-0``) holds metadata records (:mod:`kraftlog.metadata.records`) in KRaft's
     layout, records as values of v2 batches, one record per batch: base offset = the record's offset
@@ -62,19 +63,26 @@ file found at load counts as durable up to its recovered length, as PartitionLog
 point to be the LEO at load. :meth:`~FileDisk.durable_length` and :meth:`~FileDisk.unflushed_bytes`
 expose it for fault injection.
 
-Recovery: the first access to a log file (``read``, ``append``, ...) reads it whole and checks its
-batches from the start, as Kafka's ``LogSegment.recover`` checks each batch's size and CRC. The first
-incomplete or invalid batch (fewer than 12 bytes left, a length below the 49-byte v2 minimum or past
-the end of the file, magic != 2, a CRC-32C mismatch) is a torn tail from a crash: the valid prefix is
-kept, the file is truncated to it with ``ftruncate`` (Kafka's ``LogLoader`` truncates the invalid bytes
-past the recovery point the same way; the truncation is not fsynced, like any other) and the truncation
-is reported through the ``log`` callable. A batch whose length and CRC are valid was written whole: if
-it cannot be decoded (an unknown compression codec or metadata record type: a newer writer, not a
-crash), :class:`UndecodableLogError` is raised and the file is left untouched, rather than truncating
-data that is not torn.
+Recovery: the first access to a log file (``read_range``, ``scan``, ``append``, ...) reads it from the
+start in chunks of about 1 MiB and checks its batches, as Kafka's ``LogSegment.recover`` checks each
+batch's size and CRC. The first incomplete or invalid batch (fewer than 12 bytes left, a length below
+the 49-byte v2 minimum or past the end of the file, magic != 2, a CRC-32C mismatch) is a torn tail from a
+crash: the valid prefix is kept, the file is truncated to it with ``ftruncate`` (Kafka's ``LogLoader``
+truncates the invalid bytes past the recovery point the same way; the truncation is not fsynced, like
+any other) and the truncation is reported through the ``log`` callable. A batch whose length and CRC are
+valid was written whole: if it is not an item of its file (a metadata record of an unknown type: a newer
+writer, not a crash; a partition batch without records), :class:`UndecodableLogError` is raised and the
+file is left untouched, rather than truncating data that is not torn. (Kafka recovers only the segments
+past the recovery point after an unclean shutdown; FileDisk checks every batch of the one segment, a
+superset that costs one sequential read at start-up.)
 
-Items are then kept in memory: :meth:`~FileDisk.read` returns the live list (as SimDisk does; callers
-must not mutate it). One :class:`FileDisk` serves one process and one thread; the root is locked
+What stays in memory: per log file its offset index, one byte position per batch (Kafka's ``.index``
+maps offsets to positions too, sparsely and in a file; here it is dense, rebuilt at load); for the
+metadata log, also its decoded records (the log a KRaft node replays into its image). A partition
+segment's batches stay on disk: :meth:`~FileDisk.read_range` reads the byte range of the requested
+batches with one ``pread(2)`` and returns them as encoded
+:class:`~kraftlog.protocol.records.RecordBatch` objects (records not decoded); an append writes an encoded
+batch's own bytes. One :class:`FileDisk` serves one process and one thread; the root is locked
 with ``flock`` on ``<root>/.lock`` as Kafka locks each log dir, so a second process (or a second
 FileDisk in the same process) on the same root fails with :class:`DirectoryLockedError` until the first
 is closed or dies.
@@ -89,13 +97,13 @@ from __future__ import annotations
 import fcntl
 import os
 import struct
-from typing import Callable, Mapping
+from typing import Callable, Iterator, Mapping
 
 from crc32c import crc32c
 
 from ..metadata.records import METADATA_RECORD_TYPES
 from ..protocol.records import Record, RecordBatch
-from ..protocol.wire import decode_batches, decode_metadata_record, encode_batches, encode_metadata_record
+from ..protocol.wire import decode_metadata_record, encode_batches, encode_metadata_record
 
 __all__ = [
     "FileDisk",
@@ -139,7 +147,8 @@ _BATCHES = 0
 _METADATA = 1
 
 _OPEN_LOG = os.O_RDWR | os.O_APPEND | getattr(os, "O_CLOEXEC", 0)
-_READ_CHUNK = 1 << 30
+#: Bytes read per system call when recovering or scanning a segment.
+_SCAN_CHUNK = 1 << 20
 
 
 class UndecodableLogError(ValueError):
@@ -161,19 +170,6 @@ def _write_all(fd: int, data: bytes) -> None:
     done = os.write(fd, view)
     while done < len(view):
         done += os.write(fd, view[done:])
-
-
-def _read_all(fd: int) -> bytes:
-    size = os.fstat(fd).st_size
-    chunks = []
-    pos = 0
-    while pos < size:
-        chunk = os.pread(fd, min(size - pos, _READ_CHUNK), pos)
-        if not chunk:
-            break
-        chunks.append(chunk)
-        pos += len(chunk)
-    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
 def _fsync_dir(path: str) -> None:
@@ -235,15 +231,18 @@ def _atomic_write(full: str, data: bytes) -> None:
 
 # ------------------------------------------------------------------------------------ log files
 class _LogFile:
-    """One open log file: its descriptor and the in-memory view of its items.
+    """One open log file: its descriptor and in-memory index.
 
-    ``starts[i]`` is the byte position of item ``i``; ``size`` the file length in bytes; ``durable``
-    the length the last fsync covered (lowered by truncation); ``sync_dirs`` the directories to fsync
-    with the next fsync (the file's creation is not durable before)."""
+    ``starts[i]`` is the byte position of item ``i`` (the offset index's position half: PartitionLog
+    keeps offset -> item, this keeps item -> byte); ``items`` the decoded metadata records of a metadata
+    log, None for a partition segment (its batches stay on disk and are read back by byte range);
+    ``size`` the file length in bytes; ``durable`` the length the last fsync covered (lowered by
+    truncation); ``sync_dirs`` the directories to fsync with the next fsync (the file's creation is not
+    durable before)."""
 
     __slots__ = ("fd", "kind", "items", "starts", "size", "durable", "sync_dirs")
 
-    def __init__(self, fd: int, kind: int, items: list, starts: list[int], size: int, durable: int,
+    def __init__(self, fd: int, kind: int, items: list | None, starts: list[int], size: int, durable: int,
                  sync_dirs: list[str]) -> None:
         self.fd = fd
         self.kind = kind
@@ -253,16 +252,53 @@ class _LogFile:
         self.durable = durable
         self.sync_dirs = sync_dirs
 
+    def count(self) -> int:
+        return len(self.starts)
 
-def _scan(data: bytes, kind: int, path: str) -> tuple[list, list[int], int, str | None]:
-    """Decode the valid prefix of a log file's bytes.
 
-    Returns (items, byte position of each, length of the valid prefix in bytes, why the rest is
-    invalid or None). Raises :class:`UndecodableLogError` for a batch with a valid length and CRC that
-    does not decode to an item of this file's kind."""
-    view = memoryview(data)
-    total = len(view)
-    items: list = []
+class _ChunkReader:
+    """Sequential reads of a file through ``pread`` in chunks of at least ``_SCAN_CHUNK`` bytes, so
+    recovering a segment costs bounded memory and few system calls."""
+
+    __slots__ = ("fd", "total", "buf", "buf_start")
+
+    def __init__(self, fd: int, total: int) -> None:
+        self.fd = fd
+        self.total = total
+        self.buf = b""
+        self.buf_start = 0
+
+    def get(self, pos: int, n: int) -> memoryview:
+        """Bytes ``pos`` .. ``pos + n`` of the file (the caller checked they lie within ``total``)."""
+        off = pos - self.buf_start
+        if off < 0 or off + n > len(self.buf):
+            want = min(max(n, _SCAN_CHUNK), self.total - pos)
+            chunks = []
+            got = 0
+            while got < want:
+                chunk = os.pread(self.fd, want - got, pos + got)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                got += len(chunk)
+            self.buf = chunks[0] if len(chunks) == 1 else b"".join(chunks)
+            self.buf_start = pos
+            off = 0
+            if len(self.buf) < n:
+                raise OSError(f"short read: {len(self.buf)} of {n} bytes at {pos}")
+        return memoryview(self.buf)[off:off + n]
+
+
+def _scan(fd: int, total: int, kind: int, path: str) -> tuple[list | None, list[int], int, str | None]:
+    """Check the batches of a log file from its start, as Kafka's ``LogSegment.recover`` checks each
+    batch's size and CRC, reading it in bounded chunks.
+
+    Returns (the decoded metadata records for a metadata log, or None for a segment, whose records are
+    not decoded; the byte position of each batch; the length of the valid prefix in bytes; why the rest
+    is invalid, or None). Raises :class:`UndecodableLogError` for a batch with a valid length and CRC
+    that is not an item of this file's kind."""
+    reader = _ChunkReader(fd, total)
+    items: list | None = [] if kind == _METADATA else None
     starts: list[int] = []
     pos = 0
     reason = None
@@ -270,7 +306,7 @@ def _scan(data: bytes, kind: int, path: str) -> tuple[list, list[int], int, str 
         if total - pos < _LOG_OVERHEAD:
             reason = f"{total - pos} trailing bytes, fewer than a batch's 12-byte offset and length"
             break
-        _base, length = _LOG_HEAD.unpack_from(view, pos)
+        _base, length = _LOG_HEAD.unpack_from(reader.get(pos, _LOG_OVERHEAD))
         if length < _MIN_BATCH_LENGTH:
             reason = f"batch length {length} below the v2 minimum of {_MIN_BATCH_LENGTH}"
             break
@@ -278,32 +314,29 @@ def _scan(data: bytes, kind: int, path: str) -> tuple[list, list[int], int, str 
         if end > total:
             reason = f"incomplete batch: its length {length} runs {end - total} bytes past the end of the file"
             break
-        magic = view[pos + _MAGIC_POS]
+        view = reader.get(pos, end - pos)
+        magic = view[_MAGIC_POS]
         if magic != _MAGIC:
             reason = f"batch magic {magic}, expected {_MAGIC}"
             break
-        (crc,) = _CRC.unpack_from(view, pos + _CRC_POS)
-        if crc32c(view[pos + _CRC_START:end]) != crc:
+        (crc,) = _CRC.unpack_from(view, _CRC_POS)
+        if crc32c(view[_CRC_START:]) != crc:
             reason = "batch CRC-32C mismatch"
             break
-        # Length and CRC are valid: the batch was written whole. Failing to decode it is not a torn tail.
+        # Length and CRC are valid: the batch was written whole. Failing to read it is not a torn tail.
         try:
-            decoded = decode_batches(view[pos:end])
-            if len(decoded) != 1:
-                raise ValueError(f"{len(decoded)} batches in one batch's bytes")
-            batch = decoded[0]
-            if kind == _METADATA:
-                if batch.base_offset != len(items) or len(batch.records) != 1:
-                    raise ValueError(f"metadata batch at offset {batch.base_offset} with {len(batch.records)} "
+            batch = RecordBatch.from_bytes(view, verify_crc=False)
+            if items is not None:
+                if batch.base_offset != len(items) or batch.record_count != 1:
+                    raise ValueError(f"metadata batch at offset {batch.base_offset} with {batch.record_count} "
                                      f"records where offset {len(items)} with one record was expected")
-                item = decode_metadata_record(batch.records[0].value)
-            else:
-                item = batch
+                items.append(decode_metadata_record(batch.records[0].value))
+            elif batch.record_count <= 0:
+                raise ValueError(f"batch with {batch.record_count} records")
         except Exception as exc:  # noqa: BLE001 -- any decoder failure on a CRC-valid batch
             raise UndecodableLogError(
-                f"{path}: the batch at byte {pos} (item {len(items)}) has a valid CRC-32C but cannot be "
-                f"decoded: {exc}") from exc
-        items.append(item)
+                f"{path}: the batch at byte {pos} (item {len(starts)}) has a valid CRC-32C but cannot be "
+                f"read: {exc}") from exc
         starts.append(pos)
         pos = end
     return items, starts, pos, reason
@@ -397,16 +430,17 @@ class FileDisk:
             parent = os.path.dirname(full)
             created = _make_dirs(parent)
             fd = os.open(full, _OPEN_LOG | os.O_CREAT | os.O_EXCL, 0o644)
-            f = self._logs[path] = _LogFile(fd, kind, [], [], 0, 0, _dirs_to_sync(parent, created))
+            f = self._logs[path] = _LogFile(fd, kind, [] if kind == _METADATA else None, [], 0, 0,
+                                            _dirs_to_sync(parent, created))
             return f
         try:
-            data = _read_all(fd)
-            items, starts, valid, reason = _scan(data, kind, path)
-            if valid < len(data):
+            total = os.fstat(fd).st_size
+            items, starts, valid, reason = _scan(fd, total, kind, path)
+            if valid < total:
                 os.ftruncate(fd, valid)
                 if self._log is not None:
-                    self._log(f"{path}: recovered {len(items)} items ({valid} bytes); truncated "
-                              f"{len(data) - valid} invalid bytes at byte {valid} ({reason})")
+                    self._log(f"{path}: recovered {len(starts)} items ({valid} bytes); truncated "
+                              f"{total - valid} invalid bytes at byte {valid} ({reason})")
         except BaseException:
             os.close(fd)
             raise
@@ -438,7 +472,7 @@ class FileDisk:
             for item in items:
                 self._encode(kind, item, 0, now_ms)
             f = self._open(path, create=True)
-        chunks = [self._encode(f.kind, item, len(f.items) + i, now_ms) for i, item in enumerate(items)]
+        chunks = [self._encode(f.kind, item, f.count() + i, now_ms) for i, item in enumerate(items)]
         size = f.size
         try:
             _write_all(f.fd, b"".join(chunks))
@@ -449,7 +483,8 @@ class FileDisk:
                 pass
             raise
         for item, chunk in zip(items, chunks):
-            f.items.append(item)
+            if f.items is not None:
+                f.items.append(item)
             f.starts.append(size)
             size += len(chunk)
         f.size = size
@@ -459,7 +494,7 @@ class FileDisk:
         if kind == _BATCHES:
             if not isinstance(item, RecordBatch):
                 raise TypeError(f"a partition log holds RecordBatch items, not {type(item).__name__}")
-            return encode_batches((item,))
+            return item.data  # an encoded batch's own bytes, verbatim
         if type(item) not in METADATA_RECORD_TYPES:
             raise TypeError(f"the metadata log holds metadata records, not {type(item).__name__}")
         value = encode_metadata_record(item)
@@ -472,21 +507,76 @@ class FileDisk:
         if length < 0:
             raise ValueError(f"negative truncate length {length}")
         f = self._open(path, create=False)
-        if f is None or length >= len(f.items):
+        if f is None or length >= f.count():
             return
         size = f.starts[length]
         os.ftruncate(f.fd, size)
-        del f.items[length:]
+        if f.items is not None:
+            del f.items[length:]
         del f.starts[length:]
         f.size = size
         if f.durable > size:
             f.durable = size
 
-    def read(self, path: str) -> list:
-        """The items of the log file ``path`` (the live list: do not mutate), ``[]`` when missing. The
-        first call loads and recovers the file (module docstring); later calls cost O(1)."""
+    def read_range(self, path: str, start: int, stop: int) -> list:
+        """Items ``start`` .. ``stop - 1`` of the log file ``path`` (fewer past its end, ``[]`` when missing).
+
+        For a partition segment: ONE ``pread(2)`` of the byte range the offset index gives for those
+        items, split into encoded RecordBatch objects without decoding their records or re-checking
+        their CRC (checked when the file was loaded or written). For the metadata log: a slice of its
+        records. The first access loads and recovers the file (module docstring)."""
         f = self._open(path, create=False)
-        return f.items if f is not None else []
+        if f is None:
+            return []
+        if f.items is not None:
+            return f.items[start:stop]
+        return self._batches_between(f, start, min(stop, f.count()))
+
+    @staticmethod
+    def _batches_between(f: _LogFile, start: int, stop: int) -> list:
+        if start >= stop:
+            return []
+        starts = f.starts
+        first = starts[start]
+        end = starts[stop] if stop < len(starts) else f.size
+        data = os.pread(f.fd, end - first, first)
+        if len(data) != end - first:
+            raise OSError(f"short read: {len(data)} of {end - first} bytes at {first}")
+        out = []
+        for i in range(start, stop):
+            b_end = (starts[i + 1] if i + 1 < stop else end) - first
+            out.append(RecordBatch.from_bytes(data[starts[i] - first:b_end], verify_crc=False))
+        return out
+
+    def scan(self, path: str) -> Iterator:
+        """Iterate over the items of the log file ``path`` in order, reading a partition segment in
+        chunks of about 1 MiB (bounded memory); empty when missing. Do not change the file meanwhile."""
+        f = self._open(path, create=False)
+        if f is None:
+            return iter(())
+        if f.items is not None:
+            return iter(f.items)
+        return self._scan_segment(f)
+
+    def _scan_segment(self, f: _LogFile) -> Iterator:
+        starts = f.starts
+        n = len(starts)
+        i = 0
+        while i < n:
+            j = i + 1
+            while j < n and starts[j] - starts[i] < _SCAN_CHUNK:
+                j += 1
+            yield from self._batches_between(f, i, j)
+            i = j
+
+    def read(self, path: str) -> list:
+        """Every item of the log file ``path`` as a list, ``[]`` when missing: the metadata log's live
+        list (do not mutate; O(1) after the first call), or a partition segment read whole (for tools
+        and tests; a PartitionLog uses :meth:`read_range` and :meth:`scan`)."""
+        f = self._open(path, create=False)
+        if f is None:
+            return []
+        return f.items if f.items is not None else list(self._scan_segment(f))
 
     def fsync(self, path: str, now_ms: int) -> None:
         """fsync(2) the log file ``path``, and its directory (plus any directory created for it) the first

@@ -20,3 +20,10 @@ RETRIABLE: frozenset[int] = frozenset(int(code) for code in ErrorCode if code.re
 def is_retriable(code: int) -> bool:
     """True when Kafka classifies ``code`` as retriable."""
     return code in RETRIABLE
+
+
+class WireError(ValueError):
+    """Bytes or a message that cannot cross the wire; ``error_code`` is the Kafka error it maps to
+    (INVALID_REQUEST unless a subclass says otherwise)."""
+
+    error_code: int = Errors.INVALID_REQUEST

@@ -40,26 +40,11 @@ core (``diverging_epoch``, ``current_leader``) is kio's all-default (-1, -1) str
 wire is ``None`` in kio. A field a version lacks is dropped on the way out and comes back as the
 table's ``absent`` value or the core's default (tests/test_wire_versions.py lists each such loss).
 
-Record batches. The v2 codec here is hand-written (one ``struct`` per batch header, a varint loop per
-record) and keeps everything a client wrote: key, value, exact ms timestamps and record headers
-(``Record.headers``; a header key is UTF-8, and bytes that are not UTF-8 survive through
-``surrogateescape``). A compressed batch from a client (attributes bits 0-2) decodes to the core's
-uncompressed RecordBatch with the same records, producer id/epoch, base sequence and timestamps: the
-records section is inflated by kafka-python's codecs (``kafka.codec``, what its ``DefaultRecordBatch``
-uses) and then read by the same record parser as an uncompressed batch, so both paths check the same
-things and decode header keys the same way. gzip always works (stdlib ``gzip``); snappy, lz4 and zstd
-only where ``python-snappy``/``cramjam``, ``lz4`` and ``zstandard`` are importable -- none is installed
-with kraftlog today, and such a batch is refused with UNSUPPORTED_COMPRESSION_TYPE (76). kraftlog
-writes uncompressed batches only.
-
-Why not kio's ``kio.records`` (kio 0.6.5 has ``read_batch`` / ``write_batch``): it is not an equivalent
-and it is slower. Its reader truncates record timestamps to whole seconds (``replace(microsecond=0)``)
-and cannot read a record whose timestamp is -1 (no timestamp: ``TZAwareMicros`` refuses 1969), it has
-no compression at all, and measured here on a 100-record batch (100-byte values, min of 7 x 200 runs)
-``read_batch`` takes ~1,050-1,130 us against ~320 us for :func:`decode_batches` (3.3x) and
-``write_batch`` ~420 us against ~150 us for :func:`encode_batches` (2.8x; ~950 us, 6.3x, counting the
-kio Record objects it needs). kafka-python's ``DefaultRecordBatch`` is not used for uncompressed batches
-either: it reads one batch per buffer, copies it into a bytearray and decodes header keys strictly.
+Record batches (``records`` fields) cross as :class:`~kraftlog.protocol.records.RecordBatch` objects:
+:func:`decode_batches` wraps each batch's bytes without decoding its records (header parsed, CRC-32C
+checked: a Produce request's batches stay opaque, DESIGN.md "Real cluster") and :func:`encode_batches`
+writes an encoded batch's bytes verbatim. The v2 codec itself, and why it is not kio's ``kio.records``,
+is in :mod:`kraftlog.protocol.records`; both names are re-exported here.
 """
 
 from __future__ import annotations
@@ -78,18 +63,17 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, fields
 from typing import Any, TypeVar
 
-from crc32c import crc32c
 from kio.index import KioIndexError, load_request_schema, load_response_schema
 from kio.schema.errors import ErrorCode
 from kio.serial import entity_reader, entity_writer
 from kio.serial._implicit_defaults import get_implicit_default
-from kio.serial.readers import read_signed_varint, read_signed_varlong
 from kio.static.constants import EntityType
 
 from ..metadata import records as mdr
 from . import messages as m
-from .errors import Errors
-from .records import Record, RecordBatch
+from .errors import Errors, WireError
+from .records import (CorruptRecordError, Record, RecordBatch, UnsupportedCompressionError,
+                      decode_batches, encode_batches)
 
 __all__ = [
     "WireError", "UnsupportedVersionError", "CorruptRecordError", "UnsupportedCompressionError",
@@ -103,32 +87,11 @@ __all__ = [
 
 
 # ------------------------------------------------------------------------------------- errors
-class WireError(ValueError):
-    """Bytes or a message that cannot cross the wire; ``error_code`` is the Kafka error it maps to."""
-
-    error_code: int = Errors.INVALID_REQUEST
-
-
 class UnsupportedVersionError(WireError):
     """The message needs an API version kio has no schema for (e.g. ElectLeaders v3, KIP-966), or the
     bytes name an API key/version this module does not map (Kafka's UNSUPPORTED_VERSION, 35)."""
 
     error_code: int = Errors.UNSUPPORTED_VERSION
-
-
-class CorruptRecordError(WireError):
-    """A record batch that fails the v2 format checks: CRC-32C mismatch, wrong magic, bad lengths, an
-    unknown compression type or a stream that does not decompress (Kafka's CORRUPT_MESSAGE, 2); also
-    a core batch asking to be written compressed."""
-
-    error_code: int = Errors.CORRUPT_MESSAGE
-
-
-class UnsupportedCompressionError(CorruptRecordError):
-    """A batch compressed with a codec (snappy, lz4, zstd) whose Python library is not installed here
-    (Kafka's UNSUPPORTED_COMPRESSION_TYPE, 76)."""
-
-    error_code: int = Errors.UNSUPPORTED_COMPRESSION_TYPE
 
 
 # ---------------------------------------------------------------------------- small converters
@@ -159,230 +122,6 @@ def _group(items: Iterable[T], key: Callable[[T], K]) -> dict[K, list[T]]:
     for item in items:
         groups.setdefault(key(item), []).append(item)
     return groups
-
-
-# ------------------------------------------------------------------------- v2 record batches
-_BATCH_HEAD = struct.Struct(">qiibI")  # base offset, batch length, partition leader epoch, magic, crc
-_BATCH_BODY = struct.Struct(">hiqqqhii")  # attributes .. records count
-_BATCH_HEAD_SIZE = _BATCH_HEAD.size  # 21
-_BATCH_OVERHEAD = _BATCH_HEAD.size + _BATCH_BODY.size  # 61
-_LOG_OVERHEAD = 12  # base offset + batch length
-_COMPRESSION_MASK = 0x07
-_MAGIC = 2
-#: Kafka's compression type ids (attributes bits 0-2) and names.
-_CODECS = {1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
-
-
-def _put_uvarint(buf: bytearray, value: int) -> None:
-    while value > 0x7F:
-        buf.append((value & 0x7F) | 0x80)
-        value >>= 7
-    buf.append(value)
-
-
-def _put_varint(buf: bytearray, value: int) -> None:
-    """Signed (zig-zag) varint / varlong, as in Kafka's ByteUtils.writeVarint/writeVarlong."""
-    _put_uvarint(buf, (value << 1) ^ (value >> 63))
-
-
-def _put_bytes(buf: bytearray, value: bytes | None) -> None:
-    if value is None:
-        buf.append(1)  # zig-zag(-1)
-    else:
-        _put_varint(buf, len(value))
-        buf += value
-
-
-def _header_key_bytes(key: str) -> bytes:
-    # surrogateescape: a key that arrived as bytes that are not UTF-8 goes back out as those bytes.
-    return key.encode("utf-8", "surrogateescape")
-
-
-def _encode_batch(out: bytearray, batch: RecordBatch) -> None:
-    if batch.attributes & _COMPRESSION_MASK:
-        raise CorruptRecordError(
-            f"record batch attributes {batch.attributes:#x} ask for compression: kraftlog writes "
-            "uncompressed batches (a client's compressed batch decodes to an uncompressed one)"
-        )
-    records = batch.records
-    if records:
-        base_ts = records[0].timestamp
-        max_ts = max(r.timestamp for r in records)
-    else:
-        base_ts = max_ts = -1
-    body = bytearray(
-        _BATCH_BODY.pack(
-            batch.attributes, len(records) - 1, base_ts, max_ts,
-            batch.producer_id, batch.producer_epoch, batch.base_sequence, len(records),
-        )
-    )
-    for delta, record in enumerate(records):
-        rec = bytearray(b"\x00")  # record attributes (unused in v2)
-        _put_varint(rec, record.timestamp - base_ts)
-        _put_varint(rec, delta)
-        _put_bytes(rec, record.key)
-        _put_bytes(rec, record.value)
-        headers = record.headers
-        if headers:
-            _put_varint(rec, len(headers))
-            for key, value in headers:
-                _put_bytes(rec, _header_key_bytes(key))
-                _put_bytes(rec, value)
-        else:
-            rec.append(0)  # no headers
-        _put_varint(body, len(rec))
-        body += rec
-    out += _BATCH_HEAD.pack(
-        batch.base_offset, len(body) + 9, batch.partition_leader_epoch, _MAGIC, crc32c(body)
-    )
-    out += body
-
-
-def encode_batches(batches: Iterable[RecordBatch]) -> bytes:
-    """Encode record batches as Kafka v2 batches (magic 2, CRC-32C over attributes..end), concatenated.
-
-    Shape: Kafka's ``DefaultRecordBatch`` (61-byte header, zig-zag varint records, each with its
-    headers: a count, then key as UTF-8 bytes and value as nullable bytes). The batch ``baseTimestamp``
-    is the first record's timestamp, ``maxTimestamp`` the largest; record ``i`` gets offset delta
-    ``i``; timestamps are ms since the epoch, written exactly (-1 = none). Raises
-    :class:`CorruptRecordError` when ``attributes`` asks for compression (kraftlog writes uncompressed
-    batches). An empty tuple encodes to ``b""`` (Kafka's empty MemoryRecords)."""
-    out = bytearray()
-    for batch in batches:
-        _encode_batch(out, batch)
-    return bytes(out)
-
-
-def _read_bytes(view: memoryview, pos: int) -> tuple[bytes | None, int]:
-    length, size = read_signed_varint(view, pos)
-    pos += size
-    if length < 0:
-        return None, pos
-    end = pos + length
-    if end > len(view):
-        raise CorruptRecordError("record key/value runs past the end of the batch")
-    return bytes(view[pos:end]), end
-
-
-def _decode_records(view: memoryview, p: int, end: int, count: int, base_ts: int) -> list[Record]:
-    """The ``count`` records of a v2 batch in ``view[p:end]`` (uncompressed), checking every length."""
-    records = []
-    for i in range(count):
-        length, size = read_signed_varint(view, p)
-        p += size
-        rec_end = p + length
-        if rec_end > end:
-            raise CorruptRecordError("record runs past the end of its batch")
-        p += 1  # record attributes
-        ts_delta, size = read_signed_varlong(view, p)
-        p += size
-        offset_delta, size = read_signed_varint(view, p)
-        p += size
-        if offset_delta != i:
-            raise CorruptRecordError(
-                f"record offset delta {offset_delta} at position {i}: kraftlog batches are dense"
-            )
-        key, p = _read_bytes(view, p)
-        value, p = _read_bytes(view, p)
-        n_headers, size = read_signed_varint(view, p)
-        p += size
-        if n_headers:
-            if n_headers < 0:
-                raise CorruptRecordError(f"negative record header count {n_headers}")
-            headers = []
-            for _ in range(n_headers):
-                h_key, p = _read_bytes(view, p)
-                if h_key is None:
-                    raise CorruptRecordError("null record header key")
-                h_value, p = _read_bytes(view, p)
-                headers.append((h_key.decode("utf-8", "surrogateescape"), h_value))
-            record = Record(base_ts + ts_delta, key, value, tuple(headers))
-        else:
-            record = Record(base_ts + ts_delta, key, value)
-        if p != rec_end:
-            raise CorruptRecordError("record length does not match its contents")
-        records.append(record)
-    if p != end:
-        raise CorruptRecordError("record batch length does not match its records")
-    return records
-
-
-def _decompress(codec: int, data: memoryview) -> bytes:
-    """The records section of a compressed batch, inflated by kafka-python's codecs (``kafka.codec``,
-    the functions its ``DefaultRecordBatch`` uses). gzip always works (stdlib); snappy, lz4 and zstd
-    only when ``python-snappy``/``cramjam``, ``lz4`` and ``zstandard`` are importable."""
-    from kafka import codec as kc  # imported on first use: importing kafka-python costs ~0.2 s
-
-    name = _CODECS.get(codec)
-    if name is None:
-        raise CorruptRecordError(f"record batch compression type {codec} is not Kafka's")
-    available = {"gzip": kc.has_gzip, "snappy": kc.has_snappy, "lz4": kc.has_lz4,
-                 "zstd": kc.has_zstd}[name]()
-    if not available:
-        raise UnsupportedCompressionError(
-            f"record batch compressed with {name}: its Python library is not installed here"
-        )
-    decode = {"gzip": kc.gzip_decode, "snappy": kc.snappy_decode, "lz4": kc.lz4_decode,
-              "zstd": kc.zstd_decode}[name]
-    try:
-        return decode(data if name == "gzip" else data.tobytes())
-    except Exception as exc:  # each library raises its own error on a damaged stream
-        raise CorruptRecordError(f"record batch: cannot decompress {name}: {exc}") from exc
-
-
-def _decode_batch(view: memoryview, pos: int, end: int) -> RecordBatch:
-    base_offset, _length, leader_epoch, magic, crc = _BATCH_HEAD.unpack_from(view, pos)
-    if magic != _MAGIC:
-        raise CorruptRecordError(f"record batch magic {magic}, expected 2")
-    if end - pos < _BATCH_OVERHEAD:
-        raise CorruptRecordError("record batch shorter than the v2 header")
-    if crc32c(view[pos + _BATCH_HEAD_SIZE : end]) != crc:
-        raise CorruptRecordError(f"record batch at offset {base_offset}: CRC-32C mismatch")
-    (attributes, _last_delta, base_ts, _max_ts, producer_id, producer_epoch, base_sequence,
-     count) = _BATCH_BODY.unpack_from(view, pos + _BATCH_HEAD_SIZE)
-    codec = attributes & _COMPRESSION_MASK
-    if codec:
-        inflated = memoryview(_decompress(codec, view[pos + _BATCH_OVERHEAD : end]))
-        records = _decode_records(inflated, 0, len(inflated), count, base_ts)
-        attributes &= ~_COMPRESSION_MASK  # the core's batch is the uncompressed one
-    else:
-        records = _decode_records(view, pos + _BATCH_OVERHEAD, end, count, base_ts)
-    return RecordBatch(
-        base_offset=base_offset,
-        partition_leader_epoch=leader_epoch,
-        records=tuple(records),
-        producer_id=producer_id,
-        producer_epoch=producer_epoch,
-        base_sequence=base_sequence,
-        attributes=attributes,
-    )
-
-
-def decode_batches(data: bytes | memoryview | None) -> tuple[RecordBatch, ...]:
-    """Decode concatenated v2 record batches, validating magic, lengths and each batch's CRC-32C.
-
-    ``None`` or ``b""`` decode to ``()``. A trailing partial batch (a fetch response cut at
-    ``max_bytes``) is ignored, as Kafka's consumers do. Record headers are kept. A compressed batch
-    (attributes bits 0-2: gzip, snappy, lz4, zstd) decodes to the uncompressed batch holding the same
-    records, producer id/epoch, base sequence, offsets and timestamps, its compression bits cleared.
-    Raises :class:`CorruptRecordError` on a corrupt batch and :class:`UnsupportedCompressionError`
-    for a codec whose library is not installed."""
-    if not data:
-        return ()
-    view = memoryview(data)
-    batches = []
-    pos = 0
-    total = len(view)
-    while total - pos >= _LOG_OVERHEAD:
-        _, length = struct.unpack_from(">qi", view, pos)
-        end = pos + _LOG_OVERHEAD + length
-        if length < 0:
-            raise CorruptRecordError(f"negative record batch length {length}")
-        if end > total:
-            break
-        batches.append(_decode_batch(view, pos, end))
-        pos = end
-    return tuple(batches)
 
 
 # ------------------------------------------------------------------------ metadata records

@@ -3,11 +3,18 @@
 A :class:`Disk` is object-store-like: a "file" is a path string that holds either
 
 * a list of items (append-only log files: :meth:`Disk.append`, :meth:`Disk.truncate`,
-  :meth:`Disk.read`, :meth:`Disk.fsync`), or
+  :meth:`Disk.read_range`, :meth:`Disk.scan`, :meth:`Disk.fsync`), or
 * a single value (checkpoint files: :meth:`Disk.write_atomic`, :meth:`Disk.read_value`).
 
 Checkpoint values written by this package are ``str`` in Kafka's own text formats, so a file-backed
-disk can write them verbatim. Log items are :class:`~kraftlog.protocol.records.RecordBatch` objects.
+disk can write them verbatim. A partition segment's items are
+:class:`~kraftlog.protocol.records.RecordBatch` objects; the metadata log's are metadata records.
+
+This is the log-segment seam of DESIGN.md ("Real cluster"): a partition log appends a batch, reads the
+batches between two positions of its offset index (:meth:`Disk.read_range`; the file-backed disk turns
+them into a byte range and reads only those bytes), truncates to a position and fsyncs; it never asks
+for a whole segment except to recover it at load (:meth:`Disk.scan`, one batch at a time). The
+PartitionLog keeps the offset index (offset -> item position); the disk keeps position -> bytes.
 
 :class:`SimDisk` models the OS page cache of the deterministic simulation: appends and truncations are
 visible to readers at once but become durable only on ``fsync`` of their path or once the kernel's
@@ -18,7 +25,7 @@ decides what a restarted node finds. No real I/O, no clock: every time is an ``n
 from __future__ import annotations
 
 from collections import deque
-from typing import Protocol, runtime_checkable
+from typing import Iterator, Protocol, Sequence, runtime_checkable
 
 __all__ = ["Disk", "SimDisk", "CRASH_MODES"]
 
@@ -41,8 +48,12 @@ class Disk(Protocol):
       keeps all of them or none (the controller's records of one event).
     * ``truncate(path, length, now_ms)`` keeps the first ``length`` items (a no-op on a missing file or
       when ``length`` >= its length); not durable until fsync, like ``ftruncate``.
-    * ``read(path)`` returns the current contents as the OS shows them (page cache included), ``[]`` if
-      missing. Implementations may return the live list or a copy; callers must not mutate it.
+    * ``read_range(path, start, stop)`` returns items ``start`` .. ``stop - 1`` as the OS shows them
+      (page cache included): a sequence the caller must not mutate; shorter (or empty) past the end.
+    * ``scan(path)`` iterates over every item in order (empty when missing); the file must not be
+      changed while the iterator is in use. A file-backed disk reads it in bounded chunks.
+    * ``read(path)`` returns every item as a list (``[]`` if missing): for small logs (the metadata log)
+      and tests; a partition log never calls it. Callers must not mutate it.
     * ``fsync(path, now_ms)`` makes every earlier append/truncate of ``path`` durable.
 
     Checkpoint files (single values), durable at once:
@@ -61,6 +72,10 @@ class Disk(Protocol):
     def append_many(self, path: str, items: list, now_ms: int) -> None: ...
 
     def truncate(self, path: str, length: int, now_ms: int) -> None: ...
+
+    def read_range(self, path: str, start: int, stop: int) -> Sequence: ...
+
+    def scan(self, path: str) -> Iterator: ...
 
     def read(self, path: str) -> list: ...
 
@@ -181,6 +196,16 @@ class SimDisk:
         """The page-cache contents of ``path`` (the live list: do not mutate), ``[]`` if missing."""
         f = self._files.get(path)
         return f.view if f is not None else []
+
+    def read_range(self, path: str, start: int, stop: int) -> list:
+        """Items ``start`` .. ``stop - 1`` of ``path`` from the page-cache view (a new list slice)."""
+        f = self._files.get(path)
+        return f.view[start:stop] if f is not None else []
+
+    def scan(self, path: str) -> Iterator:
+        """Iterate over the page-cache items of ``path`` (do not change the file meanwhile)."""
+        f = self._files.get(path)
+        return iter(f.view) if f is not None else iter(())
 
     def fsync(self, path: str, now_ms: int) -> None:
         """Make every append/truncate of ``path`` issued so far durable (no-op for missing/value files)."""

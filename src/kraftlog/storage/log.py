@@ -3,7 +3,13 @@
 One segment, ``{directory}/00000000000000000000.log``, holds :class:`RecordBatch` items on a
 :class:`~kraftlog.storage.disk.Disk`; the partition's :class:`LeaderEpochCache` lives in
 ``{directory}/leader-epoch-checkpoint``. Offsets are absolute ints; the LEO is the offset after the last
-record; ``max_bytes`` counts :attr:`RecordBatch.size_bytes`. Times are ints in ms.
+record; ``max_bytes`` counts :attr:`RecordBatch.size_bytes` (exact encoded bytes). Times are ints in ms.
+
+The log holds no batches in memory: it keeps the offset index (each batch's base offset and size, in
+item order) and asks the disk for the items between two index positions (``Disk.read_range``), as
+Kafka's ``LogSegment.read`` translates an offset to a file position through its offset index and reads
+that byte range. Batches pass through untouched (an encoded batch from the wire stays bytes); only
+:meth:`PartitionLog.record_at` and a truncation inside a batch decode records.
 
 Durability follows Kafka: an append reaches the page cache only; the segment is fsynced when
 ``log.flush.interval.messages`` unflushed messages accumulate (checked on append) or when
@@ -50,20 +56,15 @@ class LogConfig:
             raise ValueError(f"flush_interval_ms must be >= 0 or None, got {self.flush_interval_ms}")
 
 
-def _derive_epoch_entries(batches: list[RecordBatch]) -> list[tuple[int, int]]:
-    """The epoch entries that assigning every batch's epoch in order would give (Kafka's assign rule)."""
-    epochs: list[int] = []
-    starts: list[int] = []
-    for b in batches:
-        e = b.partition_leader_epoch
-        if e < 0 or (epochs and e == epochs[-1] and b.base_offset >= starts[-1]):
-            continue
-        while epochs and (epochs[-1] >= e or starts[-1] >= b.base_offset):
-            epochs.pop()
-            starts.pop()
-        epochs.append(e)
-        starts.append(b.base_offset)
-    return list(zip(epochs, starts))
+def _assign_derived(epochs: list[int], starts: list[int], e: int, base_offset: int) -> None:
+    """Fold one batch's (epoch, base offset) into derived epoch entries (Kafka's assign rule)."""
+    if e < 0 or (epochs and e == epochs[-1] and base_offset >= starts[-1]):
+        return
+    while epochs and (epochs[-1] >= e or starts[-1] >= base_offset):
+        epochs.pop()
+        starts.pop()
+    epochs.append(e)
+    starts.append(base_offset)
 
 
 class PartitionLog:
@@ -94,7 +95,6 @@ class PartitionLog:
         "producer_state",
         "recovery_point",
         "last_flush_ms",
-        "_batches",
         "_bases",
         "_sizes",
         "log_end_offset",
@@ -109,20 +109,29 @@ class PartitionLog:
         self.high_watermark = 0
         self.last_flush_ms = now_ms
 
-        batches: list[RecordBatch] = []
+        # Recovery, one batch at a time: the offset index, the epochs the batches carry and the producer
+        # state are rebuilt from the contiguous prefix; the batches themselves are not kept.
+        bases: list[int] = []
+        sizes: list[int] = []
+        epochs: list[int] = []
+        epoch_starts: list[int] = []
+        producer_state = ProducerStateManager()
         expected = self.log_start_offset
-        raw = disk.read(self.segment_path)
-        for b in raw:
-            if b.base_offset != expected or not b.records:
+        torn = False
+        for b in disk.scan(self.segment_path):
+            if b.base_offset != expected or b.record_count <= 0:
+                torn = True
                 break
-            batches.append(b)
+            bases.append(b.base_offset)
+            sizes.append(b.size_bytes)
+            _assign_derived(epochs, epoch_starts, b.partition_leader_epoch, b.base_offset)
+            producer_state.update(b)
             expected = b.next_offset
-        if len(batches) < len(raw):
-            disk.truncate(self.segment_path, len(batches), now_ms)
+        if torn:
+            disk.truncate(self.segment_path, len(bases), now_ms)
             disk.fsync(self.segment_path, now_ms)
-        self._batches = batches
-        self._bases = [b.base_offset for b in batches]
-        self._sizes = [b.size_bytes for b in batches]
+        self._bases = bases
+        self._sizes = sizes
         self.log_end_offset = expected
         # What the disk holds at load is what survived; treat it as flushed (Kafka's recovery point
         # after recovery is the LEO).
@@ -130,15 +139,14 @@ class PartitionLog:
 
         cache = LeaderEpochCache(disk, f"{directory}/{EPOCH_CHECKPOINT_FILE}", now_ms)
         cache.truncate_from_end(expected, now_ms)
-        derived = _derive_epoch_entries(batches)
+        derived = list(zip(epochs, epoch_starts))
         if cache.entries() != derived:
             cache.clear(now_ms)
             for epoch, start in derived:
                 cache.assign(epoch, start, now_ms)
         self.epoch_cache = cache
         #: Idempotent-producer state rebuilt from the batches (Kafka rebuilds it on log load).
-        self.producer_state = ProducerStateManager()
-        self.producer_state.rebuild(self._batches)
+        self.producer_state = producer_state
 
     # ------------------------------------------------------------------ offsets
     @property
@@ -161,10 +169,9 @@ class PartitionLog:
         if batch.producer_id >= 0:
             self.producer_state.update(batch)
         self._disk.append(self.segment_path, batch, now_ms)
-        self._batches.append(batch)
         self._bases.append(batch.base_offset)
         self._sizes.append(batch.size_bytes)
-        self.log_end_offset = batch.base_offset + len(batch.records)
+        self.log_end_offset = batch.base_offset + batch.record_count
 
     def _apply_flush_policy(self, now_ms: int) -> None:
         fim = self.config.flush_interval_messages
@@ -179,7 +186,7 @@ class PartitionLog:
         ``log.flush.interval.messages`` policy is applied. Raises ValueError for an empty batch or a
         negative epoch.
         """
-        if not batch.records:
+        if batch.record_count <= 0:
             raise ValueError("cannot append an empty record batch")
         leo = self.log_end_offset
         if batch.base_offset != leo or batch.partition_leader_epoch != leader_epoch:
@@ -204,9 +211,9 @@ class PartitionLog:
                 raise ValueError(
                     f"follower append at offset {b.base_offset} is not contiguous with LEO {expected}"
                     f" in {self.directory}")
-            if not b.records:
+            if b.record_count <= 0:
                 raise ValueError("cannot append an empty record batch")
-            expected = b.base_offset + len(b.records)
+            expected = b.base_offset + b.record_count
         cache = self.epoch_cache
         for b in batches:
             if b.partition_leader_epoch >= 0:
@@ -244,7 +251,6 @@ class PartitionLog:
         i = bisect_right(bases, fetch_offset) - 1
         if i < 0:
             i = 0
-        batches = self._batches
         sizes = self._sizes
         if bases[i] >= max_offset:
             return ()
@@ -255,11 +261,12 @@ class PartitionLog:
             if total > max_bytes:
                 break
             j += 1
-        return tuple(batches[i:j])
+        return tuple(self._disk.read_range(self.segment_path, i, j))
 
     def batches(self) -> Iterator[RecordBatch]:
-        """Iterate over the stored batches in offset order (for checkers; do not mutate the log meanwhile)."""
-        return iter(self._batches)
+        """Iterate over the stored batches in offset order, read from the disk (for checkers and tools;
+        do not change the log meanwhile)."""
+        return self._disk.scan(self.segment_path)
 
     def record_at(self, offset: int) -> tuple[Record, int] | None:
         """(record, partition leader epoch of its batch) at ``offset``, None outside [start, LEO)."""
@@ -268,8 +275,13 @@ class PartitionLog:
         i = bisect_right(self._bases, offset) - 1
         if i < 0:
             return None
-        b = self._batches[i]
+        (b,) = self._disk.read_range(self.segment_path, i, i + 1)
         return (b.records[offset - b.base_offset], b.partition_leader_epoch)
+
+    def _count(self, i: int) -> int:
+        """Records in the batch at index position ``i`` (the next base offset, or the LEO, minus its own)."""
+        bases = self._bases
+        return (bases[i + 1] if i + 1 < len(bases) else self.log_end_offset) - bases[i]
 
     # ------------------------------------------------------------------ truncation
     def truncate_to(self, offset: int, now_ms: int) -> None:
@@ -286,28 +298,25 @@ class PartitionLog:
         if offset < self.log_start_offset:
             raise ValueError(f"cannot truncate to {offset} below log start offset {self.log_start_offset}")
         bases = self._bases
-        batches = self._batches
         sizes = self._sizes
         keep = bisect_left(bases, offset)  # batches starting below offset
         disk = self._disk
         path = self.segment_path
-        if keep and batches[keep - 1].base_offset + len(batches[keep - 1].records) > offset:
-            head = batches[keep - 1].truncated_before(offset)
-            disk.truncate(path, keep - 1, now_ms)
+        head = None
+        if keep and bases[keep - 1] + self._count(keep - 1) > offset:
+            (straddling,) = disk.read_range(path, keep - 1, keep)
+            head = straddling.truncated_before(offset)
+            keep -= 1
+        disk.truncate(path, keep, now_ms)
+        del bases[keep:]
+        del sizes[keep:]
+        if head is not None:
             disk.append(path, head, now_ms)
-            del batches[keep:]
-            del bases[keep:]
-            del sizes[keep:]
-            batches[keep - 1] = head
-            sizes[keep - 1] = head.size_bytes
-        else:
-            disk.truncate(path, keep, now_ms)
-            del batches[keep:]
-            del bases[keep:]
-            del sizes[keep:]
+            bases.append(head.base_offset)
+            sizes.append(head.size_bytes)
         self.log_end_offset = offset
         self.epoch_cache.truncate_from_end(offset, now_ms)
-        self.producer_state.rebuild(batches)
+        self.producer_state.rebuild(disk.scan(path))
         if self.high_watermark > offset:
             self.high_watermark = offset
         if self.recovery_point > offset:
@@ -339,4 +348,4 @@ class PartitionLog:
 
     def __repr__(self) -> str:
         return (f"PartitionLog({self.directory!r}, leo={self.log_end_offset}, hwm={self.high_watermark}, "
-                f"batches={len(self._batches)}, epochs={self.epoch_cache.entries()})")
+                f"batches={len(self._bases)}, epochs={self.epoch_cache.entries()})")

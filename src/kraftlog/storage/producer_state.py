@@ -48,7 +48,7 @@ class ProducerStateManager:
             return Errors.NONE, -1
         entry = self.producers.get(pid)
         first = batch.base_sequence
-        last = first + len(batch.records) - 1
+        last = first + batch.record_count - 1
         if entry is None or batch.producer_epoch > entry.epoch:
             return (Errors.NONE, -1) if first == 0 else (Errors.OUT_OF_ORDER_SEQUENCE_NUMBER, -1)
         if batch.producer_epoch < entry.epoch:
@@ -68,7 +68,7 @@ class ProducerStateManager:
         entry = self.producers.get(pid)
         if entry is None or batch.producer_epoch > entry.epoch:
             entry = self.producers[pid] = ProducerEntry(batch.producer_epoch)
-        entry.batches.append((batch.base_sequence, batch.base_sequence + len(batch.records) - 1,
+        entry.batches.append((batch.base_sequence, batch.base_sequence + batch.record_count - 1,
                               batch.base_offset))
 
     def rebuild(self, batches) -> None:
