@@ -99,10 +99,16 @@ def test_a_forwarded_request_the_controller_never_answers_times_out(c):
     assert resp.topics[0].error_code == Errors.REQUEST_TIMED_OUT
 
 
-def test_delete_topics_is_refused_with_topic_deletion_disabled(c):
+def test_delete_topics_is_forwarded_from_the_client_listener_and_deletes():
+    """DeleteTopics is an admin API: served on the client listener, forwarded to the controller (Kafka's
+    ForwardingManager), which deletes the topic; with delete.topic.enable=false it is
+    TOPIC_DELETION_DISABLED and nothing changes."""
+    c = MiniCluster()  # creates topic "t"
     resp = ask(c, m.DeleteTopicsRequest(("t",)))
-    assert resp.responses[0].error_code == Errors.TOPIC_DELETION_DISABLED
-    assert "t" in c.ctl.image.topics
+    assert resp.responses[0].error_code == Errors.NONE and "t" not in c.ctl.image.topics
+    off = MiniCluster(config={"delete.topic.enable": "false"})
+    resp = ask(off, m.DeleteTopicsRequest(("t",)))
+    assert resp.responses[0].error_code == Errors.TOPIC_DELETION_DISABLED and "t" in off.ctl.image.topics
 
 
 def test_an_unknown_election_type_is_invalid_request(c):

@@ -122,6 +122,7 @@ ALL_METADATA_RECORDS = (
     mdr.ConfigRecord(4, "", "unclean.recovery.strategy", None),
     mdr.ClearElrRecord("orders"),
     mdr.ClearElrRecord(),
+    mdr.RemoveTopicRecord(T1),
 )
 
 #: One non-trivial instance of every core message type (requests and responses).

@@ -261,15 +261,17 @@ def test_delete_topics_v6_by_name_is_a_list_of_topic_structs() -> None:
     assert [(t.name, t.topic_id) for t in entity.topics] == [("orders", None), ("payments", None)]
 
 
-def test_delete_topics_v6_by_id_has_no_core_form() -> None:
-    """The core deletes by name: a topic named only by its id is refused (INVALID_REQUEST)."""
+def test_delete_topics_v6_by_id_decodes_to_topic_ids() -> None:
+    """KIP-516: a v6 entry with a null Name names its topic by id; the core keeps names and ids apart
+    (Kafka's ControllerApis.deleteTopics), and both round-trip."""
     from kafka.protocol.admin.topics import DeleteTopicsRequest as KpDeleteTopicsRequest
 
     req = KpDeleteTopicsRequest(version=6, timeout_ms=1000, topics=[
-        KpDeleteTopicsRequest.DeleteTopicState(version=6, name=None, topic_id=T1)])
-    with pytest.raises(wire.WireError) as err:
-        wire.decode_request_frame(_kp_bytes(req, True))
-    assert err.value.error_code == Errors.INVALID_REQUEST
+        KpDeleteTopicsRequest.DeleteTopicState(version=6, name=None, topic_id=T1),
+        KpDeleteTopicsRequest.DeleteTopicState(version=6, name="orders", topic_id=None)])
+    *_, out = wire.decode_request_frame(_kp_bytes(req, True))
+    assert (out.topic_names, out.topic_ids, out.timeout_ms) == (("orders",), (T1,), 1000)
+    assert wire.roundtrip(out, version=6) == out
 
 
 # ------------------------------------------------------------------------------ DescribeConfigs

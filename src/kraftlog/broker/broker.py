@@ -13,6 +13,7 @@ than the leader's gets UNKNOWN_LEADER_EPOCH (checked first), a smaller one FENCE
 
 from __future__ import annotations
 
+import base64
 from random import Random
 import uuid
 from dataclasses import dataclass
@@ -28,6 +29,7 @@ from ..protocol.errors import Errors
 NONE = Errors.NONE
 FENCED_LEADER_EPOCH = Errors.FENCED_LEADER_EPOCH
 from ..protocol.level import Level
+from ..protocol.records import invalid_batch_reason
 from ..protocol.listeners import CLUSTER_ACTION_APIS, FORWARDED_APIS, cluster_action_refusal, error_response
 from ..protocol.node import NodeBase
 from ..storage.checkpoints import (
@@ -498,11 +500,16 @@ class Broker(NodeBase):
         self._unpublished |= delta.partitions
         if not self._published and not caught_up:
             return
+        first_publish = not self._published
         self._published = True
+        if first_publish or delta.deleted_topics:
+            # Deletes first (Kafka's ReplicaManager.applyDelta): a topic recreated under the same name
+            # gets a new partition and an empty log below.
+            self._stop_deleted_partitions(now_ms, delta.deleted_topics.values(), first_publish)
         changed, self._unpublished = self._unpublished, set()
         for key in sorted(changed):
-            reg = image.partitions[key]
-            if self.broker_id not in reg.replicas:
+            reg = image.partitions.get(key)
+            if reg is None or self.broker_id not in reg.replicas:  # None: its topic was deleted since
                 continue
             p = self.partitions.get(key)
             if p is None:
@@ -512,6 +519,7 @@ class Broker(NodeBase):
                     self.logs[key] = log
                 p = Partition(self.broker_id, key[0], key[1], image.topics[key[0]].topic_id, log, self.level)
                 self.partitions[key] = p
+                self._record_topic_id(key, p.topic_id, now_ms)
             if reg.leader == self.broker_id:
                 # KIP-704 as Kafka does it: the leader marks its own state RECOVERED at once; the
                 # controller's RECOVERING clears with the next ISR change (no AlterPartition of its own).
@@ -526,6 +534,82 @@ class Broker(NodeBase):
             self._flush_by_time = any(log.config.flush_interval_ms is not None for log in self.logs.values())
         if changed or delta.brokers:
             self._wake_delayed_fetches(now_ms)
+
+    # ================================================================= topic deletion
+    def _stop_deleted_partitions(self, now_ms: int, deleted_topic_names, first_publish: bool) -> None:
+        """Drop every local replica the metadata image no longer gives this broker, and delete its files.
+
+        Kafka's ``ReplicaManager.applyDelta`` (deleted partitions first) → ``stopPartitions``: a replica is
+        stale when its topic is gone, the partition is gone or no longer lists this broker, or its topic id
+        (the Partition's, else the log dir's ``partition.metadata``) differs from the image's (the topic was
+        deleted and a topic of the same name created). For each: the Partition (leader or follower state,
+        pending AlterPartition, follower fetch state) and the log are dropped, every file of the partition
+        directory is deleted from the Disk (``LogManager.asyncDelete``), acks=all produces waiting on it are
+        answered as ``DelayedProduce.tryComplete`` does (UNKNOWN_TOPIC_OR_PARTITION when the image lacks the
+        partition, else NOT_LEADER_OR_FOLLOWER), parked fetches are re-run (they answer the partition with
+        NOT_LEADER_OR_FOLLOWER), and the HWM checkpoint is rewritten without it (a stale HWM must not apply
+        to a recreated log after a restart). At the first publish (``first_publish``: the broker has just
+        caught up with the metadata log) this is the stray-log check of Kafka's
+        ``LogManager.isStrayKraftReplica`` over the logs loaded at startup, except that a log dir without
+        ``partition.metadata`` (written before kraftlog kept topic ids) is kept and adopted when the image
+        still assigns it here (Kafka treats it as stray).
+
+        ``deleted_topic_names``: the topics the applied records deleted (``MetadataDelta.deleted_topics``);
+        their committed offsets leave this broker's offset store (Kafka's ``onPartitionsDeleted``). At the
+        first publish the replay covers the whole metadata log, and offsets on disk may have been committed
+        to a same-name topic created after a deletion: only the names the image no longer has are cleaned."""
+        image = self.image
+        stale = [key for key in sorted(set(self.logs) | set(self.partitions)) if self._is_stray(key, image)]
+        for key in stale:
+            self.partitions.pop(key, None)
+            self.logs.pop(key, None)
+            for path in self.disk.list(f"{LOG_DIR}/{key[0]}-{key[1]}/"):
+                self.disk.delete(path, now_ms)
+        names = sorted({n for n in deleted_topic_names if not first_publish or n not in image.topics})
+        if names:
+            self.offsets.delete_topics(names, now_ms)
+        if not stale:
+            return
+        removed = set(stale)
+        for dp in self.delayed_produces:
+            for part in dp.parts:
+                if part[5] is None and (part[0], part[1]) in removed:
+                    part[5] = self._missing_partition_error(part[0], part[1])
+        if self.delayed_produces:
+            self._complete_delayed_produces(now_ms)
+        self._wake_delayed_fetches(now_ms)
+        self._flush_by_time = any(log.config.flush_interval_ms is not None for log in self.logs.values())
+        self._checkpoint_hwms(now_ms)
+
+    def _is_stray(self, key: tuple[str, int], image: MetadataImage) -> bool:
+        """Should this broker no longer hold a replica of ``key``? (Kafka's ``isStrayKraftReplica``, see
+        :meth:`_stop_deleted_partitions`.)"""
+        topic = image.topics.get(key[0])
+        reg = image.partitions.get(key)
+        if topic is None or reg is None or self.broker_id not in reg.replicas:
+            return True
+        p = self.partitions.get(key)
+        topic_id = p.topic_id if p is not None else self._stored_topic_id(key)
+        return topic_id is not None and topic_id != topic.topic_id
+
+    def _missing_partition_error(self, topic: str, index: int) -> int:
+        """Kafka's ``ReplicaManager.getPartitionOrError`` for a partition this broker does not host:
+        NOT_LEADER_OR_FOLLOWER while the metadata image has it, UNKNOWN_TOPIC_OR_PARTITION otherwise."""
+        if (topic, index) in self.image.partitions:
+            return Errors.NOT_LEADER_OR_FOLLOWER
+        return Errors.UNKNOWN_TOPIC_OR_PARTITION
+
+    def _record_topic_id(self, key: tuple[str, int], topic_id: uuid.UUID, now_ms: int) -> None:
+        """Write the log dir's ``partition.metadata`` (Kafka's ``PartitionMetadataFile``: ``version: 0`` and
+        the topic id, written atomically before the log takes data) unless it already holds ``topic_id``."""
+        if self._stored_topic_id(key) != topic_id:
+            self.disk.write_atomic(f"{LOG_DIR}/{key[0]}-{key[1]}/{PARTITION_METADATA_FILE}",
+                                   encode_partition_metadata(topic_id), now_ms)
+
+    def _stored_topic_id(self, key: tuple[str, int]) -> uuid.UUID | None:
+        """The topic id in the log dir's ``partition.metadata``; None when missing or unreadable."""
+        path = f"{LOG_DIR}/{key[0]}-{key[1]}/{PARTITION_METADATA_FILE}"
+        return decode_partition_metadata(self.disk.read_value(path))
 
     # ================================================================= follower fetching
     def _send_fetches(self, now_ms: int) -> None:
@@ -635,7 +719,13 @@ class Broker(NodeBase):
             name = fp.topic or topic_names.get(fp.topic_id)  # Fetch v4-v12 name topics, v13+ give ids
             p = partitions.get((name, fp.partition)) if name is not None else None
             if p is None:
-                error = Errors.NOT_LEADER_OR_FOLLOWER
+                # Kafka's KafkaApis.handleFetchRequest / getPartitionOrError: an id the metadata does not
+                # know is UNKNOWN_TOPIC_ID, a partition missing from the metadata UNKNOWN_TOPIC_OR_PARTITION,
+                # one this broker does not host NOT_LEADER_OR_FOLLOWER.
+                if name is None:
+                    error = Errors.UNKNOWN_TOPIC_ID
+                else:
+                    error = self._missing_partition_error(name, fp.partition)
             elif fp.current_leader_epoch > p.leader_epoch:
                 error = Errors.UNKNOWN_LEADER_EPOCH
             elif 0 <= fp.current_leader_epoch < p.leader_epoch:
@@ -858,13 +948,21 @@ class Broker(NodeBase):
         waiting = []
         appended = False
         for pp in req.partitions:
-            if not pp.records or any(not batch.records for batch in pp.records):
-                # Kafka's ProduceRequest.validateRecords: "must have at least one record batch per
-                # partition", and LogValidator refuses a batch without records: INVALID_RECORD.
-                results.append(m.ProducePartitionResponse(pp.topic, pp.partition, Errors.INVALID_RECORD))
+            invalid = "no record batch" if not pp.records else next(
+                (why for why in map(invalid_batch_reason, pp.records) if why is not None), None)
+            if invalid is not None:
+                # Kafka's ProduceRequest.validateRecords ("must have at least one record batch per
+                # partition") and LogValidator.validateBatch, from the batch headers only (the records
+                # stay opaque): INVALID_RECORD.
+                results.append(m.ProducePartitionResponse(pp.topic, pp.partition, Errors.INVALID_RECORD,
+                                                          error_message=invalid))
                 continue
             p = self.partitions.get((pp.topic, pp.partition))
-            if p is None or not p.is_leader:
+            if p is None:
+                results.append(m.ProducePartitionResponse(pp.topic, pp.partition,
+                                                          self._missing_partition_error(pp.topic, pp.partition)))
+                continue
+            if not p.is_leader:
                 results.append(m.ProducePartitionResponse(pp.topic, pp.partition, Errors.NOT_LEADER_OR_FOLLOWER))
                 continue
             if req.acks == -1 and len(p.isr) < self.min_isr(pp.topic):
@@ -881,7 +979,7 @@ class Broker(NodeBase):
                     # A retried batch this log already holds: answer with its offsets (Kafka's
                     # DUPLICATE_SEQUENCE handling), append nothing.
                     first = duplicate_of if first is None else first
-                    last = duplicate_of + len(batch.records) - 1
+                    last = duplicate_of + batch.record_count - 1
                     continue
                 stamped = p.log.append_as_leader(batch, p.leader_epoch, now_ms)
                 first = stamped.base_offset if first is None else first
@@ -1058,3 +1156,35 @@ class Broker(NodeBase):
                 parts.append(m.MetadataPartition(err, i, reg.leader, reg.leader_epoch, reg.replicas, reg.isr, offline))
             topics.append(m.MetadataTopic(NONE, name, t.topic_id, tuple(parts)))
         return m.MetadataResponse(brokers, -1, tuple(topics), self.cluster_id)
+
+
+# ================================================================= partition.metadata
+#: The file in a partition directory that names its topic id (Kafka's ``PartitionMetadataFile``).
+PARTITION_METADATA_FILE = "partition.metadata"
+
+
+def encode_partition_metadata(topic_id: uuid.UUID) -> str:
+    """Kafka's ``PartitionMetadata.encode``: ``"version: 0\\ntopic_id: <id>"``, the id as Kafka's
+    ``Uuid.toString`` writes it (URL-safe base64 of the 16 bytes, no padding)."""
+    return "version: 0\ntopic_id: " + base64.urlsafe_b64encode(topic_id.bytes).decode().rstrip("=")
+
+
+def decode_partition_metadata(text) -> uuid.UUID | None:
+    """The topic id of a ``partition.metadata`` text (Kafka's ``PartitionMetadataReadBuffer``: a
+    ``version: N`` line with N >= 0, then ``topic_id: <id>``, not the zero id); None when ``text`` is None
+    or malformed."""
+    if not isinstance(text, str):
+        return None
+    lines = text.split("\n")
+    if len(lines) < 2:
+        return None
+    version, topic = lines[0].split(), lines[1].split()
+    if len(version) != 2 or not version[1].isdigit() or len(topic) != 2 or len(topic[1]) != 22:
+        return None
+    try:
+        raw = base64.urlsafe_b64decode(topic[1] + "==")
+    except ValueError:
+        return None
+    if len(raw) != 16 or raw == bytes(16):
+        return None
+    return uuid.UUID(bytes=raw)

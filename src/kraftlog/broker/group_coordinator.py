@@ -110,6 +110,28 @@ class OffsetStore:
         return m.OffsetCommitResponse(tuple(m.OffsetCommitPartitionResponse(p.topic, p.partition, Errors.NONE)
                                             for p in req.partitions))
 
+    def delete_topics(self, topics, now_ms: int) -> None:
+        """Forget every committed offset of the deleted ``topics`` (names), in every group: Kafka's
+        ``GroupCoordinator.onPartitionsDeleted``, which ``BrokerMetadataPublisher`` calls with the deleted
+        topics' partitions and ``OffsetMetadataManager.onPartitionsDeleted`` turns into one offset tombstone
+        per committed partition. A group left with offsets is rewritten (a durable write); a group left with
+        none loses its file (its offsets are all tombstoned; Kafka's periodic group cleanup drops such a group
+        later)."""
+        gone = set(topics)
+        for group_id in sorted(self.groups):
+            offsets = self.groups[group_id]
+            if not any(t in gone for t, _ in offsets):
+                continue
+            kept = {k: v for k, v in offsets.items() if k[0] not in gone}
+            path = self.prefix + file_of_group(group_id)
+            if kept:
+                self.groups[group_id] = kept
+                data = {"group_id": group_id, "offsets": {f"{t}-{i}": list(v) for (t, i), v in sorted(kept.items())}}
+                self.disk.write_atomic(path, json.dumps(data, sort_keys=True), now_ms)
+            else:
+                del self.groups[group_id]
+                self.disk.delete(path, now_ms)
+
     def fetch(self, req: m.OffsetFetchRequest) -> m.OffsetFetchResponse:
         """Committed (offset, leader epoch, metadata) per partition; -1 where nothing is committed."""
         offsets = self.groups.get(req.group_id, {})

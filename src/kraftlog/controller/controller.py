@@ -14,6 +14,7 @@ quorum commits), the MetadataImage replayed from it, and the in-memory broker se
   ``unclean.leader.election.interval.ms`` (``maybeElectUncleanLeaders``) — never as a side effect of a
   config change,
 * config control: IncrementalAlterConfigs → ConfigRecord,
+* DeleteTopics → one RemoveTopicRecord per deleted topic, written atomically (``delete.topic.enable``),
 * serving the metadata log to brokers (long-polled MetadataFetch).
 
 Controller failover (``restart_controller``) builds a new instance over the same Disk: the log is
@@ -29,7 +30,7 @@ from ..metadata import config as cfg
 from ..metadata.image import RESOURCE_BROKER, RESOURCE_TOPIC, MetadataImage
 from ..metadata.records import (
     NO_LEADER, RECOVERED, RECOVERING, BrokerRegistrationChangeRecord, ConfigRecord, PartitionRecord,
-    RegisterBrokerRecord, TopicRecord, ClearElrRecord,
+    RegisterBrokerRecord, RemoveTopicRecord, TopicRecord, ClearElrRecord,
 )
 from ..protocol import messages as m
 from ..protocol.errors import Errors
@@ -42,6 +43,9 @@ CONTROLLER = "controller"
 METADATA_LOG = "metadata/__cluster_metadata-0/00000000000000000000.log"
 #: How many metadata records one MetadataFetch response carries at most.
 MAX_RECORDS_PER_FETCH = 2000
+#: Kafka's default messages (``Errors.message()``) that ``ApiError(error)`` puts into a DeleteTopics result.
+_UNKNOWN_TOPIC_OR_PARTITION_MESSAGE = "This server does not host this topic-partition."
+_UNKNOWN_TOPIC_ID_MESSAGE = "This server does not host this topic ID."
 
 
 def _listener_strings(req: m.BrokerRegistrationRequest) -> tuple[str, ...]:
@@ -148,13 +152,85 @@ class QuorumController(NodeBase):
         # as a Kafka controller listener does not expose them.
 
     def _handle_delete_topics(self, now_ms: int, req: m.DeleteTopicsRequest) -> m.DeleteTopicsResponse:
-        """kraftlog does not delete topics yet: every topic gets what Kafka's ``ControllerApis.deleteTopics``
-        answers with ``delete.topic.enable=false``, TOPIC_DELETION_DISABLED. Nothing is changed."""
-        return m.DeleteTopicsResponse(tuple(
-            m.DeletableTopicResult(name, Errors.TOPIC_DELETION_DISABLED,
-                                   getattr(self.image.topics.get(name), "topic_id", None),
-                                   "kraftlog does not delete topics yet")
-            for name in req.topic_names))
+        """DeleteTopics (Kafka's ``ControllerApis.deleteTopics`` and ``ReplicationControlManager
+        .deleteTopics``), topics named by ``topic_names`` and ``topic_ids``:
+
+        * ``delete.topic.enable`` false (a cluster config: the static config or a cluster-level dynamic
+          value; Kafka's is static only) fails the whole request: every topic gets TOPIC_DELETION_DISABLED
+          and nothing changes (Kafka's ``getErrorResponse``: the request's name and id, no message).
+          Kafka answers INVALID_REQUEST below DeleteTopics v3; the core message carries no version and the
+          wire row serves v1 up, so kraftlog answers TOPIC_DELETION_DISABLED at every version.
+        * a name given twice → INVALID_REQUEST "Duplicate topic name." (once, no topic id); an id given
+          twice → INVALID_REQUEST "Duplicate topic id." (name None); the zero (or None) id → INVALID_REQUEST
+          "Neither topic name nor id were specified."; none of them is deleted.
+        * an unknown id → UNKNOWN_TOPIC_ID (name None); an unknown name → UNKNOWN_TOPIC_OR_PARTITION (no
+          topic id), with Kafka's default messages; a name that maps to an id also given by id →
+          INVALID_REQUEST "The provided topic name maps to an ID that was already supplied." (neither is
+          deleted).
+        * every other topic is deleted: one RemoveTopicRecord(topic_id) each, all of them written with one
+          atomic append (Kafka's ``ControllerResult.atomicOf``), answered NONE with its name and id.
+
+        Replaying a RemoveTopicRecord removes the topic, its partitions and its topic configs from the
+        image; brokers drop the replicas and delete their files when they apply it. Kafka shuffles the
+        results (so absent and unauthorised topics look alike); kraftlog keeps one deterministic order:
+        the request's errors first, then the deleted topics in request order (names, then ids)."""
+        if not cfg.as_bool(self.image.config("delete.topic.enable", None, self.static)):
+            return m.DeleteTopicsResponse(
+                tuple(m.DeletableTopicResult(name, Errors.TOPIC_DELETION_DISABLED) for name in req.topic_names)
+                + tuple(m.DeletableTopicResult(None, Errors.TOPIC_DELETION_DISABLED, topic_id)
+                        for topic_id in req.topic_ids))
+        results: list[m.DeletableTopicResult] = []
+        # dicts as insertion-ordered sets: the request's order, deterministically
+        names: dict[str, None] = {}
+        duplicate_names: dict[str, None] = {}
+        for name in req.topic_names:
+            if name in duplicate_names or name in names:
+                duplicate_names[name] = None
+                names.pop(name, None)
+            else:
+                names[name] = None
+        ids: dict[uuid.UUID, None] = {}
+        duplicate_ids: dict[uuid.UUID, None] = {}
+        for topic_id in req.topic_ids:
+            if topic_id is None or topic_id.int == 0:
+                results.append(m.DeletableTopicResult(None, Errors.INVALID_REQUEST, None,
+                                                      "Neither topic name nor id were specified."))
+            elif topic_id in duplicate_ids or topic_id in ids:
+                duplicate_ids[topic_id] = None
+                ids.pop(topic_id, None)
+            else:
+                ids[topic_id] = None
+        for name in duplicate_names:
+            results.append(m.DeletableTopicResult(name, Errors.INVALID_REQUEST, None, "Duplicate topic name."))
+        for topic_id in duplicate_ids:
+            results.append(m.DeletableTopicResult(None, Errors.INVALID_REQUEST, topic_id, "Duplicate topic id."))
+        image = self.image
+        id_to_name: dict[uuid.UUID, str] = {}
+        for topic_id in ids:  # findTopicNames
+            name = image.topic_name(topic_id)
+            if name is None:
+                results.append(m.DeletableTopicResult(None, Errors.UNKNOWN_TOPIC_ID, topic_id,
+                                                      _UNKNOWN_TOPIC_ID_MESSAGE))
+            else:
+                id_to_name[topic_id] = name
+        by_name: dict[uuid.UUID, str] = {}
+        for name in names:  # findTopicIds
+            topic = image.topics.get(name)
+            if topic is None:
+                results.append(m.DeletableTopicResult(name, Errors.UNKNOWN_TOPIC_OR_PARTITION, None,
+                                                      _UNKNOWN_TOPIC_OR_PARTITION_MESSAGE))
+            elif topic.topic_id in duplicate_ids or topic.topic_id in id_to_name:
+                id_to_name.pop(topic.topic_id, None)
+                duplicate_ids[topic.topic_id] = None
+                results.append(m.DeletableTopicResult(
+                    name, Errors.INVALID_REQUEST, topic.topic_id,
+                    "The provided topic name maps to an ID that was already supplied."))
+            else:
+                by_name[topic.topic_id] = name
+        to_delete = {**by_name, **id_to_name}
+        self.append([RemoveTopicRecord(topic_id) for topic_id in to_delete], now_ms)
+        results.extend(m.DeletableTopicResult(name, Errors.NONE, topic_id) for topic_id, name in to_delete.items())
+        return m.DeleteTopicsResponse(tuple(results))
 
     # ================================================================= metadata fetch
     def _handle_metadata_fetch(self, now_ms: int, env: m.Envelope) -> None:

@@ -34,6 +34,9 @@ DEFAULTS: dict[str, str] = {
     "metadata.max.idle.interval.ms": "500",
     "default.replication.factor": "1",
     "num.partitions": "1",
+    # Kafka's delete.topic.enable (a boolean): false makes the controller answer DeleteTopics with
+    # TOPIC_DELETION_DISABLED (ControllerApis.deleteTopics).
+    "delete.topic.enable": "true",
     # The real cluster (net/): a broker's endpoints, Kafka's "NAME://host:port,..." (empty in the
     # simulator, whose nodes need none).
     "advertised.listeners": "",

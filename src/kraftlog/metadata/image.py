@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from . import config as cfg
 from .records import (
     NO_LEADER, RECOVERED, RECOVERING, BrokerRegistrationChangeRecord, ClearElrRecord, ConfigRecord,
-    PartitionChangeRecord, PartitionRecord, RegisterBrokerRecord, TopicRecord,
+    PartitionChangeRecord, PartitionRecord, RegisterBrokerRecord, RemoveTopicRecord, TopicRecord,
 )
 
 RESOURCE_TOPIC = 2
@@ -102,15 +102,19 @@ class TopicImage:
 
 @dataclass(slots=True)
 class MetadataDelta:
-    """What one replay changed: partitions as (topic, index), broker ids, topic names, config resources."""
+    """What one replay changed: partitions as (topic, index), broker ids, topic names, config resources,
+    and ``deleted_topics`` (topic id -> name) for every RemoveTopicRecord replayed (Kafka's
+    ``TopicsDelta.deletedTopicIds``). A deleted topic's partitions and name leave ``partitions`` and
+    ``topics`` (Kafka's ``changedTopics`` drops a deleted topic); its config resource is in ``configs``."""
 
     partitions: set = field(default_factory=set)
     brokers: set = field(default_factory=set)
     topics: set = field(default_factory=set)
     configs: set = field(default_factory=set)
+    deleted_topics: dict = field(default_factory=dict)
 
     def __bool__(self) -> bool:
-        return bool(self.partitions or self.brokers or self.topics or self.configs)
+        return bool(self.partitions or self.brokers or self.topics or self.configs or self.deleted_topics)
 
 
 @dataclass(slots=True, frozen=True)
@@ -237,6 +241,32 @@ class MetadataImage:
                     entry[rec.name] = rec.value
                 configs[res] = entry
                 delta.configs.add(res)
+            elif kind is RemoveTopicRecord:
+                # Kafka's TopicsDelta.replay(RemoveTopicRecord) and ConfigurationsDelta.replay: the topic,
+                # its partitions and its topic-level configs go; its name is free for a new topic.
+                name = topic_names.get(rec.topic_id)
+                if name is None:
+                    # Kafka: "Unable to delete topic with id ...: no such topic found."
+                    raise KeyError(f"RemoveTopicRecord for unknown topic id {rec.topic_id}")
+                if "t" not in copied:
+                    topics = dict(topics); copied.add("t")
+                if "n" not in copied:
+                    topic_names = dict(topic_names); copied.add("n")
+                if "p" not in copied:
+                    partitions = dict(partitions); copied.add("p")
+                count = topics.pop(name).partition_count
+                del topic_names[rec.topic_id]
+                for index in range(count):
+                    partitions.pop((name, index), None)
+                    delta.partitions.discard((name, index))
+                delta.topics.discard(name)
+                delta.deleted_topics[rec.topic_id] = name
+                res = (RESOURCE_TOPIC, name)
+                if res in configs:
+                    if "c" not in copied:
+                        configs = dict(configs); copied.add("c")
+                    del configs[res]
+                    delta.configs.add(res)
             elif kind is ClearElrRecord:
                 if "p" not in copied:
                     partitions = dict(partitions); copied.add("p")

@@ -55,6 +55,16 @@ class TopicRecord:
 
 
 @dataclass(slots=True, frozen=True)
+class RemoveTopicRecord:
+    """A topic was deleted (Kafka's ``RemoveTopicRecord``, written by ``ReplicationControlManager
+    .deleteTopic``, one per deleted topic): replaying it removes the topic, its partitions and its
+    topic-level configs (Kafka's ``TopicsDelta`` / ``ConfigurationsDelta``). A later topic of the same
+    name is a new topic with a new id."""
+
+    topic_id: uuid.UUID
+
+
+@dataclass(slots=True, frozen=True)
 class PartitionRecord:
     """A partition's full state (on creation). ``leader`` -1 = none."""
 
@@ -108,5 +118,5 @@ class ClearElrRecord:
 
 METADATA_RECORD_TYPES: tuple[type, ...] = (
     RegisterBrokerRecord, BrokerRegistrationChangeRecord, TopicRecord, PartitionRecord,
-    PartitionChangeRecord, ConfigRecord, ClearElrRecord,
+    PartitionChangeRecord, ConfigRecord, ClearElrRecord, RemoveTopicRecord,
 )

@@ -281,11 +281,15 @@ def topics_alter_config(bootstrap: str, topic: str, configs: tuple[str, ...]) ->
 @_BOOTSTRAP
 @_TOPIC
 def topics_delete(bootstrap: str, topic: str) -> None:
-    """Delete a topic (DeleteTopics)."""
+    """Delete a topic (DeleteTopics, forwarded by the broker to the controller): exit 1 with Kafka's error
+    name (UNKNOWN_TOPIC_OR_PARTITION, TOPIC_DELETION_DISABLED, ...) unless the controller deleted it. The
+    brokers drop its partitions and files as they apply the metadata, shortly after."""
     with _connect(bootstrap) as conn:
         resp = conn.request(m.DeleteTopicsRequest((topic,)))
     for r in resp.responses:
-        _fail_on_error(f"delete {r.name}", r.error_code, r.error_message)
+        _fail_on_error(f"delete {r.name if r.name is not None else topic}", r.error_code, r.error_message)
+    if not any(r.name == topic for r in resp.responses):
+        _fail(f"delete {topic}: no answer for the topic", 1)
     click.echo(f"deleted topic {topic}")
 
 

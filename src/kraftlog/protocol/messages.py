@@ -252,12 +252,15 @@ class ProduceRequest:
 
 @dataclass(slots=True)
 class ProducePartitionResponse:
+    """``error_message``: Kafka's ErrorMessage (Produce v8+), why a batch was refused (INVALID_RECORD)."""
+
     topic: str
     partition: int
     error_code: int
     base_offset: int = -1
     log_append_time_ms: int = -1
     log_start_offset: int = -1
+    error_message: str | None = None
 
 
 @dataclass(slots=True)
@@ -884,18 +887,24 @@ class ApiVersionsResponse:
 # ------------------------------------------------------------------ DeleteTopics (API key 20, v6)
 @dataclass(slots=True)
 class DeleteTopicsRequest:
-    """DeleteTopics v6, by name (``topic_names``; v6's by-id form is not used)."""
+    """DeleteTopics v6: the topics to delete by name (``topic_names``) and by topic id (``topic_ids``:
+    v6's DeleteTopicState entries with a null Name, KIP-516; the zero id stands for an entry naming
+    neither). Versions before 6 carry names only."""
 
     API: ClassVar[str] = "DeleteTopics"
     API_KEY: ClassVar[int] = 20
     VERSION: ClassVar[int] = 6
     topic_names: tuple[str, ...]
     timeout_ms: int = 30000
+    topic_ids: tuple[uuid.UUID, ...] = ()
 
 
 @dataclass(slots=True)
 class DeletableTopicResult:
-    name: str
+    """One topic's answer. ``name`` None for a topic named by an id the controller does not know (v6's
+    nullable Name); ``topic_id`` None travels as Kafka's ZERO_UUID."""
+
+    name: str | None
     error_code: int
     topic_id: uuid.UUID | None = None
     error_message: str | None = None

@@ -692,12 +692,18 @@ def _folded_leave_error_to(msg: m.LeaveGroupResponse, _kio_type: type) -> ErrorC
     return _ec(msg.error_code)
 
 
-# DeleteTopics v6 (KIP-516) lists {Name, TopicId} structs; the core deletes by name, so a topic named
-# only by its id has no core form.
+# DeleteTopics v6 (KIP-516) lists {Name, TopicId} structs, each naming a topic by name or (Name null) by
+# id; the core keeps the two kinds apart (``topic_names``, ``topic_ids``), as Kafka's
+# ControllerApis.deleteTopics splits them. Before v6 the request has names only (generic mapping).
+def _delete_topics_to(msg: m.DeleteTopicsRequest, kio_type: type) -> tuple:
+    by_name = tuple(kio_type(name=n, topic_id=None) for n in msg.topic_names)
+    return by_name + tuple(kio_type(name=None, topic_id=t) for t in msg.topic_ids)
+
+
 def _delete_topics_from(e: Any) -> dict[str, Any]:
-    if any(t.name is None for t in e.topics):
-        raise WireError("DeleteTopics by topic id: kraftlog's DeleteTopicsRequest deletes by name")
-    return {"topic_names": tuple(t.name for t in e.topics)}
+    names = tuple(t.name for t in e.topics if t.name is not None)
+    ids = tuple(t.topic_id if t.topic_id is not None else _ZERO_UUID for t in e.topics if t.name is None)
+    return {"topic_names": names, "topic_ids": ids}
 
 
 def _by_topic(owner: type, core: str, kio: str, inner: str, key: tuple[str, str] = ("topic", "name"),
@@ -826,7 +832,7 @@ _APIS: tuple[_Api, ...] = (
     _Api(m.ApiVersionsRequest, m.ApiVersionsResponse, range(0, 4), error_response_version=0),
     # librdkafka 2.0.2 sends v1 (2.16: v4), kafka-python v6; Kafka 4 and kio have no v0.
     _Api(m.DeleteTopicsRequest, m.DeleteTopicsResponse, range(1, 7),
-         custom=(_Custom(m.DeleteTopicsRequest, "topics", ("topic_names",), _names_to("topic_names"),
+         custom=(_Custom(m.DeleteTopicsRequest, "topics", ("topic_names", "topic_ids"), _delete_topics_to,
                          _delete_topics_from),)),
     # librdkafka sends v1, kafka-python v4; Kafka 4 and kio have no v0.
     _Api(m.DescribeConfigsRequest, m.DescribeConfigsResponse, range(1, 5)),
