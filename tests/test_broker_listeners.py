@@ -10,7 +10,7 @@ from kraftlog.controller.controller import CONTROLLER
 from kraftlog.protocol import listeners as lst
 from kraftlog.protocol import messages as m
 from kraftlog.protocol.errors import Errors
-from kraftlog.protocol.records import RecordBatch
+from kraftlog.protocol.records import Record, RecordBatch
 from test_broker import MiniCluster
 
 
@@ -212,3 +212,29 @@ def test_listener_api_versions_split_controller_and_broker_apis():
     assert m.ProduceRequest.API_KEY in client and m.JoinGroupRequest.API_KEY in client
     assert m.ApiVersionsRequest.API_KEY in ctl and m.ApiVersionsRequest.API_KEY in client
 
+
+
+def test_list_offsets_by_timestamp_decodes_only_the_batch_whose_max_timestamp_reaches_it():
+    """Kafka's ListOffsets by timestamp (UnifiedLog.fetchOffsetByTimestamp): the first offset below the
+    HWM whose record timestamp is >= the target. Batches arrive as the wire gives them (encoded, records
+    not decoded); like Kafka's time index, the broker skips every batch whose header maxTimestamp is below
+    the target and decodes only the one that reaches it."""
+    from kraftlog.protocol.records import decode_batches, encode_batches
+
+    c = MiniCluster()
+    for first_ts in (1000, 2000, 3000):
+        raw = encode_batches((RecordBatch(-1, -1, tuple(Record(first_ts + i, None, b"x") for i in range(3))),))
+        (wire_batch,) = decode_batches(raw)
+        resp = c.send(m.ProduceRequest(1, 30000, (m.ProducePartition("t", 0, (wire_batch,)),)), "client")
+        assert resp.partitions[0].error_code == Errors.NONE
+    for follower in (1, 2):
+        c.fetch(follower, 9)
+    c.fetch(1, 9)
+    assert c.p.log.high_watermark == 9
+    resp = c.send(m.ListOffsetsRequest(-1, (m.ListOffsetsPartition("t", 0, 2001),)), "client")
+    (part,) = resp.partitions
+    assert (part.error_code, part.offset) == (Errors.NONE, 4)
+    stored = list(c.b.disk.read_range(c.p.log.segment_path, 0, 3))  # SimDisk keeps the stored objects
+    assert [b.is_encoded for b in stored] == [True, True, True]
+    assert [b.max_timestamp for b in stored] == [1002, 2002, 3002]
+    assert [b._records is not None for b in stored] == [False, True, False]  # only the second decoded

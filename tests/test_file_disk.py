@@ -748,3 +748,19 @@ def test_meta_properties_reads_what_java_writes_and_refuses_what_it_cannot_be(tm
         write_meta_properties(tmp_path, {"node.id": "1"})
     with pytest.raises(ValueError):
         write_meta_properties(tmp_path, {"node.id": "1", "cluster.id": "c", "version": "0"})
+
+
+def test_deleting_the_last_file_of_a_partition_directory_removes_the_directory(tmp_path):
+    """Topic deletion leaves no directory behind (Kafka deletes the partition's log dir): FileDisk.delete
+    rmdirs a directory it emptied, keeps one that still holds files, and never removes the root."""
+    d = FileDisk(tmp_path / "node")
+    d.append("data/t-0/00000000000000000000.log", batch(0, b"a"), 0)
+    d.write_atomic("data/t-0/partition.metadata", "version: 0\n", 0)
+    d.write_atomic("top-level-value", "x", 0)
+    d.delete("data/t-0/00000000000000000000.log", 0)
+    assert os.path.isdir(os.path.join(d.root, "data", "t-0"))  # partition.metadata is still there
+    d.delete("data/t-0/partition.metadata", 0)
+    assert not os.path.exists(os.path.join(d.root, "data", "t-0"))
+    d.delete("top-level-value", 0)
+    assert os.path.isdir(d.root) and d.list("") == []
+    d.close()

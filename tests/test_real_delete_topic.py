@@ -101,6 +101,9 @@ def test_delete_removes_the_topic_and_its_files_and_a_recreated_topic_starts_emp
     assert described.returncode == 1 and "UNKNOWN_TOPIC_OR_PARTITION" in described.stderr
     cluster.wait_for("every broker to delete the partition files",
                      lambda: not any(partition_files(cluster).values()))
+    leftover = [d for node in cluster.info["nodes"] if node["role"] == "broker" for p in range(PARTITIONS)
+                if os.path.exists(d := os.path.join(cluster.dir, f"broker-{node['id']}", "data", f"{TOPIC}-{p}"))]
+    assert leftover == []  # the partition directories go too, as Kafka deletes the log dir
     again = kraftlog("topics", "delete", "--bootstrap-server", cluster.bootstrap, "--topic", TOPIC, check=False)
     assert again.returncode == 1 and "UNKNOWN_TOPIC_OR_PARTITION" in again.stderr, again.stderr
 

@@ -1070,6 +1070,8 @@ class Broker(NodeBase):
                 for batch in log.batches():
                     if batch.base_offset >= log.high_watermark:
                         break
+                    if batch.max_timestamp < lp.timestamp:
+                        continue  # Kafka's time index: only a batch whose maxTimestamp reaches it is decoded
                     for i, rec in enumerate(batch.records):
                         if rec.timestamp >= lp.timestamp and batch.base_offset + i < log.high_watermark:
                             offset, epoch = batch.base_offset + i, batch.partition_leader_epoch

@@ -658,8 +658,9 @@ class FileDisk:
 
     # ------------------------------------------------------------------ any file
     def delete(self, path: str, now_ms: int) -> None:
-        """Remove ``path`` (log or value file) durably at once: unlink(2), then fsync(2) of its directory.
-        No-op if missing."""
+        """Remove ``path`` (log or value file) durably at once: unlink(2), then rmdir(2) of its directory
+        when that left it empty (not the root: Kafka deletes a deleted partition's directory), then fsync(2)
+        of the directory that changed. No-op if missing."""
         full = self._full(path)
         f = self._logs.pop(path, None)
         if f is not None:
@@ -668,7 +669,15 @@ class FileDisk:
             os.unlink(full)
         except FileNotFoundError:
             return
-        _fsync_dir(os.path.dirname(full))
+        parent = os.path.dirname(full)
+        if parent != self.root:
+            try:
+                os.rmdir(parent)  # the last file of a partition directory: the directory goes too
+            except OSError:
+                pass  # not empty (or gone): keep it
+            else:
+                parent = os.path.dirname(parent)
+        _fsync_dir(parent)
 
     def exists(self, path: str) -> bool:
         """Whether the file ``path`` currently exists (a directory is not a file)."""

@@ -222,6 +222,15 @@ class RecordBatch:
         return self.base_offset + self.record_count
 
     @property
+    def max_timestamp(self) -> int:
+        """Kafka's ``maxTimestamp`` in ms: the header's for an encoded batch (no decoding), else the largest
+        record timestamp (-1 for no records)."""
+        data = self._data
+        if data is not None:
+            return _INT64.unpack_from(data, 35)[0]
+        return max((r.timestamp for r in self._records), default=-1)  # type: ignore[union-attr]
+
+    @property
     def size_bytes(self) -> int:
         """The exact encoded size in bytes (Kafka's ``sizeInBytes``), computed without encoding."""
         size = self._size
