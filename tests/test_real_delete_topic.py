@@ -17,7 +17,7 @@ from kraftlog.broker.broker import PARTITION_METADATA_FILE, decode_partition_met
 from kraftlog.net.client import KafkaConnection
 from kraftlog.protocol import messages as m
 from kraftlog.protocol.errors import Errors
-from test_real_cluster import _consume, _produce, _start, _stop_everything, kraftlog
+from test_real_cluster import _consume, _produce, fresh, kraftlog  # noqa: F401  (fresh: a fixture)
 
 from confluent_kafka import Consumer, TopicPartition  # noqa: E402  (test_real_cluster skips without it)
 
@@ -26,14 +26,6 @@ pytestmark = pytest.mark.slow
 TOPIC = "doomed"
 PARTITIONS = 3
 
-
-@pytest.fixture
-def cluster(tmp_path):
-    directory = str(tmp_path / "cluster")
-    try:
-        yield _start(directory)
-    finally:
-        _stop_everything(directory)
 
 
 def partition_files(cluster) -> dict[int, list[str]]:
@@ -80,12 +72,13 @@ def read_all(cluster, expected: int, timeout_s: float = 60.0) -> tuple[list, lis
     return got, watermarks
 
 
-def test_delete_removes_the_topic_and_its_files_and_a_recreated_topic_starts_empty(cluster):
+def test_delete_removes_the_topic_and_its_files_and_a_recreated_topic_starts_empty(fresh):
     """Kafka's DeleteTopics under KRaft, end to end: `topics delete` succeeds; every broker's Metadata then
     answers UNKNOWN_TOPIC_OR_PARTITION for the name and `topics describe` fails with it; no broker keeps a
     file of the topic's partitions; deleting it again fails with UNKNOWN_TOPIC_OR_PARTITION. Created again
     under the same name it has a new topic id, holds nothing (watermarks 0/0, no record to read), and
     a consumer reads back exactly the records produced after the recreation, from offset 0."""
+    cluster = fresh
     cluster.create_topic(TOPIC, PARTITIONS)
     old_id = topic_id(cluster)
     old = [f"old-{i}".encode() for i in range(300)]
