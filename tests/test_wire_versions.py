@@ -228,8 +228,10 @@ def test_kafka_python_reads_our_bytes_at_every_version(request_type: type, versi
 
 @pytest.mark.parametrize("request_type", m.REQUEST_TYPES, ids=lambda t: t.__name__)
 def test_versions_outside_the_range_are_unsupported_version(request_type: type) -> None:
-    """Kafka answers an unsupported version with UNSUPPORTED_VERSION (35); so does decoding one."""
-    versions = wire.supported_versions(request_type)
+    """Kafka answers an unsupported version with UNSUPPORTED_VERSION (35); so does decoding one. The
+    codec's range is the table row's (``mapped_versions``: ElectLeaders v3 included, though no node
+    serves it yet: tests/test_wire_urm.py)."""
+    versions = wire.mapped_versions(request_type)
     data = bytearray(wire.encode_request(_sample(request_type, versions.stop - 1), 1))
     for bad in (versions.start - 1, versions.stop):
         struct.pack_into(">h", data, 2, bad)

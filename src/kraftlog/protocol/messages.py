@@ -476,7 +476,9 @@ class IncrementalAlterConfigsResponse:
     throttle_time_ms: int = 0
 
 
-# ------------------------------------------------------------------ ElectLeaders (API key 43, v2)
+# --------------------------------------------------- ElectLeaders (API key 43, v2; v3 KIP-966)
+#: Election types (Kafka's ``ElectionType``; 2..4 are KIP-966's ElectLeaders v3): ElectLeaders v0
+#: elects preferred leaders only, v1-v2 know 0 and 1, v3 all five (DESIGNATION with DesiredLeaders).
 ELECTION_PREFERRED = 0
 ELECTION_UNCLEAN = 1
 ELECTION_LONGEST_LOG_BALANCED = 2
@@ -496,12 +498,15 @@ ELECTION_TYPES = {
 class ElectLeadersPartition:
     topic: str
     partition: int
+    #: DESIGNATION's desired leader (v3's DesiredLeaders, matched with Partitions by index); -1: none.
     desired_leader: int = -1
 
 
 @dataclass(slots=True)
 class ElectLeadersRequest:
-    """Types 0 PREFERRED and 1 UNCLEAN (v2); 2..4 and DesiredLeaders are KIP-966's v3."""
+    """Types 0 PREFERRED and 1 UNCLEAN (v1-v2); 2..4 and a partition's ``desired_leader`` (DesiredLeaders)
+    are KIP-966's v3. ``VERSION`` stays 2, the version nodes serve and advertise today; the wire maps v3
+    too (``wire.mapped_versions``) for the coming Unclean Recovery Manager."""
 
     API: ClassVar[str] = "ElectLeaders"
     API_KEY: ClassVar[int] = 43
@@ -524,6 +529,49 @@ class ElectLeadersResponse:
     API: ClassVar[str] = "ElectLeaders"
     error_code: int
     results: tuple[ElectLeadersResult, ...]
+    throttle_time_ms: int = 0
+
+
+# ------------------------------------------------------- GetReplicaLogInfo (API key 93, v0; KIP-966)
+# The controller's Unclean Recovery Manager asks each replica of a leaderless partition for its log
+# (KIP-966 part 2). Fields as Kafka trunk's GetReplicaLogInfo{Request,Response}.json (where the KIP's
+# JSON differs, trunk wins: see kraftlog.protocol.kio_extra.get_replica_log_info).
+@dataclass(slots=True)
+class GetReplicaLogInfoPartition:
+    topic_id: uuid.UUID
+    partition: int
+
+
+@dataclass(slots=True)
+class GetReplicaLogInfoRequest:
+    """Not served by any node yet (level ``urm``): in WIRE_ONLY_REQUEST_TYPES, not REQUEST_TYPES."""
+
+    API: ClassVar[str] = "GetReplicaLogInfo"
+    API_KEY: ClassVar[int] = 93
+    VERSION: ClassVar[int] = 0
+    partitions: tuple[GetReplicaLogInfoPartition, ...]
+
+
+@dataclass(slots=True)
+class PartitionLogInfo:
+    topic_id: uuid.UUID
+    partition: int
+    last_written_leader_epoch: int
+    #: The partition's leader epoch in the answering broker's metadata (fences stale answers).
+    current_leader_epoch: int
+    log_end_offset: int
+    error_code: int = 0
+
+
+@dataclass(slots=True)
+class GetReplicaLogInfoResponse:
+    API: ClassVar[str] = "GetReplicaLogInfo"
+    #: The answering broker's epoch (its RegisterBrokerRecord's offset), fencing answers from before a
+    #: restart.
+    broker_epoch: int
+    partitions: tuple[PartitionLogInfo, ...]
+    #: Trunk's HasMoreData: only the first 1,000 partitions asked for were answered.
+    has_more_data: bool = False
     throttle_time_ms: int = 0
 
 
@@ -975,6 +1023,10 @@ REQUEST_TYPES: tuple[type, ...] = (
     InitProducerIdRequest, JoinGroupRequest, SyncGroupRequest, HeartbeatRequest, LeaveGroupRequest,
     ApiVersionsRequest, DeleteTopicsRequest, DescribeConfigsRequest,
 )
+#: Request classes the wire maps (``kraftlog.protocol.wire``) that no node serves yet: KIP-966 part 2's
+#: GetReplicaLogInfo, for level ``urm``. They are not in REQUEST_TYPES (so not in API_NAMES, nor in
+#: the advertised ApiVersions ranges) until the Unclean Recovery Manager serves them.
+WIRE_ONLY_REQUEST_TYPES: tuple[type, ...] = (GetReplicaLogInfoRequest,)
 #: The Kafka API names a scenario's ``hold``/``release`` may name.
 API_NAMES: frozenset[str] = frozenset(cls.API for cls in REQUEST_TYPES)
 

@@ -45,6 +45,13 @@ Record batches (``records`` fields) cross as :class:`~kraftlog.protocol.records.
 checked: a Produce request's batches stay opaque, DESIGN.md "Real cluster") and :func:`encode_batches`
 writes an encoded batch's bytes verbatim. The v2 codec itself, and why it is not kio's ``kio.records``,
 is in :mod:`kraftlog.protocol.records`; both names are re-exported here.
+
+kio 0.6.5 has no schema for KIP-966 part 2's GetReplicaLogInfo (API key 93, v0) and ElectLeaders v3:
+:mod:`kraftlog.protocol.kio_extra` holds them, in kio's generated style, and :func:`_schema` falls back
+to it. The table maps them (:func:`mapped_versions`) but no node serves them yet, so they are held back
+from what nodes accept and advertise (``_NOT_ADVERTISED_UNTIL_URM``, :func:`supported_versions`,
+:func:`supported_api_versions`) until level ``urm`` implements them (DESIGN.md: advertise only what is
+implemented).
 """
 
 from __future__ import annotations
@@ -70,6 +77,7 @@ from kio.serial._implicit_defaults import get_implicit_default
 from kio.static.constants import EntityType
 
 from ..metadata import records as mdr
+from . import kio_extra
 from . import messages as m
 from .errors import Errors, WireError
 from .records import (CorruptRecordError, Record, RecordBatch, UnsupportedCompressionError,
@@ -79,7 +87,7 @@ __all__ = [
     "WireError", "UnsupportedVersionError", "CorruptRecordError", "UnsupportedCompressionError",
     "to_kio", "from_kio",
     "encode_request", "decode_request", "decode_request_frame", "encode_response", "decode_response",
-    "supported_versions", "supported_api_versions",
+    "supported_versions", "mapped_versions", "supported_api_versions",
     "peek_request_header", "frame", "roundtrip", "response_type_for", "RESPONSE_TYPES",
     "encode_batches", "decode_batches",
     "encode_metadata_record", "decode_metadata_record",
@@ -88,8 +96,9 @@ __all__ = [
 
 # ------------------------------------------------------------------------------------- errors
 class UnsupportedVersionError(WireError):
-    """The message needs an API version kio has no schema for (e.g. ElectLeaders v3, KIP-966), or the
-    bytes name an API key/version this module does not map (Kafka's UNSUPPORTED_VERSION, 35)."""
+    """The message needs an API version this module does not map or its content cannot carry (e.g.
+    ElectLeaders types 2..4 below v3, KIP-966), or the bytes name an API key/version this module does not
+    map (Kafka's UNSUPPORTED_VERSION, 35)."""
 
     error_code: int = Errors.UNSUPPORTED_VERSION
 
@@ -215,7 +224,11 @@ class _Group:
     in order of first appearance. ``scalar``: the inner list holds bare values for that core field
     (ElectLeaders' partition indexes). ``versions``: the API versions the group holds for (None:
     all); two groups of one field with disjoint ranges nest differently by version (Fetch: by topic
-    name before v13, by topic id from v13)."""
+    name before v13, by topic id from v13). ``parallel`` (scalar groups only): (core item field, kio
+    topic field) pairs for lists that sit beside ``inner`` and match it by index (ElectLeaders v3's
+    DesiredLeaders, KIP-966), used where the topic entity has that field; a topic whose items all
+    hold the core field's default sends kio's default (()), and a null or empty list decodes as that
+    default for every item."""
 
     owner: type
     core: str
@@ -224,6 +237,7 @@ class _Group:
     inner: str
     scalar: str | None = None
     versions: range | None = None
+    parallel: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -471,17 +485,41 @@ def _group_to_kio(api: _Api, g: _Group, kf: dataclasses.Field) -> Callable[[Any]
         item = _to_plan(api, item_cls, _type_info(inner_field.type).inner, skip=key_core)
     key_of = operator.attrgetter(key_core)
     get = operator.attrgetter(g.core)
+    parallel = _parallel_fields(g, topic_cls, item_cls)
 
     def to_kio(obj: Any) -> Any:
         items = get(obj)
         if items is None:
             return None
-        return tuple(
-            topic_cls(**topic_fixed, **{key_kio: key, g.inner: tuple(item(p) for p in parts)})
-            for key, parts in _group(items, key_of).items()
-        )
+        if not parallel:
+            return tuple(
+                topic_cls(**topic_fixed, **{key_kio: key, g.inner: tuple(item(p) for p in parts)})
+                for key, parts in _group(items, key_of).items()
+            )
+        out = []
+        for key, parts in _group(items, key_of).items():
+            columns = {}
+            for core_name, kio_name, default in parallel:
+                values = tuple(getattr(p, core_name) for p in parts)
+                if any(v != default for v in values):
+                    columns[kio_name] = values
+            out.append(topic_cls(**topic_fixed, **columns,
+                                 **{key_kio: key, g.inner: tuple(item(p) for p in parts)}))
+        return tuple(out)
 
     return to_kio
+
+
+def _parallel_fields(g: _Group, topic_cls: type, item_cls: type) -> tuple[tuple[str, str, Any], ...]:
+    """(core item field, kio topic field, core default) of the group's ``parallel`` lists that this
+    version's topic entity has."""
+    if not g.parallel:
+        return ()
+    assert g.scalar is not None, "parallel lists sit beside a scalar inner list"
+    topic_fields = {f.name for f in dataclasses.fields(topic_cls)}
+    item_fields = {f.name: f for f in dataclasses.fields(item_cls)}
+    return tuple((core_name, kio_name, item_fields[core_name].default)
+                 for core_name, kio_name in g.parallel if kio_name in topic_fields)
 
 
 def _group_from_kio(api: _Api, g: _Group, kf: dataclasses.Field) -> Callable[[Any], Any]:
@@ -503,6 +541,19 @@ def _group_from_kio(api: _Api, g: _Group, kf: dataclasses.Field) -> Callable[[An
             return item_cls(**{key_core: key, scalar: p})
     else:
         item = _from_plan(api, item_cls, _type_info(inner_field.type).inner, key=key_core)
+    parallel = _parallel_fields(g, topic_cls, item_cls)
+
+    def columns_of(t: Any, inner: tuple) -> dict[str, tuple]:
+        columns = {}
+        for core_name, kio_name, _default in parallel:
+            values = getattr(t, kio_name)
+            if not values:  # null or empty: every item keeps the core default
+                continue
+            if len(values) != len(inner):
+                raise WireError(f"{topic_cls.__name__}.{kio_name} has {len(values)} entries for "
+                                f"{len(inner)} in {g.inner}: they match by index")
+            columns[core_name] = values
+        return columns
 
     def from_kio(entity: Any) -> Any:
         topics = get(entity)
@@ -511,7 +562,13 @@ def _group_from_kio(api: _Api, g: _Group, kf: dataclasses.Field) -> Callable[[An
         out = []
         for t in topics:
             key = key_conv(get_key(t))
-            out.extend(item(p, key) for p in get_inner(t))
+            inner = get_inner(t)
+            columns = columns_of(t, inner) if parallel else None
+            if columns:
+                out.extend(item_cls(**{key_core: key, scalar: p}, **{c: v[i] for c, v in columns.items()})
+                           for i, p in enumerate(inner))
+            else:
+                out.extend(item(p, key) for p in inner)
         return tuple(out)
 
     return from_kio
@@ -656,17 +713,19 @@ def _configs_from(t: Any) -> dict[str, Any]:
 
 
 def _check_elect_leaders(msg: Any, version: int) -> None:
+    # KIP-966's v3 (kio_extra) carries every election type and DesiredLeaders; older versions cannot.
+    if version >= 3:
+        return
     if msg.election_type not in (m.ELECTION_PREFERRED, m.ELECTION_UNCLEAN):
         raise UnsupportedVersionError(
-            f"ElectLeaders election_type {msg.election_type} needs ElectLeaders v3 (KIP-966), "
-            "which kio has no schema for; v2 knows only 0 (PREFERRED) and 1 (UNCLEAN)"
+            f"ElectLeaders election_type {msg.election_type} needs ElectLeaders v3 (KIP-966); "
+            f"v{version} knows only 0 (PREFERRED) and 1 (UNCLEAN)"
         )
     if version == 0 and msg.election_type != m.ELECTION_PREFERRED:
         raise UnsupportedVersionError("ElectLeaders v0 elects preferred leaders only")
     if any(p.desired_leader != -1 for p in msg.partitions):
         raise UnsupportedVersionError(
-            "ElectLeaders DesiredLeaders needs ElectLeaders v3 (KIP-966), which kio has no schema for"
-        )
+            f"ElectLeaders DesiredLeaders needs ElectLeaders v3 (KIP-966), not v{version}")
 
 
 # LeaveGroup v0-v2 names one member at the top level (KIP-345 batched them in v3): the core's
@@ -781,10 +840,12 @@ _APIS: tuple[_Api, ...] = (
                          _assignment_from),
                  _Custom(m.CreatableTopic, "configs", ("configs",), _configs_to, _configs_from))),
     _Api(m.IncrementalAlterConfigsRequest, m.IncrementalAlterConfigsResponse, range(0, 2)),
-    _Api(m.ElectLeadersRequest, m.ElectLeadersResponse, range(0, 3),
+    # v3 is KIP-966's (kio_extra): election types 2..4 and DesiredLeaders beside Partitions, matched by
+    # index. Mapped, not yet served or advertised (_NOT_ADVERTISED_UNTIL_URM).
+    _Api(m.ElectLeadersRequest, m.ElectLeadersResponse, range(0, 4),
          renames={"partition": "partition_id"},
-         groups=(_by_topic(m.ElectLeadersRequest, "partitions", "topic_partitions", "partitions",
-                           key=("topic", "topic"), scalar="partition"),
+         groups=(_Group(m.ElectLeadersRequest, "partitions", "topic_partitions", _BY_NAME, "partitions",
+                        scalar="partition", parallel=(("desired_leader", "desired_leaders"),)),
                  _by_topic(m.ElectLeadersResponse, "results", "replica_election_results",
                            "partition_result", key=("topic", "topic"))),
          # v0 elects preferred leaders and has no top-level error code.
@@ -836,7 +897,23 @@ _APIS: tuple[_Api, ...] = (
                          _delete_topics_from),)),
     # librdkafka sends v1, kafka-python v4; Kafka 4 and kio have no v0.
     _Api(m.DescribeConfigsRequest, m.DescribeConfigsResponse, range(1, 5)),
+    # KIP-966 part 2, controller -> broker (kio_extra, from trunk's JSON): partitions by topic id; the
+    # response's per-partition log info likewise. Mapped, not yet served or advertised.
+    _Api(m.GetReplicaLogInfoRequest, m.GetReplicaLogInfoResponse, range(0, 1),
+         groups=(_Group(m.GetReplicaLogInfoRequest, "partitions", "topic_partitions", _BY_ID, "partitions",
+                        scalar="partition"),
+                 _Group(m.GetReplicaLogInfoResponse, "partitions", "topic_partition_log_info_list", _BY_ID,
+                        "partition_log_info"))),
 )
+
+#: Versions the table maps but no node serves yet, held back from what a node accepts and advertises
+#: (:func:`supported_versions`, :func:`supported_api_versions`) until level ``urm`` implements them
+#: (DESIGN.md: advertise only what is implemented): KIP-966's ElectLeaders v3 and GetReplicaLogInfo v0.
+#: Each is the top of its row's range, so what remains served is a range.
+_NOT_ADVERTISED_UNTIL_URM: dict[type, range] = {
+    m.ElectLeadersRequest: range(3, 4),
+    m.GetReplicaLogInfoRequest: range(0, 1),
+}
 
 
 # ------------------------------------------------ whole-message shapes that really differ
@@ -1068,11 +1145,14 @@ for _row in _APIS:
     _API[_row.request] = _API[_row.response] = _row
 _API[m.MetadataFetchRequest] = _API[m.MetadataFetchResponse] = _API[m.FetchRequest]
 _BY_KEY: dict[int, _Api] = {row.request.API_KEY: row for row in _APIS}
-assert {row.request for row in _APIS} | {m.MetadataFetchRequest} == set(m.REQUEST_TYPES)
+_ALL_REQUEST_TYPES = m.REQUEST_TYPES + m.WIRE_ONLY_REQUEST_TYPES
+assert {row.request for row in _APIS} | {m.MetadataFetchRequest} == set(_ALL_REQUEST_TYPES)
+assert all(held.stop == _API[t].versions.stop and held.start >= _API[t].versions.start
+           for t, held in _NOT_ADVERTISED_UNTIL_URM.items())
 
 #: Core request type -> core response type.
 RESPONSE_TYPES: dict[type, type] = {
-    req: getattr(m, req.__name__.removesuffix("Request") + "Response") for req in m.REQUEST_TYPES
+    req: getattr(m, req.__name__.removesuffix("Request") + "Response") for req in _ALL_REQUEST_TYPES
 }
 _REQUEST_FOR_RESPONSE: dict[type, type] = {resp: req for req, resp in RESPONSE_TYPES.items()}
 _REQUEST_OF: dict[type, type] = {t: t for t in RESPONSE_TYPES} | _REQUEST_FOR_RESPONSE
@@ -1084,31 +1164,53 @@ def response_type_for(request_type: type) -> type:
     return RESPONSE_TYPES[request_type]
 
 
-def supported_versions(request_type: type) -> range:
-    """The API versions :func:`decode_request` accepts and :func:`encode_response` answers for
-    ``request_type`` (a core request class): its table row's range."""
+def mapped_versions(request_type: type) -> range:
+    """The API versions this module maps for ``request_type`` (a core request class): what
+    :func:`decode_request` accepts and :func:`encode_request` / :func:`encode_response` write -- its
+    table row's range, including versions no node serves yet (``_NOT_ADVERTISED_UNTIL_URM``)."""
     return _WHOLE_VERSIONS.get(request_type) or _row_of(request_type).versions
 
 
+def supported_versions(request_type: type) -> range:
+    """The API versions a kraftlog node serves for ``request_type`` (a core request class): the
+    mapped range (:func:`mapped_versions`) without the versions held back until level ``urm``
+    (ElectLeaders: 0-2, not 3; GetReplicaLogInfo: none yet)."""
+    versions = mapped_versions(request_type)
+    held = _NOT_ADVERTISED_UNTIL_URM.get(request_type)
+    return versions if held is None else range(versions.start, held.start)
+
+
 def supported_api_versions() -> dict[int, tuple[int, int]]:
-    """API key -> (min version, max version) of every mapped API, by key: what the framing layer
-    checks before decoding and what an ApiVersions answer would advertise."""
-    return {key: (row.versions.start, row.versions.stop - 1) for key, row in sorted(_BY_KEY.items())}
+    """API key -> (min version, max version) of every API a node serves, by key: what the framing
+    layer checks before decoding and what an ApiVersions answer advertises. Versions mapped but not
+    yet served (``_NOT_ADVERTISED_UNTIL_URM``) are left out, and an API with none left is absent."""
+    out = {}
+    for key, row in sorted(_BY_KEY.items()):
+        versions = supported_versions(row.request)
+        if versions:
+            out[key] = (versions.start, versions.stop - 1)
+    return out
 
 
 _SCHEMAS: dict[tuple[int, int, bool], type] = {}
 
 
 def _schema(api_key: int, version: int, request: bool) -> type:
-    """kio's request or response payload entity for (API key, version), cached."""
+    """kio's request or response payload entity for (API key, version), else kio_extra's (the KIP-966
+    schemas kio 0.6.5 lacks), cached."""
     key = (api_key, version, request)
     cls = _SCHEMAS.get(key)
     if cls is None:
         load = load_request_schema if request else load_response_schema
+        extra = kio_extra.load_request_schema if request else kio_extra.load_response_schema
         try:
-            cls = _SCHEMAS[key] = load(api_key, version)
+            cls = load(api_key, version)
         except (KioIndexError, ImportError) as exc:
-            raise UnsupportedVersionError(f"API key {api_key} version {version}: {exc}") from None
+            try:
+                cls = extra(api_key, version)
+            except KioIndexError:
+                raise UnsupportedVersionError(f"API key {api_key} version {version}: {exc}") from None
+        _SCHEMAS[key] = cls
     return cls
 
 
@@ -1123,9 +1225,9 @@ def _version_for(core_type: type, version: int | None) -> int:
     request_type = _REQUEST_OF[core_type]
     if version is None:
         return request_type.VERSION
-    if version not in supported_versions(request_type):
+    if version not in mapped_versions(request_type):
         raise UnsupportedVersionError(
-            f"{request_type.API} v{version}: kraftlog maps versions {_span(supported_versions(request_type))}"
+            f"{request_type.API} v{version}: kraftlog maps versions {_span(mapped_versions(request_type))}"
         )
     return version
 
@@ -1139,7 +1241,7 @@ def to_kio(msg: object, version: int | None = None) -> Any:
     """The kio entity (request or response payload) for a core message at ``version`` (default: the
     request class's ``VERSION``; a response uses its request's). Raises TypeError for an unmapped
     type and :class:`UnsupportedVersionError` for a version outside the API's range or content the
-    version cannot carry (ElectLeaders types 2..4 and DesiredLeaders, KIP-966's v3)."""
+    version cannot carry (ElectLeaders types 2..4 and DesiredLeaders below KIP-966's v3)."""
     core_type = type(msg)
     row = _row_of(core_type)
     request_type = _REQUEST_OF[core_type]
@@ -1243,7 +1345,7 @@ def peek_request_header(data: bytes | memoryview) -> tuple[int, int, int]:
 
 def decode_request_frame(data: bytes | memoryview) -> tuple[int, int, int, str | None, object]:
     """(API key, API version, correlation id, client id, core message) of a request without the size
-    prefix, at any version in the API's table row (:func:`supported_versions`). A Fetch whose only
+    prefix, at any version in the API's table row (:func:`mapped_versions`). A Fetch whose only
     topic is ``METADATA_TOPIC_ID`` decodes to MetadataFetchRequest. Raises
     :class:`UnsupportedVersionError` for an API key or version this module does not map, and
     :class:`WireError` for malformed or trailing bytes."""
