@@ -137,6 +137,8 @@ _MAGIC_POS = 16
 _CRC = struct.Struct(">I")
 _CRC_POS = 17
 _CRC_START = 21
+_RECORDS_COUNT = struct.Struct(">i")
+_RECORDS_COUNT_POS = 57  # recordsCount, the last field of the 61-byte header
 #: Kafka's ``RECORD_BATCH_OVERHEAD`` (61) minus ``LOG_OVERHEAD``: the smallest legal batchLength.
 _MIN_BATCH_LENGTH = 49
 _MAGIC = 2
@@ -325,14 +327,18 @@ def _scan(fd: int, total: int, kind: int, path: str) -> tuple[list | None, list[
             break
         # Length and CRC are valid: the batch was written whole. Failing to read it is not a torn tail.
         try:
-            batch = RecordBatch.from_bytes(view, verify_crc=False)
             if items is not None:
+                batch = RecordBatch.from_bytes(view, verify_crc=False)
                 if batch.base_offset != len(items) or batch.record_count != 1:
                     raise ValueError(f"metadata batch at offset {batch.base_offset} with {batch.record_count} "
                                      f"records where offset {len(items)} with one record was expected")
                 items.append(decode_metadata_record(batch.records[0].value))
-            elif batch.record_count <= 0:
-                raise ValueError(f"batch with {batch.record_count} records")
+            else:
+                # A segment's batch is only checked, not kept: read its record count in place rather
+                # than copying the batch into a RecordBatch.
+                (count,) = _RECORDS_COUNT.unpack_from(view, _RECORDS_COUNT_POS)
+                if count <= 0:
+                    raise ValueError(f"batch with {count} records")
         except Exception as exc:  # noqa: BLE001 -- any decoder failure on a CRC-valid batch
             raise UndecodableLogError(
                 f"{path}: the batch at byte {pos} (item {len(starts)}) has a valid CRC-32C but cannot be "
