@@ -468,6 +468,15 @@ SAMPLES: dict[type, object] = {
         ),
         throttle_time_ms=1,
     ),
+    # KIP-966 part 2 (level urm): the controller's query of a replica's log.
+    m.GetReplicaLogInfoRequest: m.GetReplicaLogInfoRequest((
+        m.GetReplicaLogInfoPartition(T1, 0), m.GetReplicaLogInfoPartition(T2, 1))),
+    m.GetReplicaLogInfoResponse: m.GetReplicaLogInfoResponse(
+        broker_epoch=41,
+        partitions=(m.PartitionLogInfo(T1, 0, last_written_leader_epoch=2, current_leader_epoch=3,
+                                       log_end_offset=120),
+                    m.PartitionLogInfo(T2, 1, -1, -1, -1, Errors.NOT_LEADER_OR_FOLLOWER)),
+        throttle_time_ms=3),
 }
 
 

@@ -29,6 +29,7 @@ from kraftlog.protocol import listeners as lst
 from kraftlog.protocol import messages as m
 from kraftlog.protocol import wire
 from kraftlog.protocol.errors import Errors
+from kraftlog.protocol.level import Level
 
 T1 = uuid.UUID("5c1a7e0e-0000-4000-8000-000000000001")
 T2 = uuid.UUID("5c1a7e0e-0000-4000-8000-000000000002")
@@ -291,22 +292,32 @@ def test_versions_beyond_the_kip_are_unsupported() -> None:
 
 
 # ------------------------------------------------------------------------------- advertisement
-def test_api_versions_advertise_neither_until_level_urm() -> None:
-    """DESIGN.md: advertise only what is implemented. No node serves ElectLeaders v3 or GetReplicaLogInfo
-    yet, so the served ranges (what framing accepts and ApiVersions lists) stay ElectLeaders 0-2 and no
-    key 93, on every listener, while the codec maps both (wire.mapped_versions)."""
+def test_api_versions_advertise_both_at_level_urm_and_neither_below() -> None:
+    """DESIGN.md: advertise only what is implemented. Level ``urm`` serves ElectLeaders v3 (on the client
+    listener, forwarded, and the controller's) and GetReplicaLogInfo v0 (a broker's internal listener; the
+    client listener parses it to refuse it with CLUSTER_AUTHORIZATION_FAILED); below ``urm`` the served
+    ranges stay ElectLeaders 0-2 and no key 93, on every listener, while the codec maps both."""
     assert wire.mapped_versions(m.ElectLeadersRequest) == range(0, 4)
-    assert wire.supported_versions(m.ElectLeadersRequest) == range(0, 3)
     assert wire.mapped_versions(m.GetReplicaLogInfoRequest) == range(0, 1)
-    assert not wire.supported_versions(m.GetReplicaLogInfoRequest)
-    supported = wire.supported_api_versions()
-    assert supported[m.ElectLeadersRequest.API_KEY] == (0, 2)
-    assert m.GetReplicaLogInfoRequest.API_KEY not in supported
-    for listener in (lst.CLIENT, lst.INTERNAL, lst.CONTROLLER):
-        advertised = lst.listener_api_versions(listener, supported)
-        assert advertised[43] == (0, 2)
-        assert 93 not in advertised
-    # Not a request type nodes serve or scenarios hold yet: the URM adds it to REQUEST_TYPES.
-    assert m.GetReplicaLogInfoRequest not in m.REQUEST_TYPES
-    assert m.GetReplicaLogInfoRequest in m.WIRE_ONLY_REQUEST_TYPES
-    assert "GetReplicaLogInfo" not in m.API_NAMES
+    assert wire.supported_versions(m.ElectLeadersRequest, Level.URM) == range(0, 4)
+    assert wire.supported_versions(m.GetReplicaLogInfoRequest, Level.URM) == range(0, 1)
+    at_urm = wire.supported_api_versions(Level.URM)
+    assert at_urm == wire.supported_api_versions()  # urm is the default level
+    assert at_urm[43] == (0, 3) and at_urm[93] == (0, 0)
+    assert lst.listener_api_versions(lst.CLIENT, at_urm)[43] == (0, 3)
+    assert lst.listener_api_versions(lst.INTERNAL, at_urm)[93] == (0, 0)
+    assert lst.listener_api_versions(lst.CONTROLLER, at_urm)[43] == (0, 3)
+    assert 93 not in lst.listener_api_versions(lst.CONTROLLER, at_urm)
+    for level in (Level.CLASSIC, Level.KIP903, Level.ELR):
+        assert wire.supported_versions(m.ElectLeadersRequest, level) == range(0, 3)
+        assert not wire.supported_versions(m.GetReplicaLogInfoRequest, level)
+        supported = wire.supported_api_versions(level)
+        assert supported[m.ElectLeadersRequest.API_KEY] == (0, 2)
+        assert m.GetReplicaLogInfoRequest.API_KEY not in supported
+        for listener in (lst.CLIENT, lst.INTERNAL, lst.CONTROLLER):
+            advertised = lst.listener_api_versions(listener, supported)
+            assert advertised[43] == (0, 2)
+            assert 93 not in advertised
+    # A request type nodes serve and scenarios may hold.
+    assert m.GetReplicaLogInfoRequest in m.REQUEST_TYPES
+    assert "GetReplicaLogInfo" in m.API_NAMES

@@ -370,10 +370,39 @@ class Broker(NodeBase):
             self._handle_group_request(now_ms, env)
         elif kind is m.DescribeConfigsRequest:
             self.send_response(env, describe_configs(self.image, msg, self.static, self.broker_id))
+        elif kind is m.GetReplicaLogInfoRequest:
+            self.send_response(env, self._handle_get_replica_log_info(msg))
         elif kind in CLUSTER_ACTION_APIS:
             # A controller API sent to a broker (its internal listener): the broker is not the controller.
             self.send_response(env, error_response(msg, Errors.NOT_CONTROLLER))
         self._after_event(now_ms)
+
+    def _handle_get_replica_log_info(self, req: m.GetReplicaLogInfoRequest) -> m.GetReplicaLogInfoResponse:
+        """GetReplicaLogInfo (API key 93 v0, KIP-966 part 2): what this replica's log holds, for the
+        controller's Unclean Recovery Manager. Per partition: the last written leader epoch (the latest
+        epoch of the leader-epoch cache, -1 for an empty log), the LEO (offset) and the partition's leader
+        epoch in this broker's metadata image (the controller rejects an answer whose epoch differs from
+        its own); with this broker's epoch (-1 before it registered), so that an answer from before a
+        restart is rejected. A topic id the image does not know → UNKNOWN_TOPIC_ID; a partition not
+        assigned here → NOT_LEADER_OR_FOLLOWER (Kafka's ``getPartitionOrError``). A replica assigned here
+        whose log does not exist yet (its disk was replaced) answers as an empty log. Only the first
+        1,000 partitions are answered, with HasMoreData set (trunk's GetReplicaLogInfoResponse)."""
+        image = self.image
+        out = []
+        for gp in req.partitions[:1000]:
+            name = image.topic_name(gp.topic_id)
+            if name is None:
+                out.append(m.PartitionLogInfo(gp.topic_id, gp.partition, -1, -1, -1, Errors.UNKNOWN_TOPIC_ID))
+                continue
+            reg = image.partitions.get((name, gp.partition))
+            if reg is None or self.broker_id not in reg.replicas:
+                out.append(m.PartitionLogInfo(gp.topic_id, gp.partition, -1, -1, -1, Errors.NOT_LEADER_OR_FOLLOWER))
+                continue
+            log = self.logs.get((name, gp.partition))
+            last_epoch = log.epoch_cache.latest_epoch() if log is not None else -1
+            leo = log.log_end_offset if log is not None else 0
+            out.append(m.PartitionLogInfo(gp.topic_id, gp.partition, last_epoch, reg.leader_epoch, leo))
+        return m.GetReplicaLogInfoResponse(self.broker_epoch, tuple(out), has_more_data=len(req.partitions) > 1000)
 
     def _handle_group_request(self, now_ms: int, env: m.Envelope) -> None:
         """JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch: NOT_COORDINATOR unless

@@ -15,6 +15,10 @@ quorum commits), the MetadataImage replayed from it, and the in-memory broker se
   config change,
 * config control: IncrementalAlterConfigs → ConfigRecord,
 * DeleteTopics → one RemoveTopicRecord per deleted topic, written atomically (``delete.topic.enable``),
+* level ``urm`` (KIP-966 part 2): the Unclean Recovery Manager (:mod:`.unclean_recovery`) takes the place
+  of the last-known-leader and unclean elections for partitions no ISR or ELR member can lead; it is
+  reconsidered on every heartbeat, registration and unfencing, and asks the replicas with GetReplicaLogInfo
+  (the controller's only requests); ElectLeaders v3 (LONGEST_LOG_*, DESIGNATION) drives it by hand,
 * serving the metadata log to brokers (long-polled MetadataFetch).
 
 Controller failover (``restart_controller``) builds a new instance over the same Disk: the log is
@@ -38,6 +42,7 @@ from ..protocol.level import Level
 from ..protocol.node import NodeBase, earliest
 from ..storage.disk import Disk
 from .partition_change import Election, build_partition_change
+from .unclean_recovery import AGGRESSIVE, BALANCED, Decision, UncleanRecoveryManager, recovery_decision
 
 CONTROLLER = "controller"
 METADATA_LOG = "metadata/__cluster_metadata-0/00000000000000000000.log"
@@ -76,6 +81,11 @@ class QuorumController(NodeBase):
         self.parked_fetches: list[tuple[int, m.Envelope, int]] = []
         self.unclean_election_interval_ms = int(cfg.lookup("unclean.leader.election.interval.ms", self.static))
         self.next_unclean_election_ms = now_ms + self.unclean_election_interval_ms
+        #: KIP-966's Unclean Recovery Manager (level ``urm``; in memory, empty after a failover).
+        self.urm = UncleanRecoveryManager(int(cfg.lookup("unclean.recovery.timeout.ms", self.static)))
+        #: ElectLeaders requests waiting for recoveries they started: [deadline ms, envelope, results]
+        #: where results[i] is an ElectLeadersResult or the (topic, index) still recovering.
+        self.parked_elections: list[list] = []
         #: request type -> handler(now_ms, request) -> response
         self._handlers = {
             m.BrokerHeartbeatRequest: self._handle_heartbeat,
@@ -83,7 +93,6 @@ class QuorumController(NodeBase):
             m.BrokerRegistrationRequest: self._handle_registration,
             m.CreateTopicsRequest: self._handle_create_topics,
             m.IncrementalAlterConfigsRequest: self._handle_alter_configs,
-            m.ElectLeadersRequest: self._handle_elect_leaders,
             m.DeleteTopicsRequest: self._handle_delete_topics,
         }
 
@@ -92,6 +101,14 @@ class QuorumController(NodeBase):
     def end_offset(self) -> int:
         """The metadata log end offset (next offset to be written)."""
         return len(self.log)
+
+    @property
+    def urm_enabled(self) -> bool:
+        """Level ``urm`` with ``unclean.recovery.manager.enabled`` (a cluster config, static or dynamic):
+        the Unclean Recovery Manager replaces the last-known-leader and unclean elections. False makes
+        level ``urm`` behave exactly as ``elr``."""
+        return self.level >= Level.URM and cfg.as_bool(
+            self.image.config("unclean.recovery.manager.enabled", None, self.static))
 
     def append(self, records: list, now_ms: int) -> None:
         """Append records (committed at once: single-node quorum), replay them, wake parked fetches."""
@@ -124,6 +141,9 @@ class QuorumController(NodeBase):
         if now_ms >= self.next_unclean_election_ms:
             self.next_unclean_election_ms = now_ms + self.unclean_election_interval_ms
             self._maybe_elect_unclean_leaders(now_ms)
+        if self.urm.tasks or self.parked_elections:
+            self._consider_recoveries(now_ms)
+        self._after_event(now_ms)
 
     def next_deadline(self) -> int | None:
         session = None
@@ -132,24 +152,51 @@ class QuorumController(NodeBase):
                 t = self.last_heartbeat_ms.get(b, 0) + self.session_timeout_ms
                 session = t if session is None or t < session else session
         parked = min((d for d, _, _ in self.parked_fetches), default=None)
-        return earliest(self._request_deadline(), parked, session, self.next_unclean_election_ms)
+        elections = min((p[0] for p in self.parked_elections), default=None)
+        return earliest(self._request_deadline(), parked, session, self.next_unclean_election_ms,
+                        self.urm.next_deadline(), elections)
 
-    def on_response(self, now_ms, context, message) -> None:  # the controller sends no requests
-        pass
+    def on_response(self, now_ms, context, message) -> None:
+        """The controller's only requests: the URM's GetReplicaLogInfo (context ``("log_info", broker,
+        partitions)``)."""
+        _, broker, keys = context
+        self.urm.on_answer(now_ms, broker, keys, message, self.image)
+        self._consider_recoveries(now_ms)
+        self._after_event(now_ms)
 
     def on_timeout(self, now_ms, context) -> None:
-        pass
+        _, broker, keys = context
+        self.urm.on_failure(now_ms, broker, keys)
+        self._after_event(now_ms)
 
     def on_request(self, now_ms: int, env: m.Envelope) -> None:
         kind = type(env.message)
         if kind is m.MetadataFetchRequest:
             self._handle_metadata_fetch(now_ms, env)  # may be parked: answers itself
             return
-        handler = self._handlers.get(kind)
-        if handler is not None:
-            self.send_response(env, handler(now_ms, env.message))
-        # Other APIs are broker APIs; a client sending them here gets no answer and times out,
-        # as a Kafka controller listener does not expose them.
+        if kind is m.ElectLeadersRequest:
+            self._handle_elect_leaders(now_ms, env)  # may wait for recoveries: answers itself
+        else:
+            handler = self._handlers.get(kind)
+            if handler is not None:
+                self.send_response(env, handler(now_ms, env.message))
+            # Other APIs are broker APIs; a client sending them here gets no answer and times out,
+            # as a Kafka controller listener does not expose them.
+        self._after_event(now_ms)
+
+    def _after_event(self, now_ms: int) -> None:
+        """Send the GetReplicaLogInfo requests the URM's request sender has due (one per broker)."""
+        if not self.urm.queued:
+            return
+        image = self.image
+        for broker, keys in self.urm.requests_due(now_ms):
+            parts = tuple(m.GetReplicaLogInfoPartition(image.topics[t].topic_id, i) for t, i in keys
+                          if t in image.topics)
+            if not parts:
+                self.urm.inflight.pop(broker, None)
+                continue
+            self.send_request(broker, m.GetReplicaLogInfoRequest(parts), now_ms, self.urm.timeout_ms,
+                              ("log_info", broker, keys))
 
     def _handle_delete_topics(self, now_ms: int, req: m.DeleteTopicsRequest) -> m.DeleteTopicsResponse:
         """DeleteTopics (Kafka's ``ControllerApis.deleteTopics`` and ``ReplicationControlManager
@@ -288,6 +335,10 @@ class QuorumController(NodeBase):
         self.last_heartbeat_ms[req.broker_id] = now_ms
         self.controlled_shutdown_offset.pop(req.broker_id, None)
         self.broker_metadata_offset.pop(req.broker_id, None)
+        if self.urm.tasks:
+            # The new broker epoch makes this broker's earlier answers stale: ask it again.
+            self.urm.retry_failed(req.broker_id)
+            self._consider_recoveries(now_ms)
         return m.BrokerRegistrationResponse(Errors.NONE, broker_epoch=epoch)
 
     def _handle_heartbeat(self, now_ms: int, req: m.BrokerHeartbeatRequest) -> m.BrokerHeartbeatResponse:
@@ -330,6 +381,11 @@ class QuorumController(NodeBase):
             # SHUTDOWN_NOW: the broker is fenced as it leaves (handleBrokerFenced).
             self.append(self._fence_records(b, reg.broker_epoch, in_controlled_shutdown=False), now_ms)
             should_shut_down = True
+        if self.urm_enabled or self.urm.tasks:
+            # KIP-966: recovery is reconsidered on every heartbeat (and so on every unfencing); a
+            # request to this broker that failed is sent again.
+            self.urm.retry_failed(b)
+            self._consider_recoveries(now_ms)
         reg = self.image.brokers[b]
         return m.BrokerHeartbeatResponse(Errors.NONE, is_caught_up=caught_up, is_fenced=reg.fenced,
                                          should_shut_down=should_shut_down)
@@ -411,7 +467,7 @@ class QuorumController(NodeBase):
                 level=self.level, min_isr=image.min_isr(topic, self.static),
                 election=self._election_for(topic, image),
                 target_isr=tuple(r for r in part.isr if r not in excluded),
-                unclean_shutdown_replicas=unclean_shutdown)
+                unclean_shutdown_replicas=unclean_shutdown, unclean_recovery=self.urm_enabled)
             if rec is not None:
                 records.append(rec)
         return records
@@ -426,6 +482,8 @@ class QuorumController(NodeBase):
         """The periodic unclean-election task (every ``unclean.leader.election.interval.ms``): an unclean
         election for each leaderless partition of a topic with ``unclean.leader.election.enable``
         (Kafka's ``maybeTriggerUncleanLeaderElectionForLeaderlessPartitions``)."""
+        if self.urm_enabled:
+            return  # KIP-966: the unclean recovery replaces the unclean leader election
         image = self.image
         keys = [(topic, index) for topic, index in sorted(image.partitions)
                 if image.partitions[(topic, index)].leader == NO_LEADER
@@ -502,7 +560,8 @@ class QuorumController(NodeBase):
         rec = build_partition_change(
             part, item.topic_id, item.partition, is_acceptable_leader=image.is_active, level=self.level,
             min_isr=image.min_isr(name, self.static), election=self._election_for(name),
-            target_isr=new_isr, target_leader_recovery_state=item.leader_recovery_state)
+            target_isr=new_isr, target_leader_recovery_state=item.leader_recovery_state,
+            unclean_recovery=self.urm_enabled)
         return Errors.NONE, rec
 
     # ================================================================= topics & configs
@@ -604,40 +663,198 @@ class QuorumController(NodeBase):
                 return "Cluster-level min.insync.replicas cannot be removed while ELR is enabled."
         return None
 
+    # ================================================================= unclean recovery (level urm)
+    def _consider_recoveries(self, now_ms: int) -> None:
+        """KIP-966 part 2, run on every heartbeat, registration, GetReplicaLogInfo answer and due timer:
+        for each leaderless partition (in (topic, index) order) apply the decision order
+        (:func:`~.unclean_recovery.recovery_decision`) under its ``unclean.recovery.strategy``: start the
+        recoveries it calls for, drop those no longer needed (a leader came back, the topic was deleted, the
+        strategy changed; a recovery an operator started stays until the partition has a leader), and elect
+        the replica each ready recovery chose (ISR [it], RECOVERING, ELR and LastKnownELR cleared)."""
+        urm = self.urm
+        image = self.image
+        enabled = self.urm_enabled
+        for key in sorted(urm.tasks):
+            part = image.partitions.get(key)
+            if part is None or part.leader != NO_LEADER or not enabled:
+                urm.drop(now_ms, key, "the topic is gone" if part is None else
+                         f"broker {part.leader} leads" if part.leader != NO_LEADER else "the URM is disabled")
+        if not enabled:
+            return
+        is_unfenced = self._is_unfenced
+        for key in sorted(image.partitions):
+            part = image.partitions[key]
+            if part.leader != NO_LEADER:
+                continue
+            task = urm.tasks.get(key)
+            strategy = image.unclean_recovery_strategy(key[0], self.static)
+            decision = recovery_decision(part, strategy, is_unfenced)
+            if decision is Decision.RECOVER and (task is None or not task.manual):
+                if task is not None and task.strategy != strategy:
+                    urm.drop(now_ms, key, f"the strategy is now {strategy}")
+                urm.start(now_ms, key, part, strategy)
+            elif task is not None and not task.manual:
+                urm.drop(now_ms, key, {Decision.CLEAN: "an ISR or unfenced ELR member can lead",
+                                       Decision.WAIT: "waiting for fenced ELR members",
+                                       Decision.MANUAL: "the strategy is None"}[decision])
+        records = []
+        elected = []
+        for key in sorted(urm.tasks):
+            task = urm.tasks[key]
+            part = image.partitions[key]
+            urm.revalidate(now_ms, task, image, part)
+            leader = urm.ready_leader(now_ms, task, part, is_unfenced)
+            if leader == NO_LEADER:
+                continue
+            rec = build_partition_change(
+                part, image.topics[key[0]].topic_id, key[1], is_acceptable_leader=image.is_active,
+                level=self.level, min_isr=image.min_isr(key[0], self.static), unclean_recovery=True,
+                recovery_leader=leader)
+            if rec is not None and rec.leader == leader:
+                records.append(rec)
+                elected.append((task, leader))
+        if records:
+            self.append(records, now_ms)
+            for task, leader in elected:
+                urm.elected(now_ms, task, leader)
+        if self.parked_elections:
+            self._answer_parked_elections(now_ms)
+
+    def _is_unfenced(self, broker_id: int) -> bool:
+        """Registered, unfenced and not shutting down: may lead (KIP-966: only unfenced replicas count)."""
+        return self.image.is_active(broker_id)
+
+    def recovery_metrics(self) -> dict[str, int]:
+        """KIP-966's controller metrics now: ``unclean_recovery_partitions_count`` (gauge: recoveries in
+        progress, including Balanced ones waiting for LastKnownELR members to be unfenced),
+        ``manual_leader_election_required_partition_count`` (gauge: leaderless partitions whose strategy
+        None waits for an operator), ``unclean_recovery_finished_count`` (counter since this controller
+        started; Kafka resets it on failover) and ``electable_replicas_count`` (gauge: the sum over
+        partitions of |ISR| + |ELR|)."""
+        image = self.image
+        manual = 0
+        electable = 0
+        enabled = self.urm_enabled
+        for key in sorted(image.partitions):
+            part = image.partitions[key]
+            electable += len(part.isr) + len(part.elr)
+            if enabled and part.leader == NO_LEADER and key not in self.urm.tasks and recovery_decision(
+                    part, image.unclean_recovery_strategy(key[0], self.static), self._is_unfenced) is Decision.MANUAL:
+                manual += 1
+        return {"unclean_recovery_partitions_count": len(self.urm.tasks),
+                "manual_leader_election_required_partition_count": manual,
+                "unclean_recovery_finished_count": self.urm.finished_count,
+                "electable_replicas_count": electable}
+
     # ================================================================= ElectLeaders
-    def _handle_elect_leaders(self, now_ms: int, req: m.ElectLeadersRequest) -> m.ElectLeadersResponse:
+    def _handle_elect_leaders(self, now_ms: int, env: m.Envelope) -> None:
+        """ElectLeaders (Kafka's ``ReplicationControlManager.electLeaders``; v3 from KIP-966).
+
+        An unknown election type fails the whole request with INVALID_REQUEST. Per partition: PREFERRED
+        and UNCLEAN as Kafka; at level ``urm`` (URM enabled) UNCLEAN runs an Aggressive recovery instead of
+        the unclean election, LONGEST_LOG_BALANCED / LONGEST_LOG_AGGRESSIVE run a recovery with that
+        strategy and DESIGNATION elects the partition's desired leader — each only for a partition without
+        a leader (else ELECTION_NOT_NEEDED); a recovery that elects answers NONE, one still running when
+        the request's ``timeout_ms`` ends answers REQUEST_TIMED_OUT (Kafka's DelayedElectLeader) and goes
+        on. Only the first ``max.request.partition.size.limit`` partitions (when set; else KIP-966's 1,000)
+        of a v3 request are served, the others get REQUEST_LIMIT_REACHED (KIP-966). Below level ``urm`` types 2-4 are INVALID_REQUEST."""
+        req = env.message
         if req.election_type not in m.ELECTION_TYPES.values():
             # Kafka's ElectionType.valueOf refuses an unknown type: the whole request is INVALID_REQUEST.
-            return m.ElectLeadersResponse(Errors.INVALID_REQUEST, tuple(
+            self.send_response(env, m.ElectLeadersResponse(Errors.INVALID_REQUEST, tuple(
                 m.ElectLeadersResult(p.topic, p.partition, Errors.INVALID_REQUEST,
-                                     f"unknown election type {req.election_type}") for p in req.partitions))
-        results = []
-        for p in req.partitions:
-            error, message = self._elect_one(now_ms, req.election_type, p)
-            results.append(m.ElectLeadersResult(p.topic, p.partition, error, message))
-        return m.ElectLeadersResponse(Errors.NONE, tuple(results))
+                                     f"unknown election type {req.election_type}") for p in req.partitions)))
+            return
+        limit = None
+        if self.urm_enabled and (env.api_version is None or env.api_version >= 3):
+            name = "max.request.partition.size.limit"
+            dynamic = self.image.configs.get((RESOURCE_BROKER, "")) or {}
+            limit = int(cfg.lookup(name, dynamic, self.static)) if name in dynamic or name in self.static \
+                else cfg.ELECT_LEADERS_PARTITION_LIMIT
+        results: list = []
+        for i, p in enumerate(req.partitions):
+            if limit is not None and i >= limit:
+                results.append(m.ElectLeadersResult(
+                    p.topic, p.partition, Errors.REQUEST_LIMIT_REACHED,
+                    f"only the first {limit} partitions of a request are served (max.request.partition.size.limit)"))
+                continue
+            results.append(self._elect_one(now_ms, req.election_type, p))
+        if any(isinstance(r, tuple) for r in results):
+            self._consider_recoveries(now_ms)  # a recovery may elect at once (answers kept, or none needed)
+            self.parked_elections.append([now_ms + max(0, req.timeout_ms), env, results])
+            self._answer_parked_elections(now_ms)
+        else:
+            self.send_response(env, m.ElectLeadersResponse(Errors.NONE, tuple(results)))
+
+    def _answer_parked_elections(self, now_ms: int) -> None:
+        """Answer the ElectLeaders requests whose recoveries all ended (NONE for a partition that has a
+        leader now) or whose timeout passed (REQUEST_TIMED_OUT for those still leaderless)."""
+        keep = []
+        for entry in self.parked_elections:
+            deadline, env, results = entry
+            done = True
+            for i, r in enumerate(results):
+                if not isinstance(r, tuple):
+                    continue
+                part = self.image.partitions.get(r)
+                if part is None:
+                    results[i] = m.ElectLeadersResult(r[0], r[1], Errors.UNKNOWN_TOPIC_OR_PARTITION)
+                elif part.leader != NO_LEADER:
+                    results[i] = m.ElectLeadersResult(r[0], r[1], Errors.NONE)
+                elif now_ms >= deadline:
+                    results[i] = m.ElectLeadersResult(r[0], r[1], Errors.REQUEST_TIMED_OUT,
+                                                      "the unclean recovery has not elected a leader yet")
+                else:
+                    done = False
+            if done:
+                self.send_response(env, m.ElectLeadersResponse(Errors.NONE, tuple(results)))
+            else:
+                keep.append(entry)
+        self.parked_elections = keep
 
     def _elect_one(self, now_ms: int, election_type: int, p: m.ElectLeadersPartition):
+        """One partition of an ElectLeaders request: its ElectLeadersResult, or its (topic, index) when a
+        recovery started for it must elect first."""
         image = self.image
         part = image.partitions.get((p.topic, p.partition))
         if part is None:
-            return Errors.UNKNOWN_TOPIC_OR_PARTITION, None
+            return m.ElectLeadersResult(p.topic, p.partition, Errors.UNKNOWN_TOPIC_OR_PARTITION)
+        key = (p.topic, p.partition)
+        urm = self.urm_enabled
+        recovery_leader = NO_LEADER
         if election_type == m.ELECTION_PREFERRED:
             if part.leader == part.replicas[0]:
-                return Errors.ELECTION_NOT_NEEDED, None
+                return m.ElectLeadersResult(p.topic, p.partition, Errors.ELECTION_NOT_NEEDED)
             election = Election.PREFERRED
-        elif election_type == m.ELECTION_UNCLEAN:
+        elif election_type == m.ELECTION_UNCLEAN or (urm and election_type in (
+                m.ELECTION_LONGEST_LOG_BALANCED, m.ELECTION_LONGEST_LOG_AGGRESSIVE, m.ELECTION_DESIGNATION)):
             if part.leader != NO_LEADER:
-                return Errors.ELECTION_NOT_NEEDED, None
-            election = Election.UNCLEAN
+                return m.ElectLeadersResult(p.topic, p.partition, Errors.ELECTION_NOT_NEEDED)
+            election = Election.UNCLEAN if election_type == m.ELECTION_UNCLEAN else Election.ONLINE
+            if election_type == m.ELECTION_DESIGNATION:
+                if p.desired_leader not in part.replicas or not image.is_active(p.desired_leader):
+                    return m.ElectLeadersResult(
+                        p.topic, p.partition, Errors.ELIGIBLE_LEADERS_NOT_AVAILABLE,
+                        f"the desired leader {p.desired_leader} is not an unfenced replica of {list(part.replicas)}")
+                recovery_leader = p.desired_leader
         else:
-            return Errors.INVALID_REQUEST, f"election type {election_type} needs ElectLeaders v3 (level urm)"
+            return m.ElectLeadersResult(p.topic, p.partition, Errors.INVALID_REQUEST,
+                                        f"election type {election_type} needs ElectLeaders v3 at level urm "
+                                        "with unclean.recovery.manager.enabled")
         rec = build_partition_change(
             part, image.topics[p.topic].topic_id, p.partition, is_acceptable_leader=image.is_active,
-            level=self.level, min_isr=image.min_isr(p.topic, self.static), election=election)
-        if rec is None or rec.leader is None:
-            if election is Election.PREFERRED:
-                return Errors.PREFERRED_LEADER_NOT_AVAILABLE, None
-            return Errors.ELIGIBLE_LEADERS_NOT_AVAILABLE, None
-        self.append([rec], now_ms)
-        return Errors.NONE, None
+            level=self.level, min_isr=image.min_isr(p.topic, self.static), election=election,
+            unclean_recovery=urm, recovery_leader=recovery_leader)
+        if rec is not None and rec.leader is not None and rec.leader != NO_LEADER:
+            self.append([rec], now_ms)
+            self.urm.drop(now_ms, key, f"ElectLeaders elected broker {rec.leader}")
+            return m.ElectLeadersResult(p.topic, p.partition, Errors.NONE)
+        if urm and election_type in (m.ELECTION_UNCLEAN, m.ELECTION_LONGEST_LOG_BALANCED,
+                                     m.ELECTION_LONGEST_LOG_AGGRESSIVE):
+            # KIP-966: the longest-log elections, and UNCLEAN at level urm, run an unclean recovery.
+            strategy = BALANCED if election_type == m.ELECTION_LONGEST_LOG_BALANCED else AGGRESSIVE
+            self.urm.start(now_ms, key, part, strategy, manual=True)
+            return key
+        if election is Election.PREFERRED:
+            return m.ElectLeadersResult(p.topic, p.partition, Errors.PREFERRED_LEADER_NOT_AVAILABLE)
+        return m.ElectLeadersResult(p.topic, p.partition, Errors.ELIGIBLE_LEADERS_NOT_AVAILABLE)

@@ -14,6 +14,10 @@ named after Kafka's method:
    (:func:`can_elect_last_known_leader`, an unclean election); else, for ``Election.UNCLEAN``, the first
    acceptable replica in assignment order. Deterministic, like Kafka: no randomness anywhere. An ELR
    leader gets ISR [it]; an unclean leader gets ISR [it] and LeaderRecoveryState RECOVERING.
+   Level ``urm`` with the Unclean Recovery Manager on (``unclean_recovery``): neither fallback runs — a
+   partition no ISR or ELR member can lead stays leaderless for the URM — and :func:`elect_recovery_leader`
+   elects the replica the URM chose or an operator designated (``recovery_leader``; clean when it is a
+   valid leader, unclean otherwise).
 3. :func:`maybe_update_record_elr` — an unclean election or a level below ``elr`` clears ELR and
    LastKnownELR.
 4. The ISR: set when it changes; below level ``elr`` an empty target ISR keeps the old one ("the last
@@ -64,6 +68,8 @@ class _Builder:
     target_last_known_elr: tuple[int, ...]
     target_leader_recovery_state: int
     unclean_shutdown_replicas: frozenset[int]
+    unclean_recovery: bool = False
+    recovery_leader: int = NO_LEADER
     # the record's fields (None = unchanged), Kafka's PartitionChangeRecord
     isr: tuple[int, ...] | None = None
     leader: int | None = None
@@ -112,7 +118,7 @@ def is_valid_new_leader(b: _Builder, replica: int) -> bool:
 def can_elect_last_known_leader(b: _Builder) -> bool:
     """The last known leader may be elected (uncleanly) when ISR and ELR are both empty and it is
     acceptable (Kafka's ``canElectLastKnownLeader``; KIP-966 delivery plan)."""
-    if not b.elr_enabled or b.target_elr or b.target_isr:
+    if not b.elr_enabled or b.unclean_recovery or b.target_elr or b.target_isr:
         return False
     candidate = b.part.last_known_leader
     return candidate >= 0 and candidate in b.part.replicas and b.is_acceptable_leader(candidate)
@@ -143,15 +149,28 @@ def elect_any_leader(b: _Builder) -> tuple[int, bool]:
             return r, False
     if can_elect_last_known_leader(b):
         return b.part.last_known_leader, True
-    if b.election is Election.UNCLEAN:
+    if b.election is Election.UNCLEAN and not b.unclean_recovery:
         for r in b.part.replicas:
             if b.is_acceptable_leader(r):
                 return r, True
     return NO_LEADER, False
 
 
+def elect_recovery_leader(b: _Builder) -> tuple[int, bool]:
+    """(leader, unclean) for the leader an unclean recovery chose or an operator designated (KIP-966
+    "Unclean Recovery Manager", ElectLeaders DESIGNATION): it must be an acceptable assigned replica
+    (else no leader); the election is clean when it is a valid new leader (ISR member, or ELR member
+    with the ISR empty), unclean otherwise."""
+    r = b.recovery_leader
+    if r not in b.part.replicas or not b.is_acceptable_leader(r):
+        return NO_LEADER, False
+    return r, not is_valid_new_leader(b, r)
+
+
 def elect_leader(b: _Builder) -> tuple[int, bool]:
-    """Kafka's ``electLeader``."""
+    """Kafka's ``electLeader`` (plus KIP-966's recovery election when ``recovery_leader`` is set)."""
+    if b.recovery_leader != NO_LEADER:
+        return elect_recovery_leader(b)
     return elect_preferred_leader(b) if b.election is Election.PREFERRED else elect_any_leader(b)
 
 
@@ -223,6 +242,8 @@ def build_partition_change(
     target_isr: tuple[int, ...] | None = None,
     target_leader_recovery_state: int | None = None,
     unclean_shutdown_replicas: frozenset[int] = frozenset(),
+    unclean_recovery: bool = False,
+    recovery_leader: int = NO_LEADER,
 ) -> PartitionChangeRecord | None:
     """The PartitionChangeRecord that moves ``part`` to the target state, or None if nothing changes
     (Kafka's ``PartitionChangeBuilder.build``; the steps are in the module docstring).
@@ -233,14 +254,17 @@ def build_partition_change(
     for the topic or an admin asked for an unclean election; ``target_isr``: the proposed ISR (None =
     unchanged); ``target_leader_recovery_state``: an AlterPartition's; ``unclean_shutdown_replicas``:
     brokers that re-registered after an unclean shutdown (KIP-966: they cannot stay in the ELR; the
-    caller also removes them from ``target_isr``)."""
+    caller also removes them from ``target_isr``); ``unclean_recovery``: level ``urm`` with
+    ``unclean.recovery.manager.enabled`` — no last-known-leader or unclean fallback, the URM decides;
+    ``recovery_leader``: elect this replica (the URM's choice or an ElectLeaders DESIGNATION)."""
     b = _Builder(
         part=part, is_acceptable_leader=is_acceptable_leader, level=level, min_isr=min_isr, election=election,
         target_isr=part.isr if target_isr is None else _ordered(target_isr, part.replicas),
         target_elr=part.elr, target_last_known_elr=part.last_known_elr,
         target_leader_recovery_state=(part.leader_recovery_state if target_leader_recovery_state is None
                                       else target_leader_recovery_state),
-        unclean_shutdown_replicas=frozenset(unclean_shutdown_replicas))
+        unclean_shutdown_replicas=frozenset(unclean_shutdown_replicas), unclean_recovery=unclean_recovery,
+        recovery_leader=recovery_leader)
     maybe_populate_target_elr(b)
     try_election(b)
     maybe_update_record_elr(b)

@@ -15,9 +15,13 @@ DEFAULTS: dict[str, str] = {
     "min.insync.replicas": "1",
     "unclean.leader.election.enable": "false",
     "unclean.leader.election.interval.ms": "300000",  # the controller's periodic unclean-election task
+    # KIP-966 part 2 (level urm). The KIP's default for unclean.recovery.manager.enabled is false; level
+    # urm exists to turn the manager on, so kraftlog's default is true (false: urm behaves as elr).
     "unclean.recovery.strategy": "Balanced",
     "unclean.recovery.manager.enabled": "true",
     "unclean.recovery.timeout.ms": "300000",
+    # Kafka's default (DescribeTopicPartitions' page limit). ElectLeaders v3 serves the first 1,000
+    # partitions of a request (KIP-966) unless this is set explicitly: ELECT_LEADERS_PARTITION_LIMIT.
     "max.request.partition.size.limit": "2000",
     "replica.lag.time.max.ms": "30000",
     "broker.session.timeout.ms": "9000",
@@ -58,6 +62,78 @@ TOPIC_SYNONYMS: dict[str, str] = {
 
 #: Every config name a scenario or AlterConfigs may set (broker names and topic-level names).
 KNOWN_CONFIGS: frozenset[str] = frozenset(DEFAULTS) | frozenset(TOPIC_SYNONYMS.values())
+
+
+#: KIP-966: "Limit: 1000 partitions per request" for ElectLeaders v3 -- its default for
+#: ``max.request.partition.size.limit``, whose Kafka default (2000) is DescribeTopicPartitions'.
+ELECT_LEADERS_PARTITION_LIMIT = 1000
+
+#: KIP-966's ``unclean.recovery.strategy`` values (Kafka's spelling; compared case-insensitively).
+UNCLEAN_RECOVERY_STRATEGIES: tuple[str, ...] = ("None", "Balanced", "Aggressive")
+
+
+def _is_bool(value: str) -> bool:
+    return str(value).strip().lower() in ("true", "false")
+
+
+def _is_int(value: str, minimum: int) -> bool:
+    try:
+        return int(str(value).strip()) >= minimum
+    except ValueError:
+        return False
+
+
+#: Config name (broker or topic-level) -> (check(value) -> ok, what a valid value is). Names not listed
+#: take any string.
+_VALIDATORS: dict = {
+    "unclean.recovery.strategy": (
+        lambda v: parse_strategy(v) is not None, "one of None, Balanced, Aggressive"),
+    "unclean.recovery.manager.enabled": (_is_bool, "true or false"),
+    "unclean.leader.election.enable": (_is_bool, "true or false"),
+    "delete.topic.enable": (_is_bool, "true or false"),
+    "unclean.recovery.timeout.ms": (lambda v: _is_int(v, 1), "an integer number of ms >= 1"),
+    "max.request.partition.size.limit": (lambda v: _is_int(v, 1), "an integer >= 1"),
+    "min.insync.replicas": (lambda v: _is_int(v, 1), "an integer >= 1"),
+}
+
+
+def invalid_value(name: str, value: str) -> str | None:
+    """Kafka's ConfigDef validation for the configs kraftlog checks: None when ``value`` is valid for
+    ``name``, else the message Kafka's INVALID_CONFIG answer (or a scenario file error) carries, e.g.
+    ``Invalid value Fast for configuration unclean.recovery.strategy: must be one of None, Balanced,
+    Aggressive``."""
+    check = _VALIDATORS.get(name)
+    if check is None or check[0](value):
+        return None
+    return f"Invalid value {value} for configuration {name}: must be {check[1]}"
+
+
+def parse_strategy(value: str) -> str | None:
+    """``unclean.recovery.strategy``'s canonical spelling (``None``/``Balanced``/``Aggressive``) of
+    ``value`` (any case), or None when it is not a strategy."""
+    text = str(value).strip().lower()
+    for strategy in UNCLEAN_RECOVERY_STRATEGIES:
+        if strategy.lower() == text:
+            return strategy
+    return None
+
+
+def unclean_recovery_strategy(*layers: Mapping[str, str] | None) -> str:
+    """The effective ``unclean.recovery.strategy`` from config layers, most specific first (topic
+    configs, cluster-level dynamic configs, static configs), KIP-966 "Other" 3: at each layer an
+    explicit ``unclean.recovery.strategy`` wins; else ``unclean.leader.election.enable`` set at that layer
+    maps true -> Aggressive, false -> Balanced; else the next layer; else Kafka's default Balanced.
+    A topic layer uses the topic-level names (the same for both)."""
+    for layer in layers:
+        if not layer:
+            continue
+        if "unclean.recovery.strategy" in layer:
+            strategy = parse_strategy(layer["unclean.recovery.strategy"])
+            if strategy is not None:
+                return strategy
+        if "unclean.leader.election.enable" in layer:
+            return "Aggressive" if as_bool(layer["unclean.leader.election.enable"]) else "Balanced"
+    return parse_strategy(DEFAULTS["unclean.recovery.strategy"]) or "Balanced"
 
 
 def lookup(name: str, *layers: Mapping[str, str] | None) -> str:

@@ -159,6 +159,13 @@ class MetadataImage:
         layers.append(static)
         return cfg.lookup(name, *layers)
 
+    def unclean_recovery_strategy(self, topic: str | None, static: dict | None = None) -> str:
+        """``None``/``Balanced``/``Aggressive`` for ``topic`` (KIP-966): topic configs, then cluster-level
+        dynamic configs, then the static config, each layer's explicit strategy before its mapped
+        ``unclean.leader.election.enable`` (:func:`kraftlog.metadata.config.unclean_recovery_strategy`)."""
+        topic_layer = self.configs.get((RESOURCE_TOPIC, topic)) if topic is not None else None
+        return cfg.unclean_recovery_strategy(topic_layer, self.configs.get((RESOURCE_BROKER, "")), static)
+
     def min_isr(self, topic: str, static: dict | None = None) -> int:
         """Effective min ISR = min(min.insync.replicas, replication factor) (KIP-966)."""
         configured = int(self.config("min.insync.replicas", topic, static))

@@ -138,7 +138,13 @@ async def _main(directory: str, node) -> int:
             status.update(state="RUNNING", metadata_offset=core.end_offset)
         write_json(run_path, status)
 
-    supported = wire.supported_api_versions()
+    def on_wake() -> None:
+        write_status()
+        if node == CONTROLLER:
+            for ev in core.urm.take_events():  # the unclean recoveries' steps (KIP-966), into the node's log
+                log(f"unclean recovery of {ev.partition}: {ev.kind}: {ev.detail}")
+
+    supported = wire.supported_api_versions(core.level)
     await driver.start(lambda listener: lst.listener_api_versions(listener, supported))
     write_status()
     log(f"started (incarnation {incarnation}, level {cluster['level']}, ports {ports}, pid {os.getpid()})")
@@ -167,7 +173,7 @@ async def _main(directory: str, node) -> int:
         return clock.now_ms() - requested > CONTROLLED_SHUTDOWN_MAX_MS + SHUTDOWN_GRACE_MS
 
     try:
-        await driver.run_until(done, on_wake=write_status)
+        await driver.run_until(done, on_wake=on_wake)
     finally:
         driver.stopping = True
         clean = node == CONTROLLER or core.stopped

@@ -10,11 +10,20 @@ from enum import IntEnum
 
 from kio.schema.errors import ErrorCode
 
-Errors = IntEnum("Errors", {code.name.upper(): int(code) for code in ErrorCode})
-Errors.__doc__ = "Kafka error codes (Kafka's names, Kafka's numbers), generated from kio."
+#: KIP-966's REQUEST_LIMIT_REACHED ("the items sent in the request but over the limit will be returned
+#: with REQUEST_LIMIT_REACHED. It is a retriable error"): Kafka never assigned it a number, since the
+#: Unclean Recovery Manager was not merged. kraftlog uses this code, far above Kafka's (133 in 4.x) so
+#: that no Kafka release can give it another meaning.
+REQUEST_LIMIT_REACHED_CODE = 20000
+
+Errors = IntEnum("Errors", {code.name.upper(): int(code) for code in ErrorCode}
+                 | {"REQUEST_LIMIT_REACHED": REQUEST_LIMIT_REACHED_CODE})
+Errors.__doc__ = ("Kafka error codes (Kafka's names, Kafka's numbers), generated from kio, plus KIP-966's "
+                  "REQUEST_LIMIT_REACHED (kraftlog's number, see REQUEST_LIMIT_REACHED_CODE).")
 
 #: Errors a client or broker retries after refreshing metadata (Kafka's RetriableException set).
-RETRIABLE: frozenset[int] = frozenset(int(code) for code in ErrorCode if code.retriable)
+RETRIABLE: frozenset[int] = (frozenset(int(code) for code in ErrorCode if code.retriable)
+                             | {REQUEST_LIMIT_REACHED_CODE})
 
 
 def is_retriable(code: int) -> bool:

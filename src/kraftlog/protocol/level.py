@@ -43,7 +43,7 @@ class Level(IntEnum):
 
 
 #: Levels implemented so far, lowest first.
-IMPLEMENTED: tuple[Level, ...] = (Level.CLASSIC, Level.KIP903, Level.ELR)
+IMPLEMENTED: tuple[Level, ...] = (Level.CLASSIC, Level.KIP903, Level.ELR, Level.URM)
 
 #: The default level: the highest implemented one.
 DEFAULT: Level = IMPLEMENTED[-1]

@@ -8,7 +8,8 @@ and the admin APIs a broker forwards).
 Kafka authorizes inter-broker and controller APIs with the CLUSTER_ACTION operation; without ACLs for
 clients that is refused with CLUSTER_AUTHORIZATION_FAILED (``KafkaApis.authorizeClusterOperation``).
 kraftlog applies that rule on the client listener: a replica Fetch (``replica_id`` >= 0), the metadata-log
-fetch, AlterPartition, BrokerRegistration and BrokerHeartbeat arriving there are answered with that
+fetch, AlterPartition, BrokerRegistration, BrokerHeartbeat and GetReplicaLogInfo (the controller's query of
+a replica's log, KIP-966) arriving there are answered with that
 error, never served. The internal listener serves everything a broker serves (as every Kafka listener
 does). Admin APIs (CreateTopics, DeleteTopics, IncrementalAlterConfigs, ElectLeaders) are served on the
 client listener: the broker forwards them to the controller (Kafka's ``ForwardingManager``).
@@ -48,6 +49,7 @@ FORWARDED_APIS: frozenset[type] = frozenset((
 #: Controller APIs that need CLUSTER_ACTION: refused on a broker's client listener.
 CLUSTER_ACTION_APIS: frozenset[type] = frozenset((
     m.AlterPartitionRequest, m.BrokerRegistrationRequest, m.BrokerHeartbeatRequest, m.MetadataFetchRequest,
+    m.GetReplicaLogInfoRequest,  # controller -> broker (KIP-966; its JSON's listeners: ["broker"])
 ))
 #: Requests the controller's listener serves.
 CONTROLLER_APIS: frozenset[type] = frozenset((
@@ -89,6 +91,9 @@ def error_response(request: object, code: int) -> object:
         return m.BrokerRegistrationResponse(code)
     if kind is m.BrokerHeartbeatRequest:
         return m.BrokerHeartbeatResponse(code)
+    if kind is m.GetReplicaLogInfoRequest:
+        return m.GetReplicaLogInfoResponse(-1, tuple(
+            m.PartitionLogInfo(p.topic_id, p.partition, -1, -1, -1, code) for p in request.partitions))
     if kind is m.CreateTopicsRequest:
         return m.CreateTopicsResponse(tuple(m.CreateTopicResult(t.name, code) for t in request.topics))
     if kind is m.DeleteTopicsRequest:

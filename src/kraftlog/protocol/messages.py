@@ -505,8 +505,8 @@ class ElectLeadersPartition:
 @dataclass(slots=True)
 class ElectLeadersRequest:
     """Types 0 PREFERRED and 1 UNCLEAN (v1-v2); 2..4 and a partition's ``desired_leader`` (DesiredLeaders)
-    are KIP-966's v3. ``VERSION`` stays 2, the version nodes serve and advertise today; the wire maps v3
-    too (``wire.mapped_versions``) for the coming Unclean Recovery Manager."""
+    are KIP-966's v3, served from level ``urm`` on (``wire.supported_versions(ElectLeadersRequest,
+    level)``). ``VERSION`` stays 2, the version every level serves."""
 
     API: ClassVar[str] = "ElectLeaders"
     API_KEY: ClassVar[int] = 43
@@ -544,7 +544,8 @@ class GetReplicaLogInfoPartition:
 
 @dataclass(slots=True)
 class GetReplicaLogInfoRequest:
-    """Not served by any node yet (level ``urm``): in WIRE_ONLY_REQUEST_TYPES, not REQUEST_TYPES."""
+    """The controller's Unclean Recovery Manager asks a replica for its log (level ``urm``; brokers serve
+    it on their internal listener; advertised from level ``urm`` on)."""
 
     API: ClassVar[str] = "GetReplicaLogInfo"
     API_KEY: ClassVar[int] = 93
@@ -1021,12 +1022,8 @@ REQUEST_TYPES: tuple[type, ...] = (
     MetadataRequest, CreateTopicsRequest, IncrementalAlterConfigsRequest, ElectLeadersRequest,
     DescribeTopicPartitionsRequest, FindCoordinatorRequest, OffsetCommitRequest, OffsetFetchRequest,
     InitProducerIdRequest, JoinGroupRequest, SyncGroupRequest, HeartbeatRequest, LeaveGroupRequest,
-    ApiVersionsRequest, DeleteTopicsRequest, DescribeConfigsRequest,
+    ApiVersionsRequest, DeleteTopicsRequest, DescribeConfigsRequest, GetReplicaLogInfoRequest,
 )
-#: Request classes the wire maps (``kraftlog.protocol.wire``) that no node serves yet: KIP-966 part 2's
-#: GetReplicaLogInfo, for level ``urm``. They are not in REQUEST_TYPES (so not in API_NAMES, nor in
-#: the advertised ApiVersions ranges) until the Unclean Recovery Manager serves them.
-WIRE_ONLY_REQUEST_TYPES: tuple[type, ...] = (GetReplicaLogInfoRequest,)
 #: The Kafka API names a scenario's ``hold``/``release`` may name.
 API_NAMES: frozenset[str] = frozenset(cls.API for cls in REQUEST_TYPES)
 

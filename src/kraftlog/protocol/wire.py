@@ -48,10 +48,9 @@ is in :mod:`kraftlog.protocol.records`; both names are re-exported here.
 
 kio 0.6.5 has no schema for KIP-966 part 2's GetReplicaLogInfo (API key 93, v0) and ElectLeaders v3:
 :mod:`kraftlog.protocol.kio_extra` holds them, in kio's generated style, and :func:`_schema` falls back
-to it. The table maps them (:func:`mapped_versions`) but no node serves them yet, so they are held back
-from what nodes accept and advertise (``_NOT_ADVERTISED_UNTIL_URM``, :func:`supported_versions`,
-:func:`supported_api_versions`) until level ``urm`` implements them (DESIGN.md: advertise only what is
-implemented).
+to it. Only level ``urm`` serves them: a node below it neither accepts nor advertises them
+(``_NOT_ADVERTISED_UNTIL_URM``, :func:`supported_versions`, :func:`supported_api_versions`; DESIGN.md:
+advertise only what is implemented).
 """
 
 from __future__ import annotations
@@ -80,6 +79,7 @@ from ..metadata import records as mdr
 from . import kio_extra
 from . import messages as m
 from .errors import Errors, WireError
+from .level import DEFAULT as DEFAULT_LEVEL, Level
 from .records import (CorruptRecordError, Record, RecordBatch, UnsupportedCompressionError,
                       decode_batches, encode_batches)
 
@@ -906,10 +906,10 @@ _APIS: tuple[_Api, ...] = (
                         "partition_log_info"))),
 )
 
-#: Versions the table maps but no node serves yet, held back from what a node accepts and advertises
-#: (:func:`supported_versions`, :func:`supported_api_versions`) until level ``urm`` implements them
-#: (DESIGN.md: advertise only what is implemented): KIP-966's ElectLeaders v3 and GetReplicaLogInfo v0.
-#: Each is the top of its row's range, so what remains served is a range.
+#: Versions only level ``urm`` serves (KIP-966 part 2: ElectLeaders v3 and GetReplicaLogInfo v0), held
+#: back from what a node below ``urm`` accepts and advertises (:func:`supported_versions`,
+#: :func:`supported_api_versions`; DESIGN.md: advertise only what is implemented). Each is the top of its
+#: row's range, so what remains served is a range.
 _NOT_ADVERTISED_UNTIL_URM: dict[type, range] = {
     m.ElectLeadersRequest: range(3, 4),
     m.GetReplicaLogInfoRequest: range(0, 1),
@@ -1145,7 +1145,7 @@ for _row in _APIS:
     _API[_row.request] = _API[_row.response] = _row
 _API[m.MetadataFetchRequest] = _API[m.MetadataFetchResponse] = _API[m.FetchRequest]
 _BY_KEY: dict[int, _Api] = {row.request.API_KEY: row for row in _APIS}
-_ALL_REQUEST_TYPES = m.REQUEST_TYPES + m.WIRE_ONLY_REQUEST_TYPES
+_ALL_REQUEST_TYPES = m.REQUEST_TYPES
 assert {row.request for row in _APIS} | {m.MetadataFetchRequest} == set(_ALL_REQUEST_TYPES)
 assert all(held.stop == _API[t].versions.stop and held.start >= _API[t].versions.start
            for t, held in _NOT_ADVERTISED_UNTIL_URM.items())
@@ -1171,22 +1171,23 @@ def mapped_versions(request_type: type) -> range:
     return _WHOLE_VERSIONS.get(request_type) or _row_of(request_type).versions
 
 
-def supported_versions(request_type: type) -> range:
-    """The API versions a kraftlog node serves for ``request_type`` (a core request class): the
-    mapped range (:func:`mapped_versions`) without the versions held back until level ``urm``
-    (ElectLeaders: 0-2, not 3; GetReplicaLogInfo: none yet)."""
+def supported_versions(request_type: type, level: Level = DEFAULT_LEVEL) -> range:
+    """The API versions a kraftlog node at ``level`` serves for ``request_type`` (a core request class):
+    the mapped range (:func:`mapped_versions`); below level ``urm`` without the versions only ``urm``
+    serves (ElectLeaders 0-2, not 3; no GetReplicaLogInfo)."""
     versions = mapped_versions(request_type)
     held = _NOT_ADVERTISED_UNTIL_URM.get(request_type)
-    return versions if held is None else range(versions.start, held.start)
+    return versions if held is None or level >= Level.URM else range(versions.start, held.start)
 
 
-def supported_api_versions() -> dict[int, tuple[int, int]]:
-    """API key -> (min version, max version) of every API a node serves, by key: what the framing
-    layer checks before decoding and what an ApiVersions answer advertises. Versions mapped but not
-    yet served (``_NOT_ADVERTISED_UNTIL_URM``) are left out, and an API with none left is absent."""
+def supported_api_versions(level: Level = DEFAULT_LEVEL) -> dict[int, tuple[int, int]]:
+    """API key -> (min version, max version) of every API a node at ``level`` serves, by key: what the
+    framing layer checks before decoding and what an ApiVersions answer advertises. Below level ``urm``
+    the versions only ``urm`` serves (``_NOT_ADVERTISED_UNTIL_URM``) are left out, and an API with none
+    left is absent."""
     out = {}
     for key, row in sorted(_BY_KEY.items()):
-        versions = supported_versions(row.request)
+        versions = supported_versions(row.request, level)
         if versions:
             out[key] = (versions.start, versions.stop - 1)
     return out

@@ -106,6 +106,10 @@ class ScenarioRun:
         self._leaderless_since: dict[str, int] = {}
         self._shadow = MetadataImage()
         self.metrics = {"unclean_elections": 0, "elr_elections": 0}
+        #: KIP-966 controller gauges: name -> [value after the last controller event, maximum seen]
+        self._gauges: dict[str, list[int]] = {name: [0, 0] for name in _GAUGES}
+        #: unclean recoveries that elected a leader, over every controller incarnation
+        self._recoveries_finished = 0
         self.unavailable_ms = 0
         #: What the run is doing, for invariant messages: "bootstrap", "step 3 (crash)", ...
         self._where = "bootstrap"
@@ -143,6 +147,21 @@ class ScenarioRun:
         node = sim.nodes.get(node_id)
         if node is not None:
             self._observe_controller(node)
+            self._observe_recoveries(sim, node)
+
+    def _observe_recoveries(self, sim: SimCluster, node) -> None:
+        """The unclean recoveries' steps (level ``urm``) into the timeline and the history, and KIP-966's
+        controller gauges sampled after every controller event (their final value and maximum)."""
+        for ev in node.urm.take_events():
+            self._log(f"unclean recovery of {ev.partition}: {ev.kind}: {ev.detail}")
+            sim.history.record(sim.now, "recovery", partition=ev.partition, step=ev.kind, detail=ev.detail)
+            if ev.kind == "elected":
+                self._recoveries_finished += 1
+        values = node.recovery_metrics()
+        for name, gauge in self._gauges.items():
+            gauge[0] = values[name]
+            if gauge[0] > gauge[1]:
+                gauge[1] = gauge[0]
 
     def _observe_producer(self, sim: SimCluster, node_id) -> None:
         """After a producer handled an event: record its acknowledgements and failures."""
@@ -842,9 +861,15 @@ class ScenarioRun:
             if len(part.isr) < image.min_isr(topic, self.sim.config):
                 under += 1
             electable[f"{topic}-{index}"] = len(part.isr) + len(part.elr)
-        return {"partitions_under_min_isr": under, "electable_replicas": electable,
-                "unclean_elections": self.metrics["unclean_elections"],
-                "elr_elections": self.metrics["elr_elections"]}
+        out = {"partitions_under_min_isr": under, "electable_replicas": electable,
+               "unclean_elections": self.metrics["unclean_elections"],
+               "elr_elections": self.metrics["elr_elections"]}
+        # KIP-966's controller metrics: gauges as {"final", "max"}, the counter as a cluster total (Kafka's
+        # resets on a controller failover; this sums every controller's).
+        for name, (final, peak) in self._gauges.items():
+            out[name] = {"final": final, "max": peak}
+        out["unclean_recovery_finished_count"] = self._recoveries_finished
+        return out
 
     def verdict(self) -> dict:
         final, final_logs, replica_logs = self.final_state()
@@ -872,6 +897,11 @@ class ScenarioRun:
             "final": final,
             "history_digest": self.sim.history.digest(),
         }
+
+
+#: KIP-966's controller gauges in the verdict's ``metrics`` (QuorumController.recovery_metrics).
+_GAUGES = ("unclean_recovery_partitions_count", "manual_leader_election_required_partition_count",
+           "electable_replicas_count")
 
 
 def run_scenario(scenario: Scenario, level: Level | None = None, seed: int | None = None,

@@ -30,8 +30,10 @@ class PartitionResult:
     __header_schema__: ClassVar[type[ResponseHeader]] = ResponseHeader
     partition_id: i32 = field(metadata={"kafka_type": "int32"})
     """The partition id."""
-    error_code: ErrorCode = field(metadata={"kafka_type": "error_code"})
-    """The result error, or zero if there was no error."""
+    error_code: i16 = field(metadata={"kafka_type": "int16"})
+    """The result error, or zero if there was no error. An int16 like Kafka's JSON ``ErrorCode`` field (the
+    same bytes as kio's ``error_code``), not kio's ``ErrorCode`` enum: v3 may carry KIP-966's
+    REQUEST_LIMIT_REACHED, a code Kafka never assigned (``kraftlog.protocol.errors``)."""
     error_message: str | None = field(metadata={"kafka_type": "string"})
     """The result message, or null if there was no error."""
 
