@@ -590,6 +590,9 @@ CONFIG_NAMES = ["min.insync.replicas", "unclean.leader.election.enable", "unclea
 CONFIG_VALUES = st.one_of(
     st.integers(-10, 10**9), st.booleans(), st.sampled_from(["Balanced", "none", "yes", "1", "", "a b"])
 )
+#: unclean.recovery.strategy is validated (a bad value is a file error, tests below): its generated values
+#: are the valid ones, in any case.
+STRATEGIES = st.sampled_from(["None", "Balanced", "Aggressive", "none", "BALANCED"])
 DURATIONS = st.builds("{}{}".format, st.integers(0, 10**5), st.sampled_from(["ms", "s", "m"]))
 
 
@@ -600,7 +603,10 @@ def scenario_documents(draw):
     broker = st.integers(0, brokers - 1)
     node = st.one_of(broker, st.just("controller"))
     node_list = st.lists(node, min_size=1, max_size=3, unique=True)
-    config = st.dictionaries(st.sampled_from(CONFIG_NAMES), CONFIG_VALUES, max_size=3)
+    config = st.dictionaries(st.sampled_from(CONFIG_NAMES), CONFIG_VALUES, max_size=3).flatmap(
+        lambda c: st.fixed_dictionaries({**{k: st.just(v) for k, v in c.items()},
+                                         **({"unclean.recovery.strategy": STRATEGIES}
+                                            if "unclean.recovery.strategy" in c else {})}))
     doc: dict = {"name": draw(st.text(min_size=1, max_size=20).filter(str.strip))}
     if draw(st.booleans()):
         doc["description"] = draw(st.text(max_size=40))
@@ -728,7 +734,7 @@ def scenario_documents(draw):
             opt(args, "from", node)
             opt(args, "to", node)
         elif verb == "alter_config":
-            args = {"config": draw(st.dictionaries(st.sampled_from(CONFIG_NAMES), CONFIG_VALUES, min_size=1, max_size=2))}
+            args = {"config": draw(config.filter(bool))}
             if names:
                 opt(args, "topic", st.sampled_from(names))
         elif verb == "elect":

@@ -734,11 +734,12 @@ def test_metadata_fetch_request_is_a_fetch_of_the_metadata_topic() -> None:
 @pytest.mark.parametrize("election_type", [m.ELECTION_LONGEST_LOG_BALANCED,
                                            m.ELECTION_LONGEST_LOG_AGGRESSIVE,
                                            m.ELECTION_DESIGNATION])
-def test_elect_leaders_v3_types_are_unsupported_for_now(election_type: int) -> None:
-    """KIP-966's ElectLeaders v3 types have no kio schema yet."""
+def test_elect_leaders_v3_types_go_out_as_v3_by_default(election_type: int) -> None:
+    """KIP-966's election types 2-4 need ElectLeaders v3: without an explicit version (a broker forwarding
+    to the controller, the simulator's wire switch) they are written at v3 and read back unchanged."""
     msg = m.ElectLeadersRequest(election_type, (m.ElectLeadersPartition("orders", 0, 2),))
-    with pytest.raises(wire.UnsupportedVersionError):
-        wire.encode_request(msg, 1)
+    assert wire.peek_request_header(wire.encode_request(msg, 1))[1] == 3
+    assert wire.roundtrip(msg) == msg
 
 
 def test_elect_leaders_desired_leader_is_unsupported_in_v2() -> None:

@@ -1,6 +1,7 @@
 """The wire switch is lossless: every message the simulator sends survives Kafka's bytes unchanged.
 
-Rule proved: for every scenario file in ``scenarios/`` at levels ``classic`` and ``elr``, the run with
+Rule proved: for every scenario file in ``scenarios/`` at levels ``classic``, ``elr`` and ``urm`` (whose
+controller asks brokers GetReplicaLogInfo and whose admin sends ElectLeaders v3), the run with
 ``--wire`` (every message through ``kraftlog.protocol.wire.roundtrip``) has the SAME ``history_digest``
 as the run without it. A digest differs as soon as one delivered message differs in any field the core
 reads, so equality proves the table-driven mapper loses nothing the simulator sends.
@@ -17,7 +18,7 @@ from kraftlog.sim.runner import run_scenario
 from kraftlog.sim.scenario import load_scenario
 
 SCENARIOS = sorted((Path(__file__).resolve().parent.parent / "scenarios").glob("*.yaml"))
-LEVELS = ("classic", "elr")
+LEVELS = ("classic", "elr", "urm")
 
 
 @pytest.mark.parametrize("level", LEVELS)

@@ -83,17 +83,14 @@ def _is_int(value: str, minimum: int) -> bool:
         return False
 
 
-#: Config name (broker or topic-level) -> (check(value) -> ok, what a valid value is). Names not listed
-#: take any string.
+#: Config name (broker or topic-level) -> (check(value) -> ok, what a valid value is): the configs level
+#: urm brought. Older names take any string, as they always did in scenario files (the public format).
 _VALIDATORS: dict = {
     "unclean.recovery.strategy": (
         lambda v: parse_strategy(v) is not None, "one of None, Balanced, Aggressive"),
     "unclean.recovery.manager.enabled": (_is_bool, "true or false"),
-    "unclean.leader.election.enable": (_is_bool, "true or false"),
-    "delete.topic.enable": (_is_bool, "true or false"),
     "unclean.recovery.timeout.ms": (lambda v: _is_int(v, 1), "an integer number of ms >= 1"),
     "max.request.partition.size.limit": (lambda v: _is_int(v, 1), "an integer >= 1"),
-    "min.insync.replicas": (lambda v: _is_int(v, 1), "an integer >= 1"),
 }
 
 

@@ -1322,7 +1322,10 @@ def encode_request(msg: object, correlation_id: int, client_id: str = "kraftlog"
     """A Kafka request without the size prefix: the request header of that version (kio's
     ``__header_schema__``: v1, or v2 for flexible versions: API key, version, ``correlation_id``,
     ``client_id``) then the payload of :func:`to_kio` at ``version`` (default: the class's
-    ``VERSION``). Raises as :func:`to_kio`."""
+    ``VERSION``, or the lowest version that can carry ``msg``: ElectLeaders v3 for KIP-966's election
+    types 2-4, so that a broker forwards them to the controller). Raises as :func:`to_kio`."""
+    if version is None and type(msg) is m.ElectLeadersRequest and msg.election_type > m.ELECTION_UNCLEAN:
+        version = 3
     entity = to_kio(msg, version)
     header = entity.__header_schema__(
         request_api_key=entity.__api_key__,

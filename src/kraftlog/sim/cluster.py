@@ -205,16 +205,17 @@ class SimCluster:
         self.holds = [h for h in self.holds if not (
             (api is None or h[0] == api) and (src is None or h[1] == src) and (dst is None or h[2] == dst))]
         keep, go = [], []
-        for env in self.held:
+        for payload in self.held:
+            env = payload[0]
             if (api is None or env.message.API == api) and (src is None or env.src == src) and (
                     dst is None or env.dst == dst):
-                go.append(env)
+                go.append(payload)
             else:
-                keep.append(env)
+                keep.append(payload)
         self.held = keep
         self.history.record(self.now, "release", api=api, src=str(src), dst=str(dst), count=len(go))
-        for env in go:
-            self._push(self.now, DELIVER, env)
+        for payload in go:
+            self._push(self.now, DELIVER, payload)
 
     # ================================================================= event loop
     def _push(self, t: int, kind: int, payload) -> None:
@@ -256,6 +257,7 @@ class SimCluster:
         random = self.net_rng.random
         link_last = self.link_last
         queue = self.queue
+        incarnation = self.incarnation
         for env in envelopes:
             src = env.src
             dst = env.dst
@@ -271,7 +273,10 @@ class SimCluster:
                 t = last
             link_last[link] = t
             self._seq += 1
-            heapq.heappush(queue, (t, self._seq, DELIVER, env))
+            # The sender's incarnation, and for a response the requester's: a message on a connection
+            # whose process has since restarted is never delivered (_stale_connection).
+            heapq.heappush(queue, (t, self._seq, DELIVER, (env, incarnation.get(src),
+                                                           incarnation.get(dst) if env.is_response else None)))
 
     def _refuse(self, request: Envelope) -> None:
         """Connection refused (the destination is down): the sender learns at once, after one network
@@ -322,14 +327,25 @@ class SimCluster:
         else:
             self._transmit([Envelope(env.dst, env.src, env.correlation_id, env.message, True)])
 
-    def _stopped_in_network(self, env: Envelope) -> bool:
+    def _stopped_in_network(self, payload) -> bool:
         """Network faults at delivery time: a cut link drops the message, a hold keeps it aside."""
+        env = payload[0]
         if (self.cut or self.isolated or self.partitioned) and self.is_cut(env.src, env.dst):
             return True
         if self.holds and self._held(env):
-            self.held.append(env)
+            self.held.append(payload)
             return True
         return False
+
+    def _stale_connection(self, payload) -> bool:
+        """A message whose connection died: its sender restarted since sending it (a request from the
+        old process), or, for a response, the requester restarted since it was sent. TCP resets the
+        connection, so the new process never sees it (nor a response that would match one of its own
+        correlation ids: a controller failover with GetReplicaLogInfo answers in flight)."""
+        env, src_incarnation, dst_incarnation = payload
+        incarnation = self.incarnation
+        return incarnation.get(env.src) != src_incarnation or (
+            env.is_response and incarnation.get(env.dst) != dst_incarnation)
 
     def run_until(self, t_end: int, stop=None) -> bool:
         """Run events up to simulated time ``t_end``; with ``stop``, return True as soon as
@@ -345,17 +361,21 @@ class SimCluster:
         lines = history.lines
         after = self._after
         setup = ConnectionSetup
+        incarnation = self.incarnation
         while queue and queue[0][0] <= t_end:
             t, _, kind, payload = pop(queue)
             if t > self.now:
                 self.now = t
             if kind == DELIVER:
-                env = payload
-                if (self.cut or self.isolated or self.partitioned or self.holds) and self._stopped_in_network(env):
+                env = payload[0]
+                if (self.cut or self.isolated or self.partitioned or self.holds) and self._stopped_in_network(payload):
                     pass
                 elif (node := nodes.get(env.dst)) is None:
                     if not env.is_response:
                         self._refuse(env)
+                elif incarnation.get(env.src) != payload[1] or (
+                        env.is_response and incarnation.get(env.dst) != payload[2]):
+                    pass  # _stale_connection, inlined: the connection died with a restarted process
                 elif type(env.message) is setup:
                     self._connection_setup(env, node)
                 else:

@@ -146,8 +146,8 @@ class ScenarioRun:
         """After the controller handled an event: log its new metadata records, check invariants."""
         node = sim.nodes.get(node_id)
         if node is not None:
+            self._observe_recoveries(sim, node)  # a recovery's steps first: its election's record follows
             self._observe_controller(node)
-            self._observe_recoveries(sim, node)
 
     def _observe_recoveries(self, sim: SimCluster, node) -> None:
         """The unclean recoveries' steps (level ``urm``) into the timeline and the history, and KIP-966's

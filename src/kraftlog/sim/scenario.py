@@ -34,6 +34,7 @@ from typing import Any, NoReturn
 
 import yaml
 
+from kraftlog.metadata.config import invalid_value as invalid_config_value
 from kraftlog.protocol.level import Level
 from kraftlog.protocol.messages import API_NAMES
 
@@ -541,6 +542,9 @@ class _Parser:
                 out[key] = repr(item)
             else:
                 self.fail(item_line, f"config {key!r} in {what} must be a string, number or boolean, got {_show(item)}")
+            problem = invalid_config_value(key, out[key])
+            if problem is not None:  # e.g. unclean.recovery.strategy: Fast
+                self.fail(item_line, f"{problem} (in {what})")
         return out
 
     def topic_ref(self, value, line: int, what: str = "topic") -> TopicSpec:
