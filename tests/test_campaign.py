@@ -21,10 +21,10 @@ from kraftlog.protocol.level import IMPLEMENTED, Level
 from kraftlog.sim.scenario import dump_scenario, load_scenario, parse_scenario
 from kraftlog.spark import faults
 from kraftlog.spark.campaign import (
-    _ANOMALIES, _anomaly_column, _schema, _slices, error_columns, failure_filename, is_failure, run_one,
-    verdict_columns,
+    _ANOMALIES, _anomaly_column, _schema, _slices, comparisons, error_columns, failure_filename, is_failure,
+    run_one, verdict_columns,
 )
-from kraftlog.spark.cli import campaign
+from kraftlog.spark.cli import _levels, campaign
 
 ROOT = Path(__file__).resolve().parents[1]
 LEVELS = [level.label for level in IMPLEMENTED]
@@ -82,10 +82,12 @@ def test_generated_story_is_valid_and_round_trips(seed):
 
 def test_generator_draws_every_fault_verb():
     """Over 200 seeds: crashes losing none/unflushed/all, clean shutdowns, restarts, isolations,
-    partitions, one-way cuts, held and released AlterPartitions, controller failovers, writeback never."""
+    partitions, one-way cuts, held and released AlterPartitions and GetReplicaLogInfos, controller
+    failovers, writeback never."""
     verbs: Counter = Counter()
     loses: Counter = Counter()
     writebacks: Counter = Counter()
+    holds: Counter = Counter()
     for seed in range(200):
         s = faults.generate(seed)
         writebacks[s.writeback_ms] += 1
@@ -94,7 +96,8 @@ def test_generator_draws_every_fault_verb():
             if step.verb == "crash":
                 loses[step.args["lose"]] += 1
             if step.verb == "hold":
-                assert step.args["api"] == "AlterPartition"
+                holds[step.args["api"]] += 1
+    assert set(holds) == {"AlterPartition", "GetReplicaLogInfo"}  # KIP-497's race; the URM's stale answer
     for verb in ("crash", "shutdown", "restart", "restart_controller", "isolate", "partition", "cut", "heal",
                  "hold", "release"):
         assert verbs[verb] > 0, verb
@@ -342,13 +345,29 @@ def test_unknown_level_is_a_usage_error():
     assert "unknown or unimplemented level 'nope'" in result.output
 
 
-def test_unimplemented_level_is_a_usage_error():
-    missing = [level for level in Level if level not in IMPLEMENTED]
-    if not missing:
-        pytest.skip("every level is implemented")
-    result = CliRunner().invoke(campaign, ["--levels", missing[0].label, "--seeds", "1"])
+def test_every_level_option_is_accepted_and_a_name_outside_the_enum_is_a_usage_error():
+    """Replaces the test that an unimplemented level is refused (every level of the Level enum is
+    implemented now): each implemented level is accepted (any case and order, sorted low to high,
+    duplicates dropped), the default is all of them, and a level-like name the enum does not have is a
+    usage error (exit 2) naming the implemented levels."""
+    labels = [level.label for level in IMPLEMENTED]
+    assert _levels(None, None, None) == labels
+    assert _levels(None, None, ",".join(f" {x.upper()} " for x in reversed(labels))) == labels
+    assert _levels(None, None, f"{labels[-1]},,{labels[-1]}") == [labels[-1]]
+    result = CliRunner().invoke(campaign, ["--levels", "elr,kip966", "--seeds", "1"])
     assert result.exit_code == 2
-    assert "unimplemented" in result.output
+    assert "unknown or unimplemented level 'kip966'" in result.output
+    assert f"(implemented: {', '.join(labels)})" in " ".join(result.output.split())
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_every_implemented_level_runs_a_seed(level):
+    """run_one, the executor's task, at each implemented level (urm included) on seed 15, whose story
+    is the longest-log-in-LastKnownELR episode: a row at that level, without error."""
+    assert "longest_log_in_last_known_elr" in faults.generate(15).description
+    row = run_one({"level": level, "kind": "seed", "seed": 15})
+    assert row["error"] is None and row["level"] == level
+    assert row["history_digest"].startswith("sha256:") and row["acked_all"] > 0
 
 
 # ------------------------------------------------------------------------- a 10-seed campaign
@@ -387,6 +406,8 @@ def test_campaign_writes_every_output(campaign_out):
     for level in LEVELS:
         assert level in stdout
     assert "sim_speedup" in stdout
+    if {"elr", "urm"} <= set(LEVELS):
+        assert "urm vs elr on the same 10 seeds" in stdout
 
 
 def test_results_have_one_row_per_level_and_seed_or_scenario(campaign_out):
@@ -434,6 +455,11 @@ def test_summary_shape_and_numbers(campaign_out):
         assert figures["mean_unavailable_ms"] == pytest.approx(sum(r["unavailable_ms"] for r in mine) / 10, abs=0.01)
         assert figures["seeds_with_invariant_violations"] == sum(1 for r in mine if r["invariant_violations"])
         assert figures["leader_hwm_regressions_total"] == sum(r["leader_hwm_regressions"] for r in mine) == 0
+    # The same-seed comparison of urm with elr, when both ran, is computed from the rows.
+    compared = comparisons(rows, LEVELS)
+    assert set(compared) == ({"urm_vs_elr"} if {"elr", "urm"} <= set(LEVELS) else set())
+    for key, comparison in compared.items():
+        assert summary[key] == json.loads(json.dumps(comparison))
     total_sim = sum(r["sim_time_ms"] for r in rows)
     total_wall = sum(r["wall_ms"] for r in rows)
     assert summary["sim_speedup"] == pytest.approx(total_sim / total_wall, rel=1e-3)
@@ -448,6 +474,20 @@ def test_classic_loses_acknowledged_records_and_elr_does_not_within_budget(campa
     assert summary["levels"]["classic"]["seeds_with_loss"] >= 1
     if "elr" in summary["levels"]:
         assert summary["levels"]["elr"]["seeds_with_loss_within_budget"] == 0
+
+
+def test_urm_loses_no_more_than_elr_on_the_same_seeds(campaign_out):
+    """Issue 10's promise over seeds 0..9: level urm loses nothing within the fault budget, no more than
+    elr on any seed, and fewer in total (seeds 0 and 7 draw the longest-log-in-LastKnownELR story, where
+    elr elects the last known leader and urm the longest log)."""
+    if not {"elr", "urm"} <= set(LEVELS):
+        pytest.skip("urm is not implemented")
+    out, _ = campaign_out
+    c = json.loads((out / "summary.json").read_text())["urm_vs_elr"]
+    assert c["seeds_compared"] == 10 and c["seeds_with_error"] == []
+    assert c["seeds_urm_loss_within_budget"] == [] and c["by_level"]["urm"]["lost_acked_within_budget"] == 0
+    assert c["seeds_urm_lost_more"] == []
+    assert {0, 7} <= set(c["seeds_urm_lost_fewer"]) and c["urm_lost_fewer_in_total"]
 
 
 def test_every_failure_is_exported(campaign_out):
@@ -486,8 +526,11 @@ def test_exported_failure_replays_with_the_same_digest_and_loss(campaign_out):
 def test_report_has_the_plots_and_the_tables(campaign_out):
     out, _ = campaign_out
     report = (out / "report.html").read_text()
-    assert report.count("data:image/png;base64,") == 3  # loss by shutdowns, unavailability, one timeline
+    urm_vs_elr = {"elr", "urm"} <= set(LEVELS)
+    # loss by shutdowns, unavailability, one timeline, and urm against elr when both ran
+    assert report.count("data:image/png;base64,") == 3 + urm_vs_elr
     assert "<table>" in report and "Summary per level" in report
+    assert ("urm vs elr on the same seeds" in report) == urm_vs_elr
     assert '<th class="">leader_hwm_regressions</th>' in report  # the run table's column
     summary = json.loads((out / "summary.json").read_text())
     replay = summary["timeline_replay"]

@@ -1,7 +1,9 @@
 """``report.html`` of a campaign: one self-contained page (PNG plots embedded as base64 data URIs).
 
-Sections: the run (master, cores, seeds, levels, speed), the per-level summary table, loss
-probability per level by data-losing shutdowns, the unavailability distribution per level, the
+Sections: the run (master, cores, seeds, levels, speed), the per-level summary table, each level
+compared with its baseline on the same seeds (``urm`` against ``elr`` when both ran: the summary's
+``urm_vs_elr``), loss probability per level by data-losing shutdowns, the unavailability distribution
+per level, the
 timeline of one failing seed (replayed on the driver from its exported file, digest checked), the
 failing runs with links to their ``failures/*.yaml``, the scenario library per level, and every
 run in a collapsible table.
@@ -93,6 +95,79 @@ def _replay(out: Path, row: dict) -> tuple[dict, list[str], object]:
     return info, result.timeline, scenario
 
 
+def _seed_list(seeds: list[int], limit: int = 40) -> str:
+    """Seeds as text: ``none``, or the first ``limit`` joined by commas (``… (+n more)``)."""
+    if not seeds:
+        return "none"
+    text = ", ".join(str(s) for s in seeds[:limit])
+    return text + (f" … (+{len(seeds) - limit} more)" if len(seeds) > limit else "")
+
+
+def _comparison_section(rows: list[dict], c: dict) -> str:
+    """One level against its baseline on the same seeds (``compare_levels``'s dict): a table per level,
+    the seeds where the level lost fewer / more / within the budget, a scatter plot, and the seeds
+    whose outcome differs, with their failure files."""
+    level, baseline = c["level"], c["baseline"]
+    parts = [f"<h2>{_e(level)} vs {_e(baseline)} on the same seeds</h2>"]
+    errored = c["seeds_with_error"]
+    left_out = f"; left out because a run raised: {_e(_seed_list(errored))}" if errored else ""
+    parts.append(
+        f"<p class='muted'>Each generated seed is the same story at both levels. {c['seeds_compared']} seeds "
+        f"compared{left_out}. "
+        "Records of a partition still leaderless at the end are not counted as lost, so a level that waits "
+        "(KIP-966's Balanced and None strategies) shows its cost in the leaderless and unavailability "
+        "columns.</p>")
+    table_rows = []
+    for lv in (baseline, level):
+        f = c["by_level"][lv]
+        table_rows.append([_e(lv), f["seeds_with_loss"], f"<b>{f['seeds_with_loss_within_budget']}</b>",
+                           f["lost_acked_total"], f["lost_acked_within_budget"], f["seeds_leaderless_at_end"],
+                           f"{f['mean_unavailable_ms'] / 1000:.2f}", f["failing_seeds"]])
+    parts.append(_table(["level", "seeds with loss", "with loss within budget", "lost acked total",
+                         "lost acked within budget", "seeds leaderless at end", "mean unavailable (s)",
+                         "failing seeds"], table_rows, left={0}))
+    fewer, more = c[f"seeds_{level}_lost_fewer"], c[f"seeds_{level}_lost_more"]
+    within = c[f"seeds_{level}_loss_within_budget"]
+    leaderless = c[f"seeds_{level}_leaderless_not_{baseline}"]
+    total_fewer = c[f"{level}_lost_fewer_in_total"]
+    parts.append(
+        "<ul>"
+        f"<li>{_e(level)} lost fewer acknowledged records than {_e(baseline)} on <b>{len(fewer)}</b> seed(s): "
+        f"{_e(_seed_list(fewer))}</li>"
+        f"<li>{_e(level)} lost more than {_e(baseline)} on <b>{len(more)}</b> seed(s): {_e(_seed_list(more))}</li>"
+        f"<li>both lost the same number on {len(c['seeds_both_lost_same'])} seed(s): "
+        f"{_e(_seed_list(c['seeds_both_lost_same']))}</li>"
+        f"<li>{_e(level)} lost records within the fault budget on <b>{len(within)}</b> seed(s): "
+        f"{_e(_seed_list(within))}</li>"
+        f"<li>{_e(level)} ended with a leaderless partition where {_e(baseline)} did not on {len(leaderless)} "
+        f"seed(s): {_e(_seed_list(leaderless))}</li>"
+        f"<li>in total {_e(level)} lost {c['by_level'][level]['lost_acked_total']} acknowledged records, "
+        f"{_e(baseline)} {c['by_level'][baseline]['lost_acked_total']}: "
+        f"{'<b>fewer</b>' if total_fewer else '<b>not fewer</b>'}</li></ul>")
+    if c["seeds_compared"]:
+        parts.append(_img(plots.loss_against_baseline(rows, level, baseline), f"{level} vs {baseline}"))
+    differing = c["differing_seeds"]
+    if differing:
+        def link(path):
+            return f"<a href='{_e(path)}'>{_e(path)}</a>" if path else ""
+
+        parts.append(f"<details><summary>the {len(differing)} seed(s) whose loss or leaderless partitions "
+                     "differ</summary>")
+        parts.append(_table(
+            ["seed", "data-losing shutdowns", "within budget", f"lost acked at {baseline}", f"lost acked at {level}",
+             f"leaderless at end at {baseline}", f"leaderless at end at {level}", f"{baseline} file", f"{level} file",
+             "schedule"],
+            [[d["seed"], d["data_losing_shutdowns"], "yes" if d["within_budget"] else "no",
+              d["lost_acked"][baseline], d["lost_acked"][level], d["leaderless_at_end"][baseline],
+              d["leaderless_at_end"][level], link(d["failure_files"][baseline]), link(d["failure_files"][level]),
+              _e(d["schedule"])] for d in differing],
+            left={7, 8, 9},
+            row_class=lambda k: "fail" if differing[k]["lost_acked"][level] > differing[k]["lost_acked"][baseline]
+            else ""))
+        parts.append("</details>")
+    return "".join(parts)
+
+
 def write_report(out, rows: list[dict], summary: dict, levels: list[str]) -> dict | None:
     """Write ``out/report.html``; return the replay check of the drawn failing run (or None)."""
     from ..spark.faults import fault_budget
@@ -134,6 +209,14 @@ def write_report(out, rows: list[dict], summary: dict, levels: list[str]) -> dic
                            f"{s.get('p_loss', 0):.3f}", f"{s.get('mean_unavailable_ms', 0) / 1000:.2f}", fails])
     parts.append(_table(["level", "seeds", "seeds with loss", "with loss within budget", "lost acked total",
                          "p_loss", "mean unavailable (s)", "failing seeds"], table_rows, left={0}))
+
+    # Level against baseline on the same seeds (urm vs elr)
+    from ..spark.campaign import COMPARISONS, comparison_key
+
+    for level, baseline in COMPARISONS:
+        comparison = summary.get(comparison_key(level, baseline))
+        if comparison is not None:
+            parts.append(_comparison_section(rows, comparison))
 
     # Plots
     if seeds:

@@ -5,6 +5,8 @@ no display needed).
   level, by number of data-losing shutdowns (grouped bars; the fault budget shaded);
 * :func:`unavailability` — the distribution of unavailable time (partition-seconds without a live
   leader) per level, as empirical CDFs;
+* :func:`loss_against_baseline` — acknowledged records lost per seed at one level against another on
+  the same seeds (e.g. ``urm`` against ``elr``), one point per seed;
 * :func:`timeline` — one run drawn from its readable timeline: broker lanes (up, down by crash or
   clean shutdown, fenced), network faults, and per partition the ISR size with each leader.
 
@@ -22,7 +24,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
-__all__ = ["loss_by_shutdowns", "parse_timeline", "timeline", "unavailability"]
+__all__ = ["loss_against_baseline", "loss_by_shutdowns", "parse_timeline", "timeline", "unavailability"]
 
 _COLORS = ["#d62728", "#ff7f0e", "#2ca02c", "#1f77b4", "#9467bd", "#8c564b"]
 _STYLES = ["-", "--", "-.", ":"]
@@ -95,6 +97,41 @@ def unavailability(rows: list[dict], levels: list[str]) -> bytes:
     ax.set_title("Unavailability distribution per level")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8, loc="lower right")
+    return _png(fig)
+
+
+def loss_against_baseline(rows: list[dict], level: str, baseline: str) -> bytes:
+    """Scatter: acknowledged acks=all records lost per generated seed at ``baseline`` (x) and at
+    ``level`` (y), the same story at both; seeds within the fault budget in green, beyond it in red;
+    points below the diagonal are seeds where ``level`` lost fewer. Seeds where neither lost, or a run
+    raised, are left out (their count is in the title)."""
+    by_seed: dict = defaultdict(dict)
+    for r in rows:
+        if r["kind"] == "seed" and r["level"] in (level, baseline):
+            by_seed[r["seed"]][r["level"]] = r
+    pairs = [(runs[baseline], runs[level]) for _seed, runs in sorted(by_seed.items())
+             if level in runs and baseline in runs and not runs[level]["error"] and not runs[baseline]["error"]]
+    shown = [(a, b) for a, b in pairs if a["lost_acked"] or b["lost_acked"]]
+    fig = Figure(figsize=(6.0, 5.2))
+    ax = fig.add_subplot()
+    top = max([1] + [max(a["lost_acked"], b["lost_acked"]) for a, b in shown])
+    ax.plot([0, top * 1.05], [0, top * 1.05], color="grey", ls=":", lw=0.8, label="same loss")
+    for within, color, label in ((True, "#2ca02c", "within the fault budget"),
+                                 (False, "#d62728", "beyond the fault budget")):
+        pts = [(a["lost_acked"], b["lost_acked"]) for a, b in shown if bool(b["within_budget"]) is within]
+        if pts:
+            ax.scatter([x for x, _ in pts], [y for _, y in pts], s=22, color=color, alpha=0.7,
+                       label=f"{label} ({len(pts)})")
+    fewer = sum(1 for a, b in pairs if b["lost_acked"] < a["lost_acked"])
+    more = sum(1 for a, b in pairs if b["lost_acked"] > a["lost_acked"])
+    ax.set_xlim(-top * 0.03, top * 1.05)
+    ax.set_ylim(-top * 0.03, top * 1.05)
+    ax.set_xlabel(f"acked records lost at {baseline}")
+    ax.set_ylabel(f"acked records lost at {level}")
+    ax.set_title(f"{level} vs {baseline}, same seeds: {level} lost fewer on {fewer}, more on {more}\n"
+                 f"({len(pairs) - len(shown)} of {len(pairs)} seeds lost nothing at either level)", fontsize=9)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8, loc="upper left")
     return _png(fig)
 
 

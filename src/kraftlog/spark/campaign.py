@@ -11,6 +11,8 @@ Spark's status tracker, turns the rows into a DataFrame, and writes into ``out``
   "lost_acked_total", "p_loss", "mean_unavailable_ms", "seeds_with_invariant_violations",
   "leader_hwm_regressions_total"}}, "sim_speedup": x, ...}`` (the per-level
   figures count generated seeds only; the library runs are summarised under ``"scenario_library"``);
+  when both ``elr`` and ``urm`` ran, ``summary.json`` also holds ``"urm_vs_elr"``: the two levels compared on
+  the same seeds (:func:`compare_levels`, :data:`COMPARISONS`);
 * ``failures/<level>-seed-<seed>.yaml`` / ``failures/<level>-<scenario>.yaml`` — every failing run
   (acknowledged records lost, an invariant violated, a leader's HWM moving backwards, an undetected
   truncation, a failed expectation, or a run that raised) as a scenario file with ``level`` set, which
@@ -45,8 +47,12 @@ __all__ = [
     "DEFAULT_MASTER",
     "DEFAULT_SEEDS",
     "RUN_TIME_LIMIT_S",
+    "COMPARISONS",
     "CampaignResult",
     "build_tasks",
+    "compare_levels",
+    "comparison_key",
+    "comparisons",
     "error_columns",
     "failure_filename",
     "is_failure",
@@ -310,6 +316,108 @@ def summarize(df, levels: list[str]) -> dict:
     return out
 
 
+#: (level, baseline) pairs compared seed by seed when both levels ran: KIP-966 part 2 (the Unclean
+#: Recovery Manager) against part 1 (the last known leader), issue 10.
+COMPARISONS: tuple[tuple[str, str], ...] = (("urm", "elr"),)
+
+
+def comparison_key(level: str, baseline: str) -> str:
+    """The summary.json key of a comparison: ``"urm_vs_elr"``."""
+    return f"{level}_vs_{baseline}"
+
+
+def compare_levels(rows: list[dict], level: str, baseline: str) -> dict:
+    """``level`` against ``baseline`` on the same generated seeds (the same story at both levels), from
+    the results rows (plain dicts, :func:`_schema`'s columns).
+
+    A seed is compared when both levels ran it and neither run raised (a run that raised has no verdict:
+    its zero counts would compare as "no loss"); the others are listed in ``seeds_with_error``.
+    Returns, with ``L`` = ``level`` and ``B`` = ``baseline`` (seed lists ascending)::
+
+        {"level": L, "baseline": B, "seeds_compared": n, "seeds_with_error": [seed...],
+         "by_level": {B: FIGURES, L: FIGURES},
+         "seeds_<L>_lost_fewer": [...],   # L lost fewer acknowledged acks=all records than B
+         "seeds_<L>_lost_more": [...],    # L lost more
+         "seeds_both_lost_same": [...],   # both lost, the same number
+         "seeds_<L>_loss_within_budget": [...],   # L lost records although within the fault budget
+         "seeds_<L>_leaderless_not_<B>": [...],   # L ended with a leaderless partition, B did not
+         "<L>_lost_fewer_in_total": bool,         # L's total < B's total (strictly)
+         "differing_seeds": [{"seed", "within_budget", "data_losing_shutdowns", "schedule",
+                              "lost_acked": {B: n, L: n}, "leaderless_at_end": {B: n, L: n},
+                              "failure_files": {B: path | None, L: path | None}}, ...]}
+
+    where FIGURES = ``{"seeds_with_loss", "seeds_with_loss_within_budget", "lost_acked_total",
+    "lost_acked_within_budget", "seeds_leaderless_at_end", "mean_unavailable_ms", "failing_seeds"}``
+    over the compared seeds. Records of a partition leaderless at the end are not counted as lost
+    (SCENARIOS.md), hence the leaderless figures: a level that loses less by staying unavailable shows.
+    """
+    by_seed: dict[int, dict[str, dict]] = {}
+    for r in rows:
+        if r["kind"] == "seed" and r["level"] in (level, baseline):
+            by_seed.setdefault(r["seed"], {})[r["level"]] = r
+    both = sorted(seed for seed, runs in by_seed.items() if level in runs and baseline in runs)
+    errored = [seed for seed in both if by_seed[seed][level]["error"] or by_seed[seed][baseline]["error"]]
+    skipped = frozenset(errored)
+    compared = [seed for seed in both if seed not in skipped]
+
+    def figures(lv: str) -> dict:
+        runs = [by_seed[seed][lv] for seed in compared]
+        lost = [r for r in runs if r["lost_acked"] > 0]
+        return {
+            "seeds_with_loss": len(lost),
+            "seeds_with_loss_within_budget": sum(1 for r in lost if r["within_budget"]),
+            "lost_acked_total": sum(r["lost_acked"] for r in runs),
+            "lost_acked_within_budget": sum(r["lost_acked"] for r in runs if r["within_budget"]),
+            "seeds_leaderless_at_end": sum(1 for r in runs if r["leaderless_at_end"] > 0),
+            "mean_unavailable_ms": round(sum(r["unavailable_ms"] for r in runs) / len(runs), 3) if runs else 0.0,
+            "failing_seeds": sum(1 for r in runs if r["failure"]),
+        }
+
+    def lost(seed: int, lv: str) -> int:
+        return by_seed[seed][lv]["lost_acked"]
+
+    fewer = [seed for seed in compared if lost(seed, level) < lost(seed, baseline)]
+    more = [seed for seed in compared if lost(seed, level) > lost(seed, baseline)]
+    same = [seed for seed in compared if lost(seed, level) == lost(seed, baseline) > 0]
+    leaderless = [seed for seed in compared if by_seed[seed][level]["leaderless_at_end"] > 0
+                  and by_seed[seed][baseline]["leaderless_at_end"] == 0]
+    differing = []
+    for seed in compared:
+        a, b = by_seed[seed][baseline], by_seed[seed][level]
+        if a["lost_acked"] == b["lost_acked"] and a["leaderless_at_end"] == b["leaderless_at_end"]:
+            continue
+        differing.append({
+            "seed": seed, "within_budget": bool(b["within_budget"]),
+            "data_losing_shutdowns": b["data_losing_shutdowns"], "schedule": b["schedule"],
+            "lost_acked": {baseline: a["lost_acked"], level: b["lost_acked"]},
+            "leaderless_at_end": {baseline: a["leaderless_at_end"], level: b["leaderless_at_end"]},
+            "failure_files": {baseline: a.get("failure_file"), level: b.get("failure_file")},
+        })
+    by_level = {baseline: figures(baseline), level: figures(level)}
+    return {
+        "level": level,
+        "baseline": baseline,
+        "seeds_compared": len(compared),
+        "seeds_with_error": errored,
+        "by_level": by_level,
+        f"seeds_{level}_lost_fewer": fewer,
+        f"seeds_{level}_lost_more": more,
+        "seeds_both_lost_same": same,
+        f"seeds_{level}_loss_within_budget": [seed for seed in compared
+                                             if lost(seed, level) > 0 and by_seed[seed][level]["within_budget"]],
+        f"seeds_{level}_leaderless_not_{baseline}": leaderless,
+        f"{level}_lost_fewer_in_total": by_level[level]["lost_acked_total"] < by_level[baseline]["lost_acked_total"],
+        "differing_seeds": differing,
+    }
+
+
+def comparisons(rows: list[dict], levels: list[str]) -> dict:
+    """``{comparison_key(L, B): compare_levels(rows, L, B)}`` for each pair of :data:`COMPARISONS`
+    whose two levels are both in ``levels``; ``{}`` when none is."""
+    return {comparison_key(level, baseline): compare_levels(rows, level, baseline)
+            for level, baseline in COMPARISONS if level in levels and baseline in levels}
+
+
 # ------------------------------------------------------------------------------------------ spark
 _LOG4J = """\
 rootLogger.level = warn
@@ -540,6 +648,7 @@ def run_campaign(levels: list[str], seeds: int = DEFAULT_SEEDS, master: str = DE
                     entry["failures"].append(r["scenario"])
         summary = {
             "levels": per_level,
+            **comparisons(rows, levels),
             "sim_speedup": round(sim_total / wall_total, 3) if wall_total else 0.0,
             "scenario_library": library,
             "failures": sum(1 for r in rows if r["failure"]),

@@ -4,7 +4,8 @@
 [--scenarios DIR]`` runs N generated failure stories (seeds K..K+N-1) at every level, plus the
 scenario library at every level, over Spark executors, and writes ``results.parquet``,
 ``summary.json``, ``report.html`` and ``failures/*.yaml`` into DIR. A progress bar runs on stderr
-while Spark works; a table is printed on stdout at the end.
+while Spark works; a table is printed on stdout at the end, and, when both ``elr`` and ``urm`` ran,
+a second one comparing them on the same seeds.
 
 Exit codes: 0 when the campaign ran (its findings, failing runs included, are in DIR), 1 when Spark
 could not run it (e.g. no Java 17), 2 for a bad option (an unknown or unimplemented level...).
@@ -18,7 +19,7 @@ from pathlib import Path
 import click
 
 from ..protocol.level import IMPLEMENTED, Level
-from .campaign import DEFAULT_MASTER, DEFAULT_SEEDS
+from .campaign import COMPARISONS, DEFAULT_MASTER, DEFAULT_SEEDS, comparison_key
 
 __all__ = ["campaign"]
 
@@ -87,6 +88,44 @@ def campaign(seeds: int, levels: list[str], master: str, out: str, seed_offset: 
     sys.exit(0)
 
 
+def _seeds_text(seeds: list[int], limit: int = 20) -> str:
+    if not seeds:
+        return ""
+    text = ", ".join(str(seed) for seed in seeds[:limit])
+    return f" ({text}{f', … +{len(seeds) - limit} more' if len(seeds) > limit else ''})"
+
+
+def print_comparison(console, c: dict) -> None:
+    """A level against its baseline on the same seeds (``campaign.compare_levels``'s dict): a small
+    table per level, then the seeds where the level lost fewer / more / within the fault budget."""
+    from rich import box
+    from rich.table import Table
+
+    level, baseline = c["level"], c["baseline"]
+    table = Table(title=f"{level} vs {baseline} on the same {c['seeds_compared']} seeds", box=box.SIMPLE_HEAD)
+    table.add_column("level", justify="left", no_wrap=True, min_width=7)
+    for col in ("with loss", "loss within budget", "lost acked", "lost acked within budget",
+                "leaderless at end", "mean unavailable"):
+        table.add_column(col, justify="right")
+    for lv in (baseline, level):
+        f = c["by_level"][lv]
+        table.add_row(lv, str(f["seeds_with_loss"]), str(f["seeds_with_loss_within_budget"]),
+                      str(f["lost_acked_total"]), str(f["lost_acked_within_budget"]),
+                      str(f["seeds_leaderless_at_end"]), f"{f['mean_unavailable_ms'] / 1000:.2f} s")
+    console.print(table)
+    fewer, more = c[f"seeds_{level}_lost_fewer"], c[f"seeds_{level}_lost_more"]
+    within = c[f"seeds_{level}_loss_within_budget"]
+    totals = c["by_level"]
+    console.print(f"{level} lost fewer acked records than {baseline} on {len(fewer)} seed(s){_seeds_text(fewer)}, "
+                  f"more on {len(more)}{_seeds_text(more)}; within the fault budget {level} lost records on "
+                  f"{len(within)} seed(s){_seeds_text(within)}; in total {level} {totals[level]['lost_acked_total']}, "
+                  f"{baseline} {totals[baseline]['lost_acked_total']} "
+                  f"({'fewer' if c[f'{level}_lost_fewer_in_total'] else 'NOT fewer'})")
+    if c["seeds_with_error"]:
+        console.print(f"left out of the comparison (a run raised): {len(c['seeds_with_error'])} seed(s)"
+                      f"{_seeds_text(c['seeds_with_error'])}")
+
+
 def print_summary(result, levels: list[str], library) -> None:
     """The end-of-campaign table on stdout."""
     from rich import box
@@ -111,6 +150,10 @@ def print_summary(result, levels: list[str], library) -> None:
                       str(lv["lost_acked_total"]), f"{lv['p_loss']:.3f}", f"{lv['mean_unavailable_ms'] / 1000:.2f} s",
                       str(fails), f"{len(lib['failures'])}/{lib['runs']}" if lib else "-")
     console.print(table)
+    for level, baseline in COMPARISONS:
+        comparison = s.get(comparison_key(level, baseline))
+        if comparison is not None:
+            print_comparison(console, comparison)
     replay = s.get("timeline_replay")
     console.print(f"sim_speedup {s['sim_speedup']}x per executor core "
                   f"({s['sim_time_ms_total'] / 1000:,.0f} simulated s in {s['executor_wall_ms_total'] / 1000:,.1f} "

@@ -22,15 +22,55 @@ module or ``hash()``), a random cluster and a fault schedule:
   - a broker crash (``lose`` none / unflushed / all) and restart; a clean shutdown and restart; an
     isolation (a broker, two brokers or the controller); a network partition into two groups; a
     one-way cut; AlterPartition requests held on their way to the controller while a follower
-    leaves, then released; a controller failover (sometimes followed by a crash).
+    leaves, then released; a controller failover (sometimes followed by a crash);
+  - stories where KIP-966's unclean recovery matters (level ``urm``; below it the same steps run and
+    the controller falls back on the last known leader), each on one partition with leader L and
+    followers A and B (its replica list, preferred leader first):
 
-  The two KIP stories are exclusive (they never overlap another episode); the others may overlap.
+    - ``longest_log_in_last_known_elr`` — ISR and ELR emptied by unclean shutdowns, with one
+      LastKnownELR member holding the longest log: A leaves (crash of any ``lose`` mode, isolation or
+      clean shutdown), so the ISR shrinks to [L, B] (still at min ISR 2: A never enters the ELR);
+      10-13 s later B crashes with ``lose: none`` (it keeps every acknowledged record): ISR [L],
+      ELR [B]; 10-13 s later (B fenced) L crashes losing its page cache (``unflushed``, 55 %) or its disk
+      (``all``, 45 %): ISR [], ELR [B, L], LastKnownLeader L. 10-13 s later L restarts first (an
+      unclean shutdown: L leaves the ELR for LastKnownELR; B, fenced, is still in the ELR, so nobody is
+      elected), then B 2-6 s later (into LastKnownELR too: ISR and ELR are empty). Level ``elr`` then
+      elects the last known leader L and loses the acknowledged records L lost; level ``urm``
+      (Balanced) waits for both LastKnownELR members and elects B, the longest log. A comes back 1-4 s
+      after B (60 %) or in the heal phase. 2 or 3 data-losing shutdowns: always beyond the budget;
+    - ``fenced_only_elr`` — the ISR empties by fencing, so only fenced ELR members remain: A leaves
+      (isolation 40 %, clean shutdown 30 %, crash ``lose: none`` 30 %), 10-13 s later B leaves and
+      10-13 s later L leaves (each by isolation 55 %, clean shutdown 20 %, crash ``lose: none`` 25 %);
+      once L is fenced the ISR is [] and the ELR [B, L], both fenced, for 5-15 s (the return starts
+      14-24 s after L left); then B and L return in random order 1-5 s apart (heal or restart: an
+      isolated or cleanly stopped member is still in the ELR and is elected; a crashed one moves to
+      LastKnownELR). A returns 3-8 s after the first (60 %) or in the heal phase. No page cache or disk
+      is lost, so no level should lose an acknowledged record; within the budget unless two or more
+      of the three leave by a crash;
+    - ``stale_replica_log_info`` — a GetReplicaLogInfo answer held across a disk-replacing restart: A
+      leaves (isolation 45 %, clean shutdown 25 %, crash ``lose: none`` 30 %), 10-13 s later B crashes
+      (``lose: none``), 10-13 s later L crashes (``lose`` none or unflushed): ISR and ELR are empty
+      once both restart. One of L and B is *held*, the other *replaced*. 2-6 s after L's crash
+      GetReplicaLogInfo is held either from the controller to the held replica (60 %: the replaced
+      replica's answer reaches the controller first and sits there) or from the replaced replica to
+      the controller (40 %: its answer sits in the network). 10-13 s after L's crash L restarts, B 1-3 s
+      later (the Unclean Recovery Manager queries the replicas); 3-5 s later the replaced replica
+      crashes with ``lose: all`` and restarts 1-3 s after that with an empty log (its new incarnation
+      registers, with a new broker epoch, once the old one's session expired, about 9 s after the
+      crash). The held GetReplicaLogInfo messages are released 12-15 s after that crash (75 %: the
+      controller knows of the restart, so the replaced replica's answer is detectably stale and must be
+      rejected and asked again, or the controller elects an empty log), or 2-5 s after the restart
+      (25 %: before the new registration, when nothing tells the controller the answer is stale).
+      A returns 1-4 s after the release (60 %) or in the heal phase. Always beyond the budget.
+
+  The KIP stories (the two above and the three unclean-recovery stories) are exclusive (they never
+  overlap another episode); the others may overlap.
   Steps that would do nothing (crashing a broker that is down, restarting one that is up) are
   dropped, so the schedule text is what happens;
 * a heal-and-settle phase: every link healed, every held message released, every stopped broker
   restarted one by one, then 20-30 s of simulated time so that a leader can return.
 
-A story lasts about 30-130 s of simulated time (75 s on average). The scenario carries ``seed`` = the
+A story lasts about 30-150 s of simulated time (78 s on average). The scenario carries ``seed`` = the
 campaign seed and no ``level``: the same seed is the same story at every level, so levels are
 compared on identical inputs. ``parse_scenario(dump_scenario(generate(s))) == generate(s)``, so a
 failing story exported with :func:`~kraftlog.sim.scenario.dump_scenario` replays with the same
@@ -71,6 +111,7 @@ is within its own budget.
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ..sim.scenario import CONTROLLER, ClientSpec, Scenario, Step, TopicSpec
@@ -319,6 +360,98 @@ def _ep_controller_failover(st: _Story, t: int) -> int:
     return t
 
 
+def _leaderless_by_unclean_shutdowns(st: _Story, t: int, how_a: str, lose_leader: str):
+    """The common start of the unclean-recovery stories: A leaves at ``t`` (``how_a``), B crashes
+    (``lose: none``) 10-13 s later, L crashes (``lose_leader``) 10-13 s after that. Returns
+    (L, A, B, the time of L's crash)."""
+    rng = st.rng
+    leader, a, b = st.partition()
+    _take_out(st, a, t, how_a)
+    t1 = t + rng.randint(10_000, 13_000)  # A fenced (broker.session.timeout.ms 9 s): ISR [L, B]
+    st.add(t1, "crash", {"broker": b, "lose": "none"})
+    t2 = t1 + rng.randint(10_000, 13_000)  # B fenced: ISR [L], ELR [B]
+    st.add(t2, "crash", {"broker": leader, "lose": lose_leader})
+    return leader, a, b, t2
+
+
+def _ep_longest_log_in_last_known_elr(st: _Story, t: int) -> int:
+    """KIP-966's unclean recovery: ISR and ELR emptied by unclean shutdowns; B, in LastKnownELR, kept
+    its whole log while the last known leader L lost its page cache or its disk; L restarts first.
+    Level ``elr`` elects L (losing acknowledged records), level ``urm`` (Balanced) elects B."""
+    rng = st.rng
+    how_a = st.weighted({"none": 40, "isolate": 25, "shutdown": 15, "unflushed": 15, "all": 5})
+    leader, a, b, t2 = _leaderless_by_unclean_shutdowns(
+        st, t, how_a, st.weighted({"unflushed": 55, "all": 45}))
+    t3 = t2 + rng.randint(10_000, 13_000)  # L fenced: ISR [], ELR [B, L]
+    st.add(t3, "restart", {"broker": leader})  # L -> LastKnownELR; B (fenced) still in the ELR
+    t4 = t3 + rng.randint(2_000, 6_000)
+    st.add(t4, "restart", {"broker": b})  # B -> LastKnownELR: ISR and ELR empty
+    return _maybe_undo_how(st, a, how_a, t4, 0.6, 1_000, 4_000)
+
+
+def _maybe_undo_how(st: _Story, broker: int, how: str, t: int, probability: float, lo_ms: int,
+                    hi_ms: int) -> int:
+    """With ``probability``, bring ``broker`` back (heal or restart, per ``how`` it left) between lo_ms
+    and hi_ms after ``t``; returns when the episode ends."""
+    if st.rng.random() < probability:
+        at = t + st.rng.randint(lo_ms, hi_ms)
+        _bring_back(st, broker, at, how)
+        return at
+    return t
+
+
+def _ep_fenced_only_elr(st: _Story, t: int) -> int:
+    """The ISR empties by fencing (isolation, clean shutdown or a crash that keeps the page cache):
+    only fenced ELR members remain for 5-15 s; then they return in random order."""
+    rng = st.rng
+    leader, a, b = st.partition()
+    how_a = st.weighted({"isolate": 40, "shutdown": 30, "none": 30})
+    _take_out(st, a, t, how_a)
+    t1 = t + rng.randint(10_000, 13_000)  # ISR [L, B]
+    how_b = st.weighted({"isolate": 55, "shutdown": 20, "none": 25})
+    _take_out(st, b, t1, how_b)
+    t2 = t1 + rng.randint(10_000, 13_000)  # ISR [L], ELR [B]
+    how_l = st.weighted({"isolate": 55, "shutdown": 20, "none": 25})
+    _take_out(st, leader, t2, how_l)
+    t3 = t2 + rng.randint(14_000, 24_000)  # ISR [], ELR [B, L], both fenced, for a while
+    back = [(b, how_b), (leader, how_l)]
+    rng.shuffle(back)
+    _bring_back(st, back[0][0], t3, back[0][1])
+    t4 = t3 + rng.randint(1_000, 5_000)
+    _bring_back(st, back[1][0], t4, back[1][1])
+    return max(t4, _maybe_undo_how(st, a, how_a, t3, 0.6, 3_000, 8_000))
+
+
+def _ep_stale_replica_log_info(st: _Story, t: int) -> int:
+    """A GetReplicaLogInfo answer held across a disk-replacing restart (KIP-966's URM must reject an
+    answer from a broker that restarted since it answered, and ask again)."""
+    rng = st.rng
+    how_a = st.weighted({"isolate": 45, "shutdown": 25, "none": 30})
+    leader, a, b, t2 = _leaderless_by_unclean_shutdowns(st, t, how_a, st.weighted({"none": 50, "unflushed": 50}))
+    held, replaced = (leader, b) if rng.random() < 0.5 else (b, leader)
+    if rng.random() < 0.6:  # hold the question to `held`: `replaced`'s answer waits in the controller
+        hold = {"api": "GetReplicaLogInfo", "from": CONTROLLER, "to": held}
+    else:  # hold `replaced`'s answer in the network
+        hold = {"api": "GetReplicaLogInfo", "from": replaced, "to": CONTROLLER}
+    st.add(t2 + rng.randint(2_000, 6_000), "hold", hold)
+    t3 = t2 + rng.randint(10_000, 13_000)
+    st.add(t3, "restart", {"broker": leader})
+    t4 = t3 + rng.randint(1_000, 3_000)
+    st.add(t4, "restart", {"broker": b})  # ISR and ELR empty: the URM asks every replica
+    t5 = t4 + rng.randint(3_000, 5_000)
+    st.add(t5, "crash", {"broker": replaced, "lose": "all"})
+    t6 = t5 + rng.randint(1_000, 3_000)
+    # Empty log. The new incarnation registers (new broker epoch) only once the old one's session has
+    # expired (broker.session.timeout.ms 9 s after its last heartbeat): DUPLICATE_BROKER_REGISTRATION before.
+    st.add(t6, "restart", {"broker": replaced})
+    if rng.random() < 0.75:  # released after the new registration: a stale answer the controller can detect
+        t7 = t5 + rng.randint(12_000, 15_000)
+    else:  # released before it: the controller cannot know yet that the answer is stale
+        t7 = t6 + rng.randint(2_000, 5_000)
+    st.add(t7, "release", dict(hold))
+    return _maybe_undo_how(st, a, how_a, t7, 0.6, 1_000, 4_000)
+
+
 #: Episode name -> (weight, builder(story, start ms) -> end ms, exclusive). An exclusive episode is
 #: a precise race: it never overlaps another episode.
 EPISODES = {
@@ -331,6 +464,9 @@ EPISODES = {
     "stale_alter_partition": (8, _ep_stale_alter_partition, True),
     "hold_alter_partition": (7, _ep_hold_alter_partition, False),
     "controller_failover": (7, _ep_controller_failover, False),
+    "longest_log_in_last_known_elr": (12, _ep_longest_log_in_last_known_elr, True),
+    "fenced_only_elr": (8, _ep_fenced_only_elr, True),
+    "stale_replica_log_info": (6, _ep_stale_replica_log_info, True),
 }
 
 #: No episode starts later than this (ms of scenario time).
@@ -359,12 +495,20 @@ def _effective(steps, brokers: int) -> list:
     return out
 
 
-def generate(seed: int) -> Scenario:
+def generate(seed: int, episodes: Sequence[str] | None = None) -> Scenario:
     """The failure story of campaign seed ``seed`` (deterministic: same seed, same Scenario).
 
     Returns a Scenario named ``campaign-seed-<seed>`` with ``seed`` = ``seed`` and ``level`` None;
     see the module docstring for what is drawn. Every step has an absolute ``at`` time.
+
+    ``episodes`` (names from :data:`EPISODES`) plays those episodes, in that order, instead of the
+    drawn ones (the cluster, workload and timing are still drawn from the seed); for tests and for
+    replaying one kind of story. Raises KeyError for an unknown episode name.
     """
+    if episodes is not None:
+        for name in episodes:
+            if name not in EPISODES:
+                raise KeyError(f"unknown episode {name!r} (known: {', '.join(EPISODES)})")
     rng = random.Random(f"campaign:{seed}")
     brokers = rng.randint(3, 5)
     partitions = rng.choices((1, 2, 3), weights=(50, 30, 20))[0]
@@ -385,12 +529,16 @@ def generate(seed: int) -> Scenario:
     names = list(EPISODES)
     weights = [EPISODES[n][0] for n in names]
     count = rng.choices((1, 2, 3), weights=(30, 45, 25))[0]
+    if episodes is not None:
+        count = len(episodes)
     t = rng.randint(3_000, 8_000)
     drawn = []
     previous_end = 0
     previous_exclusive = False
-    for _ in range(count):
+    for i in range(count):
         name = rng.choices(names, weights=weights)[0]
+        if episodes is not None:
+            name = episodes[i]
         _weight, build, exclusive = EPISODES[name]
         if exclusive or previous_exclusive:
             t = max(t, previous_end + rng.randint(2_000, 5_000))
