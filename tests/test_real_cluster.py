@@ -518,3 +518,47 @@ def test_foreground_cluster_up_shows_status_and_ctrl_c_shuts_down_cleanly(tmp_pa
         if proc.poll() is None:
             proc.kill()
         _stop_everything(directory)
+
+
+# ============================================================================ level urm over TCP
+def test_unclean_recovery_over_tcp_none_waits_then_longest_log_balanced_elects(fresh):
+    """KIP-966 part 2 on real processes (level urm, the default): with unclean.recovery.strategy=None a
+    partition whose replicas all restarted after a SIGKILL (unclean shutdowns: ISR and ELR empty, the
+    replicas in LastKnownELR) stays leaderless; `kraftlog elect --type longest_log_balanced` (ElectLeaders
+    v3, forwarded by a broker) makes the controller ask every replica with GetReplicaLogInfo over the
+    brokers' internal listeners and elect one; the acknowledged records are all there."""
+    fresh.create_topic("urm", 1, 3, "min.insync.replicas=2", "unclean.recovery.strategy=None")
+    part = fresh.describe("urm")[0]
+    leader = part["leader"]
+    followers = [r for r in part["replicas"] if r != leader]
+    values = [f"u-{i}".encode() for i in range(100)]
+    assert len(_produce(fresh.bootstrap, "urm", values, acks="all")) == 100
+    fresh.wait_for("every replica in the ISR", lambda: sorted(fresh.describe("urm")[0]["isr"]) == [0, 1, 2])
+    # SIGKILLs one by one: the ISR shrinks to the leader (the second follower goes to the ELR), then empties
+    kraftlog("cluster", "stop", "--dir", fresh.dir, "--broker", str(followers[0]), "--kill")
+    fresh.wait_for("ISR without the first follower",
+                   lambda: sorted(fresh.describe("urm")[0]["isr"]) == sorted([leader, followers[1]]))
+    kraftlog("cluster", "stop", "--dir", fresh.dir, "--broker", str(followers[1]), "--kill")
+    fresh.wait_for("ISR = the leader alone", lambda: fresh.describe("urm")[0]["isr"] == [leader])
+    kraftlog("cluster", "stop", "--dir", fresh.dir, "--broker", str(leader), "--kill")
+    for b in [leader] + followers:
+        kraftlog("cluster", "start", "--dir", fresh.dir, "--broker", str(b))
+    fresh.wait_for("ISR and ELR empty, every replica in LastKnownELR",
+                   lambda: (lambda p: p["leader"] == -1 and not p["isr"] and not p["elr"]
+                            and len(p["last_known_elr"]) >= 2)(fresh.describe("urm")[0]), timeout_s=90)
+    time.sleep(5)  # strategy None: no recovery starts by itself
+    assert fresh.describe("urm")[0]["leader"] == -1
+    out = kraftlog("elect", "--bootstrap-server", fresh.bootstrap, "--type", "longest_log_balanced",
+                   "--topic", "urm", "--partition", "0")
+    assert "longest_log_balanced election done for urm-0" in out.stdout
+    after = fresh.describe("urm")[0]
+    assert after["leader"] in part["replicas"] and after["leader_epoch"] > part["leader_epoch"]
+    fresh.wait_for("the recovery in the controller's log", lambda: "unclean recovery of urm-0: elected: broker "
+                   f"{after['leader']}" in open(os.path.join(fresh.dir, "controller.log")).read(), timeout_s=10)
+    c = Consumer({"bootstrap.servers": fresh.bootstrap, "group.id": "urm-check", "enable.auto.commit": False,
+                  "auto.offset.reset": "earliest"})
+    try:
+        c.assign([TopicPartition("urm", 0, 0)])
+        assert sorted(msg.value() for msg in _consume(c, 100)) == sorted(values)
+    finally:
+        c.close()

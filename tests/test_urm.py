@@ -440,3 +440,21 @@ def test_recovery_metrics_count_live_and_manual_recoveries():
     metrics = h2.ctl.recovery_metrics()
     assert metrics["unclean_recovery_partitions_count"] == 1  # Balanced, LastKnownELR still fenced
     assert metrics["manual_leader_election_required_partition_count"] == 0
+
+
+def test_a_new_incarnation_refused_registration_still_invalidates_the_old_answer():
+    """A broker whose new incarnation asks to register while the old session is still valid
+    (DUPLICATE_BROKER_REGISTRATION) has restarted: the answer its old process gave is dropped, so a replica
+    whose disk may have been replaced is not elected on it (KIP-966 accepts that risk until the new
+    registration succeeds; kraftlog does not wait for it)."""
+    h = _leaderless()
+    h.heartbeat(2)
+    task = h.ctl.urm.tasks[("t", 0)]
+    corr = next(c for c, (_, dst) in sorted(h.ctl._inflight.items()) if dst == 2)  # the question to 2
+    tid = h.ctl.image.topics["t"].topic_id
+    h.ctl.deliver(h.now, m.Envelope(2, "controller", corr, m.GetReplicaLogInfoResponse(
+        h.epoch[2], (m.PartitionLogInfo(tid, 0, 0, h.ctl.image.partitions[("t", 0)].leader_epoch, 9),)), True))
+    assert set(task.answers) == {2}
+    resp = h.call(m.BrokerRegistrationRequest(2, "kraftlog", uuid.UUID(int=99)), src=2)
+    assert resp.error_code == Errors.DUPLICATE_BROKER_REGISTRATION
+    assert task.answers == {} and task.failed == {2}

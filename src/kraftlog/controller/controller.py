@@ -320,6 +320,8 @@ class QuorumController(NodeBase):
         if old is not None:
             if not old.fenced and now_ms - self.last_heartbeat_ms.get(req.broker_id, -10**12) < self.session_timeout_ms:
                 # Kafka: another incarnation still holds a valid session.
+                if self.urm.tasks:  # ... but the process that answered GetReplicaLogInfo is gone
+                    self.urm.forget_answers(now_ms, req.broker_id, "a new incarnation is registering")
                 return m.BrokerRegistrationResponse(Errors.DUPLICATE_BROKER_REGISTRATION)
             clean = self.level < Level.ELR or req.previous_broker_epoch == old.broker_epoch
             if not old.fenced:

@@ -201,6 +201,17 @@ class UncleanRecoveryManager:
                 task.failed.discard(broker)
                 self._queue(broker, key)
 
+    def forget_answers(self, now_ms: int, broker: int, reason: str) -> None:
+        """Drop ``broker``'s kept answers (a new incarnation of it tried to register: the process that
+        answered is gone, and its log may be too) and ask it again on its next heartbeat, which comes once
+        the new incarnation is registered."""
+        for key in sorted(self.tasks):
+            task = self.tasks[key]
+            if task.answers.pop(broker, None) is not None:
+                task.failed.add(broker)
+                self._event(now_ms, "rejected", task, f"broker {broker}'s earlier answer: {reason}; asking again "
+                                                      "once it is registered")
+
     def revalidate(self, now_ms: int, task: RecoveryTask, image: MetadataImage, part: PartitionRegistration) -> None:
         """Drop answers that no longer hold (the broker re-registered, or the partition's leader epoch
         moved) and ask those replicas again (KIP-966: a rejected answer starts the query again)."""

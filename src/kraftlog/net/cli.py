@@ -296,13 +296,20 @@ def topics_delete(bootstrap: str, topic: str) -> None:
 # ====================================================================== elect
 @click.command("elect")
 @_BOOTSTRAP
-@click.option("--type", "election", type=click.Choice(["preferred", "unclean"]), required=True,
-              help="Kafka's election types (ElectLeaders v1+).")
+@click.option("--type", "election", type=click.Choice(list(m.ELECTION_TYPES)), required=True,
+              help="preferred, unclean (Kafka's, ElectLeaders v1+); longest_log_balanced, "
+                   "longest_log_aggressive, designation (KIP-966, ElectLeaders v3, level urm).")
 @_TOPIC
 @click.option("--partition", type=int, required=True)
-def elect(bootstrap: str, election: str, topic: str, partition: int) -> None:
-    """Elect a partition's leader: its preferred replica, or any live replica (unclean, may lose data)."""
-    req = m.ElectLeadersRequest(m.ELECTION_TYPES[election], (m.ElectLeadersPartition(topic, partition),))
+@click.option("--leader", type=int, default=None, help="The replica to elect (designation only).")
+def elect(bootstrap: str, election: str, topic: str, partition: int, leader: int | None) -> None:
+    """Elect a partition's leader: its preferred replica; any live replica (unclean, may lose data; at level
+    urm an Aggressive unclean recovery: the longest log among the replicas that answer); for a leaderless
+    partition, the longest log by a Balanced or Aggressive recovery, or a designated replica (KIP-966)."""
+    if (election == "designation") != (leader is not None):
+        _fail("elect: --leader is required with --type designation, and only there", 2)
+    req = m.ElectLeadersRequest(m.ELECTION_TYPES[election], (m.ElectLeadersPartition(
+        topic, partition, leader if leader is not None else -1),))
     with _connect(bootstrap) as conn:
         resp = conn.request(req)
     if resp.error_code != Errors.NONE:

@@ -52,6 +52,8 @@ class KafkaConnection:
     def request(self, msg: object, version: int | None = None) -> object:
         self._correlation += 1
         corr = self._correlation
+        if version is None:
+            version = wire.default_version(msg)
         self._sock.sendall(wire.frame(wire.encode_request(msg, corr, client_id=self.client_id, version=version)))
         while True:
             data = self._sock.recv(1 << 16)

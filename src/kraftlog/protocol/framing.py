@@ -38,6 +38,8 @@ from kio.schema.errors import ErrorCode
 from kio.serial import entity_reader, entity_writer
 from kio.static.primitive import i16, i32, i32Timedelta
 
+from . import kio_extra
+
 __all__ = [
     "DEFAULT_MAX_REQUEST_BYTES", "API_VERSIONS_KEY", "RequestHeader", "Request", "Reply", "Close",
     "ServerConnection", "ResponseDecoder", "api_versions_error_reply",
@@ -230,7 +232,10 @@ def _parse_header(payload: bytes, api_key: int, api_version: int) -> RequestHead
     """The request header of ``payload`` (kio's header schema for the API and version: v1, or v2 with
     tagged fields for flexible versions), or the reason it does not parse."""
     try:
-        schema = load_request_schema(api_key, api_version).__header_schema__
+        try:
+            schema = load_request_schema(api_key, api_version).__header_schema__
+        except (KioIndexError, ImportError):  # KIP-966's schemas kio 0.6.5 lacks (GetReplicaLogInfo, ElectLeaders v3)
+            schema = kio_extra.load_request_schema(api_key, api_version).__header_schema__
     except KioIndexError as exc:
         return f"no schema for API key {api_key} version {api_version}: {exc}"
     reader = _HEADER_READERS.get(schema)

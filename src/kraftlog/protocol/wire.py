@@ -87,7 +87,7 @@ __all__ = [
     "WireError", "UnsupportedVersionError", "CorruptRecordError", "UnsupportedCompressionError",
     "to_kio", "from_kio",
     "encode_request", "decode_request", "decode_request_frame", "encode_response", "decode_response",
-    "supported_versions", "mapped_versions", "supported_api_versions",
+    "supported_versions", "mapped_versions", "supported_api_versions", "default_version",
     "peek_request_header", "frame", "roundtrip", "response_type_for", "RESPONSE_TYPES",
     "encode_batches", "decode_batches",
     "encode_metadata_record", "decode_metadata_record",
@@ -1317,6 +1317,15 @@ def _read(entity_type: type, data: bytes | memoryview, offset: int) -> tuple[Any
     return entity, offset + size
 
 
+def default_version(request: object) -> int:
+    """The version a request goes out at when none is given: its class's ``VERSION``, or the lowest version
+    that can carry it (ElectLeaders v3 for KIP-966's election types 2-4). Its response is read at the same
+    version."""
+    if type(request) is m.ElectLeadersRequest and request.election_type > m.ELECTION_UNCLEAN:
+        return 3
+    return type(request).VERSION
+
+
 def encode_request(msg: object, correlation_id: int, client_id: str = "kraftlog",
                    version: int | None = None) -> bytes:
     """A Kafka request without the size prefix: the request header of that version (kio's
@@ -1324,8 +1333,8 @@ def encode_request(msg: object, correlation_id: int, client_id: str = "kraftlog"
     ``client_id``) then the payload of :func:`to_kio` at ``version`` (default: the class's
     ``VERSION``, or the lowest version that can carry ``msg``: ElectLeaders v3 for KIP-966's election
     types 2-4, so that a broker forwards them to the controller). Raises as :func:`to_kio`."""
-    if version is None and type(msg) is m.ElectLeadersRequest and msg.election_type > m.ELECTION_UNCLEAN:
-        version = 3
+    if version is None:
+        version = default_version(msg)
     entity = to_kio(msg, version)
     header = entity.__header_schema__(
         request_api_key=entity.__api_key__,
