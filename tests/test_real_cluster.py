@@ -154,7 +154,7 @@ def test_cluster_up_writes_cluster_json_and_every_broker_is_unfenced(shared):
     """`cluster up --detach` returns once every broker is unfenced and writes cluster.json as the issue
     specifies; `cluster status --json` adds alive, fenced and the broker epoch."""
     info = shared.info
-    assert info["level"] == "elr" and isinstance(info["seed"], int)
+    assert info["level"] == "urm" and isinstance(info["seed"], int)  # the default level
     assert info["bootstrap"] == f"127.0.0.1:{info['nodes'][1]['port']}"
     roles = [(n["id"], n["role"]) for n in info["nodes"]]
     assert roles == [("controller", "controller"), (0, "broker"), (1, "broker"), (2, "broker")]
