@@ -85,14 +85,49 @@ def test_seed_and_level_options_override_the_file(library):
 
 def test_readable_output_prints_the_timeline_and_the_result(library):
     """Without --json: the run's timeline line by line (here the KIP-497 story: the held AlterPartition is
-    answered INVALID_UPDATE_VERSION), then the verdict and PASS."""
+    answered INVALID_UPDATE_VERSION), then the verdict, the digest on one line, and the outcome in words."""
     result = run("scenario", "run", str(SCENARIO_DIR / f"{SHORT}.yaml"))
     assert result.exit_code == 0
     lines = result.output.splitlines()
     timeline = library[SHORT].timeline
     assert timeline and all(line in lines for line in timeline)
     assert any("answered: t-0 INVALID_UPDATE_VERSION" in line for line in timeline)
-    assert lines[-1] == "PASS"
+    assert lines[-2] == f"history digest {library[SHORT].verdict['history_digest']}"
+    assert lines[-1] == "expectations held — safe: nothing acknowledged lost"
+
+
+def test_a_run_that_loses_records_never_reads_as_a_bare_pass(library):
+    """Issue 12, one verdict vocabulary: KIP-966's story at elr keeps its expectations but loses 20
+    acknowledged records; the outcome says both, the JSON has passed true and safe false, and
+    --fail-on-loss turns the loss into exit 1."""
+    path = str(SCENARIO_DIR / "last-isr-member-loses-page-cache.yaml")
+    result = run("scenario", "run", path, "--level", "elr")
+    assert result.exit_code == 0
+    assert result.output.splitlines()[-1].startswith("expectations held — 20 acknowledged records LOST, ")
+    assert "PASS" not in result.output
+    v = json.loads(run("scenario", "run", path, "--level", "elr", "--json").output)
+    assert (v["passed"], v["safe"]) == (True, False)
+    assert run("scenario", "run", path, "--level", "elr", "--fail-on-loss").exit_code == 1
+    assert run("scenario", "run", path, "--fail-on-loss").exit_code == 0  # urm: safe
+
+
+def test_the_timeline_clock_starts_at_cluster_ready(library):
+    """Scenario time 0 is "cluster ready": the bootstrap lines before it have negative times, so the clock
+    never restarts in the middle of the timeline."""
+    times = [int(line.split("ms")[0]) for line in library[SHORT].timeline]
+    assert times == sorted(times) and times[0] < 0
+    ready = next(line for line in library[SHORT].timeline if "cluster ready" in line)
+    assert ready.split("ms")[0].strip() == "0"
+
+
+def test_dash_h_is_help_and_commands_leave_no_hypothesis_folder(tmp_path, monkeypatch):
+    assert "scenario run [OPTIONS] FILE" in run("scenario", "run", "-h").output
+    import subprocess
+    import sys
+    monkeypatch.chdir(tmp_path)
+    subprocess.run([sys.executable, "-m", "kraftlog.cli", "scenario", "run",
+                    str(SCENARIO_DIR / "steady-replication.yaml"), "--json"], check=True, capture_output=True)
+    assert not (tmp_path / ".hypothesis").exists()
 
 
 PASSING = "name: ok\ncluster: {brokers: 1}\nsteps:\n  - {run_for: 1s}\n"
@@ -100,21 +135,21 @@ FAILING = "name: ko\ncluster: {brokers: 1}\nsteps:\n  - {run_for: 1s}\n  - {expe
 
 
 def test_library_command_runs_every_file_in_the_directory(tmp_path):
-    """`scenario library DIR`: one row per file with PASS or FAIL; exit 1 when a run failed, 0 when all
-    passed; 2 for an empty directory or an invalid file."""
+    """`scenario library DIR`: one row per file saying whether its expectations held and whether it is
+    safe; exit 1 when a run failed, 0 when all passed; 2 for an empty directory or an invalid file."""
     (tmp_path / "a-ok.yaml").write_text(PASSING)
     (tmp_path / "b-ko.yaml").write_text(FAILING)
     result = run("scenario", "library", str(tmp_path))
     assert result.exit_code == 1, result.output
     rows = [line for line in result.output.splitlines() if " ok " in line or " ko " in line]
     assert len(rows) == 2
-    assert "PASS" in rows[0] and "FAIL" not in rows[0]
-    assert "FAIL" in rows[1] and "PASS" not in rows[1]
+    assert " held " in rows[0] and "FAILED" not in rows[0] and " safe " in rows[0]
+    assert "FAILED" in rows[1] and " held " not in rows[1]
     (tmp_path / "b-ko.yaml").unlink()
     assert run("scenario", "library", str(tmp_path)).exit_code == 0
     (tmp_path / "c-bad.yaml").write_text("name: x\ncluster: {brokers: 0}\n")
     bad = run("scenario", "library", str(tmp_path))
-    assert bad.exit_code == 2 and "c-bad.yaml:2: cluster brokers must be an integer >= 1, got 0" in bad.output
+    assert bad.exit_code == 2 and "c-bad.yaml:2: cluster brokers must be an integer in 1..50, got 0" in bad.output
     empty = tmp_path / "empty"
     empty.mkdir()
     nothing = run("scenario", "library", str(empty))

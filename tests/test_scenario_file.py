@@ -157,7 +157,7 @@ def test_sim_knobs_and_level_and_config_strings():
             level: CLASSIC
             cluster:
               brokers: 2
-              config: {unclean.leader.election.enable: true, min.insync.replicas: 2, x.ratio: 0.5, s: abc}
+              config: {unclean.leader.election.enable: true, min.insync.replicas: 2, replica.lag.time.max.ms: 5000.5, unclean.recovery.strategy: None}
             sim: {writeback: 2m, network_delay: 3ms}
             topics:
               - {name: a.b_c-d, partitions: 4, replication_factor: 2}
@@ -165,7 +165,8 @@ def test_sim_knobs_and_level_and_config_strings():
         )
     )
     assert s.level == "classic"
-    assert s.config == {"unclean.leader.election.enable": "true", "min.insync.replicas": "2", "x.ratio": "0.5", "s": "abc"}
+    assert s.config == {"unclean.leader.election.enable": "true", "min.insync.replicas": "2",
+                        "replica.lag.time.max.ms": "5000.5", "unclean.recovery.strategy": "None"}
     assert (s.writeback_ms, s.delay_min_ms, s.delay_max_ms) == (120000, 3, 3)
     assert s.topics == (TopicSpec("a.b_c-d", 4, 2, None, {}),)
 
@@ -406,7 +407,7 @@ def test_more_step_errors():
         "{crash: {broker: 1, lose: disk}}": "bad.yaml:10: step 1 (crash): lose must be one of none, unflushed, all, got 'disk'",
         "{crash: {}}": "bad.yaml:10: step 1 (crash): crash needs 'broker'",
         "{crash: }": "bad.yaml:10: step 1 (crash): crash needs arguments (broker, lose)",
-        "{produce: {topic: t, count: 0}}": "bad.yaml:10: step 1 (produce): count must be an integer >= 1, got 0",
+        "{produce: {topic: t, count: 0}}": "bad.yaml:10: step 1 (produce): count must be an integer in 1..1000000, got 0",
         "{produce: {topic: t, count: 1, acks: -1}}": "bad.yaml:10: step 1 (produce): acks must be one of all, 1, 0, got -1",
         "{produce: {topic: t, count: 1, partition: 2}}": "bad.yaml:10: step 1 (produce): topic 't' has no partition 2",
         "{elect: {partition: t-0, type: designation}}": "bad.yaml:10: step 1 (elect): elect with type designation needs 'leader'",
@@ -438,7 +439,7 @@ def test_top_level_errors():
     assert error_of("cluster: {brokers: 1}\n") == "bad.yaml:1: the scenario needs 'name'"
     assert error_of("name: x\n") == "bad.yaml:1: the scenario needs 'cluster'"
     assert error_of("name: x\ncluster: {brokers: 0}\n") == (
-        "bad.yaml:2: cluster brokers must be an integer >= 1, got 0"
+        "bad.yaml:2: cluster brokers must be an integer in 1..50, got 0"
     )
     assert error_of("name: x\nname: y\ncluster: {brokers: 1}\n") == (
         "bad.yaml:2: duplicate key 'name' (first given on line 1)"
@@ -480,7 +481,7 @@ def test_topic_errors():
         "bad.yaml:4: unknown key 'retention' in topics[0]"
     )
     assert topic("{name: t, replication_factor: 1, partitions: 0}") == (
-        "bad.yaml:4: topic 't': partitions must be an integer >= 1, got 0"
+        "bad.yaml:4: topic 't': partitions must be an integer in 1..1000, got 0"
     )
 
 
@@ -586,14 +587,17 @@ def test_dump_writes_durations_in_ms_and_keeps_at_after():
     assert "- {run_for: 60000ms}" in dumped
 
 
-CONFIG_NAMES = ["min.insync.replicas", "unclean.leader.election.enable", "unclean.recovery.strategy", "x"]
+CONFIG_NAMES = ["min.insync.replicas", "unclean.leader.election.enable", "unclean.recovery.strategy",
+                "replica.lag.time.max.ms"]
 CONFIG_VALUES = st.one_of(
     st.integers(-10, 10**9), st.booleans(), st.sampled_from(["Balanced", "none", "yes", "1", "", "a b"])
 )
 #: unclean.recovery.strategy is validated (a bad value is a file error, tests below): its generated values
 #: are the valid ones, in any case.
 STRATEGIES = st.sampled_from(["None", "Balanced", "Aggressive", "none", "BALANCED"])
-DURATIONS = st.builds("{}{}".format, st.integers(0, 10**5), st.sampled_from(["ms", "s", "m"]))
+#: Durations within the parser's limit (24 h of simulated time, also for the steps added up).
+DURATIONS = st.one_of(st.builds("{}ms".format, st.integers(0, 10**5)), st.builds("{}s".format, st.integers(0, 3600)),
+                      st.builds("{}m".format, st.integers(0, 60)))
 
 
 @st.composite
@@ -774,3 +778,32 @@ def test_dump_parse_round_trip_generated(doc):
     again = parse_scenario(dumped, "dump.yaml")
     assert again == s
     assert dump_scenario(again) == dumped
+
+
+# ------------------------------------------------------------------------------ limits (issue 12)
+@pytest.mark.parametrize("doc, message", [
+    ("name: x\ncluster: {brokers: 51}\n", "x.yaml:2: cluster brokers must be an integer in 1..50, got 51"),
+    ("name: x\ncluster: {brokers: 1}\ntopics: [{name: t, partitions: 1001, replication_factor: 1}]\n",
+     "topic 't': partitions must be an integer in 1..1000, got 1001"),
+    ("name: x\ncluster: {brokers: 1}\ntopics: [{name: t, replication_factor: 1}]\n"
+     "steps:\n  - {produce: {topic: t, count: 1000000000}}\n",
+     "x.yaml:5: step 1 (produce): count must be an integer in 1..1000000, got 1000000000"),
+    ("name: x\ncluster: {brokers: 1}\nsteps:\n  - {run_for: 1441m}\n",
+     "x.yaml:4: step 1 (run_for): run_for: '1441m' is longer than the limit of 24h of simulated time"),
+    ("name: x\ncluster: {brokers: 1}\nsteps:\n  - {run_for: 1000m}\n  - {run_for: 1000m}\n",
+     "x.yaml:5: step 2 (run_for): the steps take at least 120000s of simulated time by here, more than the "
+     "limit of 24h"),
+    ("name: x\ncluster: {brokers: 1, config: {min.insync.replica: 2}}\n",
+     "x.yaml:2: unknown config 'min.insync.replica' in cluster config (did you mean min.insync.replicas?)"),
+    ("name: x\ncluster: {brokers: 1}\ntopics: [{name: t, replication_factor: 1, config: {flush.mesages: 1}}]\n",
+     "unknown config 'flush.mesages' in topic 't' config (did you mean flush.messages?)"),
+    ("name: x\ncluster: {brokers: 1, config: {unclean.recovery.strategy: Fast}}\n",
+     "Invalid value Fast for configuration unclean.recovery.strategy: must be one of None, Balanced, Aggressive"),
+])
+def test_limits_and_unknown_configs_are_refused_with_the_limit_named(doc, message):
+    """Issue 12: a scenario bigger than the documented limits (50 brokers, 1,000 partitions per topic,
+    1,000,000 records per produce step, 24 h of simulated time) or with a config name Kafka does not know
+    is refused before it runs, naming the limit or the closest known name."""
+    with pytest.raises(ScenarioError) as err:
+        parse_scenario(doc, source="x.yaml")
+    assert message in str(err.value)

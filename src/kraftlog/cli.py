@@ -1,32 +1,55 @@
 """The ``kraftlog`` command line.
 
-``kraftlog scenario run FILE [--level LEVEL] [--seed N] [--json] [--wire]`` replays a scenario file
-(SCENARIOS.md) in the deterministic simulator. Exit codes: 0 when the run completed and every
-``expect`` held, 1 otherwise, 2 for an invalid file or option (a message naming the line and the
-problem, never a traceback).
+``kraftlog scenario run FILE [--level LEVEL] [--seed N] [--json] [--wire] [--fail-on-loss]`` replays a
+scenario file (SCENARIOS.md) in the deterministic simulator. Exit codes: 0 when the run completed and
+every ``expect`` held (with ``--fail-on-loss``: and it is safe), 1 otherwise, 2 for an invalid file or
+option (a message naming the line and the problem, never a traceback). The verdict always says, beside
+whether the expectations held, whether anything acknowledged was lost (never a bare PASS next to a loss).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 
-import click
-from rich.console import Console
-from rich.table import Table
-from rich.text import Text
 
-from .cli_options import level_option
-from .protocol.level import DEFAULT, IMPLEMENTED, Level
+def _keep_hypothesis_out_of_the_working_directory() -> None:
+    """kio's types register Hypothesis strategies when Hypothesis is installed (the test extra), and
+    Hypothesis then caches Unicode tables in ``./.hypothesis``: a command run in any directory would leave
+    that folder behind. Outside pytest, point Hypothesis at ``$XDG_CACHE_HOME/kraftlog/hypothesis``."""
+    if "pytest" in sys.modules:
+        return
+    try:
+        from hypothesis.configuration import set_hypothesis_home_dir
+    except ImportError:  # the main install has no Hypothesis: nothing is written
+        return
+    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    set_hypothesis_home_dir(os.path.join(cache, "kraftlog", "hypothesis"))
+
+
+_keep_hypothesis_out_of_the_working_directory()
+
+import click  # noqa: E402
+from rich.console import Console  # noqa: E402
+from rich.table import Table  # noqa: E402
+from rich.text import Text  # noqa: E402
+
+from .cli_options import level_option  # noqa: E402
+from .protocol.level import DEFAULT, IMPLEMENTED, Level  # noqa: E402
+from .sim.runner import outcome_words  # noqa: E402
 
 
 
 
 
-@click.group()
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="kraftlog")
 def main() -> None:
-    """kraftlog: a Kafka-wire-compatible replicated log and its deterministic simulator."""
+    """kraftlog: a Kafka-wire-compatible replicated log and its deterministic simulator.
+
+    Exit codes, every command: 0 success; 1 a run failed (or, with --fail-on-loss, was not safe); 2 bad
+    input (an invalid file, option or argument: one line naming the problem)."""
 
 
 @main.group()
@@ -42,8 +65,15 @@ def scenario() -> None:
 @click.option("--seed", type=int, default=None, help="Seed (overrides the file's).")
 @click.option("--json", "as_json", is_flag=True, help="Print the verdict as one JSON object.")
 @click.option("--wire", is_flag=True, help="Send every message through the Kafka wire encoding (kio).")
-def scenario_run(file: str, level: Level | None, seed: int | None, as_json: bool, wire: bool) -> None:
-    """Run scenario FILE and print its timeline and verdict."""
+@click.option("--fail-on-loss", is_flag=True,
+              help="Also exit 1 when the run is not safe (acknowledged records lost, an invariant violated, "
+                   "a truncation undetected), even if its expectations held.")
+def scenario_run(file: str, level: Level | None, seed: int | None, as_json: bool, wire: bool,
+                 fail_on_loss: bool) -> None:
+    """Run scenario FILE and print its timeline and verdict.
+
+    Exit codes: 0 the run completed and every expect/wait_until held (with --fail-on-loss: and it is
+    safe); 1 otherwise; 2 an invalid file or option."""
     from .sim.runner import run_scenario
     from .sim.scenario import ScenarioError, load_scenario
 
@@ -63,17 +93,26 @@ def scenario_run(file: str, level: Level | None, seed: int | None, as_json: bool
         click.echo(json.dumps(verdict, sort_keys=False))
     else:
         _print_readable(result)
-    sys.exit(result.exit_code)
+    sys.exit(_exit_code(result, fail_on_loss))
+
+
+def _exit_code(result, fail_on_loss: bool) -> int:
+    """SCENARIOS.md: 0 when the run passed; with --fail-on-loss also 1 when it is not safe."""
+    if result.exit_code == 0 and fail_on_loss and not result.verdict["safe"]:
+        return 1
+    return result.exit_code
 
 
 @scenario.command("library")
 @click.argument("directory", type=click.Path(file_okay=False), default="scenarios")
 @click.option("--level", callback=level_option, default=None, help="Protocol level for every file (default: each file's).")
 @click.option("--seed", type=int, default=None, help="Seed for every file (default: each file's).")
-def scenario_library(directory: str, level: Level | None, seed: int | None) -> None:
-    """Run every scenario file in DIRECTORY (default ./scenarios) and print one row each.
+@click.option("--fail-on-loss", is_flag=True, help="Also exit 1 when a run is not safe.")
+def scenario_library(directory: str, level: Level | None, seed: int | None, fail_on_loss: bool) -> None:
+    """Run every scenario file in DIRECTORY (default ./scenarios) and print one row each: whether its
+    expectations held and, separately, whether it is safe.
 
-    Exit 0 when every run passed, 1 when one failed, 2 when a file is invalid."""
+    Exit codes: 0 every run passed (with --fail-on-loss: and is safe); 1 otherwise; 2 a file is invalid."""
     from pathlib import Path
 
     from .sim.runner import run_scenario
@@ -84,7 +123,8 @@ def scenario_library(directory: str, level: Level | None, seed: int | None) -> N
         click.echo(f"error: no *.yaml scenario files in {directory}", err=True)
         sys.exit(2)
     table = Table(title=f"scenario library: {directory}")
-    for col in ("scenario", "level", "seed", "acked all/1/0", "lost acked", "violations", "anomalies", "result"):
+    for col in ("scenario", "level", "seed", "acked all/1/0", "lost acked", "violations", "anomalies",
+                "expectations", "safety"):
         table.add_column(col)
     code = 0
     for f in files:
@@ -95,16 +135,24 @@ def scenario_library(directory: str, level: Level | None, seed: int | None) -> N
             sys.exit(2)
         r = run_scenario(scn, level=level, seed=seed)
         v = r.verdict
-        code = max(code, r.exit_code)
+        code = max(code, _exit_code(r, fail_on_loss))
         table.add_row(v["scenario"], v["level"], str(v["seed"]), "/".join(str(n) for n in v["acked"].values()),
                       str(v["lost_acked"]), str(len(v["invariant_violations"])),
-                      str(sum(v["anomalies"].values())), "PASS" if r.exit_code == 0 else "FAIL")
-    Console().print(table)
+                      str(sum(v["anomalies"].values())), "held" if v["passed"] else "FAILED",
+                      "safe" if v["safe"] else "UNSAFE")
+    _console().print(table)
     sys.exit(code)
 
 
-def _print_readable(result) -> None:
+def _console() -> Console:
+    """A rich Console for stdout; outside a terminal (a pipe, a CI log) 160 columns instead of rich's 80,
+    so that tables keep their headers whole."""
     console = Console(highlight=False)
+    return console if console.is_terminal else Console(highlight=False, width=160)
+
+
+def _print_readable(result) -> None:
+    console = _console()
     v = result.verdict
     console.print(f"[bold]{v['scenario']}[/bold]  level {v['level']}  seed {v['seed']}")
     for line in result.timeline:
@@ -128,9 +176,11 @@ def _print_readable(result) -> None:
     for name, p in v["final"]["partitions"].items():
         table.add_row(f"final {name}", f"leader {p['leader']} (epoch {p['leader_epoch']}), ISR {p['isr']}, "
                                        f"HWM {p['hwm']}, LEO {p['leo']}")
-    table.add_row("history digest", v["history_digest"])
     console.print(table)
-    console.print("[green]PASS[/green]" if result.exit_code == 0 else "[red]FAIL[/red]")
+    console.print(f"history digest {v['history_digest']}", soft_wrap=True)  # one line, never folded
+    words = outcome_words(v)
+    style = "green" if v["passed"] and v["safe"] else "red"
+    console.print(Text(words, style=style))
 
 
 from .spark.cli import campaign  # noqa: E402  (the command lives with the Spark job)

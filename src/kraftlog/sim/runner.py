@@ -92,6 +92,9 @@ class ScenarioRun:
         self.admin = Admin("admin")
         self.sim.add_client(self.admin)
         self.t0 = 0
+        #: (simulated ms, text) of the lines logged while bootstrapping, re-stamped relative to the moment
+        #: the cluster is ready (scenario time 0: bootstrap lines get negative times)
+        self._bootstrap_log: list[tuple[int, str]] = []
         self.end_ms = 0
         self.timeline: list[str] = []
         self.failed: list[str] = []
@@ -140,6 +143,8 @@ class ScenarioRun:
         return self.sim.now - self.t0
 
     def _log(self, text: str) -> None:
+        if not self.t0:
+            self._bootstrap_log.append((self.sim.now, text))
         self.timeline.append(f"{self._t():>8}ms  {text}")
 
     def _after_controller_event(self, sim: SimCluster, node_id) -> None:
@@ -753,6 +758,8 @@ class ScenarioRun:
         wall = time.perf_counter()
         ready = self._bootstrap()
         self.t0 = self.sim.now
+        # The scenario's clock starts when the cluster is ready: what happened before it is negative.
+        self.timeline = [f"{t - self.t0:>8}ms  {text}" for t, text in self._bootstrap_log]
         self.sim.history.record(self.sim.now, "ready", ok=ready)
         if not ready:
             if not self.failed:
@@ -781,6 +788,12 @@ class ScenarioRun:
             self._describe_at_end()
         verdict = self.verdict()
         code = 0 if ready and not verdict["failed_expectations"] else 1
+        # SCENARIOS.md: `passed` (completed, every expect/wait_until held) and `safe` (nothing acknowledged
+        # lost, no invariant violated, no truncation left undetected) are separate questions.
+        digest = verdict.pop("history_digest")
+        verdict["passed"] = code == 0
+        verdict["safe"] = is_safe(verdict)
+        verdict["history_digest"] = digest
         wall_ms = (time.perf_counter() - wall) * 1000
         return RunResult(verdict, self.timeline, code, wall_ms, self.sim.messages_delivered, self.unavailable_ms)
 
@@ -897,6 +910,31 @@ class ScenarioRun:
             "final": final,
             "history_digest": self.sim.history.digest(),
         }
+
+
+def is_safe(verdict: dict) -> bool:
+    """SCENARIOS.md's ``safe``: no acknowledged (acks=all) record lost, no invariant violated, no log
+    truncation left undetected by a consumer."""
+    return (verdict["lost_acked"] == 0 and not verdict["invariant_violations"]
+            and verdict["undetected_truncations"] == 0)
+
+
+def outcome_words(verdict: dict) -> str:
+    """The verdict in words, the same everywhere (scenario run, scenario library): whether the run passed
+    (its expectations held) and, beside it, every safety finding — never a bare "passed" next to a loss.
+    E.g. ``expectations held — 20 acknowledged records LOST, 1 invariant violation``."""
+    head = "expectations held" if verdict["passed"] else (
+        f"FAILED: {len(verdict['failed_expectations'])} expectation(s) did not hold"
+        if verdict["failed_expectations"] else "FAILED: the run did not complete")
+    findings = []
+    if verdict["lost_acked"]:
+        findings.append(f"{verdict['lost_acked']} acknowledged record{'s' if verdict['lost_acked'] != 1 else ''} LOST")
+    n = len(verdict["invariant_violations"])
+    if n:
+        findings.append(f"{n} invariant violation{'s' if n != 1 else ''}")
+    if verdict["undetected_truncations"]:
+        findings.append(f"{verdict['undetected_truncations']} truncation(s) UNDETECTED by a consumer")
+    return head + (" — " + ", ".join(findings) if findings else " — safe: nothing acknowledged lost")
 
 
 #: KIP-966's controller gauges in the verdict's ``metrics`` (QuorumController.recovery_metrics).

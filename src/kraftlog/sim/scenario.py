@@ -25,6 +25,7 @@ equality).
 
 from __future__ import annotations
 
+import difflib
 import math
 import os
 import re
@@ -34,6 +35,7 @@ from typing import Any, NoReturn
 
 import yaml
 
+from kraftlog.metadata.config import KNOWN_CONFIGS
 from kraftlog.metadata.config import invalid_value as invalid_config_value
 from kraftlog.protocol.level import Level
 from kraftlog.protocol.messages import API_NAMES
@@ -95,6 +97,14 @@ ELECTION_TYPES: tuple[str, ...] = (
     "longest_log_aggressive",
     "designation",
 )
+
+#: Limits of a scenario file (a bigger story is refused with the limit named, rather than run for hours or
+#: out of memory): brokers per cluster, partitions per topic, records per produce step, and simulated time
+#: (every duration, and the time the steps take at least: their at/after offsets and run_for).
+MAX_BROKERS = 50
+MAX_PARTITIONS = 1000
+MAX_RECORDS_PER_PRODUCE = 1_000_000
+MAX_SIMULATED_MS = 24 * 3_600_000
 
 _TOP_KEYS = ("name", "description", "seed", "level", "cluster", "sim", "topics", "clients", "steps", "until")
 _CLUSTER_KEYS = ("brokers", "config")
@@ -478,9 +488,13 @@ class _Parser:
 
     def duration(self, value, line: int, what: str) -> int:
         try:
-            return parse_duration(value)
+            ms = parse_duration(value)
         except ValueError as exc:
             self.fail(line, f"{what}: {exc}")
+        if ms > MAX_SIMULATED_MS:
+            self.fail(line, f"{what}: {_show(value)} is longer than the limit of {MAX_SIMULATED_MS // 3_600_000}h "
+                            "of simulated time")
+        return ms
 
     def broker_range(self) -> str:
         return f"brokers 0..{self.brokers - 1}" if self.brokers > 1 else "broker 0"
@@ -542,6 +556,10 @@ class _Parser:
                 out[key] = repr(item)
             else:
                 self.fail(item_line, f"config {key!r} in {what} must be a string, number or boolean, got {_show(item)}")
+            if key not in KNOWN_CONFIGS:  # Kafka refuses an unknown config name (INVALID_CONFIG)
+                close = difflib.get_close_matches(key, sorted(KNOWN_CONFIGS), n=1)
+                hint = f" (did you mean {close[0]}?)" if close else ""
+                self.fail(mapping.key_line(key), f"unknown config {key!r} in {what}{hint}")
             problem = invalid_config_value(key, out[key])
             if problem is not None:  # e.g. unclean.recovery.strategy: Fast
                 self.fail(item_line, f"{problem} (in {what})")
@@ -599,8 +617,8 @@ class _Parser:
         cluster = self.mapping(self.require(doc, "cluster", "the scenario"), doc.value_line("cluster"), "cluster")
         self.keys(cluster, _CLUSTER_KEYS, "cluster")
         self.brokers = self.int_(
-            self.require(cluster, "brokers", "cluster"), cluster.value_line("brokers"), "cluster brokers", minimum=1
-        )
+            self.require(cluster, "brokers", "cluster"), cluster.value_line("brokers"), "cluster brokers", minimum=1,
+            maximum=MAX_BROKERS)
         config = self.config(cluster.get("config"), cluster.value_line("config"), "cluster config")
 
         writeback_ms: int | None = _DEFAULT_WRITEBACK_MS
@@ -639,8 +657,15 @@ class _Parser:
         steps = []
         if doc.get("steps") is not None:
             items = self.sequence(doc["steps"], doc.value_line("steps"), "steps")
+            least_ms = 0  # the least simulated time the steps take: at/after offsets and run_for
             for i, item in enumerate(items):
-                steps.append(self.step_(item, items.item_line(i), i + 1, until_ms))
+                step = self.step_(item, items.item_line(i), i + 1, until_ms)
+                steps.append(step)
+                least_ms = (max(least_ms, step.at_ms) if step.at_ms is not None else least_ms + step.after_ms) + (
+                    step.args["duration_ms"] if step.verb == "run_for" else 0)
+                if least_ms > MAX_SIMULATED_MS:
+                    self.fail(items.item_line(i), f"the steps take at least {least_ms // 1000}s of simulated time "
+                                                  f"by here, more than the limit of {MAX_SIMULATED_MS // 3_600_000}h")
             self.step = self.verb = None
 
         return Scenario(
@@ -703,7 +728,8 @@ class _Parser:
 
         partitions = None
         if item.get("partitions") is not None:
-            partitions = self.int_(item["partitions"], item.value_line("partitions"), f"{what}: partitions", minimum=1)
+            partitions = self.int_(item["partitions"], item.value_line("partitions"), f"{what}: partitions", minimum=1,
+                                   maximum=MAX_PARTITIONS)
         rf = None
         if item.get("replication_factor") is not None:
             line_rf = item.value_line("replication_factor")
@@ -842,7 +868,8 @@ class _Parser:
         partition = 0
         if "partition" in a:
             partition = self.partition_index(spec, a["partition"], a.value_line("partition"))
-        count = self.int_(self.require(a, "count", "produce"), a.value_line("count"), "count", minimum=1)
+        count = self.int_(self.require(a, "count", "produce"), a.value_line("count"), "count", minimum=1,
+                          maximum=MAX_RECORDS_PER_PRODUCE)
         acks = self.acks(a["acks"], a.value_line("acks")) if "acks" in a else "all"
         timeout_ms = _DEFAULT_PRODUCE_TIMEOUT_MS
         if "timeout" in a:
