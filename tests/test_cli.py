@@ -192,3 +192,23 @@ def test_unknown_level_exits_2():
     result = run("scenario", "run", str(SCENARIO_DIR / f"{SHORT}.yaml"), "--level", "zk")
     assert result.exit_code == 2
     assert "unknown or unimplemented level" in result.output
+
+
+def test_dump_logs_shows_each_replicas_log_and_leader_epoch_cache():
+    """`--dump-logs` (issue 12): every replica's batches (offsets, leader epoch, producer id, values) and
+    leader-epoch cache at the end, printed after the verdict and under "logs" with --json. KIP-966's story
+    at urm: broker 1's twenty records, written in epoch 0, are every replica's log after the recovery."""
+    path = str(SCENARIO_DIR / "last-isr-member-loses-page-cache.yaml")
+    v = json.loads(run("scenario", "run", path, "--json", "--dump-logs").output)
+    logs = v["logs"]["t-0"]
+    assert set(logs) == {"0", "1", "2"}
+    for broker, log in logs.items():
+        values = [x for b in log["batches"] for x in b["values"]]
+        assert len(values) == 20 and log["leo"] == 20, broker
+        assert all(b["leader_epoch"] == 0 and b["producer_id"] >= 0 for b in log["batches"])
+        assert log["leader_epoch_cache"][0] == [0, 0]
+    assert logs["1"]["state"] == "leader" and logs["1"]["leader_epoch_cache"][-1] == [2, 20]
+    text = run("scenario", "run", path, "--dump-logs").output
+    assert "t-0 on broker 1 (leader): LEO 20, HWM 20, leader-epoch cache 0:0 2:20" in text
+    assert "baseOffset 0 lastOffset" in text
+    assert "logs" not in json.loads(run("scenario", "run", path, "--json").output)

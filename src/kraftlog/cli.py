@@ -68,13 +68,17 @@ def scenario() -> None:
 @click.option("--fail-on-loss", is_flag=True,
               help="Also exit 1 when the run is not safe (acknowledged records lost, an invariant violated, "
                    "a truncation undetected), even if its expectations held.")
+@click.option("--dump-logs", is_flag=True,
+              help="After the verdict, print every replica's log at the end (batches: offsets, leader epoch, "
+                   "producer id, values) and its leader-epoch cache, like kafka-dump-log; under \"logs\" "
+                   "with --json.")
 def scenario_run(file: str, level: Level | None, seed: int | None, as_json: bool, wire: bool,
-                 fail_on_loss: bool) -> None:
+                 fail_on_loss: bool, dump_logs: bool) -> None:
     """Run scenario FILE and print its timeline and verdict.
 
     Exit codes: 0 the run completed and every expect/wait_until held (with --fail-on-loss: and it is
     safe); 1 otherwise; 2 an invalid file or option."""
-    from .sim.runner import run_scenario
+    from .sim.runner import ScenarioRun
     from .sim.scenario import ScenarioError, load_scenario
 
     try:
@@ -87,13 +91,34 @@ def scenario_run(file: str, level: Level | None, seed: int | None, as_json: bool
     except ValueError as exc:
         click.echo(f"error: {file}: {exc}", err=True)
         sys.exit(2)
-    result = run_scenario(scn, level=level, seed=seed, wire=wire)
+    run = ScenarioRun(scn, level=level, seed=seed, wire=wire)
+    result = run.run()
     verdict = result.verdict
+    logs = run.dump_logs() if dump_logs else None
     if as_json:
-        click.echo(json.dumps(verdict, sort_keys=False))
+        click.echo(json.dumps(verdict if logs is None else {**verdict, "logs": logs}, sort_keys=False))
     else:
         _print_readable(result)
+        if logs is not None:
+            _print_logs(logs)
     sys.exit(_exit_code(result, fail_on_loss))
+
+
+def _print_logs(logs: dict) -> None:
+    """``--dump-logs``: one block per replica, one line per batch (kafka-dump-log's fields)."""
+    console = _console()
+    for name, replicas in logs.items():
+        for broker, log in replicas.items():
+            console.print(f"\n{name} on broker {broker} ({log['state']}): LEO {log['leo']}, HWM "
+                          f"{'-' if log['hwm'] is None else log['hwm']}, leader-epoch cache "
+                          f"{' '.join(f'{e}:{s}' for e, s in log['leader_epoch_cache']) or 'empty'}",
+                          markup=False, soft_wrap=True)
+            for b in log["batches"]:
+                console.print(f"  baseOffset {b['base_offset']} lastOffset {b['last_offset']} count {b['count']} "
+                              f"partitionLeaderEpoch {b['leader_epoch']} producerId {b['producer_id']} "
+                              f"producerEpoch {b['producer_epoch']} baseSequence {b['base_sequence']} "
+                              f"size {b['size_bytes']} values {', '.join(map(str, b['values']))}",
+                              markup=False, soft_wrap=True)
 
 
 def _exit_code(result, fail_on_loss: bool) -> int:

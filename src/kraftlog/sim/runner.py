@@ -864,6 +864,49 @@ class ScenarioRun:
                                "epoch": reg.broker_epoch if reg else -1}
         return {"partitions": partitions, "brokers": brokers}, final_logs, replica_logs
 
+    def dump_logs(self) -> dict:
+        """Every replica's log at the end, like ``kafka-dump-log --print-data-log``, for ``scenario run
+        --dump-logs``: ``{partition: {broker: {"alive", "state", "leo", "hwm", "leader_epoch_cache":
+        [[epoch, start offset], ...], "batches": [{"base_offset", "last_offset", "count", "leader_epoch",
+        "producer_id", "producer_epoch", "base_sequence", "size_bytes", "values"}, ...]}}}``. A broker that
+        is down shows what its disk holds (what it will recover on restart; ``hwm`` None). Read-only."""
+        from ..broker.broker import LOG_DIR
+        from ..storage.epoch_cache import parse_epoch_checkpoint
+        from ..storage.log import EPOCH_CHECKPOINT_FILE, SEGMENT_FILE
+
+        sim = self.sim
+        image = sim.controller.image
+        out: dict = {}
+        for (topic, idx) in sorted(image.partitions):
+            part = image.partitions[(topic, idx)]
+            replicas: dict = {}
+            for r in part.replicas:
+                b = sim.broker(r)
+                p = b.partitions.get((topic, idx)) if b is not None else None
+                if p is not None:
+                    batches, cache = list(p.log.batches()), p.log.epoch_cache.entries()
+                    leo, hwm = p.log.log_end_offset, p.log.high_watermark
+                    state = "leader" if p.is_leader else "follower"
+                else:
+                    disk, directory = sim.disks[r], f"{LOG_DIR}/{topic}-{idx}"
+                    batches = list(disk.scan(f"{directory}/{SEGMENT_FILE}"))
+                    text = disk.read_value(f"{directory}/{EPOCH_CHECKPOINT_FILE}")
+                    cache = parse_epoch_checkpoint(text) if text else []
+                    leo, hwm = (batches[-1].next_offset if batches else 0), None
+                    state = "down (its disk)" if b is None else "no replica"
+                replicas[str(r)] = {
+                    "alive": b is not None, "state": state, "leo": leo, "hwm": hwm,
+                    "leader_epoch_cache": [list(entry) for entry in cache],
+                    "batches": [{"base_offset": batch.base_offset, "last_offset": batch.last_offset,
+                                 "count": batch.record_count, "leader_epoch": batch.partition_leader_epoch,
+                                 "producer_id": batch.producer_id, "producer_epoch": batch.producer_epoch,
+                                 "base_sequence": batch.base_sequence, "size_bytes": batch.size_bytes,
+                                 "values": [rec.value.decode(errors="replace") if rec.value is not None else None
+                                            for rec in batch.records]}
+                                for batch in batches]}
+            out[f"{topic}-{idx}"] = replicas
+        return out
+
     def _final_metrics(self) -> dict:
         """KIP-966 metrics from the controller's final state plus the elections counted on the way."""
         image = self.sim.controller.image
