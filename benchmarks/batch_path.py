@@ -12,7 +12,9 @@ Also times a FileDisk segment read of 1 MiB (the fetch path's ``read_range``: on
 decoded) against decoding the same batches. Prints the machine, microseconds per batch (median of
 ``--repeat`` runs) and the ratio decoded / opaque. Usage:
 
-    python benchmarks/batch_path.py [--records 100] [--value-bytes 100] [--repeat 7]
+    .venv/bin/python benchmarks/batch_path.py [--records 100] [--value-bytes 100] [--repeat 7]
+
+(from the repository root, with the project's virtual environment).
 """
 
 from __future__ import annotations
@@ -21,11 +23,16 @@ import argparse
 import os
 import platform
 import statistics
+import sys
 import tempfile
 import time
 
-from kraftlog.net.disk import FileDisk
-from kraftlog.protocol.records import Record, RecordBatch, encode_batches
+try:
+    from kraftlog.net.disk import FileDisk
+    from kraftlog.protocol.records import Record, RecordBatch, encode_batches
+except ImportError as exc:  # e.g. the system python3 instead of the venv's
+    sys.exit(f"error: this benchmark needs kraftlog and its dependencies installed ({exc}); "
+             "run it from the repository root as: .venv/bin/python benchmarks/batch_path.py")
 
 
 def _client_batch(records: int, value_bytes: int) -> bytes:
