@@ -1,7 +1,9 @@
 """Issue #5, the fault campaign: the fault generator (deterministic, valid, round-trips through the
 scenario format, covers every fault verb), the fault-budget rule, the results row built from a verdict
-(every column, ``is_failure``), and a 10-seed campaign on ``local[2]`` (every output file, the summary's
-shape, exported failures replaying with the same history digest and the same loss)."""
+(every column, ``is_failure``, ``passed``/``safe``), and a 10-seed campaign on ``local[2]`` (every output
+file, the summary's shape, exported failures replaying with the same history digest and the same loss);
+issue 12: the same campaign interrupted by Ctrl-C (exit 130, the finished runs kept, the JVM stopped) and
+resumed to the same summary."""
 
 from __future__ import annotations
 
@@ -21,8 +23,8 @@ from kraftlog.protocol.level import IMPLEMENTED, Level
 from kraftlog.sim.scenario import dump_scenario, load_scenario, parse_scenario
 from kraftlog.spark import faults
 from kraftlog.spark.campaign import (
-    _ANOMALIES, _anomaly_column, _schema, _slices, comparisons, error_columns, failure_filename, is_failure,
-    run_one, verdict_columns,
+    _ANOMALIES, EXECUTION_FIELDS, _alive, _anomaly_column, _schema, _slices, comparisons, error_columns,
+    failure_filename, is_failure, is_safe_row, read_results, run_one, verdict_columns,
 )
 from kraftlog.spark.cli import _levels, campaign
 
@@ -237,7 +239,7 @@ def _verdict(**changes) -> dict:
          "anomalies": {"lost-write": 0, "duplicate": 0, "inconsistent-offsets": 0, "nonmonotonic-poll": 0,
                        "poll-skip": 0},
          "invariant_violations": [], "failed_expectations": [], "metrics": {}, "final": {},
-         "history_digest": "sha256:abc"}
+         "history_digest": "sha256:abc", "passed": True, "safe": True}
     v.update(changes)
     return v
 
@@ -256,7 +258,7 @@ def test_every_results_column_comes_from_its_verdict_key():
                  anomalies={"lost-write": 2, "duplicate": 9, "inconsistent-offsets": 10, "nonmonotonic-poll": 11,
                             "poll-skip": 12},
                  invariant_violations=["t=1ms A t-0: x [in step 1 (crash)]", "t=2ms B t-0: y [after step 1 (crash)]"],
-                 failed_expectations=["step 2: expected z"])
+                 failed_expectations=["step 2: expected z"], passed=False, safe=False)
     cols = verdict_columns(v, unavailable_ms=1500.0, messages=4321, exit_code=1)
     assert cols == {
         "acked_all": 120, "acked_1": 30, "acked_0": 7, "lost_acked": 2, "hwm_regressions": 4,
@@ -267,14 +269,15 @@ def test_every_results_column_comes_from_its_verdict_key():
         "violation_details": "t=1ms A t-0: x [in step 1 (crash)]\nt=2ms B t-0: y [after step 1 (crash)]",
         "failed_expectations": 1, "expectation_details": "step 2: expected z",
         "leaderless_at_end": 3, "unavailable_ms": 1500, "sim_time_ms": 60000, "messages": 4321,
-        "history_digest": "sha256:abc", "exit_code": 1}
+        "history_digest": "sha256:abc", "exit_code": 1, "passed": False, "safe": False}
     assert isinstance(cols["unavailable_ms"], int)
     clean = verdict_columns(_verdict(), 0, 1, 0)
     assert clean["violation_details"] is None and clean["expectation_details"] is None
+    assert clean["passed"] is True and clean["safe"] is True
     # The verdict and error paths fill every result column between them (with the task's own columns).
     task_columns = {"level", "kind", "seed", "scenario", "source", "brokers", "partitions", "schedule",
-                    "data_losing_shutdowns", "crashes_losing_data", "fault_budget", "within_budget", "error",
-                    "failure_file", "failure", "wall_ms"}
+                    "data_losing_shutdowns", "crashes_losing_data", "fault_budget", "within_budget",
+                    "unclean_election_allowed", "error", "failure_file", "failure", "wall_ms"}
     assert set(cols) | task_columns == set(_schema().names)
     assert set(error_columns()) == set(cols)
 
@@ -308,6 +311,8 @@ def test_a_run_that_raised_is_a_failure_with_zero_counts():
     assert is_failure(row)
     assert row["lost_acked"] == row["leader_hwm_regressions"] == row["invariant_violations"] == 0
     assert row["history_digest"] is None and row["exit_code"] == 1
+    # No verdict: not passed, safety unknown, and nothing says it is safe.
+    assert row["passed"] is False and row["safe"] is None and not is_safe_row(row)
 
 
 def test_run_one_row_matches_the_verdict_of_the_same_run():
@@ -335,6 +340,8 @@ def test_run_one_row_matches_the_verdict_of_the_same_run():
     assert row["sim_time_ms"] == v["sim_time_ms"] and row["unavailable_ms"] == result.unavailable_ms
     assert row["messages"] == result.messages and row["exit_code"] == result.exit_code
     assert row["failure"] and row["failure_file"] == "failures/classic-last-replica-standing.yaml"
+    assert row["passed"] is v["passed"] and row["safe"] is v["safe"] is False and not is_safe_row(row)
+    assert row["unclean_election_allowed"] is False
     assert set(_schema().names) <= set(row)
 
 
@@ -397,11 +404,38 @@ def _rows(out: Path) -> list[dict]:
     return pq.read_table(out / "results.parquet").to_pylist()
 
 
+def _spark_pids(out: Path) -> list[int]:
+    """The PIDs spark.log says the campaign started (the JVM) and stopped (the JVM and its children)."""
+    import re
+
+    pids = []
+    for line in (out / "spark.log").read_text(errors="replace").splitlines():
+        if line.startswith("kraftlog: started the Spark JVM"):
+            pids.append(int(line.rsplit(" ", 1)[1]))
+        elif line.startswith("kraftlog: stopped the Spark JVM"):
+            pids += [int(x) for x in re.findall(r"\d+", line.split("the processes it started:", 1)[1])]
+    assert pids, "spark.log names the processes the campaign started"
+    return pids
+
+
+@pytest.mark.slow
 def test_campaign_writes_every_output(campaign_out):
     out, stdout = campaign_out
-    for name in ("results.parquet", "summary.json", "report.html"):
+    for name in ("summary.json", "report.html", "campaign.json"):
         assert (out / name).is_file() and (out / name).stat().st_size > 0, name
     assert (out / "failures").is_dir()
+    # results.parquet is a directory of parts, read whole by pyarrow (as by Spark and DuckDB); no part
+    # is left half-written (dot files), part-00000 is the empty one carrying the schema.
+    import pyarrow.parquet as pq
+
+    parts = sorted(p.name for p in (out / "results.parquet").iterdir())
+    assert parts[0] == "part-00000.parquet" and len(parts) >= 2
+    assert all(p.startswith("part-") and p.endswith(".parquet") for p in parts)
+    assert pq.read_table(out / "results.parquet" / "part-00000.parquet").num_rows == 0
+    table = pq.read_table(out / "results.parquet")
+    assert table.schema.equals(_schema()) and table.num_rows == len(read_results(out))
+    # The Spark JVM the campaign started, and the Python workers it started, are gone (by PID).
+    assert not [pid for pid in _spark_pids(out) if _alive(pid)]
     # The end-of-run table on stdout names every level.
     for level in LEVELS:
         assert level in stdout
@@ -410,6 +444,7 @@ def test_campaign_writes_every_output(campaign_out):
         assert "urm vs elr on the same 10 seeds" in stdout
 
 
+@pytest.mark.slow
 def test_results_have_one_row_per_level_and_seed_or_scenario(campaign_out):
     out, _ = campaign_out
     rows = _rows(out)
@@ -436,15 +471,19 @@ def test_results_have_one_row_per_level_and_seed_or_scenario(campaign_out):
         assert len({r["schedule"] for r in rows if r["kind"] == "seed" and r["seed"] == s}) == 1
 
 
+@pytest.mark.slow
 def test_summary_shape_and_numbers(campaign_out):
     out, _ = campaign_out
     summary = json.loads((out / "summary.json").read_text())
     rows = _rows(out)
     assert list(summary["levels"]) == LEVELS
+    assert summary["interrupted"] is False and summary["runs"] == summary["runs_expected"] == len(rows)
+    assert summary["resumed_runs"] == 0
+    assert set(EXECUTION_FIELDS) <= set(summary)
     for level, figures in summary["levels"].items():
         assert set(figures) == {"seeds", "seeds_with_loss", "seeds_with_loss_within_budget", "lost_acked_total",
                                 "p_loss", "mean_unavailable_ms", "seeds_with_invariant_violations",
-                                "leader_hwm_regressions_total"}
+                                "leader_hwm_regressions_total", "seeds_unsafe", "seeds_unsafe_within_budget"}
         mine = [r for r in rows if r["kind"] == "seed" and r["level"] == level]
         lost = [r for r in mine if r["lost_acked"] > 0]
         assert figures["seeds"] == 10
@@ -455,6 +494,9 @@ def test_summary_shape_and_numbers(campaign_out):
         assert figures["mean_unavailable_ms"] == pytest.approx(sum(r["unavailable_ms"] for r in mine) / 10, abs=0.01)
         assert figures["seeds_with_invariant_violations"] == sum(1 for r in mine if r["invariant_violations"])
         assert figures["leader_hwm_regressions_total"] == sum(r["leader_hwm_regressions"] for r in mine) == 0
+        unsafe = [r for r in mine if not r["safe"]]
+        assert figures["seeds_unsafe"] == len(unsafe)
+        assert figures["seeds_unsafe_within_budget"] == sum(1 for r in unsafe if r["within_budget"])
     # The same-seed comparison of urm with elr, when both ran, is computed from the rows.
     compared = comparisons(rows, LEVELS)
     assert set(compared) == ({"urm_vs_elr"} if {"elr", "urm"} <= set(LEVELS) else set())
@@ -466,6 +508,7 @@ def test_summary_shape_and_numbers(campaign_out):
     assert summary["sim_speedup"] > 1
 
 
+@pytest.mark.slow
 def test_classic_loses_acknowledged_records_and_elr_does_not_within_budget(campaign_out):
     """The campaign's point: level classic loses acked records in some seeds (seed 4 among 0..9),
     level elr loses none within the fault budget."""
@@ -476,6 +519,7 @@ def test_classic_loses_acknowledged_records_and_elr_does_not_within_budget(campa
         assert summary["levels"]["elr"]["seeds_with_loss_within_budget"] == 0
 
 
+@pytest.mark.slow
 def test_urm_loses_no_more_than_elr_on_the_same_seeds(campaign_out):
     """Issue 10's promise over seeds 0..9: level urm loses nothing within the fault budget, no more than
     elr on any seed, and fewer in total (seeds 0 and 7 draw the longest-log-in-LastKnownELR story, where
@@ -490,6 +534,7 @@ def test_urm_loses_no_more_than_elr_on_the_same_seeds(campaign_out):
     assert {0, 7} <= set(c["seeds_urm_lost_fewer"]) and c["urm_lost_fewer_in_total"]
 
 
+@pytest.mark.slow
 def test_every_failure_is_exported(campaign_out):
     out, _ = campaign_out
     rows = _rows(out)
@@ -504,6 +549,7 @@ def test_every_failure_is_exported(campaign_out):
             assert r["failure_file"] is None
 
 
+@pytest.mark.slow
 def test_exported_failure_replays_with_the_same_digest_and_loss(campaign_out):
     """A failing (level, seed) exported under failures/ replays through `kraftlog scenario run` with
     the executor's history digest and lost_acked."""
@@ -523,6 +569,7 @@ def test_exported_failure_replays_with_the_same_digest_and_loss(campaign_out):
     assert verdict["level"] == row["level"] and verdict["seed"] == row["seed"]
 
 
+@pytest.mark.slow
 def test_report_has_the_plots_and_the_tables(campaign_out):
     out, _ = campaign_out
     report = (out / "report.html").read_text()
@@ -536,3 +583,80 @@ def test_report_has_the_plots_and_the_tables(campaign_out):
     replay = summary["timeline_replay"]
     assert replay["digest_matches"] and replay["lost_acked_matches"]
     assert replay["file"] in report
+
+
+# ---------------------------------------------------------- Ctrl-C, then --resume (issue 12)
+def _without(summary: dict, keys) -> dict:
+    return {k: v for k, v in summary.items() if k not in keys}
+
+
+def _comparable(rows: list[dict]) -> list[dict]:
+    """Rows in a fixed order without the executor wall time (the only column that varies)."""
+    return sorted(({k: v for k, v in r.items() if k != "wall_ms"} for r in rows),
+                  key=lambda r: (r["level"], r["kind"], r["seed"], r["scenario"]))
+
+
+@pytest.mark.slow
+def test_ctrl_c_keeps_the_finished_runs_and_resume_completes_the_same_campaign(campaign_out, tmp_path):
+    """The fixture's campaign (10 seeds, the two-file library, local[2]) run as `kraftlog campaign` in its
+    own process group and sent SIGINT, as a terminal's Ctrl-C is, once its first part is written: it
+    exits 130 within seconds; --out holds readable parts with the finished runs, their failure files,
+    summary.json with "interrupted": true and the runs counted; the JVM and the Python workers it
+    started are gone (by the PIDs spark.log names). `--resume` then runs only the missing runs and ends
+    with the rows and the summary of the uninterrupted campaign, apart from timings and task counts."""
+    import signal
+
+    full, _ = campaign_out
+    library = full.parent / "scenarios"
+    out = tmp_path / "out"
+    kraftlog = [str(Path(sys.executable).parent / "kraftlog")]  # the venv's console script
+    args = ["campaign", "--seeds", "10", "--master", "local[2]", "--out", str(out), "--scenarios", str(library)]
+    proc = subprocess.Popen(kraftlog + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    try:
+        first = out / "results.parquet" / "part-00001.parquet"
+        deadline = time.monotonic() + 180
+        while not first.exists() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert first.exists(), "no part written within 180 s"
+        sent = time.monotonic()
+        os.killpg(proc.pid, signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode == 130, stderr
+    assert time.monotonic() - sent < 20
+    assert "Traceback" not in stderr and "Aborted" not in stderr
+    assert "interrupted:" in stderr and "--resume" in stderr
+    assert stderr.count("\n") < 40  # progress lines and one message, no stack trace
+
+    rows = read_results(out)
+    summary = json.loads((out / "summary.json").read_text())
+    expected = len(LEVELS) * (10 + len(LIBRARY))
+    assert summary["interrupted"] is True and summary["runs_expected"] == expected
+    assert 0 < summary["runs"] == len(rows) < expected
+    assert len({(r["level"], r["kind"], r["seed"], r["scenario"]) for r in rows}) == len(rows)
+    assert sorted(p.name for p in (out / "failures").glob("*.yaml")) == \
+        sorted(Path(r["failure_file"]).name for r in rows if r["failure"])
+    assert not (out / "report.html").exists()
+    assert not [pid for pid in _spark_pids(out) if _alive(pid)]
+    # The finished rows are the uninterrupted campaign's rows (the runs are deterministic).
+    by_key = {(r["level"], r["kind"], r["seed"], r["scenario"]): r for r in _comparable(_rows(full))}
+    for r in _comparable(rows):
+        assert r == by_key[(r["level"], r["kind"], r["seed"], r["scenario"])]
+
+    resumed = subprocess.run(kraftlog + ["campaign", "--resume", "--out", str(out)], capture_output=True,
+                             text=True, timeout=600)
+    assert resumed.returncode == 0, resumed.stderr
+    assert f"{len(rows)} from before --resume" in resumed.stdout
+    after = json.loads((out / "summary.json").read_text())
+    assert after["resumed_runs"] == len(rows)
+    reference = json.loads((full / "summary.json").read_text())
+    assert _without(after, EXECUTION_FIELDS) == _without(reference, EXECUTION_FIELDS)
+    assert _comparable(read_results(out)) == _comparable(_rows(full))
+    assert sorted(p.name for p in (out / "failures").glob("*.yaml")) == \
+        sorted(p.name for p in (full / "failures").glob("*.yaml"))
+    assert (out / "report.html").is_file()
+    assert not [pid for pid in _spark_pids(out) if _alive(pid)]
