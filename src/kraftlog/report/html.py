@@ -3,10 +3,17 @@
 Sections: the run (master, cores, seeds, levels, speed), the per-level summary table, each level
 compared with its baseline on the same seeds (``urm`` against ``elr`` when both ran: the summary's
 ``urm_vs_elr``), loss probability per level by data-losing shutdowns, the unavailability distribution
-per level, the
-timeline of one failing seed (replayed on the driver from its exported file, digest checked), the
-failing runs with links to their ``failures/*.yaml``, the scenario library per level, and every
-run in a collapsible table.
+per level, the timeline of one failing seed (replayed on the driver from its exported file, digest
+checked, and drawn from the replayed run's events — ``RunResult.events``, the structured events the
+scenario runner records beside every timeline line — while the timeline text is shown as it is), the
+failing runs with links to their ``failures/*.yaml``, the scenario library per level, and every run in
+a collapsible table.
+The failing runs and all runs tables sort by a click on a column header and filter by a text box (and
+"within the fault budget only"), with a few lines of inline JavaScript: the page needs no other file.
+
+Verdict words are those of ``kraftlog scenario run`` / ``scenario library``: a run *passed* when its
+expectations held; it is *safe* when it lost no acknowledged record, violated no invariant and left no
+truncation undetected (:func:`kraftlog.spark.campaign.is_safe_row`, the rows' ``passed``/``safe``).
 """
 
 from __future__ import annotations
@@ -15,6 +22,7 @@ import base64
 import html
 from pathlib import Path
 
+from ..sim.runner import outcome_words
 from . import plots
 
 __all__ = ["pick_failing_seed", "write_report"]
@@ -27,9 +35,59 @@ table { border-collapse: collapse; font-size: 0.85em; margin: 0.5em 0; }
 th, td { border: 1px solid #ccc; padding: 3px 7px; text-align: right; vertical-align: top; }
 th { background: #f3f3f3; } td.l, th.l { text-align: left; }
 tr.fail td { background: #fff0f0; }
+table.sortable th { cursor: pointer; } th[data-dir=asc]::after { content: " \\25B2"; }
+th[data-dir=desc]::after { content: " \\25BC"; } .filter { margin: 0.5em 0; font-size: 0.9em; }
 img { max-width: 100%; border: 1px solid #eee; }
 pre { background: #f7f7f7; padding: 0.7em; font-size: 0.78em; overflow-x: auto; max-height: 32em; }
 .muted { color: #666; font-size: 0.9em; } code { background: #f3f3f3; padding: 0 3px; }
+"""
+
+
+#: Click a header of a ``table.sortable`` to sort its rows (numerically when every non-empty cell of the
+#: column is a number; a second click reverses); ``input[data-table]`` boxes filter a table's rows to those
+#: with a cell containing the text and, checked, to ``tr[data-within="1"]`` (within the fault budget).
+_JS = """
+(function () {
+  function text(cell) { return cell ? cell.textContent.trim() : ""; }
+  function isNum(s) { return s !== "" && !isNaN(Number(s)); }
+  document.querySelectorAll("table.sortable").forEach(function (table) {
+    var heads = table.tHead.rows[0].cells, body = table.tBodies[0];
+    Array.prototype.forEach.call(heads, function (th, col) {
+      th.title = "sort by this column";
+      th.addEventListener("click", function () {
+        var rows = Array.prototype.slice.call(body.rows);
+        var numeric = rows.every(function (r) { var v = text(r.cells[col]); return v === "" || isNum(v); });
+        var dir = th.dataset.dir === "asc" ? -1 : 1;
+        Array.prototype.forEach.call(heads, function (h) { delete h.dataset.dir; });
+        th.dataset.dir = dir === 1 ? "asc" : "desc";
+        rows.sort(function (a, b) {
+          var x = text(a.cells[col]), y = text(b.cells[col]);
+          return dir * (numeric ? (isNum(x) ? Number(x) : -Infinity) - (isNum(y) ? Number(y) : -Infinity) || 0
+                                : x.localeCompare(y, undefined, {numeric: true}));
+        });
+        rows.forEach(function (r) { body.appendChild(r); });
+      });
+    });
+  });
+  function filter(id) {
+    var table = document.getElementById(id);
+    var box = document.querySelector('input[type=search][data-table="' + id + '"]');
+    var budget = document.querySelector('input[type=checkbox][data-table="' + id + '"]');
+    var want = box ? box.value.trim().toLowerCase() : "", shown = 0, rows = table.tBodies[0].rows;
+    Array.prototype.forEach.call(rows, function (r) {
+      var ok = (!want || Array.prototype.some.call(r.cells, function (c) {
+        return c.textContent.toLowerCase().indexOf(want) >= 0; })) && (!budget || !budget.checked || r.dataset.within === "1");
+      r.style.display = ok ? "" : "none";
+      if (ok) { shown += 1; }
+    });
+    var count = document.querySelector('span[data-count="' + id + '"]');
+    if (count) { count.textContent = shown + " of " + rows.length + " rows shown"; }
+  }
+  document.querySelectorAll("input[data-table]").forEach(function (input) {
+    input.addEventListener("input", function () { filter(input.dataset.table); });
+    input.addEventListener("change", function () { filter(input.dataset.table); });
+  });
+})();
 """
 
 
@@ -41,18 +99,64 @@ def _img(png: bytes, alt: str) -> str:
     return f'<img alt="{_e(alt)}" src="data:image/png;base64,{base64.b64encode(png).decode()}">'
 
 
-def _table(headers: list[str], rows: list[list], left: set[int] = frozenset(), row_class=None) -> str:
-    out = ["<table><tr>"]
+def _table(headers: list[str], rows: list[list], left: set[int] = frozenset(), row_class=None,
+           table_id: str | None = None, within=None) -> str:
+    """An HTML table; cells are HTML already. With ``table_id`` it is sortable and filterable (:data:`_JS`:
+    a filter box, a "within the fault budget only" box when ``within(k)`` says which rows are, and a
+    row count above it)."""
+    out = []
+    if table_id is None:
+        out.append("<table><thead><tr>")
+    else:
+        out.append(f"<div class='filter'><input type='search' data-table='{table_id}' placeholder='filter rows' "
+                   f"aria-label='filter rows'> ")
+        if within is not None:
+            out.append(f"<label><input type='checkbox' data-table='{table_id}'> within the fault budget only</label> ")
+        out.append(f"<span class='muted' data-count='{table_id}'>{len(rows)} rows; click a header to sort</span></div>")
+        out.append(f'<table class="sortable" id="{table_id}"><thead><tr>')
     out += [f'<th class="{"l" if i in left else ""}">{_e(h)}</th>' for i, h in enumerate(headers)]
-    out.append("</tr>")
+    out.append("</tr></thead><tbody>")
     for k, row in enumerate(rows):
         cls = row_class(k) if row_class else ""
-        out.append(f'<tr class="{cls}">')
+        budget = "" if within is None else f' data-within="{1 if within(k) else 0}"'
+        out.append(f'<tr class="{cls}"{budget}>')
         for i, cell in enumerate(row):
             out.append(f'<td class="{"l" if i in left else ""}">{cell}</td>')
         out.append("</tr>")
-    out.append("</table>")
+    out.append("</tbody></table>")
     return "".join(out)
+
+
+def _passed(row: dict) -> bool:
+    """The row's ``passed`` (its expectations held; from its failed expectations when the column is unset)."""
+    passed = row.get("passed")
+    if isinstance(passed, bool):
+        return passed
+    return not row["error"] and not row["failed_expectations"]
+
+
+def _verdict_words(row: dict) -> tuple[str, str]:
+    """(expectations, safety) of a results row in ``kraftlog scenario library``'s words: held / FAILED,
+    safe / UNSAFE (:func:`kraftlog.spark.campaign.is_safe_row`); a run that raised has no verdict:
+    FAILED, safety unknown."""
+    from ..spark.campaign import is_safe_row
+
+    if row["error"]:
+        return "FAILED (raised)", "unknown"
+    return ("held" if _passed(row) else "FAILED"), ("safe" if is_safe_row(row) else "UNSAFE")
+
+
+def _outcome(row: dict) -> str:
+    """A results row's verdict in ``kraftlog scenario run``'s words (:func:`outcome_words`), plain text;
+    a leader's HWM moving backwards (always a bug, no safety finding) is added."""
+    if row["error"]:
+        last = (str(row["error"]).strip().splitlines() or ["no message"])[-1]
+        return f"FAILED: the run raised ({last[:120]}) — safety unknown"
+    words = outcome_words({**row, "passed": _passed(row)})
+    n = row["leader_hwm_regressions"]
+    if n:
+        words += f"; {n} leader HWM regression{'s' if n != 1 else ''}"
+    return words
 
 
 def pick_failing_seed(rows: list[dict], levels: list[str]) -> dict | None:
@@ -74,8 +178,9 @@ def pick_failing_seed(rows: list[dict], levels: list[str]) -> dict | None:
     return None
 
 
-def _replay(out: Path, row: dict) -> tuple[dict, list[str], object]:
-    """Replay ``row``'s exported failure file; returns (replay info, timeline, scenario)."""
+def _replay(out: Path, row: dict) -> tuple[dict, list[str], list[dict], object]:
+    """Replay ``row``'s exported failure file; returns (replay info, timeline lines, events — the
+    run's ``RunResult.events`` — and the scenario)."""
     from ..sim.runner import run_scenario
     from ..sim.scenario import load_scenario
 
@@ -92,7 +197,7 @@ def _replay(out: Path, row: dict) -> tuple[dict, list[str], object]:
         "lost_acked": v["lost_acked"],
         "lost_acked_matches": v["lost_acked"] == row["lost_acked"],
     }
-    return info, result.timeline, scenario
+    return info, result.timeline, result.events, scenario
 
 
 def _seed_list(seeds: list[int], limit: int = 40) -> str:
@@ -196,7 +301,10 @@ def write_report(out, rows: list[dict], summary: dict, levels: list[str]) -> dic
         "min ISR − 1 of them (KIP-966's promise). A failure is a run that lost acknowledged acks=all records, "
         "violated an invariant, moved a leader's HWM backwards, left a truncation undetected, failed an "
         "expectation or raised. HWM regressions seen by consumers are no failure: a Kafka consumer can see a "
-        "lagging HWM after a leader change.</p>")
+        "lagging HWM after a leader change. As <code>kraftlog scenario run</code> and <code>scenario library</code> "
+        "say it, a run <i>passed</i> (expectations held) when every expect and wait_until held, and it is "
+        "<i>safe</i> when it lost no acknowledged record, violated no invariant and left no truncation "
+        "undetected: the two are separate questions.</p>")
 
     # Summary table
     parts.append("<h2>Summary per level (generated seeds)</h2>")
@@ -233,7 +341,7 @@ def write_report(out, rows: list[dict], summary: dict, levels: list[str]) -> dic
         parts.append("<p>No run failed.</p>")
     else:
         try:
-            replay, lines, scenario = _replay(out, chosen)
+            replay, lines, events, scenario = _replay(out, chosen)
         except Exception as exc:  # the report must not die on a replay problem; say so instead
             parts.append(f"<p>Replaying {_e(chosen['failure_file'])} failed: <code>{_e(exc)}</code></p>")
         else:
@@ -247,7 +355,7 @@ def write_report(out, rows: list[dict], summary: dict, levels: list[str]) -> dic
                          f"{'' if replay['digest_matches'] else ' (was the code changed during the run?)'}; "
                          f"lost acked {replay['lost_acked']} "
                          f"({'same' if replay['lost_acked_matches'] else '<b>different</b>'}).</p>")
-            parts.append(_img(plots.timeline(lines, scenario.brokers, title, min_isr), "timeline"))
+            parts.append(_img(plots.timeline(events, scenario.brokers, title, min_isr), "timeline"))
             parts.append(f"<p class='muted'>Schedule: {_e(chosen['schedule'])}</p>")
             parts.append("<details><summary>timeline text</summary><pre>"
                          + _e("\n".join(lines)) + "</pre></details>")
@@ -259,14 +367,15 @@ def write_report(out, rows: list[dict], summary: dict, levels: list[str]) -> dic
         parts.append("<p class='muted'>Replay one with <code>kraftlog scenario run FILE</code> "
                      "(the file carries the level and the seed).</p>")
         parts.append(_table(
-            ["level", "seed / scenario", "data-losing shutdowns", "within budget", "lost acked",
-             "violations", "leader HWM regressions", "undetected truncations", "failed expectations", "file"],
-            [[_e(r["level"]), _e(r["seed"] if r["kind"] == "seed" else r["scenario"]), r["data_losing_shutdowns"],
-              "yes" if r["within_budget"] else "no", r["lost_acked"], r["invariant_violations"],
-              r["leader_hwm_regressions"], r["undetected_truncations"],
+            ["level", "seed / scenario", "expectations", "safety", "data-losing shutdowns", "within budget",
+             "lost acked", "violations", "leader HWM regressions", "undetected truncations", "failed expectations",
+             "file"],
+            [[_e(r["level"]), _e(r["seed"] if r["kind"] == "seed" else r["scenario"]), *map(_e, _verdict_words(r)),
+              r["data_losing_shutdowns"], "yes" if r["within_budget"] else "no", r["lost_acked"],
+              r["invariant_violations"], r["leader_hwm_regressions"], r["undetected_truncations"],
               r["failed_expectations"] + (1 if r["error"] else 0),
               f"<a href='{_e(r['failure_file'])}'>{_e(r['failure_file'])}</a>"] for r in failing],
-            left={0, 1, 9}))
+            left={0, 1, 2, 3, 11}, table_id="failing", within=lambda k: bool(failing[k]["within_budget"])))
 
     # Library
     library = [r for r in rows if r["kind"] == "scenario"]
@@ -282,22 +391,9 @@ def write_report(out, rows: list[dict], summary: dict, levels: list[str]) -> dic
                 if r is None:
                     row.append("")
                 elif r["failure"]:
-                    why = []
-                    if r["lost_acked"]:
-                        why.append(f"lost {r['lost_acked']}")
-                    if r["invariant_violations"]:
-                        why.append(f"{r['invariant_violations']} violation(s)")
-                    if r["leader_hwm_regressions"]:
-                        why.append(f"{r['leader_hwm_regressions']} leader HWM regression(s)")
-                    if r["failed_expectations"]:
-                        why.append(f"{r['failed_expectations']} failed expectation(s)")
-                    if r["undetected_truncations"]:
-                        why.append("undetected truncation")
-                    if r["error"]:
-                        why.append("error")
-                    row.append(f"<b>FAIL</b> ({_e(', '.join(why))})")
+                    row.append(f"<b>{_e(_outcome(r))}</b>")
                 else:
-                    row.append("pass")
+                    row.append(_e(_outcome(r)))
             cells.append(row)
         parts.append(_table(["scenario", *levels], cells, left=set(range(len(levels) + 1))))
 
@@ -308,10 +404,12 @@ def write_report(out, rows: list[dict], summary: dict, levels: list[str]) -> dic
             "wall_ms", "schedule"]
     parts.append(f"<h2>All runs ({len(rows)})</h2><details><summary>show the table</summary>")
     parts.append(_table(
-        cols,
-        [[_e(f"{r[c]:.0f}" if c == "wall_ms" else r[c]) for c in cols] for r in rows],
-        left={0, 1, 3, len(cols) - 1},
-        row_class=lambda k: "fail" if rows[k]["failure"] else ""))
-    parts.append("</details></body></html>\n")
+        [*cols[:4], "expectations", "safety", *cols[4:]],
+        [[*(_e(r[c]) for c in cols[:4]), *map(_e, _verdict_words(r)),
+          *(_e(f"{r[c]:.0f}" if c == "wall_ms" else r[c]) for c in cols[4:])] for r in rows],
+        left={0, 1, 3, 4, 5, len(cols) + 1},
+        row_class=lambda k: "fail" if rows[k]["failure"] else "", table_id="runs",
+        within=lambda k: bool(rows[k]["within_budget"])))
+    parts.append(f"</details><script>{_JS}</script></body></html>\n")
     (out / "report.html").write_text("".join(parts), encoding="utf-8")
     return replay

@@ -7,16 +7,18 @@ no display needed).
   leader) per level, as empirical CDFs;
 * :func:`loss_against_baseline` — acknowledged records lost per seed at one level against another on
   the same seeds (e.g. ``urm`` against ``elr``), one point per seed;
-* :func:`timeline` — one run drawn from its readable timeline: broker lanes (up, down by crash or
-  clean shutdown, fenced), network faults, and per partition the ISR size with each leader.
+* :func:`timeline` — one run drawn from its events: broker lanes (up, down by crash or clean
+  shutdown, fenced), network faults, and per partition the ISR size with each leader
+  (:func:`timeline_tracks` gives what it draws).
 
-Inputs are plain rows (dicts with the ``results.parquet`` columns) and timeline strings.
+Inputs are plain rows (dicts with the ``results.parquet`` columns) and a run's events: the structured
+events the scenario runner records beside every timeline line (``RunResult.events``,
+:data:`kraftlog.sim.runner.EVENT_KINDS`), so that rewording the readable timeline cannot change a plot.
 """
 
 from __future__ import annotations
 
 import io
-import re
 from collections import defaultdict
 
 from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -24,7 +26,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
-__all__ = ["loss_against_baseline", "loss_by_shutdowns", "parse_timeline", "timeline", "unavailability"]
+__all__ = ["loss_against_baseline", "loss_by_shutdowns", "timeline", "timeline_tracks", "unavailability"]
 
 _COLORS = ["#d62728", "#ff7f0e", "#2ca02c", "#1f77b4", "#9467bd", "#8c564b"]
 _STYLES = ["-", "--", "-.", ":"]
@@ -136,110 +138,146 @@ def loss_against_baseline(rows: list[dict], level: str, baseline: str) -> bytes:
 
 
 # ------------------------------------------------------------------------------------ timelines
-_LINE = re.compile(r"^\s*(-?\d+)ms  (.*)$")
-_STEP = re.compile(r"^step \d+ \((\w+)\): (.*)$")
-_PART = re.compile(r"^(\S+-\d+): (.*)$")
-_LEADER = re.compile(r"leader -> (\w+)")
-_ISR = re.compile(r"ISR -> \[([\d, ]*)\]")
-_CREATED = re.compile(r"created, replicas \[[\d, ]*\], leader (-?\d+), ISR \[([\d, ]*)\]")
-_BROKER = re.compile(r"^broker (\d+) (fenced|unfenced)")
+def _short(node) -> str:
+    """A node as the plot labels it: ``ctl`` for the controller, ``*`` for any node."""
+    return "*" if node is None else "ctl" if node == "controller" else str(node)
 
 
-def parse_timeline(lines: list[str]) -> dict:
-    """Events of a runner timeline (scenario time after ``cluster ready``; earlier lines are t<=0).
+def _nodes(nodes) -> str:
+    return "[" + ", ".join(_short(n) for n in nodes) + "]"
 
-    Returns ``{"end": ms, "down": [(broker, start, end|None, kind)], "fenced": [(broker, start, end|None)],
-    "network": [(start, end|None, label)], "partitions": {name: [(t, leader|None, isr size)]},
-    "faults": [(t, label)]}``."""
-    ready = any("cluster ready" in line for line in lines)
-    seen_ready = not ready
+
+def timeline_tracks(events: list[dict]) -> dict:
+    """What the timeline plot draws, from a run's events (``RunResult.events``, recorded by the scenario
+    runner beside each timeline line: :data:`kraftlog.sim.runner.EVENT_KINDS`), never from its text.
+
+    Times are ms since the cluster was ready; events before the ``ready`` event (the bootstrap) count as
+    0. Returns::
+
+        {"end": ms of the last event,
+         "down": [(broker, start, end | None, kind)],   # kind "crash (<lose>)" or "clean shutdown"
+         "fenced": [(broker, start, end | None)],       # fenced by the controller .. unfenced
+         "network": [(start, end | None, label)],       # isolate/partition/cut .. heal, hold .. release
+         "partitions": {name: [(t, leader | None, ISR size)]},
+         "controller_failovers": [t],
+         "faults": [(t, label)]}                        # every fault injected, in order
+
+    ``end`` None: still open when the run ended. A crash's down span runs from the crash to the restart;
+    a clean shutdown's from the moment it began (the step event's ``started_t``: the broker hands its
+    leaderships over and leaves; the step's own ``t`` is when it had stopped) to the restart. A heal
+    closes the faults it heals as the simulator does (all of them, or those left with nothing cut when it
+    names nodes); a release closes the holds it matches (api, from, to; unset matches any)."""
+    seen_ready = not any(ev["kind"] == "ready" for ev in events)
     down: list = []
     fenced: list = []
-    network: list = []
+    network: list = []  # [start, end, label, what it cuts]
     partitions: dict = defaultdict(list)
     faults: list = []
+    failovers: list = []
     open_down: dict = {}
     open_fenced: dict = {}
     state: dict = {}
     end = 0
-    for line in lines:
-        m = _LINE.match(line)
-        if not m:
-            continue
-        text = m.group(2)
+    for ev in events:
+        kind = ev["kind"]
         if not seen_ready:
             t = 0
-            if "cluster ready" in text:
-                seen_ready = True
+            seen_ready = kind == "ready"
         else:
-            t = int(m.group(1))
+            t = ev["t"]
         end = max(end, t)
-        pm = _PART.match(text)
-        if pm:
-            name, rest = pm.groups()
+        if kind == "partition":
+            name = ev["partition"]
             leader, isr = state.get(name, (None, 0))
-            cm = _CREATED.search(rest)
-            if cm:
-                leader = int(cm.group(1))
-                isr = len([x for x in cm.group(2).split(",") if x.strip()])
-            lm = _LEADER.search(rest)
-            if lm:
-                leader = None if lm.group(1) == "none" else int(lm.group(1))
-            im = _ISR.search(rest)
-            if im:
-                isr = len([x for x in im.group(1).split(",") if x.strip()])
-            if cm or lm or im:
+            if "leader" in ev:
+                leader = ev["leader"]
+            if "isr" in ev:
+                isr = len(ev["isr"])
+            if "leader" in ev or "isr" in ev:
                 state[name] = (leader, isr)
                 partitions[name].append((t, leader, isr))
-            continue
-        bm = _BROKER.match(text)
-        if bm and seen_ready:
-            b, what = int(bm.group(1)), bm.group(2)
-            if what == "fenced" and b not in open_fenced:
+        elif kind == "broker" and "fenced" in ev and seen_ready:
+            b = ev["broker"]
+            if ev["fenced"] and b not in open_fenced:
                 open_fenced[b] = t
-            elif what == "unfenced" and b in open_fenced:
+            elif not ev["fenced"] and b in open_fenced:
                 fenced.append((b, open_fenced.pop(b), t))
-            continue
-        sm = _STEP.match(text)
-        if not sm:
-            continue
-        verb, rest = sm.groups()
-        if verb == "crash":
-            b = int(re.search(r"broker (\d+)", rest).group(1))
-            lose = re.search(r"lose (\w+)", rest).group(1)
-            open_down.setdefault(b, (t, f"crash ({lose})"))
-            faults.append((t, f"crash b{b} ({lose})"))
-        elif verb == "shutdown":
-            b = int(re.search(r"broker (\d+)", rest).group(1))
-            open_down.setdefault(b, (t, "clean shutdown"))
-            faults.append((t, f"shutdown b{b}"))
-        elif verb == "restart":
-            b = int(re.search(r"broker (\d+)", rest).group(1))
-            if b in open_down:
-                start, kind = open_down.pop(b)
-                down.append((b, start, t, kind))
-        elif verb in ("isolate", "partition", "cut", "hold"):
-            label = (rest.replace("network partitioned into ", "partition ").replace("'controller'", "ctl")
-                     .replace("controller", "ctl"))
-            network.append([t, None, label])
-            faults.append((t, label))
-        elif verb in ("heal", "release"):
-            for item in network:
-                if item[1] is None and (verb == "heal") == (not item[2].startswith("holding")):
-                    item[1] = t
-        elif verb == "restart_controller":
-            faults.append((t, "controller failover"))
-    for b, (start, kind) in open_down.items():
-        down.append((b, start, None, kind))
+        elif kind == "step":
+            _step_tracks(ev, t, open_down, down, network, faults, failovers)
+    for b, (start, what) in open_down.items():
+        down.append((b, start, None, what))
     for b, start in open_fenced.items():
         fenced.append((b, start, None))
-    return {"end": end, "down": down, "fenced": fenced, "network": [tuple(x) for x in network],
-            "partitions": dict(partitions), "faults": faults}
+    return {"end": end, "down": down, "fenced": fenced, "network": [tuple(x[:3]) for x in network],
+            "partitions": dict(partitions), "controller_failovers": failovers, "faults": faults}
 
 
-def timeline(lines: list[str], brokers: int, title: str, min_isr: int | None = None) -> bytes:
-    """Draw one run: broker lanes and network faults on top, ISR size and leader per partition below."""
-    ev = parse_timeline(lines)
+def _step_tracks(ev: dict, t: int, open_down: dict, down: list, network: list, faults: list,
+                 failovers: list) -> None:
+    """One step event into the tracks of :func:`timeline_tracks`. A network item is ``[start, end,
+    label, cut]``, ``cut`` being ("isolate", nodes), ("partition", groups), ("cut", from, to) or
+    ("hold", api, from, to)."""
+    verb = ev["verb"]
+    if verb == "crash":
+        b = ev["broker"]
+        open_down.setdefault(b, (t, f"crash ({ev['lose']})"))
+        faults.append((t, f"crash b{b} ({ev['lose']})"))
+    elif verb == "shutdown":
+        b, start = ev["broker"], ev.get("started_t", t)
+        open_down.setdefault(b, (start, "clean shutdown"))
+        faults.append((start, f"shutdown b{b}"))
+    elif verb == "restart":
+        b = ev["broker"]
+        if b in open_down:
+            start, what = open_down.pop(b)
+            down.append((b, start, t, what))
+    elif verb == "restart_controller":
+        failovers.append(t)
+        faults.append((t, "controller failover"))
+    elif verb in ("isolate", "partition", "cut", "hold"):
+        if verb == "isolate":
+            label, cut = f"isolated {_nodes(ev['nodes'])}", ("isolate", set(ev["nodes"]))
+        elif verb == "partition":
+            label = "partition [" + ", ".join(_nodes(g) for g in ev["groups"]) + "]"
+            cut = ("partition", [set(g) for g in ev["groups"]])
+        elif verb == "cut":
+            label, cut = f"cut {_short(ev['from'])} -> {_short(ev['to'])}", ("cut", ev["from"], ev["to"])
+        else:
+            label = f"holding {ev['api'] or 'all'} messages {_short(ev['from'])} -> {_short(ev['to'])}"
+            cut = ("hold", ev["api"], ev["from"], ev["to"])
+        network.append([t, None, label, cut])
+        faults.append((t, label))
+    elif verb == "heal":
+        gone = None if ev["nodes"] is None else set(ev["nodes"])
+        for item in network:
+            cut = item[3]
+            if item[1] is not None or cut[0] == "hold":
+                continue
+            if gone is None:
+                item[1] = t
+            elif cut[0] == "isolate":
+                item[3] = ("isolate", cut[1] - gone)
+                if not item[3][1]:
+                    item[1] = t
+            elif cut[0] == "partition":
+                item[3] = ("partition", [g - gone for g in cut[1]])
+                if sum(1 for g in item[3][1] if g) < 2:
+                    item[1] = t
+            elif cut[1] in gone or cut[2] in gone:
+                item[1] = t
+    elif verb == "release":
+        for item in network:
+            cut = item[3]
+            if item[1] is None and cut[0] == "hold" and all(
+                    want is None or want == have for want, have in zip((ev["api"], ev["from"], ev["to"]), cut[1:])):
+                item[1] = t
+
+
+def timeline(events: list[dict], brokers: int, title: str, min_isr: int | None = None) -> bytes:
+    """Draw one run from its events (``RunResult.events``, see :func:`timeline_tracks`): broker lanes and
+    network faults on top, ISR size and leader per partition below (x: seconds since the cluster was
+    ready)."""
+    ev = timeline_tracks(events)
     end = max(ev["end"], 1) / 1000
     parts = sorted(ev["partitions"])
     fig = Figure(figsize=(10, 2.2 + 0.42 * brokers + 1.6 * max(len(parts), 1)))
@@ -275,18 +313,18 @@ def timeline(lines: list[str], brokers: int, title: str, min_isr: int | None = N
     offset = 0
     yticks, ylabels = [], []
     for k, name in enumerate(parts):
-        events = ev["partitions"][name]
+        changes = ev["partitions"][name]
         base = offset
-        xs = [e[0] / 1000 for e in events] + [end]
-        ys = [base + e[2] for e in events]
+        xs = [e[0] / 1000 for e in changes] + [end]
+        ys = [base + e[2] for e in changes]
         ys.append(ys[-1])
         bottom.step(xs, ys, where="post", color=_COLORS[k % len(_COLORS)], label=f"{name} ISR size")
-        for (t, leader, _isr), nxt in zip(events, [*events[1:], (ev["end"], None, None)]):
+        for (t, leader, _isr), nxt in zip(changes, [*changes[1:], (ev["end"], None, None)]):
             if leader is None:
                 bottom.axvspan(t / 1000, nxt[0] / 1000, ymin=0, ymax=1, color="#d62728", alpha=0.07, lw=0)
         last = "start"
         flip = 0
-        for t, leader, isr in events:
+        for t, leader, isr in changes:
             if leader != last:
                 bottom.annotate("no leader" if leader is None else f"L{leader}", (t / 1000, base + isr), fontsize=7,
                                 xytext=(2, 3 + 9 * flip), textcoords="offset points",

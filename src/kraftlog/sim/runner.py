@@ -9,6 +9,10 @@ metadata — the controller's partition state (:mod:`kraftlog.check.checkers`) a
 :mod:`kraftlog.check.invariants`. Each violation is reported once, with its simulated time and the step
 the run was in (``[in step 3 (crash)]``, ``[after step 3 (crash)]``), and logged in the timeline. Observers
 only read the cluster: they change no history digest.
+
+Beside the readable timeline the run keeps the same story as data, ``RunResult.events`` (:data:`EVENT_KINDS`;
+:meth:`ScenarioRun._log` records a line and its event at the same moment, with the same time): the campaign
+report (:mod:`kraftlog.report.plots`) draws its timeline from them, never from the timeline's wording.
 """
 
 from __future__ import annotations
@@ -63,9 +67,77 @@ def _node(node) -> str:
     return "*" if node is None else str(node)
 
 
+def _plain(value):
+    """A step argument as JSON data: tuples as lists, sets as sorted lists (dict keys kept)."""
+    if isinstance(value, (frozenset, set)):
+        return sorted(value, key=str)
+    if isinstance(value, (tuple, list)):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    return value
+
+
+def _condition(cond: Condition) -> dict:
+    """A ``wait_until``/``expect`` condition as data, shaped like the scenario file's:
+    ``{"partition": "t-0", "leader": 1, "isr": [0, 1]}`` or ``{"broker": 1, "fenced": True}``
+    (``leader`` None is ``none``)."""
+    return {cond.kind: cond.target, **{k: _plain(v) for k, v in cond.checks.items()}}
+
+
+def _leader(leader: int) -> int | None:
+    return leader if leader >= 0 else None
+
+
+#: The kinds of ``RunResult.events``. Every event is a JSON-serialisable dict ``{"t": ms, "kind": str,
+#: ...fields}``; ``t`` is the simulated time in ms since the cluster was ready (negative during the
+#: bootstrap), the very number its timeline line shows. Fields, by kind:
+#:
+#: * ``ready``: ``brokers`` (count), ``level`` (label), ``seed``.
+#: * ``partition`` (a metadata record the controller committed; ``partition`` is ``"<topic>-<index>"``):
+#:
+#:   - PartitionRecord: ``created`` True, ``replicas``, ``leader`` (broker id, None for none),
+#:     ``leader_epoch``, ``isr``;
+#:   - PartitionChangeRecord: only what the record changed is present — ``leader`` (None for none, -1),
+#:     ``isr``, ``elr``, ``last_known_elr`` (lists of broker ids), ``last_known_leader`` (None for none),
+#:     ``leader_recovery_state`` (``"RECOVERING"``/``"RECOVERED"``) — so ``"leader" in event`` tells a
+#:     leader change from none; ``leader_epoch`` (the controller's leader epoch for the partition after the
+#:     batch, the number the line shows beside ``leader ->``) is always there.
+#: * ``broker``: ``broker`` (id), and ``registered`` True with ``broker_epoch`` (RegisterBrokerRecord), or
+#:   ``broker_epoch`` with ``fenced`` (bool) and/or ``in_controlled_shutdown`` (True) when the
+#:   BrokerRegistrationChangeRecord set them (absent: unchanged).
+#: * ``step``: ``index`` (1-based), ``verb``, the step's parsed arguments as the parser gives them
+#:   (SCENARIOS.md): ``broker``, ``lose``, ``nodes``, ``groups``, ``from``, ``to``, ``api``, ``topic``,
+#:   ``partition``, ``count``, ``acks``, ``timeout_ms``, ``config``, ``type``, ``leader``, ``condition``
+#:   (:func:`_condition`); None means all links (heal ``nodes``), every API (``api``), any node
+#:   (hold/release ``from``/``to``), the cluster (alter_config ``topic``). Then the outcome the line
+#:   states: ``acked`` (produce: records acknowledged), ``error`` (alter_config, elect: Kafka's error name,
+#:   ``NONE`` on success), ``holds`` (wait_until, expect; when False also ``observed``, and for wait_until
+#:   ``timed_out`` True). A step is recorded when its line is logged, at its end. A ``shutdown`` is
+#:   recorded once: ``t`` is when the broker stopped (or was stopped after SHUTDOWN_WAIT_MS), and
+#:   ``started_t`` (ms, same clock) when its controlled shutdown began — from then on it hands its
+#:   leaderships over and is leaving, so the report draws it down from ``started_t``. ``run_for`` logs no
+#:   line and records no event.
+#: * ``recovery`` (level urm, an unclean recovery's step): ``partition``, ``step`` (started, queried,
+#:   answered, rejected, failed, elected, abandoned), ``detail`` (text).
+#: * ``invariant``: ``name`` (the invariant, e.g. ``LeaderHasCompleteCommittedLog``), ``key`` (what the
+#:   finding is deduplicated on), ``message`` (as the line shows it, with where the run was).
+#: * ``truncation`` (a consumer detected a log truncation, KIP-320): ``consumer``, ``partition``,
+#:   ``position``, ``divergence_offset`` (offsets), ``reset`` (``auto.offset.reset``; ``"none"`` raised
+#:   LogTruncationError).
+#: * ``alter_partition_error``: ``broker`` (the leader answered), ``error`` (top-level, when not NONE),
+#:   ``partition_errors`` (``{partition: error name}``).
+#: * ``described`` (end of the run, DescribeTopicPartitions from a live broker): ``broker``, and either
+#:   ``error`` or ``partition``, ``leader`` (None for none), ``leader_epoch``, ``isr``, ``elr``,
+#:   ``last_known_elr``, ``offline``.
+EVENT_KINDS = ("ready", "partition", "broker", "step", "recovery", "invariant", "truncation",
+               "alter_partition_error", "described")
+
+
 @dataclass
 class RunResult:
-    """The verdict (SCENARIOS.md's JSON object), the readable timeline and the exit code (0 or 1)."""
+    """The verdict (SCENARIOS.md's JSON object), the readable timeline, the exit code (0 or 1) and the
+    timeline's events as data (:data:`EVENT_KINDS`)."""
 
     verdict: dict
     timeline: list[str] = field(default_factory=list)
@@ -74,6 +146,9 @@ class RunResult:
     messages: int = 0
     #: Simulated ms, summed over partitions, during which a partition had no leader (after t0).
     unavailable_ms: int = 0
+    #: The run's events ({"t": ms since the cluster was ready, "kind": ..., ...}), one per timeline line
+    #: that tells the story, in timeline order (:data:`EVENT_KINDS`).
+    events: list[dict] = field(default_factory=list)
 
 
 class ScenarioRun:
@@ -95,8 +170,12 @@ class ScenarioRun:
         #: (simulated ms, text) of the lines logged while bootstrapping, re-stamped relative to the moment
         #: the cluster is ready (scenario time 0: bootstrap lines get negative times)
         self._bootstrap_log: list[tuple[int, str]] = []
+        #: (simulated ms, event) of the events recorded while bootstrapping, re-stamped like the lines
+        self._bootstrap_events: list[tuple[int, dict]] = []
         self.end_ms = 0
         self.timeline: list[str] = []
+        #: The timeline as data (:data:`EVENT_KINDS`), recorded by :meth:`_log` beside each line.
+        self.events: list[dict] = []
         self.failed: list[str] = []
         self.acked: list = []
         self.acked_counts = {"all": 0, "1": 0, "0": 0}
@@ -142,10 +221,16 @@ class ScenarioRun:
     def _t(self) -> int:
         return self.sim.now - self.t0
 
-    def _log(self, text: str) -> None:
+    def _log(self, text: str, event: dict | None = None) -> None:
+        """Log ``text`` in the timeline and, when given, record ``event`` (``{"kind": ..., ...}``,
+        :data:`EVENT_KINDS`) with the same time ``t`` (ms since the cluster was ready)."""
         if not self.t0:
             self._bootstrap_log.append((self.sim.now, text))
+            if event is not None:
+                self._bootstrap_events.append((self.sim.now, event))
         self.timeline.append(f"{self._t():>8}ms  {text}")
+        if event is not None:
+            self.events.append({"t": self._t(), **event})
 
     def _after_controller_event(self, sim: SimCluster, node_id) -> None:
         """After the controller handled an event: log its new metadata records, check invariants."""
@@ -158,7 +243,8 @@ class ScenarioRun:
         """The unclean recoveries' steps (level ``urm``) into the timeline and the history, and KIP-966's
         controller gauges sampled after every controller event (their final value and maximum)."""
         for ev in node.urm.take_events():
-            self._log(f"unclean recovery of {ev.partition}: {ev.kind}: {ev.detail}")
+            self._log(f"unclean recovery of {ev.partition}: {ev.kind}: {ev.detail}",
+                      {"kind": "recovery", "partition": ev.partition, "step": ev.kind, "detail": ev.detail})
             sim.history.record(sim.now, "recovery", partition=ev.partition, step=ev.kind, detail=ev.detail)
             if ev.kind == "elected":
                 self._recoveries_finished += 1
@@ -221,21 +307,28 @@ class ScenarioRun:
                    position=tr.position, divergence=tr.divergence_offset)
             self._log(f"consumer {node_id}: LogTruncation on {name}: position {tr.position}, "
                       f"diverged at {tr.divergence_offset} "
-                      f"({'raised LogTruncationError' if tr.reset == 'none' else 'reset to it: ' + tr.reset})")
+                      f"({'raised LogTruncationError' if tr.reset == 'none' else 'reset to it: ' + tr.reset})",
+                      {"kind": "truncation", "consumer": node_id, "partition": name, "position": tr.position,
+                       "divergence_offset": tr.divergence_offset, "reset": tr.reset})
 
     def _observe_message(self, sim: SimCluster, env: m.Envelope) -> None:
         """Log AlterPartition errors (INVALID_UPDATE_VERSION, INELIGIBLE_REPLICA, ...) in the timeline."""
         msg: m.AlterPartitionResponse = env.message
         ctl = sim.controller
         errors = [] if msg.error_code == Errors.NONE else [f"{Errors(msg.error_code).name}"]
+        event: dict = {"kind": "alter_partition_error", "broker": env.dst}
+        if msg.error_code != Errors.NONE:
+            event["error"] = Errors(msg.error_code).name
+        event["partition_errors"] = {}
         for item in msg.partitions:
             if item.error_code != Errors.NONE:
                 name = ctl.image.topic_name(item.topic_id) if ctl is not None else item.topic_id
                 errors.append(f"{name}-{item.partition} {Errors(item.error_code).name}")
+                event["partition_errors"][f"{name}-{item.partition}"] = Errors(item.error_code).name
         if errors:
             text = f"AlterPartition from broker {env.dst} answered: " + ", ".join(errors)
             sim.history.record(sim.now, "alter_partition_error", text=text)
-            self._log(text)
+            self._log(text, event)
 
     def _broker_observer(self, broker_id: int):
         """The observer run after every event of broker ``broker_id`` (the simulator's hot path): it
@@ -325,10 +418,11 @@ class ScenarioRun:
         image = ctl.image
         self._count_elections(log[self._seen_metadata:], self._seen_metadata)
         for rec in log[self._seen_metadata:]:
-            text = self._describe(rec, image)
-            if text:
+            described = self._describe(rec, image)
+            if described:
+                text, event = described
                 self.sim.history.record(self.sim.now, "metadata", text=text)
-                self._log(text)
+                self._log(text, event)
         self._seen_metadata = len(log)
         self._update_availability()
         self._check_invariants()
@@ -412,7 +506,9 @@ class ScenarioRun:
             if key not in self.violations:
                 message = f"{message} [{self._where}]"
                 self.violations[key] = message
-                self._log("invariant violated: " + message.split(" ", 1)[1])
+                shown = message.split(" ", 1)[1]
+                self._log("invariant violated: " + shown, {"kind": "invariant", "name": key.split(" ", 1)[0],
+                                                           "key": key, "message": shown})
 
     def _count_elections(self, records, base_offset: int) -> None:
         """Classify elections for the metrics: clean from the ISR, from the ELR, unclean (RECOVERING)."""
@@ -440,37 +536,54 @@ class ScenarioRun:
             elif name in self._leaderless_since:
                 self.unavailable_ms += self.sim.now - self._leaderless_since.pop(name)
 
-    def _describe(self, rec, image) -> str | None:
+    def _describe(self, rec, image) -> tuple[str, dict] | None:
+        """A committed metadata record as its timeline line and its event (``partition`` or ``broker``,
+        :data:`EVENT_KINDS`), or None for records the timeline leaves out. ``image``: the controller's
+        image after the batch."""
         kind = type(rec)
         if kind is PartitionChangeRecord:
             name = f"{image.topic_name(rec.topic_id)}-{rec.partition_id}"
             part = image.partitions[(image.topic_name(rec.topic_id), rec.partition_id)]
             bits = []
+            event: dict = {"kind": "partition", "partition": name}
             if rec.leader is not None:
                 bits.append(f"leader -> {rec.leader if rec.leader >= 0 else 'none'} (epoch {part.leader_epoch})")
+                event["leader"] = _leader(rec.leader)
+            event["leader_epoch"] = part.leader_epoch
             if rec.isr is not None:
                 bits.append(f"ISR -> {list(rec.isr)}")
+                event["isr"] = list(rec.isr)
             if rec.eligible_leader_replicas is not None:
                 bits.append(f"ELR -> {list(rec.eligible_leader_replicas)}")
+                event["elr"] = list(rec.eligible_leader_replicas)
             if rec.last_known_elr is not None:
                 bits.append(f"LastKnownELR -> {list(rec.last_known_elr)}")
+                event["last_known_elr"] = list(rec.last_known_elr)
             if rec.last_known_leader is not None:
                 bits.append(f"LastKnownLeader -> {rec.last_known_leader if rec.last_known_leader >= 0 else 'none'}")
+                event["last_known_leader"] = _leader(rec.last_known_leader)
             if rec.leader_recovery_state is not None:
                 bits.append("RECOVERING" if rec.leader_recovery_state else "RECOVERED")
-            return f"{name}: " + ", ".join(bits)
+                event["leader_recovery_state"] = "RECOVERING" if rec.leader_recovery_state else "RECOVERED"
+            return f"{name}: " + ", ".join(bits), event
         if kind is PartitionRecord:
             name = f"{image.topic_name(rec.topic_id)}-{rec.partition_id}"
-            return f"{name}: created, replicas {list(rec.replicas)}, leader {rec.leader}, ISR {list(rec.isr)}"
+            return (f"{name}: created, replicas {list(rec.replicas)}, leader {rec.leader}, ISR {list(rec.isr)}",
+                    {"kind": "partition", "partition": name, "created": True, "replicas": list(rec.replicas),
+                     "leader": _leader(rec.leader), "leader_epoch": rec.leader_epoch, "isr": list(rec.isr)})
         if kind is RegisterBrokerRecord:
-            return f"broker {rec.broker_id} registered (broker epoch {rec.broker_epoch})"
+            return (f"broker {rec.broker_id} registered (broker epoch {rec.broker_epoch})",
+                    {"kind": "broker", "broker": rec.broker_id, "registered": True, "broker_epoch": rec.broker_epoch})
         if kind is BrokerRegistrationChangeRecord:
             bits = []
+            event = {"kind": "broker", "broker": rec.broker_id, "broker_epoch": rec.broker_epoch}
             if rec.fenced is not None:
                 bits.append("fenced" if rec.fenced else "unfenced")
+                event["fenced"] = bool(rec.fenced)
             if rec.in_controlled_shutdown:
                 bits.append("in controlled shutdown")
-            return f"broker {rec.broker_id} " + ", ".join(bits) if bits else None
+                event["in_controlled_shutdown"] = True
+            return (f"broker {rec.broker_id} " + ", ".join(bits), event) if bits else None
         return None
 
     # ================================================================= conditions
@@ -654,6 +767,11 @@ class ScenarioRun:
         a = step.args
         verb = step.verb
         label = f"step {step.index} ({verb})"
+        # The step's event (EVENT_KINDS): its arguments as data, plus the outcome its line states.
+        ev = {"kind": "step", "index": step.index, "verb": verb,
+              **{k: _plain(v) for k, v in a.items() if k != "condition"}}
+        if "condition" in a:
+            ev["condition"] = _condition(a["condition"])
         if verb == "produce":
             acks = ACKS[a["acks"]]
             prod = Producer(f"step{step.index}-producer", list(range(self.scenario.brokers)), acks,
@@ -668,49 +786,51 @@ class ScenarioRun:
             sim.run_until(sim.now + a["timeout_ms"] + 1000, lambda s: prod.idle)
             got = sum(1 for x in self.acked[before:] if x[0] == prod.node_id)
             self._log(f"{label}: {got}/{a['count']} records acknowledged (acks={a['acks']}) "
-                      f"to {a['topic']}-{a['partition']}")
+                      f"to {a['topic']}-{a['partition']}", {**ev, "acked": got})
             sim.nodes.pop(prod.node_id, None)
         elif verb == "crash":
             sim.crash(a["broker"], a["lose"])
-            self._log(f"{label}: broker {a['broker']} crashed (lose {a['lose']})")
+            self._log(f"{label}: broker {a['broker']} crashed (lose {a['lose']})", ev)
         elif verb == "shutdown":
             b = a["broker"]
+            started = self._t()
             sim.shutdown(b)
             sim.run_until(sim.now + SHUTDOWN_WAIT_MS, lambda s: s.broker(b) is None or s.broker(b).stopped)
             if sim.broker(b) is not None:
                 sim.nodes.pop(b, None)
                 sim.scheduled.pop(b, None)
-            self._log(f"{label}: broker {b} shut down cleanly")
+            self._log(f"{label}: broker {b} shut down cleanly", {**ev, "started_t": started})
         elif verb == "restart":
             sim.restart(a["broker"])
-            self._log(f"{label}: broker {a['broker']} restarted")
+            self._log(f"{label}: broker {a['broker']} restarted", ev)
         elif verb == "restart_controller":
             sim.restart_controller()
-            self._log(f"{label}: controller failover (metadata log replayed)")
+            self._log(f"{label}: controller failover (metadata log replayed)", ev)
         elif verb == "isolate":
             sim.isolate(list(a["nodes"]))
-            self._log(f"{label}: isolated {list(a['nodes'])}")
+            self._log(f"{label}: isolated {list(a['nodes'])}", ev)
         elif verb == "partition":
             sim.partition([list(g) for g in a["groups"]])
-            self._log(f"{label}: network partitioned into {[list(g) for g in a['groups']]}")
+            self._log(f"{label}: network partitioned into {[list(g) for g in a['groups']]}", ev)
         elif verb == "cut":
             sim.cut_link(a["from"], a["to"])
-            self._log(f"{label}: cut {a['from']} -> {a['to']}")
+            self._log(f"{label}: cut {a['from']} -> {a['to']}", ev)
         elif verb == "heal":
             sim.heal(list(a["nodes"]) if a["nodes"] is not None else None)
-            self._log(f"{label}: healed {list(a['nodes']) if a['nodes'] is not None else 'all links'}")
+            self._log(f"{label}: healed {list(a['nodes']) if a['nodes'] is not None else 'all links'}", ev)
         elif verb == "hold":
             sim.hold(a["api"], a["from"], a["to"])
-            self._log(f"{label}: holding {a['api'] or 'all'} messages {_node(a['from'])} -> {_node(a['to'])}")
+            self._log(f"{label}: holding {a['api'] or 'all'} messages {_node(a['from'])} -> {_node(a['to'])}", ev)
         elif verb == "release":
             sim.release(a["api"], a["from"], a["to"])
-            self._log(f"{label}: released {a['api'] or 'all'} messages {_node(a['from'])} -> {_node(a['to'])}")
+            self._log(f"{label}: released {a['api'] or 'all'} messages {_node(a['from'])} -> {_node(a['to'])}", ev)
         elif verb == "alter_config":
             rtype, rname = (m.RESOURCE_TOPIC, a["topic"]) if a["topic"] else (m.RESOURCE_BROKER, "")
             resp = self._admin_call(m.IncrementalAlterConfigsRequest((m.AlterConfigsResource(
                 rtype, rname, tuple(m.AlterableConfig(k, m.OP_SET, str(v)) for k, v in sorted(a["config"].items()))),)))
             err = resp if isinstance(resp, int) else resp.responses[0].error_code
-            self._log(f"{label}: {rname or 'cluster'} config {a['config']} -> {Errors(err).name}")
+            self._log(f"{label}: {rname or 'cluster'} config {a['config']} -> {Errors(err).name}",
+                      {**ev, "error": Errors(err).name})
             sim.history.record(sim.now, "alter_config", error=int(err))
         elif verb == "elect":
             topic, _, idx = a["partition"].rpartition("-")
@@ -719,26 +839,29 @@ class ScenarioRun:
             resp = self._admin_call(m.ElectLeadersRequest(etype, (m.ElectLeadersPartition(
                 topic, int(idx), leader if leader is not None else -1),)))
             err = resp if isinstance(resp, int) else (resp.error_code or resp.results[0].error_code)
-            self._log(f"{label}: {a['type']} election on {a['partition']} -> {Errors(err).name}")
+            self._log(f"{label}: {a['type']} election on {a['partition']} -> {Errors(err).name}",
+                      {**ev, "error": Errors(err).name})
             sim.history.record(sim.now, "elect", partition=a["partition"], type=a["type"], error=int(err))
         elif verb == "wait_until":
             cond = a["condition"]
             ok = sim.run_until(sim.now + a["timeout_ms"], lambda s: self.holds(cond))
             if not ok:
+                observed = self.observed(cond)
                 msg = (f"{label}: timed out after {a['timeout_ms']}ms waiting for {self.describe_condition(cond)} "
-                       f"(observed {self.observed(cond)})")
+                       f"(observed {observed})")
                 self.failed.append(msg)
-                self._log(msg)
+                self._log(msg, {**ev, "holds": False, "timed_out": True, "observed": observed})
             else:
-                self._log(f"{label}: {self.describe_condition(cond)} holds")
+                self._log(f"{label}: {self.describe_condition(cond)} holds", {**ev, "holds": True})
         elif verb == "expect":
             cond = a["condition"]
             if self.holds(cond):
-                self._log(f"{label}: {self.describe_condition(cond)} holds")
+                self._log(f"{label}: {self.describe_condition(cond)} holds", {**ev, "holds": True})
             else:
-                msg = f"{label}: expected {self.describe_condition(cond)}, observed {self.observed(cond)}"
+                observed = self.observed(cond)
+                msg = f"{label}: expected {self.describe_condition(cond)}, observed {observed}"
                 self.failed.append(msg)
-                self._log(msg)
+                self._log(msg, {**ev, "holds": False, "observed": observed})
         elif verb == "run_for":
             sim.run_until(sim.now + a["duration_ms"])
         else:  # pragma: no cover - the parser rejects unknown verbs
@@ -760,12 +883,14 @@ class ScenarioRun:
         self.t0 = self.sim.now
         # The scenario's clock starts when the cluster is ready: what happened before it is negative.
         self.timeline = [f"{t - self.t0:>8}ms  {text}" for t, text in self._bootstrap_log]
+        self.events = [{"t": t - self.t0, **event} for t, event in self._bootstrap_events]
         self.sim.history.record(self.sim.now, "ready", ok=ready)
         if not ready:
             if not self.failed:
                 self.failed.append("bootstrap: the cluster did not become ready within 60s of simulated time")
         else:
-            self._log(f"cluster ready: {self.scenario.brokers} brokers, level {self.level.label}, seed {self.seed}")
+            self._log(f"cluster ready: {self.scenario.brokers} brokers, level {self.level.label}, seed {self.seed}",
+                      {"kind": "ready", "brokers": self.scenario.brokers, "level": self.level.label, "seed": self.seed})
             self._start_clients()
             prev_end = self.sim.now
             self._where = "before the first step"
@@ -795,7 +920,8 @@ class ScenarioRun:
         verdict["safe"] = is_safe(verdict)
         verdict["history_digest"] = digest
         wall_ms = (time.perf_counter() - wall) * 1000
-        return RunResult(verdict, self.timeline, code, wall_ms, self.sim.messages_delivered, self.unavailable_ms)
+        return RunResult(verdict, self.timeline, code, wall_ms, self.sim.messages_delivered, self.unavailable_ms,
+                         self.events)
 
     def _describe_at_end(self) -> None:
         """Ask a live broker for DescribeTopicPartitions (KIP-966) as an admin would, and put what it
@@ -805,13 +931,18 @@ class ScenarioRun:
             return
         resp = self._admin_call(m.DescribeTopicPartitionsRequest(()), timeout_ms=5000, dst=brokers[0])
         if isinstance(resp, int):
-            self._log(f"DescribeTopicPartitions from broker {brokers[0]}: {Errors(resp).name}")
+            self._log(f"DescribeTopicPartitions from broker {brokers[0]}: {Errors(resp).name}",
+                      {"kind": "described", "broker": brokers[0], "error": Errors(resp).name})
             return
         for t in resp.topics:
             for p in t.partitions:
                 self._log(f"described by broker {brokers[0]}: {t.name}-{p.partition_index} leader {p.leader_id} "
                           f"(epoch {p.leader_epoch}), ISR {list(p.isr_nodes)}, ELR {list(p.eligible_leader_replicas)}, "
-                          f"LastKnownELR {list(p.last_known_elr)}, offline {list(p.offline_replicas)}")
+                          f"LastKnownELR {list(p.last_known_elr)}, offline {list(p.offline_replicas)}",
+                          {"kind": "described", "broker": brokers[0], "partition": f"{t.name}-{p.partition_index}",
+                           "leader": _leader(p.leader_id), "leader_epoch": p.leader_epoch,
+                           "isr": list(p.isr_nodes), "elr": list(p.eligible_leader_replicas),
+                           "last_known_elr": list(p.last_known_elr), "offline": list(p.offline_replicas)})
 
     # ================================================================= verdict
     def final_state(self) -> tuple[dict, dict, dict]:
@@ -962,17 +1093,24 @@ def is_safe(verdict: dict) -> bool:
             and verdict["undetected_truncations"] == 0)
 
 
+def _count(value) -> int:
+    """A verdict's list (failed expectations, invariant violations) or a results row's count of it."""
+    return value if isinstance(value, int) else len(value)
+
+
 def outcome_words(verdict: dict) -> str:
-    """The verdict in words, the same everywhere (scenario run, scenario library): whether the run passed
-    (its expectations held) and, beside it, every safety finding — never a bare "passed" next to a loss.
-    E.g. ``expectations held — 20 acknowledged records LOST, 1 invariant violation``."""
+    """The verdict in words, the same everywhere (scenario run, scenario library, the campaign report):
+    whether the run passed (its expectations held) and, beside it, every safety finding — never a bare
+    "passed" next to a loss. E.g. ``expectations held — 20 acknowledged records LOST, 1 invariant
+    violation``. ``verdict``: a verdict, or a campaign results row (``failed_expectations`` and
+    ``invariant_violations`` as counts)."""
     head = "expectations held" if verdict["passed"] else (
-        f"FAILED: {len(verdict['failed_expectations'])} expectation(s) did not hold"
+        f"FAILED: {_count(verdict['failed_expectations'])} expectation(s) did not hold"
         if verdict["failed_expectations"] else "FAILED: the run did not complete")
     findings = []
     if verdict["lost_acked"]:
         findings.append(f"{verdict['lost_acked']} acknowledged record{'s' if verdict['lost_acked'] != 1 else ''} LOST")
-    n = len(verdict["invariant_violations"])
+    n = _count(verdict["invariant_violations"])
     if n:
         findings.append(f"{n} invariant violation{'s' if n != 1 else ''}")
     if verdict["undetected_truncations"]:
