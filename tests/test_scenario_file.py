@@ -150,7 +150,7 @@ def test_sim_knobs_and_level_and_config_strings():
         textwrap.dedent(
             """\
             name: m
-            level: CLASSIC
+            level: URM
             cluster:
               brokers: 2
               config: {unclean.leader.election.enable: true, min.insync.replicas: 2, replica.lag.time.max.ms: 5000.5, unclean.recovery.strategy: None}
@@ -160,7 +160,7 @@ def test_sim_knobs_and_level_and_config_strings():
             """
         )
     )
-    assert s.level == "classic"
+    assert s.level == "urm"
     assert s.config == {"unclean.leader.election.enable": "true", "min.insync.replicas": "2",
                         "replica.lag.time.max.ms": "5000.5", "unclean.recovery.strategy": "None"}
     assert (s.writeback_ms, s.delay_min_ms, s.delay_max_ms) == (120000, 3, 3)
@@ -760,6 +760,8 @@ def scenario_documents(draw):
         doc["steps"] = steps
     if until is not None:
         doc["until"] = f"{until}ms"
+    if doc.get("level", "urm") != "urm" and "unclean.recovery." in repr(doc):
+        doc["level"] = "urm"  # the unclean.recovery.* configs exist only at level urm (a lower level is refused)
     return doc
 
 

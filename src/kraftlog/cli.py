@@ -92,6 +92,8 @@ def scenario_run(file: str, level: Level | None, seed: int | None, as_json: bool
         click.echo(f"error: {file}: {exc}", err=True)
         sys.exit(2)
     run = ScenarioRun(scn, level=level, seed=seed, wire=wire)
+    for note in run.config_notes:
+        click.echo(f"warning: {note}", err=True)
     result = run.run()
     verdict = result.verdict
     logs = run.dump_logs() if dump_logs else None
@@ -140,7 +142,7 @@ def scenario_library(directory: str, level: Level | None, seed: int | None, fail
     Exit codes: 0 every run passed (with --fail-on-loss: and is safe); 1 otherwise; 2 a file is invalid."""
     from pathlib import Path
 
-    from .sim.runner import run_scenario
+    from .sim.runner import ScenarioRun
     from .sim.scenario import ScenarioError, load_scenario
 
     files = sorted(Path(directory).glob("*.yaml"))
@@ -158,7 +160,10 @@ def scenario_library(directory: str, level: Level | None, seed: int | None, fail
         except ScenarioError as exc:
             click.echo(f"error: {exc}", err=True)
             sys.exit(2)
-        r = run_scenario(scn, level=level, seed=seed)
+        run = ScenarioRun(scn, level=level, seed=seed)
+        for note in run.config_notes:
+            click.echo(f"warning: {f.name}: {note}", err=True)
+        r = run.run()
         v = r.verdict
         code = max(code, _exit_code(r, fail_on_loss))
         table.add_row(v["scenario"], v["level"], str(v["seed"]), "/".join(str(n) for n in v["acked"].values()),

@@ -576,7 +576,8 @@ class QuorumController(NodeBase):
                                                    error_message=f"Topic '{t.name}' already exists."))
                 continue
             unknown = [name for name, _ in t.configs if name not in cfg.KNOWN_CONFIGS]
-            invalid = [cfg.invalid_value(name, value) for name, value in t.configs]
+            invalid = [cfg.unknown_at_level(name, self.level) or cfg.invalid_value(name, value)
+                       for name, value in t.configs]
             if unknown or any(invalid):
                 message = f"unknown configs {unknown}" if unknown else next(x for x in invalid if x)
                 results.append(m.CreateTopicResult(t.name, Errors.INVALID_CONFIG, error_message=message))
@@ -631,7 +632,8 @@ class QuorumController(NodeBase):
                 out.append(m.AlterConfigsResourceResponse(Errors.INVALID_CONFIG, res.resource_type,
                                                           res.resource_name, f"unknown configs {bad}"))
                 continue
-            invalid = [cfg.invalid_value(c.name, c.value) for c in res.configs if c.config_operation != m.OP_DELETE]
+            invalid = [cfg.unknown_at_level(c.name, self.level) for c in res.configs]
+            invalid += [cfg.invalid_value(c.name, c.value) for c in res.configs if c.config_operation != m.OP_DELETE]
             if any(invalid):  # Kafka's ConfigDef validation: the whole resource is refused
                 out.append(m.AlterConfigsResourceResponse(Errors.INVALID_CONFIG, res.resource_type,
                                                           res.resource_name, next(x for x in invalid if x)))

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from ..protocol.level import Level
+
 #: Kafka's defaults for the configs kraftlog uses (Kafka 4.x values).
 DEFAULTS: dict[str, str] = {
     "min.insync.replicas": "1",
@@ -62,6 +64,28 @@ TOPIC_SYNONYMS: dict[str, str] = {
 
 #: Every config name a scenario or AlterConfigs may set (broker names and topic-level names).
 KNOWN_CONFIGS: frozenset[str] = frozenset(DEFAULTS) | frozenset(TOPIC_SYNONYMS.values())
+
+
+#: Configs that exist only from a protocol level up, with the level that brings them. As a Kafka
+#: version refuses a config name it does not define (INVALID_CONFIG, "Unknown topic config name"),
+#: a controller below that level refuses them in CreateTopics and IncrementalAlterConfigs, and a
+#: scenario file that declares a lower ``level:`` is refused. KIP-966 part 2's configs come with ``urm``
+#: (Kafka never shipped them).
+CONFIG_LEVELS: dict[str, Level] = {
+    "unclean.recovery.strategy": Level.URM,
+    "unclean.recovery.manager.enabled": Level.URM,
+    "unclean.recovery.timeout.ms": Level.URM,
+}
+
+
+def unknown_at_level(name: str, level: Level) -> str | None:
+    """None when config ``name`` exists at ``level`` (:data:`CONFIG_LEVELS`; every other known name
+    exists at every level), else the message an INVALID_CONFIG answer or a scenario file error carries,
+    e.g. ``Unknown config name unclean.recovery.strategy at level elr: it comes with level urm``."""
+    needed = CONFIG_LEVELS.get(name)
+    if needed is None or level >= needed:
+        return None
+    return f"Unknown config name {name} at level {level.label}: it comes with level {needed.label}"
 
 
 #: KIP-966: "Limit: 1000 partitions per request" for ElectLeaders v3 -- its default for

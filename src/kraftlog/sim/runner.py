@@ -36,7 +36,7 @@ from ..protocol import messages as m
 from ..protocol.errors import Errors
 from ..protocol.level import DEFAULT, Level
 from .cluster import SimCluster
-from .scenario import Condition, Scenario, Step
+from .scenario import Condition, Scenario, Step, configs_at_level
 
 BOOTSTRAP_TIMEOUT_MS = 60000
 SHUTDOWN_WAIT_MS = 35000
@@ -156,9 +156,12 @@ class ScenarioRun:
 
     def __init__(self, scenario: Scenario, level: Level | None = None, seed: int | None = None,
                  wire: bool = False, validate_positions: bool = True) -> None:
-        self.scenario = scenario
         self.validate_positions = validate_positions
         self.level = level if level is not None else (Level.parse(scenario.level) if scenario.level else DEFAULT)
+        #: Configs that do not exist at this level, left out (a run below the level the file was
+        #: written for): one line each, which the CLI prints as warnings (``configs_at_level``).
+        scenario, self.config_notes = configs_at_level(scenario, self.level)
+        self.scenario = scenario
         self.seed = seed if seed is not None else scenario.seed
         self.sim = SimCluster(scenario.brokers, scenario.config, self.level, self.seed,
                               writeback_ms=scenario.writeback_ms,

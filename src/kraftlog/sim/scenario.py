@@ -30,12 +30,12 @@ import math
 import os
 import re
 from collections.abc import Hashable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, NoReturn
 
 import yaml
 
-from kraftlog.metadata.config import KNOWN_CONFIGS
+from kraftlog.metadata.config import KNOWN_CONFIGS, unknown_at_level
 from kraftlog.metadata.config import invalid_value as invalid_config_value
 from kraftlog.protocol.level import Level
 from kraftlog.protocol.messages import API_NAMES
@@ -427,6 +427,8 @@ class _Parser:
         self.topics: dict[str, TopicSpec] = {}
         self.step: int | None = None
         self.verb: str | None = None
+        #: the file's own ``level:`` (configs that do not exist at it are refused), None when absent
+        self.level_: Level | None = None
 
     # ------------------------------------------------------------------------------- helpers
     def fail(self, line: int | None, problem: str) -> NoReturn:
@@ -560,6 +562,9 @@ class _Parser:
                 close = difflib.get_close_matches(key, sorted(KNOWN_CONFIGS), n=1)
                 hint = f" (did you mean {close[0]}?)" if close else ""
                 self.fail(mapping.key_line(key), f"unknown config {key!r} in {what}{hint}")
+            if self.level_ is not None and unknown_at_level(key, self.level_):
+                self.fail(mapping.key_line(key), f"{unknown_at_level(key, self.level_)} (in {what}; the "
+                                                 f"file's level is {self.level_.label})")
             problem = invalid_config_value(key, out[key])
             if problem is not None:  # e.g. unclean.recovery.strategy: Fast
                 self.fail(item_line, f"{problem} (in {what})")
@@ -613,6 +618,7 @@ class _Parser:
         level = None
         if doc.get("level") is not None:
             level = self.level(doc["level"], doc.value_line("level"))
+            self.level_ = next(lv for lv in Level if lv.label == level)
 
         cluster = self.mapping(self.require(doc, "cluster", "the scenario"), doc.value_line("cluster"), "cluster")
         self.keys(cluster, _CLUSTER_KEYS, "cluster")
@@ -1017,6 +1023,30 @@ class _Parser:
 
 
 # --------------------------------------------------------------------------------- public API
+def configs_at_level(scenario: Scenario, level: Level) -> tuple[Scenario, list[str]]:
+    """``scenario`` as a cluster at ``level`` can run it: the cluster and topic configs that do not
+    exist at ``level`` (:data:`kraftlog.metadata.config.CONFIG_LEVELS`, e.g. ``unclean.recovery.strategy``
+    below ``urm``) left out, since its controller would refuse them; ``alter_config`` steps are kept
+    as written (the controller answers INVALID_CONFIG, as Kafka does). Returns ``(scenario, notes)``,
+    ``notes`` saying what was left out, one line each ([] and ``scenario`` itself when nothing was).
+    A file whose own ``level:`` is below a config's level is refused when it is parsed; this serves a
+    run at another level (``--level``, the campaign's library at every level)."""
+    notes: list[str] = []
+
+    def keep(config: dict[str, str], where: str) -> dict[str, str]:
+        dropped = [k for k in sorted(config) if unknown_at_level(k, level)]
+        for key in dropped:
+            notes.append(f"{unknown_at_level(key, level)}; {key}={config[key]} in {where} left out")
+        return {k: v for k, v in config.items() if k not in dropped} if dropped else config
+
+    config = keep(scenario.config, "the cluster config")
+    topics = tuple(t if (c := keep(t.config, f"topic {t.name}'s config")) is t.config else
+                   TopicSpec(t.name, t.partitions, t.replication_factor, t.assignment, c) for t in scenario.topics)
+    if not notes:
+        return scenario, []
+    return replace(scenario, config=config, topics=topics), notes
+
+
 def parse_scenario(text: str, source: str = "<string>") -> Scenario:
     """Parse and validate scenario YAML ``text``; ``source`` names it in messages.
 
