@@ -68,7 +68,11 @@ def test_generated_story_is_valid_and_round_trips(seed):
     assert kinds == {("producer", "all"), ("producer", "1"), ("consumer", None)}
     times = [step.at_ms for step in s.steps]
     assert all(t is not None for t in times) and times == sorted(times)
-    assert 30_000 <= s.until_ms <= 150_000 and s.until_ms >= times[-1] + 20_000
+    # The settle is the last step, a run_for of 20-30 s after the last restart (not an absolute until, which
+    # a step taking longer than planned would cut short).
+    settle = s.steps[-1]
+    assert s.until_ms is None and settle.verb == "run_for" and 20_000 <= settle.args["duration_ms"] <= 30_000
+    assert settle.at_ms == times[-2] and 30_000 <= times[-1] + settle.args["duration_ms"] <= 150_000
     # Heal and settle: links healed, and every broker up at the end.
     assert any(step.verb == "heal" and step.args["nodes"] is None for step in s.steps)
     up = set(range(s.brokers))
@@ -110,8 +114,8 @@ def test_generator_draws_every_fault_verb():
 def test_describe_schedule_names_each_step():
     s = faults.generate(3)
     text = faults.describe_schedule(s)
-    assert text.count(";") == len(s.steps)  # steps plus "until"
-    assert text.endswith(f"until {s.until_ms / 1000:g}s")
+    assert text.count(";") == len(s.steps) - 1 and s.until_ms is None  # one per step; no "until"
+    assert text.endswith(f"run for {s.steps[-1].args['duration_ms'] / 1000:g}s")
 
 
 # ---------------------------------------------------------------------------------- fault budget

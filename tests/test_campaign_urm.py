@@ -93,7 +93,9 @@ def test_forced_episode_story_is_valid_and_round_trips(name, seed):
             assert step.args["broker"] not in up
             up.add(step.args["broker"])
     assert up == set(range(s.brokers))
-    assert 30_000 <= s.until_ms <= 150_000
+    settle = s.steps[-1]  # the settle: a run_for after the last step, not an absolute until
+    assert s.until_ms is None and settle.verb == "run_for"
+    assert 30_000 <= settle.at_ms + settle.args["duration_ms"] <= 150_000
 
 
 def test_forced_episodes_reject_unknown_names_and_keep_the_drawn_story():
