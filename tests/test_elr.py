@@ -3,7 +3,6 @@ partition change builder, the ELR invariants checker, and the failure stories at
 
 from __future__ import annotations
 
-import random
 import uuid
 from pathlib import Path
 

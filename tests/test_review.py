@@ -6,7 +6,6 @@ from __future__ import annotations
 import random
 import uuid
 
-import pytest
 
 from kraftlog.check.checkers import consumer_anomalies
 from kraftlog.client.admin import Admin

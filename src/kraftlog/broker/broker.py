@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from ..metadata import config as cfg
 from ..metadata.image import MetadataImage
-from ..metadata.records import NO_LEADER, RECOVERED
+from ..metadata.records import NO_LEADER
 from ..protocol import messages as m
 from ..protocol.errors import Errors
 

@@ -40,6 +40,7 @@ many partitions share requests.
 from __future__ import annotations
 
 import enum
+import itertools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -237,9 +238,10 @@ class UncleanRecoveryManager:
             queue = self.queued[broker]
             if not queue or broker in self.inflight or self.not_before.get(broker, 0) > now_ms:
                 continue
-            keys = tuple(k for k in list(queue)[:MAX_PARTITIONS_PER_REQUEST] if k in self.tasks)
-            for k in list(queue)[:MAX_PARTITIONS_PER_REQUEST]:
+            taken = list(itertools.islice(queue, MAX_PARTITIONS_PER_REQUEST))
+            for k in taken:
                 del queue[k]
+            keys = tuple(k for k in taken if k in self.tasks)
             if not keys:
                 continue
             self.inflight[broker] = keys
