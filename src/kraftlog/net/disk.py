@@ -63,6 +63,46 @@ file found at load counts as durable up to its recovered length, as PartitionLog
 point to be the LEO at load. :meth:`~FileDisk.durable_length` and :meth:`~FileDisk.unflushed_bytes`
 expose it for fault injection.
 
+Shadow (chaos mode, ``FileDisk(root, shadow=True)``): so that a fault injector can kill a node process
+and then give it back its files exactly as a machine crash with a lost page cache would leave them
+(:func:`restore_fsynced`, SimDisk's ``crash("unflushed")`` with ``writeback_ms=None``), FileDisk keeps,
+in files under ``<root>/.kraftlog-shadow/`` (:data:`SHADOW_DIR`), what it takes to rebuild each log file
+as of its last fsync. A length is not enough: an unsynced truncate followed by appends must come back
+as the pre-truncation bytes. Layout, one mirror of each log path ``<p>`` (``<s>`` =
+``<root>/.kraftlog-shadow/<p>``, same directories as the log file):
+
+* ``<s>.state``: one line ``kraftlog-shadow-1 gen=<g> durable=<D>`` -- the file's fsynced content is
+  ``D`` bytes long -- or ``kraftlog-shadow-1 gen=<g> absent`` -- the file was created and never fsynced,
+  it has no durable existence (SimDisk drops such a file in a crash). ``g`` counts fsyncs that changed
+  the state (it names the chunks below).
+* ``<s>.<g>.<L>.chunk`` (``L``: 20 digits): the fsynced bytes ``[L, next)`` that a truncation to byte
+  ``L`` destroyed, ``next`` being the next chunk's ``L``, or ``D`` for the last. The chunks of the state's
+  generation cover ``[s, D)`` contiguously, ``s`` = the lowest one's ``L``: since the fsync nothing below
+  the lowest truncation point changed (appends only write past it), so a truncation to ``L < s``
+  copies the file's current bytes ``[L, s)``, still the fsynced ones, into a new chunk. The fsynced
+  content is then ``current[0:s] + chunks``, or ``current[0:D]`` without chunks. Chunks of another
+  generation and ``*.part`` files are leftovers of a killed process, ignored and removed.
+
+What each operation records, always *before* the change it protects (a SIGKILL between the two leaves
+a shadow that still describes the fsynced state) and never fsynced (the shadow only has to survive
+the process, the page cache keeps it; every shadow file is written as ``*.part`` and renamed, so a
+killed process never leaves a half-written one):
+
+* creating a log file (``append`` to a missing one): ``absent`` (leftover chunks of the path removed);
+* loading an existing log file with no state: ``durable=<its size>`` (a file found at load counts as
+  durable, as above), before the recovery's own ftruncate of a torn tail, which records like a truncate;
+* ``truncate`` to byte ``L`` below ``s`` of a durable file: the chunk ``[L, s)``; ``append``: nothing;
+* ``fsync``: after fsync(2) returned, the new state ``durable=<size>`` of the next generation, then the
+  old chunks are removed (nothing is written when the state already says so);
+* ``write_atomic`` and ``delete`` are durable at once (SimDisk's too): nothing, except that deleting a
+  log file removes its shadow after the unlink.
+
+The shadow directory is reserved: a Disk path under it is refused (ValueError), :meth:`~FileDisk.list`
+never shows it, and a FileDisk without ``shadow`` neither reads nor writes it (only FileDisks with
+``shadow=True`` may run on a root whose shadow :func:`restore_fsynced` will use: a plain one would change
+files behind it, which :func:`restore_fsynced` detects only when a file got shorter than the shadow's
+start). Value files (``write_atomic``) have no shadow: their content is always durable.
+
 Recovery: the first access to a log file (``read_range``, ``scan``, ``append``, ...) reads it from the
 start in chunks of about 1 MiB and checks its batches, as Kafka's ``LogSegment.recover`` checks each
 batch's size and CRC. The first incomplete or invalid batch (fewer than 12 bytes left, a length below
@@ -96,6 +136,8 @@ from __future__ import annotations
 
 import fcntl
 import os
+import shutil
+import stat
 import struct
 from typing import Callable, Iterator, Mapping
 
@@ -109,6 +151,9 @@ __all__ = [
     "FileDisk",
     "UndecodableLogError",
     "DirectoryLockedError",
+    "ShadowStateError",
+    "restore_fsynced",
+    "SHADOW_DIR",
     "LOG_SUFFIX",
     "TMP_SUFFIX",
     "LOCK_FILE",
@@ -124,6 +169,8 @@ LOG_SUFFIX = ".log"
 TMP_SUFFIX = ".tmp"
 #: The lock file at the root (Kafka's per-log-dir ``.lock``); reserved, never listed.
 LOCK_FILE = ".lock"
+#: The directory at the root that holds the shadow of a ``shadow=True`` FileDisk; reserved, never listed.
+SHADOW_DIR = ".kraftlog-shadow"
 #: Log files under this prefix hold metadata records (the controller's ``__cluster_metadata`` log).
 METADATA_PREFIX = "metadata/"
 #: The node identity file at the root (Kafka's ``meta.properties``).
@@ -152,6 +199,13 @@ _OPEN_LOG = os.O_RDWR | os.O_APPEND | getattr(os, "O_CLOEXEC", 0)
 #: Bytes read per system call when recovering or scanning a segment.
 _SCAN_CHUNK = 1 << 20
 
+# Shadow files (see the module docstring): ``<s>.state`` and ``<s>.<gen>.<start>.chunk``, written as
+# ``*.part`` and renamed.
+_SHADOW_MAGIC = "kraftlog-shadow-1"
+_STATE_SUFFIX = ".state"
+_CHUNK_SUFFIX = ".chunk"
+_PART_SUFFIX = ".part"
+
 
 class UndecodableLogError(ValueError):
     """A log file holds a batch with a valid length and CRC-32C that cannot be decoded as this file's
@@ -163,6 +217,13 @@ class DirectoryLockedError(RuntimeError):
     """Another process, or another open FileDisk, holds the root's ``.lock`` (Kafka: "Failed to
     acquire lock on file .lock ... A Kafka instance in another process or thread is using this
     directory")."""
+
+
+class ShadowStateError(ValueError):
+    """The shadow of a root (``<root>/.kraftlog-shadow``) does not describe its files: a state file that
+    cannot be parsed, chunks that do not cover ``[start, durable)`` contiguously, or a log file shorter
+    than the shadow's start (changed by something other than a ``shadow=True`` FileDisk). Nothing is
+    restored; remove the shadow directory to treat the files as they are as durable."""
 
 
 # ------------------------------------------------------------------------------- small file helpers
@@ -231,6 +292,136 @@ def _atomic_write(full: str, data: bytes) -> None:
         _fsync_dir(d)
 
 
+# ------------------------------------------------------------------------------------ shadow files
+class _Shadow:
+    """The shadow of one log file of a ``shadow=True`` FileDisk (module docstring, "Shadow").
+
+    ``base``: the OS path ``<root>/.kraftlog-shadow/<path>`` its shadow files are named after; ``gen`` the
+    generation of its state; ``durable`` the length in bytes of its fsynced content, None when it has
+    no durable existence (created, never fsynced); ``start`` the lowest byte a truncation since that
+    fsync cut to (``durable`` when none: the fsynced bytes ``[start, durable)`` are in ``chunks``, the
+    current file's ``[0, start)`` are the fsynced ones); ``chunks`` the OS paths of the chunk files of
+    this generation."""
+
+    __slots__ = ("base", "gen", "durable", "start", "chunks")
+
+    def __init__(self, base: str, gen: int, durable: int | None, start: int, chunks: list[str]) -> None:
+        self.base = base
+        self.gen = gen
+        self.durable = durable
+        self.start = start
+        self.chunks = chunks
+
+
+def _shadow_base(root: str, path: str) -> str:
+    """The OS path the shadow files of the log file ``path`` (relative, ``/``-separated) are named after."""
+    return os.path.join(root, SHADOW_DIR, *path.split("/"))
+
+
+def _write_small(full: str, data: bytes) -> None:
+    """Write ``full`` as ``full.part`` renamed over it (no fsync: a shadow file need only outlive the
+    process, and the rename makes a killed writer leave the old file or the new one, never a part)."""
+    part = full + _PART_SUFFIX
+    fd = os.open(part, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0), 0o644)
+    try:
+        _write_all(fd, data)
+    finally:
+        os.close(fd)
+    os.replace(part, full)
+
+
+def _write_shadow_state(base: str, gen: int, durable: int | None) -> None:
+    """Write ``<base>.state``: generation ``gen``, fsynced length ``durable`` bytes (None: absent)."""
+    _make_dirs(os.path.dirname(base))
+    what = "absent" if durable is None else f"durable={durable}"
+    _write_small(base + _STATE_SUFFIX, f"{_SHADOW_MAGIC} gen={gen} {what}\n".encode())
+
+
+def _read_shadow_state(base: str) -> tuple[int, int | None] | None:
+    """(generation, fsynced length in bytes or None for absent) from ``<base>.state``; None when there is
+    no state file. ShadowStateError when it is not one."""
+    full = base + _STATE_SUFFIX
+    try:
+        with open(full, "rb") as fh:
+            data = fh.read()
+    except FileNotFoundError:
+        return None
+    fields = data.decode("ascii", "replace").split()
+    try:
+        if len(fields) != 3 or fields[0] != _SHADOW_MAGIC or not fields[1].startswith("gen="):
+            raise ValueError("not a shadow state line")
+        gen = _nonneg(fields[1][4:])
+        if fields[2] == "absent":
+            return gen, None
+        if not fields[2].startswith("durable="):
+            raise ValueError("neither absent nor durable=<bytes>")
+        return gen, _nonneg(fields[2][8:])
+    except ValueError as exc:
+        raise ShadowStateError(f"{full}: bad shadow state {data[:200]!r} ({exc})") from None
+
+
+def _nonneg(text: str) -> int:
+    if not (text.isascii() and text.isdigit()):
+        raise ValueError(f"{text!r} is not a non-negative integer")
+    return int(text)
+
+
+def _shadow_files(base: str) -> tuple[list[tuple[int, int, str]], list[str]]:
+    """The shadow files named after ``base`` other than its state: ([(gen, start byte, OS path)] of the
+    complete chunks, [OS paths of ``*.part`` leftovers])."""
+    parent, name = os.path.split(base)
+    try:
+        names = os.listdir(parent)
+    except FileNotFoundError:
+        return [], []
+    chunks = []
+    parts = []
+    head = name + "."
+    for n in names:
+        if not n.startswith(head):
+            continue
+        rest = n[len(head):]
+        if rest == _STATE_SUFFIX[1:] + _PART_SUFFIX:
+            parts.append(os.path.join(parent, n))
+            continue
+        part = rest.endswith(_PART_SUFFIX)
+        if part:
+            rest = rest[:-len(_PART_SUFFIX)]
+        if not rest.endswith(_CHUNK_SUFFIX):
+            continue
+        gen, dot, start = rest[:-len(_CHUNK_SUFFIX)].partition(".")
+        # Exactly "<digits>.<digits>": the chunk names of another log path (which ends in ".log") differ.
+        if not dot or not (gen.isascii() and gen.isdigit() and start.isascii() and start.isdigit()):
+            continue
+        if part:
+            parts.append(os.path.join(parent, n))
+        else:
+            chunks.append((int(gen), int(start), os.path.join(parent, n)))
+    return chunks, parts
+
+
+def _remove_shadow(base: str, state: bool) -> None:
+    """Remove the chunks and ``*.part`` files named after ``base``, then (``state``) its state file."""
+    chunks, parts = _shadow_files(base)
+    for full in [c[2] for c in chunks] + parts + ([base + _STATE_SUFFIX] if state else []):
+        try:
+            os.unlink(full)
+        except FileNotFoundError:
+            pass
+
+
+def _copy_range(src_fd: int, pos: int, count: int, dst_fd: int) -> None:
+    """Copy bytes ``[pos, pos + count)`` of ``src_fd`` to ``dst_fd`` in pieces of at most ``_SCAN_CHUNK``
+    bytes (bounded memory); OSError on a short read."""
+    while count > 0:
+        data = os.pread(src_fd, min(count, _SCAN_CHUNK), pos)
+        if not data:
+            raise OSError(f"short read: {count} bytes missing at {pos}")
+        _write_all(dst_fd, data)
+        pos += len(data)
+        count -= len(data)
+
+
 # ------------------------------------------------------------------------------------ log files
 class _LogFile:
     """One open log file: its descriptor and in-memory index.
@@ -240,12 +431,12 @@ class _LogFile:
     log, None for a partition segment (its batches stay on disk and are read back by byte range);
     ``size`` the file length in bytes; ``durable`` the length the last fsync covered (lowered by
     truncation); ``sync_dirs`` the directories to fsync with the next fsync (the file's creation is not
-    durable before)."""
+    durable before); ``shadow`` its :class:`_Shadow` in a ``shadow=True`` FileDisk, else None."""
 
-    __slots__ = ("fd", "kind", "items", "starts", "size", "durable", "sync_dirs")
+    __slots__ = ("fd", "kind", "items", "starts", "size", "durable", "sync_dirs", "shadow")
 
     def __init__(self, fd: int, kind: int, items: list | None, starts: list[int], size: int, durable: int,
-                 sync_dirs: list[str]) -> None:
+                 sync_dirs: list[str], shadow: _Shadow | None = None) -> None:
         self.fd = fd
         self.kind = kind
         self.items = items
@@ -253,6 +444,7 @@ class _LogFile:
         self.size = size
         self.durable = durable
         self.sync_dirs = sync_dirs
+        self.shadow = shadow
 
     def count(self) -> int:
         return len(self.starts)
@@ -351,11 +543,14 @@ def _scan(fd: int, total: int, kind: int, path: str) -> tuple[list | None, list[
 class FileDisk:
     """The :class:`~kraftlog.storage.disk.Disk` of a real process: files under ``root``.
 
-    ``FileDisk(root, log=None, metadata_prefix="metadata/")``: ``root`` is created if missing and
-    locked (``<root>/.lock``, :class:`DirectoryLockedError` if held); ``log`` receives one line (str)
-    per recovery event (a torn tail truncated at load); log files under ``metadata_prefix`` hold
-    metadata records, other log files RecordBatch items (see the module docstring for formats, path
-    rules and durability). Times (``now_ms``) are ints in ms; only a metadata record's batch timestamp
+    ``FileDisk(root, log=None, metadata_prefix="metadata/", *, shadow=False)``: ``root`` is created if
+    missing and locked (``<root>/.lock``, :class:`DirectoryLockedError` if held); ``log`` receives one
+    line (str) per recovery event (a torn tail truncated at load); log files under ``metadata_prefix``
+    hold metadata records, other log files RecordBatch items (see the module docstring for formats, path
+    rules and durability). ``shadow``: keep the shadow of every log file's fsynced state under
+    ``<root>/.kraftlog-shadow`` for :func:`restore_fsynced` (chaos mode; module docstring); off, nothing
+    of it is read or written. A shadow that does not describe a file loaded raises
+    :class:`ShadowStateError`. Times (``now_ms``) are ints in ms; only a metadata record's batch timestamp
     uses them. Sizes are bytes. OS errors (ENOSPC, EIO, ...) propagate as OSError: Kafka takes the log
     dir offline on an I/O error; a node process should stop.
 
@@ -363,12 +558,13 @@ class FileDisk:
     :meth:`close` (also a context manager).
     """
 
-    __slots__ = ("root", "metadata_prefix", "_log", "_logs", "_lock_fd")
+    __slots__ = ("root", "metadata_prefix", "shadow", "_log", "_logs", "_lock_fd")
 
     def __init__(self, root: str | os.PathLike, log: Callable[[str], None] | None = None,
-                 metadata_prefix: str = METADATA_PREFIX) -> None:
+                 metadata_prefix: str = METADATA_PREFIX, *, shadow: bool = False) -> None:
         self.root = os.path.abspath(os.fspath(root))
         self.metadata_prefix = metadata_prefix
+        self.shadow = bool(shadow)
         self._log = log
         self._logs: dict[str, _LogFile] = {}
         created = _make_dirs(self.root)
@@ -397,8 +593,8 @@ class FileDisk:
         for p in parts:
             if p in ("", ".", ".."):
                 raise ValueError(f"disk path {path!r} has an empty, '.' or '..' component")
-        if path.endswith(TMP_SUFFIX) or path == LOCK_FILE:
-            raise ValueError(f"disk path {path!r} is reserved (atomic-write temporary or lock file)")
+        if path.endswith(TMP_SUFFIX) or path == LOCK_FILE or parts[0] == SHADOW_DIR:
+            raise ValueError(f"disk path {path!r} is reserved (atomic-write temporary, lock file or shadow)")
         if self._lock_fd is None:
             raise RuntimeError(f"FileDisk({self.root!r}) is closed")
         return os.path.join(self.root, *parts)
@@ -435,14 +631,25 @@ class FileDisk:
                 return None
             parent = os.path.dirname(full)
             created = _make_dirs(parent)
+            shadow = None
+            if self.shadow:  # before the file exists: a new file has no durable existence until fsync
+                base = _shadow_base(self.root, path)
+                _remove_shadow(base, state=False)
+                _write_shadow_state(base, 0, None)
+                shadow = _Shadow(base, 0, None, 0, [])
             fd = os.open(full, _OPEN_LOG | os.O_CREAT | os.O_EXCL, 0o644)
             f = self._logs[path] = _LogFile(fd, kind, [] if kind == _METADATA else None, [], 0, 0,
-                                            _dirs_to_sync(parent, created))
+                                            _dirs_to_sync(parent, created), shadow)
             return f
+        shadow = None
         try:
             total = os.fstat(fd).st_size
+            if self.shadow:
+                shadow = self._load_shadow(path, total)
             items, starts, valid, reason = _scan(fd, total, kind, path)
             if valid < total:
+                if shadow is not None:
+                    self._save_truncated(shadow, fd, valid)
                 os.ftruncate(fd, valid)
                 if self._log is not None:
                     self._log(f"{path}: recovered {len(starts)} items ({valid} bytes); truncated "
@@ -450,8 +657,86 @@ class FileDisk:
         except BaseException:
             os.close(fd)
             raise
-        f = self._logs[path] = _LogFile(fd, kind, items, starts, valid, valid, [])
+        f = self._logs[path] = _LogFile(fd, kind, items, starts, valid, valid, [], shadow)
         return f
+
+    # ------------------------------------------------------------------ shadow
+    def _load_shadow(self, path: str, total: int) -> _Shadow:
+        """The shadow of the existing log file ``path`` of ``total`` bytes: read from its state and chunks,
+        or, with no state, a new one that takes the file as durable as it is. Leftovers (chunks of
+        another generation, ``*.part``) are removed. ShadowStateError when the file is shorter than the
+        shadow's start."""
+        base = _shadow_base(self.root, path)
+        state = _read_shadow_state(base)
+        if state is None:
+            _write_shadow_state(base, 0, total)
+            return _Shadow(base, 0, total, total, [])
+        gen, durable = state
+        chunks, parts = _shadow_files(base)
+        mine = sorted((start, full) for g, start, full in chunks if g == gen and durable is not None)
+        kept = {full for _start, full in mine}
+        for full in parts + [c[2] for c in chunks if c[2] not in kept]:
+            try:
+                os.unlink(full)
+            except FileNotFoundError:
+                pass
+        if durable is None:
+            return _Shadow(base, gen, None, 0, [])
+        start = mine[0][0] if mine else durable
+        if total < start:
+            raise ShadowStateError(
+                f"{path}: {total} bytes, shorter than its shadow's start {start} (durable {durable} bytes): the "
+                f"file was changed without the shadow; remove {os.path.join(self.root, SHADOW_DIR)} to drop it")
+        return _Shadow(base, gen, durable, start, [m[1] for m in mine])
+
+    @staticmethod
+    def _save_truncated(shadow: _Shadow, fd: int, size: int) -> None:
+        """Before an ftruncate of a log file to ``size`` bytes: when that cuts into its fsynced content
+        below the shadow's start, copy the current bytes ``[size, start)`` (still the fsynced ones) into a
+        chunk, so :func:`restore_fsynced` can undo the truncation."""
+        if shadow.durable is None or size >= shadow.start:
+            return
+        chunk = f"{shadow.base}.{shadow.gen}.{size:020d}{_CHUNK_SUFFIX}"
+        part = chunk + _PART_SUFFIX
+        out = os.open(part, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0), 0o644)
+        try:
+            _copy_range(fd, size, shadow.start - size, out)
+        finally:
+            os.close(out)
+        os.replace(part, chunk)
+        shadow.chunks.append(chunk)
+        shadow.start = size
+
+    @staticmethod
+    def _synced(shadow: _Shadow, size: int) -> None:
+        """After fsync(2) of a log file of ``size`` bytes: the shadow's next generation says ``durable=size``
+        (written first), then the chunks of the previous one go."""
+        if shadow.durable == size and not shadow.chunks:
+            return
+        old = shadow.chunks
+        shadow.gen += 1
+        _write_shadow_state(shadow.base, shadow.gen, size)
+        for full in old:
+            try:
+                os.unlink(full)
+            except FileNotFoundError:
+                pass
+        shadow.durable = shadow.start = size
+        shadow.chunks = []
+
+    def _forget_shadow(self, path: str) -> None:
+        """After a log file was deleted: remove its shadow files, and the shadow directories that left
+        empty (best effort)."""
+        base = _shadow_base(self.root, path)
+        _remove_shadow(base, state=True)
+        top = os.path.join(self.root, SHADOW_DIR)
+        d = os.path.dirname(base)
+        while d != top and len(d) > len(top):
+            try:
+                os.rmdir(d)
+            except OSError:
+                break
+            d = os.path.dirname(d)
 
     # ------------------------------------------------------------------ log files
     def append(self, path: str, item: object, now_ms: int) -> None:
@@ -509,13 +794,16 @@ class FileDisk:
     def truncate(self, path: str, length: int, now_ms: int) -> None:
         """Keep the first ``length`` items of ``path``: ftruncate(2) to the byte position of item
         ``length`` (Kafka's ``LogSegment.truncateTo``); not durable until :meth:`fsync`. No-op on a missing
-        file or when ``length`` >= its item count; ValueError for a negative ``length``."""
+        file or when ``length`` >= its item count; ValueError for a negative ``length``. With ``shadow``, the
+        fsynced bytes it cuts below the shadow's start are first copied into a chunk (module docstring)."""
         if length < 0:
             raise ValueError(f"negative truncate length {length}")
         f = self._open(path, create=False)
         if f is None or length >= f.count():
             return
         size = f.starts[length]
+        if f.shadow is not None:
+            self._save_truncated(f.shadow, f.fd, size)
         os.ftruncate(f.fd, size)
         if f.items is not None:
             del f.items[length:]
@@ -587,7 +875,8 @@ class FileDisk:
     def fsync(self, path: str, now_ms: int) -> None:
         """fsync(2) the log file ``path``, and its directory (plus any directory created for it) the first
         time after its creation: every earlier append/truncate becomes durable; :meth:`durable_length`
-        becomes its length. No-op for a missing file or a value file (already durable)."""
+        becomes its length. No-op for a missing file or a value file (already durable). With ``shadow``, the
+        shadow then records that length as the fsynced state and drops its saved bytes."""
         f = self._logs.get(path)
         if f is None:
             if not path.endswith(LOG_SUFFIX):
@@ -602,6 +891,8 @@ class FileDisk:
                 _fsync_dir(d)
             f.sync_dirs = []
         f.durable = f.size
+        if f.shadow is not None:
+            self._synced(f.shadow, f.size)
 
     def durable_length(self, path: str) -> int:
         """Bytes of the log file ``path`` known durable: what the last fsync covered, lowered by any later
@@ -666,7 +957,8 @@ class FileDisk:
     def delete(self, path: str, now_ms: int) -> None:
         """Remove ``path`` (log or value file) durably at once: unlink(2), then rmdir(2) of its directory
         when that left it empty (not the root: Kafka deletes a deleted partition's directory), then fsync(2)
-        of the directory that changed. No-op if missing."""
+        of the directory that changed. No-op if missing. With ``shadow``, a log file's shadow is removed
+        after that (the deletion is durable: nothing to restore)."""
         full = self._full(path)
         f = self._logs.pop(path, None)
         if f is not None:
@@ -674,6 +966,8 @@ class FileDisk:
         try:
             os.unlink(full)
         except FileNotFoundError:
+            if self.shadow and path.endswith(LOG_SUFFIX):
+                self._forget_shadow(path)
             return
         parent = os.path.dirname(full)
         if parent != self.root:
@@ -684,6 +978,8 @@ class FileDisk:
             else:
                 parent = os.path.dirname(parent)
         _fsync_dir(parent)
+        if self.shadow and path.endswith(LOG_SUFFIX):
+            self._forget_shadow(path)
 
     def exists(self, path: str) -> bool:
         """Whether the file ``path`` currently exists (a directory is not a file)."""
@@ -693,12 +989,15 @@ class FileDisk:
 
     def list(self, prefix: str) -> list[str]:
         """Sorted relative paths starting with ``prefix`` of the files that currently exist, log and value
-        files alike; ``.tmp`` files of atomic writes and the root's ``.lock`` are never listed."""
+        files alike; ``.tmp`` files of atomic writes, the root's ``.lock`` and the shadow directory are never
+        listed."""
         if self._lock_fd is None:
             raise RuntimeError(f"FileDisk({self.root!r}) is closed")
         base = prefix.rpartition("/")[0]
         if prefix.startswith("/") or any(p in ("", ".", "..") for p in base.split("/") if base):
             raise ValueError(f"bad list prefix {prefix!r}")
+        if base.split("/")[0] == SHADOW_DIR:
+            return []  # no Disk path lies there
         start = os.path.join(self.root, *base.split("/")) if base else self.root
         out = []
         for dirpath, dirnames, filenames in os.walk(start):
@@ -712,7 +1011,8 @@ class FileDisk:
                     out.append(p)
             # Descend only into directories that can hold a match.
             dirnames[:] = [d for d in dirnames
-                           if (rel + d + "/").startswith(prefix) or prefix.startswith(rel + d + "/")]
+                           if ((rel + d + "/").startswith(prefix) or prefix.startswith(rel + d + "/"))
+                           and (rel or d != SHADOW_DIR)]
         out.sort()
         return out
 
@@ -737,6 +1037,138 @@ class FileDisk:
     def __repr__(self) -> str:
         state = "closed" if self._lock_fd is None else f"{len(self._logs)} open log files"
         return f"FileDisk({self.root!r}, {state})"
+
+
+# ------------------------------------------------------------------------------ restoring a crash
+def restore_fsynced(root: str | os.PathLike) -> list[str]:
+    """Give a killed node's files back as a machine crash that lost the page cache would leave them: every
+    log file a ``shadow=True`` FileDisk had under ``root`` gets its content at its last fsync (SimDisk's
+    ``crash("unflushed")`` with ``writeback_ms=None``), then the shadow is removed.
+
+    Per log file with a shadow state (module docstring, "Shadow"): ``absent`` (created, never fsynced):
+    the file is removed (and the directories that left empty, up to the root); ``durable=D``: the file is
+    cut to the shadow's start ``s`` and the chunks ``[s, D)`` appended (an unsynced truncation undone),
+    or, without chunks, cut to ``D`` bytes (unsynced appends lost), then fsync(2)ed. A file with no
+    shadow state (a value file, durable at once; a log file found, not written, by the FileDisk) and a
+    shadowed file that no longer exists (deleted: durable at once) are left as they are. Everything is
+    checked before anything is changed.
+
+    Run it after the node's process died (the root's ``.lock`` is held meanwhile, so a FileDisk opened
+    concurrently fails with DirectoryLockedError). Afterwards ``FileDisk(root)`` opens and recovers
+    normally. Returns one line per file changed, sorted by path, e.g.
+    ``data/t-0/00000000000000000000.log: 1234 -> 1000 bytes (appends lost)``,
+    ``...: 900 -> 1000 bytes (truncate undone, 300 bytes restored from byte 700)``,
+    ``...: never fsynced, removed (620 bytes)``; ``[]`` when nothing changed (or no shadow).
+
+    Raises :class:`DirectoryLockedError` if a live process (or an open FileDisk) holds the root's lock,
+    FileNotFoundError if ``root`` is not a directory, :class:`ShadowStateError` if the shadow does not
+    describe the files (nothing changed then), OSError from the file system.
+    """
+    root = os.path.abspath(os.fspath(root))
+    if not os.path.isdir(root):
+        raise FileNotFoundError(f"{root} is not a directory")
+    lock = os.path.join(root, LOCK_FILE)
+    lock_fd = os.open(lock, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+    try:
+        try:
+            fcntl.flock(lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise DirectoryLockedError(
+                f"failed to acquire lock on {lock}: a live process or an open FileDisk is using this "
+                "directory; kill it before restoring its fsynced state") from None
+        top = os.path.join(root, SHADOW_DIR)
+        if not os.path.isdir(top):
+            return []
+        plans = _plan_restore(root, top)
+        lines = []
+        synced_dirs: set[str] = set()
+        for path, full, size, durable, start, chunks in plans:
+            if durable is None:
+                os.unlink(full)
+                d = os.path.dirname(full)
+                while d != root:
+                    try:
+                        os.rmdir(d)
+                    except OSError:
+                        break
+                    d = os.path.dirname(d)
+                synced_dirs.add(d)
+                lines.append(f"{path}: never fsynced, removed ({size} bytes)")
+                continue
+            fd = os.open(full, os.O_RDWR | os.O_APPEND | getattr(os, "O_CLOEXEC", 0))
+            try:
+                os.ftruncate(fd, start)
+                for chunk in chunks:
+                    with open(chunk, "rb") as fh:
+                        while data := fh.read(_SCAN_CHUNK):
+                            _write_all(fd, data)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            if chunks:
+                what = f"truncate undone, {durable - start} bytes restored from byte {start}"
+            else:
+                what = "appends lost"
+            lines.append(f"{path}: {size} -> {durable} bytes ({what})")
+        # The removals durable: the deepest surviving directory of each (a later removal may have taken
+        # the directory an earlier one left).
+        for d in {_existing_ancestor(d, root) for d in synced_dirs}:
+            _fsync_dir(d)
+        shutil.rmtree(top)
+        return lines
+    finally:
+        os.close(lock_fd)  # releases the flock
+
+
+def _existing_ancestor(d: str, root: str) -> str:
+    """``d`` or its closest ancestor that is still a directory (``root`` at the latest)."""
+    while d != root and not os.path.isdir(d):
+        d = os.path.dirname(d)
+    return d
+
+
+def _plan_restore(root: str, top: str) -> list[tuple[str, str, int, int | None, int, list[str]]]:
+    """What :func:`restore_fsynced` will do, checked: one (path, OS path, current size in bytes, fsynced
+    length in bytes or None to remove, byte to cut at, chunk OS paths to append in order) per file that
+    changes, sorted by path. ShadowStateError for a shadow that does not describe its file."""
+    plans = []
+    for dirpath, _dirnames, filenames in os.walk(top):
+        for name in filenames:
+            if not name.endswith(_STATE_SUFFIX):
+                continue
+            base = os.path.join(dirpath, name[:-len(_STATE_SUFFIX)])
+            path = os.path.relpath(base, top).replace(os.sep, "/")
+            parts = path.split("/")
+            if not path.endswith(LOG_SUFFIX) or any(p in ("", ".", "..") for p in parts):
+                raise ShadowStateError(f"{base}{_STATE_SUFFIX}: the shadow of {path!r}, which is no log path")
+            gen, durable = _read_shadow_state(base)  # type: ignore[misc]  (the state file exists)
+            full = os.path.join(root, *parts)
+            try:
+                st = os.lstat(full)
+            except FileNotFoundError:
+                continue  # deleted since (durable at once), or never created
+            if not stat.S_ISREG(st.st_mode):
+                raise ShadowStateError(f"{path}: not a regular file, yet it has a shadow")
+            size = st.st_size
+            if durable is None:
+                plans.append((path, full, size, None, 0, []))
+                continue
+            chunks = sorted((start, full_c) for g, start, full_c in _shadow_files(base)[0] if g == gen)
+            start = chunks[0][0] if chunks else durable
+            for i, (c_start, c_full) in enumerate(chunks):
+                c_end = chunks[i + 1][0] if i + 1 < len(chunks) else durable
+                c_size = os.stat(c_full).st_size
+                if c_size != c_end - c_start:
+                    raise ShadowStateError(f"{c_full}: {c_size} bytes where [{c_start}, {c_end}) of the "
+                                           f"fsynced {path} ({durable} bytes) was expected")
+            if size < start:
+                raise ShadowStateError(
+                    f"{path}: {size} bytes, shorter than its shadow's start {start} (durable {durable} bytes): "
+                    "the file was changed without the shadow")
+            if chunks or size != durable:
+                plans.append((path, full, size, durable, start, [c[1] for c in chunks]))
+    plans.sort()
+    return plans
 
 
 # ------------------------------------------------------------------------------ meta.properties
