@@ -59,16 +59,19 @@ def cluster() -> None:
 @click.option("--config", "configs", multiple=True, metavar="KEY=VALUE",
               help="A cluster config for every node (Kafka's names), repeatable.")
 @click.option("--detach", is_flag=True, help="Return once every broker is unfenced; the nodes keep running.")
+@click.option("--chaos", is_flag=True,
+              help="Chaos mode: every node serves a loopback control channel for link faults and keeps its "
+                   "disk's shadow (for fault injectors such as `kraftlog chaos`).")
 def cluster_up(brokers: int, directory: str, port: int, level: Level | None, seed: int | None,
-               configs: tuple[str, ...], detach: bool) -> None:
+               configs: tuple[str, ...], detach: bool, chaos: bool) -> None:
     """Start the controller and N brokers as separate processes."""
     try:
-        info = cl.up(directory, brokers, port, level, seed, _configs(configs))
+        info = cl.up(directory, brokers, port, level, seed, _configs(configs), chaos=chaos)
     except cl.ClusterError as exc:
         _fail(str(exc), exc.code)
     directory = os.path.abspath(directory)
     click.echo(f"kraftlog cluster up: {brokers} brokers, level {info['level']}, seed {info['seed']}, "
-               f"bootstrap {info['bootstrap']}")
+               f"bootstrap {info['bootstrap']}" + (", chaos mode" if chaos else ""))
     if detach:
         click.echo(f"stop it with: kraftlog cluster down --dir {directory}")
         return

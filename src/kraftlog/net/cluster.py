@@ -3,11 +3,22 @@
 A cluster directory ``DIR`` holds
 
 * ``cluster.json``: ``{"bootstrap": "127.0.0.1:P", "level", "seed", "cluster_id", "brokers": N,
-  "config": {...}, "nodes": [{"id": <int> or "controller", "role": "controller"|"broker", "pid", "host",
-  "port", "internal_port"}]}`` (``port`` = a broker's client listener, the controller's listener for
-  the controller; ``internal_port`` = a broker's inter-broker listener, null for the controller);
+  "config": {...}, "chaos": bool, "nodes": [{"id": <int> or "controller", "role": "controller"|"broker",
+  "pid", "host", "port", "internal_port"}]}`` (``port`` = a broker's client listener, the controller's
+  listener for the controller; ``internal_port`` = a broker's inter-broker listener, null for the
+  controller; ``chaos`` absent = false);
 * ``controller/``, ``broker-<id>/``: each node's data (see :mod:`kraftlog.net.node`);
-* ``controller.log``, ``broker-<id>.log``: each node's log; ``run/<node>.json``: each node's status.
+* ``controller.log``, ``broker-<id>.log``: each node's log; ``run/<node>.json``: each node's status
+  (``control_port``: its control channel in chaos mode, else null);
+* ``links.json`` (chaos mode): the cluster-wide link rules that :func:`control_all` keeps.
+
+Chaos mode (``up(..., chaos=True)``, ``"chaos": true`` in cluster.json; issue 13): every node keeps its
+FileDisk's shadow and serves a control channel on 127.0.0.1 (its port is ``control_port`` in its run
+file) through which :func:`control` and :func:`control_all` change its driver's link filter (the
+simulator's ``isolate``, ``partition``, ``cut``, ``heal``, ``hold``, ``release``; see
+:class:`kraftlog.net.driver.LinkFilter` and :meth:`kraftlog.net.driver.NodeDriver.control`);
+``links.json`` keeps the cluster-wide rules for nodes that start later. :func:`pause`, :func:`resume`
+and :func:`kill_node` are the process faults (SIGSTOP, SIGCONT, SIGKILL by PID).
 
 Every process is started with its own session (a Ctrl-C in the terminal reaches the launcher, which then
 shuts the nodes down cleanly) and is stopped by its PID, never by name. Ports are loopback only.
@@ -18,6 +29,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -27,10 +39,11 @@ from random import SystemRandom
 
 from ..controller.controller import CONTROLLER
 from ..protocol.level import Level
-from .node import HOST, node_name, write_json
+from .driver import LinkFilter
+from .node import HOST, LINKS_FILE, node_name, read_links, write_json
 
 __all__ = ["ClusterError", "up", "down", "status", "start_broker", "stop_broker", "load", "NodeStatus",
-           "READY_TIMEOUT_S", "pid_alive", "kill"]
+           "READY_TIMEOUT_S", "pid_alive", "kill", "control", "control_all", "pause", "resume", "kill_node"]
 
 #: How long (s) ``up --detach`` and ``start`` wait for brokers to be unfenced.
 READY_TIMEOUT_S = 60.0
@@ -147,11 +160,13 @@ def _start_node(directory: str, cluster: dict, node) -> subprocess.Popen:
 
 
 def up(directory: str, brokers: int, port: int = 9092, level: Level | None = None, seed: int | None = None,
-       config: dict | None = None) -> dict:
+       config: dict | None = None, chaos: bool = False) -> dict:
     """Start a controller and ``brokers`` brokers on 127.0.0.1 with data under ``directory`` (reused when
     it holds a cluster of the same size and level: the nodes recover their logs) and return cluster.json.
-    Broker ``i`` listens for clients on ``port + i`` (``port`` 0: free ports). Raises ClusterError (exit 2)
-    on a mismatch with an existing cluster or a cluster that is already running."""
+    Broker ``i`` listens for clients on ``port + i`` (``port`` 0: free ports). ``chaos``: chaos mode (see
+    the module's doc; an existing cluster may be switched to it, not back: its data has a shadow that a
+    plain node would make stale). Every ``up`` starts with no link rule. Raises ClusterError (exit 2) on a
+    mismatch with an existing cluster or a cluster that is already running."""
     from ..protocol.level import DEFAULT
     if brokers < 1 or brokers > 50:
         raise ClusterError(f"--brokers must be within 1..50, got {brokers}", 2)
@@ -169,23 +184,31 @@ def up(directory: str, brokers: int, port: int = 9092, level: Level | None = Non
         if running:
             raise ClusterError(f"{directory}: {', '.join(running)} already running; `kraftlog cluster down "
                                f"--dir {directory}` first", 2)
+        if cluster.get("chaos") and not chaos:
+            raise ClusterError(f"{directory} holds a chaos-mode cluster (its data has a shadow); start it with "
+                               "--chaos", 2)
         if seed is not None:
             cluster["seed"] = seed
         if config:
             cluster["config"].update(config)
+        cluster["chaos"] = bool(chaos)
     else:
         level = level or DEFAULT
         cluster = {
             "bootstrap": None, "level": level.label,
             "seed": seed if seed is not None else SystemRandom().randrange(2 ** 31),
             "cluster_id": str(uuid.UUID(int=SystemRandom().getrandbits(128))), "brokers": brokers,
-            "config": dict(config or {}),
+            "config": dict(config or {}), "chaos": bool(chaos),
             "nodes": [{"id": CONTROLLER, "role": "controller", "pid": None, "host": HOST, "port": 0,
                        "internal_port": None}]
             + [{"id": i, "role": "broker", "pid": None, "host": HOST, "port": port + i if port else 0,
                 "internal_port": 0} for i in range(brokers)],
         }
         _save(directory, cluster)
+    try:  # a new run starts with every link up
+        os.unlink(os.path.join(directory, LINKS_FILE))
+    except FileNotFoundError:
+        pass
     started: list[subprocess.Popen] = []
     try:
         for node in [CONTROLLER] + list(range(brokers)):
@@ -269,6 +292,8 @@ def _stop_pid(pid: int | None, kill: bool, timeout_s: float = STOP_TIMEOUT_S) ->
     if not pid_alive(pid):
         return True
     _kill(pid, signal.SIGKILL if kill else signal.SIGTERM)
+    if not kill:
+        _kill(pid, signal.SIGCONT)  # a paused node (``pause``) must run to handle SIGTERM
     deadline = time.monotonic() + (5.0 if kill else timeout_s)
     while time.monotonic() < deadline:
         _reap(pid)
@@ -310,6 +335,7 @@ def down(directory: str) -> list[tuple[str, bool]]:
     brokers = [e for e in cluster["nodes"] if e["role"] == "broker" and pid_alive(e.get("pid"))]
     for e in brokers:  # all brokers at once: each waits for its own controlled shutdown
         _kill(e["pid"], signal.SIGTERM)
+        _kill(e["pid"], signal.SIGCONT)
     for e in brokers:
         out.append((node_name(e["id"]), _stop_pid(e["pid"], kill=False)))
     ctrl = _entry(cluster, CONTROLLER)
@@ -338,6 +364,136 @@ def stop_broker(directory: str, broker: int, kill: bool = False) -> bool:
         return False
     _stop_pid(entry["pid"], kill=kill)
     return True
+
+
+# ---------------------------------------------------------------------- chaos mode: process faults
+def kill_node(directory: str, node) -> bool:
+    """SIGKILL ``node`` (a broker id or ``"controller"``) by PID and wait until it is gone (and reaped
+    when it is our child); a paused node dies too. Returns whether it was running. Restart it with
+    :func:`start_broker` / :func:`start_controller`."""
+    return stop_broker(directory, node, kill=True)
+
+
+def _signal_node(directory: str, node, sig: int) -> bool:
+    entry = _entry(load(directory), node)
+    if not pid_alive(entry.get("pid")):
+        return False
+    _kill(entry["pid"], sig)
+    return True
+
+
+def pause(directory: str, node) -> bool:
+    """SIGSTOP ``node``'s process (a long GC pause, a frozen VM): it neither reads, writes nor ticks, its
+    peers' connections stay open, and the kernel still accepts connections and buffers bytes for it.
+    Returns whether it was running. :func:`down` and :func:`kill` handle paused nodes."""
+    return _signal_node(directory, node, signal.SIGSTOP)
+
+
+def resume(directory: str, node) -> bool:
+    """SIGCONT ``node``'s process (after :func:`pause`); returns whether it was running."""
+    return _signal_node(directory, node, signal.SIGCONT)
+
+
+# ---------------------------------------------------------------------- chaos mode: link faults
+#: How long (s) a control command may wait for its answer by default.
+CONTROL_TIMEOUT_S = 5.0
+
+
+def _require_chaos(directory: str, cluster: dict) -> None:
+    if not cluster.get("chaos"):
+        raise ClusterError(f"{directory} is not a chaos-mode cluster (start it with `kraftlog cluster up "
+                           "--chaos`): its nodes have no control channel", 2)
+
+
+def _control_port(directory: str, cluster: dict, node) -> int:
+    _require_chaos(directory, cluster)
+    entry = _entry(cluster, node)
+    if not pid_alive(entry.get("pid")):
+        raise ClusterError(f"{node_name(node)} is not running")
+    run = _run_file(directory, node)
+    if run is None or run.get("pid") != entry["pid"] or not run.get("control_port"):
+        raise ClusterError(f"{node_name(node)} (pid {entry['pid']}) has no control port in its run file")
+    return run["control_port"]
+
+
+def _send_command(port: int, command: dict, deadline: float) -> socket.socket:
+    sock = socket.create_connection((HOST, port), timeout=max(0.01, deadline - time.monotonic()))
+    try:
+        sock.sendall(json.dumps(command).encode() + b"\n")
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
+def _read_answer(sock: socket.socket, deadline: float) -> dict:
+    data = b""
+    with sock:
+        while not data.endswith(b"\n"):
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError("no answer in time")
+            sock.settimeout(left)
+            chunk = sock.recv(65536)
+            if not chunk:
+                raise ConnectionError("the node closed the control connection without answering")
+            data += chunk
+    return json.loads(data)
+
+
+def control(directory: str, node, command: dict, timeout_s: float = CONTROL_TIMEOUT_S) -> dict:
+    """Send one control command to ``node`` (a broker id or ``"controller"``) of a running chaos-mode
+    cluster and return its answer (see :meth:`kraftlog.net.driver.NodeDriver.control`: ``ok``, the
+    node's rules and held counts, or ``error``). Only that node changes: to fault the cluster, use
+    :func:`control_all`. ClusterError when the node is not running, has no control channel or does not
+    answer within ``timeout_s`` (a paused node applies the command when resumed: it waits in its
+    socket)."""
+    cluster = load(directory)
+    port = _control_port(directory, cluster, node)
+    deadline = time.monotonic() + timeout_s
+    try:
+        return _read_answer(_send_command(port, command, deadline), deadline)
+    except (OSError, ValueError) as exc:
+        raise ClusterError(f"{node_name(node)}: control command {command.get('cmd')!r} failed: "
+                           f"{type(exc).__name__}: {exc}") from None
+
+
+def control_all(directory: str, command: dict, timeout_s: float = CONTROL_TIMEOUT_S) -> dict:
+    """Send one cluster-wide control command to every running node (each applies the part that concerns
+    its own links) and return ``{node: answer}`` (running nodes only). The command is sent to all nodes
+    before any answer is read, so they get it within milliseconds of each other; a node that fails or
+    does not answer within ``timeout_s`` (a paused one) has ``{"ok": false, "node", "error"}``.
+
+    A command that changes rules is first checked and recorded in ``DIR/links.json`` (ClusterError exit
+    2, nothing sent, when it is malformed): a node that is down now, or restarts later, starts with the
+    cluster's current rules, as the simulator's rules outlive a node's restart (held messages do not:
+    they die with their process)."""
+    cluster = load(directory)
+    _require_chaos(directory, cluster)
+    if not (isinstance(command, dict) and command.get("cmd") == "status"):
+        rules = LinkFilter.from_rules(read_links(directory))
+        try:
+            rules.apply(command)
+        except ValueError as exc:
+            raise ClusterError(f"bad control command {command!r}: {exc}", 2) from None
+        write_json(os.path.join(directory, LINKS_FILE), rules.to_rules())
+    deadline = time.monotonic() + timeout_s
+    sent: dict = {}
+    answers: dict = {}
+    for e in cluster["nodes"]:
+        node = e["id"]
+        if not pid_alive(e.get("pid")):
+            continue
+        try:
+            sent[node] = _send_command(_control_port(directory, cluster, node), command, deadline)
+        except (ClusterError, OSError) as exc:
+            answers[node] = {"ok": False, "node": node, "error": str(exc)}
+    for node, sock in sent.items():
+        try:
+            answers[node] = _read_answer(sock, deadline)
+        except (OSError, ValueError) as exc:
+            answers[node] = {"ok": False, "node": node, "error": f"{type(exc).__name__}: {exc}"}
+    return {e["id"]: answers[e["id"]] for e in cluster["nodes"] if e["id"] in answers}
 
 
 def start_controller(directory: str) -> dict:

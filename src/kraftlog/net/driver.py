@@ -23,29 +23,39 @@ messages are :mod:`kraftlog.protocol.wire`, authorization per listener is the no
   flight on it (``peer_disconnected``), as Kafka's NetworkClient does.
 * **Time.** ``now_ms`` is wall-clock ms that never goes backwards (the wall clock at start plus the
   monotonic clock since), handed to the node as the simulator hands it virtual time.
+* **Link faults (chaos mode).** With a :class:`LinkFilter` (``link_filter=``), every message crossing
+  this node's edge is judged by the simulator's rules (:class:`~kraftlog.sim.cluster.SimCluster`'s
+  ``isolate``, ``partition``, ``cut_link``, ``heal``, ``hold``, ``release``): see :class:`LinkFilter`
+  for the rules and :meth:`NodeDriver.control` for the control channel that changes them.
 """
 
 from __future__ import annotations
 
 import asyncio
 import itertools
+import json
 import time
 import traceback
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from ..controller.controller import CONTROLLER
+from ..protocol import listeners as lst
 from ..protocol import messages as m
 from ..protocol import wire
 from ..protocol.framing import Close, Reply, Request, ResponseDecoder, ServerConnection
 from ..protocol.node import ConnectionSetup
 
-__all__ = ["Clock", "NodeDriver", "Connection"]
+__all__ = ["Clock", "NodeDriver", "Connection", "LinkFilter", "CLIENTS", "PASS", "DROP", "HOLD",
+           "node_of_client_id"]
 
 #: Bytes read from a socket per call.
 READ_BYTES = 256 * 1024
 #: How long (ms) an outbound connection attempt may take (Kafka's socket.connection.setup.timeout.ms).
 CONNECT_TIMEOUT_MS = 10_000
+#: The longest control command line (bytes) the control channel reads.
+CONTROL_LINE_BYTES = 64 * 1024
 
 
 class Clock:
@@ -60,6 +70,306 @@ class Clock:
         return self._wall0 + int((time.monotonic() - self._mono0) * 1000)
 
 
+# ====================================================================== link filter
+#: The endpoint every connection that is not a node's counts as (producers, consumers, admin tools: a
+#: connection on the CLIENT listener, or one whose client id names no node). Like the simulator's
+#: clients it is in no isolated set and no partition group: ``isolate([0])`` cuts broker 0 from it,
+#: a partition leaves it reaching every node. Commands cannot name it (the simulator's cannot either).
+CLIENTS = "clients"
+
+#: Verdicts of :meth:`LinkFilter.decide`.
+PASS, DROP, HOLD = "pass", "drop", "hold"
+
+_CUT_KEYS = (("from", "to"), ("src", "dst"))
+
+
+def node_of_client_id(client_id) -> object:
+    """The node a node process's own client id names (``controller``; ``broker-<id>``, as
+    :func:`kraftlog.net.node.node_name` spells it), else None."""
+    if client_id == CONTROLLER:
+        return CONTROLLER
+    if isinstance(client_id, str) and client_id.startswith("broker-"):
+        digits = client_id[len("broker-"):]
+        if digits.isascii() and digits.isdigit() and (digits == "0" or digits[0] != "0"):
+            return int(digits)
+    return None
+
+
+def _api(msg) -> str:
+    """The Kafka API name of a core message (its class's ``API``)."""
+    return getattr(msg, "API", None) or type(msg).__name__
+
+
+def _node_key(node) -> tuple:
+    return (isinstance(node, str), node if isinstance(node, int) else 0, str(node))
+
+
+def _sorted(nodes) -> list:
+    """Node ids in a stable order (brokers by id, then named nodes), for JSON."""
+    return sorted(nodes, key=_node_key)
+
+
+def _show_node(node) -> str:
+    return node if isinstance(node, str) else str(node)
+
+
+class LinkFilter:
+    """The simulator's network faults as rules on directed links, for one real node's edge.
+
+    A pure object (no sockets, no clock): the same rules and the same semantics as
+    :class:`~kraftlog.sim.cluster.SimCluster`, whose methods it mirrors one for one. Node ids are the
+    simulator's (broker ints, ``"controller"``); every ordinary client is :data:`CLIENTS`.
+
+    * ``isolate(nodes)``: every link between ``nodes`` and any other endpoint (clients included) is cut,
+      both ways; links inside ``nodes`` stay up;
+    * ``partition(groups)``: endpoints in different groups cannot reach each other; an endpoint in no
+      group (e.g. clients) reaches all;
+    * ``cut_link(src, dst)``: one direction only;
+    * ``heal(nodes)``: every cut, isolation and partition membership touching ``nodes`` goes away;
+      ``heal()`` restores everything (holds are not links: only ``release`` ends them);
+    * ``hold(api, src, dst)`` (each None = any): matching messages are set aside;
+      ``release(api, src, dst)`` removes the holds it matches (its None fields are wildcards) and returns
+      the held messages it matches, in the order they were held.
+
+    :meth:`decide` judges one message as the simulator does at delivery: a cut link drops it (checked
+    first), else a matching hold keeps it aside, else it passes. The caller keeps held messages here
+    (:meth:`hold_message`) so that :meth:`release` hands them back in their original order; a released
+    message is judged again by the caller (a cut made meanwhile drops it, another hold keeps it), as the
+    simulator re-checks released messages at their delivery."""
+
+    def __init__(self) -> None:
+        self.cut: set = set()  # directed links (src, dst)
+        self.isolated: list[frozenset] = []  # node sets cut from everything else
+        self.partitioned: list[list[frozenset]] = []  # lists of groups: different groups are cut
+        self.holds: list[tuple] = []  # (api, src, dst), None = any
+        self.held: list[tuple] = []  # (api, src, dst, item) in the order held
+
+    # ------------------------------------------------------------------ the simulator's verbs
+    def isolate(self, nodes) -> None:
+        self.isolated.append(frozenset(nodes))
+
+    def partition(self, groups) -> None:
+        self.partitioned.append([frozenset(g) for g in groups])
+
+    def cut_link(self, src, dst) -> None:
+        self.cut.add((src, dst))
+
+    def heal(self, nodes=None) -> None:
+        if nodes is None:
+            self.cut.clear()
+            self.isolated.clear()
+            self.partitioned.clear()
+        else:
+            gone = set(nodes)
+            self.cut = {(a, b) for a, b in self.cut if a not in gone and b not in gone}
+            self.isolated = [g - gone for g in self.isolated if g - gone]
+            self.partitioned = [[g - gone for g in groups] for groups in self.partitioned]
+
+    def is_cut(self, src, dst) -> bool:
+        """Is the directed link src -> dst down? (SimCluster.is_cut)"""
+        if (src, dst) in self.cut:
+            return True
+        for g in self.isolated:
+            if (src in g) != (dst in g):
+                return True
+        for groups in self.partitioned:
+            gs = gd = None
+            for i, g in enumerate(groups):
+                if src in g:
+                    gs = i
+                if dst in g:
+                    gd = i
+            if gs is not None and gd is not None and gs != gd:
+                return True
+        return False
+
+    def hold(self, api=None, src=None, dst=None) -> None:
+        self.holds.append((api, src, dst))
+
+    def release(self, api=None, src=None, dst=None) -> list:
+        """End the matching holds; return the matching held items, in the order they were held."""
+        self.holds = [h for h in self.holds if not (
+            (api is None or h[0] == api) and (src is None or h[1] == src) and (dst is None or h[2] == dst))]
+        keep, go = [], []
+        for entry in self.held:
+            if (api is None or entry[0] == api) and (src is None or entry[1] == src) and (
+                    dst is None or entry[2] == dst):
+                go.append(entry[3])
+            else:
+                keep.append(entry)
+        self.held = keep
+        return go
+
+    # ------------------------------------------------------------------ judging messages
+    @property
+    def active(self) -> bool:
+        """Whether any rule is set (nothing to judge otherwise)."""
+        return bool(self.cut or self.isolated or self.partitioned or self.holds)
+
+    def is_held(self, api, src, dst) -> bool:
+        for h_api, h_src, h_dst in self.holds:
+            if (h_api is None or h_api == api) and (h_src is None or h_src == src) and (
+                    h_dst is None or h_dst == dst):
+                return True
+        return False
+
+    def decide(self, api: str, src, dst) -> str:
+        """:data:`DROP` (the link src -> dst is cut), :data:`HOLD` (a hold matches) or :data:`PASS`."""
+        if (self.cut or self.isolated or self.partitioned) and self.is_cut(src, dst):
+            return DROP
+        if self.holds and self.is_held(api, src, dst):
+            return HOLD
+        return PASS
+
+    def hold_message(self, api: str, src, dst, item) -> None:
+        """Keep ``item`` (whatever the caller needs to deliver it later) until a matching release."""
+        self.held.append((api, src, dst, item))
+
+    def forget(self, predicate) -> int:
+        """Drop the held items for which ``predicate(item)`` holds (their connection closed: TCP lost
+        them); returns how many."""
+        before = len(self.held)
+        self.held = [e for e in self.held if not predicate(e[3])]
+        return before - len(self.held)
+
+    # ------------------------------------------------------------------ commands (the control channel)
+    def apply(self, command) -> list:
+        """Apply one control command (a dict, see :meth:`NodeDriver.control`); returns the items a
+        ``release`` freed (empty otherwise). ValueError for a malformed command (nothing changed)."""
+        if not isinstance(command, dict):
+            raise ValueError(f"a command is a JSON object, got {type(command).__name__}")
+        cmd = command.get("cmd")
+        args = {k: v for k, v in command.items() if k != "cmd"}
+        if cmd == "status":
+            _only(args, ())
+            return []
+        if cmd == "isolate":
+            _only(args, ("nodes",))
+            self.isolate(_nodes(_required(args, "nodes", cmd), "nodes"))
+        elif cmd == "partition":
+            _only(args, ("groups",))
+            groups = _required(args, "groups", cmd)
+            if not isinstance(groups, list) or not groups:
+                raise ValueError("partition: groups must be a non-empty list of lists of nodes")
+            parsed, seen = [], set()
+            for i, g in enumerate(groups):
+                nodes = _nodes(g, f"groups[{i}]")
+                for n in nodes:
+                    if n in seen:
+                        raise ValueError(f"partition: node {_show_node(n)} is in more than one group")
+                    seen.add(n)
+                parsed.append(nodes)
+            self.partition(parsed)
+        elif cmd == "cut":
+            src, dst = _cut_ends(args)
+            self.cut_link(src, dst)
+        elif cmd == "heal":
+            _only(args, ("nodes",))
+            nodes = args.get("nodes")
+            self.heal(None if nodes is None else _nodes(nodes, "nodes"))
+        elif cmd in ("hold", "release"):
+            api, src, dst = _hold_args(cmd, args)
+            if cmd == "hold":
+                self.hold(api, src, dst)
+            else:
+                return self.release(api, src, dst)
+        else:
+            raise ValueError(f"unknown cmd {cmd!r} (expected one of: isolate, partition, cut, heal, hold, "
+                             "release, status)")
+        return []
+
+    def to_rules(self) -> dict:
+        """The rules as JSON-able data (:meth:`from_rules` reads them back; held messages are not rules)."""
+        return {
+            "cut": [[s, d] for s, d in sorted(self.cut, key=lambda link: (_node_key(link[0]), _node_key(link[1])))],
+            "isolated": [_sorted(g) for g in self.isolated],
+            "partitioned": [[_sorted(g) for g in groups] for groups in self.partitioned],
+            "holds": [{"api": a, "from": s, "to": d} for a, s, d in self.holds],
+        }
+
+    @classmethod
+    def from_rules(cls, rules: dict | None) -> "LinkFilter":
+        f = cls()
+        if rules:
+            f.cut = {(s, d) for s, d in rules.get("cut", ())}
+            f.isolated = [frozenset(g) for g in rules.get("isolated", ())]
+            f.partitioned = [[frozenset(g) for g in groups] for groups in rules.get("partitioned", ())]
+            f.holds = [(h.get("api"), h.get("from"), h.get("to")) for h in rules.get("holds", ())]
+        return f
+
+    def status(self) -> dict:
+        """The rules, the number of held messages and their count per (api, from, to)."""
+        counts: dict = {}
+        for api, src, dst, _ in self.held:
+            counts[(api, src, dst)] = counts.get((api, src, dst), 0) + 1
+        return {"rules": self.to_rules(), "held": len(self.held),
+                "held_by": [{"api": a, "from": s, "to": d, "count": c} for (a, s, d), c in counts.items()]}
+
+
+def _only(args: dict, allowed: tuple) -> None:
+    extra = sorted(set(args) - set(allowed))
+    if extra:
+        raise ValueError(f"unknown argument(s) {', '.join(map(repr, extra))}"
+                         + (f" (expected: {', '.join(allowed)})" if allowed else " (it takes none)"))
+
+
+def _required(args: dict, key: str, cmd: str):
+    if args.get(key) is None:
+        raise ValueError(f"{cmd}: {key} is required")
+    return args[key]
+
+
+def _node(value, what: str):
+    """A node id of a command: a broker id (int >= 0) or ``"controller"``."""
+    if value == CONTROLLER and isinstance(value, str):
+        return CONTROLLER
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    raise ValueError(f"{what}: {value!r} is not a node (a broker id or {CONTROLLER!r})")
+
+
+def _nodes(value, what: str) -> tuple:
+    if not isinstance(value, list) or not value:
+        raise ValueError(f"{what} must be a non-empty list of nodes, got {value!r}")
+    out = []
+    for v in value:
+        n = _node(v, what)
+        if n in out:
+            raise ValueError(f"{what}: node {_show_node(n)} is listed twice")
+        out.append(n)
+    return tuple(out)
+
+
+def _ends(args: dict, cmd: str) -> tuple:
+    """``from``/``to`` (the scenario file's keys) or ``src``/``dst`` (SimCluster's arguments)."""
+    spelled = [keys for keys in _CUT_KEYS if any(k in args for k in keys)]
+    if len(spelled) > 1:
+        raise ValueError(f"{cmd}: give from/to or src/dst, not both")
+    keys = spelled[0] if spelled else _CUT_KEYS[0]
+    return keys, args.get(keys[0]), args.get(keys[1])
+
+
+def _cut_ends(args: dict) -> tuple:
+    keys, src, dst = _ends(args, "cut")
+    _only(args, keys)
+    if src is None or dst is None:
+        raise ValueError(f"cut: {keys[0]} and {keys[1]} are required")
+    src, dst = _node(src, keys[0]), _node(dst, keys[1])
+    if src == dst:
+        raise ValueError(f"cut: {keys[0]} and {keys[1]} are the same node {_show_node(src)}")
+    return src, dst
+
+
+def _hold_args(cmd: str, args: dict) -> tuple:
+    keys, src, dst = _ends(args, cmd)
+    _only(args, ("api",) + keys)
+    api = args.get("api")
+    if api is not None and api not in m.API_NAMES:
+        raise ValueError(f"{cmd}: unknown api {api!r} (expected one of: {', '.join(sorted(m.API_NAMES))})")
+    return (api, None if src is None else _node(src, keys[0]), None if dst is None else _node(dst, keys[1]))
+
+
+# ====================================================================== connections
 @dataclass(eq=False)
 class Connection:
     """One accepted client or peer connection on a listener (the ``src`` of the requests it carries)."""
@@ -74,6 +384,9 @@ class Connection:
     #: correlation id of the request the node is working on, with its API version; None when idle
     inflight: tuple[int, int] | None = None
     closed: bool = False
+    #: who is at the other end, for the link filter: the node named by the client id of its requests
+    #: (``broker-<id>``, ``controller``) on a node listener, else :data:`CLIENTS`
+    identity: object = CLIENTS
 
     def __repr__(self) -> str:
         return f"conn-{self.number}({self.listener} {self.peer})"
@@ -89,17 +402,47 @@ class _Peer:
         self.pending: list[tuple[int, bytes]] = []  # (correlation id, frame) waiting for the connection
         self.inflight: dict[int, type] = {}
         self.connecting = False
+        #: counts this peer's connections: a response held on one connection is lost if it closed since
+        self.generation = 0
 
 
 class NodeDriver:
     """Drives ``node`` over TCP. ``listeners``: name -> bound listening socket; ``address_of(peer)``:
     (host, port) of a peer node or None when unknown yet; ``log(text)``: one line to the node's log;
     ``client_id``: the client id of the node's own requests; ``after_event``: called after every event
-    (the process entry point writes its status file from it)."""
+    (the process entry point writes its status file from it); ``link_filter``: chaos mode's
+    :class:`LinkFilter` (None: every message passes, no rule is ever looked at).
+
+    Chaos mode, where the filter applies. Every message crossing this node's edge is judged, with
+    this node as its src (sending) or dst (receiving) and the other end as the peer node or
+    :data:`CLIENTS`: requests to peers (at :meth:`_send_request`, before any connection is made) and
+    their responses (as they are read), requests arriving on a listener (as they are handed to the
+    node) and the responses the node writes back (ApiVersions answered by the framing included). A
+    message between two nodes thus crosses two filters holding the same rules: a drop at either is the
+    same drop, and a message held by the sender and then by the receiver (when a release reaches the
+    sender first) still arrives in order, at the receiver's release. A command reaching the nodes one
+    after the other takes effect, for a node-to-node link, as soon as either end has it.
+
+    * **Drop**: the message is never written, or never handed to the node; the sender finds out only
+      by its own timeout, as in the simulator. TCP connections stay up across a cut (the faithful
+      choice: the simulator keeps no connection state to break; a real cut that reset connections
+      would fail requests at once, ``peer_disconnected``, which the simulator's cut never does).
+    * **Ordering.** Responses leave a listener connection in request order because the connection is
+      muted while the node works on one request. A response the filter drops or holds still unmutes
+      the connection (it counts as sent), so later requests on it go on; a held request is set aside
+      and later ones on its connection go on too, as in the simulator, where a hold never delays other
+      messages. Released requests go back to the front of their connection's queue in their original
+      order. So after a drop or a hold, a client may see responses out of request order or with a gap:
+      node peers match responses by correlation id and do not care; librdkafka does the same;
+      kafka-python closes the connection on a correlation id mismatch and reconnects.
+    * **Lost with the connection.** A held request or response whose connection closed before its
+      release is dropped (TCP lost it, as the simulator drops a held message of a restarted process);
+      a held *outbound* request has not touched a connection yet and is sent on release over whatever
+      connection the peer then has."""
 
     def __init__(self, node, listeners: dict, address_of: Callable[[object], tuple[str, int] | None],
                  log: Callable[[str], None], client_id: str, clock: Clock | None = None,
-                 max_request_bytes: int | None = None) -> None:
+                 max_request_bytes: int | None = None, link_filter: LinkFilter | None = None) -> None:
         self.node = node
         self.listeners = listeners
         self.address_of = address_of
@@ -116,6 +459,8 @@ class NodeDriver:
         self.connections: set[Connection] = set()
         self._failed: list[int] = []  # correlation ids of requests that could not be encoded
         self.stopping = False
+        self.link_filter = link_filter
+        self.control_port: int | None = None
 
     # ------------------------------------------------------------------ lifecycle
     async def start(self, versions_for: Callable[[str], dict[int, tuple[int, int]]]) -> None:
@@ -185,7 +530,7 @@ class NodeDriver:
                     if isinstance(event, Request):
                         self._on_request(conn, event)
                     elif isinstance(event, Reply):
-                        writer.write(event.data)
+                        self._reply(conn, event.data)
                     elif isinstance(event, Close):
                         self._close(conn, event.reason)
                         break
@@ -201,12 +546,25 @@ class NodeDriver:
             self._close(conn, f"malformed request (API key {event.header.api_key} version "
                               f"{event.header.api_version}): {exc}")
             return
+        if conn.listener != lst.CLIENT:  # a node introduces itself by its client id, on a node listener
+            node = node_of_client_id(client_id)
+            conn.identity = CLIENTS if node is None else node
         conn.queued.append((corr, version, client_id, msg))
 
     def _pump(self, conn: Connection) -> None:
         """Hand the node the next queued request of ``conn`` when none is in flight."""
+        lf = self.link_filter
         while conn.inflight is None and conn.queued and not conn.closed:
-            corr, version, client_id, msg = conn.queued.popleft()
+            item = conn.queued.popleft()
+            corr, version, client_id, msg = item
+            if lf is not None and lf.active:
+                api = _api(msg)
+                verdict = lf.decide(api, conn.identity, self.node.node_id)
+                if verdict is DROP:
+                    continue
+                if verdict is HOLD:
+                    lf.hold_message(api, conn.identity, self.node.node_id, ("request", conn, item))
+                    continue
             conn.inflight = (corr, version)
             env = m.Envelope(conn, self.node.node_id, corr, msg, False, conn.listener, client_id, version)
             try:
@@ -224,6 +582,8 @@ class NodeDriver:
         conn.closed = True
         conn.queued.clear()
         self.connections.discard(conn)
+        if self.link_filter is not None and self.link_filter.held:
+            self.link_filter.forget(lambda item: item[0] != "send" and item[1] is conn)
         if reason is not None:
             self.log(f"closing {conn}: {reason}")
         try:
@@ -252,24 +612,63 @@ class NodeDriver:
                     self._send_request(env)
         self._wake.set()
 
+    def _reply(self, conn: Connection, data: bytes) -> None:
+        """An answer of the framing layer itself (ApiVersions): judged as a response to the connection
+        (the request and its answer cross the same two links)."""
+        lf = self.link_filter
+        if lf is not None and lf.active:
+            me = self.node.node_id
+            for src, dst in ((conn.identity, me), (me, conn.identity)):
+                verdict = lf.decide("ApiVersions", src, dst)
+                if verdict is DROP:
+                    return
+                if verdict is HOLD:
+                    lf.hold_message("ApiVersions", src, dst, ("reply", conn, data))
+                    return
+        conn.writer.write(data)
+
     def _send_response(self, env: m.Envelope) -> None:
         conn = env.dst
         if not isinstance(conn, Connection) or conn.closed:
             return  # the client went away: Kafka drops the response
-        version = conn.inflight[1] if conn.inflight and conn.inflight[0] == env.correlation_id else None
+        current = conn.inflight is not None and conn.inflight[0] == env.correlation_id
+        version = conn.inflight[1] if current else None
+        lf = self.link_filter
+        if lf is not None and lf.active:
+            api = _api(env.message)
+            verdict = lf.decide(api, self.node.node_id, conn.identity)
+            if verdict is not PASS:
+                if verdict is HOLD:
+                    lf.hold_message(api, self.node.node_id, conn.identity, ("response", conn, env, version))
+                if current:  # dropped or held, it counts as sent: the connection goes on
+                    conn.inflight = None
+                    self._pump(conn)
+                return
+        self._write_response(conn, env, version)
+        if current and conn.inflight is not None and conn.inflight[0] == env.correlation_id:
+            conn.inflight = None
+            self._pump(conn)
+
+    def _write_response(self, conn: Connection, env: m.Envelope, version: int | None) -> None:
         try:
             data = wire.frame(wire.encode_response(env.message, env.correlation_id, version))
         except Exception as exc:
             self._close(conn, f"cannot encode {type(env.message).__name__} v{version}: {exc}")
             return
         conn.writer.write(data)
-        if conn.inflight is not None and conn.inflight[0] == env.correlation_id:
-            conn.inflight = None
-            self._pump(conn)
 
     def _send_request(self, env: m.Envelope) -> None:
         if isinstance(env.message, ConnectionSetup):
             return  # only clients ask for connection setups; nodes connect on demand
+        lf = self.link_filter
+        if lf is not None and lf.active:
+            api = _api(env.message)
+            verdict = lf.decide(api, self.node.node_id, env.dst)
+            if verdict is DROP:
+                return  # lost on the cut link: the node times the request out
+            if verdict is HOLD:
+                lf.hold_message(api, self.node.node_id, env.dst, ("send", env))
+                return
         peer = self._peers.get(env.dst)
         if peer is None:
             peer = self._peers[env.dst] = _Peer(env.dst)
@@ -312,6 +711,7 @@ class NodeDriver:
             return
         peer.writer = writer
         peer.connecting = False
+        peer.generation += 1
         for _, frame in peer.pending:
             writer.write(frame)
         peer.pending.clear()
@@ -329,7 +729,7 @@ class NodeDriver:
                     if request_type is None:
                         continue
                     _, msg = wire.decode_response(payload, request_type)
-                    self.node.deliver(self.clock.now_ms(), m.Envelope(peer.peer, self.node.node_id, corr, msg, True))
+                    self._receive_response(peer, peer.generation, corr, msg)
                 self._flush()
         except Exception as exc:  # a broken stream or an undecodable response: drop the connection
             self.log(f"connection to {peer.peer} broken: {exc}")
@@ -338,6 +738,129 @@ class NodeDriver:
                 peer.writer.close()
             peer.writer = None
             peer.inflight.clear()
+            if self.link_filter is not None and self.link_filter.held:
+                gone = peer.generation
+                self.link_filter.forget(lambda item: item[0] == "receive" and item[1] is peer and item[2] == gone)
             if not self.stopping:
                 self.node.peer_disconnected(self.clock.now_ms(), peer.peer)
                 self._flush()
+
+    def _receive_response(self, peer: _Peer, generation: int, corr: int, msg) -> None:
+        lf = self.link_filter
+        if lf is not None and lf.active:
+            api = _api(msg)
+            verdict = lf.decide(api, peer.peer, self.node.node_id)
+            if verdict is DROP:
+                return  # lost on the cut link: the node times the request out
+            if verdict is HOLD:
+                lf.hold_message(api, peer.peer, self.node.node_id, ("receive", peer, generation, corr, msg))
+                return
+        self.node.deliver(self.clock.now_ms(), m.Envelope(peer.peer, self.node.node_id, corr, msg, True))
+
+    # ------------------------------------------------------------------ chaos mode: the control channel
+    def control(self, command) -> dict:
+        """Apply one control command to the link filter and answer it (what the control channel sends
+        back): ``{"ok": true, "node", "cmd", "rules", "held", "held_by"}`` (plus ``"released"``, the
+        number of held messages a release freed), or ``{"ok": false, "node", "error"}`` for a malformed
+        command (nothing changed).
+
+        Commands are cluster-wide: every node gets the same one and applies it to its own edge.
+        ``{"cmd": "isolate", "nodes": [0, "controller"]}``, ``{"cmd": "partition", "groups": [[0, 1],
+        [2, "controller"]]}``, ``{"cmd": "cut", "from": 0, "to": 1}``, ``{"cmd": "heal"}`` or
+        ``{"cmd": "heal", "nodes": [0]}``, ``{"cmd": "hold", "api": "AlterPartition", "from": 0, "to":
+        "controller"}`` (api/from/to optional, null = any), ``{"cmd": "release", ...}`` (the same
+        fields), ``{"cmd": "status"}``. ``src``/``dst`` may stand for ``from``/``to``. Nodes are broker
+        ids and ``"controller"``; clients are never named (they are in no group)."""
+        me = self.node.node_id
+        if self.link_filter is None:
+            return {"ok": False, "node": me, "error": "this node runs without a link filter (not in chaos mode)"}
+        cmd = command.get("cmd") if isinstance(command, dict) else None
+        try:
+            released = self.link_filter.apply(command)
+        except ValueError as exc:
+            return {"ok": False, "node": me, "error": str(exc)}
+        if cmd != "status":
+            shown = {k: v for k, v in command.items() if k != "cmd"}
+            self.log(f"link filter: {cmd} {json.dumps(shown, sort_keys=True)}"
+                     + (f" ({len(released)} held messages released)" if cmd == "release" else ""))
+        if released:
+            self._deliver_released(released)
+        answer = {"ok": True, "node": me, "cmd": cmd, **self.link_filter.status()}
+        if cmd == "release":
+            answer["released"] = len(released)
+        return answer
+
+    def _deliver_released(self, items: list) -> None:
+        """Put released messages back on their way, in their original order, each judged again."""
+        requeue: dict[Connection, list] = {}
+        for item in items:
+            kind = item[0]
+            if kind == "request":
+                _, conn, request = item
+                if not conn.closed:
+                    requeue.setdefault(conn, []).append(request)
+            elif kind == "response":
+                _, conn, env, version = item
+                if not conn.closed:
+                    self._release_response(conn, env, version)
+            elif kind == "reply":
+                _, conn, data = item
+                if not conn.closed:
+                    self._reply(conn, data)
+            elif kind == "send":
+                self._send_request(item[1])
+            elif kind == "receive":
+                _, peer, generation, corr, msg = item
+                if peer.writer is not None and peer.generation == generation:
+                    self._receive_response(peer, generation, corr, msg)
+        for conn, requests in requeue.items():
+            conn.queued.extendleft(reversed(requests))  # ahead of what arrived after them
+            self._pump(conn)
+        self._flush()
+
+    def _release_response(self, conn: Connection, env: m.Envelope, version: int | None) -> None:
+        lf = self.link_filter
+        api = _api(env.message)
+        verdict = lf.decide(api, self.node.node_id, conn.identity)
+        if verdict is HOLD:
+            lf.hold_message(api, self.node.node_id, conn.identity, ("response", conn, env, version))
+        elif verdict is PASS:
+            self._write_response(conn, env, version)
+
+    async def start_control(self, host: str, port: int = 0) -> int:
+        """Serve the control channel on ``host`` (loopback) and return its port: JSON lines, one command
+        per line (:meth:`control`), one JSON answer per line; a line that is not JSON is answered with
+        ``ok: false``; a line longer than :data:`CONTROL_LINE_BYTES` closes the connection."""
+        server = await asyncio.start_server(self._serve_control, host, port, limit=CONTROL_LINE_BYTES)
+        self._servers.append(server)
+        self.control_port = server.sockets[0].getsockname()[1]
+        return self.control_port
+
+    async def _serve_control(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while True:
+                try:
+                    line = await reader.readline()
+                except (ValueError, asyncio.LimitOverrunError):  # a line past the limit
+                    writer.write(b'{"ok": false, "error": "command line too long"}\n')
+                    break
+                if not line:
+                    break
+                if not line.strip():
+                    continue
+                try:
+                    command = json.loads(line)
+                except ValueError as exc:
+                    answer = {"ok": False, "node": self.node.node_id, "error": f"not JSON: {exc}"}
+                else:
+                    try:
+                        answer = self.control(command)
+                    except Exception:  # a bug (in the node, handed a released message): log it, answer
+                        self.log(f"control command {line!r} failed:\n{traceback.format_exc()}")
+                        answer = {"ok": False, "node": self.node.node_id, "error": "internal error (see the node log)"}
+                writer.write(json.dumps(answer).encode() + b"\n")
+                await writer.drain()
+        except (ConnectionError, OSError):
+            pass  # the harness went away (a timeout): the command was applied all the same
+        finally:
+            writer.close()

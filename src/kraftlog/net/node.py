@@ -10,6 +10,12 @@ level, the seed, the configs and the ports); ``NODE`` is ``controller`` or a bro
   new incarnation, as a restarted Kafka broker has a new incarnation id),
 * writes ``DIR/run/<node>.json`` (pid, ports, and every second the node's state, broker epoch and
   fencing as the node itself knows them) for ``cluster status``,
+* in chaos mode (``"chaos": true`` in ``cluster.json``, ``kraftlog cluster up --chaos``): keeps the
+  FileDisk's shadow (``FileDisk(root, shadow=True)``, so that a fault injector can give a killed node its
+  fsynced files back), runs the driver with a :class:`~kraftlog.net.driver.LinkFilter` whose rules start
+  as ``DIR/links.json`` says (the cluster-wide rules :func:`kraftlog.net.cluster.control_all` keeps there,
+  so a node restarted during a partition is still partitioned), and serves the driver's control channel
+  on 127.0.0.1, on a free port written to its run file as ``control_port``,
 * runs the node under :class:`~kraftlog.net.driver.NodeDriver` until SIGTERM/SIGINT: a broker then
   shuts down cleanly (controlled shutdown, logs flushed, HWM checkpoint and clean-shutdown file
   written; at most 35 s), the controller stops at once (its metadata log is fsynced on every append).
@@ -34,9 +40,12 @@ from ..protocol import listeners as lst
 from ..protocol import wire
 from ..protocol.level import Level
 from .disk import FileDisk, read_meta_properties, write_meta_properties
-from .driver import Clock, NodeDriver
+from .driver import Clock, LinkFilter, NodeDriver
 
 HOST = "127.0.0.1"
+#: In a chaos-mode cluster directory: the cluster-wide link rules (LinkFilter.to_rules), kept by
+#: :func:`kraftlog.net.cluster.control_all` and read by every node at start.
+LINKS_FILE = "links.json"
 #: Extra time (ms) past the broker's own controlled-shutdown bound before the process gives up.
 SHUTDOWN_GRACE_MS = 5000
 
@@ -72,6 +81,15 @@ def write_json(path: str, data) -> None:
     os.replace(tmp, path)
 
 
+def read_links(directory: str) -> dict | None:
+    """The rules of ``DIR/links.json``, or None when there are none (or the file cannot be read)."""
+    try:
+        with open(os.path.join(directory, LINKS_FILE)) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
 def _spec_for(cluster: dict, node) -> dict:
     for entry in cluster["nodes"]:
         if entry["id"] == node:
@@ -105,7 +123,8 @@ async def _main(directory: str, node) -> int:
         socks[lst.INTERNAL] = _bind(spec["internal_port"] or 0)
     ports = {k: s.getsockname()[1] for k, s in socks.items()}
     config = {k: str(v) for k, v in cluster.get("config", {}).items()}
-    disk = FileDisk(root, log=log)
+    chaos = bool(cluster.get("chaos", False))
+    disk = FileDisk(root, log=log, shadow=chaos)
     clock = Clock()
     now = clock.now_ms()
     if node == CONTROLLER:
@@ -124,14 +143,19 @@ async def _main(directory: str, node) -> int:
         reg = core.image.brokers.get(peer)
         return None if reg is None else reg.endpoint(lst.INTERNAL)
 
-    driver = NodeDriver(core, socks, address_of, log, client_id=name, clock=clock)
+    link_filter = None
+    if chaos:
+        link_filter = LinkFilter.from_rules(read_links(directory))
+        if link_filter.active:
+            log(f"link filter rules from {LINKS_FILE}: {json.dumps(link_filter.to_rules(), sort_keys=True)}")
+    driver = NodeDriver(core, socks, address_of, log, client_id=name, clock=clock, link_filter=link_filter)
     run_path = os.path.join(directory, "run", f"{name}.json")
     os.makedirs(os.path.dirname(run_path), exist_ok=True)
     started = time.time()
 
     def write_status() -> None:
         status = {"pid": os.getpid(), "port": port, "internal_port": internal, "incarnation": incarnation,
-                  "started": started, "updated": time.time()}
+                  "started": started, "updated": time.time(), "chaos": chaos, "control_port": driver.control_port}
         if node != CONTROLLER:
             status.update(state=core.state, broker_epoch=core.broker_epoch, fenced=core.fenced)
         else:
@@ -146,8 +170,11 @@ async def _main(directory: str, node) -> int:
 
     supported = wire.supported_api_versions(core.level)
     await driver.start(lambda listener: lst.listener_api_versions(listener, supported))
+    if chaos:
+        await driver.start_control(HOST)
     write_status()
-    log(f"started (incarnation {incarnation}, level {cluster['level']}, ports {ports}, pid {os.getpid()})")
+    log(f"started (incarnation {incarnation}, level {cluster['level']}, ports {ports}, pid {os.getpid()}"
+        + (f", chaos mode, control port {driver.control_port})" if chaos else ")"))
 
     stop = {"requested_ms": None}
     loop = asyncio.get_running_loop()
