@@ -202,7 +202,7 @@ def test_random_commands_judge_every_link_as_the_simulator(seed):
                     continue
                 assert f.is_cut(ea, eb) == sim.is_cut(a, b), (command, a, b)
                 for api in ("Fetch", "AlterPartition", "Produce"):
-                    held = sim._held(m.Envelope(a, b, 1, _Msg(api)))
+                    held = sim.links.is_held(api, a, b)
                     assert f.is_held(api, ea, eb) == held, (command, api, a, b)
 
 

@@ -41,6 +41,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..controller.controller import CONTROLLER
+from ..links import LinkRules, matches
 from ..protocol import listeners as lst
 from ..protocol import messages as m
 from ..protocol import wire
@@ -113,12 +114,12 @@ def _show_node(node) -> str:
     return node if isinstance(node, str) else str(node)
 
 
-class LinkFilter:
+class LinkFilter(LinkRules):
     """The simulator's network faults as rules on directed links, for one real node's edge.
 
-    A pure object (no sockets, no clock): the same rules and the same semantics as
-    :class:`~kraftlog.sim.cluster.SimCluster`, whose methods it mirrors one for one. Node ids are the
-    simulator's (broker ints, ``"controller"``); every ordinary client is :data:`CLIENTS`.
+    A pure object (no sockets, no clock): the rules are a :class:`~kraftlog.links.LinkRules`, the very
+    class :class:`~kraftlog.sim.cluster.SimCluster` keeps its rules in, plus the held messages. Node ids
+    are the simulator's (broker ints, ``"controller"``); every ordinary client is :data:`CLIENTS`.
 
     * ``isolate(nodes)``: every link between ``nodes`` and any other endpoint (clients included) is cut,
       both ways; links inside ``nodes`` stay up;
@@ -138,62 +139,15 @@ class LinkFilter:
     simulator re-checks released messages at their delivery."""
 
     def __init__(self) -> None:
-        self.cut: set = set()  # directed links (src, dst)
-        self.isolated: list[frozenset] = []  # node sets cut from everything else
-        self.partitioned: list[list[frozenset]] = []  # lists of groups: different groups are cut
-        self.holds: list[tuple] = []  # (api, src, dst), None = any
+        super().__init__()
         self.held: list[tuple] = []  # (api, src, dst, item) in the order held
-
-    # ------------------------------------------------------------------ the simulator's verbs
-    def isolate(self, nodes) -> None:
-        self.isolated.append(frozenset(nodes))
-
-    def partition(self, groups) -> None:
-        self.partitioned.append([frozenset(g) for g in groups])
-
-    def cut_link(self, src, dst) -> None:
-        self.cut.add((src, dst))
-
-    def heal(self, nodes=None) -> None:
-        if nodes is None:
-            self.cut.clear()
-            self.isolated.clear()
-            self.partitioned.clear()
-        else:
-            gone = set(nodes)
-            self.cut = {(a, b) for a, b in self.cut if a not in gone and b not in gone}
-            self.isolated = [g - gone for g in self.isolated if g - gone]
-            self.partitioned = [[g - gone for g in groups] for groups in self.partitioned]
-
-    def is_cut(self, src, dst) -> bool:
-        """Is the directed link src -> dst down? (SimCluster.is_cut)"""
-        if (src, dst) in self.cut:
-            return True
-        for g in self.isolated:
-            if (src in g) != (dst in g):
-                return True
-        for groups in self.partitioned:
-            gs = gd = None
-            for i, g in enumerate(groups):
-                if src in g:
-                    gs = i
-                if dst in g:
-                    gd = i
-            if gs is not None and gd is not None and gs != gd:
-                return True
-        return False
-
-    def hold(self, api=None, src=None, dst=None) -> None:
-        self.holds.append((api, src, dst))
 
     def release(self, api=None, src=None, dst=None) -> list:
         """End the matching holds; return the matching held items, in the order they were held."""
-        self.holds = [h for h in self.holds if not (
-            (api is None or h[0] == api) and (src is None or h[1] == src) and (dst is None or h[2] == dst))]
+        self.end_holds(api, src, dst)
         keep, go = [], []
         for entry in self.held:
-            if (api is None or entry[0] == api) and (src is None or entry[1] == src) and (
-                    dst is None or entry[2] == dst):
+            if matches(api, src, dst, entry[0], entry[1], entry[2]):
                 go.append(entry[3])
             else:
                 keep.append(entry)
@@ -205,13 +159,6 @@ class LinkFilter:
     def active(self) -> bool:
         """Whether any rule is set (nothing to judge otherwise)."""
         return bool(self.cut or self.isolated or self.partitioned or self.holds)
-
-    def is_held(self, api, src, dst) -> bool:
-        for h_api, h_src, h_dst in self.holds:
-            if (h_api is None or h_api == api) and (h_src is None or h_src == src) and (
-                    h_dst is None or h_dst == dst):
-                return True
-        return False
 
     def decide(self, api: str, src, dst) -> str:
         """:data:`DROP` (the link src -> dst is cut), :data:`HOLD` (a hold matches) or :data:`PASS`."""

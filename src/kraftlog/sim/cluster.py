@@ -26,6 +26,7 @@ from ..controller.controller import CONTROLLER, QuorumController
 from ..protocol.level import Level
 from ..protocol.messages import Envelope
 from ..protocol.node import ConnectionSetup
+from ..links import LinkRules, matches
 from ..storage.disk import SimDisk
 from .history import FLUSH_LINES, History
 
@@ -56,11 +57,9 @@ class SimCluster:
         self.scheduled: dict = {}
         self.disks: dict = {b: SimDisk(writeback_ms) for b in range(brokers)}
         self.disks[CONTROLLER] = SimDisk(writeback_ms)
-        self.cut: set = set()  # directed links cut by `cut` (and pairs cut by isolate/partition)
-        self.isolated: list = []  # node sets cut from every other node, present or future
-        self.partitioned: list = []  # lists of node groups: nodes in different groups are cut
-        self.holds: list = []
-        self.held: list = []
+        #: isolate/partition/cut/heal/hold rules, the same object the TCP driver's LinkFilter uses
+        self.links = LinkRules()
+        self.held: list = []  # delivery payloads kept by a hold, in their original order
         self.link_last: dict = {}
         self.history = History()
         self.messages_delivered = 0
@@ -153,65 +152,38 @@ class SimCluster:
 
     def isolate(self, nodes) -> None:
         """Cut every link between ``nodes`` and all other nodes, including nodes added later."""
-        self.isolated.append(frozenset(nodes))
+        self.links.isolate(nodes)
         self.history.record(self.now, "isolate", nodes=[str(n) for n in nodes])
 
     def partition(self, groups) -> None:
         """Nodes only reach nodes of their own group (nodes in no group, e.g. clients, reach all)."""
-        self.partitioned.append([frozenset(g) for g in groups])
+        self.links.partition(groups)
         self.history.record(self.now, "partition", groups=[[str(n) for n in g] for g in groups])
 
     def cut_link(self, src, dst) -> None:
-        self.cut.add((src, dst))
+        self.links.cut_link(src, dst)
         self.history.record(self.now, "cut", src=str(src), dst=str(dst))
 
     def heal(self, nodes=None) -> None:
         """Restore every link that touches ``nodes``, or all links."""
-        if nodes is None:
-            self.cut.clear()
-            self.isolated.clear()
-            self.partitioned.clear()
-        else:
-            gone = set(nodes)
-            self.cut = {(a, b) for a, b in self.cut if a not in gone and b not in gone}
-            self.isolated = [g - gone for g in self.isolated if g - gone]
-            self.partitioned = [[g - gone for g in groups] for groups in self.partitioned]
+        self.links.heal(nodes)
         self.history.record(self.now, "heal", nodes=None if nodes is None else [str(n) for n in nodes])
 
     def is_cut(self, src, dst) -> bool:
         """Is the directed link src -> dst down?"""
-        if (src, dst) in self.cut:
-            return True
-        for g in self.isolated:
-            if (src in g) != (dst in g):
-                return True
-        for groups in self.partitioned:
-            gs = gd = None
-            for i, g in enumerate(groups):
-                if src in g:
-                    gs = i
-                if dst in g:
-                    gd = i
-            if gs is not None and gd is not None and gs != gd:
-                return True
-        return False
+        return self.links.is_cut(src, dst)
 
     def hold(self, api=None, src=None, dst=None) -> None:
-        self.holds.append((api, src, dst))
+        self.links.hold(api, src, dst)
         self.history.record(self.now, "hold", api=api, src=str(src), dst=str(dst))
 
     def release(self, api=None, src=None, dst=None) -> None:
         """Stop holding matching messages and deliver the held ones, in their original order."""
-        self.holds = [h for h in self.holds if not (
-            (api is None or h[0] == api) and (src is None or h[1] == src) and (dst is None or h[2] == dst))]
+        self.links.end_holds(api, src, dst)
         keep, go = [], []
         for payload in self.held:
             env = payload[0]
-            if (api is None or env.message.API == api) and (src is None or env.src == src) and (
-                    dst is None or env.dst == dst):
-                go.append(payload)
-            else:
-                keep.append(payload)
+            (go if matches(api, src, dst, env.message.API, env.src, env.dst) else keep).append(payload)
         self.held = keep
         self.history.record(self.now, "release", api=api, src=str(src), dst=str(dst), count=len(go))
         for payload in go:
@@ -249,7 +221,8 @@ class SimCluster:
     def _transmit(self, envelopes: list[Envelope]) -> None:
         """Put messages on the network: each arrives after a seeded delay in [delay_min, delay_max] ms,
         never before an earlier message on the same directed link (FIFO, like a TCP connection)."""
-        faulty = self.cut or self.isolated or self.partitioned
+        links = self.links
+        faulty = links.cut or links.isolated or links.partitioned
         nodes = self.nodes
         now = self.now
         delay_min = self.delay_min
@@ -261,7 +234,7 @@ class SimCluster:
         for env in envelopes:
             src = env.src
             dst = env.dst
-            if faulty and self.is_cut(src, dst):
+            if faulty and links.is_cut(src, dst):
                 continue
             if dst not in nodes and not env.is_response:
                 self._refuse(env)
@@ -282,14 +255,6 @@ class SimCluster:
         """Connection refused (the destination is down): the sender learns at once, after one network
         delay, and fails the request."""
         self._push(self.now + self.delay_min, CALL, ("refused", request.src, request.correlation_id))
-
-    def _held(self, env: Envelope) -> bool:
-        api = env.message.API
-        for h_api, h_src, h_dst in self.holds:
-            if (h_api is None or h_api == api) and (h_src is None or h_src == env.src) and (
-                    h_dst is None or h_dst == env.dst):
-                return True
-        return False
 
     def _tick(self, t: int, node_id, incarnation: int) -> None:
         """A node's scheduled tick (ignored when superseded or the node restarted since)."""
@@ -330,9 +295,10 @@ class SimCluster:
     def _stopped_in_network(self, payload) -> bool:
         """Network faults at delivery time: a cut link drops the message, a hold keeps it aside."""
         env = payload[0]
-        if (self.cut or self.isolated or self.partitioned) and self.is_cut(env.src, env.dst):
+        links = self.links
+        if (links.cut or links.isolated or links.partitioned) and links.is_cut(env.src, env.dst):
             return True
-        if self.holds and self._held(env):
+        if links.holds and links.is_held(env.message.API, env.src, env.dst):
             self.held.append(payload)
             return True
         return False
@@ -362,13 +328,14 @@ class SimCluster:
         after = self._after
         setup = ConnectionSetup
         incarnation = self.incarnation
+        links = self.links  # heal() replaces its sets, never the object
         while queue and queue[0][0] <= t_end:
             t, _, kind, payload = pop(queue)
             if t > self.now:
                 self.now = t
             if kind == DELIVER:
                 env = payload[0]
-                if (self.cut or self.isolated or self.partitioned or self.holds) and self._stopped_in_network(payload):
+                if (links.cut or links.isolated or links.partitioned or links.holds) and self._stopped_in_network(payload):
                     pass
                 elif (node := nodes.get(env.dst)) is None:
                     if not env.is_response:
