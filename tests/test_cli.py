@@ -212,3 +212,15 @@ def test_dump_logs_shows_each_replicas_log_and_leader_epoch_cache():
     assert "t-0 on broker 1 (leader): LEO 20, HWM 20, leader-epoch cache 0:0 2:20" in text
     assert "baseOffset 0 lastOffset" in text
     assert "logs" not in json.loads(run("scenario", "run", path, "--json").output)
+
+
+def test_node_processes_and_spark_workers_leave_no_hypothesis_folder(tmp_path):
+    """Importing kraftlog anywhere, not only through the CLI (a cluster's node processes run
+    ``python -m kraftlog.net.node`` with the cluster directory as their working directory; Spark's
+    Python workers import the campaign), keeps Hypothesis's cache out of the working directory."""
+    import subprocess
+    import sys
+
+    subprocess.run([sys.executable, "-c", "import kraftlog.net.node, kraftlog.spark.campaign"], cwd=tmp_path,
+                   check=True, capture_output=True)
+    assert not (tmp_path / ".hypothesis").exists()

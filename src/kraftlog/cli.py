@@ -10,34 +10,17 @@ whether the expectations held, whether anything acknowledged was lost (never a b
 from __future__ import annotations
 
 import json
-import os
 import sys
 
 
-def _keep_hypothesis_out_of_the_working_directory() -> None:
-    """kio's types register Hypothesis strategies when Hypothesis is installed (the test extra), and
-    Hypothesis then caches Unicode tables in ``./.hypothesis``: a command run in any directory would leave
-    that folder behind. Outside pytest, point Hypothesis at ``$XDG_CACHE_HOME/kraftlog/hypothesis``."""
-    if "pytest" in sys.modules:
-        return
-    try:
-        from hypothesis.configuration import set_hypothesis_home_dir
-    except ImportError:  # the main install has no Hypothesis: nothing is written
-        return
-    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    set_hypothesis_home_dir(os.path.join(cache, "kraftlog", "hypothesis"))
+import click
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
 
-
-_keep_hypothesis_out_of_the_working_directory()
-
-import click  # noqa: E402
-from rich.console import Console  # noqa: E402
-from rich.table import Table  # noqa: E402
-from rich.text import Text  # noqa: E402
-
-from .cli_options import level_option  # noqa: E402
-from .protocol.level import DEFAULT, IMPLEMENTED, Level  # noqa: E402
-from .sim.runner import outcome_words  # noqa: E402
+from .cli_options import level_option
+from .protocol.level import DEFAULT, IMPLEMENTED, Level
+from .sim.runner import outcome_words
 
 
 
