@@ -200,11 +200,12 @@ from .spark.cli import campaign  # noqa: E402  (the command lives with the Spark
 
 main.add_command(campaign)
 
-from .net.cli import cluster, elect, topics  # noqa: E402  (the real cluster's commands)
+from .net.cli import chaos, cluster, elect, topics  # noqa: E402  (the real cluster's commands)
 
 main.add_command(cluster)
 main.add_command(topics)
 main.add_command(elect)
+main.add_command(chaos)
 
 
 if __name__ == "__main__":  # pragma: no cover

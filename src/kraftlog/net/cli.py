@@ -23,7 +23,7 @@ from ..protocol.errors import Errors
 from ..protocol.level import IMPLEMENTED, Level
 from . import cluster as cl
 
-__all__ = ["cluster", "topics", "elect"]
+__all__ = ["cluster", "topics", "elect", "chaos"]
 
 
 def _fail(message: str, code: int) -> None:
@@ -323,3 +323,110 @@ def elect(bootstrap: str, election: str, topic: str, partition: int, leader: int
             continue
         _fail_on_error(f"elect {r.topic}-{r.partition}", r.error_code, r.error_message)
         click.echo(f"{election} election done for {r.topic}-{r.partition}")
+
+
+# ====================================================================== chaos
+def _duration_s(ctx, param, value: str) -> float:
+    from ..sim.scenario import parse_duration
+    try:
+        return parse_duration(value) / 1000
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
+@click.command("chaos")
+@click.option("--dir", "directory", default=None, type=click.Path(file_okay=False),
+              help="Cluster directory, kept afterwards with chaos.json, acks.parquet and the node logs "
+                   "(default: a new directory under the system's temporary directory).")
+@click.option("--brokers", type=int, default=3, show_default=True, help="Number of brokers (1..9).")
+@click.option("--duration", default="120s", show_default=True, callback=_duration_s,
+              help="How long faults and traffic go on once the cluster is ready (e.g. 90s, 5m); the heal, "
+                   "settle and read-back come after.")
+@click.option("--seed", type=int, default=None, help="Seed of the fault plan and the nodes (default: drawn, printed).")
+@click.option("--level", callback=level_option, default=None,
+              help=f"Protocol level: {', '.join(lv.label for lv in IMPLEMENTED)} (default: the highest).")
+@click.option("--partitions", type=int, default=3, show_default=True, help="Partitions of the chaos topic.")
+@click.option("--rate", type=float, default=100.0, show_default=True, help="Records/s of each producer.")
+@click.option("--story", type=click.Choice(["random", "last-replica-standing"]), default="random",
+              show_default=True, help="random: a seeded fault plan; last-replica-standing: KIP-966's story, "
+                                      "which loses acknowledged records below level elr.")
+@click.option("--json", "as_json", is_flag=True, help="Print the verdict as JSON (progress goes to stderr).")
+@click.option("--fail-on-loss", is_flag=True, help="Also exit 1 when the run is not safe.")
+def chaos(directory: str | None, brokers: int, duration: float, seed: int | None, level: Level | None,
+          partitions: int, rate: float, story: str, as_json: bool, fail_on_loss: bool) -> None:
+    """Start a real cluster, run real clients (a confluent-kafka idempotent acks=all producer, an acks=1
+    producer, kraftlog's KIP-320 consumer) and inject seeded faults (SIGKILL, SIGSTOP, clean shutdown,
+    lose-unflushed, isolation, cut links, partitions, controller kill); then heal, read everything back
+    and judge with the simulator's checkers.
+
+    Exit codes: 0 the run completed (the cluster healed; with --fail-on-loss: and it is safe); 1
+    otherwise; 2 a bad option; 130 interrupted (every node stopped)."""
+    import tempfile
+    from random import SystemRandom
+
+    from .chaos import ChaosError, ChaosRun
+
+    if seed is None:
+        seed = SystemRandom().randrange(2 ** 31)
+    if directory is None:
+        directory = tempfile.mkdtemp(prefix="kraftlog-chaos-")
+    elif os.path.exists(os.path.join(directory, "cluster.json")):
+        _fail(f"{directory} already holds a cluster: give a new --dir for a chaos run", 2)
+    out = sys.stderr if as_json else sys.stdout
+
+    def progress(line: str) -> None:
+        print(line, file=out, flush=True)
+
+    try:
+        run = ChaosRun(directory, brokers=brokers, duration_s=duration, seed=seed, level=level,
+                       partitions=partitions, rate=rate, story=story, progress=progress)
+    except ValueError as exc:
+        _fail(str(exc), 2)
+    stop = {"signal": None}
+
+    def on_signal(signum, frame):
+        stop["signal"] = signum
+        raise KeyboardInterrupt
+
+    old = signal.signal(signal.SIGTERM, on_signal)
+    try:
+        verdict = run.run()
+    except KeyboardInterrupt:
+        click.echo(f"interrupted: every node of {os.path.abspath(directory)} stopped", err=True)
+        sys.exit(130)
+    except (ChaosError, cl.ClusterError) as exc:
+        _fail(f"chaos run failed: {exc} (node logs in {os.path.abspath(directory)})", 1)
+    finally:
+        signal.signal(signal.SIGTERM, old)
+    if as_json:
+        click.echo(json.dumps(verdict))
+    else:
+        _print_chaos(verdict, directory)
+    code = 0 if verdict["passed"] else 1
+    if code == 0 and fail_on_loss and not verdict["safe"]:
+        code = 1
+    sys.exit(code)
+
+
+def _print_chaos(verdict: dict, directory: str) -> None:
+    from ..sim.runner import outcome_words
+    click.echo("")
+    click.echo(f"faults injected ({len(verdict['faults'])}):")
+    for f in verdict["faults"]:
+        healed = "-" if f["healed_ms"] is None else f"{f['healed_ms'] / 1000:.1f}s"
+        rec = "-" if f["recovered_ms"] is None else f"{f['recovered_ms'] / 1000:.1f}s"
+        target = f["node"] if f["peer"] is None else f"{f['node']} -> {f['peer']}"
+        click.echo(f"  {f['at_ms'] / 1000:7.1f}s  {f['kind']:<16} {str(target):<16} healed {healed:>7}  "
+                   f"ISRs complete {rec:>7}" + (f"  ({f['detail']})" if f["detail"] else ""))
+    a = verdict["acked"]
+    click.echo(f"acknowledged: {a['all']:,} acks=all, {a['1']:,} acks=1; consumed {verdict['metrics']['records_consumed']:,}; "
+               f"truncations detected {verdict['detected_truncations']}, undetected {verdict['undetected_truncations']}")
+    click.echo("anomalies: " + ", ".join(f"{k} {v}" for k, v in verdict["anomalies"].items()))
+    for v in verdict["invariant_violations"]:
+        click.echo(f"  invariant: {v}")
+    budget = "within" if verdict["within_budget"] else "BEYOND"
+    click.echo(f"level {verdict['level']}, seed {verdict['seed']}: {budget} the fault budget (at most "
+               f"{verdict['fault_budget']} replica(s) of a partition down after an unclean shutdown at a time)")
+    click.echo(f"verdict: {outcome_words(verdict)}")
+    click.echo(f"written: {os.path.join(os.path.abspath(directory), 'chaos.json')}, "
+               f"{os.path.join(os.path.abspath(directory), 'acks.parquet')}")

@@ -1,18 +1,25 @@
-"""A blocking Kafka connection for kraftlog's own command-line tools (``topics``, ``elect``, ``cluster``).
+"""Clients of a real cluster for kraftlog's own tools.
 
-One TCP connection, one request at a time: the core message is encoded by
-:mod:`kraftlog.protocol.wire` at the version its class names, framed, sent, and the response decoded
-back into a core message. Loopback clusters answer in milliseconds; every call has a timeout.
+* :class:`KafkaConnection`: a blocking connection for the command-line tools (``topics``, ``elect``,
+  ``cluster``). One TCP connection, one request at a time: the core message is encoded by
+  :mod:`kraftlog.protocol.wire` at the version its class names, framed, sent, and the response decoded
+  back into a core message. Loopback clusters answer in milliseconds; every call has a timeout.
+* :class:`ClientLoop`: a sans-I/O client node of :mod:`kraftlog.client` (the KIP-320 consumer, the
+  producer) driven over TCP by :class:`~kraftlog.net.driver.NodeDriver` on its own asyncio loop in a
+  thread: the very client the simulator runs, against real brokers.
 """
 
 from __future__ import annotations
 
+import asyncio
 import socket
+import threading
+from collections.abc import Callable
 
 from ..protocol import wire
 from ..protocol.framing import ResponseDecoder
 
-__all__ = ["KafkaConnection", "parse_address"]
+__all__ = ["KafkaConnection", "ClientLoop", "parse_address"]
 
 
 def parse_address(text: str) -> tuple[str, int]:
@@ -71,3 +78,56 @@ class KafkaConnection:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+class ClientLoop:
+    """Runs the sans-I/O client ``node`` (a :class:`~kraftlog.client.network.NetworkClient`: its
+    ``node_id`` is its client id, its bootstrap and metadata name brokers by id) against a real cluster,
+    on an asyncio loop in a daemon thread.
+
+    ``address_of(broker_id)``: the broker's client listener as (host, port), or None when unknown;
+    ``observe(node)``: called on the loop's thread after every event the node handled and at least every
+    ``wake_every_ms`` (take the node's records there; it must not block); ``log(text)``: one line per
+    connection problem. :meth:`start` returns at once; :meth:`stop` ends the loop, closes every
+    connection and joins the thread (at most ``timeout_s``). Nothing here is a protocol rule: connection
+    setups, timeouts, backoffs and retries are the node's own (Kafka's NetworkClient)."""
+
+    def __init__(self, node, address_of: Callable[[object], tuple[str, int] | None],
+                 observe: Callable[[object], None], log: Callable[[str], None] = lambda text: None,
+                 wake_every_ms: int = 100) -> None:
+        self.node = node
+        self.address_of = address_of
+        self.observe = observe
+        self.log = log
+        self.wake_every_ms = wake_every_ms
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        #: the exception that ended the loop, if one did
+        self.error: BaseException | None = None
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name=f"client-{self.node.node_id}", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            asyncio.run(self._main())
+        except BaseException as exc:  # kept for the owner to report; the thread ends
+            self.error = exc
+
+    async def _main(self) -> None:
+        from .driver import NodeDriver
+        driver = NodeDriver(self.node, {}, self.address_of, self.log, client_id=str(self.node.node_id))
+        await driver.start(lambda listener: {})
+        driver.kick()
+        try:
+            await driver.run_until(self._stop.is_set, wake_every_ms=self.wake_every_ms,
+                                   on_wake=lambda: self.observe(self.node))
+        finally:
+            driver.stopping = True
+            await driver.close()
+
+    def stop(self, timeout_s: float = 10.0) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout_s)

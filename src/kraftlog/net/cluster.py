@@ -160,12 +160,15 @@ def _start_node(directory: str, cluster: dict, node) -> subprocess.Popen:
 
 
 def up(directory: str, brokers: int, port: int = 9092, level: Level | None = None, seed: int | None = None,
-       config: dict | None = None, chaos: bool = False) -> dict:
+       config: dict | None = None, chaos: bool = False, owned: bool = False) -> dict:
     """Start a controller and ``brokers`` brokers on 127.0.0.1 with data under ``directory`` (reused when
     it holds a cluster of the same size and level: the nodes recover their logs) and return cluster.json.
     Broker ``i`` listens for clients on ``port + i`` (``port`` 0: free ports). ``chaos``: chaos mode (see
     the module's doc; an existing cluster may be switched to it, not back: its data has a shadow that a
-    plain node would make stale). Every ``up`` starts with no link rule. Raises ClusterError (exit 2) on a
+    plain node would make stale). ``owned``: the nodes die with this process (``owner_pid`` in
+    cluster.json; see :mod:`kraftlog.net.node`): for a fault injector that must leave no node behind
+    when it is killed; it must then start and restart the nodes from its main thread (the kernel's
+    parent-death signal follows the thread that started a node). Every ``up`` starts with no link rule. Raises ClusterError (exit 2) on a
     mismatch with an existing cluster or a cluster that is already running."""
     from ..protocol.level import DEFAULT
     if brokers < 1 or brokers > 50:
@@ -193,7 +196,7 @@ def up(directory: str, brokers: int, port: int = 9092, level: Level | None = Non
             cluster["config"].update(config)
         cluster["chaos"] = bool(chaos)
     else:
-        level = level or DEFAULT
+        level = level if level is not None else DEFAULT  # Level.CLASSIC is 0: falsy
         cluster = {
             "bootstrap": None, "level": level.label,
             "seed": seed if seed is not None else SystemRandom().randrange(2 ** 31),
@@ -205,6 +208,8 @@ def up(directory: str, brokers: int, port: int = 9092, level: Level | None = Non
                 "internal_port": 0} for i in range(brokers)],
         }
         _save(directory, cluster)
+    cluster["owner_pid"] = os.getpid() if owned else None
+    _save(directory, cluster)
     try:  # a new run starts with every link up
         os.unlink(os.path.join(directory, LINKS_FILE))
     except FileNotFoundError:
@@ -298,21 +303,38 @@ def _stop_pid(pid: int | None, kill: bool, timeout_s: float = STOP_TIMEOUT_S) ->
     while time.monotonic() < deadline:
         _reap(pid)
         if not pid_alive(pid):
-            _reap(pid)  # our own child: do not leave a zombie behind
+            _wait_gone(pid)
             return not kill
         time.sleep(0.05)
     _kill(pid)
     while pid_alive(pid):
         _reap(pid)
         time.sleep(0.05)
+    _wait_gone(pid)
     return False
 
 
-def _reap(pid: int) -> None:
+def _reap(pid: int) -> bool:
+    """Reap ``pid`` if it is our child that exited; True once it is reaped (or not our child)."""
     try:
-        os.waitpid(pid, os.WNOHANG)
+        return os.waitpid(pid, os.WNOHANG)[0] == pid
     except ChildProcessError:
-        pass
+        return True
+
+
+def _wait_gone(pid: int, timeout_s: float = 10.0) -> None:
+    """Wait until the process ``pid`` has fully exited: reaped when it is our child, else gone from
+    /proc. A multi-threaded process's main thread shows as a zombie while its other threads still exit
+    and still hold its files (a FileDisk lock among them), so a zombie is not yet "gone"."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            if os.waitpid(pid, os.WNOHANG)[0] == pid:
+                return
+        except ChildProcessError:  # not our child: its parent reaps it
+            if not os.path.exists(f"/proc/{pid}"):
+                return
+        time.sleep(0.02)
 
 
 def kill(directory: str) -> list[str]:

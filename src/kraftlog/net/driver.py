@@ -46,7 +46,7 @@ from ..protocol import listeners as lst
 from ..protocol import messages as m
 from ..protocol import wire
 from ..protocol.framing import Close, Reply, Request, ResponseDecoder, ServerConnection
-from ..protocol.node import ConnectionSetup
+from ..protocol.node import CONNECTION_SETUP, ConnectionSetup
 
 __all__ = ["Clock", "NodeDriver", "Connection", "LinkFilter", "CLIENTS", "PASS", "DROP", "HOLD",
            "node_of_client_id"]
@@ -351,6 +351,8 @@ class _Peer:
         self.connecting = False
         #: counts this peer's connections: a response held on one connection is lost if it closed since
         self.generation = 0
+        #: correlation ids of a client node's ConnectionSetups waiting for the connection
+        self.setups: list[int] = []
 
 
 class NodeDriver:
@@ -606,7 +608,8 @@ class NodeDriver:
 
     def _send_request(self, env: m.Envelope) -> None:
         if isinstance(env.message, ConnectionSetup):
-            return  # only clients ask for connection setups; nodes connect on demand
+            self._setup_connection(env)
+            return
         lf = self.link_filter
         if lf is not None and lf.active:
             api = _api(env.message)
@@ -634,6 +637,23 @@ class NodeDriver:
             peer.connecting = True
             self._spawn(self._connect(peer))
 
+    def _setup_connection(self, env: m.Envelope) -> None:
+        """A client node's ConnectionSetup (:mod:`kraftlog.protocol.node`; brokers and the controller
+        connect on demand and never send one): answered once the TCP connection to ``env.dst`` is open,
+        at once if it already is; a connection that cannot be made fails it (``connection_failed``), as
+        the simulator's network does. No link rule applies: link faults are the nodes' own filters."""
+        peer = self._peers.get(env.dst)
+        if peer is None:
+            peer = self._peers[env.dst] = _Peer(env.dst)
+        if peer.writer is not None:
+            self.node.deliver(self.clock.now_ms(), m.Envelope(env.dst, self.node.node_id, env.correlation_id,
+                                                              env.message, True))
+            return
+        peer.setups.append(env.correlation_id)
+        if not peer.connecting:
+            peer.connecting = True
+            self._spawn(self._connect(peer))
+
     def _spawn(self, coro) -> None:
         task = asyncio.ensure_future(coro)
         self._tasks.add(task)
@@ -648,8 +668,9 @@ class NodeDriver:
                 asyncio.open_connection(address[0], address[1], limit=READ_BYTES), CONNECT_TIMEOUT_MS / 1000)
         except (OSError, asyncio.TimeoutError, ConnectionError):
             peer.connecting = False
-            failed = [corr for corr, _ in peer.pending]
+            failed = [corr for corr, _ in peer.pending] + peer.setups
             peer.pending.clear()
+            peer.setups.clear()
             now = self.clock.now_ms()
             for corr in failed:
                 peer.inflight.pop(corr, None)
@@ -662,6 +683,12 @@ class NodeDriver:
         for _, frame in peer.pending:
             writer.write(frame)
         peer.pending.clear()
+        if peer.setups:
+            setups, peer.setups = peer.setups, []
+            now = self.clock.now_ms()
+            for corr in setups:
+                self.node.deliver(now, m.Envelope(peer.peer, self.node.node_id, corr, CONNECTION_SETUP, True))
+            self._flush()
         await self._read_responses(peer, reader)
 
     async def _read_responses(self, peer: _Peer, reader: asyncio.StreamReader) -> None:

@@ -16,6 +16,11 @@ level, the seed, the configs and the ports); ``NODE`` is ``controller`` or a bro
   as ``DIR/links.json`` says (the cluster-wide rules :func:`kraftlog.net.cluster.control_all` keeps there,
   so a node restarted during a partition is still partitioned), and serves the driver's control channel
   on 127.0.0.1, on a free port written to its run file as ``control_port``,
+* when ``cluster.json`` names an ``owner_pid`` (a fault injector such as ``kraftlog chaos`` that started
+  the cluster as its own children): dies with its owner. On Linux the kernel sends it SIGKILL when the
+  owner exits (``prctl(PR_SET_PDEATHSIG)``, which reaches a paused node too); elsewhere, and as a second
+  guard, the node shuts down at its next wake once the owner's PID is gone. A fault injector killed by
+  SIGKILL thus leaves no node behind,
 * runs the node under :class:`~kraftlog.net.driver.NodeDriver` until SIGTERM/SIGINT: a broker then
   shuts down cleanly (controlled shutdown, logs flushed, HWM checkpoint and clean-shutdown file
   written; at most 35 s), the controller stops at once (its metadata log is fsynced on every append).
@@ -90,6 +95,38 @@ def read_links(directory: str) -> dict | None:
         return None
 
 
+#: prctl(2)'s PR_SET_PDEATHSIG (linux/prctl.h).
+_PR_SET_PDEATHSIG = 1
+
+
+def die_with_owner(owner_pid: int) -> bool:
+    """Ask the kernel to SIGKILL this process when its parent, the owner ``owner_pid``, exits (Linux's
+    ``prctl(PR_SET_PDEATHSIG, SIGKILL)``; returns False where that is not available). Exits at once
+    (status 3) when the parent is not ``owner_pid`` any more: the owner died before the request."""
+    armed = False
+    if sys.platform.startswith("linux"):
+        import ctypes
+        try:
+            armed = ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) == 0
+        except (OSError, AttributeError):
+            armed = False
+    if os.getppid() != owner_pid:
+        sys.stderr.write(f"owner pid {owner_pid} is gone (parent is {os.getppid()}): not starting\n")
+        sys.exit(3)
+    return armed
+
+
+def owner_alive(owner_pid: int) -> bool:
+    """Whether the owner's PID still runs (the watchdog's second guard)."""
+    try:
+        os.kill(owner_pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def _spec_for(cluster: dict, node) -> dict:
     for entry in cluster["nodes"]:
         if entry["id"] == node:
@@ -103,6 +140,9 @@ async def _main(directory: str, node) -> int:
     with open(os.path.join(directory, "cluster.json")) as f:
         cluster = json.load(f)
     spec = _spec_for(cluster, node)
+    owner = cluster.get("owner_pid")
+    if owner:
+        die_with_owner(int(owner))
     level = Level.parse(cluster["level"])
     root = os.path.join(directory, name)
     os.makedirs(root, exist_ok=True)
@@ -163,6 +203,9 @@ async def _main(directory: str, node) -> int:
         write_json(run_path, status)
 
     def on_wake() -> None:
+        if owner and stop["requested_ms"] is None and not owner_alive(int(owner)):
+            log(f"owner pid {owner} is gone: shutting down")
+            on_signal(signal.SIGTERM)
         write_status()
         if node == CONTROLLER:
             for ev in core.urm.take_events():  # the unclean recoveries' steps (KIP-966), into the node's log

@@ -1,0 +1,754 @@
+"""``kraftlog chaos``: real processes, real clients, seeded faults, and the simulator's checkers (issue 13).
+
+One run:
+
+1. **Cluster.** A chaos-mode cluster (:func:`kraftlog.net.cluster.up` with ``chaos=True``: link filters
+   with a control channel, FileDisk shadows) of ``brokers`` brokers and a controller on 127.0.0.1, owned
+   by this process (every node dies with it, even when it is SIGKILLed: see :mod:`kraftlog.net.node`),
+   with the short timeouts of :data:`CHAOS_CONFIG` so that ISR shrinks and recoveries happen inside a
+   short run. A topic :data:`TOPIC` of ``partitions`` partitions, replication factor min(3, brokers),
+   ``min.insync.replicas`` min(2, RF). librdkafka's log lines go to ``DIR/clients.log``.
+2. **Clients**, from the moment the cluster is ready to the end: a confluent-kafka (librdkafka)
+   producer with ``acks=all`` and ``enable.idempotence=true``, a plain ``acks=1`` producer, each
+   sending ``rate`` records/s round-robin over the partitions (values ``all-<n>`` / ``one-<n>``, unique),
+   and kraftlog's own KIP-320 consumer (:class:`kraftlog.client.consumer.Consumer` over TCP,
+   :class:`kraftlog.net.client.ClientLoop`) reading every partition from the start and validating its
+   positions with OffsetForLeaderEpoch. An acknowledgement is a delivery report without error; a
+   producer whose idempotence state librdkafka declares fatal is replaced (counted in ``metrics``).
+3. **Faults** (:func:`plan_faults`, drawn from ``random.Random(f"chaos:{seed}")`` only): one at a time,
+   each held 3-10 s, then healed; the next starts once every partition's ISR is complete again (at most
+   :data:`RECOVERY_WAIT_S`) plus a seeded gap of 2-5 s. Kinds: ``kill`` (SIGKILL, restart),
+   ``pause`` (SIGSTOP, SIGCONT: a long GC pause), ``shutdown`` (SIGTERM: a controlled shutdown,
+   restart), ``lose_unflushed`` (SIGKILL, then every file restored to its state at its last fsync by
+   :func:`kraftlog.net.disk.restore_fsynced`, restart), ``isolate`` (a broker cut from everyone, through
+   the nodes' link filters), ``cut`` (one direction of one link), ``partition`` (two groups),
+   ``controller_kill`` (SIGKILL the controller, restart). A *story* replaces the random plan with a
+   pinned sequence: ``last-replica-standing`` (KIP-966's motivating story;
+   :meth:`ChaosRun._story_last_replica_standing`).
+4. **Heal, settle, read back.** Every link healed, every node resumed or restarted, the brokers unfenced
+   and the ISRs complete (at most :data:`SETTLE_S`); the producers flush and stop; every partition is
+   read from its leader from offset 0 to its HWM (what a consumer may read); the consumer catches up and
+   stops; DescribeTopicPartitions gives the final leader, ISR and ELR. Then the cluster shuts down
+   cleanly and every replica's log and HWM checkpoint is read from its disk.
+5. **Judge** with :mod:`kraftlog.check.checkers`, as the simulator does: acknowledged ``acks=all``
+   records missing below the final HWM (lost-write), Jepsen's duplicate / inconsistent-offsets /
+   nonmonotonic-poll / poll-skip over what the consumer read, truncations the consumer detected or
+   not, HWM regressions it saw, and log matching below the HWMs across the replicas' disks. Invariants
+   that the simulator checks after every event (it sees every node's memory) are checked here at the
+   end only: log matching, and each partition's leader in its ISR.
+
+The verdict has the simulator's shape (``history_digest`` null: real time is not replayable) plus
+``faults`` (what was injected, when, ms from cluster ready, and when it was healed and the ISRs were
+complete again), ``fault_budget`` (min ISR - 1) and ``within_budget`` (no partition ever had more
+replicas down after an unclean shutdown at once than the budget: faults never overlap here, so a run
+is beyond the budget only when an unclean shutdown's replica was not back in the ISR before the next
+fault). Written to ``DIR/chaos.json``; the acknowledgement log to ``DIR/acks.parquet`` (one row per
+acknowledged record: ``topic``, ``partition``, ``offset``, ``leader_epoch``, ``value_sha256`` (hex),
+``ack_time_ms`` (Unix ms), ``acks`` ("all"/"1"), ``producer``) for ``kraftlog audit``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+import time
+from collections import Counter
+from dataclasses import asdict, dataclass
+from random import Random
+
+from ..check import checkers
+from ..controller.controller import CONTROLLER
+from ..protocol import messages as m
+from ..protocol.errors import Errors
+from ..protocol.level import DEFAULT, Level
+from ..sim.runner import is_safe
+from . import cluster as cl
+from .client import ClientLoop, KafkaConnection
+from .node import HOST, node_name, write_json
+
+__all__ = ["Fault", "ChaosRun", "ChaosError", "plan_faults", "FAULT_KINDS", "STORIES", "TOPIC",
+           "CHAOS_CONFIG", "run_chaos"]
+
+#: The topic every client writes to and reads from.
+TOPIC = "chaos"
+#: Cluster configs of a chaos run (Kafka's names): lag-driven ISR shrinks within 5 s and replica
+#: fetches that time out within 3 s, as the campaign's stories use, so a fault plays out in seconds.
+CHAOS_CONFIG = {"replica.lag.time.max.ms": "5000", "replica.socket.timeout.ms": "3000"}
+#: The fault kinds of a random plan, with their weights.
+FAULT_KINDS = {"kill": 2.0, "pause": 2.0, "shutdown": 1.5, "lose_unflushed": 1.5, "isolate": 2.0, "cut": 1.0,
+               "partition": 1.0, "controller_kill": 0.7}
+#: Faults after which the broker restarted from an unclean shutdown (KIP-966: it may have lost what it
+#: had not fsynced, and leaves the ELR).
+UNCLEAN = ("kill", "lose_unflushed")
+#: Pinned fault sequences (``--story``).
+STORIES = ("random", "last-replica-standing")
+#: How long (s) the run waits after a heal for every ISR to be complete before the next fault.
+RECOVERY_WAIT_S = 30.0
+#: How long (s) the end of a run waits for every broker to be unfenced and every ISR complete.
+SETTLE_S = 45.0
+#: Bounds on the producers' flush and the consumer's catch-up at the end (s).
+FLUSH_S = 30.0
+CATCH_UP_S = 30.0
+#: Seconds of steady traffic before the first fault.
+STEADY_S = 5.0
+#: Seconds between progress lines.
+PROGRESS_EVERY_S = 5.0
+
+
+@dataclass
+class Fault:
+    """One fault: ``kind`` (a key of :data:`FAULT_KINDS`) on ``node`` (a broker id; ``"controller"``
+    for controller_kill), ``peer`` (the other end of a ``cut``; the other group of a ``partition`` is
+    everyone else), held ``hold_ms`` ms then healed. ``gap_ms``: the pause after the recovery before the
+    next fault. Filled while the run goes (ms from cluster ready): ``at_ms``, ``healed_ms``,
+    ``recovered_ms`` (every ISR complete again; None if not within RECOVERY_WAIT_S), ``detail``."""
+
+    kind: str
+    node: object
+    hold_ms: int
+    gap_ms: int
+    peer: object = None
+    at_ms: int | None = None
+    healed_ms: int | None = None
+    recovered_ms: int | None = None
+    detail: str = ""
+
+    def describe(self) -> str:
+        who = node_name(self.node)
+        if self.kind == "cut":
+            return f"cut {who} -> {node_name(self.peer)}"
+        if self.kind == "partition":
+            return f"partition {who} from the rest"
+        return f"{self.kind} {who}"
+
+
+def plan_faults(seed: int, brokers: int, count: int = 64) -> list[Fault]:
+    """The first ``count`` faults of seed ``seed``'s random plan (the run takes as many as its duration
+    allows): drawn from ``Random(f"chaos:{seed}")`` only, so the same seed and cluster size give the
+    same faults, in the same order, with the same holds and gaps (ms)."""
+    rng = Random(f"chaos:{seed}")
+    kinds = sorted(FAULT_KINDS)
+    weights = [FAULT_KINDS[k] for k in kinds]
+    out = []
+    for _ in range(count):
+        kind = rng.choices(kinds, weights)[0]
+        if brokers < 2 and kind in ("cut", "partition"):
+            kind = "isolate"
+        node = CONTROLLER if kind == "controller_kill" else rng.randrange(brokers)
+        peer = None
+        if kind == "cut":
+            others = [b for b in range(brokers) if b != node] + [CONTROLLER]
+            peer = others[rng.randrange(len(others))]
+        out.append(Fault(kind, node, hold_ms=rng.randint(3000, 10000), gap_ms=rng.randint(2000, 5000), peer=peer))
+    return out
+
+
+def _file_logger(path: str):
+    """A logger writing to ``path`` only (librdkafka's own log lines: connection refused while a broker
+    is down, and the like: there, not on the terminal)."""
+    import logging
+    logger = logging.getLogger(f"kraftlog.chaos.clients.{path}")
+    logger.propagate = False
+    logger.setLevel(logging.INFO)
+    if not logger.handlers:
+        handler = logging.FileHandler(path)
+        handler.setFormatter(logging.Formatter("%(asctime)s %(message)s"))
+        logger.addHandler(handler)
+    return logger
+
+
+def _now_ms(t0: float) -> int:
+    return int((time.monotonic() - t0) * 1000)
+
+
+class ChaosError(Exception):
+    """The run could not go on (the cluster did not come up, a node would not restart)."""
+
+
+@dataclass
+class _Acked:
+    producer: str
+    partition: int
+    value: str
+    acks: str
+    offset: int
+    leader_epoch: int
+    ack_time_ms: int
+
+
+class _ProducerThread:
+    """A confluent-kafka producer sending ``rate`` records/s round-robin over the partitions until
+    stopped, recording every delivery report; replaced by a new one after a fatal error."""
+
+    def __init__(self, run: "ChaosRun", name: str, acks: str, rate: float) -> None:
+        self.run, self.name, self.acks, self.rate = run, name, acks, rate
+        self.stop = threading.Event()
+        self.errors: Counter = Counter()
+        self.fatal = 0
+        self.sent = 0
+        self.thread = threading.Thread(target=self._loop, name=name, daemon=True)
+        self.unacked_at_end = 0
+
+    def _producer(self):
+        from confluent_kafka import Producer
+        conf = {"bootstrap.servers": self.run.bootstrap, "acks": self.acks, "linger.ms": 5,
+                "message.timeout.ms": 30000, "request.timeout.ms": 10000, "retry.backoff.ms": 100,
+                "topic.metadata.refresh.interval.ms": 5000, "client.id": self.name,
+                "logger": self.run.client_logger}
+        if self.acks == "all":
+            conf["enable.idempotence"] = True
+        else:
+            conf["enable.idempotence"] = False
+        return Producer(conf)
+
+    def _on_delivery(self, err, msg) -> None:
+        if err is None:
+            self.run.record_ack(_Acked(self.name, msg.partition(), msg.value().decode(), self.acks, msg.offset(),
+                                       msg.leader_epoch() if msg.leader_epoch() is not None else -1,
+                                       int(time.time() * 1000)))
+        else:
+            self.errors[err.name()] += 1
+            if err.fatal():
+                self._fatal = True
+
+    def _loop(self) -> None:
+        from confluent_kafka import KafkaException
+        producer = self._producer()
+        self._fatal = False
+        interval = 1.0 / self.rate
+        next_at = time.monotonic()
+        n = 0
+        parts = self.run.partitions
+        prefix = "all" if self.acks == "all" else "one"
+        while not self.stop.is_set():
+            now = time.monotonic()
+            if now < next_at:
+                producer.poll(min(next_at - now, 0.05))
+                continue
+            next_at += interval
+            if next_at < now - 1.0:  # fell behind (a stall): do not burst to catch up
+                next_at = now
+            try:
+                producer.produce(TOPIC, value=f"{prefix}-{n}".encode(), partition=n % parts,
+                                 on_delivery=self._on_delivery)
+                n += 1
+                self.sent += 1
+            except BufferError:
+                producer.poll(0.1)
+            except KafkaException as exc:
+                self.errors[f"produce: {exc}"] += 1
+            producer.poll(0)
+            if self._fatal:  # librdkafka's idempotence state is fatal: a new producer (a new producer id)
+                self.fatal += 1
+                self.run.event(f"{self.name}: fatal producer error, replaced by a new producer")
+                producer.flush(0)
+                producer = self._producer()
+                self._fatal = False
+        self.unacked_at_end = producer.flush(FLUSH_S)
+
+
+class ChaosRun:
+    """One ``kraftlog chaos`` run (see the module doc). ``directory``: the cluster directory (a new one,
+    or one of an earlier chaos run with the same broker count and level: its data is reused);
+    ``duration_s``: seconds of faults and traffic after the cluster is ready (the heal, settle and read
+    back come after); ``rate``: records/s of each producer; ``story``: one of :data:`STORIES`;
+    ``progress(line)``: one line every :data:`PROGRESS_EVERY_S` seconds and per fault."""
+
+    def __init__(self, directory: str, brokers: int = 3, duration_s: float = 120.0, seed: int = 0,
+                 level: Level | None = None, partitions: int = 3, rate: float = 100.0, story: str = "random",
+                 progress=lambda line: None) -> None:
+        if brokers < 1 or brokers > 9:
+            raise ValueError(f"--brokers must be within 1..9 for a chaos run, got {brokers}")
+        if not 1 <= partitions <= 50:
+            raise ValueError(f"--partitions must be within 1..50, got {partitions}")
+        if not 0 < duration_s <= 24 * 3600:
+            raise ValueError(f"--duration must be within 1 s..24 h, got {duration_s} s")
+        if not 0 < rate <= 10_000:
+            raise ValueError(f"--rate must be within 1..10000 records/s, got {rate}")
+        if story not in STORIES:
+            raise ValueError(f"unknown --story {story!r} (expected one of: {', '.join(STORIES)})")
+        if story == "last-replica-standing" and brokers < 3:
+            raise ValueError("the last-replica-standing story needs at least 3 brokers")
+        self.directory = os.path.abspath(directory)
+        self.brokers, self.duration_s, self.seed = brokers, duration_s, seed
+        self.level = level if level is not None else DEFAULT  # Level.CLASSIC is 0: falsy
+        self.partitions, self.rate, self.story = partitions, rate, story
+        self.progress = progress
+        self.rf = min(3, brokers)
+        self.min_isr = min(2, self.rf)
+        self.lock = threading.Lock()
+        self.acked: list[_Acked] = []
+        self.consumed: list = []
+        self.truncations: list = []
+        self.hwms: list = []
+        self.seq = 0
+        self.events: list[dict] = []
+        self.faults: list[Fault] = []
+        self.t0 = time.monotonic()
+        self.bootstrap = ""
+        self.ports: dict = {}
+        self.down_nodes: set = set()
+        self.paused: set = set()
+        self.isolated: set = set()
+
+    # ------------------------------------------------------------------ records (any thread)
+    def record_ack(self, a: _Acked) -> None:
+        with self.lock:
+            self.acked.append(a)
+
+    def event(self, text: str) -> None:
+        with self.lock:
+            self.events.append({"t_ms": _now_ms(self.t0), "text": text})
+        self.progress(f"{_now_ms(self.t0) / 1000:7.1f}s  {text}")
+
+    def _observe_consumer(self, node) -> None:
+        from ..client.consumer import LogTruncationError, OffsetOutOfRangeError
+        if not node.records and not node.truncations and not node.has_errors and not node.hwms:
+            return
+        try:
+            records = node.poll_records()
+        except (LogTruncationError, OffsetOutOfRangeError):
+            records = node.take_records()
+        now = _now_ms(self.t0)
+        with self.lock:
+            for r in records:
+                self.seq += 1
+                self.consumed.append((node.node_id, f"{r.topic}-{r.partition}", r.offset,
+                                      r.value.decode() if r.value is not None else None, now, self.seq))
+            for tr in node.take_truncations():
+                self.seq += 1
+                self.truncations.append((node.node_id, f"{tr.topic}-{tr.partition}", tr.position,
+                                         tr.divergence_offset, now, self.seq))
+            for at, t, p, h in node.hwms:
+                self.hwms.append((node.node_id, f"{t}-{p}", h, now))
+            node.hwms.clear()
+
+    # ------------------------------------------------------------------ cluster helpers (main thread)
+    def _reachable(self) -> list[int]:
+        """Brokers a client can reach now: running, not paused, not isolated (an isolated node is cut
+        from clients too); the others last, in case the harness's idea of them is behind."""
+        gone = self.down_nodes | self.paused | self.isolated
+        return ([b for b in range(self.brokers) if b not in gone]
+                + [b for b in range(self.brokers) if b in self.isolated and b not in self.down_nodes | self.paused])
+
+    def request(self, message, timeout_s: float = 3.0):
+        """Send an admin request to the first reachable broker that answers; None when none does."""
+        for b in self._reachable():
+            try:
+                with KafkaConnection(f"{HOST}:{self.ports[b]}", timeout_s=timeout_s) as k:
+                    return k.request(message)
+            except (OSError, ValueError):
+                continue
+        return None
+
+    def describe(self) -> list | None:
+        """DescribeTopicPartitions of TOPIC from a live broker, or None when none answers."""
+        resp = self.request(m.DescribeTopicPartitionsRequest((TOPIC,)))
+        if resp is None or not resp.topics or resp.topics[0].error_code != Errors.NONE:
+            return None
+        return list(resp.topics[0].partitions)
+
+    def _isrs_complete(self) -> bool:
+        parts = self.describe()
+        return parts is not None and len(parts) == self.partitions and all(
+            p.leader_id >= 0 and sorted(p.isr_nodes) == sorted(p.replica_nodes) for p in parts)
+
+    def _wait(self, what, timeout_s: float, step_s: float = 0.25) -> bool:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if what():
+                return True
+            time.sleep(step_s)
+        return False
+
+    def _restart(self, node) -> None:
+        if node == CONTROLLER:
+            cl.start_controller(self.directory)
+        else:
+            cl.start_broker(self.directory, node, wait=False)
+        self.down_nodes.discard(node)
+
+    def _kill(self, node) -> None:
+        cl.kill_node(self.directory, node)
+        self.paused.discard(node)
+        self.down_nodes.add(node)
+
+    # ------------------------------------------------------------------ faults
+    def inject(self, f: Fault) -> None:
+        """Start fault ``f`` (main thread)."""
+        d = self.directory
+        f.at_ms = _now_ms(self.t0)
+        if f.kind in ("kill", "controller_kill"):
+            self._kill(f.node)
+        elif f.kind == "lose_unflushed":
+            self._kill(f.node)
+            from .disk import restore_fsynced
+            changed = restore_fsynced(os.path.join(d, node_name(f.node)))
+            f.detail = f"{len(changed)} file(s) back to their last fsync" + (f": {changed[0]}" if changed else "")
+        elif f.kind == "pause":
+            cl.pause(d, f.node)
+            self.paused.add(f.node)
+        elif f.kind == "shutdown":
+            cl.stop_broker(d, f.node)
+            self.down_nodes.add(f.node)
+        elif f.kind == "isolate":
+            cl.control_all(d, {"cmd": "isolate", "nodes": [f.node]})
+            self.isolated.add(f.node)
+        elif f.kind == "cut":
+            cl.control_all(d, {"cmd": "cut", "from": f.node, "to": f.peer})
+        elif f.kind == "partition":
+            rest = [b for b in range(self.brokers) if b != f.node] + [CONTROLLER]
+            cl.control_all(d, {"cmd": "partition", "groups": [[f.node], rest]})
+        else:
+            raise ValueError(f"unknown fault kind {f.kind!r}")
+        self.event(f"fault: {f.describe()}" + (f" ({f.detail})" if f.detail else ""))
+
+    def heal(self, f: Fault) -> None:
+        """End fault ``f``: restart, resume or heal (main thread)."""
+        if f.kind in ("kill", "controller_kill", "lose_unflushed", "shutdown"):
+            self._restart(f.node)
+        elif f.kind == "pause":
+            cl.resume(self.directory, f.node)
+            self.paused.discard(f.node)
+        else:
+            cl.control_all(self.directory, {"cmd": "heal"})
+            self.isolated.clear()
+        f.healed_ms = _now_ms(self.t0)
+        self.event(f"healed: {f.describe()}")
+
+    def _story_last_replica_standing(self, deadline: float) -> None:
+        """KIP-966's motivating story on partition 0, with L its leader at the time and A, B its
+        followers: B is killed (kept down), A is isolated until the ISR is [L], then L crashes losing what
+        it had not fsynced and restarts; A is healed and B restarted. Below KIP-966 (``classic``,
+        ``kip903``) L, the last ISR member, is elected again with the log it kept and A truncates to it:
+        the records acknowledged since L's last fsync are lost. With the ELR (``elr``, ``urm``) A is an
+        eligible leader replica and L's unclean shutdown removes L from it: A is elected once healed, and
+        nothing is lost. Two unclean shutdowns of one partition's replicas: beyond the fault budget."""
+        parts = None
+        while parts is None and time.monotonic() < deadline:
+            parts = self.describe()
+        p0 = parts[0]
+        leader = p0.leader_id
+        followers = [r for r in p0.replica_nodes if r != leader]
+        a, b = followers[0], followers[1]
+        self.event(f"story last-replica-standing on {TOPIC}-0: leader {leader}, followers {a} and {b}")
+        steps = [Fault("kill", b, 0, 0), Fault("isolate", a, 0, 0)]
+        for f in steps:
+            self.inject(f)
+            self.faults.append(f)
+            time.sleep(1.0)
+        shrunk = self._wait(lambda: (ps := self.describe()) is not None and list(ps[0].isr_nodes) == [leader],
+                            timeout_s=30)
+        self.event(f"ISR of {TOPIC}-0 is [{leader}]" if shrunk else f"ISR of {TOPIC}-0 did not shrink to [{leader}]")
+        time.sleep(2.0)  # acks=all records cannot be acknowledged now (ISR below min ISR): nothing new
+        crash = Fault("lose_unflushed", leader, 0, 0)
+        self.inject(crash)
+        self.faults.append(crash)
+        self._wait(lambda: (ps := self.describe()) is not None and ps[0].leader_id != leader, timeout_s=15)
+        time.sleep(2.0)
+        self.heal(crash)
+        cl.wait_ready(self.directory, [leader])
+        time.sleep(2.0)
+        self.heal(steps[1])
+        self.heal(steps[0])
+
+    def _run_faults(self, end: float) -> None:
+        if self.story == "last-replica-standing":
+            time.sleep(min(5.0, max(0.0, end - time.monotonic())))
+            self._story_last_replica_standing(end)
+            return
+        plan = plan_faults(self.seed, self.brokers)
+        time.sleep(min(STEADY_S, max(0.0, end - time.monotonic())))  # steady traffic first
+        for f in plan:
+            if time.monotonic() + f.hold_ms / 1000 + 1 > end:
+                break
+            self.inject(f)
+            self.faults.append(f)
+            time.sleep(f.hold_ms / 1000)
+            self.heal(f)
+            recovered = self._wait(self._isrs_complete, RECOVERY_WAIT_S)
+            if recovered:
+                f.recovered_ms = _now_ms(self.t0)
+            else:
+                self.event(f"ISRs not complete {RECOVERY_WAIT_S:.0f} s after healing {f.describe()}")
+            rest = min(f.gap_ms / 1000, end - time.monotonic())
+            if rest <= 0:
+                break
+            time.sleep(rest)
+
+    # ------------------------------------------------------------------ the run
+    def run(self) -> dict:
+        """Run it and return the verdict (see the module doc). Every node is stopped before this returns
+        or raises (a clean shutdown, then SIGKILL by PID for any that remain)."""
+        producers: list[_ProducerThread] = []
+        consumer_loop = None
+        try:
+            self.progress(f"starting a {self.brokers}-broker chaos-mode cluster in {self.directory} "
+                          f"(level {self.level.label}, seed {self.seed})")
+            cl.up(self.directory, self.brokers, port=0, level=self.level, seed=self.seed, config=dict(CHAOS_CONFIG),
+                  chaos=True, owned=True)
+            self.client_logger = _file_logger(os.path.join(self.directory, "clients.log"))
+            info = cl.load(self.directory)
+            self.ports = {e["id"]: e["port"] for e in info["nodes"]}
+            self.bootstrap = ",".join(f"{HOST}:{self.ports[b]}" for b in range(self.brokers))
+            self._create_topic()
+            self.t0 = time.monotonic()
+            self.event(f"cluster ready: {self.brokers} brokers, level {self.level.label}, seed {self.seed}, "
+                       f"topic {TOPIC} ({self.partitions} partitions, RF {self.rf}, min ISR {self.min_isr})")
+            producers = [_ProducerThread(self, "producer-all", "all", self.rate),
+                         _ProducerThread(self, "producer-1", "1", self.rate)]
+            for p in producers:
+                p.thread.start()
+            consumer_loop = self._start_consumer()
+            end = self.t0 + self.duration_s
+            ticker = threading.Thread(target=self._progress_loop, args=(end, producers), daemon=True)
+            ticker.start()
+            self._run_faults(end)
+            time.sleep(max(0.0, end - time.monotonic()))
+            self._ticking = False
+            completed = self._settle()
+            for p in producers:
+                p.stop.set()
+            for p in producers:
+                p.thread.join(FLUSH_S + 10)
+            final_logs, hwms, topic_id = self._read_back()
+            self._catch_up(consumer_loop, hwms)
+            consumer_loop.stop()
+            described = self.describe()
+            statuses = {str(s.id): {"alive": s.alive, "fenced": s.fenced, "epoch": s.broker_epoch}
+                        for s in cl.status(self.directory) if s.role == "broker"}
+            self.progress("shutting the cluster down cleanly to read every replica's disk")
+            cl.down(self.directory)
+            replica_logs, leos = self._read_disks()
+            return self.verdict(completed, producers, final_logs, hwms, replica_logs, leos, described, statuses)
+        finally:
+            self._ticking = False
+            for p in producers:
+                p.stop.set()
+            if consumer_loop is not None:
+                consumer_loop.stop(2.0)
+            try:
+                cl.kill(self.directory)
+            except cl.ClusterError:
+                pass
+
+    _ticking = True
+
+    def _progress_loop(self, end: float, producers: list) -> None:
+        while self._ticking and time.monotonic() < end + SETTLE_S:
+            time.sleep(PROGRESS_EVERY_S)
+            if not self._ticking:
+                return
+            with self.lock:
+                acks = Counter(a.acks for a in self.acked)
+                consumed = len(self.consumed)
+            errors = sum(sum(p.errors.values()) for p in producers)
+            phase = "faults" if time.monotonic() < end else "settling"
+            self.progress(f"{_now_ms(self.t0) / 1000:7.1f}s  {phase}: acknowledged {acks['all']:,} acks=all, "
+                          f"{acks['1']:,} acks=1 ({errors:,} failed sends); consumed {consumed:,}; "
+                          f"faults {len(self.faults)}")
+
+    def _create_topic(self) -> None:
+        req = m.CreateTopicsRequest((m.CreatableTopic(TOPIC, self.partitions, self.rf, configs=(
+            ("min.insync.replicas", str(self.min_isr)),)),))
+        with KafkaConnection(self.bootstrap, timeout_s=20) as k:
+            resp = k.request(req)
+        err = resp.topics[0].error_code
+        if err not in (Errors.NONE, Errors.TOPIC_ALREADY_EXISTS):
+            raise ChaosError(f"cannot create topic {TOPIC}: {Errors(err).name}")
+        if not self._wait(self._isrs_complete, 30):
+            raise ChaosError(f"topic {TOPIC} has no leader or incomplete ISRs 30 s after its creation")
+
+    def _start_consumer(self) -> ClientLoop:
+        from ..client.consumer import Consumer
+        cons = Consumer("consumer", list(range(self.brokers)), [(TOPIC, p) for p in range(self.partitions)],
+                        "earliest", Random(f"consumer:{self.seed}"), request_timeout_ms=10000)
+        loop = ClientLoop(cons, lambda b: (HOST, self.ports[b]) if b in self.ports else None,
+                          self._observe_consumer)
+        loop.start()
+        return loop
+
+    def _settle(self) -> bool:
+        """Heal every link, resume and restart every node, and wait until every broker is unfenced and
+        every ISR complete. Returns whether that happened within SETTLE_S."""
+        self.event("heal: every link up, every node running")
+        cl.control_all(self.directory, {"cmd": "heal"})
+        self.isolated.clear()
+        for node in sorted(self.paused, key=str):
+            cl.resume(self.directory, node)
+        self.paused.clear()
+        for node in sorted(self.down_nodes, key=lambda n: (n != CONTROLLER, str(n))):
+            self._restart(node)
+        try:
+            cl.wait_ready(self.directory, list(range(self.brokers)), timeout_s=SETTLE_S)
+        except cl.ClusterError as exc:
+            self.event(f"settle: {str(exc).splitlines()[0]}")
+            return False
+        ok = self._wait(self._isrs_complete, SETTLE_S)
+        self.event("settled: every broker unfenced, every ISR complete" if ok
+                   else f"not settled: ISRs incomplete after {SETTLE_S:.0f} s")
+        return ok
+
+    def _read_back(self) -> tuple[dict, dict, object]:
+        """Every partition read from its leader, offset 0 to its HWM: ({name: {offset: (value, leader
+        epoch)}} or None for a leaderless partition, {name: HWM}, topic id)."""
+        final_logs, hwms = {}, {}
+        parts = self.describe() or []
+        md = self.request(m.MetadataRequest((TOPIC,)), timeout_s=10.0)
+        if md is None or not md.topics:
+            raise ChaosError("no broker answered Metadata at the end of the run")
+        topic_id = md.topics[0].topic_id
+        for p in parts:
+            name = f"{TOPIC}-{p.partition_index}"
+            if p.leader_id < 0:
+                final_logs[name] = None
+                continue
+            log, hwm = {}, None
+            with KafkaConnection(f"{HOST}:{self.ports[p.leader_id]}", timeout_s=10) as k:
+                offset = 0
+                while hwm is None or offset < hwm:
+                    resp = k.request(m.FetchRequest(-1, -1, 0, 1, (m.FetchPartition(
+                        topic_id, p.partition_index, p.leader_epoch, offset),)))
+                    pr = resp.partitions[0]
+                    if pr.error_code != Errors.NONE:
+                        raise ChaosError(f"reading {name} back from broker {p.leader_id}: {Errors(pr.error_code).name}")
+                    hwm = pr.high_watermark
+                    before = offset
+                    for batch in pr.records:
+                        for i, rec in enumerate(batch.records):
+                            o = batch.base_offset + i
+                            if o >= offset and o < hwm:
+                                log[o] = (rec.value.decode() if rec.value is not None else None,
+                                          batch.partition_leader_epoch)
+                        offset = max(offset, batch.base_offset + batch.record_count)
+                    if offset == before:
+                        break
+            final_logs[name] = log
+            hwms[name] = hwm
+        return final_logs, hwms, topic_id
+
+    def _catch_up(self, loop: ClientLoop, hwms: dict) -> None:
+        def caught_up() -> bool:
+            with self.lock:
+                last = {}
+                for _, name, offset, *_ in self.consumed:
+                    last[name] = max(last.get(name, -1), offset)
+            return all(last.get(name, -1) + 1 >= hwm for name, hwm in hwms.items())
+        if not self._wait(caught_up, CATCH_UP_S):
+            self.event(f"the consumer did not reach every HWM within {CATCH_UP_S:.0f} s")
+
+    def _read_disks(self) -> tuple[dict, dict]:
+        """After the clean shutdown: {name: {broker: ({offset: (value, epoch)}, HWM checkpoint)}} and
+        {name: {broker: LEO}} from every replica's files."""
+        from ..broker.broker import LOG_DIR
+        from ..storage.checkpoints import read_hwm_checkpoint
+        from ..storage.log import SEGMENT_FILE
+        from .disk import FileDisk
+        replica_logs: dict = {}
+        leos: dict = {}
+        for b in range(self.brokers):
+            root = os.path.join(self.directory, node_name(b))
+            with FileDisk(root) as disk:
+                checkpoint = read_hwm_checkpoint(disk, LOG_DIR)
+                for p in range(self.partitions):
+                    path = f"{LOG_DIR}/{TOPIC}-{p}/{SEGMENT_FILE}"
+                    if not os.path.exists(os.path.join(root, path)):
+                        continue
+                    content = {}
+                    end = 0
+                    for batch in disk.scan(path):
+                        for i, rec in enumerate(batch.records):
+                            content[batch.base_offset + i] = (rec.value.decode() if rec.value is not None else None,
+                                                              batch.partition_leader_epoch)
+                        end = batch.base_offset + batch.record_count
+                    name = f"{TOPIC}-{p}"
+                    replica_logs.setdefault(name, {})[b] = (content, checkpoint.get((TOPIC, p), 0))
+                    leos.setdefault(name, {})[str(b)] = end
+        return replica_logs, leos
+
+    # ------------------------------------------------------------------ the verdict
+    def _within_budget(self) -> bool:
+        """No two unclean shutdowns overlapped: each one's broker was back in a complete ISR (the
+        fault's ``recovered_ms``) before the next unclean shutdown. Faults never overlap in a random
+        plan; the last-replica-standing story is beyond the budget by design (B killed, then L)."""
+        unclean = [f for f in self.faults if f.kind in UNCLEAN]
+        down = 0
+        for f in unclean:
+            if f.recovered_ms is None:
+                down += 1
+        return down <= max(0, self.min_isr - 1)
+
+    def verdict(self, completed: bool, producers, final_logs, hwms, replica_logs, leos, described, statuses) -> dict:
+        acked = [(a.producer, TOPIC, a.partition, a.value, a.acks) for a in self.acked]
+        lost, leaderless = checkers.lost_acked(acked, final_logs)
+        anomalies = checkers.consumer_anomalies(self.consumed, self.truncations, final_logs)
+        violations = checkers.log_matching(replica_logs)
+        partitions = {}
+        for p in described or []:
+            name = f"{TOPIC}-{p.partition_index}"
+            if p.leader_id >= 0 and p.leader_id not in p.isr_nodes:
+                violations.append(f"leader-in-isr {name}: leader {p.leader_id} is not in its ISR {list(p.isr_nodes)}")
+            partitions[name] = {"leader": p.leader_id if p.leader_id >= 0 else None, "leader_epoch": p.leader_epoch,
+                                "isr": list(p.isr_nodes), "elr": list(p.eligible_leader_replicas),
+                                "last_known_elr": list(p.last_known_elr), "hwm": hwms.get(name),
+                                "leo": leos.get(name, {})}
+        counts = Counter(a.acks for a in self.acked)
+        verdict = {
+            "scenario": f"chaos:{self.story}", "level": self.level.label, "seed": self.seed,
+            "sim_time_ms": _now_ms(self.t0),
+            "acked": {"all": counts["all"], "1": counts["1"]},
+            "lost_acked": len(lost),
+            "lost_acked_records": lost,
+            "leaderless_partitions": leaderless,
+            "hwm_regressions": checkers.hwm_regressions(self.hwms, self.truncations),
+            "leader_hwm_regressions": 0,
+            "detected_truncations": anomalies["detected_truncations"],
+            "undetected_truncations": anomalies["undetected_truncations"],
+            "anomalies": {"lost-write": len(lost), "duplicate": checkers.duplicates(final_logs),
+                          "inconsistent-offsets": anomalies["inconsistent-offsets"],
+                          "nonmonotonic-poll": anomalies["nonmonotonic-poll"], "poll-skip": anomalies["poll-skip"]},
+            "invariant_violations": violations,
+            "failed_expectations": [] if completed else
+            ["settle: the cluster did not heal (every broker unfenced, every ISR complete) within "
+             f"{SETTLE_S:.0f} s of the end of the faults"],
+            "metrics": {
+                "records_consumed": len(self.consumed),
+                "produce_errors": {p.name: dict(sorted(p.errors.items())) for p in producers},
+                "producers_replaced": {p.name: p.fatal for p in producers},
+                "unacknowledged_at_end": {p.name: p.unacked_at_end for p in producers},
+                "sent": {p.name: p.sent for p in producers},
+            },
+            "final": {"partitions": partitions, "brokers": statuses},
+            "fault_budget": max(0, self.min_isr - 1),
+            "within_budget": self._within_budget(),
+            "faults": [{k: v for k, v in asdict(f).items()} for f in self.faults],
+            "events": list(self.events),
+        }
+        verdict["passed"] = completed
+        verdict["safe"] = is_safe(verdict)
+        verdict["history_digest"] = None
+        write_json(os.path.join(self.directory, "chaos.json"), verdict)
+        self._write_acks()
+        return verdict
+
+    def _write_acks(self) -> None:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+        rows = sorted(self.acked, key=lambda a: (a.partition, a.offset))
+        table = pa.table({
+            "topic": pa.array([TOPIC] * len(rows), pa.string()),
+            "partition": pa.array([a.partition for a in rows], pa.int32()),
+            "offset": pa.array([a.offset for a in rows], pa.int64()),
+            "leader_epoch": pa.array([a.leader_epoch for a in rows], pa.int32()),
+            "value_sha256": pa.array([hashlib.sha256(a.value.encode()).hexdigest() for a in rows], pa.string()),
+            "ack_time_ms": pa.array([a.ack_time_ms for a in rows], pa.int64()),
+            "acks": pa.array([a.acks for a in rows], pa.string()),
+            "producer": pa.array([a.producer for a in rows], pa.string()),
+        })
+        pq.write_table(table, os.path.join(self.directory, "acks.parquet"))
+
+
+def run_chaos(directory: str, **kwargs) -> dict:
+    """``ChaosRun(directory, **kwargs).run()``."""
+    return ChaosRun(directory, **kwargs).run()
