@@ -34,7 +34,8 @@ A short unmeasured warm-up (50 records, each system) opens connections and fetch
 Measured per system and record size: acknowledged records per second and payload MB/s (1 MB = 10^6
 bytes) from the first send to the last acknowledgement; produce latency p50/p99 (ms, nearest rank,
 per record: from ``produce()`` to its acknowledgement -- librdkafka's own ``Message.latency()`` in the
-delivery report, the time from ``publish_async`` to the ack's future/callback for NATS); CPU seconds
+delivery report; for NATS from the publish call to the ack as the publisher sees it: nats.go's
+``PubAckFuture``, awaited in publish order, or nats-py's future's done callback); CPU seconds
 (user + system, from ``/proc/<pid>/stat``) of the server processes over the measured phase, and of the
 client (this process's ``os.times()`` for confluent-kafka and nats-py, the Go publisher's own
 ``getrusage``). The mock's brokers are threads of the client process: its CPU is all client CPU.
@@ -83,7 +84,6 @@ import sysconfig
 import tempfile
 import time
 from dataclasses import dataclass
-from typing import Callable
 
 try:
     import confluent_kafka
@@ -171,6 +171,25 @@ def _stop_popen(proc: subprocess.Popen, timeout_s: float = 10.0) -> None:
             proc.wait(10)
         except ProcessLookupError:
             pass
+
+
+def _run_tracked(system: str, role: str, args: list[str], timeout_s: float, **kwargs) -> tuple[int, str]:
+    """Run ``args`` to completion (output captured, stdout and stderr together) as a tracked process,
+    killed by PID if it outlives ``timeout_s`` or this run is interrupted; returns (exit code, output)."""
+    proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, **kwargs)
+    _track(system, role, proc.pid)
+    try:
+        out, _ = proc.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, _ = proc.communicate(timeout=10)
+        return -9, f"{out}\n(killed after {timeout_s:.0f} s)"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+    return proc.returncode, out
 
 
 def _free_ports(n: int) -> list[int]:
@@ -363,13 +382,11 @@ def _create_kraftlog_topic(bootstrap: str, topic: str) -> None:
     Metadata answers controller_id -1, and librdkafka's admin client waits for a controller until it times
     out), then wait for a leader with all 3 replicas in the ISR."""
     from confluent_kafka.admin import AdminClient
-    proc = subprocess.run([sys.executable, "-m", "kraftlog.cli", "topics", "create", "--bootstrap-server", bootstrap,
-                           "--topic", topic, "--partitions", "1", "--replication-factor", "3",
-                           "--config", "min.insync.replicas=2"], capture_output=True, text=True, timeout=60,
-                          stdin=subprocess.DEVNULL)
-    if proc.returncode != 0:
-        raise BenchError(f"kraftlog topics create {topic} exited {proc.returncode}: "
-                         f"{(proc.stdout + proc.stderr).strip()[-1000:]}")
+    code, out = _run_tracked("kraftlog", f"topics create {topic}", [
+        sys.executable, "-m", "kraftlog.cli", "topics", "create", "--bootstrap-server", bootstrap, "--topic", topic,
+        "--partitions", "1", "--replication-factor", "3", "--config", "min.insync.replicas=2"], 60)
+    if code != 0:
+        raise BenchError(f"kraftlog topics create {topic} exited {code}: {out.strip()[-1000:]}")
     admin = AdminClient({"bootstrap.servers": bootstrap})
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:  # a leader and all 3 replicas in the ISR
@@ -646,10 +663,10 @@ def _build_go_publisher(workdir: str, gopath: str) -> str:
     binary = os.path.join(src, "natspub")
     env = dict(os.environ, GO111MODULE="off", GOPATH=gopath, GOPROXY="off", GOFLAGS="",
                GOCACHE=os.path.join(src, "cache"), GOTOOLCHAIN="local")
-    proc = subprocess.run(["go", "build", "-o", binary, "main.go"], cwd=src, env=env, capture_output=True,
-                          text=True, timeout=180, stdin=subprocess.DEVNULL)
-    if proc.returncode != 0:
-        raise BenchError(f"go build failed: {proc.stderr.strip()[-2000:]}")
+    code, out = _run_tracked("nats_jetstream", "go build", ["go", "build", "-o", binary, "main.go"], 180, cwd=src,
+                             env=env)
+    if code != 0:
+        raise BenchError(f"go build failed: {out.strip()[-2000:]}")
     return binary
 
 
@@ -878,7 +895,7 @@ def run_nats(workdir: str, limits: Limits, publisher: str) -> dict:
         if gopath:
             try:
                 go_bin = _build_go_publisher(workdir, gopath)
-            except (BenchError, OSError, subprocess.TimeoutExpired) as exc:
+            except (BenchError, OSError) as exc:
                 if publisher == "go":
                     raise
                 extra["go_build_error"] = str(exc)[:500]

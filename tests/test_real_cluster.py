@@ -334,6 +334,25 @@ def test_topics_describe_alter_config_and_delete(shared):
     assert again.returncode == 1 and "UNKNOWN_TOPIC_OR_PARTITION" in again.stderr
 
 
+def test_confluent_admin_client_creates_and_deletes_topics(shared):
+    """librdkafka's AdminClient sends CreateTopics/DeleteTopics to the Metadata response's controller id
+    and waits for one: a KRaft broker names an alive broker there (Kafka's
+    KRaftMetadataCache.getControllerId), which forwards the request. With -1 it timed out after 30 s."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+    admin = AdminClient({"bootstrap.servers": shared.bootstrap})
+    md = admin.list_topics(timeout=10)
+    assert md.controller_id in md.brokers, md.controller_id
+    futures = admin.create_topics([NewTopic("via-admin", num_partitions=2, replication_factor=3,
+                                            config={"min.insync.replicas": "2"})], operation_timeout=20)
+    futures["via-admin"].result(timeout=30)
+    deadline = time.monotonic() + 20
+    while "via-admin" not in admin.list_topics(timeout=10).topics:
+        assert time.monotonic() < deadline, "the topic never appeared in Metadata"
+        time.sleep(0.2)
+    assert len(admin.list_topics(topic="via-admin", timeout=10).topics["via-admin"].partitions) == 2
+    admin.delete_topics(["via-admin"], operation_timeout=20)["via-admin"].result(timeout=30)
+
+
 def test_cluster_actions_are_refused_on_the_client_listener(shared):
     """Kafka's CLUSTER_ACTION rule: a BrokerHeartbeat sent to a broker's client listener is answered with
     CLUSTER_AUTHORIZATION_FAILED; a consumer's Fetch on the same connection is served."""

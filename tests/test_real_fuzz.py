@@ -14,7 +14,8 @@ unchanged; no node log may hold a Traceback.
 
 The rules of :mod:`kraftlog.protocol.framing` are asserted where they are exact (a bad size, an unknown
 API key or an unsupported version closes the connection; ApiVersions above the supported range gets a
-v0 answer with UNSUPPORTED_VERSION; a request with trailing or missing bytes closes it); what mutated
+v0 answer with UNSUPPORTED_VERSION; a request with missing bytes closes it, trailing bytes after a body
+are ignored, as Kafka ignores them); what mutated
 requests get is only recorded (answered, closed, or not answered within a short timeout). The small
 tests check the same rules one case each, CLUSTER_AUTHORIZATION_FAILED for inter-broker and controller
 requests on the broker's client listener, and the inputs the fuzzer found that made a node raise or
@@ -235,8 +236,8 @@ def assert_healthy(c: Cluster, label: str, since: dict[str, int]) -> None:
 # ------------------------------------------------------------------------------------ the corpus
 def _corpus(c: Cluster, listener: str) -> list[tuple[str, object, bool]]:
     """Real requests for ``listener``: (name, core message, may be sent unmutated/flipped). The ones
-    that must not be sent intact (they would change the cluster) are only sent truncated or with
-    trailing bytes, which the wire layer refuses."""
+    that must not be sent intact (they would change the cluster) are only sent truncated, which the
+    wire layer refuses."""
     fid = c.fuzz_topic_id
     cluster_actions = [
         ("replica-fetch", m.FetchRequest(77, 5, 0, 1, (m.FetchPartition(fid, 0, 0, 0, topic=FUZZ_TOPIC),)), True),
@@ -462,15 +463,15 @@ class FrameMaker:
                          "close")
         if category == "api-versions-v99":
             return Frame(category, wire.frame(_header(18, 99, corr)), "api_versions_35", correlation_id=corr)
-        e = rng.choice(self.corpus if category in ("truncated", "trailing") else self.intact)
+        e = rng.choice(self.corpus if category == "truncated" else self.intact)
         payload = _with_corr(e.payload, corr)
         is_api_versions = type(e.msg) is m.ApiVersionsRequest
         if category == "truncated":
             cut = rng.randrange(0, len(payload))
             return Frame(category, wire.frame(payload[:cut]), "any" if is_api_versions else "close", request=e)
-        if category == "trailing":
+        if category == "trailing":  # Kafka ignores bytes after the body: answered as the intact request
             payload += rng.randbytes(rng.randint(1, 64))
-            return Frame(category, wire.frame(payload), "any" if is_api_versions else "close", request=e)
+            return Frame(category, wire.frame(payload), "any", request=e)
         if category == "odd-values":  # a well-formed request whose fields hold odd values
             for _ in range(10):
                 try:
@@ -730,8 +731,16 @@ def _read_frame(sock: socket.socket) -> bytes:
 def test_a_truncated_request_closes_the_connection(real: Cluster) -> None:
     payload = wire.encode_request(m.MetadataRequest((FUZZ_TOPIC,)), 1)
     assert _raw(real.client_port, wire.frame(payload[:-3])) == b""
-    assert _raw(real.client_port, wire.frame(payload + b"\x00\x01")) == b""  # trailing bytes
     assert _raw(real.client_port, wire.frame(payload[:6])) == b""  # shorter than a request header
+
+
+def test_trailing_bytes_after_a_request_are_ignored_as_kafka_ignores_them(real: Cluster) -> None:
+    """librdkafka's AdminClient sends Metadata v12 with three bytes after the body; Kafka answers it."""
+    payload = wire.encode_request(m.MetadataRequest((FUZZ_TOPIC,)), 7)
+    answer = _raw(real.client_port, wire.frame(payload + b"\x01\x00\x00"))
+    assert isinstance(answer, bytes) and answer != b"", f"not answered: {answer!r}"
+    corr, resp = wire.decode_response(answer[4:], m.MetadataRequest)
+    assert corr == 7 and [t.name for t in resp.topics] == [FUZZ_TOPIC]
 
 
 def _cluster_actions(c: Cluster) -> list[tuple[str, object, int | None]]:

@@ -537,10 +537,13 @@ def test_response_correlation_id_survives() -> None:
     assert wire.decode_response(data, m.BrokerHeartbeatRequest)[0] == 2**31 - 1
 
 
-def test_decode_rejects_unknown_api_wrong_version_and_trailing_bytes() -> None:
+def test_decode_rejects_unknown_api_wrong_version_and_missing_bytes_and_ignores_trailing_ones() -> None:
+    """Kafka's RequestContext.parseRequest ignores bytes after a request's body (librdkafka's AdminClient
+    sends Metadata v12 with three of them); missing bytes, an unknown key or version are refused."""
     data = bytearray(wire.encode_request(SAMPLES[m.BrokerHeartbeatRequest], 1))
-    with pytest.raises(wire.WireError):
-        wire.decode_request(bytes(data) + b"\x00")
+    assert wire.decode_request(bytes(data) + b"\x00\x01\x00") == wire.decode_request(bytes(data))
+    rdkafka_admin_metadata = bytes.fromhex("0003000c00000003000772646b61666b610000000000010000")
+    assert wire.decode_request_frame(rdkafka_admin_metadata)[:4] == (3, 12, 3, "rdkafka")
     wrong_version = bytes(data[:2]) + struct.pack(">h", 0) + bytes(data[4:])
     with pytest.raises(wire.UnsupportedVersionError):
         wire.decode_request(wrong_version)

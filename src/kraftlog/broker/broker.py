@@ -1161,7 +1161,13 @@ class Broker(NodeBase):
         """Kafka's ``KafkaApis.handleTopicMetadataRequest`` without auto topic creation: brokers are the
         unfenced ones, each with its endpoint on the ``listener`` the request arrived on (a broker
         without that listener is left out, as Kafka's MetadataCache does); in the simulator (no
-        listener) the placeholder ``broker-<id>:9092``."""
+        listener) the placeholder ``broker-<id>:9092``.
+
+        ``controller_id``: a broker of the response, as a KRaft broker answers (Kafka's
+        ``KRaftMetadataCache.getControllerId`` names a random alive broker: clients send admin requests
+        there and brokers forward them; librdkafka's admin client waits for one and times out on -1).
+        This broker when it is in the response, else the first one (no random draw: the simulator's
+        history stays as it was); -1 when there is none."""
         image = self.image
         brokers = []
         for b in sorted(image.brokers):
@@ -1186,7 +1192,9 @@ class Broker(NodeBase):
                 err = Errors.LEADER_NOT_AVAILABLE if reg.leader == NO_LEADER else NONE
                 parts.append(m.MetadataPartition(err, i, reg.leader, reg.leader_epoch, reg.replicas, reg.isr, offline))
             topics.append(m.MetadataTopic(NONE, name, t.topic_id, tuple(parts)))
-        return m.MetadataResponse(brokers, -1, tuple(topics), self.cluster_id)
+        ids = [b.node_id for b in brokers]
+        controller_id = self.broker_id if self.broker_id in ids else (ids[0] if ids else -1)
+        return m.MetadataResponse(brokers, controller_id, tuple(topics), self.cluster_id)
 
 
 # ================================================================= partition.metadata

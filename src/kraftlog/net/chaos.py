@@ -44,7 +44,10 @@ replicas down after an unclean shutdown at once than the budget: faults never ov
 is beyond the budget only when an unclean shutdown's replica was not back in the ISR before the next
 fault). Written to ``DIR/chaos.json``; the acknowledgement log to ``DIR/acks.parquet`` (one row per
 acknowledged record: ``topic``, ``partition``, ``offset``, ``leader_epoch``, ``value_sha256`` (hex),
-``ack_time_ms`` (Unix ms), ``acks`` ("all"/"1"), ``producer``) for ``kraftlog audit``.
+``ack_time_ms`` (Unix ms), ``acks`` ("all"/"1"), ``producer``) for ``kraftlog audit``. A produce
+response carries no leader epoch (librdkafka's delivery report has none), so ``leader_epoch`` is the
+epoch of the batch holding the record at its acknowledged offset in the final log, read back at the
+end; null when the final log does not hold it there (the record was lost).
 """
 
 from __future__ import annotations
@@ -173,7 +176,6 @@ class _Acked:
     value: str
     acks: str
     offset: int
-    leader_epoch: int
     ack_time_ms: int
 
 
@@ -205,7 +207,6 @@ class _ProducerThread:
     def _on_delivery(self, err, msg) -> None:
         if err is None:
             self.run.record_ack(_Acked(self.name, msg.partition(), msg.value().decode(), self.acks, msg.offset(),
-                                       msg.leader_epoch() if msg.leader_epoch() is not None else -1,
                                        int(time.time() * 1000)))
         else:
             self.errors[err.name()] += 1
@@ -729,10 +730,10 @@ class ChaosRun:
         verdict["safe"] = is_safe(verdict)
         verdict["history_digest"] = None
         write_json(os.path.join(self.directory, "chaos.json"), verdict)
-        self._write_acks()
+        self._write_acks(final_logs)
         return verdict
 
-    def _write_acks(self) -> None:
+    def _write_acks(self, final_logs: dict) -> None:
         import pyarrow as pa
         import pyarrow.parquet as pq
         rows = sorted(self.acked, key=lambda a: (a.partition, a.offset))
@@ -740,13 +741,20 @@ class ChaosRun:
             "topic": pa.array([TOPIC] * len(rows), pa.string()),
             "partition": pa.array([a.partition for a in rows], pa.int32()),
             "offset": pa.array([a.offset for a in rows], pa.int64()),
-            "leader_epoch": pa.array([a.leader_epoch for a in rows], pa.int32()),
+            "leader_epoch": pa.array([_epoch_at(final_logs, a) for a in rows], pa.int32()),
             "value_sha256": pa.array([hashlib.sha256(a.value.encode()).hexdigest() for a in rows], pa.string()),
             "ack_time_ms": pa.array([a.ack_time_ms for a in rows], pa.int64()),
             "acks": pa.array([a.acks for a in rows], pa.string()),
             "producer": pa.array([a.producer for a in rows], pa.string()),
         })
         pq.write_table(table, os.path.join(self.directory, "acks.parquet"))
+
+
+def _epoch_at(final_logs: dict, a: "_Acked") -> int | None:
+    """The leader epoch of acknowledged record ``a`` in the final log, None when it is not at its offset."""
+    log = final_logs.get(f"{TOPIC}-{a.partition}")
+    entry = log.get(a.offset) if log else None
+    return entry[1] if entry is not None and entry[0] == a.value else None
 
 
 def run_chaos(directory: str, **kwargs) -> dict:

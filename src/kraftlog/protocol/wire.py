@@ -1359,9 +1359,11 @@ def peek_request_header(data: bytes | memoryview) -> tuple[int, int, int]:
 def decode_request_frame(data: bytes | memoryview) -> tuple[int, int, int, str | None, object]:
     """(API key, API version, correlation id, client id, core message) of a request without the size
     prefix, at any version in the API's table row (:func:`mapped_versions`). A Fetch whose only
-    topic is ``METADATA_TOPIC_ID`` decodes to MetadataFetchRequest. Raises
+    topic is ``METADATA_TOPIC_ID`` decodes to MetadataFetchRequest. Bytes after the body are ignored,
+    as Kafka ignores them (``RequestContext.parseRequest`` reads the body and never checks that the
+    buffer is used up; librdkafka's AdminClient sends Metadata v12 with three such bytes). Raises
     :class:`UnsupportedVersionError` for an API key or version this module does not map, and
-    :class:`WireError` for malformed or trailing bytes."""
+    :class:`WireError` for malformed or missing bytes."""
     api_key, api_version, _ = peek_request_header(data)
     row = _BY_KEY.get(api_key)
     if row is None:
@@ -1372,10 +1374,16 @@ def decode_request_frame(data: bytes | memoryview) -> tuple[int, int, int, str |
         )
     kio_type = _schema(api_key, api_version, request=True)
     header, offset = _read(kio_type.__header_schema__, data, 0)
-    entity, offset = _read(kio_type, data, offset)
-    if offset != len(data):
-        raise WireError(f"{len(data) - offset} trailing bytes after {kio_type.__name__}")
-    return api_key, api_version, header.correlation_id, header.client_id, from_kio(entity)
+    entity, _ = _read(kio_type, data, offset)
+    try:
+        msg = from_kio(entity)
+    except (UnsupportedVersionError, WireError):
+        raise
+    except (TypeError, ValueError, AttributeError, KeyError, IndexError) as exc:
+        # e.g. a null where the schema has a non-nullable array: Kafka's generated parser throws
+        # ("non-nullable field ... was serialized as null"), an InvalidRequestException
+        raise WireError(f"malformed {kio_type.__name__}: {type(exc).__name__}: {exc}") from None
+    return api_key, api_version, header.correlation_id, header.client_id, msg
 
 
 def decode_request(data: bytes | memoryview) -> tuple[int, object]:

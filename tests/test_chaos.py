@@ -1,0 +1,230 @@
+"""``kraftlog chaos`` (issue 13): seeded faults on real processes, judged by the simulator's checkers.
+
+Fast tests: the fault plan is a pure function of the seed (same seed, same faults; never the global
+``random``), the options are checked before anything starts (exit 2, one line, nothing left behind).
+
+Slow tests (real processes on loopback, every node stopped by PID in a ``finally``):
+
+* one chaos run of 30 s at the default level, seed 3 (a SIGSTOP pause, then a lose-unflushed crash: a
+  SIGKILL and every file put back to its last fsync): faults injected, records acknowledged, none lost,
+  the verdict's shape (``history_digest`` null, ``faults``), ``acks.parquet`` holding every
+  acknowledgement, ``chaos.json`` written, no node left running;
+* the pinned last-replica-standing story at ``classic`` loses acknowledged records (KIP-966's motivating
+  story: forced, not timing-dependent, since the crashed leader never fsynced) and the consumer detects
+  the truncation (KIP-320); the cluster runs at the level asked for (``cluster up --level classic``
+  once started at ``urm``);
+* the harness killed midway (SIGKILL, while a node is paused by SIGSTOP) leaves no node behind; SIGINT
+  stops every node and exits 130.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from kraftlog.net import cluster as cl
+from kraftlog.net.chaos import FAULT_KINDS, ChaosRun, plan_faults
+
+KRAFTLOG = [sys.executable, "-m", "kraftlog.cli"]
+
+
+# ------------------------------------------------------------------------------------- fast
+def test_fault_plan_is_a_function_of_the_seed():
+    a, b = plan_faults(3, 3), plan_faults(3, 3)
+    assert [(f.kind, f.node, f.peer, f.hold_ms, f.gap_ms) for f in a] == \
+        [(f.kind, f.node, f.peer, f.hold_ms, f.gap_ms) for f in b]
+    assert [f.kind for f in plan_faults(4, 3)] != [f.kind for f in a]
+    kinds = {f.kind for s in range(40) for f in plan_faults(s, 3)}
+    assert kinds == set(FAULT_KINDS), "every fault kind is drawn by some seed"
+    for s in range(40):
+        for f in plan_faults(s, 3):
+            assert 3000 <= f.hold_ms <= 10000 and 2000 <= f.gap_ms <= 5000
+            assert f.node == "controller" if f.kind == "controller_kill" else f.node in (0, 1, 2)
+            if f.kind == "cut":
+                assert f.peer != f.node and f.peer in (0, 1, 2, "controller")
+
+
+def test_fault_plan_with_one_broker_has_no_link_between_brokers():
+    assert not {f.kind for s in range(40) for f in plan_faults(s, 1)} & {"cut", "partition"}
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"brokers": 0}, "--brokers must be within 1..9"),
+    ({"partitions": 0}, "--partitions must be within 1..50"),
+    ({"rate": 0}, "--rate must be within"),
+    ({"story": "nope"}, "unknown --story"),
+    ({"story": "last-replica-standing", "brokers": 2}, "needs at least 3 brokers"),
+])
+def test_bad_options_are_refused_before_anything_starts(tmp_path, kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        ChaosRun(str(tmp_path / "c"), **kwargs)
+    assert not (tmp_path / "c").exists()
+
+
+def test_cli_refuses_bad_options_with_one_line_and_exit_2(tmp_path):
+    (tmp_path / "used").mkdir()
+    (tmp_path / "used" / "cluster.json").write_text("{}")
+    for args, message in ((["--brokers", "0"], "--brokers must be within 1..9"),
+                          (["--duration", "ten"], "Invalid value for '--duration'"),
+                          (["--dir", str(tmp_path / "used")], "already holds a cluster")):
+        r = subprocess.run(KRAFTLOG + ["chaos", "--dir", str(tmp_path / "new"), *args] if "--dir" not in args
+                           else KRAFTLOG + ["chaos", *args], capture_output=True, text=True, timeout=60)
+        assert r.returncode == 2, r
+        assert message in r.stderr and "Traceback" not in r.stderr, r.stderr
+    assert not (tmp_path / "new").exists()
+
+
+# ------------------------------------------------------------------------------------- slow
+def _node_pids(directory: str) -> list[int]:
+    try:
+        return [e["pid"] for e in cl.load(directory)["nodes"] if e.get("pid")]
+    except cl.ClusterError:
+        return []
+
+
+def _assert_all_gone(pids: list[int], timeout_s: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline and any(cl.pid_alive(p) for p in pids):
+        time.sleep(0.1)
+    assert not [p for p in pids if cl.pid_alive(p)], f"node processes left running: {pids}"
+
+
+def _run_chaos(directory: str, *args: str, timeout_s: float = 300) -> dict:
+    try:
+        r = subprocess.run(KRAFTLOG + ["chaos", "--dir", directory, "--json", *args], capture_output=True,
+                           text=True, timeout=timeout_s)
+    finally:
+        pids = _node_pids(directory)
+        for p in pids:  # a failed test must not leave nodes behind either
+            if cl.pid_alive(p):
+                os.kill(p, signal.SIGKILL)
+    assert r.returncode == 0, r.stderr[-3000:]
+    _assert_all_gone(pids)
+    return json.loads(r.stdout)
+
+
+@pytest.mark.slow
+def test_a_30s_chaos_run_at_the_default_level_loses_nothing(tmp_path):
+    """Seed 3: a pause (SIGSTOP), then a lose-unflushed crash; every acknowledged acks=all record is in
+    the final log, every invariant holds, and the acknowledgement log has a row per acknowledgement."""
+    import pyarrow.parquet as pq
+    directory = str(tmp_path / "chaos")
+    v = _run_chaos(directory, "--duration", "30s", "--seed", "3")
+    assert v["level"] == "urm" and v["seed"] == 3 and v["history_digest"] is None
+    kinds = [f["kind"] for f in v["faults"]]
+    assert kinds[:2] == ["pause", "lose_unflushed"], kinds
+    for f in v["faults"]:
+        assert f["at_ms"] <= f["healed_ms"]
+    assert v["acked"]["all"] > 500 and v["acked"]["1"] > 500
+    assert v["passed"] and v["safe"], v
+    assert v["lost_acked"] == 0 and v["undetected_truncations"] == 0 and v["invariant_violations"] == []
+    assert v["anomalies"] == {"lost-write": 0, "duplicate": 0, "inconsistent-offsets": 0, "nonmonotonic-poll": 0,
+                              "poll-skip": 0}
+    assert v["metrics"]["records_consumed"] > 0
+    assert set(v["final"]["partitions"]) == {"chaos-0", "chaos-1", "chaos-2"}
+    for p in v["final"]["partitions"].values():
+        assert sorted(p["isr"]) == [0, 1, 2] and p["leader"] in p["isr"]
+    acks = pq.read_table(os.path.join(directory, "acks.parquet"))
+    assert acks.column_names == ["topic", "partition", "offset", "leader_epoch", "value_sha256", "ack_time_ms",
+                                 "acks", "producer"]
+    assert acks.num_rows == v["acked"]["all"] + v["acked"]["1"]
+    rows = acks.to_pylist()
+    assert {r["acks"] for r in rows} == {"all", "1"} and all(len(r["value_sha256"]) == 64 for r in rows)
+    assert all(r["offset"] >= 0 for r in rows)
+    # nothing acknowledged with acks=all was lost, so each is in the final log, with its batch's epoch
+    assert all(r["leader_epoch"] is not None and r["leader_epoch"] >= 0 for r in rows if r["acks"] == "all")
+    with open(os.path.join(directory, "chaos.json")) as f:
+        assert json.load(f)["lost_acked"] == 0
+
+
+@pytest.mark.slow
+def test_last_replica_standing_loses_acknowledged_records_at_classic(tmp_path):
+    """KIP-966's motivating story on real processes: below the ELR the last ISR member, which lost what it
+    had not fsynced, is elected again and the other replicas truncate to it."""
+    directory = str(tmp_path / "classic")
+    v = _run_chaos(directory, "--duration", "30s", "--seed", "7", "--level", "classic",
+                   "--story", "last-replica-standing")
+    assert cl.load(directory)["level"] == "classic"
+    assert v["level"] == "classic" and v["scenario"] == "chaos:last-replica-standing"
+    assert [f["kind"] for f in v["faults"]] == ["kill", "isolate", "lose_unflushed"]
+    assert v["passed"] and not v["safe"]
+    assert v["lost_acked"] > 0 and v["anomalies"]["lost-write"] == v["lost_acked"]
+    assert all(r["partition"].startswith("chaos-") for r in v["lost_acked_records"])
+    assert v["detected_truncations"] >= 1, "the KIP-320 consumer saw the log truncated under its position"
+    assert not v["within_budget"], "two unclean shutdowns of one partition's replicas"
+
+
+def _start_harness(directory: str, seed: int, duration: str = "60s") -> subprocess.Popen:
+    return subprocess.Popen(KRAFTLOG + ["chaos", "--dir", directory, "--duration", duration, "--seed", str(seed)],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def _wait_for_line(proc: subprocess.Popen, text: str, timeout_s: float = 90) -> list[str]:
+    import selectors
+    seen: list[str] = []
+    sel = selectors.DefaultSelector()
+    sel.register(proc.stdout, selectors.EVENT_READ)
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if sel.select(timeout=1.0):
+            line = proc.stdout.readline()
+            if not line:
+                break
+            seen.append(line)
+            if text in line:
+                return seen
+    raise AssertionError(f"no {text!r} line within {timeout_s} s: {''.join(seen)[-2000:]}")
+
+
+def _first_seed_starting_with(kind: str) -> int:
+    return next(s for s in range(1000) if plan_faults(s, 3)[0].kind == kind)
+
+
+@pytest.mark.slow
+def test_killing_the_harness_midway_leaves_no_node_running(tmp_path):
+    """SIGKILL the harness while a broker is paused (SIGSTOP): the kernel kills every node it owned
+    (PR_SET_PDEATHSIG reaches a stopped process too)."""
+    directory = str(tmp_path / "killed")
+    seed = _first_seed_starting_with("pause")
+    proc = _start_harness(directory, seed)
+    pids: list[int] = []
+    try:
+        _wait_for_line(proc, "fault: pause")
+        pids = _node_pids(directory)
+        assert len(pids) == 4 and all(cl.pid_alive(p) for p in pids)
+        proc.kill()
+        proc.wait(10)
+        _assert_all_gone(pids)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        for p in pids or _node_pids(directory):
+            if cl.pid_alive(p):
+                os.kill(p, signal.SIGKILL)
+
+
+@pytest.mark.slow
+def test_interrupting_the_harness_stops_every_node_and_exits_130(tmp_path):
+    directory = str(tmp_path / "interrupted")
+    proc = _start_harness(directory, 1)
+    pids: list[int] = []
+    try:
+        _wait_for_line(proc, "cluster ready")
+        pids = _node_pids(directory)
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=60)
+        assert proc.returncode == 130, out
+        assert "interrupted: every node" in out and "Traceback" not in out
+        _assert_all_gone(pids, timeout_s=5)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        for p in pids or _node_pids(directory):
+            if cl.pid_alive(p):
+                os.kill(p, signal.SIGKILL)
