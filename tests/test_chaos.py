@@ -228,3 +228,16 @@ def test_interrupting_the_harness_stops_every_node_and_exits_130(tmp_path):
         for p in pids or _node_pids(directory):
             if cl.pid_alive(p):
                 os.kill(p, signal.SIGKILL)
+
+
+def test_free_ports_lie_below_the_ephemeral_range_so_a_restart_can_bind_them_again():
+    """A port the kernel picks for ``bind(0)`` is an ephemeral one: while its node is down it may become
+    the local end of an outgoing connection, and the node's restart fails with EADDRINUSE (seen in a
+    chaos run). cluster.up records ports chosen below that range instead."""
+    import socket
+    low, _ = cl._ephemeral_range()
+    ports = cl.free_ports(7)
+    assert len(set(ports)) == 7 and all(1024 <= p < low for p in ports)
+    for p in ports:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", p))

@@ -10,6 +10,7 @@ whether the expectations held, whether anything acknowledged was lost (never a b
 from __future__ import annotations
 
 import json
+import os
 import sys
 
 
@@ -55,12 +56,18 @@ def scenario() -> None:
               help="After the verdict, print every replica's log at the end (batches: offsets, leader epoch, "
                    "producer id, values) and its leader-epoch cache, like kafka-dump-log; under \"logs\" "
                    "with --json.")
+@click.option("--real", is_flag=True,
+              help="Run it on real processes (a cluster on 127.0.0.1, real time, kraftlog's clients over TCP); "
+                   "what real processes cannot honour is refused, naming the step.")
+@click.option("--dir", "directory", default=None, type=click.Path(file_okay=False),
+              help="With --real: the cluster directory, kept afterwards (default: a new temporary one).")
 def scenario_run(file: str, level: Level | None, seed: int | None, as_json: bool, wire: bool,
-                 fail_on_loss: bool, dump_logs: bool) -> None:
+                 fail_on_loss: bool, dump_logs: bool, real: bool, directory: str | None) -> None:
     """Run scenario FILE and print its timeline and verdict.
 
     Exit codes: 0 the run completed and every expect/wait_until held (with --fail-on-loss: and it is
-    safe); 1 otherwise; 2 an invalid file or option."""
+    safe); 1 otherwise; 2 an invalid file or option (or, with --real, a step real processes cannot
+    honour)."""
     from .sim.runner import ScenarioRun
     from .sim.scenario import ScenarioError, load_scenario
 
@@ -74,6 +81,11 @@ def scenario_run(file: str, level: Level | None, seed: int | None, as_json: bool
     except ValueError as exc:
         click.echo(f"error: {file}: {exc}", err=True)
         sys.exit(2)
+    if real:
+        _run_real(scn, file, level, seed, as_json, fail_on_loss, wire, dump_logs, directory)
+    if directory is not None:
+        click.echo("error: --dir is for --real runs", err=True)
+        sys.exit(2)
     run = ScenarioRun(scn, level=level, seed=seed, wire=wire)
     for note in run.config_notes:
         click.echo(f"warning: {note}", err=True)
@@ -86,6 +98,42 @@ def scenario_run(file: str, level: Level | None, seed: int | None, as_json: bool
         _print_readable(result)
         if logs is not None:
             _print_logs(logs)
+    sys.exit(_exit_code(result, fail_on_loss))
+
+
+def _run_real(scn, file: str, level, seed, as_json: bool, fail_on_loss: bool, wire: bool, dump_logs: bool,
+              directory: str | None) -> None:
+    """``scenario run --real``: :class:`kraftlog.net.real_scenario.RealScenarioRun`; exits."""
+    import tempfile
+
+    from .net.cluster import ClusterError
+    from .net.real_scenario import RealScenarioRun
+    if wire or dump_logs:
+        click.echo("error: --wire and --dump-logs are simulator options, not for --real", err=True)
+        sys.exit(2)
+    if directory is not None and os.path.exists(os.path.join(directory, "cluster.json")):
+        click.echo(f"error: {directory} already holds a cluster: give a new --dir", err=True)
+        sys.exit(2)
+    out = sys.stderr if as_json else sys.stdout
+    try:
+        run = RealScenarioRun(scn, directory or tempfile.mkdtemp(prefix="kraftlog-real-"), level=level, seed=seed,
+                              progress=lambda line: print(line, file=out, flush=True))
+    except ValueError as exc:
+        click.echo(f"error: {file}: {exc}", err=True)
+        sys.exit(2)
+    try:
+        result = run.run()
+    except KeyboardInterrupt:
+        click.echo(f"interrupted: every node of {run.directory} stopped", err=True)
+        sys.exit(130)
+    except ClusterError as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(1)
+    if as_json:
+        click.echo(json.dumps(result.verdict))
+    else:
+        result.timeline = []  # already printed as it happened
+        _print_readable(result)
     sys.exit(_exit_code(result, fail_on_loss))
 
 
@@ -173,8 +221,11 @@ def _print_readable(result) -> None:
     table = Table(title="verdict", show_header=False)
     table.add_column(no_wrap=True)
     table.add_column(overflow="fold")
-    table.add_row("simulated time", f"{v['sim_time_ms']} ms ({result.wall_ms:.0f} ms wall, "
-                                    f"{result.messages} messages)")
+    if v.get("real"):
+        table.add_row("real time", f"{v['sim_time_ms']} ms from cluster ready (real processes)")
+    else:
+        table.add_row("simulated time", f"{v['sim_time_ms']} ms ({result.wall_ms:.0f} ms wall, "
+                                        f"{result.messages} messages)")
     table.add_row("acknowledged", ", ".join(f"acks={k}: {n}" for k, n in v["acked"].items()))
     table.add_row("lost acked (acks=all)", str(v["lost_acked"]))
     table.add_row("leaderless partitions", ", ".join(v["leaderless_partitions"]) or "none")
@@ -190,7 +241,8 @@ def _print_readable(result) -> None:
         table.add_row(f"final {name}", f"leader {p['leader']} (epoch {p['leader_epoch']}), ISR {p['isr']}, "
                                        f"HWM {p['hwm']}, LEO {p['leo']}")
     console.print(table)
-    console.print(f"history digest {v['history_digest']}", soft_wrap=True)  # one line, never folded
+    if v["history_digest"] is not None:
+        console.print(f"history digest {v['history_digest']}", soft_wrap=True)  # one line, never folded
     words = outcome_words(v)
     style = "green" if v["passed"] and v["safe"] else "red"
     console.print(Text(words, style=style))

@@ -175,7 +175,7 @@ class _Acked:
     partition: int
     value: str
     acks: str
-    offset: int
+    offset: int | None
     ack_time_ms: int
 
 
@@ -513,7 +513,7 @@ class ChaosRun:
                 p.stop.set()
             for p in producers:
                 p.thread.join(FLUSH_S + 10)
-            final_logs, hwms, topic_id = self._read_back()
+            final_logs, hwms = self._read_back()
             self._catch_up(consumer_loop, hwms)
             consumer_loop.stop()
             described = self.describe()
@@ -591,43 +591,8 @@ class ChaosRun:
                    else f"not settled: ISRs incomplete after {SETTLE_S:.0f} s")
         return ok
 
-    def _read_back(self) -> tuple[dict, dict, object]:
-        """Every partition read from its leader, offset 0 to its HWM: ({name: {offset: (value, leader
-        epoch)}} or None for a leaderless partition, {name: HWM}, topic id)."""
-        final_logs, hwms = {}, {}
-        parts = self.describe() or []
-        md = self.request(m.MetadataRequest((TOPIC,)), timeout_s=10.0)
-        if md is None or not md.topics:
-            raise ChaosError("no broker answered Metadata at the end of the run")
-        topic_id = md.topics[0].topic_id
-        for p in parts:
-            name = f"{TOPIC}-{p.partition_index}"
-            if p.leader_id < 0:
-                final_logs[name] = None
-                continue
-            log, hwm = {}, None
-            with KafkaConnection(f"{HOST}:{self.ports[p.leader_id]}", timeout_s=10) as k:
-                offset = 0
-                while hwm is None or offset < hwm:
-                    resp = k.request(m.FetchRequest(-1, -1, 0, 1, (m.FetchPartition(
-                        topic_id, p.partition_index, p.leader_epoch, offset),)))
-                    pr = resp.partitions[0]
-                    if pr.error_code != Errors.NONE:
-                        raise ChaosError(f"reading {name} back from broker {p.leader_id}: {Errors(pr.error_code).name}")
-                    hwm = pr.high_watermark
-                    before = offset
-                    for batch in pr.records:
-                        for i, rec in enumerate(batch.records):
-                            o = batch.base_offset + i
-                            if o >= offset and o < hwm:
-                                log[o] = (rec.value.decode() if rec.value is not None else None,
-                                          batch.partition_leader_epoch)
-                        offset = max(offset, batch.base_offset + batch.record_count)
-                    if offset == before:
-                        break
-            final_logs[name] = log
-            hwms[name] = hwm
-        return final_logs, hwms, topic_id
+    def _read_back(self) -> tuple[dict, dict]:
+        return read_back(self.request, self.ports, {TOPIC: self.describe() or []})
 
     def _catch_up(self, loop: ClientLoop, hwms: dict) -> None:
         def caught_up() -> bool:
@@ -640,33 +605,7 @@ class ChaosRun:
             self.event(f"the consumer did not reach every HWM within {CATCH_UP_S:.0f} s")
 
     def _read_disks(self) -> tuple[dict, dict]:
-        """After the clean shutdown: {name: {broker: ({offset: (value, epoch)}, HWM checkpoint)}} and
-        {name: {broker: LEO}} from every replica's files."""
-        from ..broker.broker import LOG_DIR
-        from ..storage.checkpoints import read_hwm_checkpoint
-        from ..storage.log import SEGMENT_FILE
-        from .disk import FileDisk
-        replica_logs: dict = {}
-        leos: dict = {}
-        for b in range(self.brokers):
-            root = os.path.join(self.directory, node_name(b))
-            with FileDisk(root) as disk:
-                checkpoint = read_hwm_checkpoint(disk, LOG_DIR)
-                for p in range(self.partitions):
-                    path = f"{LOG_DIR}/{TOPIC}-{p}/{SEGMENT_FILE}"
-                    if not os.path.exists(os.path.join(root, path)):
-                        continue
-                    content = {}
-                    end = 0
-                    for batch in disk.scan(path):
-                        for i, rec in enumerate(batch.records):
-                            content[batch.base_offset + i] = (rec.value.decode() if rec.value is not None else None,
-                                                              batch.partition_leader_epoch)
-                        end = batch.base_offset + batch.record_count
-                    name = f"{TOPIC}-{p}"
-                    replica_logs.setdefault(name, {})[b] = (content, checkpoint.get((TOPIC, p), 0))
-                    leos.setdefault(name, {})[str(b)] = end
-        return replica_logs, leos
+        return read_replica_disks(self.directory, self.brokers, [(TOPIC, p) for p in range(self.partitions)])
 
     # ------------------------------------------------------------------ the verdict
     def _within_budget(self) -> bool:
@@ -715,6 +654,9 @@ class ChaosRun:
              f"{SETTLE_S:.0f} s of the end of the faults"],
             "metrics": {
                 "records_consumed": len(self.consumed),
+                "acked_without_offset": sum(1 for a in self.acked if a.offset is None),
+                # acks=1 promises nothing once the leader fails: counted, never judged
+                "acks1_missing_from_final_log": _missing(self.acked, final_logs, "1"),
                 "produce_errors": {p.name: dict(sorted(p.errors.items())) for p in producers},
                 "producers_replaced": {p.name: p.fatal for p in producers},
                 "unacknowledged_at_end": {p.name: p.unacked_at_end for p in producers},
@@ -736,7 +678,9 @@ class ChaosRun:
     def _write_acks(self, final_logs: dict) -> None:
         import pyarrow as pa
         import pyarrow.parquet as pq
-        rows = sorted(self.acked, key=lambda a: (a.partition, a.offset))
+        # librdkafka reports some acknowledgements without an offset (None: e.g. a retried batch the
+        # broker answered as a duplicate); their offset is null
+        rows = sorted(self.acked, key=lambda a: (a.partition, -1 if a.offset is None else a.offset))
         table = pa.table({
             "topic": pa.array([TOPIC] * len(rows), pa.string()),
             "partition": pa.array([a.partition for a in rows], pa.int32()),
@@ -750,11 +694,91 @@ class ChaosRun:
         pq.write_table(table, os.path.join(self.directory, "acks.parquet"))
 
 
+def _missing(acked: list, final_logs: dict, acks: str) -> int:
+    """Acknowledged records with ``acks`` that the final log (below its HWM) does not hold."""
+    present = {name: {v for v, _ in log.values()} for name, log in final_logs.items() if log is not None}
+    return sum(1 for a in acked if a.acks == acks and f"{TOPIC}-{a.partition}" in present
+               and a.value not in present[f"{TOPIC}-{a.partition}"])
+
+
 def _epoch_at(final_logs: dict, a: "_Acked") -> int | None:
     """The leader epoch of acknowledged record ``a`` in the final log, None when it is not at its offset."""
     log = final_logs.get(f"{TOPIC}-{a.partition}")
     entry = log.get(a.offset) if log else None
     return entry[1] if entry is not None and entry[0] == a.value else None
+
+
+def read_back(request, ports: dict, described: dict) -> tuple[dict, dict]:
+    """Every partition of the topics of ``described`` read from its leader, offset 0 to its HWM, as a consumer may read it:
+    ``({"<topic>-<p>": {offset: (value, leader epoch)}} (None for a leaderless partition),
+    {"<topic>-<p>": HWM})``. ``request(message)``: an admin request to a reachable broker (None when none
+    answers); ``ports``: broker id -> client port; ``described``: {topic: its DescribeTopicPartitions
+    partitions}. Raises ChaosError when a leader refuses."""
+    final_logs, hwms = {}, {}
+    topics = sorted(described)
+    md = request(m.MetadataRequest(tuple(topics)))
+    if md is None:
+        raise ChaosError("no broker answered Metadata at the end of the run")
+    ids = {t.name: t.topic_id for t in md.topics}
+    for topic in topics:
+        for p in described.get(topic) or []:
+            name = f"{topic}-{p.partition_index}"
+            if p.leader_id < 0:
+                final_logs[name] = None
+                continue
+            log, hwm = {}, None
+            with KafkaConnection(f"{HOST}:{ports[p.leader_id]}", timeout_s=10) as k:
+                offset = 0
+                while hwm is None or offset < hwm:
+                    resp = k.request(m.FetchRequest(-1, -1, 0, 1, (m.FetchPartition(
+                        ids[topic], p.partition_index, p.leader_epoch, offset),)))
+                    pr = resp.partitions[0]
+                    if pr.error_code != Errors.NONE:
+                        raise ChaosError(f"reading {name} back from broker {p.leader_id}: {Errors(pr.error_code).name}")
+                    hwm = pr.high_watermark
+                    before = offset
+                    for batch in pr.records:
+                        for i, rec in enumerate(batch.records):
+                            o = batch.base_offset + i
+                            if offset <= o < hwm:
+                                log[o] = (rec.value.decode(errors="replace") if rec.value is not None else None,
+                                          batch.partition_leader_epoch)
+                        offset = max(offset, batch.base_offset + batch.record_count)
+                    if offset == before:
+                        break
+            final_logs[name] = log
+            hwms[name] = hwm
+    return final_logs, hwms
+
+
+def read_replica_disks(directory: str, brokers: int, partitions: list[tuple[str, int]]) -> tuple[dict, dict]:
+    """After a clean shutdown, every replica's log and HWM checkpoint from its files:
+    ``({"<topic>-<p>": {broker: ({offset: (value, epoch)}, HWM)}}, {"<topic>-<p>": {"<broker>": LEO}})``."""
+    from ..broker.broker import LOG_DIR
+    from ..storage.checkpoints import read_hwm_checkpoint
+    from ..storage.log import SEGMENT_FILE
+    from .disk import FileDisk
+    replica_logs: dict = {}
+    leos: dict = {}
+    for b in range(brokers):
+        root = os.path.join(directory, node_name(b))
+        with FileDisk(root) as disk:
+            checkpoint = read_hwm_checkpoint(disk, LOG_DIR)
+            for topic, p in partitions:
+                path = f"{LOG_DIR}/{topic}-{p}/{SEGMENT_FILE}"
+                if not os.path.exists(os.path.join(root, path)):
+                    continue
+                content = {}
+                end = 0
+                for batch in disk.scan(path):
+                    for i, rec in enumerate(batch.records):
+                        content[batch.base_offset + i] = (rec.value.decode(errors="replace") if rec.value is not None
+                                                          else None, batch.partition_leader_epoch)
+                    end = batch.base_offset + batch.record_count
+                name = f"{topic}-{p}"
+                replica_logs.setdefault(name, {})[b] = (content, checkpoint.get((topic, p), 0))
+                leos.setdefault(name, {})[str(b)] = end
+    return replica_logs, leos
 
 
 def run_chaos(directory: str, **kwargs) -> dict:

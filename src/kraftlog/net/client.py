@@ -87,7 +87,8 @@ class ClientLoop:
 
     ``address_of(broker_id)``: the broker's client listener as (host, port), or None when unknown;
     ``observe(node)``: called on the loop's thread after every event the node handled and at least every
-    ``wake_every_ms`` (take the node's records there; it must not block); ``log(text)``: one line per
+    ``wake_every_ms`` (take the node's records there, or give it work: a true return value says it was
+    given some, and what it queued is sent at once; it must not block); ``log(text)``: one line per
     connection problem. :meth:`start` returns at once; :meth:`stop` ends the loop, closes every
     connection and joins the thread (at most ``timeout_s``). Nothing here is a protocol rule: connection
     setups, timeouts, backoffs and retries are the node's own (Kafka's NetworkClient)."""
@@ -121,8 +122,11 @@ class ClientLoop:
         await driver.start(lambda listener: {})
         driver.kick()
         try:
-            await driver.run_until(self._stop.is_set, wake_every_ms=self.wake_every_ms,
-                                   on_wake=lambda: self.observe(self.node))
+            def on_wake() -> None:
+                if self.observe(self.node):
+                    driver.flush_outbox()
+
+            await driver.run_until(self._stop.is_set, wake_every_ms=self.wake_every_ms, on_wake=on_wake)
         finally:
             driver.stopping = True
             await driver.close()

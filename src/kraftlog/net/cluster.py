@@ -42,7 +42,7 @@ from ..protocol.level import Level
 from .driver import LinkFilter
 from .node import HOST, LINKS_FILE, node_name, read_links, write_json
 
-__all__ = ["ClusterError", "up", "down", "status", "start_broker", "stop_broker", "load", "NodeStatus",
+__all__ = ["ClusterError", "free_ports", "up", "down", "status", "start_broker", "stop_broker", "load", "NodeStatus",
            "READY_TIMEOUT_S", "pid_alive", "kill", "control", "control_all", "pause", "resume", "kill_node"]
 
 #: How long (s) ``up --detach`` and ``start`` wait for brokers to be unfenced.
@@ -84,6 +84,38 @@ def _entry(cluster: dict, node) -> dict:
         if e["id"] == node:
             return e
     raise ClusterError(f"no node {node!r} in this cluster (brokers 0..{cluster['brokers'] - 1})", 2)
+
+
+def _ephemeral_range() -> tuple[int, int]:
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            low, high = (int(x) for x in f.read().split())
+        return low, high
+    except (OSError, ValueError):
+        return 32768, 60999  # Linux's default
+
+
+def free_ports(count: int, low: int = 10000) -> list[int]:
+    """``count`` distinct ports on 127.0.0.1 that nothing listens on now, chosen below the kernel's
+    ephemeral range (``ip_local_port_range``). A port the kernel picked (``bind`` to 0) lies in that
+    range, where it may be handed to an outgoing connection's local end while the node is down: its
+    restart then fails with EADDRINUSE. Ports outside it are not reused that way. ClusterError when
+    fewer than ``count`` can be found."""
+    start, _ = _ephemeral_range()
+    candidates = list(range(low, start)) or list(range(1024, 65536))
+    offset = SystemRandom().randrange(len(candidates))
+    out: list[int] = []
+    for i in range(len(candidates)):
+        port = candidates[(offset + i) % len(candidates)]
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            try:
+                sock.bind((HOST, port))
+            except OSError:
+                continue
+        out.append(port)
+        if len(out) == count:
+            return out
+    raise ClusterError(f"cannot find {count} free ports on {HOST} below {start}")
 
 
 def pid_alive(pid: int | None) -> bool:
@@ -163,7 +195,9 @@ def up(directory: str, brokers: int, port: int = 9092, level: Level | None = Non
        config: dict | None = None, chaos: bool = False, owned: bool = False) -> dict:
     """Start a controller and ``brokers`` brokers on 127.0.0.1 with data under ``directory`` (reused when
     it holds a cluster of the same size and level: the nodes recover their logs) and return cluster.json.
-    Broker ``i`` listens for clients on ``port + i`` (``port`` 0: free ports). ``chaos``: chaos mode (see
+    Broker ``i`` listens for clients on ``port + i``; ``port`` 0, the internal listeners and the
+    controller: free ports below the kernel's ephemeral range (:func:`free_ports`), recorded in
+    cluster.json so that a restarted node binds the same ones. ``chaos``: chaos mode (see
     the module's doc; an existing cluster may be switched to it, not back: its data has a shadow that a
     plain node would make stale). ``owned``: the nodes die with this process (``owner_pid`` in
     cluster.json; see :mod:`kraftlog.net.node`): for a fault injector that must leave no node behind
@@ -207,6 +241,11 @@ def up(directory: str, brokers: int, port: int = 9092, level: Level | None = Non
             + [{"id": i, "role": "broker", "pid": None, "host": HOST, "port": port + i if port else 0,
                 "internal_port": 0} for i in range(brokers)],
         }
+        # Every port not given (the controller's, the internal listeners', the client ones with --port 0)
+        # is chosen now and kept, so that a restarted node binds the same one (free_ports).
+        unset = [(e, k) for e in cluster["nodes"] for k in ("port", "internal_port") if e.get(k) == 0]
+        for (e, k), free in zip(unset, free_ports(len(unset))):
+            e[k] = free
         _save(directory, cluster)
     cluster["owner_pid"] = os.getpid() if owned else None
     _save(directory, cluster)

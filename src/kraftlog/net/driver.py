@@ -455,6 +455,12 @@ class NodeDriver:
         for task in list(self._tasks):
             task.cancel()
 
+    def flush_outbox(self) -> None:
+        """Send what the node queued outside an event (a client given work between events), without
+        waking the loop again at once: its next deadline is looked at on the next pass anyway."""
+        self._flush()
+        self._wake.clear()
+
     def kick(self) -> None:
         """Re-examine the node's deadline now (after a change made outside an event, e.g. shutdown)."""
         self._flush()

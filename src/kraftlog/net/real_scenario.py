@@ -1,0 +1,507 @@
+"""``kraftlog scenario run FILE --real``: a scenario file on real processes (issue 13).
+
+The file's cluster starts as a chaos-mode cluster on 127.0.0.1 owned by this process (every node dies
+with it; see :mod:`kraftlog.net.cluster`), its topics are created through a broker, and its steps run in
+real time: ``at:`` counts from the moment every partition has a leader (the simulator's "cluster ready"),
+``after:`` from the end of the previous step. Each verb maps to a fault on the real processes:
+
+* ``crash`` → SIGKILL by PID; ``lose: unflushed`` then gives every file its content at its last fsync
+  (:func:`kraftlog.net.disk.restore_fsynced`: SimDisk's ``writeback: never``), ``lose: all`` removes
+  the broker's data directory (a replaced disk); ``restart`` starts the process again;
+* ``shutdown`` → SIGTERM (a controlled shutdown, waited for); ``restart_controller`` → SIGKILL of the
+  controller and a restart (its metadata log is fsynced on every append, as the simulator's is);
+* ``isolate``, ``partition``, ``cut``, ``heal``, ``hold``, ``release`` → the nodes' link filters, through
+  :func:`kraftlog.net.cluster.control_all` (the simulator's rules, :mod:`kraftlog.links`);
+* ``produce`` and the background ``clients`` → kraftlog's own sans-I/O producer and KIP-320 consumer, the
+  ones the simulator runs, over TCP (:class:`kraftlog.net.client.ClientLoop`), with the same record
+  values (``s<step>-<i>``, ``<client>-<n>``);
+* ``alter_config`` and ``elect`` → IncrementalAlterConfigs and ElectLeaders sent to a broker, which
+  forwards them to the controller;
+* ``wait_until`` and ``expect`` → DescribeTopicPartitions (leader, ISR, ELR, LastKnownELR, leader
+  epoch), ListOffsets to the leader (its HWM), Metadata (a broker is fenced when the brokers' metadata
+  no longer lists it) and the process table (``alive``).
+
+What cannot be honoured is refused before anything starts, naming the step (:func:`refusals`): a
+``sim:`` network delay (loopback has its own), ``lose: unflushed`` with a ``sim.writeback`` other than
+``never`` (the kernel's writeback cannot be set per run), and the conditions only the controller's
+memory holds (``recovering``, ``in_controlled_shutdown``). At the end, as ``kraftlog chaos`` does: the
+clients stop, every partition is read back from its leader, the cluster shuts down cleanly and every
+replica's disk is read; the verdict is the simulator's (:func:`kraftlog.sim.runner.is_safe`,
+``history_digest`` null).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import threading
+import time
+from random import Random
+
+from ..check import checkers
+from ..controller.controller import CONTROLLER
+from ..protocol import messages as m
+from ..protocol.errors import Errors
+from ..protocol.level import DEFAULT, Level
+from ..sim.runner import ACKS, RunResult, is_safe
+from ..sim.scenario import Condition, Scenario
+from . import cluster as cl
+from .chaos import read_back, read_replica_disks
+from .client import ClientLoop, KafkaConnection
+from .node import HOST, node_name
+
+__all__ = ["RealScenarioRun", "refusals", "UNOBSERVABLE_CHECKS"]
+
+#: Condition checks that only the controller's memory holds: refused with ``--real``.
+UNOBSERVABLE_CHECKS = ("recovering", "in_controlled_shutdown")
+#: The simulator's default network delay (ms): a file that sets another is refused.
+_SIM_DELAY = (1, 5)
+_LABEL = {-1: "all", 1: "1", 0: "0"}
+
+
+def refusals(scn: Scenario) -> list[str]:
+    """What ``scn`` asks that real processes cannot honour, one line each naming the step; [] when it
+    can run with ``--real``."""
+    out = []
+    if (scn.delay_min_ms, scn.delay_max_ms) != _SIM_DELAY:
+        out.append(f"sim.network_delay {scn.delay_min_ms}ms-{scn.delay_max_ms}ms: real processes on loopback "
+                   "have their own delays; remove it to run with --real")
+    for step in scn.steps:
+        a = step.args
+        where = f"step {step.index} ({step.verb})"
+        if step.verb == "crash" and a["lose"] == "unflushed" and scn.writeback_ms is not None:
+            out.append(f"{where}: lose: unflushed with sim.writeback {scn.writeback_ms}ms: the kernel's "
+                       "writeback cannot be set per run (with --real it is `never`: the restored files are "
+                       "those at the last fsync); set sim.writeback: never")
+        cond = a.get("condition")
+        if isinstance(cond, Condition):
+            bad = [k for k in cond.checks if k in UNOBSERVABLE_CHECKS]
+            if bad:
+                out.append(f"{where}: {', '.join(bad)} is not observable outside the controller's memory")
+    return out
+
+
+class RealScenarioRun:
+    """``scenario`` on real processes in ``directory`` (a new directory; kept afterwards with the nodes'
+    logs) at ``level`` (default: the file's, else the default) with ``seed`` (the nodes' seed; default
+    the file's). ``progress(line)``: each timeline line as it happens. ``run()`` returns a RunResult
+    whose verdict is the simulator's shape with ``history_digest`` None. Raises ValueError (before
+    anything starts) with :func:`refusals`' lines when the file cannot be honoured."""
+
+    def __init__(self, scenario: Scenario, directory: str, level: Level | None = None, seed: int | None = None,
+                 progress=lambda line: None) -> None:
+        problems = refusals(scenario)
+        if problems:
+            raise ValueError("cannot run with --real:\n  " + "\n  ".join(problems))
+        self.scenario = scenario
+        self.directory = os.path.abspath(directory)
+        if level is None:
+            level = Level.parse(scenario.level) if scenario.level is not None else DEFAULT
+        self.level = level
+        self.seed = scenario.seed if seed is None else seed
+        self.progress = progress
+        self.lock = threading.Lock()
+        self.acked: list = []
+        self.acked_counts = {"all": 0, "1": 0, "0": 0}
+        self.consumed: list = []
+        self.truncations: list = []
+        self.hwms: list = []
+        self.seq = 0
+        self.failed: list[str] = []
+        self.timeline: list[str] = []
+        self.t0 = time.monotonic()
+        self.ports: dict = {}
+        self.loops: list[ClientLoop] = []
+
+    # ------------------------------------------------------------------ timeline
+    def _now(self) -> int:
+        return int((time.monotonic() - self.t0) * 1000)
+
+    def _log(self, text: str) -> None:
+        line = f"{self._now():>8}ms  {text}"
+        self.timeline.append(line)
+        self.progress(line)
+
+    # ------------------------------------------------------------------ requests
+    def _request(self, message, timeout_s: float = 5.0):
+        """An admin request to the first running broker that answers; None when none does."""
+        info = cl.load(self.directory)
+        for e in info["nodes"]:
+            if e["role"] != "broker" or not cl.pid_alive(e.get("pid")):
+                continue
+            try:
+                with KafkaConnection(f"{HOST}:{e['port']}", timeout_s=timeout_s) as k:
+                    return k.request(message)
+            except (OSError, ValueError):
+                continue
+        return None
+
+    def _describe(self) -> dict:
+        resp = self._request(m.DescribeTopicPartitionsRequest(tuple(t.name for t in self.scenario.topics)))
+        if resp is None:
+            return {}
+        return {t.name: list(t.partitions) for t in resp.topics if t.error_code == Errors.NONE}
+
+    def _partition(self, name: str):
+        topic, _, idx = name.rpartition("-")
+        for p in self._describe().get(topic, []):
+            if p.partition_index == int(idx):
+                return p
+        return None
+
+    def _hwm(self, name: str, leader: int) -> int | None:
+        topic, _, idx = name.rpartition("-")
+        try:
+            with KafkaConnection(f"{HOST}:{self.ports[leader]}", timeout_s=3) as k:
+                resp = k.request(m.ListOffsetsRequest(-1, (m.ListOffsetsPartition(topic, int(idx), -1),)))
+        except (OSError, ValueError, KeyError):
+            return None
+        r = resp.partitions[0] if resp.partitions else None
+        return r.offset if r is not None and r.error_code == Errors.NONE else None
+
+    def holds(self, cond: Condition) -> bool:
+        """``cond`` against what the cluster reports now (see the module doc)."""
+        checks = cond.checks
+        if cond.kind == "partition":
+            p = self._partition(str(cond.target))
+            if p is None:
+                return False
+            for key, want in checks.items():
+                leader = p.leader_id if p.leader_id >= 0 else None
+                if key == "leader" and leader != want:
+                    return False
+                if key == "isr" and frozenset(p.isr_nodes) != want:
+                    return False
+                if key == "elr" and frozenset(p.eligible_leader_replicas) != want:
+                    return False
+                if key == "last_known_elr" and frozenset(p.last_known_elr) != want:
+                    return False
+                if key == "leader_epoch_at_least" and p.leader_epoch < want:
+                    return False
+                if key in ("hwm", "hwm_at_least"):
+                    hwm = self._hwm(str(cond.target), leader) if leader is not None else None
+                    if hwm is None or (hwm != want if key == "hwm" else hwm < want):
+                        return False
+            return True
+        broker = int(cond.target)
+        for key, want in checks.items():
+            if key == "alive" and self._alive(broker) != want:
+                return False
+            if key == "fenced" and self._fenced(broker) != want:
+                return False
+        return True
+
+    def _alive(self, broker: int) -> bool:
+        return cl.pid_alive(cl._entry(cl.load(self.directory), broker).get("pid"))
+
+    def _fenced(self, broker: int) -> bool | None:
+        """Whether the brokers' metadata no longer lists ``broker``; None when no broker answers."""
+        md = self._request(m.MetadataRequest(()))
+        return None if md is None else broker not in {b.node_id for b in md.brokers}
+
+    def observed(self, cond: Condition) -> str:
+        if cond.kind == "partition":
+            p = self._partition(str(cond.target))
+            if p is None:
+                return "no answer"
+            leader = p.leader_id if p.leader_id >= 0 else None
+            hwm = self._hwm(str(cond.target), leader) if leader is not None else None
+            return (f"leader={leader}, isr={list(p.isr_nodes)}, elr={list(p.eligible_leader_replicas)}, "
+                    f"last_known_elr={list(p.last_known_elr)}, leader_epoch={p.leader_epoch}, hwm={hwm}")
+        b = int(cond.target)
+        return f"alive={self._alive(b)}, fenced={self._fenced(b)}"
+
+    @staticmethod
+    def describe_condition(cond: Condition) -> str:
+        checks = ", ".join(f"{k}={sorted(v) if isinstance(v, frozenset) else v}" for k, v in cond.checks.items())
+        return f"{cond.kind} {cond.target}: {checks}"
+
+    # ------------------------------------------------------------------ clients (their loops' threads)
+    def _address(self, broker):
+        return (HOST, self.ports[broker]) if broker in self.ports else None
+
+    def _take_completions(self, prod) -> int:
+        got = 0
+        with self.lock:
+            for c in prod.take_completions():
+                if c.error == Errors.NONE:
+                    label = _LABEL[c.acks]
+                    self.acked.append((prod.node_id, c.topic, c.partition, c.value.decode(), label))
+                    self.acked_counts[label] += 1
+                    got += 1
+        return got
+
+    def _observe_consumer(self, node) -> bool:
+        from ..client.consumer import LogTruncationError, OffsetOutOfRangeError
+        try:
+            records = node.poll_records()
+        except (LogTruncationError, OffsetOutOfRangeError):
+            records = node.take_records()
+        now = self._now()
+        with self.lock:
+            for r in records:
+                self.seq += 1
+                self.consumed.append((node.node_id, f"{r.topic}-{r.partition}", r.offset,
+                                      r.value.decode() if r.value is not None else None, now, self.seq))
+            for tr in node.take_truncations():
+                self.seq += 1
+                self.truncations.append((node.node_id, f"{tr.topic}-{tr.partition}", tr.position,
+                                         tr.divergence_offset, now, self.seq))
+            for _at, t, p, h in node.hwms:
+                self.hwms.append((node.node_id, f"{t}-{p}", h, now))
+            node.hwms.clear()
+        return False
+
+    def _start_clients(self) -> None:
+        from ..client.consumer import Consumer
+        from ..client.producer import Producer
+        brokers = list(range(self.scenario.brokers))
+        for c in self.scenario.clients:
+            spec = self.scenario.topic(c.topic)
+            count = (len(spec.assignment) if spec.assignment else spec.partitions) if spec else 1
+            parts = [(c.topic, c.partition)] if c.partition is not None else [(c.topic, i) for i in range(count)]
+            if c.kind == "producer":
+                prod = Producer(c.id, brokers, ACKS[c.acks], Random(f"{c.id}:{self.seed}"))
+                state = {"n": 0, "next": 0}
+
+                def observe(node, parts=parts, interval=c.interval_ms, state=state) -> bool:
+                    self._take_completions(node)
+                    now = self._now()
+                    sent = False
+                    while now >= state["next"]:
+                        topic, index = parts[state["n"] % len(parts)]
+                        node.send(topic, index, f"{node.node_id}-{state['n']}".encode(), self._clock_ms())
+                        state["n"] += 1
+                        state["next"] += interval
+                        sent = True
+                    return sent
+                loop = ClientLoop(prod, self._address, observe, wake_every_ms=min(100, c.interval_ms))
+            else:
+                cons = Consumer(c.id, brokers, parts, c.reset, Random(f"{c.id}:{self.seed}"), group_id=c.id)
+                loop = ClientLoop(cons, self._address, self._observe_consumer)
+            loop.start()
+            self.loops.append(loop)
+
+    def _clock_ms(self) -> int:
+        """The driver's clock (wall ms), which the client nodes' timestamps use."""
+        return int(time.time() * 1000)
+
+    # ------------------------------------------------------------------ steps (main thread)
+    def _produce(self, step, label: str) -> None:
+        from ..client.producer import Producer
+        a = step.args
+        prod = Producer(f"step{step.index}-producer", list(range(self.scenario.brokers)), ACKS[a["acks"]],
+                        Random(f"step{step.index}:{self.seed}"), delivery_timeout_ms=a["timeout_ms"],
+                        request_timeout_ms=min(30000, a["timeout_ms"]))
+        done = threading.Event()
+        state = {"sent": False, "acked": 0}
+
+        def observe(node) -> bool:
+            sent = False
+            if not state["sent"]:
+                for i in range(a["count"]):
+                    node.send(a["topic"], a["partition"], f"s{step.index}-{i}".encode(), self._clock_ms())
+                state["sent"] = sent = True
+            state["acked"] += self._take_completions(node)
+            if state["sent"] and node.idle:
+                done.set()
+            return sent
+
+        loop = ClientLoop(prod, self._address, observe)
+        loop.start()
+        try:
+            done.wait(a["timeout_ms"] / 1000 + 1)
+        finally:
+            loop.stop()
+        self._log(f"{label}: {state['acked']}/{a['count']} records acknowledged (acks={a['acks']}) "
+                  f"to {a['topic']}-{a['partition']}")
+
+    def _exec(self, step) -> None:
+        a = step.args
+        verb = step.verb
+        label = f"step {step.index} ({verb})"
+        d = self.directory
+        if verb == "produce":
+            self._produce(step, label)
+        elif verb == "crash":
+            cl.kill_node(d, a["broker"])
+            root = os.path.join(d, node_name(a["broker"]))
+            if a["lose"] == "unflushed":
+                from .disk import restore_fsynced
+                restore_fsynced(root)
+            elif a["lose"] == "all":
+                shutil.rmtree(root, ignore_errors=True)
+            self._log(f"{label}: broker {a['broker']} crashed (lose {a['lose']})")
+        elif verb == "shutdown":
+            cl.stop_broker(d, a["broker"])
+            self._log(f"{label}: broker {a['broker']} shut down cleanly")
+        elif verb == "restart":
+            cl.start_broker(d, a["broker"], wait=False)
+            self._log(f"{label}: broker {a['broker']} restarted")
+        elif verb == "restart_controller":
+            cl.kill_node(d, CONTROLLER)
+            cl.start_controller(d)
+            self._log(f"{label}: controller failover (process killed and restarted; metadata log replayed)")
+        elif verb in ("isolate", "partition", "cut", "heal", "hold", "release"):
+            command = {"cmd": verb}
+            if verb == "isolate":
+                command["nodes"] = list(a["nodes"])
+            elif verb == "partition":
+                command["groups"] = [list(g) for g in a["groups"]]
+            elif verb == "cut":
+                command.update({"from": a["from"], "to": a["to"]})
+            elif verb == "heal":
+                if a["nodes"] is not None:
+                    command["nodes"] = list(a["nodes"])
+            else:
+                command.update({k: a[k] for k in ("api", "from", "to") if a.get(k) is not None})
+            cl.control_all(d, command)
+            self._log(f"{label}: {verb} {', '.join(f'{k}={v}' for k, v in command.items() if k != 'cmd') or 'all links'}")
+        elif verb == "alter_config":
+            rtype, rname = (m.RESOURCE_TOPIC, a["topic"]) if a["topic"] else (m.RESOURCE_BROKER, "")
+            resp = self._request(m.IncrementalAlterConfigsRequest((m.AlterConfigsResource(
+                rtype, rname, tuple(m.AlterableConfig(k, m.OP_SET, str(v)) for k, v in sorted(a["config"].items()))),)))
+            err = Errors.REQUEST_TIMED_OUT if resp is None else resp.responses[0].error_code
+            self._log(f"{label}: {rname or 'cluster'} config {a['config']} -> {Errors(err).name}")
+        elif verb == "elect":
+            topic, _, idx = a["partition"].rpartition("-")
+            leader = a.get("leader")
+            resp = self._request(m.ElectLeadersRequest(m.ELECTION_TYPES[a["type"]], (m.ElectLeadersPartition(
+                topic, int(idx), leader if leader is not None else -1),)))
+            err = Errors.REQUEST_TIMED_OUT if resp is None else (resp.error_code or resp.results[0].error_code)
+            self._log(f"{label}: {a['type']} election on {a['partition']} -> {Errors(err).name}")
+        elif verb in ("wait_until", "expect"):
+            cond = a["condition"]
+            if verb == "wait_until":
+                deadline = time.monotonic() + a["timeout_ms"] / 1000
+                ok = self.holds(cond)
+                while not ok and time.monotonic() < deadline:
+                    time.sleep(0.2)
+                    ok = self.holds(cond)
+            else:
+                ok = self.holds(cond)
+            if ok:
+                self._log(f"{label}: {self.describe_condition(cond)} holds")
+            else:
+                observed = self.observed(cond)
+                msg = (f"{label}: timed out after {a['timeout_ms']}ms waiting for {self.describe_condition(cond)} "
+                       f"(observed {observed})" if verb == "wait_until"
+                       else f"{label}: expected {self.describe_condition(cond)}, observed {observed}")
+                self.failed.append(msg)
+                self._log(msg)
+        elif verb == "run_for":
+            time.sleep(a["duration_ms"] / 1000)
+        else:  # pragma: no cover - the parser rejects unknown verbs
+            raise ValueError(f"unknown verb {verb}")
+
+    # ------------------------------------------------------------------ the run
+    def _create_topics(self) -> bool:
+        topics = []
+        for t in self.scenario.topics:
+            configs = tuple(sorted(t.config.items()))
+            if t.assignment:
+                topics.append(m.CreatableTopic(t.name, assignment=t.assignment, configs=configs))
+            else:
+                topics.append(m.CreatableTopic(t.name, t.partitions, t.replication_factor, configs=configs))
+        resp = self._request(m.CreateTopicsRequest(tuple(topics)), timeout_s=20)
+        if resp is None:
+            self.failed.append("bootstrap: no broker answered CreateTopics")
+            return False
+        for r in resp.topics:
+            if r.error_code not in (Errors.NONE, Errors.TOPIC_ALREADY_EXISTS):
+                self.failed.append(f"bootstrap: CreateTopics {r.name}: {Errors(r.error_code).name}")
+                return False
+        deadline = time.monotonic() + 60
+        want = {t.name: (len(t.assignment) if t.assignment else t.partitions) for t in self.scenario.topics}
+        while time.monotonic() < deadline:
+            described = self._describe()
+            if all(len(described.get(n, [])) == k and all(p.leader_id >= 0 for p in described[n])
+                   for n, k in want.items()):
+                return True
+            time.sleep(0.2)
+        self.failed.append("bootstrap: the topics had no leader 60 s after their creation")
+        return False
+
+    def run(self) -> RunResult:
+        """Start the cluster, run the steps in real time, read back and judge; every node is stopped
+        before this returns or raises."""
+        wall = time.perf_counter()
+        scn = self.scenario
+        try:
+            cl.up(self.directory, scn.brokers, port=0, level=self.level, seed=self.seed, config=dict(scn.config),
+                  chaos=True, owned=True)
+            self.ports = {e["id"]: e["port"] for e in cl.load(self.directory)["nodes"] if e["role"] == "broker"}
+            ready = self._create_topics()
+            self.t0 = time.monotonic()
+            if ready:
+                self._log(f"cluster ready: {scn.brokers} brokers, level {self.level.label}, seed {self.seed} "
+                          f"(real processes in {self.directory})")
+                self._start_clients()
+                prev_end = 0
+                for step in scn.steps:
+                    start = step.at_ms if step.at_ms is not None else prev_end + step.after_ms
+                    time.sleep(max(0.0, start / 1000 - (time.monotonic() - self.t0)))
+                    self._exec(step)
+                    prev_end = self._now()
+                if scn.until_ms is not None:
+                    time.sleep(max(0.0, scn.until_ms / 1000 - (time.monotonic() - self.t0)))
+            end_ms = self._now()
+            for loop in self.loops:
+                loop.stop()
+            described = self._describe()
+            final_logs, hwms = read_back(self._request, self.ports, described) if described else ({}, {})
+            partitions = {}
+            for topic, parts in described.items():
+                for p in parts:
+                    name = f"{topic}-{p.partition_index}"
+                    partitions[name] = {"leader": p.leader_id if p.leader_id >= 0 else None,
+                                        "leader_epoch": p.leader_epoch, "isr": list(p.isr_nodes),
+                                        "elr": list(p.eligible_leader_replicas),
+                                        "last_known_elr": list(p.last_known_elr), "hwm": hwms.get(name)}
+            brokers = {str(s.id): {"alive": s.alive, "fenced": self._fenced(s.id) if s.alive else True,
+                                   "epoch": s.broker_epoch}
+                       for s in cl.status(self.directory) if s.role == "broker"}
+            cl.down(self.directory)
+            names = [(t.name, i) for t in scn.topics for i in range(len(t.assignment) if t.assignment else t.partitions)]
+            replica_logs, leos = read_replica_disks(self.directory, scn.brokers, names)
+            for name, p in partitions.items():
+                p["leo"] = leos.get(name, {})
+            verdict = self._verdict(end_ms, final_logs, replica_logs, partitions, brokers)
+            code = 0 if ready and not self.failed else 1
+            verdict["passed"] = code == 0
+            verdict["safe"] = is_safe(verdict)
+            verdict["history_digest"] = None
+            return RunResult(verdict, self.timeline, code, (time.perf_counter() - wall) * 1000)
+        finally:
+            for loop in self.loops:
+                loop.stop(2.0)
+            try:
+                cl.kill(self.directory)
+            except cl.ClusterError:
+                pass
+
+    def _verdict(self, end_ms: int, final_logs: dict, replica_logs: dict, partitions: dict, brokers: dict) -> dict:
+        lost, leaderless = checkers.lost_acked(self.acked, final_logs)
+        anomalies = checkers.consumer_anomalies(self.consumed, self.truncations, final_logs)
+        violations = checkers.log_matching(replica_logs)
+        for name, p in partitions.items():
+            if p["leader"] is not None and p["leader"] not in p["isr"]:
+                violations.append(f"leader-in-isr {name}: leader {p['leader']} is not in its ISR {p['isr']}")
+        return {
+            "scenario": self.scenario.name, "level": self.level.label, "seed": self.seed, "real": True,
+            "sim_time_ms": end_ms,
+            "acked": {k: v for k, v in self.acked_counts.items() if v or k != "0"},
+            "lost_acked": len(lost), "lost_acked_records": lost, "leaderless_partitions": leaderless,
+            "hwm_regressions": checkers.hwm_regressions(self.hwms, self.truncations),
+            "leader_hwm_regressions": 0,
+            "detected_truncations": anomalies["detected_truncations"],
+            "undetected_truncations": anomalies["undetected_truncations"],
+            "anomalies": {"lost-write": len(lost), "duplicate": checkers.duplicates(final_logs),
+                          "inconsistent-offsets": anomalies["inconsistent-offsets"],
+                          "nonmonotonic-poll": anomalies["nonmonotonic-poll"], "poll-skip": anomalies["poll-skip"]},
+            "invariant_violations": violations,
+            "failed_expectations": list(self.failed),
+            "metrics": {"records_consumed": len(self.consumed)},
+            "final": {"partitions": partitions, "brokers": brokers},
+        }
+

@@ -1,0 +1,117 @@
+"""``kraftlog scenario run FILE --real`` (issue 13): the scenario format on real processes.
+
+Fast: what real processes cannot honour is refused before anything starts, naming the step (a ``sim:``
+network delay, ``lose: unflushed`` with a kernel-like ``writeback`` other than ``never``, the
+``recovering`` condition that only the controller's memory holds), with exit 2 and no traceback.
+
+Slow (real processes on loopback, every node stopped by PID): library stories give the same
+expectations and the same losses as in the simulator — ``steady-replication`` (nothing fails, nothing
+lost) and ``last-replica-standing`` at ``classic`` (KIP-966's story: the 20 records acknowledged while
+the ISR was [0, 1] are lost, as the simulator loses them) and at the default level (nothing lost).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from kraftlog.net import cluster as cl
+from kraftlog.net.real_scenario import refusals
+from kraftlog.sim.scenario import load_scenario
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+KRAFTLOG = [sys.executable, "-m", "kraftlog.cli"]
+
+REFUSED = textwrap.dedent("""\
+    name: refused
+    seed: 1
+    cluster: {brokers: 3}
+    sim:
+      network_delay: 10ms
+    topics:
+      - {name: t, replication_factor: 3}
+    steps:
+      - {at: 1s, crash: {broker: 0, lose: unflushed}}
+      - {after: 1s, expect: {partition: t-0, recovering: false}}
+""")
+
+
+def test_refusals_name_each_step_that_real_processes_cannot_honour(tmp_path):
+    path = tmp_path / "refused.yaml"
+    path.write_text(REFUSED)
+    found = refusals(load_scenario(str(path)))
+    assert len(found) == 3
+    assert found[0].startswith("sim.network_delay 10ms-10ms")
+    assert found[1].startswith("step 1 (crash): lose: unflushed with sim.writeback 30000ms")
+    assert found[2] == "step 2 (expect): recovering is not observable outside the controller's memory"
+
+
+def test_the_cli_refuses_with_exit_2_before_starting_anything(tmp_path):
+    path = tmp_path / "refused.yaml"
+    path.write_text(REFUSED)
+    r = subprocess.run(KRAFTLOG + ["scenario", "run", str(path), "--real", "--dir", str(tmp_path / "c")],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and "cannot run with --real" in r.stderr and "step 1 (crash)" in r.stderr
+    assert "Traceback" not in r.stderr and not (tmp_path / "c").exists()
+    r = subprocess.run(KRAFTLOG + ["scenario", "run", os.path.join(ROOT, "scenarios", "steady-replication.yaml"),
+                                   "--real", "--wire"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and "not for --real" in r.stderr
+
+
+def test_library_stories_that_real_processes_can_run():
+    """Every library file either runs with --real or is refused for a reason named above."""
+    runnable = [f for f in sorted(os.listdir(os.path.join(ROOT, "scenarios")))
+                if not refusals(load_scenario(os.path.join(ROOT, "scenarios", f)))]
+    assert {"steady-replication.yaml", "last-replica-standing.yaml", "controlled-shutdown.yaml"} <= set(runnable)
+
+
+def _run(story: str, directory: str, *args: str, real: bool = True) -> dict:
+    cmd = KRAFTLOG + ["scenario", "run", os.path.join(ROOT, "scenarios", story), "--json", *args]
+    if real:
+        cmd += ["--real", "--dir", directory]
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=400)
+    finally:
+        if real:
+            try:
+                pids = [e["pid"] for e in cl.load(directory)["nodes"] if e.get("pid")]
+            except cl.ClusterError:
+                pids = []
+            left = [p for p in pids if cl.pid_alive(p)]
+            for p in left:
+                os.kill(p, signal.SIGKILL)
+            assert not left, f"nodes left running after the run: {left}"
+    assert r.returncode in (0, 1), r.stderr[-3000:]
+    return json.loads(r.stdout)
+
+
+def _same_story(sim: dict, real: dict) -> None:
+    assert real["real"] is True and real["history_digest"] is None
+    assert real["passed"] == sim["passed"], (real["failed_expectations"], sim["failed_expectations"])
+    assert real["lost_acked"] == sim["lost_acked"]
+    assert real["safe"] == sim["safe"]
+    assert real["invariant_violations"] == []
+
+
+@pytest.mark.slow
+def test_steady_replication_on_real_processes_matches_the_simulator(tmp_path):
+    sim = _run("steady-replication.yaml", "", real=False)
+    real = _run("steady-replication.yaml", str(tmp_path / "steady"))
+    _same_story(sim, real)
+    assert real["passed"] and real["safe"] and real["acked"]["all"] >= 300
+    assert real["final"]["partitions"]["t-0"]["isr"] == [0, 1, 2] or sorted(real["final"]["partitions"]["t-0"]["isr"]) == [0, 1, 2]
+
+
+@pytest.mark.slow
+def test_last_replica_standing_at_classic_on_real_processes_loses_what_the_simulator_loses(tmp_path):
+    sim = _run("last-replica-standing.yaml", "", "--level", "classic", real=False)
+    real = _run("last-replica-standing.yaml", str(tmp_path / "lrs"), "--level", "classic")
+    _same_story(sim, real)
+    assert real["lost_acked"] == 20 and sorted(r["value"] for r in real["lost_acked_records"]) == \
+        sorted(r["value"] for r in sim["lost_acked_records"])
