@@ -134,6 +134,25 @@ class MetadataImage:
     def broker(self, broker_id: int) -> BrokerRegistration | None:
         return self.brokers.get(broker_id)
 
+    def snapshot(self) -> dict:
+        """The image as JSON-able data, what a node reports of its committed state (the controller's is
+        what the simulator's conditions read): ``{"offset", "brokers": {"<id>": {"fenced",
+        "in_controlled_shutdown", "broker_epoch"}}, "partitions": {"<topic>-<p>": {"replicas", "isr",
+        "elr", "last_known_elr", "leader" (None for none), "leader_epoch", "partition_epoch",
+        "recovering", "last_known_leader" (None for none)}}}``, sorted by id and name."""
+        return {
+            "offset": self.offset,
+            "brokers": {str(b): {"fenced": r.fenced, "in_controlled_shutdown": r.in_controlled_shutdown,
+                                 "broker_epoch": r.broker_epoch} for b, r in sorted(self.brokers.items())},
+            "partitions": {f"{t}-{i}": {
+                "replicas": list(p.replicas), "isr": list(p.isr), "elr": list(p.elr),
+                "last_known_elr": list(p.last_known_elr), "leader": p.leader if p.leader >= 0 else None,
+                "leader_epoch": p.leader_epoch, "partition_epoch": p.partition_epoch,
+                "recovering": p.recovering,
+                "last_known_leader": p.last_known_leader if p.last_known_leader >= 0 else None}
+                for (t, i), p in sorted(self.partitions.items())},
+        }
+
     def partition(self, topic: str, index: int) -> PartitionRegistration | None:
         return self.partitions.get((topic, index))
 

@@ -750,11 +750,20 @@ class NodeDriver:
         ``{"cmd": "heal", "nodes": [0]}``, ``{"cmd": "hold", "api": "AlterPartition", "from": 0, "to":
         "controller"}`` (api/from/to optional, null = any), ``{"cmd": "release", ...}`` (the same
         fields), ``{"cmd": "status"}``. ``src``/``dst`` may stand for ``from``/``to``. Nodes are broker
-        ids and ``"controller"``; clients are never named (they are in no group)."""
+        ids and ``"controller"``; clients are never named (they are in no group).
+
+        ``{"cmd": "state"}`` changes nothing and answers ``{"ok": true, "node", "cmd", "state"}`` with the
+        node's committed metadata (:meth:`kraftlog.metadata.image.MetadataImage.snapshot`): asked of the
+        controller, the state the simulator's scenario conditions read (``scenario run --real``)."""
         me = self.node.node_id
         if self.link_filter is None:
             return {"ok": False, "node": me, "error": "this node runs without a link filter (not in chaos mode)"}
         cmd = command.get("cmd") if isinstance(command, dict) else None
+        if cmd == "state" and len(command) == 1:
+            image = getattr(self.node, "image", None)
+            if image is None:
+                return {"ok": False, "node": me, "error": "this node keeps no metadata image"}
+            return {"ok": True, "node": me, "cmd": cmd, "state": image.snapshot()}
         try:
             released = self.link_filter.apply(command)
         except ValueError as exc:

@@ -17,14 +17,15 @@ real time: ``at:`` counts from the moment every partition has a leader (the simu
   values (``s<step>-<i>``, ``<client>-<n>``);
 * ``alter_config`` and ``elect`` → IncrementalAlterConfigs and ElectLeaders sent to a broker, which
   forwards them to the controller;
-* ``wait_until`` and ``expect`` → DescribeTopicPartitions (leader, ISR, ELR, LastKnownELR, leader
-  epoch), ListOffsets to the leader (its HWM), Metadata (a broker is fenced when the brokers' metadata
-  no longer lists it) and the process table (``alive``).
+* ``wait_until`` and ``expect`` → the controller's committed state, asked of its process over the
+  control channel (``{"cmd": "state"}``: what the simulator's conditions read: leader, ISR, ELR,
+  LastKnownELR, leader epoch, ``recovering``, a broker's fencing and controlled shutdown), ListOffsets to
+  the leader (its HWM) and the process table (``alive``). While the controller is down a condition on
+  its state does not hold (``wait_until`` keeps waiting).
 
 What cannot be honoured is refused before anything starts, naming the step (:func:`refusals`): a
 ``sim:`` network delay (loopback has its own), ``lose: unflushed`` with a ``sim.writeback`` other than
-``never`` (the kernel's writeback cannot be set per run), and the conditions only the controller's
-memory holds (``recovering``, ``in_controlled_shutdown``). At the end, as ``kraftlog chaos`` does: the
+``never`` (the kernel's writeback cannot be set per run). At the end, as ``kraftlog chaos`` does: the
 clients stop, every partition is read back from its leader, the cluster shuts down cleanly and every
 replica's disk is read; the verdict is the simulator's (:func:`kraftlog.sim.runner.is_safe`,
 ``history_digest`` null).
@@ -50,10 +51,8 @@ from .chaos import read_back, read_replica_disks
 from .client import ClientLoop, KafkaConnection
 from .node import HOST, node_name
 
-__all__ = ["RealScenarioRun", "refusals", "UNOBSERVABLE_CHECKS"]
+__all__ = ["RealScenarioRun", "refusals"]
 
-#: Condition checks that only the controller's memory holds: refused with ``--real``.
-UNOBSERVABLE_CHECKS = ("recovering", "in_controlled_shutdown")
 #: The simulator's default network delay (ms): a file that sets another is refused.
 _SIM_DELAY = (1, 5)
 _LABEL = {-1: "all", 1: "1", 0: "0"}
@@ -73,11 +72,6 @@ def refusals(scn: Scenario) -> list[str]:
             out.append(f"{where}: lose: unflushed with sim.writeback {scn.writeback_ms}ms: the kernel's "
                        "writeback cannot be set per run (with --real it is `never`: the restored files are "
                        "those at the last fsync); set sim.writeback: never")
-        cond = a.get("condition")
-        if isinstance(cond, Condition):
-            bad = [k for k in cond.checks if k in UNOBSERVABLE_CHECKS]
-            if bad:
-                out.append(f"{where}: {', '.join(bad)} is not observable outside the controller's memory")
     return out
 
 
@@ -159,35 +153,53 @@ class RealScenarioRun:
         r = resp.partitions[0] if resp.partitions else None
         return r.offset if r is not None and r.error_code == Errors.NONE else None
 
+    def _controller_state(self) -> dict | None:
+        """The controller's committed state (``{"brokers", "partitions"}``, see
+        :meth:`kraftlog.metadata.image.MetadataImage.snapshot`), asked of its process over the control
+        channel; None while it is down or does not answer."""
+        try:
+            answer = cl.control(self.directory, CONTROLLER, {"cmd": "state"}, timeout_s=3.0)
+        except cl.ClusterError:
+            return None
+        return answer.get("state") if answer.get("ok") else None
+
     def holds(self, cond: Condition) -> bool:
-        """``cond`` against what the cluster reports now (see the module doc)."""
+        """``cond`` against the controller's committed state, as the simulator reads it (see the module
+        doc); False while the controller cannot be asked."""
         checks = cond.checks
+        if cond.kind == "broker" and set(checks) == {"alive"}:
+            return self._alive(int(cond.target)) == checks["alive"]
+        state = self._controller_state()
+        if state is None:
+            return False
         if cond.kind == "partition":
-            p = self._partition(str(cond.target))
+            p = state["partitions"].get(str(cond.target))
             if p is None:
                 return False
             for key, want in checks.items():
-                leader = p.leader_id if p.leader_id >= 0 else None
-                if key == "leader" and leader != want:
-                    return False
-                if key == "isr" and frozenset(p.isr_nodes) != want:
-                    return False
-                if key == "elr" and frozenset(p.eligible_leader_replicas) != want:
-                    return False
-                if key == "last_known_elr" and frozenset(p.last_known_elr) != want:
-                    return False
-                if key == "leader_epoch_at_least" and p.leader_epoch < want:
-                    return False
-                if key in ("hwm", "hwm_at_least"):
-                    hwm = self._hwm(str(cond.target), leader) if leader is not None else None
+                if key in ("isr", "elr", "last_known_elr"):
+                    if frozenset(p[key]) != want:
+                        return False
+                elif key == "leader_epoch_at_least":
+                    if p["leader_epoch"] < want:
+                        return False
+                elif key in ("hwm", "hwm_at_least"):
+                    hwm = self._hwm(str(cond.target), p["leader"]) if p["leader"] is not None else None
                     if hwm is None or (hwm != want if key == "hwm" else hwm < want):
                         return False
+                elif p[key] != want:  # leader, recovering
+                    return False
             return True
         broker = int(cond.target)
+        reg = state["brokers"].get(str(broker))
         for key, want in checks.items():
-            if key == "alive" and self._alive(broker) != want:
-                return False
-            if key == "fenced" and self._fenced(broker) != want:
+            if key == "alive":
+                if self._alive(broker) != want:
+                    return False
+            elif key == "fenced":
+                if (reg is None or reg["fenced"]) != want:
+                    return False
+            elif (reg is not None and reg[key]) != want:  # in_controlled_shutdown
                 return False
         return True
 
@@ -195,21 +207,26 @@ class RealScenarioRun:
         return cl.pid_alive(cl._entry(cl.load(self.directory), broker).get("pid"))
 
     def _fenced(self, broker: int) -> bool | None:
-        """Whether the brokers' metadata no longer lists ``broker``; None when no broker answers."""
-        md = self._request(m.MetadataRequest(()))
-        return None if md is None else broker not in {b.node_id for b in md.brokers}
+        """Whether the controller has ``broker`` fenced (or unregistered); None when it cannot be asked."""
+        state = self._controller_state()
+        if state is None:
+            return None
+        reg = state["brokers"].get(str(broker))
+        return reg is None or reg["fenced"]
 
     def observed(self, cond: Condition) -> str:
+        state = self._controller_state()
         if cond.kind == "partition":
-            p = self._partition(str(cond.target))
+            p = state["partitions"].get(str(cond.target)) if state else None
             if p is None:
-                return "no answer"
-            leader = p.leader_id if p.leader_id >= 0 else None
-            hwm = self._hwm(str(cond.target), leader) if leader is not None else None
-            return (f"leader={leader}, isr={list(p.isr_nodes)}, elr={list(p.eligible_leader_replicas)}, "
-                    f"last_known_elr={list(p.last_known_elr)}, leader_epoch={p.leader_epoch}, hwm={hwm}")
+                return "the controller did not answer" if state is None else "no such partition"
+            hwm = self._hwm(str(cond.target), p["leader"]) if p["leader"] is not None else None
+            return (f"leader={p['leader']}, isr={p['isr']}, elr={p['elr']}, last_known_elr={p['last_known_elr']}, "
+                    f"leader_epoch={p['leader_epoch']}, hwm={hwm}, recovering={p['recovering']}")
         b = int(cond.target)
-        return f"alive={self._alive(b)}, fenced={self._fenced(b)}"
+        reg = state["brokers"].get(str(b)) if state else None
+        return (f"alive={self._alive(b)}, fenced={None if state is None else (reg is None or reg['fenced'])}, "
+                f"in_controlled_shutdown={reg['in_controlled_shutdown'] if reg else None}")
 
     @staticmethod
     def describe_condition(cond: Condition) -> str:
