@@ -219,3 +219,26 @@ def partition_state_violations(image, now_ms: int, min_isr=None) -> list[tuple[s
                 out.append((f"fenced-in-isr {name} {r}",
                             f"t={now_ms}ms fenced-in-isr {name}: broker {r} is fenced but in ISR {list(part.isr)}"))
     return out
+
+
+def judge(acked, final_logs, consumed, truncations, hwms, leader_hwm_regressions: int = 0) -> dict:
+    """The verdict's findings in the order SCENARIOS.md gives them, from this module's inputs (see the
+    module doc): ``lost_acked``, ``lost_acked_records``, ``leaderless_partitions``, ``hwm_regressions``,
+    ``leader_hwm_regressions`` (counted by the caller: only the simulator sees a leader's HWM at every
+    step), ``detected_truncations``, ``undetected_truncations`` and Jepsen's ``anomalies``. One place
+    for the simulator's runner and the real-process runners (``kraftlog chaos``, ``scenario run
+    --real``), so the same history gets the same verdict everywhere."""
+    lost, leaderless = lost_acked(acked, final_logs)
+    anomalies = consumer_anomalies(consumed, truncations, final_logs)
+    return {
+        "lost_acked": len(lost),
+        "lost_acked_records": lost,
+        "leaderless_partitions": leaderless,
+        "hwm_regressions": hwm_regressions(hwms, truncations),
+        "leader_hwm_regressions": leader_hwm_regressions,
+        "detected_truncations": anomalies["detected_truncations"],
+        "undetected_truncations": anomalies["undetected_truncations"],
+        "anomalies": {"lost-write": len(lost), "duplicate": duplicates(final_logs),
+                      "inconsistent-offsets": anomalies["inconsistent-offsets"],
+                      "nonmonotonic-poll": anomalies["nonmonotonic-poll"], "poll-skip": anomalies["poll-skip"]},
+    }

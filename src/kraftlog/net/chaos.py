@@ -67,7 +67,7 @@ from ..protocol.errors import Errors
 from ..protocol.level import DEFAULT, Level
 from ..sim.runner import is_safe
 from . import cluster as cl
-from .client import ClientLoop, KafkaConnection
+from .client import ClientLoop, ConsumerRecorder, KafkaConnection
 from .node import HOST, node_name, write_json
 
 __all__ = ["Fault", "ChaosRun", "ChaosError", "plan_faults", "FAULT_KINDS", "STORIES", "TOPIC",
@@ -280,10 +280,8 @@ class ChaosRun:
         self.min_isr = min(2, self.rf)
         self.lock = threading.Lock()
         self.acked: list[_Acked] = []
-        self.consumed: list = []
-        self.truncations: list = []
-        self.hwms: list = []
-        self.seq = 0
+        #: what the KIP-320 consumer read and detected (checkers' shapes)
+        self.reads = ConsumerRecorder(lambda: _now_ms(self.t0))
         self.events: list[dict] = []
         self.faults: list[Fault] = []
         self.t0 = time.monotonic()
@@ -302,28 +300,6 @@ class ChaosRun:
         with self.lock:
             self.events.append({"t_ms": _now_ms(self.t0), "text": text})
         self.progress(f"{_now_ms(self.t0) / 1000:7.1f}s  {text}")
-
-    def _observe_consumer(self, node) -> None:
-        from ..client.consumer import LogTruncationError, OffsetOutOfRangeError
-        if not node.records and not node.truncations and not node.has_errors and not node.hwms:
-            return
-        try:
-            records = node.poll_records()
-        except (LogTruncationError, OffsetOutOfRangeError):
-            records = node.take_records()
-        now = _now_ms(self.t0)
-        with self.lock:
-            for r in records:
-                self.seq += 1
-                self.consumed.append((node.node_id, f"{r.topic}-{r.partition}", r.offset,
-                                      r.value.decode() if r.value is not None else None, now, self.seq))
-            for tr in node.take_truncations():
-                self.seq += 1
-                self.truncations.append((node.node_id, f"{tr.topic}-{tr.partition}", tr.position,
-                                         tr.divergence_offset, now, self.seq))
-            for at, t, p, h in node.hwms:
-                self.hwms.append((node.node_id, f"{t}-{p}", h, now))
-            node.hwms.clear()
 
     # ------------------------------------------------------------------ cluster helpers (main thread)
     def _reachable(self) -> list[int]:
@@ -543,7 +519,7 @@ class ChaosRun:
                 return
             with self.lock:
                 acks = Counter(a.acks for a in self.acked)
-                consumed = len(self.consumed)
+                consumed = len(self.reads.consumed)
             errors = sum(sum(p.errors.values()) for p in producers)
             phase = "faults" if time.monotonic() < end else "settling"
             self.progress(f"{_now_ms(self.t0) / 1000:7.1f}s  {phase}: acknowledged {acks['all']:,} acks=all, "
@@ -566,7 +542,7 @@ class ChaosRun:
         cons = Consumer("consumer", list(range(self.brokers)), [(TOPIC, p) for p in range(self.partitions)],
                         "earliest", Random(f"consumer:{self.seed}"), request_timeout_ms=10000)
         loop = ClientLoop(cons, lambda b: (HOST, self.ports[b]) if b in self.ports else None,
-                          self._observe_consumer)
+                          self.reads.observe)
         loop.start()
         return loop
 
@@ -596,9 +572,9 @@ class ChaosRun:
 
     def _catch_up(self, loop: ClientLoop, hwms: dict) -> None:
         def caught_up() -> bool:
-            with self.lock:
+            with self.reads.lock:
                 last = {}
-                for _, name, offset, *_ in self.consumed:
+                for _, name, offset, *_ in self.reads.consumed:
                     last[name] = max(last.get(name, -1), offset)
             return all(last.get(name, -1) + 1 >= hwm for name, hwm in hwms.items())
         if not self._wait(caught_up, CATCH_UP_S):
@@ -621,14 +597,9 @@ class ChaosRun:
 
     def verdict(self, completed: bool, producers, final_logs, hwms, replica_logs, leos, described, statuses) -> dict:
         acked = [(a.producer, TOPIC, a.partition, a.value, a.acks) for a in self.acked]
-        lost, leaderless = checkers.lost_acked(acked, final_logs)
-        anomalies = checkers.consumer_anomalies(self.consumed, self.truncations, final_logs)
-        violations = checkers.log_matching(replica_logs)
         partitions = {}
         for p in described or []:
             name = f"{TOPIC}-{p.partition_index}"
-            if p.leader_id >= 0 and p.leader_id not in p.isr_nodes:
-                violations.append(f"leader-in-isr {name}: leader {p.leader_id} is not in its ISR {list(p.isr_nodes)}")
             partitions[name] = {"leader": p.leader_id if p.leader_id >= 0 else None, "leader_epoch": p.leader_epoch,
                                 "isr": list(p.isr_nodes), "elr": list(p.eligible_leader_replicas),
                                 "last_known_elr": list(p.last_known_elr), "hwm": hwms.get(name),
@@ -638,22 +609,13 @@ class ChaosRun:
             "scenario": f"chaos:{self.story}", "level": self.level.label, "seed": self.seed,
             "sim_time_ms": _now_ms(self.t0),
             "acked": {"all": counts["all"], "1": counts["1"]},
-            "lost_acked": len(lost),
-            "lost_acked_records": lost,
-            "leaderless_partitions": leaderless,
-            "hwm_regressions": checkers.hwm_regressions(self.hwms, self.truncations),
-            "leader_hwm_regressions": 0,
-            "detected_truncations": anomalies["detected_truncations"],
-            "undetected_truncations": anomalies["undetected_truncations"],
-            "anomalies": {"lost-write": len(lost), "duplicate": checkers.duplicates(final_logs),
-                          "inconsistent-offsets": anomalies["inconsistent-offsets"],
-                          "nonmonotonic-poll": anomalies["nonmonotonic-poll"], "poll-skip": anomalies["poll-skip"]},
-            "invariant_violations": violations,
+            **checkers.judge(acked, final_logs, self.reads.consumed, self.reads.truncations, self.reads.hwms),
+            "invariant_violations": end_state_violations(replica_logs, partitions),
             "failed_expectations": [] if completed else
             ["settle: the cluster did not heal (every broker unfenced, every ISR complete) within "
              f"{SETTLE_S:.0f} s of the end of the faults"],
             "metrics": {
-                "records_consumed": len(self.consumed),
+                "records_consumed": len(self.reads.consumed),
                 "acked_without_offset": sum(1 for a in self.acked if a.offset is None),
                 # acks=1 promises nothing once the leader fails: counted, never judged
                 "acks1_missing_from_final_log": _missing(self.acked, final_logs, "1"),
@@ -692,6 +654,17 @@ class ChaosRun:
             "producer": pa.array([a.producer for a in rows], pa.string()),
         })
         pq.write_table(table, os.path.join(self.directory, "acks.parquet"))
+
+
+def end_state_violations(replica_logs: dict, partitions: dict) -> list[str]:
+    """The invariants a real run can check at its end (the simulator checks more, after every event):
+    log matching below the HWMs across the replicas' disks, and each partition's leader in its ISR
+    (``partitions``: {name: {"leader", "isr", ...}})."""
+    out = checkers.log_matching(replica_logs)
+    for name, p in sorted(partitions.items()):
+        if p["leader"] is not None and p["leader"] not in p["isr"]:
+            out.append(f"leader-in-isr {name}: leader {p['leader']} is not in its ISR {p['isr']}")
+    return out
 
 
 def _missing(acked: list, final_logs: dict, acks: str) -> int:

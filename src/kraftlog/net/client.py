@@ -19,7 +19,7 @@ from collections.abc import Callable
 from ..protocol import wire
 from ..protocol.framing import ResponseDecoder
 
-__all__ = ["KafkaConnection", "ClientLoop", "parse_address"]
+__all__ = ["KafkaConnection", "ClientLoop", "ConsumerRecorder", "parse_address"]
 
 
 def parse_address(text: str) -> tuple[str, int]:
@@ -135,3 +135,43 @@ class ClientLoop:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout_s)
+
+
+class ConsumerRecorder:
+    """What KIP-320 consumers (:class:`kraftlog.client.consumer.Consumer` in :class:`ClientLoop` threads)
+    read and detected, in :mod:`kraftlog.check.checkers`' shapes: ``consumed`` (client, partition name,
+    offset, value, time ms, seq), ``truncations`` (client, partition name, position, divergence offset,
+    time ms, seq) and ``hwms`` (client, partition name, HWM, time ms); ``seq`` orders events across
+    consumers. ``now_ms()``: the run's clock (ms from cluster ready). :meth:`observe` is a ClientLoop
+    ``observe`` callback; the lists are appended under ``lock``."""
+
+    def __init__(self, now_ms: Callable[[], int]) -> None:
+        self.now_ms = now_ms
+        self.lock = threading.Lock()
+        self.consumed: list = []
+        self.truncations: list = []
+        self.hwms: list = []
+        self.seq = 0
+
+    def observe(self, node) -> bool:
+        from ..client.consumer import LogTruncationError, OffsetOutOfRangeError
+        if not node.records and not node.truncations and not node.has_errors and not node.hwms:
+            return False
+        try:
+            records = node.poll_records()
+        except (LogTruncationError, OffsetOutOfRangeError):  # recorded below, as the simulator's runner does
+            records = node.take_records()
+        now = self.now_ms()
+        with self.lock:
+            for r in records:
+                self.seq += 1
+                self.consumed.append((node.node_id, f"{r.topic}-{r.partition}", r.offset,
+                                      r.value.decode() if r.value is not None else None, now, self.seq))
+            for tr in node.take_truncations():
+                self.seq += 1
+                self.truncations.append((node.node_id, f"{tr.topic}-{tr.partition}", tr.position,
+                                         tr.divergence_offset, now, self.seq))
+            for _at, t, p, h in node.hwms:
+                self.hwms.append((node.node_id, f"{t}-{p}", h, now))
+            node.hwms.clear()
+        return False

@@ -47,8 +47,8 @@ from ..protocol.level import DEFAULT, Level
 from ..sim.runner import ACKS, RunResult, is_safe
 from ..sim.scenario import Condition, Scenario
 from . import cluster as cl
-from .chaos import read_back, read_replica_disks
-from .client import ClientLoop, KafkaConnection
+from .chaos import end_state_violations, read_back, read_replica_disks
+from .client import ClientLoop, ConsumerRecorder, KafkaConnection
 from .node import HOST, node_name
 
 __all__ = ["RealScenarioRun", "refusals"]
@@ -97,10 +97,7 @@ class RealScenarioRun:
         self.lock = threading.Lock()
         self.acked: list = []
         self.acked_counts = {"all": 0, "1": 0, "0": 0}
-        self.consumed: list = []
-        self.truncations: list = []
-        self.hwms: list = []
-        self.seq = 0
+        self.reads = ConsumerRecorder(self._now)
         self.failed: list[str] = []
         self.timeline: list[str] = []
         self.t0 = time.monotonic()
@@ -248,27 +245,6 @@ class RealScenarioRun:
                     got += 1
         return got
 
-    def _observe_consumer(self, node) -> bool:
-        from ..client.consumer import LogTruncationError, OffsetOutOfRangeError
-        try:
-            records = node.poll_records()
-        except (LogTruncationError, OffsetOutOfRangeError):
-            records = node.take_records()
-        now = self._now()
-        with self.lock:
-            for r in records:
-                self.seq += 1
-                self.consumed.append((node.node_id, f"{r.topic}-{r.partition}", r.offset,
-                                      r.value.decode() if r.value is not None else None, now, self.seq))
-            for tr in node.take_truncations():
-                self.seq += 1
-                self.truncations.append((node.node_id, f"{tr.topic}-{tr.partition}", tr.position,
-                                         tr.divergence_offset, now, self.seq))
-            for _at, t, p, h in node.hwms:
-                self.hwms.append((node.node_id, f"{t}-{p}", h, now))
-            node.hwms.clear()
-        return False
-
     def _start_clients(self) -> None:
         from ..client.consumer import Consumer
         from ..client.producer import Producer
@@ -295,7 +271,7 @@ class RealScenarioRun:
                 loop = ClientLoop(prod, self._address, observe, wake_every_ms=min(100, c.interval_ms))
             else:
                 cons = Consumer(c.id, brokers, parts, c.reset, Random(f"{c.id}:{self.seed}"), group_id=c.id)
-                loop = ClientLoop(cons, self._address, self._observe_consumer)
+                loop = ClientLoop(cons, self._address, self.reads.observe)
             loop.start()
             self.loops.append(loop)
 
@@ -498,27 +474,14 @@ class RealScenarioRun:
                 pass
 
     def _verdict(self, end_ms: int, final_logs: dict, replica_logs: dict, partitions: dict, brokers: dict) -> dict:
-        lost, leaderless = checkers.lost_acked(self.acked, final_logs)
-        anomalies = checkers.consumer_anomalies(self.consumed, self.truncations, final_logs)
-        violations = checkers.log_matching(replica_logs)
-        for name, p in partitions.items():
-            if p["leader"] is not None and p["leader"] not in p["isr"]:
-                violations.append(f"leader-in-isr {name}: leader {p['leader']} is not in its ISR {p['isr']}")
         return {
             "scenario": self.scenario.name, "level": self.level.label, "seed": self.seed, "real": True,
             "sim_time_ms": end_ms,
             "acked": {k: v for k, v in self.acked_counts.items() if v or k != "0"},
-            "lost_acked": len(lost), "lost_acked_records": lost, "leaderless_partitions": leaderless,
-            "hwm_regressions": checkers.hwm_regressions(self.hwms, self.truncations),
-            "leader_hwm_regressions": 0,
-            "detected_truncations": anomalies["detected_truncations"],
-            "undetected_truncations": anomalies["undetected_truncations"],
-            "anomalies": {"lost-write": len(lost), "duplicate": checkers.duplicates(final_logs),
-                          "inconsistent-offsets": anomalies["inconsistent-offsets"],
-                          "nonmonotonic-poll": anomalies["nonmonotonic-poll"], "poll-skip": anomalies["poll-skip"]},
-            "invariant_violations": violations,
+            **checkers.judge(self.acked, final_logs, self.reads.consumed, self.reads.truncations, self.reads.hwms),
+            "invariant_violations": end_state_violations(replica_logs, partitions),
             "failed_expectations": list(self.failed),
-            "metrics": {"records_consumed": len(self.consumed)},
+            "metrics": {"records_consumed": len(self.reads.consumed)},
             "final": {"partitions": partitions, "brokers": brokers},
         }
 

@@ -1063,24 +1063,14 @@ class ScenarioRun:
 
     def verdict(self) -> dict:
         final, final_logs, replica_logs = self.final_state()
-        lost, leaderless = checkers.lost_acked(self.acked, final_logs)
-        anomalies = checkers.consumer_anomalies(self.consumed, self.truncations, final_logs)
         hwms = [(c.node_id, f"{t}-{p}", h, at) for c in self.consumers for at, t, p, h in c.hwms]
         violations = list(self.violations.values()) + checkers.log_matching(replica_logs)
         return {
             "scenario": self.scenario.name, "level": self.level.label, "seed": self.seed,
             "sim_time_ms": self.end_ms - self.t0,
             "acked": dict(self.acked_counts),
-            "lost_acked": len(lost),
-            "lost_acked_records": lost,
-            "leaderless_partitions": leaderless,
-            "hwm_regressions": checkers.hwm_regressions(hwms, self.truncations),
-            "leader_hwm_regressions": checkers.leader_hwm_regressions(self.leader_hwms),
-            "detected_truncations": anomalies["detected_truncations"],
-            "undetected_truncations": anomalies["undetected_truncations"],
-            "anomalies": {"lost-write": len(lost), "duplicate": checkers.duplicates(final_logs),
-                          "inconsistent-offsets": anomalies["inconsistent-offsets"],
-                          "nonmonotonic-poll": anomalies["nonmonotonic-poll"], "poll-skip": anomalies["poll-skip"]},
+            **checkers.judge(self.acked, final_logs, self.consumed, self.truncations, hwms,
+                             checkers.leader_hwm_regressions(self.leader_hwms)),
             "invariant_violations": violations,
             "failed_expectations": list(self.failed),
             "metrics": self._final_metrics(),
