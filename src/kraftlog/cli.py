@@ -259,6 +259,10 @@ main.add_command(topics)
 main.add_command(elect)
 main.add_command(chaos)
 
+from .spark.audit import audit  # noqa: E402  (the audit job lives with the Spark jobs)
+
+main.add_command(audit)
+
 
 if __name__ == "__main__":  # pragma: no cover
     main()
