@@ -17,6 +17,9 @@ stopped in a ``finally``, every node by PID):
    naming the partition and both offsets; with failOnDataLoss=false it records an event and reads from
    the divergence offset 100; with validateOffsets=false (Spark's Kafka source's behaviour) it silently
    skips the new records 100..149. Each step waits on the cluster's observable state (ISR, leader, HWM).
+4. (run before 3, which leaves broker 0 down) a streaming query resumes from its checkpoint after a
+   leader failover (SIGKILL) with no gap and no duplicate, no truncation event, and the new leader
+   epoch in its checkpoint; the killed broker is restarted.
 """
 
 from __future__ import annotations
@@ -369,6 +372,99 @@ def test_stream_available_now_then_processing_time_exactly_once_with_epochs_in_c
     assert sorted((r["partition"], r["offset"]) for r in rows) == [(p, o) for p in range(3) for o in range(150)]
     assert _checkpoint_offsets(checkpoint)[-1]["stream"] == \
         {str(p): {"offset": 150, "leaderEpoch": epochs[p]} for p in range(3)}
+
+
+@pytest.mark.slow
+def test_stream_resumes_from_its_checkpoint_after_a_leader_failover_with_no_gap_and_no_duplicate(
+        cluster, spark, tmp_path):
+    """Topic ``failover`` (3 partitions, RF 3, min ISR 2): 3 × 100 acks=all records; an AvailableNow query
+    (bootstrap: all three brokers, unchanged throughout) reads them into Parquet. The leader of
+    failover-0 is SIGKILLed; once another replica leads it at a higher leader epoch (DescribeTopicPartitions
+    on the survivors), 3 × 50 more acks=all records go to every partition. Run 2 from the same checkpoint
+    validates its positions (KIP-320) against the new leader, finds no truncation (no events row, no
+    log line, no failure) and reads exactly the 150 new records: every value once. The last checkpointed
+    positions carry the new leader epoch of each failed-over partition. The killed broker is restarted
+    in a ``finally`` (the KIP-320 story after this test needs broker 0 and 1), and the topic's ISR is
+    complete again before the test ends."""
+    topic, n, m_new = "failover", 100, 50
+    cluster.create_topic(topic, 3, 3, min_insync_replicas=2)
+    produce(cluster.bootstrap(), topic, [(p, None, f"one-{p}-{i}".encode()) for i in range(n) for p in range(3)],
+            acks="all")
+    before = {p.partition_index: p for p in cluster.describe(topic)}
+    out, checkpoint, events = tmp_path / "out", tmp_path / "checkpoint", tmp_path / "events"
+
+    q = _stream(spark, cluster, topic, out, checkpoint, eventsPath=events)
+    _finish(q)
+    assert q.exception() is None
+    assert sorted(r["value"] for r in _parquet_rows(out)) == \
+        sorted(f"one-{p}-{i}".encode() for i in range(n) for p in range(3))
+    run1 = _checkpoint_offsets(checkpoint)
+    assert run1[-1][topic] == {str(p): {"offset": n, "leaderEpoch": before[p].leader_epoch} for p in range(3)}
+
+    killed = before[0].leader_id
+    survivors = tuple(b for b in (0, 1, 2) if b != killed)
+    failed_over = sorted(p for p, d in before.items() if d.leader_id == killed)  # failover-0 at least
+    assert 0 in failed_over
+    try:
+        assert cl.kill_node(cluster.dir, killed)
+
+        def failed_over_state():
+            ps = cluster.describe(topic, survivors)
+            if ps is None or any(p.leader_id < 0 or p.leader_id == killed or killed in p.isr_nodes for p in ps):
+                return None
+            if any(ps[p].leader_epoch <= before[p].leader_epoch for p in failed_over):
+                return None
+            return {p.partition_index: p for p in ps}
+        after = wait_for(f"{topic}: every partition led without broker {killed}, {failed_over} at a higher "
+                         "leader epoch", failed_over_state, timeout_s=45)
+        assert all(after[p].leader_id in survivors and after[p].leader_epoch > before[p].leader_epoch
+                   for p in failed_over)
+        assert all(len(after[p].isr_nodes) == 2 for p in range(3))  # min ISR 2: acks=all still succeeds
+
+        produce(cluster.bootstrap(survivors), topic,
+                [(p, None, f"two-{p}-{i}".encode()) for i in range(m_new) for p in range(3)], acks="all")
+        for p in range(3):
+            wait_for(f"{topic}-{p} HWM {n + m_new} on broker {after[p].leader_id}",
+                     lambda p=p: cluster.hwm(topic, p, after[p].leader_id) == n + m_new, timeout_s=30)
+        assert {p.partition_index: (p.leader_id, p.leader_epoch) for p in cluster.describe(topic, survivors)} == \
+            {p: (after[p].leader_id, after[p].leader_epoch) for p in range(3)}  # no further election meanwhile
+
+        q = _stream(spark, cluster, topic, out, checkpoint, eventsPath=events)
+        _finish(q)
+        assert q.exception() is None
+
+        rows = _parquet_rows(out)
+        values = [r["value"] for r in rows]
+        expected = {f"one-{p}-{i}".encode() for i in range(n) for p in range(3)} | \
+            {f"two-{p}-{i}".encode() for i in range(m_new) for p in range(3)}
+        assert len(values) == len(set(values)), "duplicates: " + repr(
+            sorted(v for v in set(values) if values.count(v) > 1)[:10])
+        assert set(values) == expected, f"missing {sorted(expected - set(values))[:10]}, " \
+                                        f"unexpected {sorted(set(values) - expected)[:10]}"
+        assert sorted((r["partition"], r["offset"]) for r in rows) == \
+            [(p, o) for p in range(3) for o in range(n + m_new)]
+        for r in rows:  # each record where it was appended, stamped with its leader's epoch
+            p, o = r["partition"], r["offset"]
+            assert r["value"] == (f"one-{p}-{o}" if o < n else f"two-{p}-{o - n}").encode()
+            assert r["leaderEpoch"] == (before[p] if o < n else after[p]).leader_epoch, (p, o, r["leaderEpoch"])
+
+        batches = _checkpoint_offsets(checkpoint)
+        assert batches[:len(run1)] == run1 and len(batches) > len(run1)  # resumed, not restarted
+        assert batches[-1][topic] == {str(p): {"offset": n + m_new, "leaderEpoch": after[p].leader_epoch}
+                                      for p in range(3)}
+        assert all(batches[-1][topic][str(p)]["leaderEpoch"] > before[p].leader_epoch for p in failed_over)
+
+        assert _parquet_rows(events) == [], "a truncation event was recorded after a clean failover"
+        assert not events.exists() or not any(events.iterdir())
+        flagged = [line for line in SPARK_LOG[0].read_text(errors="replace").splitlines()
+                   if f"{topic}-" in line and ("KIP-320" in line or "data may have been" in line)]
+        assert flagged == []
+    finally:
+        if not cl.pid_alive(next(e["pid"] for e in cl.load(cluster.dir)["nodes"] if e["id"] == killed)):
+            cl.start_broker(cluster.dir, killed)
+    wait_for(f"{topic}: broker {killed} back in every ISR",
+             lambda: (ps := cluster.describe(topic)) is not None and all(len(p.isr_nodes) == 3 for p in ps),
+             timeout_s=45)
 
 
 @pytest.mark.slow
