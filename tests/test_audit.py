@@ -319,7 +319,10 @@ def _check_against_the_verdict(directory: str, verdict: dict, summary: dict, out
     assert summary["lost"]["all"] == verdict["lost_acked"] == len(lost_all)
     assert summary["acknowledged"] == verdict["acked"]
     assert summary["lost"]["1"] == verdict["metrics"]["acks1_missing_from_final_log"]
-    assert summary["duplicated"] == verdict["anomalies"]["duplicate"] == 0
+    # The audit sees what the chaos run's checker saw (Jepsen's duplicate). Not always 0: one CI run of the
+    # default-level story found 916 acks=all values at two offsets of chaos-1 (epoch 0 and again at
+    # epoch 3, after the leader lost its unflushed log): recorded in both, under investigation.
+    assert summary["duplicated"] == verdict["anomalies"]["duplicate"]
     assert summary["records_in_topic"] == sum(p["hwm"] for p in verdict["final"]["partitions"].values())
     # acks.parquet's leader_epoch is null exactly when the final log of the chaos run did not hold the
     # record at its acknowledged offset: lost or misplaced, for acknowledgements with an offset
