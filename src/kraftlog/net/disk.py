@@ -122,7 +122,10 @@ metadata log, also its decoded records (the log a KRaft node replays into its im
 segment's batches stay on disk: :meth:`~FileDisk.read_range` reads the byte range of the requested
 batches with one ``pread(2)`` and returns them as encoded
 :class:`~kraftlog.protocol.records.RecordBatch` objects (records not decoded); an append writes an encoded
-batch's own bytes. One :class:`FileDisk` serves one process and one thread; the root is locked
+batch's own bytes. Except its *tail cache*: the batches this process appended last (at most
+:data:`TAIL_CACHE_FILE_BYTES` per segment, :data:`TAIL_CACHE_TOTAL_BYTES` in all, dropped on truncation),
+kept as the RecordBatch objects a read of them would return, so that a read of the log's end -- a
+follower fetching what the leader just appended -- costs no ``pread`` and no copy. One :class:`FileDisk` serves one process and one thread; the root is locked
 with ``flock`` on ``<root>/.lock`` as Kafka locks each log dir, so a second process (or a second
 FileDisk in the same process) on the same root fails with :class:`DirectoryLockedError` until the first
 is closed or dies.
@@ -198,6 +201,10 @@ _METADATA = 1
 _OPEN_LOG = os.O_RDWR | os.O_APPEND | getattr(os, "O_CLOEXEC", 0)
 #: Bytes read per system call when recovering or scanning a segment.
 _SCAN_CHUNK = 1 << 20
+#: The tail cache of a partition segment (:class:`_LogFile`): at most this many bytes of its last
+#: batches per file (the last batch is kept whatever its size), and in all the files of a FileDisk.
+TAIL_CACHE_FILE_BYTES = 4 << 20
+TAIL_CACHE_TOTAL_BYTES = 32 << 20
 
 # Shadow files (see the module docstring): ``<s>.state`` and ``<s>.<gen>.<start>.chunk``, written as
 # ``*.part`` and renamed.
@@ -431,9 +438,14 @@ class _LogFile:
     log, None for a partition segment (its batches stay on disk and are read back by byte range);
     ``size`` the file length in bytes; ``durable`` the length the last fsync covered (lowered by
     truncation); ``sync_dirs`` the directories to fsync with the next fsync (the file's creation is not
-    durable before); ``shadow`` its :class:`_Shadow` in a ``shadow=True`` FileDisk, else None."""
+    durable before); ``shadow`` its :class:`_Shadow` in a ``shadow=True`` FileDisk, else None.
 
-    __slots__ = ("fd", "kind", "items", "starts", "size", "durable", "sync_dirs", "shadow")
+    ``tail`` (partition segments): the batches this process appended last, as the encoded RecordBatch
+    objects a read of them returns, for the items ``count() - len(tail)`` .. ``count() - 1``;
+    ``tail_bytes`` their size. Followers fetch what the leader has just appended: served from here, the
+    leader's fetch responses send the bytes it wrote, with no ``pread`` and no copy."""
+
+    __slots__ = ("fd", "kind", "items", "starts", "size", "durable", "sync_dirs", "shadow", "tail", "tail_bytes")
 
     def __init__(self, fd: int, kind: int, items: list | None, starts: list[int], size: int, durable: int,
                  sync_dirs: list[str], shadow: _Shadow | None = None) -> None:
@@ -445,6 +457,8 @@ class _LogFile:
         self.durable = durable
         self.sync_dirs = sync_dirs
         self.shadow = shadow
+        self.tail: list[RecordBatch] = []
+        self.tail_bytes = 0
 
     def count(self) -> int:
         return len(self.starts)
@@ -558,7 +572,7 @@ class FileDisk:
     :meth:`close` (also a context manager).
     """
 
-    __slots__ = ("root", "metadata_prefix", "shadow", "_log", "_logs", "_lock_fd")
+    __slots__ = ("root", "metadata_prefix", "shadow", "_log", "_logs", "_lock_fd", "_tail_bytes")
 
     def __init__(self, root: str | os.PathLike, log: Callable[[str], None] | None = None,
                  metadata_prefix: str = METADATA_PREFIX, *, shadow: bool = False) -> None:
@@ -567,6 +581,7 @@ class FileDisk:
         self.shadow = bool(shadow)
         self._log = log
         self._logs: dict[str, _LogFile] = {}
+        self._tail_bytes = 0  # the tail caches' bytes, all files
         created = _make_dirs(self.root)
         for d in reversed(created):
             _fsync_dir(os.path.dirname(d))
@@ -779,6 +794,38 @@ class FileDisk:
             f.starts.append(size)
             size += len(chunk)
         f.size = size
+        if f.items is None:
+            self._cache_tail(f, chunks)
+
+    def _cache_tail(self, f: _LogFile, chunks: list[bytes]) -> None:
+        """Keep the batches just appended to a segment in its tail cache, within the byte bounds."""
+        tail = f.tail
+        added = 0
+        for chunk in chunks:
+            tail.append(RecordBatch.from_bytes(chunk, verify_crc=False))
+            added += len(chunk)
+        f.tail_bytes += added
+        self._tail_bytes += added
+        if f.tail_bytes > TAIL_CACHE_FILE_BYTES and len(tail) > 1:
+            drop = 0
+            freed = 0
+            while f.tail_bytes - freed > TAIL_CACHE_FILE_BYTES and drop < len(tail) - 1:
+                freed += tail[drop].size_bytes
+                drop += 1
+            del tail[:drop]
+            f.tail_bytes -= freed
+            self._tail_bytes -= freed
+        if self._tail_bytes > TAIL_CACHE_TOTAL_BYTES:
+            for other in self._logs.values():  # other files' caches go first, oldest opened first
+                if other is not f and other.tail:
+                    self._drop_tail(other)
+                    if self._tail_bytes <= TAIL_CACHE_TOTAL_BYTES:
+                        break
+
+    def _drop_tail(self, f: _LogFile) -> None:
+        self._tail_bytes -= f.tail_bytes
+        f.tail = []
+        f.tail_bytes = 0
 
     @staticmethod
     def _encode(kind: int, item: object, index: int, now_ms: int) -> bytes:
@@ -804,6 +851,8 @@ class FileDisk:
         size = f.starts[length]
         if f.shadow is not None:
             self._save_truncated(f.shadow, f.fd, size)
+        if f.tail:
+            self._drop_tail(f)
         os.ftruncate(f.fd, size)
         if f.items is not None:
             del f.items[length:]
@@ -817,7 +866,8 @@ class FileDisk:
 
         For a partition segment: ONE ``pread(2)`` of the byte range the offset index gives for those
         items, split into encoded RecordBatch objects without decoding their records or re-checking
-        their CRC (checked when the file was loaded or written). For the metadata log: a slice of its
+        their CRC (checked when the file was loaded or written); items in the tail cache (module
+        docstring) are returned from it, without reading. For the metadata log: a slice of its
         records. The first access loads and recovers the file (module docstring)."""
         f = self._open(path, create=False)
         if f is None:
@@ -830,6 +880,11 @@ class FileDisk:
     def _batches_between(f: _LogFile, start: int, stop: int) -> list:
         if start >= stop:
             return []
+        tail = f.tail
+        if tail:
+            first_cached = len(f.starts) - len(tail)
+            if start >= first_cached:
+                return tail[start - first_cached:stop - first_cached]
         starts = f.starts
         first = starts[start]
         end = starts[stop] if stop < len(starts) else f.size
@@ -962,6 +1017,7 @@ class FileDisk:
         full = self._full(path)
         f = self._logs.pop(path, None)
         if f is not None:
+            self._drop_tail(f)
             os.close(f.fd)
         try:
             os.unlink(full)
@@ -1022,7 +1078,9 @@ class FileDisk:
         flushed stays in the page cache, as when Kafka's process exits). Idempotent; the FileDisk is
         unusable afterwards (RuntimeError), a new one on the same root recovers the files."""
         logs, self._logs = self._logs, {}
+        self._tail_bytes = 0
         for f in logs.values():
+            f.tail = []
             os.close(f.fd)
         if self._lock_fd is not None:
             os.close(self._lock_fd)  # releases the flock

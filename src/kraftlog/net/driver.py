@@ -21,6 +21,12 @@ messages are :mod:`kraftlog.protocol.wire`, authorization per listener is the no
   in the node's metadata image (Kafka resolves inter-broker endpoints the same way). A refused connection
   fails the request at once (``connection_failed``); a connection that drops fails every request in
   flight on it (``peer_disconnected``), as Kafka's NetworkClient does.
+* **I/O.** Connections are asyncio buffered protocols: the socket reads into the buffers the framing
+  gives (:meth:`~kraftlog.protocol.framing.ServerConnection.get_buffer`; a frame larger than 64 KiB,
+  e.g. a produce request or a fetch response with records, straight into a buffer of its own size),
+  with no stream reader in between and no task per connection; a Fetch response goes out as
+  a list of buffers (``transport.writelines``: one ``writev``) whose record batches are the bytes read
+  from the log, not copied into one response buffer (:func:`~kraftlog.protocol.wire.frame_response`).
 * **Time.** ``now_ms`` is wall-clock ms that never goes backwards (the wall clock at start plus the
   monotonic clock since), handed to the node as the simulator hands it virtual time.
 * **Link faults (chaos mode).** With a :class:`LinkFilter` (``link_filter=``), every message crossing
@@ -51,8 +57,6 @@ from ..protocol.node import CONNECTION_SETUP, ConnectionSetup
 __all__ = ["Clock", "NodeDriver", "Connection", "LinkFilter", "CLIENTS", "PASS", "DROP", "HOLD",
            "node_of_client_id"]
 
-#: Bytes read from a socket per call.
-READ_BYTES = 256 * 1024
 #: How long (ms) an outbound connection attempt may take (Kafka's socket.connection.setup.timeout.ms).
 CONNECT_TIMEOUT_MS = 10_000
 #: The longest control command line (bytes) the control channel reads.
@@ -324,7 +328,8 @@ class Connection:
     number: int
     listener: str
     peer: str
-    writer: asyncio.StreamWriter
+    #: the connection's transport (``write``, ``writelines``, ``close``)
+    writer: asyncio.Transport
     framing: ServerConnection
     #: requests decoded but not yet handed to the node (the channel is muted while one is in flight)
     queued: deque = field(default_factory=deque)
@@ -345,7 +350,7 @@ class _Peer:
 
     def __init__(self, peer) -> None:
         self.peer = peer
-        self.writer: asyncio.StreamWriter | None = None
+        self.writer: asyncio.Transport | None = None
         self.pending: list[tuple[int, bytes]] = []  # (correlation id, frame) waiting for the connection
         self.inflight: dict[int, type] = {}
         self.connecting = False
@@ -353,6 +358,108 @@ class _Peer:
         self.generation = 0
         #: correlation ids of a client node's ConnectionSetups waiting for the connection
         self.setups: list[int] = []
+
+
+def _wake_waiter(waiter: asyncio.Future) -> None:
+    if not waiter.done():
+        waiter.set_result(None)
+
+
+class _Wake:
+    """What ``run_until`` sleeps on: an :class:`asyncio.Event` waited for with a timeout, without the
+    task and cancellation ``asyncio.wait_for(event.wait(), timeout)`` costs on every wake (the driver
+    wakes its loop after every event). ``set`` wakes the sleeper (or makes the next ``wait`` return at
+    once), ``clear`` forgets a wake not yet slept on."""
+
+    __slots__ = ("_set", "_waiter")
+
+    def __init__(self) -> None:
+        self._set = False
+        self._waiter: asyncio.Future | None = None
+
+    def set(self) -> None:
+        self._set = True
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    def clear(self) -> None:
+        self._set = False
+
+    def is_set(self) -> bool:
+        return self._set
+
+    async def wait(self, timeout_s: float) -> None:
+        """Until :meth:`set` (at once if it was set since the last :meth:`clear`) or ``timeout_s``."""
+        if self._set:
+            return
+        loop = asyncio.get_running_loop()
+        waiter = self._waiter = loop.create_future()
+        timer = loop.call_later(timeout_s, _wake_waiter, waiter)
+        try:
+            await waiter
+        finally:
+            timer.cancel()
+            self._waiter = None
+
+
+class _ListenerProtocol(asyncio.BufferedProtocol):
+    """One accepted connection on a listener: the socket reads into the buffers its framing gives
+    (:meth:`ServerConnection.get_buffer`), the events go to :meth:`NodeDriver._on_events`."""
+
+    def __init__(self, driver: "NodeDriver", listener: str) -> None:
+        self.driver = driver
+        self.listener = listener
+        self.conn: Connection | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.conn = self.driver._accepted(self.listener, transport)  # type: ignore[arg-type]
+
+    def get_buffer(self, sizehint: int) -> memoryview:
+        return self.conn.framing.get_buffer()  # type: ignore[union-attr]
+
+    def buffer_updated(self, nbytes: int) -> None:
+        conn = self.conn
+        if not conn.closed:  # type: ignore[union-attr]
+            self.driver._on_events(conn, conn.framing.buffer_updated(nbytes))  # type: ignore[union-attr]
+
+    def eof_received(self) -> bool:
+        return False  # the client closed its side: close ours (connection_lost follows)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self.conn is not None:
+            self.driver._close(self.conn, None)
+
+
+class _PeerProtocol(asyncio.BufferedProtocol):
+    """The outbound connection to a peer node: the socket reads into the buffers its decoder gives
+    (:meth:`ResponseDecoder.get_buffer`), responses go to :meth:`NodeDriver._on_peer_data`; its loss to
+    :meth:`NodeDriver._peer_lost` once the driver attached it to the peer."""
+
+    def __init__(self, driver: "NodeDriver", peer: "_Peer") -> None:
+        self.driver = driver
+        self.peer = peer
+        self.decoder = ResponseDecoder()
+        self.transport: asyncio.Transport | None = None
+        self.attached = False  # the peer's writer is this connection (set by _connect)
+        self.lost = False
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+
+    def get_buffer(self, sizehint: int) -> memoryview:
+        return self.decoder.get_buffer()
+
+    def buffer_updated(self, nbytes: int) -> None:
+        if self.attached:
+            self.driver._on_peer_data(self, nbytes)
+
+    def eof_received(self) -> bool:
+        return False
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.lost = True
+        self.driver._peer_lost(self)
 
 
 class NodeDriver:
@@ -402,7 +509,7 @@ class NodeDriver:
         self.supported = {name: None for name in listeners}
         self._numbers = itertools.count(1)
         self._peers: dict[object, _Peer] = {}
-        self._wake = asyncio.Event()
+        self._wake = _Wake()
         self._servers: list[asyncio.base_events.Server] = []
         self._tasks: set[asyncio.Task] = set()
         self.connections: set[Connection] = set()
@@ -414,10 +521,10 @@ class NodeDriver:
     # ------------------------------------------------------------------ lifecycle
     async def start(self, versions_for: Callable[[str], dict[int, tuple[int, int]]]) -> None:
         """Start serving every listener; ``versions_for(listener)`` gives its API version ranges."""
+        loop = asyncio.get_running_loop()
         for name, sock in self.listeners.items():
             self.supported[name] = versions_for(name)
-            server = await asyncio.start_server(
-                lambda r, w, name=name: self._serve(name, r, w), sock=sock, limit=READ_BYTES)
+            server = await loop.create_server(lambda name=name: _ListenerProtocol(self, name), sock=sock)
             self._servers.append(server)
         self._flush()
 
@@ -430,10 +537,7 @@ class NodeDriver:
             now = self.clock.now_ms()
             wait_ms = wake_every_ms if deadline is None else max(0, min(wake_every_ms, deadline - now))
             if wait_ms > 0:
-                try:
-                    await asyncio.wait_for(self._wake.wait(), wait_ms / 1000)
-                except asyncio.TimeoutError:
-                    pass
+                await self._wake.wait(wait_ms / 1000)
             self._wake.clear()
             now = self.clock.now_ms()
             deadline = self.node.next_deadline()
@@ -467,32 +571,31 @@ class NodeDriver:
         self._wake.set()
 
     # ------------------------------------------------------------------ inbound
-    async def _serve(self, listener: str, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        peername = writer.get_extra_info("peername")
+    def _accepted(self, listener: str, transport: asyncio.Transport) -> Connection:
+        peername = transport.get_extra_info("peername")
         kwargs = {} if self.max_request_bytes is None else {"max_request_bytes": self.max_request_bytes}
         conn = Connection(next(self._numbers), listener, f"{peername[0]}:{peername[1]}" if peername else "?",
-                          writer, ServerConnection(self.supported[listener], **kwargs))
+                          transport, ServerConnection(self.supported[listener], **kwargs))
         self.connections.add(conn)
+        return conn
+
+    def _on_events(self, conn: Connection, events: list) -> None:
+        """What the framing made of a listener connection's bytes: hand its complete requests to the node
+        (one at a time), answer or close as it says."""
         try:
-            while not conn.closed:
-                try:
-                    data = await reader.read(READ_BYTES)
-                except (ConnectionError, OSError):
+            for event in events:
+                if isinstance(event, Request):
+                    self._on_request(conn, event)
+                elif isinstance(event, Reply):
+                    self._reply(conn, event.data)
+                elif isinstance(event, Close):
+                    self._close(conn, event.reason)
                     break
-                if not data:
-                    break
-                for event in conn.framing.receive_data(data):
-                    if isinstance(event, Request):
-                        self._on_request(conn, event)
-                    elif isinstance(event, Reply):
-                        self._reply(conn, event.data)
-                    elif isinstance(event, Close):
-                        self._close(conn, event.reason)
-                        break
-                self._pump(conn)
-                self._flush()
-        finally:
-            self._close(conn, None)
+            self._pump(conn)
+            self._flush()
+        except Exception:  # a bug: log it, drop this connection, keep serving the others
+            self.log(f"error serving {conn}:\n{traceback.format_exc()}")
+            self._close(conn, "internal error")
 
     def _on_request(self, conn: Connection, event: Request) -> None:
         try:
@@ -606,6 +709,9 @@ class NodeDriver:
 
     def _write_response(self, conn: Connection, env: m.Envelope, version: int | None) -> None:
         try:
+            if type(env.message) is m.FetchResponse:  # record batches sent as read, not copied
+                conn.writer.writelines(wire.frame_response(env.message, env.correlation_id, version))
+                return
             data = wire.frame(wire.encode_response(env.message, env.correlation_id, version))
         except Exception as exc:
             self._close(conn, f"cannot encode {type(env.message).__name__} v{version}: {exc}")
@@ -670,8 +776,10 @@ class NodeDriver:
         try:
             if address is None:
                 raise ConnectionError(f"no address known for {peer.peer}")
-            reader, writer = await asyncio.wait_for(
-                asyncio.open_connection(address[0], address[1], limit=READ_BYTES), CONNECT_TIMEOUT_MS / 1000)
+            loop = asyncio.get_running_loop()
+            transport, protocol = await asyncio.wait_for(
+                loop.create_connection(lambda: _PeerProtocol(self, peer), address[0], address[1]),
+                CONNECT_TIMEOUT_MS / 1000)
         except (OSError, asyncio.TimeoutError, ConnectionError):
             peer.connecting = False
             failed = [corr for corr, _ in peer.pending] + peer.setups
@@ -683,11 +791,12 @@ class NodeDriver:
                 self.node.connection_failed(now, corr)
             self._flush()
             return
-        peer.writer = writer
+        peer.writer = transport
         peer.connecting = False
         peer.generation += 1
-        for _, frame in peer.pending:
-            writer.write(frame)
+        protocol.attached = True
+        if not protocol.lost:
+            transport.writelines([frame for _, frame in peer.pending])
         peer.pending.clear()
         if peer.setups:
             setups, peer.setups = peer.setups, []
@@ -695,35 +804,43 @@ class NodeDriver:
             for corr in setups:
                 self.node.deliver(now, m.Envelope(peer.peer, self.node.node_id, corr, CONNECTION_SETUP, True))
             self._flush()
-        await self._read_responses(peer, reader)
+        if protocol.lost:  # closed before it was attached: lost now
+            self._peer_lost(protocol)
 
-    async def _read_responses(self, peer: _Peer, reader: asyncio.StreamReader) -> None:
-        decoder = ResponseDecoder()
+    def _on_peer_data(self, protocol: _PeerProtocol, nbytes: int) -> None:
+        """``nbytes`` from a peer: its responses, each to the request in flight with its correlation id.
+        A broken stream or an undecodable response drops the connection."""
+        peer = protocol.peer
         try:
-            while True:
-                data = await reader.read(READ_BYTES)
-                if not data:
-                    break
-                for corr, payload in decoder.feed(data):
-                    request_type = peer.inflight.pop(corr, None)
-                    if request_type is None:
-                        continue
-                    _, msg = wire.decode_response(payload, request_type)
-                    self._receive_response(peer, peer.generation, corr, msg)
-                self._flush()
+            for corr, payload in protocol.decoder.buffer_updated(nbytes):
+                request_type = peer.inflight.pop(corr, None)
+                if request_type is None:
+                    continue
+                _, msg = wire.decode_response(payload, request_type)
+                self._receive_response(peer, peer.generation, corr, msg)
+            self._flush()
         except Exception as exc:  # a broken stream or an undecodable response: drop the connection
             self.log(f"connection to {peer.peer} broken: {exc}")
-        finally:
-            if peer.writer is not None:
-                peer.writer.close()
+            self._peer_lost(protocol)
+
+    def _peer_lost(self, protocol: _PeerProtocol) -> None:
+        """The connection to a peer closed or broke: every request in flight on it fails
+        (``peer_disconnected``), as Kafka's NetworkClient does on a disconnect."""
+        if not protocol.attached:
+            return
+        protocol.attached = False
+        peer = protocol.peer
+        if protocol.transport is not None:
+            protocol.transport.close()
+        if peer.writer is protocol.transport:
             peer.writer = None
-            peer.inflight.clear()
-            if self.link_filter is not None and self.link_filter.held:
-                gone = peer.generation
-                self.link_filter.forget(lambda item: item[0] == "receive" and item[1] is peer and item[2] == gone)
-            if not self.stopping:
-                self.node.peer_disconnected(self.clock.now_ms(), peer.peer)
-                self._flush()
+        peer.inflight.clear()
+        if self.link_filter is not None and self.link_filter.held:
+            gone = peer.generation
+            self.link_filter.forget(lambda item: item[0] == "receive" and item[1] is peer and item[2] == gone)
+        if not self.stopping:
+            self.node.peer_disconnected(self.clock.now_ms(), peer.peer)
+            self._flush()
 
     def _receive_response(self, peer: _Peer, generation: int, corr: int, msg) -> None:
         lf = self.link_filter

@@ -8,8 +8,8 @@ level, the seed, the configs and the ports); ``NODE`` is ``controller`` or a bro
   recovers the logs there), keeping a ``meta.properties`` with its node id, the cluster id and an
   incarnation count that seeds its ``Random`` (``f"{seed}:{node}:{incarnation}"``: every restart is a
   new incarnation, as a restarted Kafka broker has a new incarnation id),
-* writes ``DIR/run/<node>.json`` (pid, ports, and every second the node's state, broker epoch and
-  fencing as the node itself knows them) for ``cluster status``,
+* writes ``DIR/run/<node>.json`` (pid, ports, and the node's state, broker epoch and fencing as the
+  node itself knows them: at once when they change, else every second) for ``cluster status``,
 * in chaos mode (``"chaos": true`` in ``cluster.json``, ``kraftlog cluster up --chaos``): keeps the
   FileDisk's shadow (``FileDisk(root, shadow=True)``, so that a fault injector can give a killed node its
   fsynced files back), runs the driver with a :class:`~kraftlog.net.driver.LinkFilter` whose rules start
@@ -53,6 +53,9 @@ HOST = "127.0.0.1"
 LINKS_FILE = "links.json"
 #: Extra time (ms) past the broker's own controlled-shutdown bound before the process gives up.
 SHUTDOWN_GRACE_MS = 5000
+#: The run file is rewritten at least this often (s) while the node runs, and at once when its state,
+#: broker epoch, fencing or control port changes.
+STATUS_INTERVAL_S = 1.0
 
 
 def node_name(node) -> str:
@@ -114,6 +117,34 @@ def die_with_owner(owner_pid: int) -> bool:
         sys.stderr.write(f"owner pid {owner_pid} is gone (parent is {os.getppid()}): not starting\n")
         sys.exit(3)
     return armed
+
+
+#: mallopt(3) parameters (malloc.h) and the values a node process sets (:func:`tune_malloc`).
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
+MALLOC_MMAP_THRESHOLD = 32 << 20  # glibc's largest (HEAP_MAX_SIZE / 2 on 64-bit)
+MALLOC_TRIM_THRESHOLD = 128 << 20
+
+
+def tune_malloc() -> bool:
+    """Keep freed memory in the process (glibc's ``mallopt``; returns False where that is not available).
+
+    A node's large buffers (a request or response frame of up to about 1 MiB, the record batches in it,
+    a segment read) live for one event. With glibc's defaults, blocks above the (dynamic) mmap threshold
+    are mmap(2)ed and unmapped on free, and the heap top is trimmed back to the kernel above 128 KiB, so
+    each new buffer is fresh memory: its pages are faulted in and zeroed, which made copying a 1 MiB
+    batch cost ~1 ms instead of ~0.15 ms here. Blocks up to 32 MiB now come from the heap and the heap
+    keeps up to 128 MiB free (``M_MMAP_THRESHOLD``, ``M_TRIM_THRESHOLD``)."""
+    if not sys.platform.startswith("linux"):
+        return False
+    import ctypes
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError):  # not glibc (musl has no mallopt)
+        return False
+    mallopt.argtypes = (ctypes.c_int, ctypes.c_int)
+    mallopt.restype = ctypes.c_int
+    return bool(mallopt(_M_MMAP_THRESHOLD, MALLOC_MMAP_THRESHOLD)) and bool(
+        mallopt(_M_TRIM_THRESHOLD, MALLOC_TRIM_THRESHOLD))
 
 
 def owner_alive(owner_pid: int) -> bool:
@@ -193,7 +224,20 @@ async def _main(directory: str, node) -> int:
     os.makedirs(os.path.dirname(run_path), exist_ok=True)
     started = time.time()
 
-    def write_status() -> None:
+    written = {"key": None, "at": 0.0}
+
+    def write_status(force: bool = True) -> None:
+        # The run file is rewritten when what `cluster status` and `wait_ready` read changes (state, broker
+        # epoch, fencing, control port), and otherwise at most once per STATUS_INTERVAL_S: on_wake runs
+        # after every event, and a file write + rename per request was the largest cost under load.
+        if node != CONTROLLER:
+            key = (core.state, core.broker_epoch, core.fenced, driver.control_port)
+        else:
+            key = (driver.control_port,)
+        now = time.monotonic()
+        if not force and key == written["key"] and now - written["at"] < STATUS_INTERVAL_S:
+            return
+        written["key"], written["at"] = key, now
         status = {"pid": os.getpid(), "port": port, "internal_port": internal, "incarnation": incarnation,
                   "started": started, "updated": time.time(), "chaos": chaos, "control_port": driver.control_port}
         if node != CONTROLLER:
@@ -206,7 +250,7 @@ async def _main(directory: str, node) -> int:
         if owner and stop["requested_ms"] is None and not owner_alive(int(owner)):
             log(f"owner pid {owner} is gone: shutting down")
             on_signal(signal.SIGTERM)
-        write_status()
+        write_status(force=False)
         if node == CONTROLLER:
             for ev in core.urm.take_events():  # the unclean recoveries' steps (KIP-966), into the node's log
                 log(f"unclean recovery of {ev.partition}: {ev.kind}: {ev.detail}")
@@ -261,6 +305,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     directory, node = argv
     node = node if node == CONTROLLER else int(node)
+    tune_malloc()
     try:
         import uvloop  # measured here: about 2x asyncio's request rate on framing
         runner = uvloop.run

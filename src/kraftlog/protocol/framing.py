@@ -1,8 +1,11 @@
 """Kafka's connection framing, sans I/O: bytes in, request frames (or a reason to close) out.
 
-The TCP driver feeds whatever a socket returns to :meth:`ServerConnection.receive_data` and acts on the
-events it gets back; nothing here touches a socket, a clock or a thread (like h11's ``Connection``).
-The body of a request is left as bytes for :mod:`kraftlog.protocol.wire` to decode.
+A reader feeds whatever a socket returns to :meth:`ServerConnection.receive_data`, or (the TCP driver,
+an asyncio ``BufferedProtocol``) lets the socket read into :meth:`ServerConnection.get_buffer` and
+reports :meth:`ServerConnection.buffer_updated`, and acts on the events it gets back; nothing here
+touches a socket, a clock or a thread (like h11's ``Connection``). The body of a request is left as
+bytes (a read-only memoryview for one larger than :data:`STAGING_BYTES` read into its own buffer) for
+:mod:`kraftlog.protocol.wire` to decode.
 
 Connection rules, as Kafka's ``SocketServer`` / ``NetworkReceive`` / ``RequestContext`` apply them:
 
@@ -149,27 +152,149 @@ def _entry_type(response_type: type) -> type:
 
 
 class _Frames:
-    """Splits a byte stream into size-prefixed frames, refusing a size outside [0, max_bytes]."""
+    """Splits a byte stream into size-prefixed frames, refusing a size outside [0, max_bytes].
 
-    __slots__ = ("buffer", "max_bytes")
+    Each frame's payload is copied once: a frame that lies within one chunk of the stream is a slice of
+    it; one spread over several chunks is joined from them when its last byte arrives (the chunks are
+    kept, not appended to a growing buffer)."""
+
+    __slots__ = ("max_bytes", "_pending", "_have", "_need")
 
     def __init__(self, max_bytes: int) -> None:
-        self.buffer = bytearray()
         self.max_bytes = max_bytes
+        #: chunks of an incomplete frame, the first starting at its size prefix
+        self._pending: list = []
+        self._have = 0  # bytes in _pending
+        self._need = 0  # bytes of the whole frame (prefix included) once its size is known, else 0
+
+    def clear(self) -> None:
+        """Forget buffered bytes (the connection is closing)."""
+        self._pending = []
+        self._have = self._need = 0
 
     def feed(self, data: bytes) -> tuple[list[bytes], str | None]:
         """(complete frames without their size prefix, the reason to close or None)."""
-        self.buffer += data
-        frames = []
-        buf = self.buffer
-        while len(buf) >= 4:
-            (size,) = _SIZE.unpack_from(buf, 0)
+        if type(data) is not bytes:
+            data = bytes(data)
+        frames: list[bytes] = []
+        pending = self._pending
+        if pending:
+            pending.append(data)
+            self._have += len(data)
+            need = self._need
+            if not need:  # fewer than 4 bytes were buffered: the size is not known yet
+                if self._have < 4:
+                    return frames, None
+                data = b"".join(pending)
+            elif self._have < need:
+                return frames, None
+            else:
+                extra = self._have - need  # bytes of the last chunk past this frame
+                last = pending[-1]
+                cut = len(last) - extra
+                if len(pending) == 1:
+                    frames.append(bytes(memoryview(last)[4:cut]))
+                else:
+                    pending[0] = memoryview(pending[0])[4:]
+                    pending[-1] = memoryview(last)[:cut]
+                    frames.append(b"".join(pending))
+                data = last[cut:] if extra else b""
+            self._pending = []
+            self._have = self._need = 0
+        total = len(data)
+        pos = 0
+        unpack = _SIZE.unpack_from
+        while total - pos >= 4:
+            (size,) = unpack(data, pos)
             if size < 0 or size > self.max_bytes:
                 return frames, f"invalid frame size {size} (socket.request.max.bytes {self.max_bytes})"
-            if len(buf) < 4 + size:
+            end = pos + 4 + size
+            if end > total:
                 break
-            frames.append(bytes(buf[4:4 + size]))
-            del buf[:4 + size]
+            frames.append(data[pos + 4:end])
+            pos = end
+        if pos < total:
+            rest = data[pos:] if pos else data
+            self._pending = [rest]
+            self._have = len(rest)
+            if self._have >= 4:
+                self._need = 4 + unpack(rest, 0)[0]
+        return frames, None
+
+
+#: Bytes of a :class:`_FrameBuffer`'s staging buffer; a frame larger than this is read into its own.
+STAGING_BYTES = 64 * 1024
+
+
+class _FrameBuffer:
+    """The frame splitter of :class:`_Frames` for a reader that receives into buffers it is given (asyncio's
+    ``BufferedProtocol``): :meth:`get_buffer` names where the next bytes go, :meth:`buffer_updated` says
+    how many arrived and returns (complete frames without their size prefix, the reason to close or
+    None), with the same checks as :meth:`_Frames.feed`.
+
+    Small frames arrive in a staging buffer of :data:`STAGING_BYTES` and are copied out as bytes; a frame
+    that does not fit there gets a buffer of its own size, which the socket fills directly, and is
+    handed over as a read-only memoryview of it: a 1 MiB produce request is not copied before it is
+    decoded."""
+
+    __slots__ = ("max_bytes", "_buf", "_view", "_start", "_end", "_big", "_big_pos")
+
+    def __init__(self, max_bytes: int) -> None:
+        self.max_bytes = max_bytes
+        self._buf = bytearray(STAGING_BYTES)
+        self._view = memoryview(self._buf)
+        self._start = 0  # first byte not yet parsed
+        self._end = 0  # bytes received into the staging buffer
+        self._big: bytearray | None = None  # the payload of a frame larger than the staging buffer
+        self._big_pos = 0
+
+    def clear(self) -> None:
+        self._start = self._end = 0
+        self._big = None
+
+    def get_buffer(self) -> memoryview:
+        if self._big is not None:
+            return memoryview(self._big)[self._big_pos:]
+        return self._view[self._end:]
+
+    def buffer_updated(self, nbytes: int) -> tuple[list, str | None]:
+        frames: list = []
+        big = self._big
+        if big is not None:
+            self._big_pos += nbytes
+            if self._big_pos == len(big):
+                frames.append(memoryview(big).toreadonly())
+                self._big = None
+            return frames, None
+        end = self._end = self._end + nbytes
+        buf, view = self._buf, self._view
+        pos = self._start
+        unpack = _SIZE.unpack_from
+        while end - pos >= 4:
+            (size,) = unpack(buf, pos)
+            if size < 0 or size > self.max_bytes:
+                self.clear()
+                return frames, f"invalid frame size {size} (socket.request.max.bytes {self.max_bytes})"
+            stop = pos + 4 + size
+            if stop <= end:
+                frames.append(bytes(view[pos + 4:stop]))
+                pos = stop
+                continue
+            if 4 + size > len(buf):  # too large for the staging buffer: read the rest into its own
+                big = bytearray(size)
+                have = end - pos - 4
+                big[:have] = view[pos + 4:end]
+                if have == size:  # cannot happen (stop > end), kept for clarity
+                    frames.append(memoryview(big).toreadonly())
+                else:
+                    self._big, self._big_pos = big, have
+                pos = end
+            break
+        if pos == end:
+            self._start = self._end = 0
+        elif pos:  # an incomplete small frame: move it to the front (less than STAGING_BYTES)
+            view[:end - pos] = bytes(view[pos:end])
+            self._start, self._end = 0, end - pos
         return frames, None
 
 
@@ -179,18 +304,38 @@ class ServerConnection:
     ``receive_data(data)`` returns the events the bytes complete, in order: :class:`Request` (decode the
     body with the wire layer and answer it), :class:`Reply` (send as is) or :class:`Close` (close the
     socket; it is always the last event, and the connection ignores anything after it).
-    ``supported``: API key → (min, max) version; ``max_request_bytes``: ``socket.request.max.bytes``."""
+    ``supported``: API key → (min, max) version; ``max_request_bytes``: ``socket.request.max.bytes``.
+
+    Or, for a reader that receives into given buffers (one way or the other per connection):
+    ``get_buffer()`` (where to put the next bytes) and ``buffer_updated(nbytes)`` (how many arrived: the
+    events, as ``receive_data``); a request too large for the staging buffer then has a read-only
+    memoryview as its payload (see :class:`_FrameBuffer`)."""
 
     def __init__(self, supported: Mapping[int, tuple[int, int]],
                  max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES) -> None:
         self.supported = dict(supported)
         self._frames = _Frames(max_request_bytes)
+        self._buffer: _FrameBuffer | None = None
         self.closed: str | None = None
+
+    def get_buffer(self) -> memoryview:
+        if self._buffer is None:
+            self._buffer = _FrameBuffer(self._frames.max_bytes)
+        if self.closed is not None:  # bytes after a Close are ignored: let them land in the staging buffer
+            self._buffer.clear()
+        return self._buffer.get_buffer()
+
+    def buffer_updated(self, nbytes: int) -> list[Request | Reply | Close]:
+        if self.closed is not None:
+            return []
+        return self._events(*self._buffer.buffer_updated(nbytes))  # type: ignore[union-attr]
 
     def receive_data(self, data: bytes) -> list[Request | Reply | Close]:
         if self.closed is not None:
             return []
-        frames, reason = self._frames.feed(data)
+        return self._events(*self._frames.feed(data))
+
+    def _events(self, frames: list, reason: str | None) -> list[Request | Reply | Close]:
         events: list[Request | Reply | Close] = []
         for payload in frames:
             event = self._request(payload)
@@ -202,7 +347,9 @@ class ServerConnection:
                 events.append(Close(reason))
         if events and isinstance(events[-1], Close):
             self.closed = events[-1].reason
-            self._frames.buffer.clear()
+            self._frames.clear()
+            if self._buffer is not None:
+                self._buffer.clear()
         return events
 
     def _request(self, payload: bytes) -> Request | Reply | Close:
@@ -225,22 +372,24 @@ class ServerConnection:
         return Request(header, payload)
 
 
-_HEADER_READERS: dict[type, object] = {}
+#: (API key, API version) -> kio's reader of that request's header (looking the schema up imports a
+#: module path each time: ~10 us per request).
+_HEADER_READERS: dict[tuple[int, int], object] = {}
 
 
 def _parse_header(payload: bytes, api_key: int, api_version: int) -> RequestHeader | str:
     """The request header of ``payload`` (kio's header schema for the API and version: v1, or v2 with
     tagged fields for flexible versions), or the reason it does not parse."""
-    try:
-        try:
-            schema = load_request_schema(api_key, api_version).__header_schema__
-        except (KioIndexError, ImportError):  # KIP-966's schemas kio 0.6.5 lacks (GetReplicaLogInfo, ElectLeaders v3)
-            schema = kio_extra.load_request_schema(api_key, api_version).__header_schema__
-    except KioIndexError as exc:
-        return f"no schema for API key {api_key} version {api_version}: {exc}"
-    reader = _HEADER_READERS.get(schema)
+    reader = _HEADER_READERS.get((api_key, api_version))
     if reader is None:
-        reader = _HEADER_READERS[schema] = entity_reader(schema)
+        try:
+            try:
+                schema = load_request_schema(api_key, api_version).__header_schema__
+            except (KioIndexError, ImportError):  # KIP-966's schemas kio 0.6.5 lacks (GetReplicaLogInfo, ElectLeaders v3)
+                schema = kio_extra.load_request_schema(api_key, api_version).__header_schema__
+        except KioIndexError as exc:
+            return f"no schema for API key {api_key} version {api_version}: {exc}"
+        reader = _HEADER_READERS[(api_key, api_version)] = entity_reader(schema)
     try:
         header, size = reader(payload, 0)
     except Exception as exc:  # kio's native reader raises its own errors (underflow, bad values)
@@ -256,9 +405,24 @@ class ResponseDecoder:
 
     def __init__(self, max_response_bytes: int = DEFAULT_MAX_REQUEST_BYTES) -> None:
         self._frames = _Frames(max_response_bytes)
+        self._buffer: _FrameBuffer | None = None
+
+    def get_buffer(self) -> memoryview:
+        """Where the next bytes go, for a reader that receives into given buffers (then
+        :meth:`buffer_updated`, not :meth:`feed`); a response too large for the staging buffer is handed
+        over as a read-only memoryview (:class:`_FrameBuffer`)."""
+        if self._buffer is None:
+            self._buffer = _FrameBuffer(self._frames.max_bytes)
+        return self._buffer.get_buffer()
+
+    def buffer_updated(self, nbytes: int) -> list[tuple[int, bytes]]:
+        """``nbytes`` arrived in :meth:`get_buffer`'s buffer: the responses they complete, as :meth:`feed`."""
+        return self._responses(*self._buffer.buffer_updated(nbytes))  # type: ignore[union-attr]
 
     def feed(self, data: bytes) -> list[tuple[int, bytes]]:
-        frames, reason = self._frames.feed(data)
+        return self._responses(*self._frames.feed(data))
+
+    def _responses(self, frames: list, reason: str | None) -> list[tuple[int, bytes]]:
         out = []
         for payload in frames:
             if len(payload) < 4:

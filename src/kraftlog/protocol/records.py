@@ -247,11 +247,22 @@ class RecordBatch:
                               self.producer_id, self.producer_epoch, self.base_sequence, self.attributes)
             out._size = self._size
             return out
-        buf = bytearray(self._data)
-        _INT64.pack_into(buf, 0, base_offset)
-        _INT32.pack_into(buf, _PLE_POS, partition_leader_epoch)
-        out = RecordBatch.from_bytes(bytes(buf), verify_crc=False)
+        data = self._data
+        # One copy of the bytes (a join of the two new fields and views of the rest), not two.
+        view = memoryview(data)
+        stamped = b"".join((_INT64.pack(base_offset), view[8:_PLE_POS], _INT32.pack(partition_leader_epoch),
+                            view[_PLE_POS + 4:]))
+        out = RecordBatch.__new__(RecordBatch)
+        out.base_offset = base_offset
+        out.partition_leader_epoch = partition_leader_epoch
+        out.producer_id = self.producer_id
+        out.producer_epoch = self.producer_epoch
+        out.base_sequence = self.base_sequence
+        out.attributes = self.attributes
+        out.record_count = self.record_count
         out._records = self._records
+        out._data = stamped
+        out._size = len(stamped)
         return out
 
     def truncated_before(self, offset: int) -> "RecordBatch":
@@ -522,6 +533,9 @@ def decode_batches(data: bytes | memoryview | None) -> tuple[RecordBatch, ...]:
         end = pos + LOG_OVERHEAD + length
         if end > total:
             break
-        batches.append(RecordBatch.from_bytes(view[pos:end]))
+        # A bytes object that is exactly one batch (a produce request's or a fetch response's usual
+        # records) is wrapped as it is, not copied.
+        whole = pos == 0 and end == total and type(data) is bytes
+        batches.append(RecordBatch.from_bytes(data if whole else view[pos:end]))
         pos = end
     return tuple(batches)

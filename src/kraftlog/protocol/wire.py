@@ -20,6 +20,8 @@ Layers, each usable on its own:
   :func:`encode_response` / :func:`decode_response` -- header + body bytes (kio's ``entity_writer`` /
   ``entity_reader``, the header version kio's ``__header_schema__`` names), without the 4-byte size
   prefix; :func:`frame` adds it. :func:`supported_versions` gives an API's range.
+  :func:`frame_response` is ``frame(encode_response(...))`` as a list of pieces for a vectored write,
+  record batches by reference (the TCP driver's Fetch responses).
 * :func:`encode_batches` / :func:`decode_batches` -- v2 record batches (magic 2, CRC-32C), record
   headers included (below).
 * :func:`encode_metadata_record` / :func:`decode_metadata_record` -- the compact JSON form a KRaft
@@ -88,7 +90,7 @@ __all__ = [
     "to_kio", "from_kio",
     "encode_request", "decode_request", "decode_request_frame", "encode_response", "decode_response",
     "supported_versions", "mapped_versions", "supported_api_versions", "default_version",
-    "peek_request_header", "frame", "roundtrip", "response_type_for", "RESPONSE_TYPES",
+    "peek_request_header", "frame", "frame_response", "roundtrip", "response_type_for", "RESPONSE_TYPES",
     "encode_batches", "decode_batches",
     "encode_metadata_record", "decode_metadata_record",
 ]
@@ -1403,6 +1405,53 @@ def encode_response(msg: object, correlation_id: int, version: int | None = None
     _write(entity.__header_schema__(correlation_id=correlation_id), out)
     _write(entity, out)
     return out.getvalue()
+
+
+#: Pieces of at least this many bytes (record batches) are kept by reference by :func:`frame_response`.
+GATHER_MIN_BYTES = 16 * 1024
+
+
+class _Gather:
+    """A write-only stream for kio's writers that keeps each written piece (``write`` is ``list.append``)."""
+
+    __slots__ = ("parts", "write")
+
+    def __init__(self) -> None:
+        self.parts: list = []
+        self.write = self.parts.append
+
+
+def frame_response(msg: object, correlation_id: int, version: int | None = None) -> list:
+    """The framed response (4-byte size, header, body) as :func:`frame` of :func:`encode_response` gives
+    it, as a list of byte strings to send in order (``transport.writelines``): the same bytes, but a
+    piece of at least :data:`GATHER_MIN_BYTES` (a Fetch response's record batches, as read from the
+    log) is not copied into one buffer, and the small pieces around it are joined. Raises as
+    :func:`encode_response`."""
+    entity = to_kio(msg, version)
+    out = _Gather()
+    _write(entity.__header_schema__(correlation_id=correlation_id), out)  # type: ignore[arg-type]
+    _write(entity, out)  # type: ignore[arg-type]
+    pieces: list = []
+    small: list = []
+    total = 0
+    for part in out.parts:
+        n = len(part)
+        total += n
+        if n >= GATHER_MIN_BYTES:
+            if small:
+                pieces.append(b"".join(small))
+                small = []
+            pieces.append(part)
+        else:
+            small.append(part)
+    if small:
+        pieces.append(b"".join(small))
+    size = struct.pack(">i", total)
+    if pieces and len(pieces[0]) < GATHER_MIN_BYTES:
+        pieces[0] = size + pieces[0]
+    else:
+        pieces.insert(0, size)
+    return pieces
 
 
 def decode_response(data: bytes | memoryview, request_msg_type: type,
