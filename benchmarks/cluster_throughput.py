@@ -1057,7 +1057,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--systems", default=",".join(SYSTEMS),
                     help=f"comma-separated subset of {','.join(SYSTEMS)} (default: all)")
     ap.add_argument("--duration", type=float, help="seconds of sending per system and size (default 20; quick 2)")
-    ap.add_argument("--max-mib", type=int, help="MiB of payload per system and size at most (default 256; quick 8)")
+    ap.add_argument("--max-mib", type=int, help="MiB of payload per system and size at most (default 2048; quick 8)")
     ap.add_argument("--drain", type=float, help="seconds to wait for outstanding acks (default 30; quick 10)")
     ap.add_argument("--window-kib", type=int, default=4096, help="unacknowledged payload at most (default 4096)")
     ap.add_argument("--nats-publisher", choices=("auto", "go", "nats-py"), default="auto",
@@ -1069,7 +1069,7 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"unknown system(s) {sorted(unknown)}; choose from {SYSTEMS}")
     limits = Limits(
         duration_s=args.duration if args.duration is not None else (2.0 if args.quick else 20.0),
-        max_bytes=(args.max_mib if args.max_mib is not None else (8 if args.quick else 256)) * 1024 * 1024,
+        max_bytes=(args.max_mib if args.max_mib is not None else (8 if args.quick else 2048)) * 1024 * 1024,
         drain_s=args.drain if args.drain is not None else (10.0 if args.quick else 30.0),
         window_bytes=args.window_kib * 1024)
 
