@@ -19,6 +19,7 @@ Slow tests (real processes on loopback, every node stopped by PID in a ``finally
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -186,21 +187,16 @@ def _first_seed_starting_with(kind: str) -> int:
     return next(s for s in range(1000) if plan_faults(s, 3)[0].kind == kind)
 
 
-@pytest.mark.slow
-def test_killing_the_harness_midway_leaves_no_node_running(tmp_path):
-    """SIGKILL the harness while a broker is paused (SIGSTOP): the kernel kills every node it owned
-    (PR_SET_PDEATHSIG reaches a stopped process too)."""
-    directory = str(tmp_path / "killed")
-    seed = _first_seed_starting_with("pause")
+@contextlib.contextmanager
+def _harness_until(directory: str, seed: int, text: str):
+    """The harness (seed ``seed``) once it printed a line holding ``text``: yields ``(proc, node pids)``.
+    On the way out, whatever the test did, the harness and every node still alive are SIGKILLed."""
     proc = _start_harness(directory, seed)
     pids: list[int] = []
     try:
-        _wait_for_line(proc, "fault: pause")
+        _wait_for_line(proc, text)
         pids = _node_pids(directory)
-        assert len(pids) == 4 and all(cl.pid_alive(p) for p in pids)
-        proc.kill()
-        proc.wait(10)
-        _assert_all_gone(pids)
+        yield proc, pids
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -210,24 +206,24 @@ def test_killing_the_harness_midway_leaves_no_node_running(tmp_path):
 
 
 @pytest.mark.slow
+def test_killing_the_harness_midway_leaves_no_node_running(tmp_path):
+    """SIGKILL the harness while a broker is paused (SIGSTOP): the kernel kills every node it owned
+    (PR_SET_PDEATHSIG reaches a stopped process too)."""
+    with _harness_until(str(tmp_path / "killed"), _first_seed_starting_with("pause"), "fault: pause") as (proc, pids):
+        assert len(pids) == 4 and all(cl.pid_alive(p) for p in pids)
+        proc.kill()
+        proc.wait(10)
+        _assert_all_gone(pids)
+
+
+@pytest.mark.slow
 def test_interrupting_the_harness_stops_every_node_and_exits_130(tmp_path):
-    directory = str(tmp_path / "interrupted")
-    proc = _start_harness(directory, 1)
-    pids: list[int] = []
-    try:
-        _wait_for_line(proc, "cluster ready")
-        pids = _node_pids(directory)
+    with _harness_until(str(tmp_path / "interrupted"), 1, "cluster ready") as (proc, pids):
         proc.send_signal(signal.SIGINT)
         out, _ = proc.communicate(timeout=60)
         assert proc.returncode == 130, out
         assert "interrupted: every node" in out and "Traceback" not in out
         _assert_all_gone(pids, timeout_s=5)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-        for p in pids or _node_pids(directory):
-            if cl.pid_alive(p):
-                os.kill(p, signal.SIGKILL)
 
 
 def test_free_ports_lie_below_the_ephemeral_range_so_a_restart_can_bind_them_again():

@@ -17,7 +17,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from ..cli_options import level_option
+from ..cli_options import level_option, sigterm_interrupts
 from ..protocol import messages as m
 from ..protocol.errors import Errors
 from ..protocol.level import IMPLEMENTED, Level
@@ -382,22 +382,14 @@ def chaos(directory: str | None, brokers: int, duration: float, seed: int | None
                        partitions=partitions, rate=rate, story=story, progress=progress)
     except ValueError as exc:
         _fail(str(exc), 2)
-    stop = {"signal": None}
-
-    def on_signal(signum, frame):
-        stop["signal"] = signum
-        raise KeyboardInterrupt
-
-    old = signal.signal(signal.SIGTERM, on_signal)
-    try:
-        verdict = run.run()
-    except KeyboardInterrupt:
-        click.echo(f"interrupted: every node of {os.path.abspath(directory)} stopped", err=True)
-        sys.exit(130)
-    except (ChaosError, cl.ClusterError) as exc:
-        _fail(f"chaos run failed: {exc} (node logs in {os.path.abspath(directory)})", 1)
-    finally:
-        signal.signal(signal.SIGTERM, old)
+    with sigterm_interrupts():
+        try:
+            verdict = run.run()
+        except KeyboardInterrupt:
+            click.echo(f"interrupted: every node of {os.path.abspath(directory)} stopped", err=True)
+            sys.exit(130)
+        except (ChaosError, cl.ClusterError) as exc:
+            _fail(f"chaos run failed: {exc} (node logs in {os.path.abspath(directory)})", 1)
     if as_json:
         click.echo(json.dumps(verdict))
     else:

@@ -77,7 +77,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import sys
 import tempfile
 import time
@@ -86,6 +85,8 @@ from functools import partial
 from pathlib import Path
 
 import click
+
+from ..cli_options import sigterm_interrupts
 
 __all__ = ["audit", "AuditError", "ACK_COLUMNS", "REQUIRED_COLUMNS", "FINDING_KINDS", "CONNECT_TIMEOUT_S",
            "read_acks", "ack_tuples", "audit_rows", "bucket_of", "merge_buckets", "split_findings", "summarize",
@@ -395,6 +396,7 @@ def _check_bootstrap(bootstrap: str, timeout_s: float = CONNECT_TIMEOUT_S) -> No
     """AuditError (one line) when ``bootstrap`` is malformed or none of its addresses accepts a TCP
     connection within ``timeout_s``."""
     from ..net.client import parse_address
+    from .campaign import unreachable
     addresses = []
     for item in bootstrap.split(","):
         if item.strip():
@@ -404,17 +406,10 @@ def _check_bootstrap(bootstrap: str, timeout_s: float = CONNECT_TIMEOUT_S) -> No
                 raise AuditError(f"--bootstrap-server: {exc}") from None
     if not addresses:
         raise AuditError("--bootstrap-server names no HOST:PORT")
-    errors = []
-    for host, port in addresses:
-        try:
-            with socket.create_connection((host, port), timeout=timeout_s):
-                return
-        except socket.timeout:
-            errors.append(f"{host}:{port} did not answer within {timeout_s:g} s")
-        except OSError as exc:
-            errors.append(f"{host}:{port}: {(exc.strerror or str(exc)).lower()}")
-    raise AuditError(f"cannot reach --bootstrap-server {bootstrap} ({'; '.join(errors)}): is the cluster running, "
-                     "and are the host and port right?")
+    errors = unreachable(addresses, timeout_s)
+    if errors:
+        raise AuditError(f"cannot reach --bootstrap-server {bootstrap} ({'; '.join(errors)}): is the cluster "
+                         "running, and are the host and port right?")
 
 
 def _plan(bootstrap: str, topic: str) -> tuple[dict, dict]:
@@ -525,7 +520,7 @@ def run_audit(bootstrap: str, topic: str, acks_file: str, out: str | os.PathLike
     spark_started = time.perf_counter()
     try:
         try:
-            spark, jvm = _start_spark(master, out, tmp)
+            spark, jvm = _start_spark(master, out, tmp, app_name="kraftlog-audit")
         except Exception as exc:  # noqa: BLE001 - any failure to start is one line
             why = _jvm_error(log, 0) or _short_error(exc)
             raise AuditError(f"could not start Spark on {master}: {why} (see {log})") from None
@@ -619,23 +614,15 @@ def audit(bootstrap: str, topic: str, acks_file: str, out: str, master: str, as_
     """Read TOPIC back on Spark and join it with a producer's acknowledgement log: list the acknowledged
     records that are lost (their value nowhere in the topic), misplaced (not at the acknowledged
     partition/offset) and the values present more than once (duplicated)."""
-    stop = {"signal": None}
-
-    def on_signal(signum, frame):
-        stop["signal"] = signum
-        raise KeyboardInterrupt
-
-    old = signal.signal(signal.SIGTERM, on_signal)
-    try:
-        summary = run_audit(bootstrap, topic, acks_file, out, master,
-                            progress=lambda line: print(line, file=sys.stderr, flush=True))
-    except AuditError as exc:
-        _fail(str(exc), exc.code)
-    except KeyboardInterrupt:
-        click.echo("interrupted: Spark stopped, nothing written", err=True)
-        sys.exit(128 + (stop["signal"] or signal.SIGINT))
-    finally:
-        signal.signal(signal.SIGTERM, old)
+    with sigterm_interrupts() as term:
+        try:
+            summary = run_audit(bootstrap, topic, acks_file, out, master,
+                                progress=lambda line: print(line, file=sys.stderr, flush=True))
+        except AuditError as exc:
+            _fail(str(exc), exc.code)
+        except KeyboardInterrupt:
+            click.echo("interrupted: Spark stopped, nothing written", err=True)
+            sys.exit(128 + (term.signum or signal.SIGINT))
     if as_json:
         click.echo(json.dumps(summary))
     else:

@@ -91,6 +91,7 @@ __all__ = [
     "summarize",
     "task_key",
     "unclean_election_allowed",
+    "unreachable",
     "unsafe_within_budget",
     "verdict_columns",
 ]
@@ -594,9 +595,10 @@ def _log(path: Path, text: str) -> None:
         fh.write(f"kraftlog: {text}\n")
 
 
-def _start_spark(master: str, out: Path, tmp: Path):
-    """A SparkSession on ``master`` with the UI off, Spark's console output in ``out/spark.log`` and
-    executors on this Python (``PYSPARK_PYTHON``; kept when already set for a non-local master).
+def _start_spark(master: str, out: Path, tmp: Path, app_name: str = "kraftlog-campaign"):
+    """A SparkSession named ``app_name`` on ``master`` with the UI off, Spark's console output in
+    ``out/spark.log`` and executors on this Python (``PYSPARK_PYTHON``; kept when already set for a
+    non-local master).
 
     Returns ``(spark, jvm)``: ``jvm`` is the ``subprocess.Popen`` of the Java gateway pyspark launched for
     it, or None when this Python process already had one (it is then not ours to stop)."""
@@ -611,7 +613,7 @@ def _start_spark(master: str, out: Path, tmp: Path):
     from pyspark.sql import SparkSession
 
     launching = SparkContext._gateway is None
-    builder = (SparkSession.builder.master(master).appName("kraftlog-campaign")
+    builder = (SparkSession.builder.master(master).appName(app_name)
                .config("spark.ui.enabled", "false")
                .config("spark.ui.showConsoleProgress", "false")
                .config("spark.python.worker.reuse", "true")
@@ -1100,19 +1102,27 @@ def _master_endpoints(master: str) -> list[tuple[str, int]]:
     return []
 
 
-def check_master(master: str, timeout_s: float = CONNECT_TIMEOUT_S) -> None:
-    """Raise CampaignError (one line) when a ``spark://`` or ``k8s://`` master accepts no TCP connection
-    within ``timeout_s`` seconds (for a standalone master with several hosts: none does). Spark itself
-    would retry for over a minute and then print a Java stack trace. Other masters are not checked."""
+def unreachable(endpoints, timeout_s: float) -> list[str]:
+    """Why none of ``endpoints`` (``(host, port)`` pairs, tried in order) accepts a TCP connection within
+    ``timeout_s`` seconds: one message per endpoint (``host:port did not answer within 3 s``,
+    ``host:port: connection refused``). [] as soon as one accepts, and for no endpoint at all."""
     errors = []
-    for host, port in _master_endpoints(master):
+    for host, port in endpoints:
         try:
             with socket.create_connection((host, port), timeout=timeout_s):
-                return
+                return []
         except socket.timeout:
             errors.append(f"{host}:{port} did not answer within {timeout_s:g} s")
         except OSError as exc:
             errors.append(f"{host}:{port}: {(exc.strerror or str(exc)).lower()}")
+    return errors
+
+
+def check_master(master: str, timeout_s: float = CONNECT_TIMEOUT_S) -> None:
+    """Raise CampaignError (one line) when a ``spark://`` or ``k8s://`` master accepts no TCP connection
+    within ``timeout_s`` seconds (for a standalone master with several hosts: none does). Spark itself
+    would retry for over a minute and then print a Java stack trace. Other masters are not checked."""
+    errors = unreachable(_master_endpoints(master), timeout_s)
     if errors:
         raise CampaignError(f"cannot reach the Spark master {master} ({'; '.join(errors)}): is it running, "
                             f"and are the host and port right?")
