@@ -8,6 +8,7 @@ kcat (librdkafka 2.0.2; skipped with a message when it is not installed).
 
 from __future__ import annotations
 
+import collections
 import json
 import os
 import shutil
@@ -426,6 +427,23 @@ def test_sigkill_of_the_leader_while_producing_acks_all_loses_nothing(fresh):
     assert "Traceback" not in log
 
 
+class _LibrdkafkaLog:
+    """A ``logger`` for a confluent-kafka client: keeps librdkafka's last log lines (its ``debug`` output)
+    in memory, for a failing test's message."""
+
+    def __init__(self, keep: int = 400) -> None:
+        self.lines: collections.deque = collections.deque(maxlen=keep)
+
+    def log(self, level, msg, *args, **kwargs) -> None:
+        self.lines.append(msg % args if args else str(msg))
+
+    # confluent-kafka calls the logging.Logger methods it finds
+    debug = info = warning = error = critical = log
+
+    def tail(self) -> str:
+        return "\n".join(self.lines)
+
+
 def test_kip320_real_consumers_report_truncation_after_an_unclean_election(fresh):
     """KIP-320 with real clients: the ISR shrinks to the leader, which takes records 100..199 alone; both
     consumers read to offset 200; the leader dies and an out-of-sync replica (LEO 100) is elected with
@@ -447,8 +465,11 @@ def test_kip320_real_consumers_report_truncation_after_an_unclean_election(fresh
     tp = kafka.TopicPartition("k320", 0)
     kp.assign([tp])
     kp.seek(tp, 0)
+    # librdkafka's own log of how it validates its position (kept, printed only if the test fails)
+    rdlog = _LibrdkafkaLog()
     ck = Consumer({"bootstrap.servers": fresh.bootstrap, "group.id": "k320-ck", "auto.offset.reset": "error",
-                   "enable.auto.commit": False, "topic.metadata.refresh.interval.ms": 1000})
+                   "enable.auto.commit": False, "topic.metadata.refresh.interval.ms": 1000,
+                   "debug": "consumer,topic,fetch,metadata"}, logger=rdlog)
     try:
         read = 0
         deadline = time.monotonic() + 30
@@ -489,8 +510,9 @@ def test_kip320_real_consumers_report_truncation_after_an_unclean_election(fresh
                 error = msg.error()
             else:
                 skipped.append(msg.value())
-        assert not skipped, f"confluent-kafka silently read {len(skipped)} records of the new log"
-        assert error is not None and error.code() == confluent_kafka.KafkaError._AUTO_OFFSET_RESET
+        assert not skipped, f"confluent-kafka silently read {len(skipped)} records of the new log\n{rdlog.tail()}"
+        assert error is not None and error.code() == confluent_kafka.KafkaError._AUTO_OFFSET_RESET, \
+            f"confluent-kafka reported {error} instead of the truncation; its log:\n{rdlog.tail()}"
         assert "truncation" in error.str().lower()
 
         kraftlog("cluster", "start", "--dir", fresh.dir, "--broker", str(leader))
