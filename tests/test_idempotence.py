@@ -17,10 +17,37 @@ def batch(seq: int, n: int = 2, pid: int = 7, epoch: int = 0, base: int = -1) ->
                        producer_epoch=epoch, base_sequence=seq)
 
 
-def test_new_producer_must_start_at_sequence_zero():
+def test_a_producer_the_log_does_not_know_is_accepted_at_any_sequence():
+    """Kafka's ProducerAppendInfo.checkSequence (KIP-360, Kafka 2.5+): with no current producer epoch
+    (a new producer id, or one whose batches this replica never got or truncated away) any sequence is
+    accepted; brokers before 2.5 answered UNKNOWN_PRODUCER_ID."""
     psm = ProducerStateManager()
     assert psm.check(batch(0)) == (Errors.NONE, -1)
+    assert psm.check(batch(5)) == (Errors.NONE, -1)
+    psm.update(batch(5, base=40))
+    assert psm.check(batch(5)) == (Errors.NONE, 40)  # and from then on it is tracked
+    assert psm.check(batch(9))[0] == Errors.OUT_OF_ORDER_SEQUENCE_NUMBER
+
+
+def test_a_new_epoch_of_a_known_producer_must_start_at_sequence_zero():
+    """checkSequence: "Invalid sequence number for new epoch" when a known producer's bumped epoch does
+    not start at 0."""
+    psm = ProducerStateManager()
+    psm.update(batch(0, epoch=1, base=0))
+    assert psm.check(batch(2, epoch=2))[0] == Errors.OUT_OF_ORDER_SEQUENCE_NUMBER
+    assert psm.check(batch(0, epoch=2)) == (Errors.NONE, -1)
+
+
+def test_sequences_wrap_after_integer_max_value():
+    """Kafka's inSequence and DefaultRecordBatch.lastSequence: after Integer.MAX_VALUE comes 0."""
+    top = 2**31 - 1
+    psm = ProducerStateManager()
+    psm.update(batch(top - 1, n=2, base=0))  # sequences MAX-1, MAX
+    assert psm.check(batch(0)) == (Errors.NONE, -1)
     assert psm.check(batch(5))[0] == Errors.OUT_OF_ORDER_SEQUENCE_NUMBER
+    psm.update(batch(top, n=3, base=2))  # MAX, 0, 1: its last sequence is 1
+    assert psm.producers[7].last_sequence == 1
+    assert psm.check(batch(2)) == (Errors.NONE, -1)
 
 
 def test_retried_batch_is_a_duplicate_answered_with_its_original_offset():

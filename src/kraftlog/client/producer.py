@@ -4,8 +4,9 @@ With ``acks=all`` the producer is idempotent, as Kafka's is by default (``enable
 needs acks=all): it gets a producer id with InitProducerId and numbers its batches per partition; a
 retried batch keeps its sequence, so a leader that already holds it answers with the original offsets
 instead of appending it twice. OUT_OF_ORDER_SEQUENCE_NUMBER / INVALID_PRODUCER_EPOCH /
-UNKNOWN_PRODUCER_ID (the log lost the producer's earlier batches) make it take a new producer id and
-restart its sequences (KIP-360's recovery, simplified). With acks 0/1 it is not idempotent.
+UNKNOWN_PRODUCER_ID (the log lost some of the producer's batches but kept older ones, so its sequences
+have a gap; a log that kept none accepts any sequence) make it take a new producer id and restart its
+sequences (KIP-360's recovery, simplified). With acks 0/1 it is not idempotent.
 
 Records are queued per partition and sent to the partition leader in batches, one request in flight
 per partition (``max.in.flight.requests.per.connection=1``, so order is kept). Retriable errors

@@ -6,8 +6,14 @@ retried batch from a new one:
 
 * a batch whose (first, last) sequence matches a remembered one is a duplicate: Kafka answers with
   the original offsets and appends nothing;
-* otherwise its first sequence must follow the last one (or be 0 for a new producer or epoch), else
-  OUT_OF_ORDER_SEQUENCE_NUMBER; an older producer epoch gets INVALID_PRODUCER_EPOCH.
+* otherwise its first sequence must follow the last one (``inSequence``: last + 1, or 0 after
+  ``Integer.MAX_VALUE``), or be 0 for a new epoch of a known producer, else OUT_OF_ORDER_SEQUENCE_NUMBER;
+  an older producer epoch gets INVALID_PRODUCER_EPOCH;
+* a producer id the log does not know (new, or its batches were truncated away or never replicated
+  here) is accepted at any sequence: Kafka's ``ProducerAppendInfo.checkSequence`` since KIP-360
+  (Kafka 2.5) accepts any sequence when there is no current producer epoch, where older brokers
+  answered UNKNOWN_PRODUCER_ID. A producer whose batches a new leader never got goes on with its
+  sequences instead of failing.
 """
 
 from __future__ import annotations
@@ -20,6 +26,21 @@ from ..protocol.records import RecordBatch
 
 #: Kafka keeps the metadata of the last 5 batches per producer (``NUM_BATCHES_TO_RETAIN``).
 BATCHES_TO_RETAIN = 5
+#: A producer's sequence wraps to 0 after this (Kafka's ``Integer.MAX_VALUE``).
+MAX_SEQUENCE = 2**31 - 1
+
+
+def in_sequence(last_sequence: int, next_sequence: int) -> bool:
+    """Kafka's ``ProducerAppendInfo.inSequence``: ``next_sequence`` follows ``last_sequence``, with the
+    wrap from ``Integer.MAX_VALUE`` to 0."""
+    return next_sequence == last_sequence + 1 or (next_sequence == 0 and last_sequence == MAX_SEQUENCE)
+
+
+def batch_last_sequence(batch: RecordBatch) -> int:
+    """The sequence of a batch's last record (Kafka's ``DefaultRecordBatch.lastSequence``: wraps past
+    ``Integer.MAX_VALUE`` to 0)."""
+    last = batch.base_sequence + batch.record_count - 1
+    return last - MAX_SEQUENCE - 1 if last > MAX_SEQUENCE else last
 
 
 @dataclass(slots=True)
@@ -42,21 +63,24 @@ class ProducerStateManager:
 
     def check(self, batch: RecordBatch) -> tuple[int, int]:
         """Validate a leader append: (Errors.NONE, -1) to append, (Errors.NONE, base offset) for a
-        duplicate (do not append), or (error, -1)."""
+        duplicate (do not append), or (error, -1). Kafka's ``ProducerAppendInfo.checkProducerEpoch`` and
+        ``checkSequence`` and ``ProducerStateManager``'s duplicate lookup (module docstring)."""
         pid = batch.producer_id
         if pid < 0:
             return Errors.NONE, -1
         entry = self.producers.get(pid)
+        if entry is None:  # no current producer epoch: any sequence (KIP-360)
+            return Errors.NONE, -1
         first = batch.base_sequence
-        last = first + batch.record_count - 1
-        if entry is None or batch.producer_epoch > entry.epoch:
+        if batch.producer_epoch > entry.epoch:
             return (Errors.NONE, -1) if first == 0 else (Errors.OUT_OF_ORDER_SEQUENCE_NUMBER, -1)
         if batch.producer_epoch < entry.epoch:
             return Errors.INVALID_PRODUCER_EPOCH, -1
+        last = batch_last_sequence(batch)
         for b_first, b_last, b_offset in entry.batches:
             if b_first == first and b_last == last:
                 return Errors.NONE, b_offset
-        if first != entry.last_sequence + 1:
+        if not in_sequence(entry.last_sequence, first):
             return Errors.OUT_OF_ORDER_SEQUENCE_NUMBER, -1
         return Errors.NONE, -1
 
@@ -68,8 +92,7 @@ class ProducerStateManager:
         entry = self.producers.get(pid)
         if entry is None or batch.producer_epoch > entry.epoch:
             entry = self.producers[pid] = ProducerEntry(batch.producer_epoch)
-        entry.batches.append((batch.base_sequence, batch.base_sequence + batch.record_count - 1,
-                              batch.base_offset))
+        entry.batches.append((batch.base_sequence, batch_last_sequence(batch), batch.base_offset))
 
     def rebuild(self, batches) -> None:
         """Recompute from the log (after loading it, or after a truncation)."""
