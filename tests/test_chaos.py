@@ -51,6 +51,25 @@ def test_fault_plan_is_a_function_of_the_seed():
                 assert f.peer != f.node and f.peer in (0, 1, 2, "controller")
 
 
+def test_duplicates_are_told_apart_by_their_producer_stamps():
+    """KIP-98: within one producer epoch the broker appends each sequence once, so two copies with the
+    same producer id and epoch are an idempotence violation; copies under a bumped epoch (KIP-360: the
+    client re-sent what it gave up on) or from a non-idempotent producer are duplicates Kafka writes too."""
+    from kraftlog.check.checkers import duplicate_causes, duplicates
+    final_logs = {"chaos-0": {0: ("all-1", 0), 1: ("all-2", 0), 2: ("all-1", 3), 3: ("all-2", 3),
+                              4: ("one-7", 3), 5: ("one-7", 3), 6: ("all-3", 3)},
+                  "chaos-1": None}
+    stamps = {"chaos-0": {0: (1, 0, 10), 1: (1, 0, 11), 2: (1, 4, 0), 3: (1, 0, 11), 4: (-1, -1, -1),
+                          5: (-1, -1, -1), 6: (1, 4, 1)}}
+    counts, findings = duplicate_causes(final_logs, stamps)
+    assert counts == {"same_producer_epoch": 1, "producer_epoch_bump": 1, "not_idempotent": 1}
+    assert sum(counts.values()) == duplicates(final_logs)
+    assert findings == ["idempotence chaos-0: value 'all-2' appended twice by producer 1 epoch 0 "
+                        "(sequence 11 at offset 1, sequence 11 at offset 3)"]
+    assert duplicate_causes({"chaos-0": {0: ("a", 0), 1: ("b", 0)}}, {}) == (
+        {"same_producer_epoch": 0, "producer_epoch_bump": 0, "not_idempotent": 0}, [])
+
+
 def test_fault_plan_with_one_broker_has_no_link_between_brokers():
     assert not {f.kind for s in range(40) for f in plan_faults(s, 1)} & {"cut", "partition"}
 
@@ -128,6 +147,10 @@ def test_a_30s_chaos_run_at_the_default_level_loses_nothing(tmp_path):
     assert v["anomalies"] == {"lost-write": 0, "duplicate": 0, "inconsistent-offsets": 0, "nonmonotonic-poll": 0,
                               "poll-skip": 0}
     assert v["metrics"]["records_consumed"] > 0
+    assert v["metrics"]["duplicates_by_cause"] == {"same_producer_epoch": 0, "producer_epoch_bump": 0,
+                                                   "not_idempotent": 0}
+    with open(os.path.join(directory, "clients.log")) as f:  # the idempotent producer's eos debug log
+        assert "Idempotent producer state change" in f.read()
     assert set(v["final"]["partitions"]) == {"chaos-0", "chaos-1", "chaos-2"}
     for p in v["final"]["partitions"].values():
         assert sorted(p["isr"]) == [0, 1, 2] and p["leader"] in p["isr"]

@@ -81,6 +81,51 @@ def duplicates(final_logs) -> int:
     return count
 
 
+def duplicate_causes(final_logs, stamps) -> tuple[dict, list[str]]:
+    """Why each Jepsen duplicate of the final log is there, from the producer stamps of its copies.
+
+    ``stamps``: {partition name: {offset: (producer id, producer epoch, sequence)}} of the records of
+    ``final_logs`` (producer id -1 for a producer that is not idempotent). Every extra copy of a value
+    (as :func:`duplicates` counts them), compared with the value's first copy, is one of:
+
+    * ``same_producer_epoch``: both copies carry the same producer id and epoch. An idempotent
+      producer sends each record under one sequence per epoch, and the broker appends a sequence once
+      (KIP-98; Kafka's ``ProducerStateManager`` answers a retry with the original offset): the broker
+      broke idempotence. Each one is also returned as a finding ``idempotence <partition>: ...``;
+    * ``producer_epoch_bump``: the copies carry different producer ids or epochs: the client gave up on
+      the first send and sent the record again under a bumped epoch or a new producer id (KIP-360's
+      epoch bump, librdkafka's "drain and bump" after a timeout or an unknown-producer error). Kafka
+      promises no deduplication across producer epochs, so this is not a broker fault;
+    * ``not_idempotent``: a copy came from a producer that is not idempotent (acks=1's retries).
+
+    Returns ({cause: count}, findings)."""
+    counts = {"same_producer_epoch": 0, "producer_epoch_bump": 0, "not_idempotent": 0}
+    findings: list[str] = []
+    for name, log in sorted(final_logs.items()):
+        if not log:
+            continue
+        stamp_of = stamps.get(name, {})
+        copies = defaultdict(list)
+        for offset in sorted(log):
+            copies[log[offset][0]].append(offset)
+        for value, offsets in copies.items():
+            if len(offsets) < 2:
+                continue
+            first = offsets[0]
+            pid, epoch, seq = stamp_of.get(first, (-1, -1, -1))
+            for other in offsets[1:]:
+                o_pid, o_epoch, o_seq = stamp_of.get(other, (-1, -1, -1))
+                if pid < 0 or o_pid < 0:
+                    counts["not_idempotent"] += 1
+                elif (pid, epoch) == (o_pid, o_epoch):
+                    counts["same_producer_epoch"] += 1
+                    findings.append(f"idempotence {name}: value {value!r} appended twice by producer {pid} epoch "
+                                    f"{epoch} (sequence {seq} at offset {first}, sequence {o_seq} at offset {other})")
+                else:
+                    counts["producer_epoch_bump"] += 1
+    return counts, findings
+
+
 def consumer_anomalies(consumed, truncations, final_logs) -> dict:
     """Jepsen's consumer anomalies and KIP-320 truncation accounting, judged against the final log.
 

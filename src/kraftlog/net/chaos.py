@@ -35,7 +35,12 @@ One run:
    nonmonotonic-poll / poll-skip over what the consumer read, truncations the consumer detected or
    not, HWM regressions it saw, and log matching below the HWMs across the replicas' disks. Invariants
    that the simulator checks after every event (it sees every node's memory) are checked here at the
-   end only: log matching, and each partition's leader in its ISR.
+   end only: log matching, and each partition's leader in its ISR. Each duplicate gets its cause from
+   the producer stamps of its copies (:func:`~kraftlog.check.checkers.duplicate_causes`, in the
+   metrics' ``duplicates_by_cause``): the same producer id and epoch twice breaks idempotence and is an
+   invariant violation; copies under a bumped epoch or a new producer id are librdkafka re-sending what
+   it gave up on (KIP-360), which Kafka writes twice too. The idempotent producer's ``eos`` debug log
+   is in ``DIR/clients.log``.
 
 The verdict has the simulator's shape (``history_digest`` null: real time is not replayable) plus
 ``faults`` (what was injected, when, ms from cluster ready, and when it was healed and the ISRs were
@@ -149,11 +154,12 @@ def plan_faults(seed: int, brokers: int, count: int = 64) -> list[Fault]:
 
 def _file_logger(path: str):
     """A logger writing to ``path`` only (librdkafka's own log lines: connection refused while a broker
-    is down, and the like: there, not on the terminal)."""
+    is down, and the like, and the idempotent producer's ``eos`` debug lines: there, not on the
+    terminal)."""
     import logging
     logger = logging.getLogger(f"kraftlog.chaos.clients.{path}")
     logger.propagate = False
-    logger.setLevel(logging.INFO)
+    logger.setLevel(logging.DEBUG)  # a client's debug lines are there only if its `debug` config asks
     if not logger.handlers:
         handler = logging.FileHandler(path)
         handler.setFormatter(logging.Formatter("%(asctime)s %(message)s"))
@@ -200,6 +206,9 @@ class _ProducerThread:
                 "logger": self.run.client_logger}
         if self.acks == "all":
             conf["enable.idempotence"] = True
+            # librdkafka's idempotence state machine (producer id, epoch bumps, in-flight drains) into
+            # clients.log: the evidence behind a duplicates_by_cause of producer_epoch_bump
+            conf["debug"] = "eos"
         else:
             conf["enable.idempotence"] = False
         return Producer(conf)
@@ -280,6 +289,8 @@ class ChaosRun:
         self.min_isr = min(2, self.rf)
         self.lock = threading.Lock()
         self.acked: list[_Acked] = []
+        #: each read-back record's (producer id, producer epoch, sequence), by partition and offset
+        self.stamps: dict = {}
         #: what the KIP-320 consumer read and detected (checkers' shapes)
         self.reads = ConsumerRecorder(lambda: _now_ms(self.t0))
         self.events: list[dict] = []
@@ -568,7 +579,8 @@ class ChaosRun:
         return ok
 
     def _read_back(self) -> tuple[dict, dict]:
-        return read_back(self.request, self.ports, {TOPIC: self.describe() or []})
+        self.stamps = {}
+        return read_back(self.request, self.ports, {TOPIC: self.describe() or []}, self.stamps)
 
     def _catch_up(self, loop: ClientLoop, hwms: dict) -> None:
         def caught_up() -> bool:
@@ -605,18 +617,22 @@ class ChaosRun:
                                 "last_known_elr": list(p.last_known_elr), "hwm": hwms.get(name),
                                 "leo": leos.get(name, {})}
         counts = Counter(a.acks for a in self.acked)
+        dup_causes, idempotence = checkers.duplicate_causes(final_logs, self.stamps)
         verdict = {
             "scenario": f"chaos:{self.story}", "level": self.level.label, "seed": self.seed,
             "sim_time_ms": _now_ms(self.t0),
             "acked": {"all": counts["all"], "1": counts["1"]},
             **checkers.judge(acked, final_logs, self.reads.consumed, self.reads.truncations, self.reads.hwms),
-            "invariant_violations": end_state_violations(replica_logs, partitions),
+            "invariant_violations": end_state_violations(replica_logs, partitions) + idempotence,
             "failed_expectations": [] if completed else
             ["settle: the cluster did not heal (every broker unfenced, every ISR complete) within "
              f"{SETTLE_S:.0f} s of the end of the faults"],
             "metrics": {
                 "records_consumed": len(self.reads.consumed),
                 "acked_without_offset": sum(1 for a in self.acked if a.offset is None),
+                # why each Jepsen duplicate is there (checkers.duplicate_causes): only
+                # same_producer_epoch is the broker's fault (and an invariant violation)
+                "duplicates_by_cause": dup_causes,
                 # acks=1 promises nothing once the leader fails: counted, never judged
                 "acks1_missing_from_final_log": _missing(self.acked, final_logs, "1"),
                 "produce_errors": {p.name: dict(sorted(p.errors.items())) for p in producers},
@@ -681,12 +697,14 @@ def _epoch_at(final_logs: dict, a: "_Acked") -> int | None:
     return entry[1] if entry is not None and entry[0] == a.value else None
 
 
-def read_back(request, ports: dict, described: dict) -> tuple[dict, dict]:
+def read_back(request, ports: dict, described: dict, stamps: dict | None = None) -> tuple[dict, dict]:
     """Every partition of the topics of ``described`` read from its leader, offset 0 to its HWM, as a consumer may read it:
     ``({"<topic>-<p>": {offset: (value, leader epoch)}} (None for a leaderless partition),
     {"<topic>-<p>": HWM})``. ``request(message)``: an admin request to a reachable broker (None when none
     answers); ``ports``: broker id -> client port; ``described``: {topic: its DescribeTopicPartitions
-    partitions}. Raises ChaosError when a leader refuses."""
+    partitions}; ``stamps``, when given, is filled with each record's producer stamp,
+    ``{"<topic>-<p>": {offset: (producer id, producer epoch, sequence)}}`` (for
+    :func:`~kraftlog.check.checkers.duplicate_causes`). Raises ChaosError when a leader refuses."""
     final_logs, hwms = {}, {}
     topics = sorted(described)
     md = request(m.MetadataRequest(tuple(topics)))
@@ -716,6 +734,10 @@ def read_back(request, ports: dict, described: dict) -> tuple[dict, dict]:
                             if offset <= o < hwm:
                                 log[o] = (rec.value.decode(errors="replace") if rec.value is not None else None,
                                           batch.partition_leader_epoch)
+                                if stamps is not None:
+                                    stamps.setdefault(name, {})[o] = (
+                                        batch.producer_id, batch.producer_epoch,
+                                        batch.base_sequence + i if batch.base_sequence >= 0 else -1)
                         offset = max(offset, batch.base_offset + batch.record_count)
                     if offset == before:
                         break
