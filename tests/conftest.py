@@ -5,10 +5,20 @@ assert different things about the same runs (every file exits 0; the leader-fail
 nothing; the consumer stories have no anomaly; ...); each (file, level, seed) is simulated once, on first
 use, and every later request gets the same :class:`~kraftlog.sim.runner.RunResult` (treat it as
 read-only).
+
+``chaos_runs``: ``kraftlog chaos --json`` runs, each (argument list) run once per session on real
+processes. ``tests/test_chaos.py`` judges a run's verdict and files, ``tests/test_audit.py`` starts the
+same cluster again and audits it: one chaos run of a minute serves both.
 """
 
 from __future__ import annotations
 
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -46,3 +56,65 @@ class Library:
 @pytest.fixture(scope="session")
 def library() -> Library:
     return Library()
+
+
+def node_pids(directory: str) -> list[int]:
+    """The PIDs ``cluster.json`` in ``directory`` names (none when there is no cluster there)."""
+    from kraftlog.net import cluster as cl
+    try:
+        return [e["pid"] for e in cl.load(directory)["nodes"] if e.get("pid")]
+    except cl.ClusterError:
+        return []
+
+
+def assert_all_gone(pids: list[int], timeout_s: float = 10.0) -> None:
+    """Every process of ``pids`` has exited within ``timeout_s``."""
+    from kraftlog.net import cluster as cl
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline and any(cl.pid_alive(p) for p in pids):
+        time.sleep(0.1)
+    assert not [p for p in pids if cl.pid_alive(p)], f"node processes left running: {pids}"
+
+
+def run_chaos(directory: str, *args: str, timeout_s: float = 300) -> dict:
+    """``kraftlog chaos --dir directory --json *args`` in a subprocess: its verdict. It must exit 0 and
+    leave no node running; a node a failure left behind is SIGKILLed by PID."""
+    from kraftlog.net import cluster as cl
+    try:
+        r = subprocess.run([sys.executable, "-m", "kraftlog.cli", "chaos", "--dir", directory, "--json", *args],
+                           capture_output=True, text=True, timeout=timeout_s)
+    finally:
+        pids = node_pids(directory)
+        for p in pids:
+            if cl.pid_alive(p):
+                os.kill(p, signal.SIGKILL)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert_all_gone(pids)
+    return json.loads(r.stdout)
+
+
+class ChaosRuns:
+    """``chaos_runs.run(*args)``: ``(directory, verdict)`` of ``kraftlog chaos --json *args``, run once per
+    session (a later test gets the same directory and verdict: treat both as read-only, but the cluster
+    may be started again in it, as the audit does)."""
+
+    def __init__(self, tmp_path_factory) -> None:
+        self._factory = tmp_path_factory
+        self._runs: dict[tuple[str, ...], tuple[str, dict]] = {}
+
+    def run(self, *args: str) -> tuple[str, dict]:
+        if args not in self._runs:
+            directory = str(self._factory.mktemp("chaos") / "cluster")
+            self._runs[args] = (directory, run_chaos(directory, *args))
+        return self._runs[args]
+
+
+@pytest.fixture(scope="session")
+def chaos_runs(tmp_path_factory) -> ChaosRuns:
+    return ChaosRuns(tmp_path_factory)
+
+
+#: the chaos runs the chaos and audit tests share: 30 s at the default level (seed 3: a pause, then a
+#: lose-unflushed crash), and KIP-966's last-replica-standing story at classic
+DEFAULT_LEVEL_RUN = ("--duration", "30s", "--seed", "3")
+CLASSIC_STORY_RUN = ("--duration", "30s", "--seed", "7", "--level", "classic", "--story", "last-replica-standing")

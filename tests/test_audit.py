@@ -9,8 +9,9 @@ Slow tests (real processes on loopback; the cluster is stopped by PID in a ``fin
 in the audit's own process, which stops it): the pinned last-replica-standing chaos story (KIP-966's
 motivating story: the loss is forced, not timing-dependent) at ``classic``, then the same cluster started
 again and audited: exit 1, the lost acks=all value hashes are exactly the SHA-256 of the values the chaos
-verdict lists as lost, and nothing is duplicated; at the default level the same story loses nothing
-(exit 0).
+verdict lists as lost, and the duplicates are the chaos checker's; after a 30 s chaos run at the default
+level (a pause, then a lose-unflushed crash) nothing is lost (exit 0). Both chaos runs are the session's
+(``chaos_runs`` in conftest.py), which tests/test_chaos.py judges too.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import time
 
 import pytest
 
+from conftest import CLASSIC_STORY_RUN, DEFAULT_LEVEL_RUN
 from kraftlog.spark.audit import (ACK_COLUMNS, AuditError, ack_tuples, audit_rows, bucket_of, merge_buckets,
                                   read_acks, split_findings, summarize)
 
@@ -218,30 +220,6 @@ def test_cli_bad_input_exits_2_in_one_line_before_spark_starts(tmp_path):
 
 
 # ================================================================================================ slow
-def _node_pids(directory: str) -> list[int]:
-    from kraftlog.net import cluster as cl
-    try:
-        return [e["pid"] for e in cl.load(directory)["nodes"] if e.get("pid")]
-    except cl.ClusterError:
-        return []
-
-
-def _chaos(directory: str, *args: str, timeout_s: float = 300) -> dict:
-    """``kraftlog chaos --json`` in a subprocess (it shuts its cluster down at the end); any node left
-    behind by a failure is killed by PID."""
-    from kraftlog.net import cluster as cl
-    try:
-        r = subprocess.run(KRAFTLOG + ["chaos", "--dir", directory, "--json", "--duration", "25s", "--seed", "7",
-                                       "--story", "last-replica-standing", *args],
-                           capture_output=True, text=True, timeout=timeout_s)
-    finally:
-        for p in _node_pids(directory):
-            if cl.pid_alive(p):
-                os.kill(p, signal.SIGKILL)
-    assert r.returncode == 0, r.stderr[-3000:]
-    return json.loads(r.stdout)
-
-
 def _wait_for_hwms(bootstrap: str, hwms: dict, timeout_s: float = 60) -> None:
     """Wait until every partition's HWM is back at the chaos run's final HWM (a restarted leader's HWM
     moves once its followers have fetched): the audit reads below the HWMs."""
@@ -282,14 +260,14 @@ def _audit(bootstrap: str, acks: str, out: str, timeout_s: float = 240) -> tuple
     return proc.returncode, json.loads(stdout), stderr
 
 
-def _chaos_then_audit(tmp_path, *chaos_args: str, while_up=None) -> tuple[dict, int, dict, str]:
-    """The chaos story, then its cluster started again (same directory and data) and audited against
-    its acks.parquet; ``while_up(bootstrap)`` runs after the audit, the cluster still up. Returns (chaos
-    verdict, audit exit code, summary.json, audit out dir)."""
+def _chaos_then_audit(tmp_path, chaos_runs, chaos_args: tuple, while_up=None) -> tuple[str, dict, int, dict, str]:
+    """A chaos run (the session's, shared with tests/test_chaos.py), then its cluster started again (same
+    directory and data) and audited against its acks.parquet; ``while_up(bootstrap)`` runs after the
+    audit, the cluster still up. Returns (chaos directory, chaos verdict, audit exit code, summary.json,
+    audit out dir)."""
     from kraftlog.net import cluster as cl
-    directory = str(tmp_path / "chaos")
     out = str(tmp_path / "audit-out")
-    verdict = _chaos(directory, *chaos_args)
+    directory, verdict = chaos_runs.run(*chaos_args)
     try:
         info = cl.up(directory, 3, port=0, chaos=True)
         _wait_for_hwms(info["bootstrap"], {name: p["hwm"] for name, p in verdict["final"]["partitions"].items()})
@@ -304,7 +282,7 @@ def _chaos_then_audit(tmp_path, *chaos_args: str, while_up=None) -> tuple[dict, 
     with open(os.path.join(out, "summary.json")) as f:
         assert json.load(f) == summary
     assert "Traceback" not in stderr
-    return verdict, code, summary, out
+    return directory, verdict, code, summary, out
 
 
 def _hashes(path: str, acks: str | None = None) -> set[str]:
@@ -353,16 +331,17 @@ def _unknown_topic_exits_2(bootstrap: str, acks: str) -> None:
 
 
 @pytest.mark.slow
-def test_audit_finds_exactly_what_the_classic_last_replica_standing_story_lost(tmp_path):
-    verdict, code, summary, out = _chaos_then_audit(tmp_path, "--level", "classic", while_up=_unknown_topic_exits_2)
+def test_audit_finds_exactly_what_the_classic_last_replica_standing_story_lost(tmp_path, chaos_runs):
+    directory, verdict, code, summary, out = _chaos_then_audit(tmp_path, chaos_runs, CLASSIC_STORY_RUN,
+                                                               while_up=_unknown_topic_exits_2)
     assert verdict["level"] == "classic" and verdict["lost_acked"] > 0, "the story forces a loss below the ELR"
     assert code == 1 and summary["exit_code"] == 1
-    _check_against_the_verdict(str(tmp_path / "chaos"), verdict, summary, out)
+    _check_against_the_verdict(directory, verdict, summary, out)
 
 
 @pytest.mark.slow
-def test_audit_finds_nothing_lost_after_the_story_at_the_default_level(tmp_path):
-    verdict, code, summary, out = _chaos_then_audit(tmp_path)
+def test_audit_finds_nothing_lost_after_a_default_level_chaos_run(tmp_path, chaos_runs):
+    directory, verdict, code, summary, out = _chaos_then_audit(tmp_path, chaos_runs, DEFAULT_LEVEL_RUN)
     assert verdict["level"] == "urm" and verdict["lost_acked"] == 0
     assert code == 0 and summary["exit_code"] == 0 and summary["lost"]["all"] == 0
-    _check_against_the_verdict(str(tmp_path / "chaos"), verdict, summary, out)
+    _check_against_the_verdict(directory, verdict, summary, out)

@@ -29,6 +29,7 @@ import time
 
 import pytest
 
+from conftest import CLASSIC_STORY_RUN, DEFAULT_LEVEL_RUN, assert_all_gone, node_pids
 from kraftlog.net import cluster as cl
 from kraftlog.net.chaos import FAULT_KINDS, ChaosRun, plan_faults
 
@@ -101,41 +102,12 @@ def test_cli_refuses_bad_options_with_one_line_and_exit_2(tmp_path):
 
 
 # ------------------------------------------------------------------------------------- slow
-def _node_pids(directory: str) -> list[int]:
-    try:
-        return [e["pid"] for e in cl.load(directory)["nodes"] if e.get("pid")]
-    except cl.ClusterError:
-        return []
-
-
-def _assert_all_gone(pids: list[int], timeout_s: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline and any(cl.pid_alive(p) for p in pids):
-        time.sleep(0.1)
-    assert not [p for p in pids if cl.pid_alive(p)], f"node processes left running: {pids}"
-
-
-def _run_chaos(directory: str, *args: str, timeout_s: float = 300) -> dict:
-    try:
-        r = subprocess.run(KRAFTLOG + ["chaos", "--dir", directory, "--json", *args], capture_output=True,
-                           text=True, timeout=timeout_s)
-    finally:
-        pids = _node_pids(directory)
-        for p in pids:  # a failed test must not leave nodes behind either
-            if cl.pid_alive(p):
-                os.kill(p, signal.SIGKILL)
-    assert r.returncode == 0, r.stderr[-3000:]
-    _assert_all_gone(pids)
-    return json.loads(r.stdout)
-
-
 @pytest.mark.slow
-def test_a_30s_chaos_run_at_the_default_level_loses_nothing(tmp_path):
+def test_a_30s_chaos_run_at_the_default_level_loses_nothing(chaos_runs):
     """Seed 3: a pause (SIGSTOP), then a lose-unflushed crash; every acknowledged acks=all record is in
     the final log, every invariant holds, and the acknowledgement log has a row per acknowledgement."""
     import pyarrow.parquet as pq
-    directory = str(tmp_path / "chaos")
-    v = _run_chaos(directory, "--duration", "30s", "--seed", "3")
+    directory, v = chaos_runs.run(*DEFAULT_LEVEL_RUN)
     assert v["level"] == "urm" and v["seed"] == 3 and v["history_digest"] is None
     kinds = [f["kind"] for f in v["faults"]]
     assert kinds[:2] == ["pause", "lose_unflushed"], kinds
@@ -168,12 +140,10 @@ def test_a_30s_chaos_run_at_the_default_level_loses_nothing(tmp_path):
 
 
 @pytest.mark.slow
-def test_last_replica_standing_loses_acknowledged_records_at_classic(tmp_path):
+def test_last_replica_standing_loses_acknowledged_records_at_classic(chaos_runs):
     """KIP-966's motivating story on real processes: below the ELR the last ISR member, which lost what it
     had not fsynced, is elected again and the other replicas truncate to it."""
-    directory = str(tmp_path / "classic")
-    v = _run_chaos(directory, "--duration", "30s", "--seed", "7", "--level", "classic",
-                   "--story", "last-replica-standing")
+    directory, v = chaos_runs.run(*CLASSIC_STORY_RUN)
     assert cl.load(directory)["level"] == "classic"
     assert v["level"] == "classic" and v["scenario"] == "chaos:last-replica-standing"
     assert [f["kind"] for f in v["faults"]] == ["kill", "isolate", "lose_unflushed"]
@@ -218,12 +188,12 @@ def _harness_until(directory: str, seed: int, text: str):
     pids: list[int] = []
     try:
         _wait_for_line(proc, text)
-        pids = _node_pids(directory)
+        pids = node_pids(directory)
         yield proc, pids
     finally:
         if proc.poll() is None:
             proc.kill()
-        for p in pids or _node_pids(directory):
+        for p in pids or node_pids(directory):
             if cl.pid_alive(p):
                 os.kill(p, signal.SIGKILL)
 
@@ -236,7 +206,7 @@ def test_killing_the_harness_midway_leaves_no_node_running(tmp_path):
         assert len(pids) == 4 and all(cl.pid_alive(p) for p in pids)
         proc.kill()
         proc.wait(10)
-        _assert_all_gone(pids)
+        assert_all_gone(pids)
 
 
 @pytest.mark.slow
@@ -246,7 +216,7 @@ def test_interrupting_the_harness_stops_every_node_and_exits_130(tmp_path):
         out, _ = proc.communicate(timeout=60)
         assert proc.returncode == 130, out
         assert "interrupted: every node" in out and "Traceback" not in out
-        _assert_all_gone(pids, timeout_s=5)
+        assert_all_gone(pids, timeout_s=5)
 
 
 def test_free_ports_lie_below_the_ephemeral_range_so_a_restart_can_bind_them_again():
