@@ -58,6 +58,18 @@ def library() -> Library:
     return Library()
 
 
+def wait_for(what: str, predicate, timeout_s: float = 60.0, interval_s: float = 0.2):
+    """Poll ``predicate()`` every ``interval_s`` until it returns something true, and return that;
+    AssertionError naming ``what`` after ``timeout_s`` (a real cluster's state, read over its API)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval_s)
+    raise AssertionError(f"timed out after {timeout_s:.0f} s waiting for {what}")
+
+
 def node_pids(directory: str) -> list[int]:
     """The PIDs ``cluster.json`` in ``directory`` names (none when there is no cluster there)."""
     from kraftlog.net import cluster as cl

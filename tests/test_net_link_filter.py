@@ -17,6 +17,7 @@ from collections import deque
 
 import pytest
 
+from conftest import wait_for
 from kraftlog.controller.controller import CONTROLLER
 from kraftlog.net import cluster as cl
 from kraftlog.net.driver import (CLIENTS, DROP, HOLD, PASS, Connection, LinkFilter, NodeDriver,
@@ -422,20 +423,10 @@ def _isr(directory: str, topic: str, via: int) -> list:
     return [] if p is None else list(p.isr_nodes)
 
 
-def _wait(what: str, predicate, timeout_s: float):
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.2)
-    raise AssertionError(f"timed out after {timeout_s:.0f} s waiting for {what}")
-
-
 def _create(directory: str, topic: str) -> tuple[int, list[int]]:
     resp = _admin(directory, 0, m.CreateTopicsRequest((m.CreatableTopic(topic, 1, 3),)))
     assert resp.topics[0].error_code == 0, resp
-    p = _wait("the partition to have a leader and a full ISR", lambda: (
+    p = wait_for("the partition to have a leader and a full ISR", lambda: (
         (q := _describe(directory, topic, 0)) is not None and q.leader_id >= 0 and len(q.isr_nodes) == 3 and q), 15)
     return p.leader_id, list(p.isr_nodes)
 
@@ -467,12 +458,12 @@ def test_isolating_the_leader_moves_leadership_and_heal_brings_it_back_into_the_
     assert status["rules"]["isolated"] == [[leader]]
     with open(f"{chaos}/links.json") as f:
         assert json.load(f)["isolated"] == [[leader]]
-    moved = _wait("the controller to move leadership off the isolated broker", lambda: (
+    moved = wait_for("the controller to move leadership off the isolated broker", lambda: (
         (p := _describe(chaos, "iso", other)) is not None and p.leader_id not in (leader, -1)
         and leader not in p.isr_nodes and p), 20)
     assert moved.leader_epoch > 0
     _all_ok(cl.control_all(chaos, {"cmd": "heal"}))
-    _wait("the isolated broker to rejoin the ISR", lambda: leader in _isr(chaos, "iso", other), 20)
+    wait_for("the isolated broker to rejoin the ISR", lambda: leader in _isr(chaos, "iso", other), 20)
     assert cl.control(chaos, leader, {"cmd": "status"})["rules"] == {
         "cut": [], "isolated": [], "partitioned": [], "holds": []}
     assert time.monotonic() - started < 40
@@ -489,7 +480,7 @@ def test_a_held_alter_partition_changes_the_isr_only_once_released(chaos):
     # and its AlterPartition is held. (A follower as long as the leader stays in sync, as in Kafka.)
     _all_ok(cl.control_all(chaos, {"cmd": "partition", "groups": [[leader], [follower]]}))
     _produce(chaos, "held", 5)
-    held = _wait("the leader to hold an AlterPartition", lambda: (
+    held = wait_for("the leader to hold an AlterPartition", lambda: (
         (s := cl.control(chaos, leader, {"cmd": "status"}))["held"] >= 1 and s), 15)
     assert {"api": "AlterPartition", "from": leader, "to": C} == {
         k: held["held_by"][0][k] for k in ("api", "from", "to")}
@@ -498,10 +489,10 @@ def test_a_held_alter_partition_changes_the_isr_only_once_released(chaos):
     answers = cl.control_all(chaos, {"cmd": "release", "api": "AlterPartition"})
     _all_ok(answers)
     assert sum(a["released"] for a in answers.values()) >= 1
-    _wait("the released AlterPartition to shrink the ISR", lambda: (
+    wait_for("the released AlterPartition to shrink the ISR", lambda: (
         follower not in _isr(chaos, "held", leader)), 10)
     _all_ok(cl.control_all(chaos, {"cmd": "heal"}))
-    _wait("the follower to rejoin the ISR", lambda: follower in _isr(chaos, "held", leader), 15)
+    wait_for("the follower to rejoin the ISR", lambda: follower in _isr(chaos, "held", leader), 15)
     assert time.monotonic() - started < 40
 
 
@@ -515,7 +506,7 @@ def test_pause_resume_kill_and_a_restarted_node_starts_with_the_cluster_rules(ch
     finally:
         assert cl.resume(chaos, 2)
     # the command waited in the paused node's socket: applied once it runs again
-    _wait("the resumed node to apply the cut", lambda: cl.control(chaos, 2, {"cmd": "status"})["rules"]["cut"]
+    wait_for("the resumed node to apply the cut", lambda: cl.control(chaos, 2, {"cmd": "status"})["rules"]["cut"]
           == [[2, 1]], 5)
     pid = cl._entry(cl.load(chaos), 2)["pid"]
     assert cl.kill_node(chaos, 2) and not cl.pid_alive(pid)

@@ -20,6 +20,7 @@ import uuid
 
 import pytest
 
+from conftest import wait_for
 from kraftlog.net import cluster as cl
 from kraftlog.net.client import KafkaConnection
 from kraftlog.protocol import messages as m
@@ -71,13 +72,7 @@ class RealCluster:
         return json.loads(out.stdout)["partitions"]
 
     def wait_for(self, what: str, predicate, timeout_s: float = 60.0):
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            value = predicate()
-            if value:
-                return value
-            time.sleep(0.3)
-        raise AssertionError(f"timed out after {timeout_s:.0f} s waiting for {what}")
+        return wait_for(what, predicate, timeout_s, interval_s=0.3)
 
 
 def _stop_everything(directory: str) -> None:

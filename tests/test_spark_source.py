@@ -34,6 +34,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import wait_for
 from kraftlog.net import cluster as cl
 from kraftlog.net.chaos import CHAOS_CONFIG
 from kraftlog.net.client import KafkaConnection
@@ -186,16 +187,6 @@ class Cluster:
 def _request(bootstrap: str, message):
     with KafkaConnection(bootstrap, timeout_s=10) as k:
         return k.request(message)
-
-
-def wait_for(what: str, predicate, timeout_s: float = 60.0):
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.2)
-    raise AssertionError(f"timed out after {timeout_s:.0f} s waiting for {what}")
 
 
 def produce(bootstrap: str, topic: str, records: list[tuple[int, bytes | None, bytes]], acks: str) -> None:

@@ -410,6 +410,15 @@ class PartitionInfo:
     leader_epoch: int
 
 
+def _without_errors(answers: dict, api: str) -> dict:
+    """``answers`` ({key: partition answer}) when none carries an error; else SourceError naming the API,
+    the first such partition (in key order) and its error."""
+    for k, a in sorted(answers.items()):
+        if a.error_code != Errors.NONE:
+            raise SourceError(f"{api} of {k[0]}-{k[1]}: {Errors(a.error_code).name}")
+    return answers
+
+
 class KraftlogClient:
     """A blocking client of a kraftlog (or Kafka) cluster for the source: Metadata, ListOffsets,
     OffsetForLeaderEpoch and Fetch, each sent to the partition's current leader with its leader epoch
@@ -586,13 +595,7 @@ class KraftlogClient:
             resp = self._conn(leader).request(m.ListOffsetsRequest(-1, tuple(
                 m.ListOffsetsPartition(i.topic, i.partition, timestamp, i.leader_epoch) for i in infos)))
             return {(p.topic, p.partition): p for p in resp.partitions}
-        answers = self._by_leader(keys, send)
-        out = {}
-        for k, a in answers.items():
-            if a.error_code != Errors.NONE:
-                raise SourceError(f"ListOffsets of {k[0]}-{k[1]}: {Errors(a.error_code).name}")
-            out[k] = a.offset
-        return out
+        return {k: a.offset for k, a in _without_errors(self._by_leader(keys, send), "ListOffsets").items()}
 
     def end_offsets_for(self, positions: Mapping[Key, int]) -> dict[Key, tuple[int, int]]:
         """OffsetForLeaderEpoch: for each partition the leader's ``(epoch, end offset)`` of the given leader
@@ -602,13 +605,8 @@ class KraftlogClient:
                 m.OffsetForLeaderEpochPartition(i.topic, i.partition, i.leader_epoch,
                                                 positions[(i.topic, i.partition)]) for i in infos)))
             return {(p.topic, p.partition): p for p in resp.partitions}
-        answers = self._by_leader(positions, send)
-        out = {}
-        for k, a in answers.items():
-            if a.error_code != Errors.NONE:
-                raise SourceError(f"OffsetForLeaderEpoch of {k[0]}-{k[1]}: {Errors(a.error_code).name}")
-            out[k] = (a.leader_epoch, a.end_offset)
-        return out
+        answers = _without_errors(self._by_leader(positions, send), "OffsetForLeaderEpoch")
+        return {k: (a.leader_epoch, a.end_offset) for k, a in answers.items()}
 
     def _fetch(self, leader: int, infos: list[PartitionInfo], offsets: Mapping[Key, int], max_wait_ms: int,
                partition_max_bytes: int) -> dict[Key, m.FetchPartitionResponse]:
