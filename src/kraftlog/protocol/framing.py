@@ -151,86 +151,16 @@ def _entry_type(response_type: type) -> type:
     return typing.get_args(hint)[0]
 
 
-class _Frames:
-    """Splits a byte stream into size-prefixed frames, refusing a size outside [0, max_bytes].
-
-    Each frame's payload is copied once: a frame that lies within one chunk of the stream is a slice of
-    it; one spread over several chunks is joined from them when its last byte arrives (the chunks are
-    kept, not appended to a growing buffer)."""
-
-    __slots__ = ("max_bytes", "_pending", "_have", "_need")
-
-    def __init__(self, max_bytes: int) -> None:
-        self.max_bytes = max_bytes
-        #: chunks of an incomplete frame, the first starting at its size prefix
-        self._pending: list = []
-        self._have = 0  # bytes in _pending
-        self._need = 0  # bytes of the whole frame (prefix included) once its size is known, else 0
-
-    def clear(self) -> None:
-        """Forget buffered bytes (the connection is closing)."""
-        self._pending = []
-        self._have = self._need = 0
-
-    def feed(self, data: bytes) -> tuple[list[bytes], str | None]:
-        """(complete frames without their size prefix, the reason to close or None)."""
-        if type(data) is not bytes:
-            data = bytes(data)
-        frames: list[bytes] = []
-        pending = self._pending
-        if pending:
-            pending.append(data)
-            self._have += len(data)
-            need = self._need
-            if not need:  # fewer than 4 bytes were buffered: the size is not known yet
-                if self._have < 4:
-                    return frames, None
-                data = b"".join(pending)
-            elif self._have < need:
-                return frames, None
-            else:
-                extra = self._have - need  # bytes of the last chunk past this frame
-                last = pending[-1]
-                cut = len(last) - extra
-                if len(pending) == 1:
-                    frames.append(bytes(memoryview(last)[4:cut]))
-                else:
-                    pending[0] = memoryview(pending[0])[4:]
-                    pending[-1] = memoryview(last)[:cut]
-                    frames.append(b"".join(pending))
-                data = last[cut:] if extra else b""
-            self._pending = []
-            self._have = self._need = 0
-        total = len(data)
-        pos = 0
-        unpack = _SIZE.unpack_from
-        while total - pos >= 4:
-            (size,) = unpack(data, pos)
-            if size < 0 or size > self.max_bytes:
-                return frames, f"invalid frame size {size} (socket.request.max.bytes {self.max_bytes})"
-            end = pos + 4 + size
-            if end > total:
-                break
-            frames.append(data[pos + 4:end])
-            pos = end
-        if pos < total:
-            rest = data[pos:] if pos else data
-            self._pending = [rest]
-            self._have = len(rest)
-            if self._have >= 4:
-                self._need = 4 + unpack(rest, 0)[0]
-        return frames, None
-
-
 #: Bytes of a :class:`_FrameBuffer`'s staging buffer; a frame larger than this is read into its own.
 STAGING_BYTES = 64 * 1024
 
 
 class _FrameBuffer:
-    """The frame splitter of :class:`_Frames` for a reader that receives into buffers it is given (asyncio's
-    ``BufferedProtocol``): :meth:`get_buffer` names where the next bytes go, :meth:`buffer_updated` says
-    how many arrived and returns (complete frames without their size prefix, the reason to close or
-    None), with the same checks as :meth:`_Frames.feed`.
+    """Splits a byte stream into size-prefixed frames, refusing a size outside [0, max_bytes], for a
+    reader that receives into buffers it is given (asyncio's ``BufferedProtocol``): :meth:`get_buffer`
+    names where the next bytes go, :meth:`buffer_updated` says how many arrived and returns (complete
+    frames without their size prefix, the reason to close or None). A reader that has the bytes already
+    (a blocking socket's ``recv``) hands them to :meth:`feed`, which copies them in.
 
     Small frames arrive in a staging buffer of :data:`STAGING_BYTES` and are copied out as bytes; a frame
     that does not fit there gets a buffer of its own size, which the socket fills directly, and is
@@ -256,6 +186,22 @@ class _FrameBuffer:
         if self._big is not None:
             return memoryview(self._big)[self._big_pos:]
         return self._view[self._end:]
+
+    def feed(self, data: bytes) -> tuple[list[bytes], str | None]:
+        """:meth:`get_buffer` / :meth:`buffer_updated` over ``data`` (bytes a reader already has): the
+        complete frames, each as bytes, and the reason to close or None."""
+        frames: list[bytes] = []
+        view = memoryview(data)
+        while view:
+            target = self.get_buffer()
+            n = min(len(target), len(view))
+            target[:n] = view[:n]
+            view = view[n:]
+            got, reason = self.buffer_updated(n)
+            frames += [f if type(f) is bytes else bytes(f) for f in got]
+            if reason is not None:
+                return frames, reason
+        return frames, None
 
     def buffer_updated(self, nbytes: int) -> tuple[list, str | None]:
         frames: list = []
@@ -314,13 +260,10 @@ class ServerConnection:
     def __init__(self, supported: Mapping[int, tuple[int, int]],
                  max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES) -> None:
         self.supported = dict(supported)
-        self._frames = _Frames(max_request_bytes)
-        self._buffer: _FrameBuffer | None = None
+        self._buffer = _FrameBuffer(max_request_bytes)
         self.closed: str | None = None
 
     def get_buffer(self) -> memoryview:
-        if self._buffer is None:
-            self._buffer = _FrameBuffer(self._frames.max_bytes)
         if self.closed is not None:  # bytes after a Close are ignored: let them land in the staging buffer
             self._buffer.clear()
         return self._buffer.get_buffer()
@@ -328,12 +271,12 @@ class ServerConnection:
     def buffer_updated(self, nbytes: int) -> list[Request | Reply | Close]:
         if self.closed is not None:
             return []
-        return self._events(*self._buffer.buffer_updated(nbytes))  # type: ignore[union-attr]
+        return self._events(*self._buffer.buffer_updated(nbytes))
 
     def receive_data(self, data: bytes) -> list[Request | Reply | Close]:
         if self.closed is not None:
             return []
-        return self._events(*self._frames.feed(data))
+        return self._events(*self._buffer.feed(data))
 
     def _events(self, frames: list, reason: str | None) -> list[Request | Reply | Close]:
         events: list[Request | Reply | Close] = []
@@ -347,9 +290,7 @@ class ServerConnection:
                 events.append(Close(reason))
         if events and isinstance(events[-1], Close):
             self.closed = events[-1].reason
-            self._frames.clear()
-            if self._buffer is not None:
-                self._buffer.clear()
+            self._buffer.clear()
         return events
 
     def _request(self, payload: bytes) -> Request | Reply | Close:
@@ -404,23 +345,20 @@ class ResponseDecoder:
     broken (a size outside [4, ``max_response_bytes``]): the connection must be closed."""
 
     def __init__(self, max_response_bytes: int = DEFAULT_MAX_REQUEST_BYTES) -> None:
-        self._frames = _Frames(max_response_bytes)
-        self._buffer: _FrameBuffer | None = None
+        self._buffer = _FrameBuffer(max_response_bytes)
 
     def get_buffer(self) -> memoryview:
         """Where the next bytes go, for a reader that receives into given buffers (then
         :meth:`buffer_updated`, not :meth:`feed`); a response too large for the staging buffer is handed
         over as a read-only memoryview (:class:`_FrameBuffer`)."""
-        if self._buffer is None:
-            self._buffer = _FrameBuffer(self._frames.max_bytes)
         return self._buffer.get_buffer()
 
     def buffer_updated(self, nbytes: int) -> list[tuple[int, bytes]]:
         """``nbytes`` arrived in :meth:`get_buffer`'s buffer: the responses they complete, as :meth:`feed`."""
-        return self._responses(*self._buffer.buffer_updated(nbytes))  # type: ignore[union-attr]
+        return self._responses(*self._buffer.buffer_updated(nbytes))
 
     def feed(self, data: bytes) -> list[tuple[int, bytes]]:
-        return self._responses(*self._frames.feed(data))
+        return self._responses(*self._buffer.feed(data))
 
     def _responses(self, frames: list, reason: str | None) -> list[tuple[int, bytes]]:
         out = []
