@@ -37,6 +37,7 @@ from ..storage.checkpoints import (
 )
 from ..storage.disk import Disk
 from ..storage.log import LogConfig, PartitionLog
+from ..storage.meta_properties import read_identity
 from .describe import describe_configs, describe_topic_partitions
 from .group_coordinator import GroupCoordinator, OffsetStore, coordinator_for
 from .partition import Partition
@@ -90,11 +91,21 @@ def parse_listeners(text: str) -> tuple[m.Listener, ...]:
 
 class Broker(NodeBase):
     """Broker ``broker_id``. ``config``: static broker configs (Kafka names → strings);
-    ``disk``: this broker's log dir; ``rng``: seeded (incarnation id)."""
+    ``disk``: this broker's log dir; ``rng``: seeded (incarnation id); ``cluster_id``: sent in
+    BrokerRegistration and the metadata Fetch.
+
+    ``verify_identity`` (the drivers pass True): before touching the disk, the broker verifies its
+    ``meta.properties`` (:func:`kraftlog.storage.meta_properties.read_identity`: formatted, this node id,
+    this cluster id) and raises :class:`~kraftlog.storage.meta_properties.NodeIdentityError` otherwise,
+    as a Kafka broker refuses to start on an unformatted or foreign log dir; ``directory_id`` is then the
+    log dir's ``directory.id`` (None unchecked)."""
 
     def __init__(self, broker_id: int, config: dict, level: Level, disk: Disk, rng: Random,
-                 now_ms: int, cluster_id: str = "kraftlog") -> None:
+                 now_ms: int, cluster_id: str = "kraftlog", *, verify_identity: bool = False) -> None:
         super().__init__(broker_id)
+        identity = read_identity(disk, broker_id, cluster_id) if verify_identity else None
+        #: The log dir's ``directory.id`` (KIP-858) from its verified meta.properties; None when unchecked.
+        self.directory_id = identity.directory_id if identity is not None else None
         self.broker_id = broker_id
         self.static = dict(config)
         self.level = level
@@ -110,6 +121,13 @@ class Broker(NodeBase):
         self._min_isr_cache: dict[str, int] = {}
         self._published = False  # first caught up with the metadata log (MetadataLoader)
         self._unpublished: set = set()  # partitions changed in the image but not yet applied
+        self._deleted_unpublished: dict = {}  # topic id -> name removed by records not yet published
+        #: Partition directories renamed ``-stray`` by this incarnation, in order: (directory, new name,
+        #: reason), for the driver's log (Kafka logs each stray log dir it finds).
+        self.strays: list[tuple[str, str, str]] = []
+        # Stray names draw from a Random of their own (seeded by the incarnation id), so that the broker's
+        # own draws do not depend on whether a stray was found.
+        self._stray_rng = Random(f"stray:{self.incarnation_id}")
         self.partitions: dict[tuple[str, int], Partition] = {}
         # Static timings (ms).
         g = lambda name: int(cfg.lookup(name, self.static))  # noqa: E731
@@ -132,7 +150,7 @@ class Broker(NodeBase):
                        p.count("/") >= 2})
         for d in dirs:
             topic, _, idx = d.rpartition("-")
-            if not idx.isdigit():
+            if not idx.isdigit():  # not <topic>-<partition>: a ``-stray`` directory is never loaded again
                 continue
             key = (topic, int(idx))
             log = PartitionLog(disk, f"{LOG_DIR}/{d}", self._log_config(topic), now_ms)
@@ -500,7 +518,7 @@ class Broker(NodeBase):
         self.metadata_fetch_inflight = True
         self.next_metadata_fetch_ms = None
         self.send_request(CONTROLLER, m.MetadataFetchRequest(
-            self.broker_id, self.broker_epoch, self.image.offset + 1, self.metadata_idle_ms),
+            self.broker_id, self.broker_epoch, self.image.offset + 1, self.metadata_idle_ms, self.cluster_id),
             now_ms, METADATA_FETCH_TIMEOUT_MS, ("metadata",))
 
     def _on_metadata_fetch(self, now_ms: int, resp: m.MetadataFetchResponse) -> None:
@@ -527,14 +545,18 @@ class Broker(NodeBase):
         self._fetch_dirty = True
         image = self.image
         self._unpublished |= delta.partitions
-        if not self._published and not caught_up:
-            return
+        deleted = delta.deleted_topics
+        if not self._published:
+            self._deleted_unpublished.update(deleted)
+            if not caught_up:
+                return
+            deleted, self._deleted_unpublished = self._deleted_unpublished, {}
         first_publish = not self._published
         self._published = True
-        if first_publish or delta.deleted_topics:
+        if first_publish or deleted:
             # Deletes first (Kafka's ReplicaManager.applyDelta): a topic recreated under the same name
             # gets a new partition and an empty log below.
-            self._stop_deleted_partitions(now_ms, delta.deleted_topics.values(), first_publish)
+            self._stop_deleted_partitions(now_ms, deleted, first_publish)
         changed, self._unpublished = self._unpublished, set()
         for key in sorted(changed):
             reg = image.partitions.get(key)
@@ -565,41 +587,59 @@ class Broker(NodeBase):
             self._wake_delayed_fetches(now_ms)
 
     # ================================================================= topic deletion
-    def _stop_deleted_partitions(self, now_ms: int, deleted_topic_names, first_publish: bool) -> None:
-        """Drop every local replica the metadata image no longer gives this broker, and delete its files.
+    def _stop_deleted_partitions(self, now_ms: int, deleted_topics: dict, first_publish: bool) -> None:
+        """Drop every local replica the metadata image no longer gives this broker: delete the files of
+        those whose topic deletion was replayed, rename the others' directories ``-stray``.
 
         Kafka's ``ReplicaManager.applyDelta`` (deleted partitions first) → ``stopPartitions``: a replica is
         stale when its topic is gone, the partition is gone or no longer lists this broker, or its topic id
         (the Partition's, else the log dir's ``partition.metadata``) differs from the image's (the topic was
         deleted and a topic of the same name created). For each: the Partition (leader or follower state,
-        pending AlterPartition, follower fetch state) and the log are dropped, every file of the partition
-        directory is deleted from the Disk (``LogManager.asyncDelete``), acks=all produces waiting on it are
-        answered as ``DelayedProduce.tryComplete`` does (UNKNOWN_TOPIC_OR_PARTITION when the image lacks the
-        partition, else NOT_LEADER_OR_FOLLOWER), parked fetches are re-run (they answer the partition with
-        NOT_LEADER_OR_FOLLOWER), and the HWM checkpoint is rewritten without it (a stale HWM must not apply
-        to a recreated log after a restart). At the first publish (``first_publish``: the broker has just
-        caught up with the metadata log) this is the stray-log check of Kafka's
-        ``LogManager.isStrayKraftReplica`` over the logs loaded at startup, except that a log dir without
-        ``partition.metadata`` (written before kraftlog kept topic ids) is kept and adopted when the image
-        still assigns it here (Kafka treats it as stray).
+        pending AlterPartition, follower fetch state) and the log are dropped, acks=all produces waiting on
+        it are answered as ``DelayedProduce.tryComplete`` does (UNKNOWN_TOPIC_OR_PARTITION when the image
+        lacks the partition, else NOT_LEADER_OR_FOLLOWER), parked fetches are re-run (they answer the
+        partition with NOT_LEADER_OR_FOLLOWER), and the HWM checkpoint is rewritten without it (a stale HWM
+        must not apply to a recreated log after a restart). Then its directory:
 
-        ``deleted_topic_names``: the topics the applied records deleted (``MetadataDelta.deleted_topics``);
-        their committed offsets leave this broker's offset store (Kafka's ``onPartitionsDeleted``). At the
-        first publish the replay covers the whole metadata log, and offsets on disk may have been committed
-        to a same-name topic created after a deletion: only the names the image no longer has are cleaned."""
+        * deleted, every file (``LogManager.asyncDelete``), only when its topic id is one whose
+          RemoveTopicRecord this broker replayed (``deleted_topics``: topic id -> name, every removal since
+          the broker last published; at the first publish, every removal in the metadata log);
+        * otherwise renamed ``<topic>-<partition>.<32 hex digits>-stray`` (Kafka 3.7+'s stray log dirs,
+          ``LogManager``'s ``StrayDirSuffix``): an unknown topic, an unknown topic id, a replica assigned
+          elsewhere, no ``partition.metadata`` and not assigned here. Nothing else deletes data: an empty or
+          foreign metadata log cannot make a broker delete its logs. Each rename is listed in
+          :attr:`strays` (directory, new name, reason); a stray directory is never loaded again.
+
+        At the first publish (``first_publish``: the broker has just caught up with the metadata log) this
+        is the stray-log check of Kafka's ``LogManager.isStrayKraftReplica`` over the logs loaded at
+        startup, except that a log dir without ``partition.metadata`` (written before kraftlog kept topic
+        ids) is kept and adopted when the image still assigns it here (Kafka treats it as stray).
+
+        The deleted topics' committed offsets leave this broker's offset store (Kafka's
+        ``onPartitionsDeleted``). At the first publish the replay covers the whole metadata log, and offsets
+        on disk may have been committed to a same-name topic created after a deletion: only the names the
+        image no longer has are cleaned."""
         image = self.image
-        stale = [key for key in sorted(set(self.logs) | set(self.partitions)) if self._is_stray(key, image)]
-        for key in stale:
-            self.partitions.pop(key, None)
+        stale = [(key, reason) for key in sorted(set(self.logs) | set(self.partitions))
+                 if (reason := self._stray_reason(key, image)) is not None]
+        for key, reason in stale:
+            p = self.partitions.pop(key, None)
             self.logs.pop(key, None)
-            for path in self.disk.list(f"{LOG_DIR}/{key[0]}-{key[1]}/"):
-                self.disk.delete(path, now_ms)
-        names = sorted({n for n in deleted_topic_names if not first_publish or n not in image.topics})
+            directory = f"{LOG_DIR}/{key[0]}-{key[1]}"
+            topic_id = p.topic_id if p is not None else self._stored_topic_id(key)
+            if topic_id is not None and topic_id in deleted_topics:
+                for path in self.disk.list(directory + "/"):
+                    self.disk.delete(path, now_ms)
+            else:
+                stray = f"{key[0]}-{key[1]}.{uuid.UUID(int=self._stray_rng.getrandbits(128)).hex}-stray"
+                self.disk.rename_dir(directory, f"{LOG_DIR}/{stray}", now_ms)
+                self.strays.append((f"{key[0]}-{key[1]}", stray, reason))
+        names = sorted({n for n in deleted_topics.values() if not first_publish or n not in image.topics})
         if names:
             self.offsets.delete_topics(names, now_ms)
         if not stale:
             return
-        removed = set(stale)
+        removed = {key for key, _reason in stale}
         for dp in self.delayed_produces:
             for part in dp.parts:
                 if part[5] is None and (part[0], part[1]) in removed:
@@ -610,16 +650,22 @@ class Broker(NodeBase):
         self._flush_by_time = any(log.config.flush_interval_ms is not None for log in self.logs.values())
         self._checkpoint_hwms(now_ms)
 
-    def _is_stray(self, key: tuple[str, int], image: MetadataImage) -> bool:
-        """Should this broker no longer hold a replica of ``key``? (Kafka's ``isStrayKraftReplica``, see
-        :meth:`_stop_deleted_partitions`.)"""
+    def _stray_reason(self, key: tuple[str, int], image: MetadataImage) -> str | None:
+        """Why this broker should no longer hold a replica of ``key``, or None when it should (Kafka's
+        ``isStrayKraftReplica``, see :meth:`_stop_deleted_partitions`); the reason in Kafka's words."""
         topic = image.topics.get(key[0])
         reg = image.partitions.get(key)
-        if topic is None or reg is None or self.broker_id not in reg.replicas:
-            return True
         p = self.partitions.get(key)
         topic_id = p.topic_id if p is not None else self._stored_topic_id(key)
-        return topic_id is not None and topic_id != topic.topic_id
+        shown = "no partition.metadata" if topic_id is None else f"topic id {topic_id}"
+        if topic is None or reg is None:
+            return f"{shown}: the topic does not exist in the metadata image"
+        if topic_id is not None and topic_id != topic.topic_id:
+            return f"{shown}: the metadata image's {key[0]} is topic id {topic.topic_id}"
+        if self.broker_id not in reg.replicas:
+            return (f"{shown}: the current replica assignment {list(reg.replicas)} does not contain the "
+                    f"local broker id {self.broker_id}")
+        return None
 
     def _missing_partition_error(self, topic: str, index: int) -> int:
         """Kafka's ``ReplicaManager.getPartitionOrError`` for a partition this broker does not host:

@@ -41,6 +41,7 @@ from ..protocol.errors import Errors
 from ..protocol.level import Level
 from ..protocol.node import NodeBase, earliest
 from ..storage.disk import Disk
+from ..storage.meta_properties import read_identity
 from .partition_change import Election, build_partition_change
 from .unclean_recovery import AGGRESSIVE, BALANCED, Decision, UncleanRecoveryManager, recovery_decision
 
@@ -60,11 +61,20 @@ def _listener_strings(req: m.BrokerRegistrationRequest) -> tuple[str, ...]:
 
 class QuorumController(NodeBase):
     """The controller node. ``config``: static configs (Kafka names → strings); ``disk`` holds the
-    metadata log; ``rng`` is seeded by the driver (topic ids, replica placement)."""
+    metadata log; ``rng`` is seeded by the driver (topic ids, replica placement); ``cluster_id``: a
+    BrokerRegistration or metadata Fetch carrying another gets INCONSISTENT_CLUSTER_ID (104).
+
+    ``verify_identity`` (the drivers pass True): before reading the metadata log the controller verifies
+    its ``meta.properties`` (:func:`kraftlog.storage.meta_properties.read_identity`) and raises
+    :class:`~kraftlog.storage.meta_properties.NodeIdentityError` when the directory is not formatted
+    or belongs to another node or cluster: a lost metadata directory must not come back as an empty
+    metadata log (the brokers would then forget every topic)."""
 
     def __init__(self, config: dict, level: Level, disk: Disk, rng: Random, now_ms: int,
-                 cluster_id: str = "kraftlog") -> None:
+                 cluster_id: str = "kraftlog", *, verify_identity: bool = False) -> None:
         super().__init__(CONTROLLER)
+        if verify_identity:
+            read_identity(disk, CONTROLLER, cluster_id)
         self.static = dict(config)
         self.level = level
         self.disk = disk
@@ -281,8 +291,14 @@ class QuorumController(NodeBase):
 
     # ================================================================= metadata fetch
     def _handle_metadata_fetch(self, now_ms: int, env: m.Envelope) -> None:
+        """KafkaRaftClient.handleFetchRequest: a ClusterId other than ours (an absent one is accepted,
+        ``hasValidClusterId``) → INCONSISTENT_CLUSTER_ID; a fetch offset past the log end or negative →
+        OFFSET_OUT_OF_RANGE; otherwise the records from the fetch offset on, parked up to ``max_wait_ms``
+        when there are none yet."""
         req: m.MetadataFetchRequest = env.message
-        if req.fetch_offset > self.end_offset or req.fetch_offset < 0:
+        if req.cluster_id is not None and req.cluster_id != self.cluster_id:
+            self.send_response(env, m.MetadataFetchResponse(Errors.INCONSISTENT_CLUSTER_ID, -1, -1))
+        elif req.fetch_offset > self.end_offset or req.fetch_offset < 0:
             self.send_response(env, m.MetadataFetchResponse(Errors.OFFSET_OUT_OF_RANGE, self.end_offset,
                                                             req.fetch_offset))
         elif req.fetch_offset < self.end_offset or req.max_wait_ms <= 0:
@@ -307,7 +323,11 @@ class QuorumController(NodeBase):
         * A new incarnation gets a new broker epoch (the record's offset) and the previous incarnation's
           shutdown is handled (``BrokerShutdownHandler``): level ``elr``+ with PreviousBrokerEpoch different
           from the stored epoch is an unclean shutdown (KIP-966: the broker leaves every ISR and ELR, its
-          ELR memberships go to LastKnownELR); otherwise it is handled as a fencing."""
+          ELR memberships go to LastKnownELR); otherwise it is handled as a fencing.
+
+        First of all, a ClusterId other than the controller's → INCONSISTENT_CLUSTER_ID, nothing written."""
+        if req.cluster_id != self.cluster_id:
+            return m.BrokerRegistrationResponse(Errors.INCONSISTENT_CLUSTER_ID)
         old = self.image.brokers.get(req.broker_id)
         if old is not None and old.incarnation_id == req.incarnation_id:
             self.append([RegisterBrokerRecord(

@@ -21,6 +21,7 @@ from ..cli_options import level_option, sigterm_interrupts
 from ..protocol import messages as m
 from ..protocol.errors import Errors
 from ..protocol.level import IMPLEMENTED, Level
+from ..storage.meta_properties import kafka_uuid
 from . import cluster as cl
 
 __all__ = ["cluster", "topics", "elect", "chaos"]
@@ -108,7 +109,9 @@ def _status_line(nodes: list[cl.NodeStatus]) -> str:
     parts = []
     for n in nodes:
         name = "controller" if n.role == "controller" else f"broker-{n.id}"
-        if not n.alive:
+        if n.refused:
+            parts.append(f"{name} REFUSED")
+        elif not n.alive:
             parts.append(f"{name} DOWN")
         elif n.role == "broker":
             parts.append(f"{name} :{n.port} {'fenced' if n.fenced else 'unfenced'} epoch {n.broker_epoch}")
@@ -135,7 +138,9 @@ def cluster_down(directory: str) -> None:
 @click.option("--dir", "directory", required=True, type=click.Path(file_okay=False))
 @click.option("--json", "as_json", is_flag=True, help="Print the nodes as JSON.")
 def cluster_status(directory: str, as_json: bool) -> None:
-    """cluster.json's nodes with alive, fenced and broker epoch per node."""
+    """cluster.json's nodes with alive, fenced, broker epoch and state per node (REFUSED: the node refused
+    to start on its directory, the reason below the table), and each broker's stray partition
+    directories (renamed ``-stray`` at startup, kept, never deleted)."""
     try:
         nodes = cl.status(directory)
     except cl.ClusterError as exc:
@@ -144,13 +149,20 @@ def cluster_status(directory: str, as_json: bool) -> None:
         click.echo(json.dumps([n.as_dict() for n in nodes], indent=1))
         return
     table = Table(title=f"cluster {os.path.abspath(directory)}")
-    for col in ("node", "pid", "port", "internal port", "alive", "fenced", "broker epoch", "state"):
+    for col in ("node", "pid", "port", "internal port", "alive", "fenced", "broker epoch", "state", "stray dirs"):
         table.add_column(col)
     for n in nodes:
         table.add_row(str(n.id), str(n.pid), str(n.port), str(n.internal_port or "-"), "yes" if n.alive else "NO",
                       "-" if n.fenced is None else ("yes" if n.fenced else "no"),
-                      "-" if n.broker_epoch is None else str(n.broker_epoch), n.state or "-")
+                      "-" if n.broker_epoch is None else str(n.broker_epoch), n.state or "-",
+                      str(len(n.strays)) if n.role == "broker" else "-")
     Console().print(table)
+    for n in nodes:
+        name = "controller" if n.role == "controller" else f"broker-{n.id}"
+        if n.refused:
+            click.echo(f"{name} refused to start: {n.refused}")
+        for stray in n.strays:
+            click.echo(f"{name} keeps stray partition directory data/{stray}")
 
 
 @cluster.command("start")
@@ -167,9 +179,33 @@ def cluster_start(directory: str, broker: int | None, controller: bool) -> None:
             click.echo(f"controller started (pid {entry['pid']}, port {entry['port']})")
         else:
             entry = cl.start_broker(directory, broker)
-            click.echo(f"broker-{broker} started and unfenced (pid {entry['pid']}, port {entry['port']})")
+            click.echo(f"broker-{broker} started and unfenced (pid {entry['pid']}, port {entry['port']})"
+                       + ("; its directory was missing or empty: formatted as a new one" if entry["formatted"]
+                          else ""))
     except cl.ClusterError as exc:
         _fail(str(exc), exc.code)
+
+
+@cluster.command("format")
+@click.option("--dir", "directory", required=True, type=click.Path(file_okay=False))
+@click.option("--broker", type=int, default=None, help="The broker whose directory to format.")
+@click.option("--controller", is_flag=True, help="Format the controller's directory instead.")
+def cluster_format(directory: str, broker: int | None, controller: bool) -> None:
+    """Format a stopped node's directory as `kafka-storage.sh format` does (meta.properties: this cluster's
+    id, the node id, a new directory id). Refused when the node runs or its directory is already
+    formatted. A controller formatted again starts with an EMPTY metadata log: every topic is forgotten
+    and the brokers keep their partitions as -stray directories (nothing is deleted); do it only to
+    rebuild a cluster whose metadata is lost for good."""
+    if (broker is None) == (not controller):
+        _fail("give exactly one of --broker N and --controller", 2)
+    node = "controller" if controller else broker
+    try:
+        identity = cl.format_node(directory, node)
+    except cl.ClusterError as exc:
+        _fail(str(exc), exc.code)
+    name = "controller" if controller else f"broker-{broker}"
+    click.echo(f"formatted {name}: cluster.id {identity.cluster_id}, node.id {identity.node_id}, directory.id "
+               f"{kafka_uuid(identity.directory_id)}")
 
 
 @cluster.command("stop")

@@ -7,7 +7,10 @@ A cluster directory ``DIR`` holds
   "pid", "host", "port", "internal_port"}]}`` (``port`` = a broker's client listener, the controller's
   listener for the controller; ``internal_port`` = a broker's inter-broker listener, null for the
   controller; ``chaos`` absent = false);
-* ``controller/``, ``broker-<id>/``: each node's data (see :mod:`kraftlog.net.node`);
+* ``controller/``, ``broker-<id>/``: each node's data (see :mod:`kraftlog.net.node`), formatted as
+  ``kafka-storage.sh format`` does (a ``meta.properties`` with the cluster id, the node id and a random
+  directory id, :mod:`kraftlog.storage.meta_properties`) when ``up`` creates a new cluster; the nodes
+  never format their own directories and refuse to start on one that is missing or not theirs;
 * ``controller.log``, ``broker-<id>.log``: each node's log; ``run/<node>.json``: each node's status
   (``control_port``: its control channel in chaos mode, else null);
 * ``links.json`` (chaos mode): the cluster-wide link rules that :func:`control_all` keeps.
@@ -19,6 +22,14 @@ simulator's ``isolate``, ``partition``, ``cut``, ``heal``, ``hold``, ``release``
 :class:`kraftlog.net.driver.LinkFilter` and :meth:`kraftlog.net.driver.NodeDriver.control`);
 ``links.json`` keeps the cluster-wide rules for nodes that start later. :func:`pause`, :func:`resume`
 and :func:`kill_node` are the process faults (SIGSTOP, SIGCONT, SIGKILL by PID).
+
+Formatting, as an operator would (:func:`format_node`): ``up`` formats every directory of a new
+cluster; ``up`` of an existing cluster and :func:`start_broker` format a *broker* directory that is
+missing or empty (a replaced disk: the broker joins with empty logs, which KIP-966's unclean-shutdown
+rule handles as it handles ``crash: {lose: all}`` in the simulator); nothing formats the controller's
+directory of an existing cluster except ``kraftlog cluster format --controller``, so a lost metadata
+directory stops the controller (:class:`ClusterError` with its one-line reason) instead of giving the
+cluster an empty metadata log. ``status`` lists each broker's ``-stray`` partition directories.
 
 Every process is started with its own session (a Ctrl-C in the terminal reaches the launcher, which then
 shuts the nodes down cleanly) and is stopped by its PID, never by name. Ports are loopback only.
@@ -34,17 +45,21 @@ import subprocess
 import sys
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from random import SystemRandom
 
 from ..controller.controller import CONTROLLER
 from ..protocol.level import Level
+from ..storage.meta_properties import META_PROPERTIES, MetaProperties, format_disk, kafka_uuid, new_directory_id
+from .disk import FileDisk
 from .driver import LinkFilter
 from .node import HOST, LINKS_FILE, node_name, read_links, write_json
 
 __all__ = ["ClusterError", "free_ports", "up", "down", "status", "start_broker", "stop_broker", "load", "NodeStatus",
-           "READY_TIMEOUT_S", "pid_alive", "kill", "control", "control_all", "pause", "resume", "kill_node"]
+           "format_node", "strays", "READY_TIMEOUT_S", "pid_alive", "kill", "control", "control_all", "pause", "resume", "kill_node"]
 
+#: The suffix of a stray partition directory (Kafka's ``LogManager.StrayDirSuffix``).
+STRAY_SUFFIX = "-stray"
 #: How long (s) ``up --detach`` and ``start`` wait for brokers to be unfenced.
 READY_TIMEOUT_S = 60.0
 #: How long (s) a clean shutdown may take before the process is killed.
@@ -158,11 +173,15 @@ def _launch(directory: str, node) -> subprocess.Popen:
 
 
 def _wait_started(directory: str, node, proc: subprocess.Popen, timeout_s: float = 20.0) -> dict:
-    """Wait until ``node`` wrote its run file (its listeners are bound); ClusterError if it died."""
+    """Wait until ``node`` wrote its run file (its listeners are bound); ClusterError if it died, or
+    (exit 1, its one-line reason) if it refused to start on its directory."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         run = _run_file(directory, node)
         if run is not None and run.get("pid") == proc.pid:
+            if run.get("refused"):
+                proc.wait(timeout=10)
+                raise ClusterError(f"{node_name(node)} refused to start (exit {proc.returncode}): {run['refused']}")
             return run
         if proc.poll() is not None:
             raise ClusterError(f"{node_name(node)} exited with code {proc.returncode} while starting\n"
@@ -181,14 +200,50 @@ def _tail(directory: str, node, lines: int = 15) -> str:
 
 
 def _start_node(directory: str, cluster: dict, node) -> subprocess.Popen:
-    proc = _launch(directory, node)
-    run = _wait_started(directory, node, proc)
     entry = _entry(cluster, node)
+    entry["incarnation"] = entry.get("incarnation", 0) + 1  # seeds the node's Random (kraftlog.net.node)
+    _save(directory, cluster)
+    proc = _launch(directory, node)
+    entry["pid"] = proc.pid  # known at once: a node that refuses to start shows as REFUSED in ``status``
+    _save(directory, cluster)
+    run = _wait_started(directory, node, proc)
     entry.update(pid=proc.pid, port=run["port"], internal_port=run["internal_port"])
     if node == 0:
         cluster["bootstrap"] = f"{HOST}:{run['port']}"
     _save(directory, cluster)
     return proc
+
+
+def _node_root(directory: str, node) -> str:
+    return os.path.join(directory, node_name(node))
+
+
+def _blank(root: str) -> bool:
+    """Whether a node directory is missing or holds nothing but its lock file (a new or replaced disk)."""
+    try:
+        return not [n for n in os.listdir(root) if n != ".lock"]
+    except FileNotFoundError:
+        return True
+
+
+def format_node(directory: str, node, cluster: dict | None = None) -> MetaProperties:
+    """Format ``node``'s directory as ``kafka-storage.sh format`` does: ``meta.properties`` with the
+    cluster's id, the node id and a new random directory id (the directory is created if missing).
+    ClusterError (exit 2) when the node is running or its directory is already formatted (Kafka's
+    format refuses a formatted directory too). Formatting the controller's directory of an existing
+    cluster gives it an empty metadata log: the brokers then keep their partitions as ``-stray``
+    directories. Returns what was written."""
+    cluster = load(directory) if cluster is None else cluster
+    entry = _entry(cluster, node)
+    if pid_alive(entry.get("pid")):
+        raise ClusterError(f"{node_name(node)} is running (pid {entry['pid']}): stop it before formatting", 2)
+    root = _node_root(directory, node)
+    if os.path.exists(os.path.join(root, META_PROPERTIES)):
+        raise ClusterError(f"{root} is already formatted ({META_PROPERTIES} exists)", 2)
+    identity = MetaProperties(cluster["cluster_id"], str(node), new_directory_id(SystemRandom()))
+    with FileDisk(root) as disk:
+        format_disk(disk, identity, 0)
+    return identity
 
 
 def up(directory: str, brokers: int, port: int = 9092, level: Level | None = None, seed: int | None = None,
@@ -234,7 +289,7 @@ def up(directory: str, brokers: int, port: int = 9092, level: Level | None = Non
         cluster = {
             "bootstrap": None, "level": level.label,
             "seed": seed if seed is not None else SystemRandom().randrange(2 ** 31),
-            "cluster_id": str(uuid.UUID(int=SystemRandom().getrandbits(128))), "brokers": brokers,
+            "cluster_id": kafka_uuid(uuid.UUID(int=SystemRandom().getrandbits(128))), "brokers": brokers,
             "config": dict(config or {}), "chaos": bool(chaos),
             "nodes": [{"id": CONTROLLER, "role": "controller", "pid": None, "host": HOST, "port": 0,
                        "internal_port": None}]
@@ -247,6 +302,12 @@ def up(directory: str, brokers: int, port: int = 9092, level: Level | None = Non
         for (e, k), free in zip(unset, free_ports(len(unset))):
             e[k] = free
         _save(directory, cluster)
+        for e in cluster["nodes"]:  # a new cluster: every directory is new
+            if _blank(_node_root(directory, e["id"])):
+                format_node(directory, e["id"], cluster)
+    for b in range(brokers):  # a replaced broker disk is formatted as an operator would; never the controller's
+        if _blank(_node_root(directory, b)):
+            format_node(directory, b, cluster)
     cluster["owner_pid"] = os.getpid() if owned else None
     _save(directory, cluster)
     try:  # a new run starts with every link up
@@ -300,25 +361,45 @@ class NodeStatus:
     fenced: bool | None
     broker_epoch: int | None
     state: str | None
+    #: Why the node's last start was refused (its directory's identity), while it stays down; else None.
+    refused: str | None = None
+    #: The broker's ``-stray`` partition directories (names under its ``data/``), sorted; [] otherwise.
+    strays: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict:
         return dict(self.__dict__)
 
 
+def strays(directory: str, broker: int) -> list[str]:
+    """The ``-stray`` partition directories broker ``broker`` keeps (names under ``broker-<id>/data/``,
+    sorted): partitions its metadata did not assign to it at startup, renamed and never deleted (see
+    :meth:`kraftlog.broker.broker.Broker._stop_deleted_partitions`)."""
+    from ..broker.broker import LOG_DIR
+    try:
+        names = os.listdir(os.path.join(_node_root(directory, broker), LOG_DIR))
+    except OSError:
+        return []
+    return sorted(n for n in names if n.endswith(STRAY_SUFFIX))
+
+
 def status(directory: str) -> list[NodeStatus]:
     """Every node of the cluster in ``directory`` with ``alive`` (its PID runs), ``fenced`` and the broker
-    epoch its process last reported (None for the controller, or for a node that is not running)."""
+    epoch its process last reported (None for the controller, or for a node that is not running), the
+    reason its last start was refused (state ``REFUSED``) and each broker's ``-stray`` directories."""
     cluster = load(directory)
     out = []
     for e in cluster["nodes"]:
         alive = pid_alive(e.get("pid"))
-        run = _run_file(directory, e["id"]) if alive else None
+        run = _run_file(directory, e["id"])
+        refused = run.get("refused") if run and not alive and run.get("pid") == e.get("pid") else None
+        run = run if alive else None
         broker = e["role"] == "broker"
         out.append(NodeStatus(
             e["id"], e["role"], e.get("pid"), e["host"], e["port"], e.get("internal_port"), alive,
             (run.get("fenced") if run and broker else None),
             (run.get("broker_epoch") if run and broker else None),
-            (run.get("state") if run else None)))
+            "REFUSED" if refused else (run.get("state") if run else None),
+            refused, strays(directory, e["id"]) if broker else []))
     return out
 
 
@@ -407,15 +488,20 @@ def down(directory: str) -> list[tuple[str, bool]]:
 
 def start_broker(directory: str, broker: int, wait: bool = True) -> dict:
     """Start broker ``broker`` (stopped or killed) on its recorded ports; with ``wait``, return once it is
-    unfenced again. ClusterError (exit 2) when it is already running."""
+    unfenced again. A missing or empty directory (a replaced disk) is formatted first, as an operator
+    would (the returned entry then has ``"formatted": true``). ClusterError (exit 2) when it is already
+    running; (exit 1) when it refuses to start on its directory."""
     cluster = load(directory)
     entry = _entry(cluster, broker)
     if pid_alive(entry.get("pid")):
         raise ClusterError(f"broker-{broker} is already running (pid {entry['pid']})", 2)
+    formatted = _blank(_node_root(directory, broker))
+    if formatted:
+        format_node(directory, broker, cluster)
     _start_node(directory, cluster, broker)
     if wait:
         wait_ready(directory, [broker])
-    return _entry(load(directory), broker)
+    return {**_entry(load(directory), broker), "formatted": formatted}
 
 
 def stop_broker(directory: str, broker: int, kill: bool = False) -> bool:
@@ -558,7 +644,9 @@ def control_all(directory: str, command: dict, timeout_s: float = CONTROL_TIMEOU
 
 
 def start_controller(directory: str) -> dict:
-    """Start the controller (stopped or killed) on its recorded port."""
+    """Start the controller (stopped or killed) on its recorded port. Its directory is never formatted
+    here: ClusterError (exit 1, the node's one-line reason) when it refuses to start on a directory that
+    is missing, not formatted or not this cluster's."""
     cluster = load(directory)
     entry = _entry(cluster, CONTROLLER)
     if pid_alive(entry.get("pid")):

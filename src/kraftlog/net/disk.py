@@ -54,7 +54,8 @@ Durability, as Kafka does it:
   file), not durable until fsync, as Kafka's ``LogSegment.truncateTo``.
 * ``write_atomic`` writes ``<path>.tmp``, fsyncs it, renames it over ``<path>`` and fsyncs the
   directory (Kafka's ``CheckpointFile`` / ``Utils.atomicMoveWithFallback``): durable at once; a crash
-  leaves the old or the new value, never a mix. ``delete`` unlinks and fsyncs the directory.
+  leaves the old or the new value, never a mix. ``delete`` unlinks and fsyncs the directory;
+  ``rename_dir`` (a stray partition directory renamed ``-stray``) renames and fsyncs the parent.
 
 Per log file, FileDisk tracks its *durable length*: the bytes the last fsync covered, lowered by a
 truncation below it (the durable content of the current file is then at most that prefix; an
@@ -132,7 +133,8 @@ is closed or dies.
 
 Also here: :func:`write_meta_properties` / :func:`read_meta_properties`, a Kafka ``meta.properties``
 node identity (Java properties text with ``version=1``, ``cluster.id``, ``node.id`` and whatever else
-the caller stores), written atomically.
+the caller stores), written atomically, in the text of :mod:`kraftlog.storage.meta_properties` (which
+the core nodes verify at start).
 """
 
 from __future__ import annotations
@@ -149,6 +151,7 @@ from crc32c import crc32c
 from ..metadata.records import METADATA_RECORD_TYPES
 from ..protocol.records import Record, RecordBatch
 from ..protocol.wire import decode_metadata_record, encode_batches, encode_metadata_record
+from ..storage.meta_properties import META_PROPERTIES, decode_properties, encode_properties
 
 __all__ = [
     "FileDisk",
@@ -176,8 +179,6 @@ LOCK_FILE = ".lock"
 SHADOW_DIR = ".kraftlog-shadow"
 #: Log files under this prefix hold metadata records (the controller's ``__cluster_metadata`` log).
 METADATA_PREFIX = "metadata/"
-#: The node identity file at the root (Kafka's ``meta.properties``).
-META_PROPERTIES = "meta.properties"
 
 # Kafka v2 batch framing: baseOffset int64, batchLength int32, partitionLeaderEpoch int32, magic int8,
 # crc uint32 (CRC-32C of everything after it: attributes .. end of the batch).
@@ -1037,6 +1038,33 @@ class FileDisk:
         if self.shadow and path.endswith(LOG_SUFFIX):
             self._forget_shadow(path)
 
+    def rename_dir(self, src: str, dst: str, now_ms: int) -> None:
+        """Move the directory ``src`` (every file under it) to ``dst``: its open log files are closed
+        (a later access recovers them under the new name), ``rename(2)``, then fsync(2) of the parent
+        directories that changed, so the move is durable at once (Kafka's ``Utils.atomicMoveWithFallback``
+        of a stray log dir, parent flushed). The files' contents keep their durability; with ``shadow`` the
+        shadow directory moves along. FileExistsError when ``dst`` exists; no-op when ``src`` does not."""
+        src, dst = src.rstrip("/"), dst.rstrip("/")
+        src_full, dst_full = self._full(src), self._full(dst)
+        if src == dst or not os.path.isdir(src_full):
+            return
+        if os.path.lexists(dst_full):
+            raise FileExistsError(f"rename_dir: {dst!r} already exists")
+        for path in [p for p in self._logs if p.startswith(src + "/")]:
+            f = self._logs.pop(path)
+            self._drop_tail(f)
+            os.close(f.fd)
+        parent = os.path.dirname(dst_full)
+        created = _make_dirs(parent)
+        os.rename(src_full, dst_full)
+        if self.shadow:
+            shadow_src = _shadow_base(self.root, src)
+            if os.path.isdir(shadow_src):
+                _make_dirs(os.path.dirname(_shadow_base(self.root, dst)))
+                os.rename(shadow_src, _shadow_base(self.root, dst))
+        for d in dict.fromkeys([os.path.dirname(src_full)] + _dirs_to_sync(parent, created)):
+            _fsync_dir(d)
+
     def exists(self, path: str) -> bool:
         """Whether the file ``path`` currently exists (a directory is not a file)."""
         if path in self._logs:
@@ -1230,132 +1258,14 @@ def _plan_restore(root: str, top: str) -> list[tuple[str, str, int, int | None, 
 
 
 # ------------------------------------------------------------------------------ meta.properties
-_PROPS_REQUIRED = ("cluster.id", "node.id")
-_PROPS_VERSION = "1"
-
-
-def _escape(text: str, key: bool) -> str:
-    """java.util.Properties.store escaping: ``\\``, ``=``, ``:``, ``#``, ``!``, control characters,
-    spaces in keys and a value's leading space; characters outside printable ASCII as ``\\uXXXX``."""
-    out = []
-    for i, c in enumerate(text):
-        if c == " ":
-            out.append("\\ " if key or i == 0 else " ")
-        elif c == "\t":
-            out.append("\\t")
-        elif c == "\n":
-            out.append("\\n")
-        elif c == "\r":
-            out.append("\\r")
-        elif c == "\f":
-            out.append("\\f")
-        elif c in "\\=:#!":
-            out.append("\\" + c)
-        elif " " < c <= "~":
-            out.append(c)
-        else:
-            b = c.encode("utf-16-be", "surrogatepass")  # UTF-16 code units, as Java writes them
-            out.extend(f"\\u{b[k] << 8 | b[k + 1]:04X}" for k in range(0, len(b), 2))
-    return "".join(out)
-
-
-def _unescape(text: str) -> str:
-    out = []
-    i = 0
-    n = len(text)
-    units: list[int] = []
-
-    def flush_units() -> None:
-        if units:
-            out.append(b"".join(u.to_bytes(2, "big") for u in units).decode("utf-16-be", "surrogatepass"))
-            units.clear()
-
-    while i < n:
-        c = text[i]
-        if c == "\\" and i + 1 < n:
-            nxt = text[i + 1]
-            if nxt == "u":
-                hexits = text[i + 2:i + 6]
-                if len(hexits) != 4 or any(h not in "0123456789abcdefABCDEF" for h in hexits):
-                    raise ValueError(f"malformed \\uXXXX escape in properties text: {text!r}")
-                units.append(int(hexits, 16))
-                i += 6
-                continue
-            flush_units()
-            out.append({"t": "\t", "n": "\n", "r": "\r", "f": "\f"}.get(nxt, nxt))
-            i += 2
-            continue
-        flush_units()
-        out.append(c)
-        i += 1
-    flush_units()
-    return "".join(out)
-
-
-def _logical_lines(text: str) -> list[str]:
-    """Java properties logical lines: comments and blank lines dropped, a line ending in an odd number
-    of backslashes continued on the next (whose leading whitespace is dropped)."""
-    lines = []
-    pending = None
-    for raw in text.splitlines():
-        line = raw.lstrip(" \t\f")
-        if pending is None and (not line or line[0] in "#!"):
-            continue
-        if pending is not None:
-            line = pending + line
-        trailing = len(line) - len(line.rstrip("\\"))
-        if trailing % 2 == 1:
-            pending = line[:-1]
-            continue
-        pending = None
-        lines.append(line)
-    if pending is not None:
-        lines.append(pending)
-    return lines
-
-
-def _split_property(line: str) -> tuple[str, str]:
-    """(key, value) of a logical line, as ``java.util.Properties.load``: the key ends at the first
-    unescaped ``=``, ``:`` or whitespace; whitespace and one ``=``/``:`` separate it from the value."""
-    n = len(line)
-    i = 0
-    while i < n and line[i] not in "=: \t\f":
-        i += 2 if line[i] == "\\" else 1
-    i = min(i, n)
-    j = i
-    if j < n and line[j] in "=:":
-        j += 1
-    else:
-        while j < n and line[j] in " \t\f":
-            j += 1
-        if j < n and line[j] in "=:":
-            j += 1
-    while j < n and line[j] in " \t\f":
-        j += 1
-    return _unescape(line[:i]), _unescape(line[j:])
-
-
 def write_meta_properties(root: str | os.PathLike, props: Mapping[str, str]) -> None:
     """Atomically write ``<root>/meta.properties``, Kafka's node identity file (``MetaProperties``, v1 as
     KRaft writes it): Java properties text, ``version=1`` first, then ``cluster.id``, ``node.id``, then the
     caller's other keys in its order. ``props`` must hold ``cluster.id`` and ``node.id``; a ``version``, if
     given, must be ``1`` (ValueError otherwise). Values are str()-ed. The write is tmp + fsync + rename +
     directory fsync; ``root`` is created if missing."""
-    props = {str(k): str(v) for k, v in props.items()}
-    version = props.pop("version", _PROPS_VERSION)
-    if version != _PROPS_VERSION:
-        raise ValueError(f"meta.properties version {version!r} is not supported (only {_PROPS_VERSION})")
-    missing = [k for k in _PROPS_REQUIRED if k not in props]
-    if missing:
-        raise ValueError(f"meta.properties needs {', '.join(missing)}")
-    ordered = {"version": version}
-    for k in _PROPS_REQUIRED:
-        ordered[k] = props.pop(k)
-    ordered.update(props)
-    lines = ["#", "#Written by kraftlog (Kafka meta.properties format)"]
-    lines.extend(f"{_escape(k, True)}={_escape(v, False)}" for k, v in ordered.items())
     root = os.path.abspath(os.fspath(root))
-    _atomic_write(os.path.join(root, META_PROPERTIES), ("\n".join(lines) + "\n").encode("latin-1"))
+    _atomic_write(os.path.join(root, META_PROPERTIES), encode_properties(props).encode("latin-1"))
 
 
 def read_meta_properties(root: str | os.PathLike) -> dict[str, str] | None:
@@ -1368,11 +1278,7 @@ def read_meta_properties(root: str | os.PathLike) -> dict[str, str] | None:
             data = fh.read()
     except FileNotFoundError:
         return None
-    text = data.decode("latin-1")  # java.util.Properties.load(InputStream) reads ISO 8859-1
-    props: dict[str, str] = {}
-    for line in _logical_lines(text):
-        key, value = _split_property(line)
-        props[key] = value
-    if "version" not in props:
-        raise ValueError(f"{path} has no version: not a meta.properties file")
-    return props
+    try:
+        return decode_properties(data.decode("latin-1"))  # java.util.Properties.load reads ISO 8859-1
+    except ValueError as exc:
+        raise ValueError(f"{path}: {exc}") from None

@@ -5,9 +5,16 @@ level, the seed, the configs and the ports); ``NODE`` is ``controller`` or a bro
 
 * binds its listeners on 127.0.0.1 (the ports ``cluster.json`` asks for; 0 = a free port),
 * opens its data directory ``DIR/<node>/`` as a :class:`~kraftlog.net.disk.FileDisk` (a restart
-  recovers the logs there), keeping a ``meta.properties`` with its node id, the cluster id and an
-  incarnation count that seeds its ``Random`` (``f"{seed}:{node}:{incarnation}"``: every restart is a
-  new incarnation, as a restarted Kafka broker has a new incarnation id),
+  recovers the logs there) and hands it to its core, which verifies the directory's ``meta.properties``
+  (written by ``kraftlog cluster up``/``format``, never by the node: see
+  :mod:`kraftlog.storage.meta_properties`) against ``cluster.json``'s cluster id and the node id. A
+  directory that is missing, not formatted, or another node's or cluster's is refused: the process
+  writes ``{"pid", "refused": <reason>}`` as its run file, prints ``<node> refused to start: <reason>``
+  (one line) and exits with :data:`EXIT_REFUSED`, without creating anything. A controller thus never
+  comes back with an empty metadata log after its directory was lost,
+* seeds its ``Random`` with ``f"{seed}:{node}:{incarnation}"``, the incarnation being the start count
+  the launcher keeps in ``cluster.json`` (every restart is a new incarnation, as a restarted Kafka
+  broker has a new incarnation id),
 * writes ``DIR/run/<node>.json`` (pid, ports, and the node's state, broker epoch and fencing as the
   node itself knows them: at once when they change, else every second) for ``cluster status``,
 * in chaos mode (``"chaos": true`` in ``cluster.json``, ``kraftlog cluster up --chaos``): keeps the
@@ -44,7 +51,8 @@ from ..controller.controller import CONTROLLER, QuorumController
 from ..protocol import listeners as lst
 from ..protocol import wire
 from ..protocol.level import Level
-from .disk import FileDisk, read_meta_properties, write_meta_properties
+from ..storage.meta_properties import NodeIdentityError
+from .disk import FileDisk, read_meta_properties
 from .driver import Clock, LinkFilter, NodeDriver
 
 HOST = "127.0.0.1"
@@ -56,6 +64,8 @@ SHUTDOWN_GRACE_MS = 5000
 #: The run file is rewritten at least this often (s) while the node runs, and at once when its state,
 #: broker epoch, fencing or control port changes.
 STATUS_INTERVAL_S = 1.0
+#: Exit status of a node that refuses to start on its directory (Kafka exits 1 on a fatal start error).
+EXIT_REFUSED = 1
 
 
 def node_name(node) -> str:
@@ -176,14 +186,22 @@ async def _main(directory: str, node) -> int:
         die_with_owner(int(owner))
     level = Level.parse(cluster["level"])
     root = os.path.join(directory, name)
-    os.makedirs(root, exist_ok=True)
-    meta = read_meta_properties(root) or {}
-    if meta and meta.get("node.id") != str(node):
-        log(f"{root}/meta.properties belongs to node {meta.get('node.id')}, not {node}")
-        return 2
-    incarnation = int(meta.get("incarnation", "0")) + 1
-    write_meta_properties(root, {"node.id": str(node), "cluster.id": cluster["cluster_id"],
-                                 "level": cluster["level"], "incarnation": str(incarnation)})
+    run_path = os.path.join(directory, "run", f"{name}.json")
+    os.makedirs(os.path.dirname(run_path), exist_ok=True)
+
+    def refuse(reason: str) -> int:
+        log(f"refused to start: {reason}")
+        write_json(run_path, {"pid": os.getpid(), "refused": reason, "updated": time.time()})
+        return EXIT_REFUSED
+
+    if not os.path.isdir(root):  # nothing is created for a lost directory: it stays as the operator left it
+        return refuse(f"{root} does not exist: not formatted (no meta.properties)")
+    incarnation = spec.get("incarnation")
+    if not incarnation:  # a cluster.json written before the launcher counted starts
+        try:
+            incarnation = int((read_meta_properties(root) or {}).get("incarnation", "0")) + 1
+        except ValueError:
+            incarnation = 1
     rng = Random(f"{cluster['seed']}:{node}:{incarnation}")
 
     socks = {}
@@ -198,14 +216,20 @@ async def _main(directory: str, node) -> int:
     disk = FileDisk(root, log=log, shadow=chaos)
     clock = Clock()
     now = clock.now_ms()
-    if node == CONTROLLER:
-        core = QuorumController(config, level, disk, rng, now)
-        port, internal = ports[lst.CONTROLLER], None
-    else:
-        config["advertised.listeners"] = (f"{lst.CLIENT}://{HOST}:{ports[lst.CLIENT]},"
-                                          f"{lst.INTERNAL}://{HOST}:{ports[lst.INTERNAL]}")
-        core = Broker(int(node), config, level, disk, rng, now, cluster_id=cluster["cluster_id"])
-        port, internal = ports[lst.CLIENT], ports[lst.INTERNAL]
+    try:
+        if node == CONTROLLER:
+            core = QuorumController(config, level, disk, rng, now, cluster["cluster_id"], verify_identity=True)
+            port, internal = ports[lst.CONTROLLER], None
+        else:
+            config["advertised.listeners"] = (f"{lst.CLIENT}://{HOST}:{ports[lst.CLIENT]},"
+                                              f"{lst.INTERNAL}://{HOST}:{ports[lst.INTERNAL]}")
+            core = Broker(int(node), config, level, disk, rng, now, cluster["cluster_id"], verify_identity=True)
+            port, internal = ports[lst.CLIENT], ports[lst.INTERNAL]
+    except NodeIdentityError as exc:
+        disk.close()
+        for sock in socks.values():
+            sock.close()
+        return refuse(f"{root}: {exc}")
     controller_spec = _spec_for(cluster, CONTROLLER)
 
     def address_of(peer):
@@ -220,11 +244,10 @@ async def _main(directory: str, node) -> int:
         if link_filter.active:
             log(f"link filter rules from {LINKS_FILE}: {json.dumps(link_filter.to_rules(), sort_keys=True)}")
     driver = NodeDriver(core, socks, address_of, log, client_id=name, clock=clock, link_filter=link_filter)
-    run_path = os.path.join(directory, "run", f"{name}.json")
-    os.makedirs(os.path.dirname(run_path), exist_ok=True)
     started = time.time()
 
     written = {"key": None, "at": 0.0}
+    logged = {"strays": 0}
 
     def write_status(force: bool = True) -> None:
         # The run file is rewritten when what `cluster status` and `wait_ready` read changes (state, broker
@@ -254,6 +277,11 @@ async def _main(directory: str, node) -> int:
         if node == CONTROLLER:
             for ev in core.urm.take_events():  # the unclean recoveries' steps (KIP-966), into the node's log
                 log(f"unclean recovery of {ev.partition}: {ev.kind}: {ev.detail}")
+        else:
+            while logged["strays"] < len(core.strays):  # Kafka logs each stray log dir it renames
+                old, new, reason = core.strays[logged["strays"]]
+                log(f"stray partition directory {old} ({reason}): renamed {new}, kept")
+                logged["strays"] += 1
 
     supported = wire.supported_api_versions(core.level)
     await driver.start(lambda listener: lst.listener_api_versions(listener, supported))

@@ -7,7 +7,9 @@ real time: ``at:`` counts from the moment every partition has a leader (the simu
 
 * ``crash`` → SIGKILL by PID; ``lose: unflushed`` then gives every file its content at its last fsync
   (:func:`kraftlog.net.disk.restore_fsynced`: SimDisk's ``writeback: never``), ``lose: all`` removes
-  the broker's data directory (a replaced disk); ``restart`` starts the process again;
+  the node's data directory (a replaced disk); ``restart`` starts the process again (a broker's removed
+  directory is formatted first, as an operator formats a new disk; the controller's is not: it refuses
+  to start, as in the simulator, and the refusal is logged);
 * ``shutdown`` → SIGTERM (a controlled shutdown, waited for); ``restart_controller`` → SIGKILL of the
   controller and a restart (its metadata log is fsynced on every append, as the simulator's is);
 * ``isolate``, ``partition``, ``cut``, ``heal``, ``hold``, ``release`` → the nodes' link filters, through
@@ -20,8 +22,8 @@ real time: ``at:`` counts from the moment every partition has a leader (the simu
 * ``wait_until`` and ``expect`` → the controller's committed state, asked of its process over the
   control channel (``{"cmd": "state"}``: what the simulator's conditions read: leader, ISR, ELR,
   LastKnownELR, leader epoch, ``recovering``, a broker's fencing and controlled shutdown), ListOffsets to
-  the leader (its HWM) and the process table (``alive``). While the controller is down a condition on
-  its state does not hold (``wait_until`` keeps waiting).
+  the leader (its HWM) and the process table (``alive``). While the controller is down they read the
+  metadata a live broker holds, as the simulator does (the lowest broker id that answers).
 
 What cannot be honoured is refused before anything starts, naming the step (:func:`refusals`): a
 ``sim:`` network delay (loopback has its own), ``lose: unflushed`` with a ``sim.writeback`` other than
@@ -44,8 +46,8 @@ from ..controller.controller import CONTROLLER
 from ..protocol import messages as m
 from ..protocol.errors import Errors
 from ..protocol.level import DEFAULT, Level
-from ..sim.runner import ACKS, RunResult, is_safe
-from ..sim.scenario import Condition, Scenario
+from ..sim.runner import ACKS, RunResult, is_safe, node_words
+from ..sim.scenario import Condition, Scenario, step_node
 from . import cluster as cl
 from .chaos import end_state_violations, read_back, read_replica_disks
 from .client import ClientLoop, ConsumerRecorder, KafkaConnection
@@ -153,12 +155,20 @@ class RealScenarioRun:
     def _controller_state(self) -> dict | None:
         """The controller's committed state (``{"brokers", "partitions"}``, see
         :meth:`kraftlog.metadata.image.MetadataImage.snapshot`), asked of its process over the control
-        channel; None while it is down or does not answer."""
-        try:
-            answer = cl.control(self.directory, CONTROLLER, {"cmd": "state"}, timeout_s=3.0)
-        except cl.ClusterError:
-            return None
-        return answer.get("state") if answer.get("ok") else None
+        channel; while it is down, the metadata the first live broker that answers holds; None when no
+        node answers."""
+        info = cl.load(self.directory)
+        ctl_up = cl.pid_alive(cl._entry(info, CONTROLLER).get("pid"))
+        nodes = [CONTROLLER] if ctl_up else [e["id"] for e in info["nodes"]
+                                             if e["role"] == "broker" and cl.pid_alive(e.get("pid"))]
+        for node in nodes:
+            try:
+                answer = cl.control(self.directory, node, {"cmd": "state"}, timeout_s=3.0)
+            except cl.ClusterError:
+                continue
+            if answer.get("ok"):
+                return answer.get("state")
+        return None
 
     def holds(self, cond: Condition) -> bool:
         """``cond`` against the controller's committed state, as the simulator reads it (see the module
@@ -317,24 +327,35 @@ class RealScenarioRun:
         if verb == "produce":
             self._produce(step, label)
         elif verb == "crash":
-            cl.kill_node(d, a["broker"])
-            root = os.path.join(d, node_name(a["broker"]))
+            node = step_node(a)
+            cl.kill_node(d, node)
+            root = os.path.join(d, node_name(node))
             if a["lose"] == "unflushed":
                 from .disk import restore_fsynced
                 restore_fsynced(root)
             elif a["lose"] == "all":
                 shutil.rmtree(root, ignore_errors=True)
-            self._log(f"{label}: broker {a['broker']} crashed (lose {a['lose']})")
+            self._log(f"{label}: {node_words(node)} crashed (lose {a['lose']})")
         elif verb == "shutdown":
             cl.stop_broker(d, a["broker"])
             self._log(f"{label}: broker {a['broker']} shut down cleanly")
         elif verb == "restart":
-            cl.start_broker(d, a["broker"], wait=False)
-            self._log(f"{label}: broker {a['broker']} restarted")
+            node = step_node(a)
+            try:
+                if node == CONTROLLER:
+                    cl.start_controller(d)
+                else:
+                    cl.start_broker(d, node, wait=False)
+                self._log(f"{label}: {node_words(node)} restarted")
+            except cl.ClusterError as exc:
+                self._log(f"{label}: {exc}")
         elif verb == "restart_controller":
             cl.kill_node(d, CONTROLLER)
-            cl.start_controller(d)
-            self._log(f"{label}: controller failover (process killed and restarted; metadata log replayed)")
+            try:
+                cl.start_controller(d)
+                self._log(f"{label}: controller failover (process killed and restarted; metadata log replayed)")
+            except cl.ClusterError as exc:
+                self._log(f"{label}: {exc}")
         elif verb in ("isolate", "partition", "cut", "heal", "hold", "release"):
             command = {"cmd": verb}
             if verb == "isolate":

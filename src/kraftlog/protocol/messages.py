@@ -206,7 +206,9 @@ class BrokerHeartbeatResponse:
 class MetadataFetchRequest:
     """A broker's Fetch of the ``__cluster_metadata`` log from the controller (KRaft observer fetch).
 
-    On the wire it is a Fetch v15 for METADATA_TOPIC_ID, partition 0, ReplicaState = the broker."""
+    On the wire it is a Fetch v15 for METADATA_TOPIC_ID, partition 0, ReplicaState = the broker.
+    ``cluster_id``: Fetch's ClusterId tagged field (KIP-595), the broker's cluster id; None (not sent) is
+    accepted, as ``KafkaRaftClient.hasValidClusterId`` accepts it, another one is INCONSISTENT_CLUSTER_ID."""
 
     API: ClassVar[str] = "Fetch"
     API_KEY: ClassVar[int] = 1
@@ -215,6 +217,7 @@ class MetadataFetchRequest:
     replica_epoch: int
     fetch_offset: int
     max_wait_ms: int
+    cluster_id: str | None = None
 
 
 @dataclass(slots=True)

@@ -935,7 +935,7 @@ def _metadata_fetch_request_to_kio(msg: m.MetadataFetchRequest, version: int) ->
     f_req = _schema(m.FetchRequest.API_KEY, version, request=True)
     mod = sys.modules[f_req.__module__]
     return f_req(
-        cluster_id=None,
+        cluster_id=msg.cluster_id,
         replica_state=mod.ReplicaState(replica_id=msg.replica_id, replica_epoch=msg.replica_epoch),
         max_wait=_td(msg.max_wait_ms),
         min_bytes=_METADATA_MIN_BYTES,
@@ -965,12 +965,17 @@ def _metadata_fetch_request_from_kio(e: Any) -> m.MetadataFetchRequest:
         replica_epoch=e.replica_state.replica_epoch,
         fetch_offset=parts[0].fetch_offset,
         max_wait_ms=_ms(e.max_wait),
+        cluster_id=e.cluster_id,
     )
 
 
 def _metadata_fetch_response_to_kio(msg: m.MetadataFetchResponse, version: int) -> Any:
     f_resp = _schema(m.FetchRequest.API_KEY, version, request=False)
     mod = sys.modules[f_resp.__module__]
+    if msg.error_code == Errors.INCONSISTENT_CLUSTER_ID:
+        # KafkaRaftClient.handleFetchRequest: a request-level error, no partition data (read back with
+        # high watermark and base offset -1).
+        return f_resp(throttle_time=_td(0), error_code=_ec(msg.error_code), session_id=0, responses=())
     if msg.records:
         batch = RecordBatch(
             base_offset=msg.base_offset,

@@ -218,7 +218,10 @@ def _step_tracks(ev: dict, t: int, open_down: dict, down: list, network: list, f
     label, cut]``, ``cut`` being ("isolate", nodes), ("partition", groups), ("cut", from, to) or
     ("hold", api, from, to)."""
     verb = ev["verb"]
-    if verb == "crash":
+    if verb in ("crash", "restart") and "broker" not in ev:  # the controller: a fault, not a broker lane
+        what = f"crash controller ({ev['lose']})" if verb == "crash" else "controller restart"
+        faults.append((t, what + (" refused" if ev.get("refused") else "")))
+    elif verb == "crash":
         b = ev["broker"]
         open_down.setdefault(b, (t, f"crash ({ev['lose']})"))
         faults.append((t, f"crash b{b} ({ev['lose']})"))

@@ -3,7 +3,11 @@
 ``SimCluster`` owns the event queue, the seeded network (per-message delay drawn from a range, FIFO
 per directed link like a TCP connection, cut links, partitions, held messages by API name), the
 SimDisks, and the faults (crash with page-cache or disk loss, clean shutdown, restart, controller
-failover). It drives the sans-I/O nodes through their contract only: ``deliver``, ``tick``,
+failover). It formats every SimDisk as ``kafka-storage.sh format`` does (a ``meta.properties`` value:
+this cluster's id, the node id, a directory id) and the nodes verify it when they start: a broker
+whose disk was replaced (``crash(..., "all")``) is formatted again before its restart, as an operator
+formats a new disk, while the controller's is not: it refuses to start on an unformatted disk
+(:attr:`refused`), as a KRaft controller must rather than come back with an empty metadata log. It drives the sans-I/O nodes through their contract only: ``deliver``, ``tick``,
 ``poll``, ``next_deadline``, and ``connection_failed`` when a request targets a node that is down.
 
 Client connections: a client's ``ConnectionSetup`` (see ``kraftlog.protocol.node``) travels like a
@@ -28,6 +32,9 @@ from ..protocol.messages import Envelope
 from ..protocol.node import ConnectionSetup
 from ..links import LinkRules, matches
 from ..storage.disk import SimDisk
+from ..storage.meta_properties import (
+    META_PROPERTIES, MetaProperties, NodeIdentityError, format_disk, kafka_uuid, new_directory_id,
+)
 from .history import FLUSH_LINES, History
 
 DELIVER, TICK, CALL = 0, 1, 2
@@ -57,6 +64,14 @@ class SimCluster:
         self.scheduled: dict = {}
         self.disks: dict = {b: SimDisk(writeback_ms) for b in range(brokers)}
         self.disks[CONTROLLER] = SimDisk(writeback_ms)
+        # The cluster's identity and each disk's format draw from Randoms of their own, so that formatting
+        # changes no other draw (and no history digest).
+        self.cluster_id = kafka_uuid(new_directory_id(random.Random(f"cluster:{seed}")))
+        self._formats: dict = {}
+        for node_id in [CONTROLLER] + list(range(brokers)):
+            self.format(node_id)
+        #: Starts a node refused (its disk's meta.properties): (simulated ms, node id, the one-line reason).
+        self.refused: list[tuple[int, object, str]] = []
         #: isolate/partition/cut/heal/hold rules, the same object the TCP driver's LinkFilter uses
         self.links = LinkRules()
         self.held: list = []  # delivery payloads kept by a hold, in their original order
@@ -79,12 +94,27 @@ class SimCluster:
     def _rng_for(self, node_id) -> random.Random:
         return random.Random(f"{node_id}:{self.node_seeds.getrandbits(64)}")
 
+    def format(self, node_id) -> None:
+        """Format ``node_id``'s disk (``kafka-storage.sh format``): this cluster's id, the node id and a new
+        directory id (from a Random of the node and the format's count), as a ``meta.properties`` value."""
+        n = self._formats[node_id] = self._formats.get(node_id, 0) + 1
+        directory_id = new_directory_id(random.Random(f"format:{self.seed}:{node_id}:{n}"))
+        format_disk(self.disks[node_id], MetaProperties(self.cluster_id, str(node_id), directory_id), self.now)
+
     def start_controller(self) -> None:
-        node = QuorumController(self.config, self.level, self.disks[CONTROLLER], self._rng_for(CONTROLLER), self.now)
+        """Start the controller over its disk; NodeIdentityError (nothing started) when the disk is not
+        formatted or belongs to another node or cluster."""
+        node = QuorumController(self.config, self.level, self.disks[CONTROLLER], self._rng_for(CONTROLLER), self.now,
+                                self.cluster_id, verify_identity=True)
         self._add(CONTROLLER, node)
 
     def start_broker(self, broker_id: int) -> None:
-        node = Broker(broker_id, self.config, self.level, self.disks[broker_id], self._rng_for(broker_id), self.now)
+        """Start broker ``broker_id`` over its disk, formatting it first when it is blank (a replaced disk:
+        the operator's format); NodeIdentityError when it belongs to another node or cluster."""
+        if self.disks[broker_id].read_value(META_PROPERTIES) is None and not self.disks[broker_id].list(""):
+            self.format(broker_id)
+        node = Broker(broker_id, self.config, self.level, self.disks[broker_id], self._rng_for(broker_id), self.now,
+                      self.cluster_id, verify_identity=True)
         self._add(broker_id, node)
 
     def add_client(self, node) -> None:
@@ -127,19 +157,28 @@ class SimCluster:
             node.peer_disconnected(self.now, node_id)
             self._after(other, node)
 
-    def restart(self, node_id) -> None:
+    def restart(self, node_id) -> bool:
+        """Start a stopped node again; False when it refuses to start (its disk's identity, see
+        :attr:`refused`: it stays down). A running node is left as it is (True)."""
         if node_id in self.nodes:
-            return
+            return True
         self.history.record(self.now, "restart", node=str(node_id))
-        if node_id == CONTROLLER:
-            self.start_controller()
-        else:
-            self.start_broker(node_id)
+        try:
+            if node_id == CONTROLLER:
+                self.start_controller()
+            else:
+                self.start_broker(node_id)
+        except NodeIdentityError as exc:
+            self.refused.append((self.now, node_id, str(exc)))
+            self.history.record(self.now, "refused", node=str(node_id), reason=str(exc))
+            return False
+        return True
 
-    def restart_controller(self) -> None:
-        """Controller failover: in-memory state lost, the metadata log replayed."""
+    def restart_controller(self) -> bool:
+        """Controller failover: in-memory state lost, the metadata log replayed (a controller that is down
+        is started). False when it refuses to start (see :meth:`restart`)."""
         self.crash(CONTROLLER, "unflushed")
-        self.restart(CONTROLLER)
+        return self.restart(CONTROLLER)
 
     def shutdown(self, broker_id: int) -> None:
         """Begin a clean (controlled) shutdown; the broker leaves once the controller lets it."""

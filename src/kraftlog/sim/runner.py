@@ -36,7 +36,7 @@ from ..protocol import messages as m
 from ..protocol.errors import Errors
 from ..protocol.level import DEFAULT, Level
 from .cluster import SimCluster
-from .scenario import Condition, Scenario, Step, configs_at_level
+from .scenario import Condition, Scenario, Step, configs_at_level, step_node
 
 BOOTSTRAP_TIMEOUT_MS = 60000
 SHUTDOWN_WAIT_MS = 35000
@@ -65,6 +65,11 @@ def cyclic_gc_paused():
 
 def _node(node) -> str:
     return "*" if node is None else str(node)
+
+
+def node_words(node) -> str:
+    """``broker N`` or ``the controller``, as the timeline names a crashed or restarted node."""
+    return "the controller" if node == CONTROLLER else f"broker {node}"
 
 
 def _plain(value):
@@ -590,11 +595,24 @@ class ScenarioRun:
         return None
 
     # ================================================================= conditions
-    def _leader_hwm(self, topic: str, index: int) -> int | None:
+    def _image(self) -> MetadataImage:
+        """The committed metadata that conditions and the verdict read: the controller's image; while
+        the controller is down (it refused to start), the newest image a live broker holds (the metadata
+        the cluster still serves; the lowest broker id among equals), else the last controller's."""
         ctl = self.sim.controller
-        if ctl is None:
-            return None
-        part = ctl.image.partitions.get((topic, index))
+        if ctl is not None:
+            return ctl.image
+        best = None
+        for b in range(self.scenario.brokers):
+            node = self.sim.broker(b)
+            if node is not None and (best is None or node.image.offset > best.offset):
+                best = node.image
+        if best is not None:
+            return best
+        return self._controller_node.image if self._controller_node is not None else MetadataImage()
+
+    def _leader_hwm(self, topic: str, index: int) -> int | None:
+        part = self._image().partitions.get((topic, index))
         if part is None or part.leader < 0:
             return None
         b = self.sim.broker(part.leader)
@@ -606,11 +624,9 @@ class ScenarioRun:
         return p.log.high_watermark
 
     def holds(self, cond: Condition) -> bool:
-        """Evaluate a condition against the controller's committed state (and the leader's HWM)."""
-        ctl = self.sim.controller
-        if ctl is None:
-            return False
-        image = ctl.image
+        """Evaluate a condition against the controller's committed state (and the leader's HWM); while the
+        controller is down, against the metadata the brokers hold (:meth:`_image`)."""
+        image = self._image()
         checks = cond.checks
         if cond.kind == "partition":
             topic, _, idx = str(cond.target).rpartition("-")
@@ -660,17 +676,17 @@ class ScenarioRun:
         return f"{cond.kind} {cond.target}: {checks}"
 
     def observed(self, cond: Condition) -> str:
-        ctl = self.sim.controller
-        if ctl is None:
-            return "controller down"
+        image = self._image()
         if cond.kind == "partition":
             topic, _, idx = str(cond.target).rpartition("-")
-            part = ctl.image.partitions.get((topic, int(idx)))
+            part = image.partitions.get((topic, int(idx)))
+            if part is None:
+                return "no such partition"
             hwm = self._leader_hwm(topic, int(idx))
             return (f"leader={part.leader if part.leader >= 0 else None}, isr={list(part.isr)}, elr={list(part.elr)}, "
                     f"last_known_elr={list(part.last_known_elr)}, leader_epoch={part.leader_epoch}, hwm={hwm}, "
                     f"recovering={part.recovering}")
-        reg = ctl.image.brokers.get(int(cond.target))
+        reg = image.brokers.get(int(cond.target))
         return (f"alive={self.sim.alive(int(cond.target))}, fenced={reg.fenced if reg else None}, "
                 f"in_controlled_shutdown={reg.in_controlled_shutdown if reg else None}")
 
@@ -792,8 +808,9 @@ class ScenarioRun:
                       f"to {a['topic']}-{a['partition']}", {**ev, "acked": got})
             sim.nodes.pop(prod.node_id, None)
         elif verb == "crash":
-            sim.crash(a["broker"], a["lose"])
-            self._log(f"{label}: broker {a['broker']} crashed (lose {a['lose']})", ev)
+            node = step_node(a)
+            sim.crash(node, a["lose"])
+            self._log(f"{label}: {node_words(node)} crashed (lose {a['lose']})", ev)
         elif verb == "shutdown":
             b = a["broker"]
             started = self._t()
@@ -804,11 +821,16 @@ class ScenarioRun:
                 sim.scheduled.pop(b, None)
             self._log(f"{label}: broker {b} shut down cleanly", {**ev, "started_t": started})
         elif verb == "restart":
-            sim.restart(a["broker"])
-            self._log(f"{label}: broker {a['broker']} restarted", ev)
+            node = step_node(a)
+            if sim.restart(node):
+                self._log(f"{label}: {node_words(node)} restarted", ev)
+            else:
+                self._log_refusal(label, node, ev)
         elif verb == "restart_controller":
-            sim.restart_controller()
-            self._log(f"{label}: controller failover (metadata log replayed)", ev)
+            if sim.restart_controller():
+                self._log(f"{label}: controller failover (metadata log replayed)", ev)
+            else:
+                self._log_refusal(label, CONTROLLER, ev)
         elif verb == "isolate":
             sim.isolate(list(a["nodes"]))
             self._log(f"{label}: isolated {list(a['nodes'])}", ev)
@@ -873,6 +895,11 @@ class ScenarioRun:
         self._check_invariants()
         if verb in ("crash", "shutdown", "restart", "restart_controller"):
             self._update_availability()
+
+    def _log_refusal(self, label: str, node, ev: dict) -> None:
+        """A restart the node refused (its disk's meta.properties, see SimCluster.refused): it stays down."""
+        reason = self.sim.refused[-1][2]
+        self._log(f"{label}: {node_words(node)} refused to start: {reason}", {**ev, "refused": reason})
 
     # ================================================================= run
     def run(self) -> RunResult:
@@ -950,8 +977,7 @@ class ScenarioRun:
     # ================================================================= verdict
     def final_state(self) -> tuple[dict, dict, dict]:
         sim = self.sim
-        ctl = sim.controller
-        image = ctl.image
+        image = self._image()
         partitions, final_logs, replica_logs = {}, {}, {}
         # {offset: (value, leader epoch)} per distinct log. In the simulator replicas append the very
         # batch objects they fetched, so a log holding the same batches as one already read is read once.
@@ -1009,7 +1035,7 @@ class ScenarioRun:
         from ..storage.log import EPOCH_CHECKPOINT_FILE, SEGMENT_FILE
 
         sim = self.sim
-        image = sim.controller.image
+        image = self._image()
         out: dict = {}
         for (topic, idx) in sorted(image.partitions):
             part = image.partitions[(topic, idx)]
@@ -1043,7 +1069,7 @@ class ScenarioRun:
 
     def _final_metrics(self) -> dict:
         """KIP-966 metrics from the controller's final state plus the elections counted on the way."""
-        image = self.sim.controller.image
+        image = self._image()
         under = 0
         electable = {}
         for (topic, index) in sorted(image.partitions):

@@ -58,6 +58,7 @@ __all__ = [
     "parse_duration",
     "parse_partition_name",
     "parse_scenario",
+    "step_node",
 ]
 
 #: The controller's node name; brokers are named by their int id.
@@ -882,19 +883,33 @@ class _Parser:
             timeout_ms = self.duration(a["timeout"], a.value_line("timeout"), "timeout")
         return {"topic": spec.name, "partition": partition, "count": count, "acks": acks, "timeout_ms": timeout_ms}
 
+    def target(self, a: _LDict) -> dict:
+        """The node of a crash or restart: exactly one of ``broker: <id>`` and ``node: <id> | controller``;
+        ``{"broker": id}`` for a broker (either spelling), ``{"node": "controller"}`` for the controller."""
+        given = [k for k in ("broker", "node") if k in a]
+        if not given:
+            self.fail(a.line, f"{self.verb} needs 'broker' (or 'node: <id> | {CONTROLLER}')")
+        if len(given) != 1:
+            self.fail(a.line, f"{self.verb} names exactly one of 'broker: <id>' and 'node: <id> | {CONTROLLER}'")
+        if given[0] == "broker":
+            return {"broker": self.broker(a["broker"], a.value_line("broker"))}
+        node = self.node(a["node"], a.value_line("node"))
+        return {"node": CONTROLLER} if node == CONTROLLER else {"broker": node}
+
     def verb_crash(self, value, line: int) -> dict:
-        a = self.args(value, line, ("broker", "lose"))
-        broker = self.broker(self.require(a, "broker", "crash"), a.value_line("broker"))
+        a = self.args(value, line, ("broker", "node", "lose"))
+        out = self.target(a)
         lose = "none"
         if "lose" in a:
             lose = self.choice(a["lose"], a.value_line("lose"), "lose", LOSE_MODES)
-        return {"broker": broker, "lose": lose}
+        return {**out, "lose": lose}
 
     def verb_shutdown(self, value, line: int) -> dict:
         a = self.args(value, line, ("broker",))
         return {"broker": self.broker(self.require(a, "broker", self.verb), a.value_line("broker"))}
 
-    verb_restart = verb_shutdown
+    def verb_restart(self, value, line: int) -> dict:
+        return self.target(self.args(value, line, ("broker", "node")))
 
     def verb_restart_controller(self, value, line: int) -> dict:
         a = self.mapping(value, line, "the arguments of restart_controller", optional=True)
@@ -1053,8 +1068,9 @@ def parse_scenario(text: str, source: str = "<string>") -> Scenario:
     Returns a normalised :class:`Scenario`. Step ``args`` per verb (durations in ms, nodes are
     broker ids or ``"controller"``):
 
-    ``produce`` {topic, partition, count, acks, timeout_ms}; ``crash`` {broker, lose};
-    ``shutdown``/``restart`` {broker}; ``restart_controller`` {}; ``isolate`` {nodes: tuple};
+    ``produce`` {topic, partition, count, acks, timeout_ms}; ``crash`` {broker, lose} (the controller:
+    {node: "controller", lose}); ``restart`` {broker} (the controller: {node: "controller"}; see
+    :func:`step_node`); ``shutdown`` {broker}; ``restart_controller`` {}; ``isolate`` {nodes: tuple};
     ``partition`` {groups: tuple of tuples}; ``cut`` {from, to}; ``heal`` {nodes: tuple | None};
     ``hold``/``release`` {api, from, to} (each possibly None); ``alter_config`` {topic | None,
     config: dict[str, str]}; ``elect`` {partition: "t-0", type, leader | None}; ``wait_until``
@@ -1097,6 +1113,16 @@ def _dump_condition(condition: Condition) -> dict:
     return out
 
 
+def _dump_target(a: dict) -> dict:
+    """A crash or restart's node as written: ``broker: <id>``, or ``node: controller``."""
+    return {"broker": a["broker"]} if "broker" in a else {"node": a["node"]}
+
+
+def step_node(args: dict):
+    """The node a ``crash`` or ``restart`` step's normalised ``args`` name: a broker id, or ``"controller"``."""
+    return args["broker"] if "broker" in args else args["node"]
+
+
 def _dump_args(verb: str, args: dict):
     a = dict(args)
     if verb == "produce":
@@ -1108,8 +1134,10 @@ def _dump_args(verb: str, args: dict):
             "timeout": _ms(a.get("timeout_ms", _DEFAULT_PRODUCE_TIMEOUT_MS)),
         }
     if verb == "crash":
-        return {"broker": a["broker"], "lose": a.get("lose", "none")}
-    if verb in ("shutdown", "restart"):
+        return {**_dump_target(a), "lose": a.get("lose", "none")}
+    if verb == "restart":
+        return _dump_target(a)
+    if verb == "shutdown":
         return {"broker": a["broker"]}
     if verb == "restart_controller":
         return {}

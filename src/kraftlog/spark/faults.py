@@ -83,7 +83,9 @@ backward when we only have min ISR - 1 unclean shutdowns"). The rule used here:
 
 * a *data-losing shutdown* is an unclean shutdown of a replica: an effective ``crash`` (the broker
   was up; crashing a stopped broker is a no-op), whatever its ``lose`` mode. A clean ``shutdown``,
-  isolations, partitions, cuts, held requests and controller failovers are not;
+  isolations, partitions, cuts, held requests, controller failovers and a crash of the controller
+  (``crash: {node: controller}``, even ``lose: all``: it refuses to start unformatted, so no replica
+  loses anything) are not;
 * ``lose: none`` counts too. A broker that restarts without its clean-shutdown file cannot know what
   its page cache lost, so the protocol (KIP-966's unclean-shutdown detection, as Kafka does) must
   treat every unclean shutdown as possibly data-losing: it leaves the ISR and the ELR and can only
@@ -115,7 +117,7 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from ..sim.scenario import CONTROLLER, ClientSpec, Scenario, Step, TopicSpec
+from ..sim.scenario import CONTROLLER, ClientSpec, Scenario, Step, TopicSpec, step_node
 
 __all__ = [
     "EPISODES",
@@ -645,6 +647,8 @@ def _crashes(scenario: Scenario) -> list[tuple[int, str]]:
     out = []
     for step in scenario.steps:
         a = step.args
+        if "broker" not in a:
+            continue  # the controller's crash or restart: no replica's shutdown
         if step.verb == "crash":
             if a["broker"] in up:
                 up.discard(a["broker"])
@@ -705,9 +709,9 @@ def describe_step(step: Step) -> str:
     a = step.args
     v = step.verb
     if v == "crash":
-        what = f"crash {_node(a['broker'])} (lose {a['lose']})"
+        what = f"crash {_node(step_node(a))} (lose {a['lose']})"
     elif v in ("shutdown", "restart"):
-        what = f"{v} {_node(a['broker'])}"
+        what = f"{v} {_node(step_node(a))}"
     elif v == "restart_controller":
         what = "controller failover"
     elif v == "isolate":

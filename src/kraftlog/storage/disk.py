@@ -65,6 +65,14 @@ class Disk(Protocol):
 
     * ``delete(path, now_ms)`` (durable at once), ``exists(path)``, and ``list(prefix)``: the sorted
       paths starting with ``prefix`` that currently exist.
+
+    Directories:
+
+    * ``rename_dir(src, dst, now_ms)`` moves every file under the directory ``src`` to the same name under
+      ``dst`` (``rename(2)`` of the directory, then fsync of its parent: durable at once; the files'
+      contents keep their own durability). ``dst`` must not hold any file (FileExistsError); a ``src``
+      without files is a no-op. Kafka renames a stray partition directory this way
+      (``LogManager``'s ``-stray`` suffix).
     """
 
     def append(self, path: str, item: object, now_ms: int) -> None: ...
@@ -90,6 +98,8 @@ class Disk(Protocol):
     def exists(self, path: str) -> bool: ...
 
     def list(self, prefix: str) -> list[str]: ...
+
+    def rename_dir(self, src: str, dst: str, now_ms: int) -> None: ...
 
 
 class _LogFile:
@@ -245,6 +255,20 @@ class SimDisk:
     def exists(self, path: str) -> bool:
         """Whether ``path`` currently exists (as the OS shows it)."""
         return path in self._files or path in self._values
+
+    def rename_dir(self, src: str, dst: str, now_ms: int) -> None:
+        """Move every file under directory ``src`` to ``dst`` (same relative names), durably at once; the
+        log files keep their page-cache and durable contents as they are. FileExistsError when a file
+        already exists under ``dst``; no-op when ``src`` holds none."""
+        src_prefix, dst_prefix = src.rstrip("/") + "/", dst.rstrip("/") + "/"
+        if src_prefix == dst_prefix:
+            return
+        if self.list(dst_prefix):
+            raise FileExistsError(f"rename_dir: {dst!r} already holds files")
+        for table in (self._files, self._values):
+            moved = [p for p in table if p.startswith(src_prefix)]
+            for p in moved:
+                table[dst_prefix + p[len(src_prefix):]] = table.pop(p)
 
     def crash(self, lose: str, now_ms: int) -> None:
         """Simulate a machine crash at ``now_ms`` and the restart that follows.
