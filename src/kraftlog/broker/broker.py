@@ -37,7 +37,7 @@ from ..storage.checkpoints import (
 )
 from ..storage.disk import Disk
 from ..storage.log import LogConfig, PartitionLog
-from ..storage.meta_properties import read_identity
+from ..storage.meta_properties import kafka_uuid, read_identity
 from .describe import describe_configs, describe_topic_partitions
 from .group_coordinator import GroupCoordinator, OffsetStore, coordinator_for
 from .partition import Partition
@@ -657,7 +657,7 @@ class Broker(NodeBase):
         reg = image.partitions.get(key)
         p = self.partitions.get(key)
         topic_id = p.topic_id if p is not None else self._stored_topic_id(key)
-        shown = "no partition.metadata" if topic_id is None else f"topic id {topic_id}"
+        shown = "no partition.metadata" if topic_id is None else f"topic id {kafka_uuid(topic_id)}"
         if topic is None or reg is None:
             return f"{shown}: the topic does not exist in the metadata image"
         if topic_id is not None and topic_id != topic.topic_id:
@@ -1251,7 +1251,7 @@ PARTITION_METADATA_FILE = "partition.metadata"
 def encode_partition_metadata(topic_id: uuid.UUID) -> str:
     """Kafka's ``PartitionMetadata.encode``: ``"version: 0\\ntopic_id: <id>"``, the id as Kafka's
     ``Uuid.toString`` writes it (URL-safe base64 of the 16 bytes, no padding)."""
-    return "version: 0\ntopic_id: " + base64.urlsafe_b64encode(topic_id.bytes).decode().rstrip("=")
+    return "version: 0\ntopic_id: " + kafka_uuid(topic_id)
 
 
 def decode_partition_metadata(text) -> uuid.UUID | None:
