@@ -69,8 +69,9 @@ def test_library_stories_that_real_processes_can_run():
     runnable = [f for f in sorted(os.listdir(os.path.join(ROOT, "scenarios")))
                 if not refusals(load_scenario(os.path.join(ROOT, "scenarios", f)))]
     assert {"steady-replication.yaml", "last-replica-standing.yaml", "controlled-shutdown.yaml",
-            "unclean-election-below-consumer.yaml", "urm-none-waits-for-operator.yaml"} <= set(runnable)
-    assert len(runnable) == 18, runnable  # all but the two that crash with lose: unflushed at writeback 30s
+            "unclean-election-below-consumer.yaml", "urm-none-waits-for-operator.yaml",
+            "controller-disk-lost.yaml"} <= set(runnable)
+    assert len(runnable) == 19, runnable  # all but the two that crash with lose: unflushed at writeback 30s
 
 
 def _run(story: str, directory: str, *args: str, real: bool = True) -> dict:
@@ -130,3 +131,18 @@ def test_last_replica_standing_at_classic_on_real_processes_loses_what_the_simul
     _same_story(sim, real)
     assert real["lost_acked"] == 20 and sorted(r["value"] for r in real["lost_acked_records"]) == \
         sorted(r["value"] for r in sim["lost_acked_records"])
+
+
+@pytest.mark.slow
+def test_controller_disk_lost_on_real_processes_matches_the_simulator(tmp_path):
+    """Issue 23: `crash: {node: controller, lose: all}` removes the controller's directory; its restarts
+    are refused (exit 1, logged in the timeline); conditions read the brokers' metadata meanwhile. The
+    same acknowledgements as in the simulator: acks=all served while the ISR is whole, then timing out
+    once a follower is down (the ISR cannot shrink), acks=1 served throughout; nothing lost."""
+    sim = _run("controller-disk-lost.yaml", "", real=False)
+    real = _run("controller-disk-lost.yaml", str(tmp_path / "cdl"))
+    _same_story(sim, real)
+    assert real["passed"] and real["safe"] and real["acked"] == {"all": 40, "1": 30}
+    assert (sim["acked"]["all"], sim["acked"]["1"]) == (40, 30)
+    assert not os.path.exists(tmp_path / "cdl" / "controller")
+
