@@ -91,7 +91,8 @@ def test_brokers_restarted_into_a_cluster_that_does_not_know_their_topics_delete
     <topic>-<partition>.<hex>-stray, byte for byte, logs it, `cluster status --json` lists it, and serves
     nothing of the old topic. Before issue 23 every partition directory was deleted. (2) The cluster
     re-formatted under another cluster id: a broker refuses to start (its meta.properties is another
-    cluster's) and its directory is left exactly as it was."""
+    cluster's) and its directory is left exactly as it was. A broker whose directory is gone is formatted
+    by `cluster start` and rejoins."""
     from kraftlog.net.disk import write_meta_properties
     directory = str(tmp_path / "cluster")
     try:
@@ -117,8 +118,17 @@ def test_brokers_restarted_into_a_cluster_that_does_not_know_their_topics_delete
                 assert f.read().count("stray partition directory t-") == 3
         status = json.loads(kraftlog("cluster", "status", "--dir", directory, "--json").stdout)
         assert {n["id"]: len(n["strays"]) for n in status if n["role"] == "broker"} == {0: 3, 1: 3, 2: 3}
+        assert all(n["state"] == "RUNNING" for n in status if n["role"] == "broker")
         with KafkaConnection(c.bootstrap.split(",")[0]) as conn:
             assert conn.request(m.MetadataRequest(("t",))).topics[0].error_code == Errors.UNKNOWN_TOPIC_OR_PARTITION
+        # A broker's lost directory (a replaced disk) is formatted by `cluster start`, as an operator would.
+        kraftlog("cluster", "stop", "--dir", directory, "--broker", "2", "--kill")
+        shutil.rmtree(os.path.join(directory, "broker-2"))
+        out = kraftlog("cluster", "start", "--dir", directory, "--broker", "2").stdout
+        assert "formatted as a new one" in out
+        with open(os.path.join(directory, "broker-2", "meta.properties")) as f:
+            props = f.read()
+        assert f"cluster.id={cluster_id}" in props and "node.id=2" in props and "directory.id=" in props
         # (2) another cluster id: the brokers' directories are not this cluster's any more.
         cl.down(directory)
         info = cl.load(directory)
