@@ -4,9 +4,10 @@ A cluster directory ``DIR`` holds
 
 * ``cluster.json``: ``{"bootstrap": "127.0.0.1:P", "level", "seed", "cluster_id", "brokers": N,
   "config": {...}, "chaos": bool, "nodes": [{"id": <int> or "controller", "role": "controller"|"broker",
-  "pid", "host", "port", "internal_port"}]}`` (``port`` = a broker's client listener, the controller's
-  listener for the controller; ``internal_port`` = a broker's inter-broker listener, null for the
-  controller; ``chaos`` absent = false);
+  "pid", "host", "port", "internal_port", "incarnation"}]}`` (``port`` = a broker's client listener, the
+  controller's listener for the controller; ``internal_port`` = a broker's inter-broker listener, null for
+  the controller; ``incarnation`` = how many times the node was started, which seeds its Random;
+  ``chaos`` absent = false);
 * ``controller/``, ``broker-<id>/``: each node's data (see :mod:`kraftlog.net.node`), formatted as
   ``kafka-storage.sh format`` does (a ``meta.properties`` with the cluster id, the node id and a random
   directory id, :mod:`kraftlog.storage.meta_properties`) when ``up`` creates a new cluster; the nodes
