@@ -164,7 +164,6 @@ def test_a_broker_sends_its_cluster_id_and_a_foreign_controller_never_registers_
     assert len(regs) >= 2 and {r.cluster_id for r in regs} == {CLUSTER}
     assert set(answers) == {Errors.INCONSISTENT_CLUSTER_ID} and b.broker_epoch == -1 and ctl.end_offset == 0
     c = MiniCluster()
-    c.b.cluster_id = c.ctl.cluster_id  # MiniCluster's nodes share the default id
     fetches = []
     c.hold = lambda env: isinstance(env.message, m.MetadataFetchRequest) and not fetches.append(env.message)
     c.advance(c.now + 1000)

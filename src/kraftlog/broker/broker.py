@@ -627,10 +627,11 @@ class Broker(NodeBase):
             self.logs.pop(key, None)
             directory = f"{LOG_DIR}/{key[0]}-{key[1]}"
             topic_id = p.topic_id if p is not None else self._stored_topic_id(key)
+            files = self.disk.list(directory + "/")
             if topic_id is not None and topic_id in deleted_topics:
-                for path in self.disk.list(directory + "/"):
+                for path in files:
                     self.disk.delete(path, now_ms)
-            else:
+            elif files:
                 stray = f"{key[0]}-{key[1]}.{uuid.UUID(int=self._stray_rng.getrandbits(128)).hex}-stray"
                 self.disk.rename_dir(directory, f"{LOG_DIR}/{stray}", now_ms)
                 self.strays.append((f"{key[0]}-{key[1]}", stray, reason))
