@@ -21,6 +21,7 @@ from kraftlog.controller.unclean_recovery import (
 from kraftlog.metadata import config as cfg
 from kraftlog.metadata.image import RESOURCE_BROKER, RESOURCE_TOPIC, MetadataImage, PartitionRegistration
 from kraftlog.metadata.records import NO_LEADER, RECOVERED, RECOVERING
+from kraftlog.protocol import listeners as lst
 from kraftlog.protocol import messages as m
 from kraftlog.protocol import wire
 from kraftlog.protocol.errors import Errors
@@ -414,6 +415,32 @@ def test_elect_leaders_beyond_the_partition_limit_is_request_limit_reached():
     # REQUEST_LIMIT_REACHED (KIP-966, no Kafka number) crosses the wire in ElectLeaders v3
     assert wire.roundtrip(resp, as_response_to=m.ElectLeadersRequest, version=3) == resp
 
+
+
+@pytest.mark.parametrize("version, second", [(0, Errors.UNKNOWN_TOPIC_OR_PARTITION),
+                                             (1, Errors.UNKNOWN_TOPIC_OR_PARTITION),
+                                             (2, Errors.UNKNOWN_TOPIC_OR_PARTITION),
+                                             (3, Errors.REQUEST_LIMIT_REACHED)])
+def test_the_elect_leaders_partition_limit_applies_to_v3_over_the_wire_and_not_to_v0_to_v2(version, second):
+    """Issue 39 rule 6 (KIP-966: ``max.request.partition.size.limit`` bounds the partitions of an
+    ElectLeaders v3 request; older versions have no such limit). The request is encoded at ``version``
+    and decoded by ``wire.decode_request_frame``, then delivered as ``net/driver.py``'s ``_pump`` delivers
+    it (an Envelope with the listener, client id and api_version of the frame). Limit 1, two partitions:
+    at v3 the second is REQUEST_LIMIT_REACHED, at v0-v2 it is served (t-1 does not exist: UNKNOWN_TOPIC_OR_
+    PARTITION). The in-process tests above deliver without a version (None, which the controller limits
+    as v3).
+
+    Shown to fail when ``env.api_version >= 3`` in ``QuorumController._handle_elect_leaders`` becomes
+    ``>= 0`` (v0-v2 limited) and when the version condition is replaced by ``env.api_version is None``
+    (v3 over the wire not limited)."""
+    h = _leaderless(config={"max.request.partition.size.limit": "1"})
+    data = wire.encode_request(m.ElectLeadersRequest(m.ELECTION_PREFERRED, (
+        m.ElectLeadersPartition("t", 0), m.ElectLeadersPartition("t", 1))), 77, client_id="admin", version=version)
+    api_key, api_version, corr, client_id, msg = wire.decode_request_frame(data)
+    assert (api_key, api_version, corr) == (43, version, 77)
+    h.ctl.deliver(h.now, m.Envelope("admin", "controller", corr, msg, False, lst.CONTROLLER, client_id, api_version))
+    out = [e.message for e in h.ctl.poll() if e.dst == "admin" and e.correlation_id == corr]
+    assert [r.error_code for r in out[0].results] == [Errors.PREFERRED_LEADER_NOT_AVAILABLE, second]
 
 def test_elect_leaders_v3_types_are_invalid_below_urm_and_unclean_is_kafkas():
     h = _leaderless(Level.ELR)
