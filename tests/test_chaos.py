@@ -1,7 +1,9 @@
 """``kraftlog chaos`` (issue 13): seeded faults on real processes, judged by the simulator's checkers.
 
 Fast tests: the fault plan is a pure function of the seed (same seed, same faults; never the global
-``random``), the options are checked before anything starts (exit 2, one line, nothing left behind).
+``random``), the options are checked before anything starts (exit 2, one line, nothing left behind),
+the verdict on hand-made final logs and producer stamps (an idempotence finding makes the run unsafe)
+and the fault budget on hand-made fault lists (issue 39's safety net).
 
 Slow tests (real processes on loopback, every node stopped by PID in a ``finally``):
 
@@ -26,12 +28,13 @@ import signal
 import subprocess
 import sys
 import time
+from types import SimpleNamespace
 
 import pytest
 
 from conftest import CLASSIC_STORY_RUN, DEFAULT_LEVEL_RUN, assert_all_gone, node_pids
 from kraftlog.net import cluster as cl
-from kraftlog.net.chaos import FAULT_KINDS, ChaosRun, plan_faults
+from kraftlog.net.chaos import FAULT_KINDS, ChaosRun, Fault, _Acked, plan_faults
 
 KRAFTLOG = [sys.executable, "-m", "kraftlog.cli"]
 
@@ -100,6 +103,64 @@ def test_cli_refuses_bad_options_with_one_line_and_exit_2(tmp_path):
         assert message in r.stderr and "Traceback" not in r.stderr, r.stderr
     assert not (tmp_path / "new").exists()
 
+
+
+def _chaos_verdict(tmp_path, final_logs: dict, stamps: dict) -> dict:
+    """ChaosRun.verdict on hand-made end state (no cluster): the final logs and producer stamps of
+    ``kraftlog chaos``'s read-back, every value acknowledged by producer ``all`` with acks=all."""
+    run = ChaosRun(str(tmp_path / "c"))
+    os.makedirs(run.directory)
+    run.stamps = stamps
+    for name, log in final_logs.items():
+        for offset, (value, _) in sorted(log.items()):
+            run.record_ack(_Acked("all", int(name.rsplit("-", 1)[1]), value, "all", offset, 10))
+    producer = SimpleNamespace(name="all", errors={}, fatal=0, unacked_at_end=0, sent=len(run.acked))
+    hwms = {name: len(log) for name, log in final_logs.items()}
+    return run.verdict(True, [producer], final_logs, hwms, {}, {}, [], {})
+
+
+def test_chaos_verdict_keeps_an_idempotence_finding_in_invariant_violations_and_is_unsafe(tmp_path):
+    """Issue 39 rule 7 (KIP-98: within one producer epoch the broker appends a sequence once; the module
+    doc of ``kraftlog.net.chaos``: a same-epoch duplicate is an invariant violation): a final log holding
+    value 'v1' twice under producer 1 epoch 0 gives a verdict with that idempotence finding in
+    ``invariant_violations`` and ``safe`` false, though nothing acknowledged is lost; the same log with the
+    second copy under a bumped epoch (KIP-360) is safe.
+
+    Shown to fail when ``+ idempotence`` is dropped from ``invariant_violations`` in ``ChaosRun.verdict``
+    (the run is called safe)."""
+    logs = {"chaos-0": {0: ("v0", 0), 1: ("v1", 0), 2: ("v1", 0)}}
+    v = _chaos_verdict(tmp_path / "same", logs, {"chaos-0": {0: (1, 0, 0), 1: (1, 0, 1), 2: (1, 0, 1)}})
+    assert v["lost_acked"] == 0 and v["metrics"]["duplicates_by_cause"]["same_producer_epoch"] == 1
+    assert v["invariant_violations"] == ["idempotence chaos-0: value 'v1' appended twice by producer 1 epoch 0 "
+                                         "(sequence 1 at offset 1, sequence 1 at offset 2)"]
+    assert v["safe"] is False
+    v = _chaos_verdict(tmp_path / "bump", logs, {"chaos-0": {0: (1, 0, 0), 1: (1, 0, 1), 2: (1, 1, 0)}})
+    assert v["metrics"]["duplicates_by_cause"]["producer_epoch_bump"] == 1
+    assert v["invariant_violations"] == [] and v["safe"] is True
+
+
+@pytest.mark.parametrize("brokers, faults, within", [
+    (3, [], True),
+    (3, [("kill", None)], True),  # min ISR 2: one unclean shutdown not yet recovered is within budget
+    (3, [("kill", None), ("lose_unflushed", None)], False),  # two overlapping: beyond
+    (3, [("kill", 5000), ("lose_unflushed", None)], True),  # the first was back in a complete ISR
+    (3, [("kill", None), ("pause", None), ("shutdown", None), ("isolate", None)], True),  # clean ones never count
+    (1, [("kill", None)], False),  # min ISR 1: no unclean shutdown is within budget
+    (1, [("kill", 5000)], True),
+])
+def test_chaos_fault_budget_allows_at_most_min_isr_minus_1_overlapping_unclean_shutdowns(
+        tmp_path, brokers, faults, within):
+    """Issue 39 rule 8 (KIP-966's guarantee holds while fewer than min.insync.replicas replicas shut down
+    uncleanly at once; ``ChaosRun._within_budget``, the verdict's ``fault_budget`` = min ISR - 1): hand-
+    made fault lists, an unclean fault (kill, lose_unflushed) overlapping while its ``recovered_ms`` is
+    None. 3 brokers (min ISR 2): one overlapping unclean shutdown is within budget, two are not; 1 broker
+    (min ISR 1): none is.
+
+    Shown to fail when the comparison ``down <= max(0, self.min_isr - 1)`` is loosened to
+    ``down <= self.min_isr`` (the off-by-one only a slow test noticed) or tightened to ``down < ...``."""
+    run = ChaosRun(str(tmp_path / "c"), brokers=brokers)
+    run.faults = [Fault(kind, 0, 0, 0, recovered_ms=recovered) for kind, recovered in faults]
+    assert run._within_budget() is within
 
 # ------------------------------------------------------------------------------------- slow
 @pytest.mark.slow
