@@ -74,6 +74,22 @@ def test_duplicates_are_told_apart_by_their_producer_stamps():
         {"same_producer_epoch": 0, "producer_epoch_bump": 0, "not_idempotent": 0}, [])
 
 
+
+def test_a_duplicate_with_one_non_idempotent_copy_is_not_idempotent():
+    """Issue 39 rule 10 (``checkers.duplicate_causes``: a copy from a producer that is not idempotent,
+    producer id -1, makes the duplicate ``not_idempotent`` whatever the other copy carries; only an
+    idempotent producer's sequences are deduplicated, KIP-98): a value written once by idempotent producer
+    1 and once without a producer id, in either order, is ``not_idempotent``, never a
+    ``producer_epoch_bump`` (and never an idempotence finding).
+
+    Shown to fail when ``pid < 0 or o_pid < 0`` in ``duplicate_causes`` becomes ``pid < 0 and o_pid < 0``
+    (the mixed duplicates are counted as producer_epoch_bump)."""
+    from kraftlog.check.checkers import duplicate_causes
+    final_logs = {"chaos-0": {0: ("v", 0), 1: ("v", 0), 2: ("w", 0), 3: ("w", 0)}}
+    stamps = {"chaos-0": {0: (1, 0, 5), 1: (-1, -1, -1), 2: (-1, -1, -1), 3: (1, 0, 6)}}
+    assert duplicate_causes(final_logs, stamps) == (
+        {"same_producer_epoch": 0, "producer_epoch_bump": 0, "not_idempotent": 2}, [])
+
 def test_fault_plan_with_one_broker_has_no_link_between_brokers():
     assert not {f.kind for s in range(40) for f in plan_faults(s, 1)} & {"cut", "partition"}
 
