@@ -111,7 +111,8 @@ def _status_line(nodes: list[cl.NodeStatus]) -> str:
         if not n.alive:
             parts.append(f"{name} DOWN")
         elif n.role == "broker":
-            parts.append(f"{name} :{n.port} {'fenced' if n.fenced else 'unfenced'} epoch {n.broker_epoch}")
+            parts.append(f"{name} :{n.port} {'fenced' if n.fenced else 'unfenced'} epoch {n.broker_epoch}"
+                         + (" LOG DIR OFFLINE" if n.log_dir_offline else ""))
         else:
             parts.append(f"{name} :{n.port} up")
     return " | ".join(parts)
@@ -144,12 +145,16 @@ def cluster_status(directory: str, as_json: bool) -> None:
         click.echo(json.dumps([n.as_dict() for n in nodes], indent=1))
         return
     table = Table(title=f"cluster {os.path.abspath(directory)}")
-    for col in ("node", "pid", "port", "internal port", "alive", "fenced", "broker epoch", "state"):
+    for col in ("node", "pid", "port", "internal port", "alive", "fenced", "broker epoch", "state", "log dir",
+                "counters"):
         table.add_column(col)
     for n in nodes:
         table.add_row(str(n.id), str(n.pid), str(n.port), str(n.internal_port or "-"), "yes" if n.alive else "NO",
                       "-" if n.fenced is None else ("yes" if n.fenced else "no"),
-                      "-" if n.broker_epoch is None else str(n.broker_epoch), n.state or "-")
+                      "-" if n.broker_epoch is None else str(n.broker_epoch), n.state or "-",
+                      "-" if n.log_dir_offline is None else (f"OFFLINE: {n.log_dir_failure}" if n.log_dir_offline
+                                                             else "online"),
+                      ", ".join(f"{k} {v}" for k, v in sorted((n.counters or {}).items()) if v) or "-")
     Console().print(table)
 
 
