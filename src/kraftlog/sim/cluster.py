@@ -160,7 +160,11 @@ class SimCluster:
 
     def _exited(self, node_id) -> None:
         """The node's process ended by itself (a broker's fatal error): removed like a crash, but its page
-        cache stays (no machine crash): peers see its connections reset."""
+        cache stays (no machine crash): peers see its connections reset. Its observer runs a last time
+        (what the node noted on its way out)."""
+        obs = self.observers.get(node_id)
+        if obs is not None:
+            obs(self, node_id)
         del self.nodes[node_id]
         self.scheduled.pop(node_id, None)
         self.history.record(self.now, "exit", node=str(node_id))
