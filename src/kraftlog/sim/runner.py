@@ -476,7 +476,8 @@ class ScenarioRun:
                 for b in (*part.isr, *part.elr):
                     node = nodes.get(b)
                     reg = brokers.get(b)
-                    if node is not None and reg is not None and node.broker_epoch == reg.broker_epoch:
+                    if (node is not None and reg is not None and node.broker_epoch == reg.broker_epoch
+                            and not node.log_dir_offline):
                         log = node.logs.get(key)  # loaded at start: known before the partition is created
                         running[b] = log.log_end_offset if log is not None else 0
                 found += invariants.isr_elr_completeness(name, part.isr, part.elr, running, true_hwm, now)
