@@ -188,8 +188,12 @@ async def _main(directory: str, node) -> int:
         log(f"{root}/meta.properties belongs to node {meta.get('node.id')}, not {node}")
         return 2
     incarnation = int(meta.get("incarnation", "0")) + 1
-    write_meta_properties(root, {"node.id": str(node), "cluster.id": cluster["cluster_id"],
-                                 "level": cluster["level"], "incarnation": str(incarnation)})
+    try:
+        write_meta_properties(root, {"node.id": str(node), "cluster.id": cluster["cluster_id"],
+                                     "level": cluster["level"], "incarnation": str(incarnation)})
+    except OSError as exc:  # a full disk (ENOSPC) must not keep a node from starting: the broker then
+        # finds its log directory failing and reports it offline (issue 23)
+        log(f"cannot record incarnation {incarnation} in {root}/meta.properties ({exc}): kept in memory")
     rng = Random(f"{cluster['seed']}:{node}:{incarnation}")
 
     socks = {}
