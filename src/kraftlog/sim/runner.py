@@ -493,7 +493,8 @@ class ScenarioRun:
                     image.min_isr(key[0], config), now)
             acked = self._acked_at.get(name)
             reg = brokers.get(part.leader)
-            if acked and reg is not None and node.broker_epoch == reg.broker_epoch:
+            if acked and reg is not None and node.broker_epoch == reg.broker_epoch and not node.log_dir_offline:
+                # (a leader whose log directory is offline serves nothing until it restarts: not running)
                 found += self._leader_completeness(name, key, part, node, p, acked, now)
         self._record_violations(found)
 
