@@ -403,10 +403,11 @@ def test_every_level_option_is_accepted_and_a_name_outside_the_enum_is_a_usage_e
 
 @pytest.mark.parametrize("level", LEVELS)
 def test_every_implemented_level_runs_a_seed(level):
-    """run_one, the executor's task, at each implemented level (urm included) on seed 15, whose story
-    is the longest-log-in-LastKnownELR episode: a row at that level, without error."""
-    assert "longest_log_in_last_known_elr" in faults.generate(15).description
-    row = run_one({"level": level, "kind": "seed", "seed": 15})
+    """run_one, the executor's task, at each implemented level (urm included) on seed 27, whose story
+    is the longest-log-in-LastKnownELR episode and a corrupted log: a row at that level, without error."""
+    description = faults.generate(27).description
+    assert "longest_log_in_last_known_elr" in description and "corrupt" in description
+    row = run_one({"level": level, "kind": "seed", "seed": 27})
     assert row["error"] is None and row["level"] == level
     assert row["history_digest"].startswith("sha256:") and row["acked_all"] > 0
 

@@ -7,8 +7,10 @@ and the fault budget on hand-made fault lists (issue 39's safety net).
 
 Slow tests (real processes on loopback, every node stopped by PID in a ``finally``):
 
-* one chaos run of 30 s at the default level, seed 3 (a SIGSTOP pause, then a lose-unflushed crash: a
-  SIGKILL and every file put back to its last fsync): faults injected, records acknowledged, none lost,
+* one chaos run of 30 s at the default level, seed 7 (issue 23's storage faults: a clean shutdown and one
+  byte flipped in a log, whose load then drops the damaged batch and registers unclean; then a full disk
+  injected into a broker, whose log directory goes offline until its restart): faults injected, records
+  acknowledged, none lost,
   the verdict's shape (``history_digest`` null, ``faults``), ``acks.parquet`` holding every
   acknowledgement, ``chaos.json`` written, no node left running;
 * the pinned last-replica-standing story at ``classic`` loses acknowledged records (KIP-966's motivating
@@ -181,13 +183,23 @@ def test_chaos_fault_budget_allows_at_most_min_isr_minus_1_overlapping_unclean_s
 # ------------------------------------------------------------------------------------- slow
 @pytest.mark.slow
 def test_a_30s_chaos_run_at_the_default_level_loses_nothing(chaos_runs):
-    """Seed 3: a pause (SIGSTOP), then a lose-unflushed crash; every acknowledged acks=all record is in
-    the final log, every invariant holds, and the acknowledgement log has a row per acknowledgement."""
+    """Seed 7: a corrupted log (a clean shutdown, a byte flipped, a start: the load drops the damaged
+    batch and everything after it and the broker registers as after an unclean shutdown), then a full
+    disk (ENOSPC injected: the broker's log directory goes offline, the controller moves its leaderships,
+    an operator's restart brings it back); every acknowledged acks=all record is in the final log, every
+    invariant holds, and the acknowledgement log has a row per acknowledgement."""
     import pyarrow.parquet as pq
     directory, v = chaos_runs.run(*DEFAULT_LEVEL_RUN)
-    assert v["level"] == "urm" and v["seed"] == 3 and v["history_digest"] is None
+    assert v["level"] == "urm" and v["seed"] == 7 and v["history_digest"] is None
     kinds = [f["kind"] for f in v["faults"]]
-    assert kinds[:2] == ["pause", "lose_unflushed"], kinds
+    assert kinds[:2] == ["corrupt", "disk_full"], kinds
+    corrupted, full = (f"broker-{v['faults'][i]['node']}.log" for i in (0, 1))
+    with open(os.path.join(directory, corrupted)) as f:
+        text = f.read()
+        assert "dropped bytes" in text and "registering as after an unclean shutdown" in text
+    with open(os.path.join(directory, full)) as f:
+        text = f.read()
+        assert "No space left on device" in text and "the controller acknowledged the offline log directory" in text
     for f in v["faults"]:
         assert f["at_ms"] <= f["healed_ms"]
     assert v["acked"]["all"] > 500 and v["acked"]["1"] > 500

@@ -313,7 +313,8 @@ class QuorumController(NodeBase):
             self.append([RegisterBrokerRecord(
                 broker_id=req.broker_id, incarnation_id=req.incarnation_id, broker_epoch=old.broker_epoch,
                 rack=req.rack, fenced=old.fenced, in_controlled_shutdown=old.in_controlled_shutdown,
-                previous_broker_epoch=req.previous_broker_epoch, listeners=_listener_strings(req))], now_ms)
+                previous_broker_epoch=req.previous_broker_epoch, listeners=_listener_strings(req),
+                log_dirs=tuple(req.log_dirs) or None)], now_ms)
             self.last_heartbeat_ms[req.broker_id] = now_ms
             return m.BrokerRegistrationResponse(Errors.NONE, broker_epoch=old.broker_epoch)
         records: list = []
@@ -332,7 +333,8 @@ class QuorumController(NodeBase):
         records.append(RegisterBrokerRecord(
             broker_id=req.broker_id, incarnation_id=req.incarnation_id, broker_epoch=epoch,
             rack=req.rack, fenced=True, in_controlled_shutdown=False,
-            previous_broker_epoch=req.previous_broker_epoch, listeners=_listener_strings(req)))
+            previous_broker_epoch=req.previous_broker_epoch, listeners=_listener_strings(req),
+            log_dirs=tuple(req.log_dirs) or None))
         self.append(records, now_ms)
         self.last_heartbeat_ms[req.broker_id] = now_ms
         self.controlled_shutdown_offset.pop(req.broker_id, None)
@@ -362,6 +364,13 @@ class QuorumController(NodeBase):
         b = req.broker_id
         self.last_heartbeat_ms[b] = now_ms
         self.broker_metadata_offset[b] = req.current_metadata_offset
+        if req.offline_log_dirs:
+            # KIP-858 (handleDirectoriesOffline). Kafka runs it after the state change, but a Kafka broker
+            # never registers a failed directory as online; a kraftlog broker registers its one directory
+            # and reports it offline in its first heartbeat, so it is applied first: an unfencing in the same
+            # heartbeat must not make the broker a leader.
+            self.append(self._directories_offline_records(b, req.offline_log_dirs), now_ms)
+            reg = self.image.brokers[b]
         caught_up = req.current_metadata_offset >= reg.broker_epoch
         should_shut_down = False
         if reg.fenced:
@@ -391,6 +400,24 @@ class QuorumController(NodeBase):
         reg = self.image.brokers[b]
         return m.BrokerHeartbeatResponse(Errors.NONE, is_caught_up=caught_up, is_fenced=reg.fenced,
                                          should_shut_down=should_shut_down)
+
+    def _directories_offline_records(self, broker_id: int, offline_dirs) -> list:
+        """Kafka's ``ReplicationControlManager.handleDirectoriesOffline``: for the reported directories that
+        the registration still lists as online, the broker leaves the ISR of its partitions in them and
+        their leaderships move (as a fencing removes it: ``generateLeaderAndIsrUpdates`` with the broker to
+        remove; a kraftlog broker has one log directory, so that is every partition it hosts), then a
+        BrokerRegistrationChangeRecord with the directories left online. Nothing when none is newly
+        offline (the broker repeats its offline directories in every heartbeat). The broker stays
+        registered and unfenced: it keeps heartbeating and serving metadata, and can lead again only
+        after a restart with the directory back (KIP-858)."""
+        reg = self.image.brokers[broker_id]
+        offline = set(offline_dirs)
+        known = reg.log_dirs if reg.log_dirs is not None else tuple(sorted(offline))
+        if not any(d in offline for d in known):
+            return []
+        remaining = tuple(d for d in known if d not in offline)
+        return (self._remove_from_partitions(broker_id)
+                + [BrokerRegistrationChangeRecord(broker_id, reg.broker_epoch, log_dirs=remaining)])
 
     def _has_leaderships(self, broker_id: int) -> bool:
         """Does the broker lead any partition? (Kafka's ``brokersToIsrs.hasLeaderships``)."""
@@ -459,7 +486,13 @@ class QuorumController(NodeBase):
                             else frozenset())
 
         def acceptable(b: int) -> bool:
-            return b not in excluded and (b == broker_to_add or image.is_active(b))
+            # Kafka's LeaderAcceptor: the broker to add counts as active, but needs an online log dir too.
+            if b in excluded:
+                return False
+            if b == broker_to_add:
+                reg = image.brokers.get(b)
+                return reg is not None and reg.has_online_log_dir
+            return image.is_acceptable_leader(b)
 
         records = []
         for topic, index in keys:
@@ -560,7 +593,7 @@ class QuorumController(NodeBase):
                     and state.broker_epoch != b.broker_epoch):
                 return Errors.INELIGIBLE_REPLICA, None
         rec = build_partition_change(
-            part, item.topic_id, item.partition, is_acceptable_leader=image.is_active, level=self.level,
+            part, item.topic_id, item.partition, is_acceptable_leader=image.is_acceptable_leader, level=self.level,
             min_isr=image.min_isr(name, self.static), election=self._election_for(name),
             target_isr=new_isr, target_leader_recovery_state=item.leader_recovery_state,
             unclean_recovery=self.urm_enabled)
@@ -717,7 +750,7 @@ class QuorumController(NodeBase):
             if leader == NO_LEADER:
                 continue
             rec = build_partition_change(
-                part, image.topics[key[0]].topic_id, key[1], is_acceptable_leader=image.is_active,
+                part, image.topics[key[0]].topic_id, key[1], is_acceptable_leader=image.is_acceptable_leader,
                 level=self.level, min_isr=image.min_isr(key[0], self.static), unclean_recovery=True,
                 recovery_leader=leader)
             if rec is not None and rec.leader == leader:
@@ -731,8 +764,9 @@ class QuorumController(NodeBase):
             self._answer_parked_elections(now_ms)
 
     def _is_unfenced(self, broker_id: int) -> bool:
-        """Registered, unfenced and not shutting down: may lead (KIP-966: only unfenced replicas count)."""
-        return self.image.is_active(broker_id)
+        """Registered, unfenced, not shutting down and with an online log directory: may lead (KIP-966:
+        only unfenced replicas count; Kafka's LeaderAcceptor also wants the replica's directory online)."""
+        return self.image.is_acceptable_leader(broker_id)
 
     def recovery_metrics(self) -> dict[str, int]:
         """KIP-966's controller metrics now: ``unclean_recovery_partitions_count`` (gauge: recoveries in
@@ -842,7 +876,7 @@ class QuorumController(NodeBase):
                 return m.ElectLeadersResult(p.topic, p.partition, Errors.ELECTION_NOT_NEEDED)
             election = Election.UNCLEAN if election_type == m.ELECTION_UNCLEAN else Election.ONLINE
             if election_type == m.ELECTION_DESIGNATION:
-                if p.desired_leader not in part.replicas or not image.is_active(p.desired_leader):
+                if p.desired_leader not in part.replicas or not image.is_acceptable_leader(p.desired_leader):
                     return m.ElectLeadersResult(
                         p.topic, p.partition, Errors.ELIGIBLE_LEADERS_NOT_AVAILABLE,
                         f"the desired leader {p.desired_leader} is not an unfenced replica of {list(part.replicas)}")
@@ -852,7 +886,7 @@ class QuorumController(NodeBase):
                                         f"election type {election_type} needs ElectLeaders v3 at level urm "
                                         "with unclean.recovery.manager.enabled")
         rec = build_partition_change(
-            part, image.topics[p.topic].topic_id, p.partition, is_acceptable_leader=image.is_active,
+            part, image.topics[p.topic].topic_id, p.partition, is_acceptable_leader=image.is_acceptable_leader,
             level=self.level, min_isr=image.min_isr(p.topic, self.static), election=election,
             unclean_recovery=urm, recovery_leader=recovery_leader)
         if rec is not None and rec.leader is not None and rec.leader != NO_LEADER:

@@ -300,6 +300,13 @@ class NodeStatus:
     fenced: bool | None
     broker_epoch: int | None
     state: str | None
+    #: a broker's log directory failed (an I/O error: ENOSPC, EIO) and is offline until a restart; what
+    #: failed; None when not running or for the controller
+    log_dir_offline: bool | None = None
+    log_dir_failure: str | None = None
+    #: what the process counts (until metrics are exported): e.g. ``storage-error-count``,
+    #: ``dropped-at-load-count``
+    counters: dict | None = None
 
     def as_dict(self) -> dict:
         return dict(self.__dict__)
@@ -318,7 +325,10 @@ def status(directory: str) -> list[NodeStatus]:
             e["id"], e["role"], e.get("pid"), e["host"], e["port"], e.get("internal_port"), alive,
             (run.get("fenced") if run and broker else None),
             (run.get("broker_epoch") if run and broker else None),
-            (run.get("state") if run else None)))
+            (run.get("state") if run else None),
+            (run.get("log_dir_offline") if run and broker else None),
+            (run.get("log_dir_failure") if run and broker else None),
+            (run.get("counters") if run else None)))
     return out
 
 
