@@ -244,6 +244,26 @@ def test_a_lasting_full_disk_moves_leadership_keeps_the_broker_up_and_a_restart_
         _stop_everything(directory)
 
 
+def test_a_broker_that_cannot_report_its_failed_directory_exits_with_the_reason(tmp_path):
+    """KIP-858's log.dir.failure.timeout.ms on a real process: broker 2 is isolated (its heartbeats are
+    lost) and its disk is full; its HWM checkpoint fails within 5 s and the directory goes offline; no
+    heartbeat is answered within the timeout (3 s here), so the process exits with status 1, the reason on
+    its last log line, and no clean-shutdown file."""
+    directory = str(tmp_path / "c")
+    try:
+        cl.up(directory, 3, port=0, config={**CONFIG, "log.dir.failure.timeout.ms": "3000"}, chaos=True)
+        cl.control_all(directory, {"cmd": "isolate", "nodes": [2]})
+        assert cl.control(directory, 2, {"cmd": "disk_full"})["ok"]
+        wait_for("broker 2 exits", lambda: not _status(directory, 2).alive, timeout_s=45)
+        with open(os.path.join(directory, "broker-2.log")) as f:
+            last = f.read().strip().splitlines()[-1]
+        assert "stopped: log directory data failed" in last and "log.dir.failure.timeout.ms (3000 ms)" in last
+        assert not os.path.exists(os.path.join(directory, "broker-2", "data", ".kafka_cleanshutdown"))
+        cl.control_all(directory, {"cmd": "heal"})
+    finally:
+        _stop_everything(directory)
+
+
 def _mount_tmpfs(path: str, size: str) -> str | None:
     """Mount a tmpfs of ``size`` at ``path``; None when done, else why not."""
     if sys.platform != "linux" or shutil.which("mount") is None:

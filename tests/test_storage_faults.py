@@ -442,3 +442,23 @@ def test_corrupted_last_replica_loses_records_below_kip966_and_nothing_with_elr(
 def test_a_full_disk_on_the_leader_loses_nothing_at_any_level(library, level):
     v = library.run("disk-full-leader", Level.parse(level)).verdict
     assert v["failed_expectations"] == [] and v["lost_acked"] == 0 and v["invariant_violations"] == []
+
+
+def test_a_controller_whose_metadata_log_cannot_be_written_stops_and_commits_nothing():
+    """A full disk under the controller: the registration's RegisterBrokerRecord cannot be written, so
+    nothing is committed (the image and the log are unchanged), no answer is sent, and the controller
+    stops with a one-line reason (Kafka's controller halts on a failed metadata log write); it ignores
+    what arrives afterwards and asks for no more ticks."""
+    from test_controller import Harness
+    h = Harness(Level.URM)
+    h.register(0)
+    end, image = h.ctl.end_offset, h.ctl.image
+    h.disk.set_full(True)
+    h.ctl.deliver(0, m.Envelope(1, "controller", 99, m.BrokerRegistrationRequest(1, "kraftlog", uuid.UUID(int=5))))
+    assert h.ctl.poll() == []
+    assert h.ctl.fatal_error is not None and "No space left on device" in h.ctl.fatal_error
+    assert h.ctl.end_offset == end and h.ctl.image is image and h.ctl.next_deadline() is None
+    h.disk.set_full(False)
+    h.ctl.deliver(0, m.Envelope(1, "controller", 100, m.BrokerRegistrationRequest(1, "kraftlog", uuid.UUID(int=5))))
+    h.ctl.tick(10_000)
+    assert h.ctl.poll() == [] and h.ctl.end_offset == end

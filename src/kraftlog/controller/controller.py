@@ -23,6 +23,11 @@ quorum commits), the MetadataImage replayed from it, and the in-memory broker se
 
 Controller failover (``restart_controller``) builds a new instance over the same Disk: the log is
 replayed and every registered broker gets a fresh session, as Kafka's new active controller does.
+
+A metadata log that cannot be written (an OSError from the Disk: ENOSPC, EIO) stops the controller:
+nothing is committed, ``fatal_error`` says why and the driver ends the process (Kafka's controller treats
+a failed metadata log write as fatal and halts). With one controller the brokers keep serving the
+leaders they have until it is back.
 """
 
 from __future__ import annotations
@@ -51,6 +56,11 @@ MAX_RECORDS_PER_FETCH = 2000
 #: Kafka's default messages (``Errors.message()``) that ``ApiError(error)`` puts into a DeleteTopics result.
 _UNKNOWN_TOPIC_OR_PARTITION_MESSAGE = "This server does not host this topic-partition."
 _UNKNOWN_TOPIC_ID_MESSAGE = "This server does not host this topic ID."
+
+
+class MetadataLogFailure(Exception):
+    """The metadata log could not be written: the controller has stopped (``fatal_error``); raised out of
+    :meth:`QuorumController.append` to abandon the event that wanted the write."""
 
 
 def _listener_strings(req: m.BrokerRegistrationRequest) -> tuple[str, ...]:
@@ -86,6 +96,8 @@ class QuorumController(NodeBase):
         #: ElectLeaders requests waiting for recoveries they started: [deadline ms, envelope, results]
         #: where results[i] is an ElectLeadersResult or the (topic, index) still recovering.
         self.parked_elections: list[list] = []
+        #: why the controller stopped by itself (its metadata log could not be written), None otherwise
+        self.fatal_error: str | None = None
         #: request type -> handler(now_ms, request) -> response
         self._handlers = {
             m.BrokerHeartbeatRequest: self._handle_heartbeat,
@@ -117,9 +129,14 @@ class QuorumController(NodeBase):
         base = len(self.log)
         # One write for the records of one event (KRaft appends them as one batch): a controller killed
         # around it restarts with all of them or none.
-        self.disk.append_many(METADATA_LOG, records, now_ms)
+        try:
+            self.disk.append_many(METADATA_LOG, records, now_ms)
+            self.disk.fsync(METADATA_LOG, now_ms)
+        except OSError as exc:
+            self.fatal_error = f"the metadata log cannot be written: {exc}"
+            self._outbox.clear()
+            raise MetadataLogFailure(self.fatal_error) from exc
         self.log.extend(records)
-        self.disk.fsync(METADATA_LOG, now_ms)
         self.image, _ = self.image.replay(records, base)
         if self.parked_fetches:
             parked, self.parked_fetches = self.parked_fetches, []
@@ -128,6 +145,14 @@ class QuorumController(NodeBase):
 
     # ================================================================= node contract
     def tick(self, now_ms: int) -> None:
+        if self.fatal_error is not None:
+            return
+        try:
+            self._tick(now_ms)
+        except MetadataLogFailure:
+            pass  # stopped: the driver ends the process
+
+    def _tick(self, now_ms: int) -> None:
         self._expire_requests(now_ms)
         if self.parked_fetches:
             keep = []
@@ -146,6 +171,8 @@ class QuorumController(NodeBase):
         self._after_event(now_ms)
 
     def next_deadline(self) -> int | None:
+        if self.fatal_error is not None:
+            return None
         session = None
         for b, reg in self.image.brokers.items():
             if not reg.fenced:
@@ -155,6 +182,15 @@ class QuorumController(NodeBase):
         elections = min((p[0] for p in self.parked_elections), default=None)
         return earliest(self._request_deadline(), parked, session, self.next_unclean_election_ms,
                         self.urm.next_deadline(), elections)
+
+    def deliver(self, now_ms: int, envelope: m.Envelope) -> None:
+        """NodeBase's, unless stopped; a metadata log that fails meanwhile stops the controller."""
+        if self.fatal_error is not None:
+            return
+        try:
+            super().deliver(now_ms, envelope)
+        except MetadataLogFailure:
+            pass  # stopped: the driver ends the process
 
     def on_response(self, now_ms, context, message) -> None:
         """The controller's only requests: the URM's GetReplicaLogInfo (context ``("log_info", broker,

@@ -19,9 +19,10 @@ level, the seed, the configs and the ports); ``NODE`` is ``controller`` or a bro
   ``{"cmd": "disk_full", "for_ms": N}`` there (every write of its FileDisk fails with ENOSPC for N ms:
   a full file system without root; ``{"cmd": "disk_full", "full": false}`` ends it),
 * writes a broker's storage faults into its log (a failed log directory, data dropped at load) and its
-  run file (``log_dir_offline``, ``log_dir_failure``, ``counters``); a broker that stops because its
-  failed log directory was not acknowledged (KIP-858's ``log.dir.failure.timeout.ms``) exits with status
-  1 and that reason on its last log line,
+  run file (``log_dir_offline``, ``log_dir_failure``, ``counters``); a node that stops by itself (a broker
+  whose failed log directory was not acknowledged in KIP-858's ``log.dir.failure.timeout.ms``, the
+  controller when its metadata log cannot be written) exits with status 1 and the reason on its last
+  log line,
 * when ``cluster.json`` names an ``owner_pid`` (a fault injector such as ``kraftlog chaos`` that started
   the cluster as its own children): dies with its owner. On Linux the kernel sends it SIGKILL when the
   owner exits (``prctl(PR_SET_PDEATHSIG)``, which reaches a paused node too); elsewhere, and as a second
@@ -310,6 +311,8 @@ async def _main(directory: str, node) -> int:
         loop.add_signal_handler(sig, on_signal, sig)
 
     def done() -> bool:
+        if getattr(core, "fatal_error", None) is not None:
+            return True  # the node stopped itself (a failed log directory or metadata log): exit 1
         requested = stop["requested_ms"]
         if requested is None:
             return False
