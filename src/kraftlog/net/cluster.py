@@ -362,6 +362,13 @@ class NodeStatus:
     fenced: bool | None
     broker_epoch: int | None
     state: str | None
+    #: a broker's log directory failed (an I/O error: ENOSPC, EIO) and is offline until a restart; what
+    #: failed; None when not running or for the controller
+    log_dir_offline: bool | None = None
+    log_dir_failure: str | None = None
+    #: what the process counts (until metrics are exported): e.g. ``storage-error-count``,
+    #: ``dropped-at-load-count``
+    counters: dict | None = None
     #: Why the node's last start was refused (its directory's identity), while it stays down; else None.
     refused: str | None = None
     #: The broker's ``-stray`` partition directories (names under its ``data/``), sorted; [] otherwise.
@@ -400,6 +407,9 @@ def status(directory: str) -> list[NodeStatus]:
             (run.get("fenced") if run and broker else None),
             (run.get("broker_epoch") if run and broker else None),
             "REFUSED" if refused else (run.get("state") if run else None),
+            (run.get("log_dir_offline") if run and broker else None),
+            (run.get("log_dir_failure") if run and broker else None),
+            (run.get("counters") if run else None),
             refused, strays(directory, e["id"]) if broker else []))
     return out
 

@@ -22,7 +22,14 @@ level, the seed, the configs and the ports); ``NODE`` is ``controller`` or a bro
   fsynced files back), runs the driver with a :class:`~kraftlog.net.driver.LinkFilter` whose rules start
   as ``DIR/links.json`` says (the cluster-wide rules :func:`kraftlog.net.cluster.control_all` keeps there,
   so a node restarted during a partition is still partitioned), and serves the driver's control channel
-  on 127.0.0.1, on a free port written to its run file as ``control_port``,
+  on 127.0.0.1, on a free port written to its run file as ``control_port``; a broker also answers
+  ``{"cmd": "disk_full", "for_ms": N}`` there (every write of its FileDisk fails with ENOSPC for N ms:
+  a full file system without root; ``{"cmd": "disk_full", "full": false}`` ends it),
+* writes a broker's storage faults into its log (a failed log directory, data dropped at load) and its
+  run file (``log_dir_offline``, ``log_dir_failure``, ``counters``); a node that stops by itself (a broker
+  whose failed log directory was not acknowledged in KIP-858's ``log.dir.failure.timeout.ms``, the
+  controller when its metadata log cannot be written) exits with status 1 and the reason on its last
+  log line,
 * when ``cluster.json`` names an ``owner_pid`` (a fault injector such as ``kraftlog chaos`` that started
   the cluster as its own children): dies with its owner. On Linux the kernel sends it SIGKILL when the
   owner exits (``prctl(PR_SET_PDEATHSIG)``, which reaches a paused node too); elsewhere, and as a second
@@ -238,23 +245,37 @@ async def _main(directory: str, node) -> int:
         reg = core.image.brokers.get(peer)
         return None if reg is None else reg.endpoint(lst.INTERNAL)
 
+    def disk_full(command: dict) -> dict:
+        args = {k: v for k, v in command.items() if k != "cmd"}
+        if set(args) - {"for_ms", "full"}:
+            raise ValueError(f"disk_full takes for_ms or full, not {sorted(set(args) - {'for_ms', 'full'})}")
+        if args.get("full", True) is False:
+            disk.set_full(False)
+            return {"full": False}
+        for_ms = args.get("for_ms")
+        if for_ms is not None and (not isinstance(for_ms, int) or isinstance(for_ms, bool) or for_ms < 1):
+            raise ValueError(f"disk_full: for_ms must be an integer >= 1, got {for_ms!r}")
+        disk.set_full(True, None if for_ms is None else for_ms / 1000)
+        log(f"injected ENOSPC: every write fails" + ("" if for_ms is None else f" for {for_ms} ms"))
+        return {"full": True, "for_ms": for_ms}
+
     link_filter = None
     if chaos:
         link_filter = LinkFilter.from_rules(read_links(directory))
         if link_filter.active:
             log(f"link filter rules from {LINKS_FILE}: {json.dumps(link_filter.to_rules(), sort_keys=True)}")
-    driver = NodeDriver(core, socks, address_of, log, client_id=name, clock=clock, link_filter=link_filter)
+    driver = NodeDriver(core, socks, address_of, log, client_id=name, clock=clock, link_filter=link_filter,
+                        control_handlers={"disk_full": disk_full} if chaos and node != CONTROLLER else None)
     started = time.time()
 
     written = {"key": None, "at": 0.0}
-    logged = {"strays": 0}
 
     def write_status(force: bool = True) -> None:
         # The run file is rewritten when what `cluster status` and `wait_ready` read changes (state, broker
         # epoch, fencing, control port), and otherwise at most once per STATUS_INTERVAL_S: on_wake runs
         # after every event, and a file write + rename per request was the largest cost under load.
         if node != CONTROLLER:
-            key = (core.state, core.broker_epoch, core.fenced, driver.control_port)
+            key = (core.state, core.broker_epoch, core.fenced, driver.control_port, core.log_dir_offline)
         else:
             key = (driver.control_port,)
         now = time.monotonic()
@@ -264,7 +285,10 @@ async def _main(directory: str, node) -> int:
         status = {"pid": os.getpid(), "port": port, "internal_port": internal, "incarnation": incarnation,
                   "started": started, "updated": time.time(), "chaos": chaos, "control_port": driver.control_port}
         if node != CONTROLLER:
-            status.update(state=core.state, broker_epoch=core.broker_epoch, fenced=core.fenced)
+            status.update(state=core.state, broker_epoch=core.broker_epoch, fenced=core.fenced,
+                          log_dir_offline=core.log_dir_offline, log_dir_failure=core.log_dir_failure,
+                          counters={"storage-error-count": core.storage_error_count,
+                                    "dropped-at-load-count": len(core.dropped_at_load)})
         else:
             status.update(state="RUNNING", metadata_offset=core.end_offset)
         write_json(run_path, status)
@@ -273,15 +297,13 @@ async def _main(directory: str, node) -> int:
         if owner and stop["requested_ms"] is None and not owner_alive(int(owner)):
             log(f"owner pid {owner} is gone: shutting down")
             on_signal(signal.SIGTERM)
+        if node != CONTROLLER and core.log_lines:
+            for line in core.take_log_lines():
+                log(line)
         write_status(force=False)
         if node == CONTROLLER:
             for ev in core.urm.take_events():  # the unclean recoveries' steps (KIP-966), into the node's log
                 log(f"unclean recovery of {ev.partition}: {ev.kind}: {ev.detail}")
-        else:
-            while logged["strays"] < len(core.strays):  # Kafka logs each stray log dir it renames
-                old, new, reason = core.strays[logged["strays"]]
-                log(f"stray partition directory {old} ({reason}): renamed {new}, kept")
-                logged["strays"] += 1
 
     supported = wire.supported_api_versions(core.level)
     await driver.start(lambda listener: lst.listener_api_versions(listener, supported))
@@ -307,6 +329,8 @@ async def _main(directory: str, node) -> int:
         loop.add_signal_handler(sig, on_signal, sig)
 
     def done() -> bool:
+        if getattr(core, "fatal_error", None) is not None:
+            return True  # the node stopped itself (a failed log directory or metadata log): exit 1
         requested = stop["requested_ms"]
         if requested is None:
             return False
@@ -314,16 +338,21 @@ async def _main(directory: str, node) -> int:
             return True
         return clock.now_ms() - requested > CONTROLLED_SHUTDOWN_MAX_MS + SHUTDOWN_GRACE_MS
 
+    fatal = None
     try:
-        await driver.run_until(done, on_wake=on_wake)
+        await driver.run_until(done, on_wake=on_wake)  # a broker's fatal error stops it too (core.stopped)
     finally:
         driver.stopping = True
-        clean = node == CONTROLLER or core.stopped
+        fatal = getattr(core, "fatal_error", None)
+        clean = node == CONTROLLER or (core.stopped and fatal is None)
+        if node != CONTROLLER:
+            for line in core.take_log_lines():
+                log(line)
         write_status()
         await driver.close()
         disk.close()
-        log("stopped" + ("" if clean else " without completing the controlled shutdown"))
-    return 0
+        log(f"stopped: {fatal}" if fatal else "stopped" + ("" if clean else " without completing the controlled shutdown"))
+    return 1 if fatal else 0
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -3,11 +3,14 @@
 ``SimCluster`` owns the event queue, the seeded network (per-message delay drawn from a range, FIFO
 per directed link like a TCP connection, cut links, partitions, held messages by API name), the
 SimDisks, and the faults (crash with page-cache or disk loss, clean shutdown, restart, controller
-failover). It formats every SimDisk as ``kafka-storage.sh format`` does (a ``meta.properties`` value:
-this cluster's id, the node id, a directory id) and the nodes verify it when they start: a broker
-whose disk was replaced (``crash(..., "all")``) is formatted again before its restart, as an operator
-formats a new disk, while the controller's is not: it refuses to start on an unformatted disk
-(:attr:`refused`), as a KRaft controller must rather than come back with an empty metadata log. It drives the sans-I/O nodes through their contract only: ``deliver``, ``tick``,
+failover, a full disk, flipped bytes in a stopped broker's log). A broker that stops by itself (its
+failed log directory was not acknowledged in time: ``Broker.fatal_error``) leaves like a process that
+exits: removed, its page cache kept. It formats every SimDisk as ``kafka-storage.sh format`` does (a
+``meta.properties`` value: this cluster's id, the node id, a directory id) and the nodes verify it when
+they start: a broker whose disk was replaced (``crash(..., "all")``) is formatted again before its
+restart, as an operator formats a new disk, while the controller's is not: it refuses to start on an
+unformatted disk (:attr:`refused`), as a KRaft controller must rather than come back with an empty
+metadata log. It drives the sans-I/O nodes through their contract only: ``deliver``, ``tick``,
 ``poll``, ``next_deadline``, and ``connection_failed`` when a request targets a node that is down.
 
 Client connections: a client's ``ConnectionSetup`` (see ``kraftlog.protocol.node``) travels like a
@@ -25,7 +28,7 @@ from __future__ import annotations
 import heapq
 import random
 
-from ..broker.broker import Broker
+from ..broker.broker import Broker, derived_directory_id
 from ..controller.controller import CONTROLLER, QuorumController
 from ..protocol.level import Level
 from ..protocol.messages import Envelope
@@ -95,10 +98,16 @@ class SimCluster:
         return random.Random(f"{node_id}:{self.node_seeds.getrandbits(64)}")
 
     def format(self, node_id) -> None:
-        """Format ``node_id``'s disk (``kafka-storage.sh format``): this cluster's id, the node id and a new
-        directory id (from a Random of the node and the format's count), as a ``meta.properties`` value."""
+        """Format ``node_id``'s disk (``kafka-storage.sh format``): this cluster's id, the node id and a
+        directory id, as a ``meta.properties`` value. A broker's first directory id is the one a broker
+        derived before the simulator formatted disks (:func:`kraftlog.broker.broker.derived_directory_id`,
+        which its log lines name: histories stay as they were); a disk formatted again (a replaced one) gets
+        a new id from a Random of the node and the format's count, as ``kafka-storage.sh format`` draws one."""
         n = self._formats[node_id] = self._formats.get(node_id, 0) + 1
-        directory_id = new_directory_id(random.Random(f"format:{self.seed}:{node_id}:{n}"))
+        if n == 1 and node_id != CONTROLLER:
+            directory_id = derived_directory_id(node_id)
+        else:
+            directory_id = new_directory_id(random.Random(f"format:{self.seed}:{node_id}:{n}"))
         format_disk(self.disks[node_id], MetaProperties(self.cluster_id, str(node_id), directory_id), self.now)
 
     def start_controller(self) -> None:
@@ -112,7 +121,10 @@ class SimCluster:
         """Start broker ``broker_id`` over its disk, formatting it first when it is blank (a replaced disk:
         the operator's format); NodeIdentityError when it belongs to another node or cluster."""
         if self.disks[broker_id].read_value(META_PROPERTIES) is None and not self.disks[broker_id].list(""):
-            self.format(broker_id)
+            try:
+                self.format(broker_id)
+            except OSError as exc:  # a full file system (disk_full): no format, no start
+                raise NodeIdentityError(f"not formatted: formatting its replaced disk failed: {exc}") from None
         node = Broker(broker_id, self.config, self.level, self.disks[broker_id], self._rng_for(broker_id), self.now,
                       self.cluster_id, verify_identity=True)
         self._add(broker_id, node)
@@ -173,6 +185,38 @@ class SimCluster:
             self.history.record(self.now, "refused", node=str(node_id), reason=str(exc))
             return False
         return True
+
+    def disk_full(self, broker_id: int, for_ms: int) -> None:
+        """Every write on broker ``broker_id``'s disk fails with ENOSPC for ``for_ms`` ms (whether the broker
+        runs or not), then the file system has space again."""
+        disk = self.disks[broker_id]
+        disk.set_full(True)
+        self.history.record(self.now, "disk_full", node=str(broker_id), for_ms=for_ms)
+
+        def space(sim: "SimCluster") -> None:
+            disk.set_full(False)
+            sim.history.record(sim.now, "disk_space", node=str(broker_id))
+
+        self.call_at(self.now + for_ms, space)
+
+    def corrupt(self, broker_id: int, path: str, index: int) -> bool:
+        """Flip bytes in item ``index`` of the log file ``path`` on broker ``broker_id``'s disk (its process
+        must be down: the caller checks). Returns False when there is no such item."""
+        done = self.disks[broker_id].corrupt(path, index)
+        self.history.record(self.now, "corrupt", node=str(broker_id), path=path, index=index, done=done)
+        return done
+
+    def _exited(self, node_id) -> None:
+        """The node's process ended by itself (a broker's fatal error): removed like a crash, but its page
+        cache stays (no machine crash): peers see its connections reset. Its observer runs a last time
+        (what the node noted on its way out)."""
+        obs = self.observers.get(node_id)
+        if obs is not None:
+            obs(self, node_id)
+        del self.nodes[node_id]
+        self.scheduled.pop(node_id, None)
+        self.history.record(self.now, "exit", node=str(node_id))
+        self.call_at(self.now + self.delay_min, lambda sim: sim._peer_gone(node_id))
 
     def restart_controller(self) -> bool:
         """Controller failover: in-memory state lost, the metadata log replayed (a controller that is down
@@ -304,6 +348,9 @@ class SimCluster:
             return
         del self.scheduled[node_id]
         node.tick(self.now)
+        if getattr(node, "fatal_error", None) is not None:
+            self._exited(node_id)
+            return
         self._after(node_id, node)
         if self.scheduled.get(node_id) == self.now:
             # A node must make progress: never tick twice at the same instant.

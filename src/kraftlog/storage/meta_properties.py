@@ -36,6 +36,7 @@ __all__ = [
     "format_disk",
     "kafka_uuid",
     "new_directory_id",
+    "parse_kafka_uuid",
     "read_identity",
     "verify_ensemble",
 ]
@@ -76,11 +77,17 @@ def kafka_uuid(u: uuid.UUID) -> str:
     return base64.urlsafe_b64encode(u.bytes).decode().rstrip("=")
 
 
-def _parse_kafka_uuid(text: str) -> uuid.UUID:
-    raw = base64.urlsafe_b64decode(text + "==") if len(text) == 22 else b""
-    if len(raw) != 16:
-        raise ValueError(f"{text!r} is not a Kafka Uuid")
-    return uuid.UUID(bytes=raw)
+def parse_kafka_uuid(text: str) -> uuid.UUID:
+    """A Uuid as Kafka writes it (``Uuid.toString``: URL-safe base64 of 16 bytes, no padding) or in the
+    canonical hex form; ValueError otherwise."""
+    if len(text) == 22:
+        raw = base64.urlsafe_b64decode(text + "==")
+        if len(raw) == 16:
+            return uuid.UUID(bytes=raw)
+    try:
+        return uuid.UUID(text)
+    except ValueError:
+        raise ValueError(f"{text!r} is not a Kafka Uuid") from None
 
 
 def new_directory_id(rng: Random) -> uuid.UUID:
@@ -134,7 +141,7 @@ def verify_ensemble(texts: Mapping[str, object], node_id, cluster_id: str) -> di
         directory_id = None
         if props.get("directory.id"):
             try:
-                directory_id = _parse_kafka_uuid(props["directory.id"])
+                directory_id = parse_kafka_uuid(props["directory.id"])
             except ValueError as exc:
                 raise NodeIdentityError(f"{where}: bad directory.id: {exc}") from None
         found[name] = MetaProperties(props["cluster.id"], props["node.id"], directory_id)
