@@ -126,6 +126,14 @@ def chaos_runs(tmp_path_factory) -> ChaosRuns:
     return ChaosRuns(tmp_path_factory)
 
 
+def pytest_collection_modifyitems(config, items) -> None:
+    """Tests that share the session's chaos runs (``chaos_runs``) run on one pytest-xdist worker
+    (``--dist loadgroup``): each run is minutes of real processes, made once per worker."""
+    for item in items:
+        if "chaos_runs" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.xdist_group("chaos"))
+
+
 #: the chaos runs the chaos and audit tests share: 30 s at the default level (seed 7: a corrupted log, then
 #: a full disk: issue 23's storage faults), and KIP-966's last-replica-standing story at classic
 DEFAULT_LEVEL_RUN = ("--duration", "30s", "--seed", "7")
