@@ -29,7 +29,7 @@ from ..protocol.errors import Errors
 NONE = Errors.NONE
 FENCED_LEADER_EPOCH = Errors.FENCED_LEADER_EPOCH
 from ..protocol.level import Level
-from ..protocol.records import invalid_batch_reason
+from ..protocol.validation import RecordLimits, validate_produce_records
 from ..protocol.listeners import CLUSTER_ACTION_APIS, FORWARDED_APIS, cluster_action_refusal, error_response
 from ..protocol.node import NodeBase
 from ..storage.checkpoints import (
@@ -108,6 +108,7 @@ class Broker(NodeBase):
         self.fenced = True
         self.image = MetadataImage()
         self._min_isr_cache: dict[str, int] = {}
+        self._limits_cache: dict[str, RecordLimits] = {}
         self._published = False  # first caught up with the metadata log (MetadataLoader)
         self._unpublished: set = set()  # partitions changed in the image but not yet applied
         self.partitions: dict[tuple[str, int], Partition] = {}
@@ -167,6 +168,19 @@ class Broker(NodeBase):
         msgs = cfg.as_int(self.image.config("log.flush.interval.messages", topic, self.static))
         ms = cfg.as_int(self.image.config("log.flush.interval.ms", topic, self.static))
         return LogConfig(flush_interval_messages=msgs, flush_interval_ms=ms)
+
+    def _record_limits(self, topic: str) -> RecordLimits:
+        """``topic``'s limits on produced batches (``max.message.bytes``, ``message.timestamp.*``, through the
+        broker defaults), cached per metadata image for the topics the image has."""
+        cached = self._limits_cache.get(topic)
+        if cached is None:
+            def get(name: str) -> int:
+                return int(self.image.config(name, topic, self.static))
+            cached = RecordLimits(get("message.max.bytes"), get("log.message.timestamp.before.max.ms"),
+                                  get("log.message.timestamp.after.max.ms"))
+            if topic in self.image.topics:
+                self._limits_cache[topic] = cached
+        return cached
 
     def min_isr(self, topic: str) -> int:
         """Effective min ISR of ``topic`` (cached per metadata image)."""
@@ -524,6 +538,7 @@ class Broker(NodeBase):
         restarted broker lead an old epoch and rewrite its log."""
         self.image, delta = self.image.replay(records, base_offset)
         self._min_isr_cache.clear()
+        self._limits_cache.clear()
         self._fetch_dirty = True
         image = self.image
         self._unpublished |= delta.partitions
@@ -977,14 +992,13 @@ class Broker(NodeBase):
         waiting = []
         appended = False
         for pp in req.partitions:
-            invalid = "no record batch" if not pp.records else next(
-                (why for why in map(invalid_batch_reason, pp.records) if why is not None), None)
-            if invalid is not None:
-                # Kafka's ProduceRequest.validateRecords ("must have at least one record batch per
-                # partition") and LogValidator.validateBatch, from the batch headers only (the records
-                # stay opaque): INVALID_RECORD.
-                results.append(m.ProducePartitionResponse(pp.topic, pp.partition, Errors.INVALID_RECORD,
-                                                          error_message=invalid))
+            refused = validate_produce_records(pp.topic, pp.partition, pp.records, now_ms,
+                                               self._record_limits(pp.topic))
+            if refused is not None:
+                # Kafka's ProduceRequest.validateRecords, UnifiedLog.analyzeAndValidateRecords and
+                # LogValidator (kraftlog.protocol.validation): the partition's error, nothing appended.
+                results.append(m.ProducePartitionResponse(pp.topic, pp.partition, refused[0],
+                                                          error_message=refused[1]))
                 continue
             p = self.partitions.get((pp.topic, pp.partition))
             if p is None:

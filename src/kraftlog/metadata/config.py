@@ -51,6 +51,12 @@ DEFAULTS: dict[str, str] = {
     "group.max.session.timeout.ms": "1800000",
     "group.initial.rebalance.delay.ms": "3000",
     "group.max.size": "2147483647",
+    # What a producer may append (Kafka's LogValidator / UnifiedLog.analyzeAndValidateRecords): the
+    # largest batch in bytes (Kafka's default: 1 MiB + LOG_OVERHEAD) and how far a record's CreateTime may
+    # lie before / after the broker's clock (Kafka 4.x: unbounded, i.e. Long.MAX_VALUE, and 1 hour).
+    "message.max.bytes": "1048588",
+    "log.message.timestamp.before.max.ms": "9223372036854775807",
+    "log.message.timestamp.after.max.ms": "3600000",
 }
 
 #: Broker config name -> the topic-level name that overrides it (Kafka's synonyms).
@@ -60,6 +66,9 @@ TOPIC_SYNONYMS: dict[str, str] = {
     "unclean.recovery.strategy": "unclean.recovery.strategy",
     "log.flush.interval.messages": "flush.messages",
     "log.flush.interval.ms": "flush.ms",
+    "message.max.bytes": "max.message.bytes",
+    "log.message.timestamp.before.max.ms": "message.timestamp.before.max.ms",
+    "log.message.timestamp.after.max.ms": "message.timestamp.after.max.ms",
 }
 
 #: Every config name a scenario or AlterConfigs may set (broker names and topic-level names).

@@ -83,7 +83,7 @@ from . import messages as m
 from .errors import Errors, WireError
 from .level import DEFAULT as DEFAULT_LEVEL, Level
 from .records import (CorruptRecordError, Record, RecordBatch, UnsupportedCompressionError,
-                      decode_batches, encode_batches)
+                      decode_batches, decode_produce_records, encode_batches)
 
 __all__ = [
     "WireError", "UnsupportedVersionError", "CorruptRecordError", "UnsupportedCompressionError",
@@ -818,10 +818,16 @@ _APIS: tuple[_Api, ...] = (
                  _Group(m.AlterPartitionResponse, "partitions", "topics", _BY_ID, "partitions"))),
     _Api(m.BrokerRegistrationRequest, m.BrokerRegistrationResponse, range(4, 5)),
     _Api(m.BrokerHeartbeatRequest, m.BrokerHeartbeatResponse, range(1, 2)),
+    # A Produce partition's records are split leniently: bytes that do not frame as batches reach the
+    # broker as MalformedRecords, which it answers per partition (CORRUPT_MESSAGE, INVALID_RECORD), as
+    # Kafka parses them only when validating (ProduceRequest.validateRecords).
     _Api(m.ProduceRequest, m.ProduceResponse, range(3, 10),
          renames={"partition": "index"},
          groups=(_by_topic(m.ProduceRequest, "partitions", "topic_data", "partition_data"),
-                 _by_topic(m.ProduceResponse, "partitions", "responses", "partition_responses"))),
+                 _by_topic(m.ProduceResponse, "partitions", "responses", "partition_responses")),
+         custom=(_Custom(m.ProducePartition, "records", ("records",),
+                         lambda p, _: encode_batches(p.records),
+                         lambda e: {"records": decode_produce_records(e.records)}),)),
     _Api(m.ListOffsetsRequest, m.ListOffsetsResponse, range(1, 8),
          renames={"partition": "partition_index"},
          groups=(_by_topic(m.ListOffsetsRequest, "partitions", "topics", "partitions"),
