@@ -694,15 +694,19 @@ def _names_from(field: str) -> Callable[[Any], dict[str, Any]]:
 
 
 def _assignment_to(t: Any, kio_type: type) -> Any:
-    # CreateTopics: the core's assignment is positional (index = partition index), Kafka's names it.
-    return tuple(kio_type(partition_index=i, broker_ids=tuple(r)) for i, r in enumerate(t.assignment))
+    # CreateTopics: the core's assignment is positional (index = partition index) unless it names its
+    # indexes (assignment_partitions); Kafka's names each.
+    indexes = t.assignment_partitions or range(len(t.assignment))
+    return tuple(kio_type(partition_index=i, broker_ids=tuple(r)) for i, r in zip(indexes, t.assignment))
 
 
 def _assignment_from(t: Any) -> dict[str, Any]:
+    # Indexes 0..n-1 in any order become the positional form; any others (duplicates, gaps) are kept for
+    # the controller to answer INVALID_REPLICA_ASSIGNMENT, as Kafka's does.
     assignment = sorted(t.assignments, key=lambda a: a.partition_index)
-    if [a.partition_index for a in assignment] != list(range(len(assignment))):
-        raise WireError(f"CreateTopics {t.name!r}: assignment partitions are not 0..n-1")
-    return {"assignment": tuple(tuple(a.broker_ids) for a in assignment)}
+    indexes = tuple(a.partition_index for a in assignment)
+    return {"assignment": tuple(tuple(a.broker_ids) for a in assignment),
+            "assignment_partitions": () if indexes == tuple(range(len(indexes))) else indexes}
 
 
 def _configs_to(t: Any, kio_type: type) -> Any:
@@ -844,8 +848,8 @@ _APIS: tuple[_Api, ...] = (
          custom=(_Custom(m.MetadataRequest, "topics", ("topics",), _names_to("topics"),
                          _names_from("topics")),)),
     _Api(m.CreateTopicsRequest, m.CreateTopicsResponse, range(2, 8),
-         custom=(_Custom(m.CreatableTopic, "assignments", ("assignment",), _assignment_to,
-                         _assignment_from),
+         custom=(_Custom(m.CreatableTopic, "assignments", ("assignment", "assignment_partitions"),
+                         _assignment_to, _assignment_from),
                  _Custom(m.CreatableTopic, "configs", ("configs",), _configs_to, _configs_from))),
     _Api(m.IncrementalAlterConfigsRequest, m.IncrementalAlterConfigsResponse, range(0, 2)),
     # v3 is KIP-966's (kio_extra): election types 2..4 and DesiredLeaders beside Partitions, matched by
