@@ -19,7 +19,7 @@ import uuid
 from dataclasses import dataclass
 
 from ..metadata import config as cfg
-from ..metadata.image import MetadataImage
+from ..metadata.image import MetadataApplyErrors, MetadataImage
 from ..metadata.records import NO_LEADER
 from ..protocol import messages as m
 from ..protocol.errors import Errors
@@ -112,6 +112,9 @@ class Broker(NodeBase):
         self._published = False  # first caught up with the metadata log (MetadataLoader)
         self._unpublished: set = set()  # partitions changed in the image but not yet applied
         self.partitions: dict[tuple[str, int], Partition] = {}
+        #: Kafka's metadata-apply-error-count: metadata records (or partition roles) this broker could not
+        #: apply (apply_metadata); the node's driver logs their lines and reports the count.
+        self.metadata_apply_errors = MetadataApplyErrors()
         # Static timings (ms).
         g = lambda name: int(cfg.lookup(name, self.static))  # noqa: E731
         self.heartbeat_interval_ms = g("broker.heartbeat.interval.ms")
@@ -535,8 +538,15 @@ class Broker(NodeBase):
 
         Until the broker has first caught up with the metadata log's high watermark, the image is
         only built, not published (Kafka's MetadataLoader): acting on a stale prefix could make a
-        restarted broker lead an old epoch and rewrite its log."""
+        restarted broker lead an old epoch and rewrite its log.
+
+        A record the image cannot apply (``MetadataImage.replay``), and a partition whose role cannot be
+        applied (an error raised while making it leader or follower), is counted in
+        ``metadata_apply_errors`` (Kafka's ``metadata-apply-error-count``) with a line for the node's log;
+        the rest is applied (Kafka's metadata publishing fault handler)."""
         self.image, delta = self.image.replay(records, base_offset)
+        for offset, record, reason in delta.errors:
+            self.metadata_apply_errors.add(offset, record, reason)
         self._min_isr_cache.clear()
         self._limits_cache.clear()
         self._fetch_dirty = True
@@ -555,29 +565,41 @@ class Broker(NodeBase):
             reg = image.partitions.get(key)
             if reg is None or self.broker_id not in reg.replicas:  # None: its topic was deleted since
                 continue
-            p = self.partitions.get(key)
-            if p is None:
-                log = self.logs.get(key)
-                if log is None:
-                    log = PartitionLog(self.disk, f"{LOG_DIR}/{key[0]}-{key[1]}", self._log_config(key[0]), now_ms)
-                    self.logs[key] = log
-                p = Partition(self.broker_id, key[0], key[1], image.topics[key[0]].topic_id, log, self.level)
-                self.partitions[key] = p
-                self._record_topic_id(key, p.topic_id, now_ms)
-            if reg.leader == self.broker_id:
-                # KIP-704 as Kafka does it: the leader marks its own state RECOVERED at once; the
-                # controller's RECOVERING clears with the next ISR change (no AlterPartition of its own).
-                p.make_leader(reg, now_ms)
-                self._maybe_increment_hwm(now_ms, p)
-            else:
-                if p.make_follower(reg):
-                    self._fail_delayed_produces(key)
+            try:
+                self._apply_partition(now_ms, key, reg)
+            except AssertionError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - Kafka's metadata publishing fault handler
+                self.metadata_apply_errors.add(image.offset, key, f"applying partition {key[0]}-{key[1]}: "
+                                               f"{type(exc).__name__}: {exc}")
         if delta.configs or changed:
             for key, log in self.logs.items():
                 log.config = self._log_config(key[0])
             self._flush_by_time = any(log.config.flush_interval_ms is not None for log in self.logs.values())
         if changed or delta.brokers:
             self._wake_delayed_fetches(now_ms)
+
+    def _apply_partition(self, now_ms: int, key: tuple[str, int], reg) -> None:
+        """Make this broker leader or follower of ``key`` as ``reg`` (its registration in the image) says,
+        creating the replica and its log on first sight (BrokerMetadataPublisher / ReplicaManager)."""
+        image = self.image
+        p = self.partitions.get(key)
+        if p is None:
+            log = self.logs.get(key)
+            if log is None:
+                log = PartitionLog(self.disk, f"{LOG_DIR}/{key[0]}-{key[1]}", self._log_config(key[0]), now_ms)
+                self.logs[key] = log
+            p = Partition(self.broker_id, key[0], key[1], image.topics[key[0]].topic_id, log, self.level)
+            self.partitions[key] = p
+            self._record_topic_id(key, p.topic_id, now_ms)
+        if reg.leader == self.broker_id:
+            # KIP-704 as Kafka does it: the leader marks its own state RECOVERED at once; the
+            # controller's RECOVERING clears with the next ISR change (no AlterPartition of its own).
+            p.make_leader(reg, now_ms)
+            self._maybe_increment_hwm(now_ms, p)
+        else:
+            if p.make_follower(reg):
+                self._fail_delayed_produces(key)
 
     # ================================================================= topic deletion
     def _stop_deleted_partitions(self, now_ms: int, deleted_topic_names, first_publish: bool) -> None:

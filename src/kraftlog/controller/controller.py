@@ -31,7 +31,7 @@ from random import Random
 import uuid
 
 from ..metadata import config as cfg
-from ..metadata.image import RESOURCE_BROKER, RESOURCE_TOPIC, MetadataImage
+from ..metadata.image import RESOURCE_BROKER, RESOURCE_TOPIC, MetadataApplyErrors, MetadataImage
 from ..metadata.records import (
     NO_LEADER, RECOVERED, RECOVERING, BrokerRegistrationChangeRecord, ConfigRecord, PartitionRecord,
     RegisterBrokerRecord, RemoveTopicRecord, TopicRecord, ClearElrRecord,
@@ -104,7 +104,13 @@ class QuorumController(NodeBase):
         self.rng = rng
         self.cluster_id = cluster_id
         self.log: list = list(disk.read(METADATA_LOG))
-        self.image, _ = MetadataImage().replay(self.log, 0) if self.log else (MetadataImage(), None)
+        #: Metadata records this controller could not apply (Kafka's ``metadata-apply-error-count``; Kafka's
+        #: controller exits on one, kraftlog's logs it, counts it and applies the rest: a metadata log
+        #: written before CreateTopics validated names still loads).
+        self.metadata_apply_errors = MetadataApplyErrors()
+        self.image = MetadataImage()
+        if self.log:
+            self._replay(self.log, 0)
         self.session_timeout_ms = int(cfg.lookup("broker.session.timeout.ms", self.static))
         # In-memory broker state (lost on failover; Kafka's BrokerHeartbeatManager).
         self.last_heartbeat_ms: dict[int, int] = {b: now_ms for b, reg in self.image.brokers.items()}
@@ -153,11 +159,18 @@ class QuorumController(NodeBase):
         self.disk.append_many(METADATA_LOG, records, now_ms)
         self.log.extend(records)
         self.disk.fsync(METADATA_LOG, now_ms)
-        self.image, _ = self.image.replay(records, base)
+        self._replay(records, base)
         if self.parked_fetches:
             parked, self.parked_fetches = self.parked_fetches, []
             for _, env, _ in parked:
                 self._answer_metadata_fetch(env)
+
+    def _replay(self, records, base: int) -> None:
+        """Replay ``records`` (the first at metadata offset ``base``) into the image, counting those it
+        cannot apply (``MetadataImage.replay`` skips them)."""
+        self.image, delta = self.image.replay(records, base)
+        for offset, record, reason in delta.errors:
+            self.metadata_apply_errors.add(offset, record, reason)
 
     # ================================================================= node contract
     def tick(self, now_ms: int) -> None:
@@ -764,6 +777,16 @@ class QuorumController(NodeBase):
             if res.resource_type not in (RESOURCE_TOPIC, RESOURCE_BROKER):
                 out.append(m.AlterConfigsResourceResponse(Errors.INVALID_REQUEST, res.resource_type,
                                                           res.resource_name))
+                continue
+            ops = [c.config_operation for c in res.configs if c.config_operation not in (m.OP_SET, m.OP_DELETE)]
+            if ops:
+                # Kafka's OpType: 0 SET, 1 DELETE, 2 APPEND, 3 SUBTRACT (for list configs, which kraftlog has
+                # none of: INVALID_CONFIG); another id is INVALID_REQUEST.
+                known = ops[0] in (m.OP_APPEND, m.OP_SUBTRACT)
+                out.append(m.AlterConfigsResourceResponse(
+                    Errors.INVALID_CONFIG if known else Errors.INVALID_REQUEST, res.resource_type, res.resource_name,
+                    f"Can not apply {'APPEND' if ops[0] == m.OP_APPEND else 'SUBTRACT'} operation to a non-list "
+                    "configuration" if known else f"Unknown operation type {ops[0]}"))
                 continue
             bad = [c.name for c in res.configs if c.name not in cfg.KNOWN_CONFIGS]
             if bad:

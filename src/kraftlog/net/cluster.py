@@ -300,6 +300,8 @@ class NodeStatus:
     fenced: bool | None
     broker_epoch: int | None
     state: str | None
+    #: Kafka's metadata-apply-error-count: metadata records the node could not apply (None: not running).
+    metadata_apply_error_count: int | None = None
 
     def as_dict(self) -> dict:
         return dict(self.__dict__)
@@ -318,7 +320,8 @@ def status(directory: str) -> list[NodeStatus]:
             e["id"], e["role"], e.get("pid"), e["host"], e["port"], e.get("internal_port"), alive,
             (run.get("fenced") if run and broker else None),
             (run.get("broker_epoch") if run and broker else None),
-            (run.get("state") if run else None)))
+            (run.get("state") if run else None),
+            (run.get("metadata_apply_error_count") if run else None)))
     return out
 
 

@@ -444,6 +444,8 @@ RESOURCE_TOPIC = 2
 RESOURCE_BROKER = 4
 OP_SET = 0
 OP_DELETE = 1
+OP_APPEND = 2
+OP_SUBTRACT = 3
 
 
 @dataclass(slots=True)
