@@ -28,7 +28,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import wait_for
+from conftest import running_cluster, wait_for
 from kraftlog.client.admin import Admin
 from kraftlog.client.producer import Producer
 from kraftlog.metadata import config as cfg
@@ -148,7 +148,7 @@ class SimFuzz:
         return self.admin.results.pop(rid, Errors.REQUEST_TIMED_OUT)
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
 @given(seed=st.integers(0, 2**32 - 1), n=st.integers(1, 12))
 def test_admin_fuzz_in_the_simulator(seed, n):
     """No node raises and metadata keeps applying under random admin requests; a valid topic created
@@ -196,8 +196,7 @@ def test_admin_fuzz_on_a_real_cluster(tmp_path):
     rng = random.Random(REAL_SEED)
     tried = 0
     by_code: collections.Counter = collections.Counter()
-    try:
-        cl.up(directory, BROKERS, port=0)
+    with running_cluster(directory, BROKERS):
         nodes = cl.load(directory)["nodes"]
         pids = [e["pid"] for e in nodes]
         brokers = [f"{HOST}:{e['port']}" for e in nodes if e["role"] == "broker"]
@@ -239,11 +238,4 @@ def test_admin_fuzz_on_a_real_cluster(tmp_path):
         for name in ("controller", *(f"broker-{b}" for b in range(BROKERS))):
             with open(f"{directory}/{name}.log", errors="replace") as f:
                 assert "Traceback" not in f.read(), name
-    finally:
-        try:
-            cl.down(directory)
-        except cl.ClusterError:
-            pass
-        finally:
-            cl.kill(directory)
     assert tried == REAL_REQUESTS

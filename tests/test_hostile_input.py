@@ -24,7 +24,7 @@ import pytest
 from click.testing import CliRunner
 from crc32c import crc32c
 
-from conftest import wait_for
+from conftest import running_cluster, wait_for
 from kraftlog.controller.controller import METADATA_LOG
 from kraftlog.metadata.records import ConfigRecord, PartitionRecord, TopicRecord
 from kraftlog.net import cluster as cl
@@ -64,17 +64,8 @@ BAD_COUNTS = [
 
 @pytest.fixture(scope="module")
 def real(tmp_path_factory):
-    directory = str(tmp_path_factory.mktemp("hostile-cluster"))
-    try:
-        cl.up(directory, BROKERS, port=0)
+    with running_cluster(str(tmp_path_factory.mktemp("hostile-cluster")), BROKERS) as directory:
         yield directory
-    finally:
-        try:
-            cl.down(directory)
-        except cl.ClusterError:
-            pass
-        finally:
-            cl.kill(directory)
 
 
 def bootstrap(directory: str) -> str:
@@ -237,8 +228,7 @@ def test_a_metadata_log_holding_bad_names_from_before_the_fix_starts_and_serves(
     record counted (metadata-apply-error-count in ``cluster status --json``) and logged, every valid topic
     served with its records, and a topic created afterwards works."""
     directory = str(tmp_path / "old-cluster")
-    try:
-        cl.up(directory, BROKERS, port=0)
+    with running_cluster(directory, BROKERS):
         (r,) = create(directory, m.CreatableTopic("kept", 1, 3)).topics
         assert r.error_code == Errors.NONE, r
         wait_for("kept led", lambda: leaders(directory, "kept"))
@@ -248,19 +238,18 @@ def test_a_metadata_log_holding_bad_names_from_before_the_fix_starts_and_serves(
         with KafkaConnection(f"{HOST}:{port}", timeout_s=30) as k:
             p = produce(k, "kept", [RecordBatch(-1, -1, tuple(Record(now, None, b"r%d" % i) for i in range(3)))])
             assert p.error_code == Errors.NONE, p
-        cl.down(directory)
-        # What the old controller wrote for `topics create --topic "bad topic"` and friends.
-        disk = FileDisk(os.path.join(directory, "controller"))
-        records: list = []
-        for i, name in enumerate(("bad topic", "", "../../escape", "y" * 300, "a/b", "..")):
-            tid = uuid.UUID(int=0xBAD0 + i)
-            records += [TopicRecord(name, tid), ConfigRecord(2, name, "min.insync.replicas", "1"),
-                        PartitionRecord(0, tid, (0, 1, 2), (0, 1, 2), 0)]
-        records.append(ConfigRecord(2, "kept", "min.insync.replicas", "abc"))  # an unchecked config value
-        disk.append_many(METADATA_LOG, records, now)
-        disk.fsync(METADATA_LOG, now)
-        disk.close()
-        cl.up(directory, BROKERS, port=0)
+    # What the old controller wrote for `topics create --topic "bad topic"` and friends.
+    disk = FileDisk(os.path.join(directory, "controller"))
+    records: list = []
+    for i, name in enumerate(("bad topic", "", "../../escape", "y" * 300, "a/b", "..")):
+        tid = uuid.UUID(int=0xBAD0 + i)
+        records += [TopicRecord(name, tid), ConfigRecord(2, name, "min.insync.replicas", "1"),
+                    PartitionRecord(0, tid, (0, 1, 2), (0, 1, 2), 0)]
+    records.append(ConfigRecord(2, "kept", "min.insync.replicas", "abc"))  # an unchecked config value
+    disk.append_many(METADATA_LOG, records, now)
+    disk.fsync(METADATA_LOG, now)
+    disk.close()
+    with running_cluster(directory, BROKERS):
         nodes = cl.status(directory)
         assert all(n.alive for n in nodes) and all(n.fenced is False for n in nodes if n.role == "broker"), \
             [n.as_dict() for n in nodes]
@@ -271,6 +260,7 @@ def test_a_metadata_log_holding_bad_names_from_before_the_fix_starts_and_serves(
             assert "not applied (Topic name is invalid: 'bad topic'" in f.read()
         leader = wait_for("kept led", lambda: leaders(directory, "kept"))[0]
         port = next(e["port"] for e in cl.load(directory)["nodes"] if e["id"] == leader)
+
         def kept_values():
             with KafkaConnection(f"{HOST}:{port}", timeout_s=30) as k:
                 fetched = k.request(m.FetchRequest(-1, -1, 0, 1, (m.FetchPartition(r.topic_id, 0, -1, 0),)))
@@ -279,10 +269,3 @@ def test_a_metadata_log_holding_bad_names_from_before_the_fix_starts_and_serves(
         valid_topic_works(directory, "created-after-restart")
         time.sleep(6)  # a HWM checkpoint on every broker
         assert all(n.alive for n in cl.status(directory))
-    finally:
-        try:
-            cl.down(directory)
-        except cl.ClusterError:
-            pass
-        finally:
-            cl.kill(directory)
