@@ -89,6 +89,11 @@ def running_cluster(directory: str, brokers: int, **kwargs):
             cl.kill(directory)
 
 
+def apply_errors(node) -> int | None:
+    """A node's metadata-apply-error-count as ``cluster status --json`` reports it (None: not running)."""
+    return None if node.counters is None else node.counters.get("metadata-apply-error-count")
+
+
 def node_pids(directory: str) -> list[int]:
     """The PIDs ``cluster.json`` in ``directory`` names (none when there is no cluster there)."""
     from kraftlog.net import cluster as cl
@@ -145,7 +150,7 @@ def chaos_runs(tmp_path_factory) -> ChaosRuns:
     return ChaosRuns(tmp_path_factory)
 
 
-#: the chaos runs the chaos and audit tests share: 30 s at the default level (seed 3: a pause, then a
-#: lose-unflushed crash), and KIP-966's last-replica-standing story at classic
-DEFAULT_LEVEL_RUN = ("--duration", "30s", "--seed", "3")
+#: the chaos runs the chaos and audit tests share: 30 s at the default level (seed 7: a corrupted log, then
+#: a full disk: issue 23's storage faults), and KIP-966's last-replica-standing story at classic
+DEFAULT_LEVEL_RUN = ("--duration", "30s", "--seed", "7")
 CLASSIC_STORY_RUN = ("--duration", "30s", "--seed", "7", "--level", "classic", "--story", "last-replica-standing")

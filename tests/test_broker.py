@@ -380,6 +380,27 @@ def test_broker_acks_all_with_isr_below_min_isr_is_not_enough_replicas():
     assert p.log.log_end_offset == leo + 5
 
 
+@pytest.mark.parametrize("level", [Level.CLASSIC, Level.KIP903])
+def test_acks_all_is_not_enough_replicas_after_append_when_the_maximal_isr_fell_below_min_isr(level):
+    """Issue 39 rule 2 (Kafka's ``Partition.checkEnoughReplicasReachOffset``): an acks=all record appended
+    with ISR [0, 1, 2], min ISR 2; neither follower fetches, the ISR shrinks to [0] (committed, so the
+    maximal ISR is [0] too) and the HWM reaches the record over the leader alone: the answer is
+    NOT_ENOUGH_REPLICAS_AFTER_APPEND, not NONE (levels classic and kip903; elr and urm never move the HWM
+    below min ISR). The positive side (the maximal ISR counts) is
+    ``test_fidelity.test_not_enough_replicas_after_append_counts_the_maximal_isr``.
+
+    Shown to fail when the min-ISR comparison in ``Broker._complete_delayed_produces`` is dropped (the
+    part's error set to NONE whenever the HWM reaches it)."""
+    c = MiniCluster(level=level, config={"replica.lag.time.max.ms": "1000", "min.insync.replicas": "2"})
+    p = c.p
+    c.hold = lambda env: type(env.message) is m.ProduceResponse
+    assert c.produce(5, acks=-1) is None  # appended; waits for the HWM
+    c.advance(c.now + 2200)  # the followers never fetch: the ISR shrinks to the leader
+    assert (p.isr, p.maximal_isr, p.log.high_watermark) == ((0,), frozenset((0,)), 5)
+    answers = [e.message.partitions[0] for e in c.held]
+    assert [(a.error_code, a.base_offset) for a in answers] == [(Errors.NOT_ENOUGH_REPLICAS_AFTER_APPEND, -1)]
+
+
 # ============================================================== the broker in the simulator
 EPOCHS_YAML = """
 name: broker-epochs

@@ -45,6 +45,28 @@ def test_cluster_actions_on_the_client_listener_get_cluster_authorization_failed
     assert c.p.isr == isr
 
 
+
+def test_a_replica_fetch_with_replica_id_0_on_the_client_listener_is_refused_and_a_consumer_fetch_is_served(c):
+    """Issue 39 rule 5 (Kafka's ``KafkaApis.handleFetch``: ``fetchRequest.isFromFollower`` is
+    ``replicaId >= 0``, and a follower fetch needs CLUSTER_ACTION, ``authorizeClusterOperation``): broker
+    id 0 is a replica id like any other, so a Fetch with replica id 0 on the client listener is answered
+    CLUSTER_AUTHORIZATION_FAILED; a consumer's fetch (replica id -1) on the same listener is served.
+
+    Shown to fail when ``message.replica_id >= 0`` in ``listeners.is_cluster_action`` is flipped to
+    ``> 0`` (replica 0's fetch gets through to the partition), and when it is loosened to ``>= -1`` (the
+    consumer is refused)."""
+    c.produce(3)
+    for follower in (1, 2):
+        c.fetch(follower, 3, last_epoch=c.p.leader_epoch)
+    assert c.p.log.high_watermark == 3
+    part = (m.FetchPartition(c.topic_id, 0, c.p.leader_epoch, 0),)
+    resp = ask(c, m.FetchRequest(0, c.epoch[0], 0, 1, part))
+    assert resp.error_code == Errors.CLUSTER_AUTHORIZATION_FAILED
+    assert all(not p.records for p in resp.partitions)
+    resp = ask(c, m.FetchRequest(-1, -1, 0, 1, part))
+    assert resp.error_code == Errors.NONE
+    assert resp.partitions[0].error_code == Errors.NONE and resp.partitions[0].records
+
 def test_a_replica_fetch_on_the_internal_listener_is_served(c):
     c.produce(3)
     resp = ask(c, m.FetchRequest(1, c.epoch[1], 0, 1, (m.FetchPartition(c.topic_id, 0, c.p.leader_epoch, 0),)),

@@ -319,6 +319,36 @@ def test_a_run_that_raised_is_a_failure_with_zero_counts():
     assert row["passed"] is False and row["safe"] is None and not is_safe_row(row)
 
 
+
+def _seed_row(level: str, seed: int, lost: int, within: bool) -> dict:
+    row = {"level": level, "kind": "seed", "seed": seed, "within_budget": within, "leaderless_at_end": 0,
+           "failure": lost > 0, "data_losing_shutdowns": 0 if within else 2, "schedule": "s",
+           **_row(_verdict(lost_acked=lost, safe=lost == 0))}
+    return row
+
+
+def test_the_summary_counts_a_loss_within_budget_only_for_seeds_within_the_budget():
+    """Issue 39 rule 11 (the campaign's question, SCENARIOS.md's fault budget: a loss counts against a
+    level only when the run stayed within min ISR - 1 data-losing shutdowns; ``campaign.summarize`` and
+    ``compare_levels``' per-level figures): hand-made results rows, at elr seed 0 lost 3 within the budget,
+    seed 1 lost 5 beyond it, seed 2 lost nothing within it; at urm only seed 1 lost (beyond). Within-budget
+    losses: one seed (3 records) at elr, none at urm; the unsafe seeds split the same way.
+
+    Shown to fail when ``if r["within_budget"]`` is dropped from ``seeds_with_loss_within_budget`` in
+    ``summarize`` (2 at elr) or in ``compare_levels``' figures, and when ``lost_acked_within_budget``
+    there sums every run (8)."""
+    from kraftlog.spark.campaign import summarize
+    rows = [_seed_row("elr", 0, 3, True), _seed_row("elr", 1, 5, False), _seed_row("elr", 2, 0, True),
+            _seed_row("urm", 0, 0, True), _seed_row("urm", 1, 4, False), _seed_row("urm", 2, 0, True)]
+    s = summarize(rows, ["elr", "urm"])
+    assert (s["elr"]["seeds_with_loss"], s["elr"]["seeds_with_loss_within_budget"]) == (2, 1)
+    assert (s["elr"]["seeds_unsafe"], s["elr"]["seeds_unsafe_within_budget"]) == (2, 1)
+    assert (s["urm"]["seeds_with_loss"], s["urm"]["seeds_with_loss_within_budget"]) == (1, 0)
+    assert s["urm"]["seeds_unsafe_within_budget"] == 0
+    by_level = comparisons(rows, ["elr", "urm"])["urm_vs_elr"]["by_level"]
+    assert (by_level["elr"]["seeds_with_loss_within_budget"], by_level["elr"]["lost_acked_within_budget"]) == (1, 3)
+    assert (by_level["urm"]["seeds_with_loss_within_budget"], by_level["urm"]["lost_acked_within_budget"]) == (0, 0)
+
 def test_run_one_row_matches_the_verdict_of_the_same_run():
     """A real run (KIP-966's story at classic, which loses 20 records and trips the TLA+ invariants):
     run_one's row carries the verdict of run_scenario on the same file, level and seed, column for column."""
@@ -373,10 +403,11 @@ def test_every_level_option_is_accepted_and_a_name_outside_the_enum_is_a_usage_e
 
 @pytest.mark.parametrize("level", LEVELS)
 def test_every_implemented_level_runs_a_seed(level):
-    """run_one, the executor's task, at each implemented level (urm included) on seed 15, whose story
-    is the longest-log-in-LastKnownELR episode: a row at that level, without error."""
-    assert "longest_log_in_last_known_elr" in faults.generate(15).description
-    row = run_one({"level": level, "kind": "seed", "seed": 15})
+    """run_one, the executor's task, at each implemented level (urm included) on seed 27, whose story
+    is the longest-log-in-LastKnownELR episode and a corrupted log: a row at that level, without error."""
+    description = faults.generate(27).description
+    assert "longest_log_in_last_known_elr" in description and "corrupt" in description
+    row = run_one({"level": level, "kind": "seed", "seed": 27})
     assert row["error"] is None and row["level"] == level
     assert row["history_digest"].startswith("sha256:") and row["acked_all"] > 0
 

@@ -1,12 +1,16 @@
 """``kraftlog chaos`` (issue 13): seeded faults on real processes, judged by the simulator's checkers.
 
 Fast tests: the fault plan is a pure function of the seed (same seed, same faults; never the global
-``random``), the options are checked before anything starts (exit 2, one line, nothing left behind).
+``random``), the options are checked before anything starts (exit 2, one line, nothing left behind),
+the verdict on hand-made final logs and producer stamps (an idempotence finding makes the run unsafe)
+and the fault budget on hand-made fault lists (issue 39's safety net).
 
 Slow tests (real processes on loopback, every node stopped by PID in a ``finally``):
 
-* one chaos run of 30 s at the default level, seed 3 (a SIGSTOP pause, then a lose-unflushed crash: a
-  SIGKILL and every file put back to its last fsync): faults injected, records acknowledged, none lost,
+* one chaos run of 30 s at the default level, seed 7 (issue 23's storage faults: a clean shutdown and one
+  byte flipped in a log, whose load then drops the damaged batch and registers unclean; then a full disk
+  injected into a broker, whose log directory goes offline until its restart): faults injected, records
+  acknowledged, none lost,
   the verdict's shape (``history_digest`` null, ``faults``), ``acks.parquet`` holding every
   acknowledgement, ``chaos.json`` written, no node left running;
 * the pinned last-replica-standing story at ``classic`` loses acknowledged records (KIP-966's motivating
@@ -26,12 +30,13 @@ import signal
 import subprocess
 import sys
 import time
+from types import SimpleNamespace
 
 import pytest
 
 from conftest import CLASSIC_STORY_RUN, DEFAULT_LEVEL_RUN, assert_all_gone, node_pids
 from kraftlog.net import cluster as cl
-from kraftlog.net.chaos import FAULT_KINDS, ChaosRun, plan_faults
+from kraftlog.net.chaos import FAULT_KINDS, ChaosRun, Fault, _Acked, plan_faults
 
 KRAFTLOG = [sys.executable, "-m", "kraftlog.cli"]
 
@@ -71,6 +76,22 @@ def test_duplicates_are_told_apart_by_their_producer_stamps():
         {"same_producer_epoch": 0, "producer_epoch_bump": 0, "not_idempotent": 0}, [])
 
 
+
+def test_a_duplicate_with_one_non_idempotent_copy_is_not_idempotent():
+    """Issue 39 rule 10 (``checkers.duplicate_causes``: a copy from a producer that is not idempotent,
+    producer id -1, makes the duplicate ``not_idempotent`` whatever the other copy carries; only an
+    idempotent producer's sequences are deduplicated, KIP-98): a value written once by idempotent producer
+    1 and once without a producer id, in either order, is ``not_idempotent``, never a
+    ``producer_epoch_bump`` (and never an idempotence finding).
+
+    Shown to fail when ``pid < 0 or o_pid < 0`` in ``duplicate_causes`` becomes ``pid < 0 and o_pid < 0``
+    (the mixed duplicates are counted as producer_epoch_bump)."""
+    from kraftlog.check.checkers import duplicate_causes
+    final_logs = {"chaos-0": {0: ("v", 0), 1: ("v", 0), 2: ("w", 0), 3: ("w", 0)}}
+    stamps = {"chaos-0": {0: (1, 0, 5), 1: (-1, -1, -1), 2: (-1, -1, -1), 3: (1, 0, 6)}}
+    assert duplicate_causes(final_logs, stamps) == (
+        {"same_producer_epoch": 0, "producer_epoch_bump": 0, "not_idempotent": 2}, [])
+
 def test_fault_plan_with_one_broker_has_no_link_between_brokers():
     assert not {f.kind for s in range(40) for f in plan_faults(s, 1)} & {"cut", "partition"}
 
@@ -101,16 +122,84 @@ def test_cli_refuses_bad_options_with_one_line_and_exit_2(tmp_path):
     assert not (tmp_path / "new").exists()
 
 
+
+def _chaos_verdict(tmp_path, final_logs: dict, stamps: dict) -> dict:
+    """ChaosRun.verdict on hand-made end state (no cluster): the final logs and producer stamps of
+    ``kraftlog chaos``'s read-back, every value acknowledged by producer ``all`` with acks=all."""
+    run = ChaosRun(str(tmp_path / "c"))
+    os.makedirs(run.directory)
+    run.stamps = stamps
+    for name, log in final_logs.items():
+        for offset, (value, _) in sorted(log.items()):
+            run.record_ack(_Acked("all", int(name.rsplit("-", 1)[1]), value, "all", offset, 10))
+    producer = SimpleNamespace(name="all", errors={}, fatal=0, unacked_at_end=0, sent=len(run.acked))
+    hwms = {name: len(log) for name, log in final_logs.items()}
+    return run.verdict(True, [producer], final_logs, hwms, {}, {}, [], {})
+
+
+def test_chaos_verdict_keeps_an_idempotence_finding_in_invariant_violations_and_is_unsafe(tmp_path):
+    """Issue 39 rule 7 (KIP-98: within one producer epoch the broker appends a sequence once; the module
+    doc of ``kraftlog.net.chaos``: a same-epoch duplicate is an invariant violation): a final log holding
+    value 'v1' twice under producer 1 epoch 0 gives a verdict with that idempotence finding in
+    ``invariant_violations`` and ``safe`` false, though nothing acknowledged is lost; the same log with the
+    second copy under a bumped epoch (KIP-360) is safe.
+
+    Shown to fail when ``+ idempotence`` is dropped from ``invariant_violations`` in ``ChaosRun.verdict``
+    (the run is called safe)."""
+    logs = {"chaos-0": {0: ("v0", 0), 1: ("v1", 0), 2: ("v1", 0)}}
+    v = _chaos_verdict(tmp_path / "same", logs, {"chaos-0": {0: (1, 0, 0), 1: (1, 0, 1), 2: (1, 0, 1)}})
+    assert v["lost_acked"] == 0 and v["metrics"]["duplicates_by_cause"]["same_producer_epoch"] == 1
+    assert v["invariant_violations"] == ["idempotence chaos-0: value 'v1' appended twice by producer 1 epoch 0 "
+                                         "(sequence 1 at offset 1, sequence 1 at offset 2)"]
+    assert v["safe"] is False
+    v = _chaos_verdict(tmp_path / "bump", logs, {"chaos-0": {0: (1, 0, 0), 1: (1, 0, 1), 2: (1, 1, 0)}})
+    assert v["metrics"]["duplicates_by_cause"]["producer_epoch_bump"] == 1
+    assert v["invariant_violations"] == [] and v["safe"] is True
+
+
+@pytest.mark.parametrize("brokers, faults, within", [
+    (3, [], True),
+    (3, [("kill", None)], True),  # min ISR 2: one unclean shutdown not yet recovered is within budget
+    (3, [("kill", None), ("lose_unflushed", None)], False),  # two overlapping: beyond
+    (3, [("kill", 5000), ("lose_unflushed", None)], True),  # the first was back in a complete ISR
+    (3, [("kill", None), ("pause", None), ("shutdown", None), ("isolate", None)], True),  # clean ones never count
+    (1, [("kill", None)], False),  # min ISR 1: no unclean shutdown is within budget
+    (1, [("kill", 5000)], True),
+])
+def test_chaos_fault_budget_allows_at_most_min_isr_minus_1_overlapping_unclean_shutdowns(
+        tmp_path, brokers, faults, within):
+    """Issue 39 rule 8 (KIP-966's guarantee holds while fewer than min.insync.replicas replicas shut down
+    uncleanly at once; ``ChaosRun._within_budget``, the verdict's ``fault_budget`` = min ISR - 1): hand-
+    made fault lists, an unclean fault (kill, lose_unflushed) overlapping while its ``recovered_ms`` is
+    None. 3 brokers (min ISR 2): one overlapping unclean shutdown is within budget, two are not; 1 broker
+    (min ISR 1): none is.
+
+    Shown to fail when the comparison ``down <= max(0, self.min_isr - 1)`` is loosened to
+    ``down <= self.min_isr`` (the off-by-one only a slow test noticed) or tightened to ``down < ...``."""
+    run = ChaosRun(str(tmp_path / "c"), brokers=brokers)
+    run.faults = [Fault(kind, 0, 0, 0, recovered_ms=recovered) for kind, recovered in faults]
+    assert run._within_budget() is within
+
 # ------------------------------------------------------------------------------------- slow
 @pytest.mark.slow
 def test_a_30s_chaos_run_at_the_default_level_loses_nothing(chaos_runs):
-    """Seed 3: a pause (SIGSTOP), then a lose-unflushed crash; every acknowledged acks=all record is in
-    the final log, every invariant holds, and the acknowledgement log has a row per acknowledgement."""
+    """Seed 7: a corrupted log (a clean shutdown, a byte flipped, a start: the load drops the damaged
+    batch and everything after it and the broker registers as after an unclean shutdown), then a full
+    disk (ENOSPC injected: the broker's log directory goes offline, the controller moves its leaderships,
+    an operator's restart brings it back); every acknowledged acks=all record is in the final log, every
+    invariant holds, and the acknowledgement log has a row per acknowledgement."""
     import pyarrow.parquet as pq
     directory, v = chaos_runs.run(*DEFAULT_LEVEL_RUN)
-    assert v["level"] == "urm" and v["seed"] == 3 and v["history_digest"] is None
+    assert v["level"] == "urm" and v["seed"] == 7 and v["history_digest"] is None
     kinds = [f["kind"] for f in v["faults"]]
-    assert kinds[:2] == ["pause", "lose_unflushed"], kinds
+    assert kinds[:2] == ["corrupt", "disk_full"], kinds
+    corrupted, full = (f"broker-{v['faults'][i]['node']}.log" for i in (0, 1))
+    with open(os.path.join(directory, corrupted)) as f:
+        text = f.read()
+        assert "dropped bytes" in text and "registering as after an unclean shutdown" in text
+    with open(os.path.join(directory, full)) as f:
+        text = f.read()
+        assert "No space left on device" in text and "the controller acknowledged the offline log directory" in text
     for f in v["faults"]:
         assert f["at_ms"] <= f["healed_ms"]
     assert v["acked"]["all"] > 500 and v["acked"]["1"] > 500

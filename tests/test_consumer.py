@@ -298,6 +298,25 @@ def test_checker_counts_a_consumer_that_reads_on_past_a_truncation_it_was_not_to
     assert r["undetected_truncations"] == 1 and r["poll-skip"] == 1
 
 
+
+def test_checker_counts_an_undetected_truncation_when_the_consumer_rereads_exactly_at_the_divergence_offset():
+    """Issue 39 rule 9 (KIP-320's promise, ``checkers.consumer_anomalies``: a consumer that read records
+    truncated away and then reads the new log *at or past* the divergence without a truncation report
+    was silently wrong). Reads 0-2, then OLD3 and OLD4 (truncated away: the final log holds x at 3), then,
+    never told, x at exactly offset 3: one undetected truncation. Told first (a report diverging at 3),
+    the same re-read is fine.
+
+    Shown to fail when ``off >= truncated_at[key]`` in ``consumer_anomalies`` is flipped to ``>``
+    (only reads past the divergence offset would count)."""
+    from kraftlog.check.checkers import consumer_anomalies
+    final = _final(["a", "b", "c", "x", "y"])
+    read_old = [("c", "t-0", o, v, o) for o, v in enumerate(["a", "b", "c", "OLD3", "OLD4"])]
+    reread = [("c", "t-0", 3, "x", 10)]
+    r = consumer_anomalies(read_old + reread, [], final)
+    assert r["undetected_truncations"] == 1 and r["detected_truncations"] == 0
+    r = consumer_anomalies(read_old + reread, [("c", "t-0", 5, 3, 9)], final)
+    assert r["undetected_truncations"] == 0 and r["detected_truncations"] == 1
+
 def test_checker_does_not_count_a_reported_truncation_or_a_stalled_consumer():
     from kraftlog.check.checkers import consumer_anomalies
     final = _final(["a", "b", "c", "x", "y", "z"])

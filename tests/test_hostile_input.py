@@ -24,7 +24,7 @@ import pytest
 from click.testing import CliRunner
 from crc32c import crc32c
 
-from conftest import running_cluster, wait_for
+from conftest import apply_errors, running_cluster, wait_for
 from kraftlog.controller.controller import METADATA_LOG
 from kraftlog.metadata.records import ConfigRecord, PartitionRecord, TopicRecord
 from kraftlog.net import cluster as cl
@@ -92,7 +92,7 @@ def assert_healthy(directory: str) -> None:
     nodes = cl.status(directory)
     assert all(n.alive for n in nodes), [n.as_dict() for n in nodes]
     assert all(n.fenced is False for n in nodes if n.role == "broker"), [n.as_dict() for n in nodes]
-    assert all(n.metadata_apply_error_count == 0 for n in nodes), [n.as_dict() for n in nodes]
+    assert all(apply_errors(n) == 0 for n in nodes), [n.as_dict() for n in nodes]
 
 
 def produce(conn: KafkaConnection, topic: str, records, partition: int = 0) -> m.ProducePartitionResponse:
@@ -255,7 +255,7 @@ def test_a_metadata_log_holding_bad_names_from_before_the_fix_starts_and_serves(
             [n.as_dict() for n in nodes]
         # 6 TopicRecords with bad names, their 6 PartitionRecords (unknown topic ids) and the bad value.
         wait_for("every node counted the 13 records", lambda: all(
-            n.metadata_apply_error_count == 13 for n in cl.status(directory)), timeout_s=30)
+            apply_errors(n) == 13 for n in cl.status(directory)), timeout_s=30)
         with open(os.path.join(directory, "broker-0.log")) as f:
             assert "not applied (Topic name is invalid: 'bad topic'" in f.read()
         leader = wait_for("kept led", lambda: leaders(directory, "kept"))[0]

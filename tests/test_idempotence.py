@@ -68,6 +68,29 @@ def test_older_producer_epoch_is_fenced_and_a_newer_one_restarts_sequences():
     assert psm.check(batch(0, epoch=4)) == (Errors.NONE, -1)
 
 
+
+def test_after_an_epoch_bump_the_new_epoch_is_kept_and_the_old_epoch_is_fenced():
+    """Issue 39 rule 3 (KIP-360; Kafka's ``ProducerStateManager.update`` / ``ProducerAppendInfo``: an
+    append of a bumped epoch replaces the producer's entry): epoch 0 appended sequences 0-3, the producer
+    bumps to epoch 1 and appends sequence 0-1; from then on epoch 1's next sequence (2) is accepted, its
+    retried batch is a duplicate, and a batch of the fenced epoch 0 (even its next sequence, 4) is
+    INVALID_PRODUCER_EPOCH.
+
+    Shown to fail when ``or batch.producer_epoch > entry.epoch`` is dropped from
+    ``ProducerStateManager.update`` (the entry keeps epoch 0: epoch 1's sequence 2 becomes
+    OUT_OF_ORDER_SEQUENCE_NUMBER, epoch 1's retry would be appended twice, and the fenced epoch 0's
+    sequence 0 is answered as a duplicate instead of INVALID_PRODUCER_EPOCH)."""
+    psm = ProducerStateManager()
+    psm.update(batch(0, epoch=0, base=0))
+    psm.update(batch(2, epoch=0, base=2))
+    assert psm.check(batch(0, epoch=1)) == (Errors.NONE, -1)
+    psm.update(batch(0, epoch=1, base=4))
+    assert psm.producers[7].epoch == 1
+    assert psm.check(batch(2, epoch=1)) == (Errors.NONE, -1)
+    assert psm.check(batch(0, epoch=1)) == (Errors.NONE, 4)
+    assert psm.check(batch(4, epoch=0))[0] == Errors.INVALID_PRODUCER_EPOCH
+    assert psm.check(batch(0, epoch=0))[0] == Errors.INVALID_PRODUCER_EPOCH
+
 def test_log_rebuilds_producer_state_on_truncation_and_reload():
     """Producer state follows the log: truncating a batch away forgets it; a reload rebuilds it."""
     disk = SimDisk(None)

@@ -315,7 +315,7 @@ def test_unknown_verb():
     msg = error_of(with_steps("{run_for: 1s}", "{after: 1s, explode: {broker: 1}}"))
     assert msg == (
         "bad.yaml:11: step 2: unknown verb 'explode' (expected one of: produce, crash, shutdown, restart, "
-        "restart_controller, isolate, partition, cut, heal, hold, release, alter_config, elect, "
+        "restart_controller, disk_full, corrupt, isolate, partition, cut, heal, hold, release, alter_config, elect, "
         "wait_until, expect, run_for)"
     )
 
@@ -368,7 +368,7 @@ def test_unknown_condition_key():
 def test_condition_without_checks_or_with_wrong_types():
     assert error_of(with_steps("{expect: {broker: 1}}")) == (
         "bad.yaml:10: step 1 (expect): the broker condition has no checks "
-        "(expected any of: fenced, alive, in_controlled_shutdown)"
+        "(expected any of: fenced, alive, in_controlled_shutdown, log_dir_offline)"
     )
     assert error_of(with_steps("{expect: {broker: 1, alive: 1}}")) == (
         "bad.yaml:10: step 1 (expect): alive must be true or false, got 1"

@@ -2,7 +2,11 @@
 (:mod:`kraftlog.spark.source`), with leader-epoch-aware (KIP-320) streaming offsets.
 
 Fast tests: the options (Spark's Kafka source's names and rules), the offsets JSON, KIP-320's position
-check, Spark's ``maxOffsetsPerTrigger`` sharing, range splitting and the events table.
+check, Spark's ``maxOffsetsPerTrigger`` sharing, range splitting and the events table; and (issue 39's
+safety net, no cluster, no SparkSession) the data-loss rules at the level where they live: a truncation
+one offset below the checkpoint, the planner failing or resuming on a KIP-320 truncation (a fake client),
+an end offset below the start, an OFFSET_OUT_OF_RANGE in a task's read (a client with scripted Fetch
+answers).
 
 Slow tests (one real 3-broker cluster on loopback for the module, one ``local[2]`` SparkSession; both
 stopped in a ``finally``, every node by PID):
@@ -132,6 +136,139 @@ def test_events_table_rows(tmp_path):
     assert rows == [{"time": rows[0]["time"], "topic": "t", "partition": 0, "checkpoint_offset": 150,
                      "checkpoint_leader_epoch": 0, "divergence_offset": 100, "action": "resumed at divergence"}]
 
+
+
+# ---------------------------------------------------------------- safety net (issue 39): the rules alone
+K = ("t", 0)
+
+
+def test_kip320_a_leader_ending_the_epoch_one_offset_below_the_checkpoint_is_a_truncation():
+    """Issue 39 rule 12 (KIP-320; Kafka's ``SubscriptionState.maybeCompleteValidation``: an end offset
+    below the position is a divergence): checkpoint offset 150 in epoch 0, the leader's epoch 0 ends at
+    149 (one record, 149, was truncated away): a truncation diverging at 149, resumed there.
+
+    Shown to fail when ``end < position.offset`` in ``offsets.check_position`` becomes
+    ``end < position.offset - 1`` (the lost record goes unnoticed)."""
+    t = check_position(K, Position(150, 0), (0, 149))
+    assert t is not None and (t.divergence_offset, t.resume) == (149, Position(149, 0))
+    assert check_position(K, Position(150, 0), (0, 150)) is None
+
+
+class _FakeClient:
+    """A :class:`KraftlogClient` stand-in for the driver's planning: OffsetForLeaderEpoch answers
+    ``{key: (epoch, end offset)}`` and the log start offsets; counts the questions."""
+
+    def __init__(self, end_offsets: dict, log_start: int = 0) -> None:
+        self.answers, self.log_start, self.asked = end_offsets, log_start, []
+
+    def end_offsets_for(self, positions):
+        self.asked.append(dict(positions))
+        return {k: self.answers[k] for k in positions}
+
+    def list_offsets(self, keys, timestamp):
+        return {k: self.log_start for k in keys}
+
+    def close(self) -> None:
+        pass
+
+
+def _stream_reader(**options):
+    from kraftlog.spark.source import SCHEMA, KraftlogStreamReader
+    opts = {"kafka.bootstrap.servers": "127.0.0.1:1", "subscribe": "t", **{k: str(v) for k, v in options.items()}}
+    return KraftlogStreamReader(SourceOptions.parse(opts, streaming=True), SCHEMA)
+
+
+CHECKPOINT = {"t": {"0": {"offset": 150, "leaderEpoch": 0}}}
+LATEST_180 = {"t": {"0": {"offset": 180, "leaderEpoch": 1}}}
+
+
+def test_kip320_truncation_under_the_checkpoint_fails_the_query_with_fail_on_data_loss(tmp_path):
+    """Issue 39 rule 13 (KIP-320 under a Spark checkpoint; Spark's Kafka source's ``failOnDataLoss``, whose
+    default true fails the query): the driver plans a micro-batch from checkpoint offset 150 (epoch 0) and
+    the leader (a fake client) ends epoch 0 at 100. With failOnDataLoss=true ``partitions`` raises
+    DataLossError naming the partition, both offsets and the truncation, and writes no event; with
+    failOnDataLoss=false it plans 100..179 and writes one events row.
+
+    Shown to fail when ``if self.opts.fail_on_data_loss:`` in ``_Planner.validate`` is replaced by
+    ``if False:`` (the query resumes silently at the divergence). The slow
+    ``test_kip320_truncation_under_the_checkpoint`` shows the same on a real cluster and Spark."""
+    import pyarrow.parquet as pq
+
+    from kraftlog.spark.source import DataLossError, RangePartition
+    reader = _stream_reader(eventsPath=tmp_path / "ev")
+    reader._client = _FakeClient({K: (0, 100)})
+    with pytest.raises(DataLossError) as err:
+        reader.partitions(CHECKPOINT, LATEST_180)
+    assert "t-0: checkpoint offset 150 (leader epoch 0), diverged at offset 100" in str(err.value)
+    assert [(t.divergence_offset, t.resume) for t in err.value.truncations] == [(100, Position(100, 0))]
+    assert not (tmp_path / "ev").exists()
+    reader = _stream_reader(eventsPath=tmp_path / "ev", failOnDataLoss="false")
+    reader._client = _FakeClient({K: (0, 100)})
+    assert reader.partitions(CHECKPOINT, LATEST_180) == [RangePartition("t", 0, 100, 180, 1)]
+    assert [r["divergence_offset"] for r in pq.read_table(tmp_path / "ev").to_pylist()] == [100]
+
+
+def test_an_end_offset_below_the_start_offset_is_data_loss():
+    """Issue 39 rule 14 (Spark's Kafka source ``KafkaMicroBatchStream.planInputPartitions``: "Partition
+    ...'s offset was changed from X to Y, some data may have been missed", ``reportDataLoss``): a
+    micro-batch from 150 to 149 (the log end fell below the position) fails with failOnDataLoss=true; with
+    false the partition is skipped (no range); an empty batch (end = start) is no loss.
+
+    Shown to fail when ``e.offset < s.offset`` in ``_Planner.ranges`` becomes ``e.offset < s.offset - 1``,
+    and when its ``self.data_loss(...)`` call is dropped."""
+    from kraftlog.spark.source import DataLossError
+    reader = _stream_reader()
+    with pytest.raises(DataLossError, match="t-0's offset was changed from 150 to 149"):
+        reader.ranges({K: Position(150, 0)}, {K: Position(149, 0)})
+    assert reader.ranges({K: Position(150, 0)}, {K: Position(150, 0)}) == []
+    assert _stream_reader(failOnDataLoss="false").ranges({K: Position(150, 0)}, {K: Position(149, 0)}) == []
+
+
+def _fetch_client(answers: list):
+    """A :class:`KraftlogClient` whose Fetch answers come from ``answers`` (FetchPartitionResponse
+    each, in order) and whose metadata names broker 0 as t-0's leader: :meth:`KraftlogClient.read` and
+    the task's ``_read_range`` run for real, without a cluster."""
+    import uuid
+
+    from kraftlog.spark.offsets import PartitionInfo
+
+    class Fetching(KraftlogClient):
+        def refresh(self, topics):
+            self.partitions[K] = PartitionInfo("t", 0, uuid.UUID(int=1), 0, 2)
+
+        def _fetch(self, leader, infos, offsets, max_wait_ms, partition_max_bytes):
+            return {K: answers.pop(0)}
+    return Fetching
+
+
+def test_offset_out_of_range_while_a_task_reads_its_range_is_data_loss_that_fail_on_data_loss_false_skips(
+        monkeypatch):
+    """Issue 39 rule 15 (Spark's Kafka source ``KafkaDataConsumer``: an OffsetOutOfRange while fetching a
+    planned range is ``reportDataLoss``, fatal only with failOnDataLoss): a task reads 0..9; the leader
+    serves 0..4, then answers OFFSET_OUT_OF_RANGE at 5 (its log was truncated below the range since it was
+    planned). ``KraftlogClient.read`` raises DataLossError; with failOnDataLoss=true the task fails with it;
+    with false the task hands over records 0..4 and skips the rest of the range.
+
+    Shown to fail when ``KraftlogClient.read`` raises SourceError instead of DataLossError for
+    OFFSET_OUT_OF_RANGE (failOnDataLoss=false can no longer skip it), and when ``_read_range``'s
+    ``if opts.fail_on_data_loss: raise`` after ``except DataLossError`` is dropped."""
+    import uuid
+
+    from kraftlog.protocol.records import Record, RecordBatch
+    from kraftlog.spark import source
+    from kraftlog.spark.source import DataLossError, RangePartition
+
+    def answers():
+        served = RecordBatch(0, 2, tuple(Record(1000 + i, None, b"v%d" % i) for i in range(5)))
+        return [m.FetchPartitionResponse(uuid.UUID(int=1), 0, Errors.NONE, 10, records=(served,)),
+                m.FetchPartitionResponse(uuid.UUID(int=1), 0, Errors.OFFSET_OUT_OF_RANGE, 3)]
+    part = RangePartition("t", 0, 0, 10, 2)
+    monkeypatch.setattr(source, "KraftlogClient", _fetch_client(answers()))
+    with pytest.raises(DataLossError, match="offset 5 is out of range on the leader"):
+        list(_stream_reader().read(part))
+    monkeypatch.setattr(source, "KraftlogClient", _fetch_client(answers()))
+    batches = list(_stream_reader(failOnDataLoss="false").read(part))
+    assert [o for b in batches for o in b.column("offset").to_pylist()] == [0, 1, 2, 3, 4]
 
 # ================================================================================================ slow
 #: The module cluster's configs: chaos.py's short lag and replica socket timeouts (a killed follower

@@ -402,6 +402,31 @@ def test_reload_repairs_epoch_cache_when_a_truncation_was_lost():
     assert reloaded.epoch_cache.entries() == [(0, 0)]
 
 
+
+def test_log_recovery_treats_a_batch_after_an_offset_gap_as_a_torn_tail():
+    """Issue 39 rule 4 (``PartitionLog``'s recovery keeps the contiguous prefix from offset 0, as Kafka's
+    ``LogSegment.recover`` truncates the segment at the first invalid batch; kraftlog has no compacted
+    topics, so an offset gap can only be a torn or misplaced write): a segment holding [0, 1],
+    then a batch at offset 3 (expected 2: a gap) and one at 4, loads as the contiguous prefix [0, 1]: LEO
+    2, the epoch cache and producer state from the prefix only, and the tail is truncated off the disk
+    durably (a crash does not bring it back).
+
+    Shown to fail when the gap check in ``PartitionLog.__init__``'s recovery loop is weakened from
+    ``b.base_offset != expected`` to ``b.base_offset < expected`` (the log loads with a hole: LEO 5)."""
+    d = SimDisk(writeback_ms=None)
+    d.append(SEG, batch(b"a", b"b", base=0, epoch=0), 1)
+    d.append(SEG, RecordBatch(3, 1, (Record(0, None, b"d"),), producer_id=7, producer_epoch=0,
+                              base_sequence=0), 1)
+    d.append(SEG, batch(b"e", base=4, epoch=1), 1)
+    d.fsync(SEG, 2)
+    log = PartitionLog(d, DIR, LogConfig(), 3)
+    assert log.log_end_offset == 2
+    assert [v for _, v, _ in contents(log)] == [b"a", b"b"]
+    assert log.epoch_cache.entries() == [(0, 0)]
+    assert 7 not in log.producer_state.producers
+    d.crash("unflushed", 4)
+    assert len(d.read(SEG)) == 1
+
 def test_flush_interval_messages_1_makes_every_append_durable():
     d = SimDisk(writeback_ms=None)
     log = new_log(d, flush_interval_messages=1)

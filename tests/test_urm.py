@@ -20,7 +20,8 @@ from kraftlog.controller.unclean_recovery import (
 )
 from kraftlog.metadata import config as cfg
 from kraftlog.metadata.image import RESOURCE_BROKER, RESOURCE_TOPIC, MetadataImage, PartitionRegistration
-from kraftlog.metadata.records import NO_LEADER, RECOVERING
+from kraftlog.metadata.records import NO_LEADER, RECOVERED, RECOVERING
+from kraftlog.protocol import listeners as lst
 from kraftlog.protocol import messages as m
 from kraftlog.protocol import wire
 from kraftlog.protocol.errors import Errors
@@ -415,6 +416,32 @@ def test_elect_leaders_beyond_the_partition_limit_is_request_limit_reached():
     assert wire.roundtrip(resp, as_response_to=m.ElectLeadersRequest, version=3) == resp
 
 
+
+@pytest.mark.parametrize("version, second", [(0, Errors.UNKNOWN_TOPIC_OR_PARTITION),
+                                             (1, Errors.UNKNOWN_TOPIC_OR_PARTITION),
+                                             (2, Errors.UNKNOWN_TOPIC_OR_PARTITION),
+                                             (3, Errors.REQUEST_LIMIT_REACHED)])
+def test_the_elect_leaders_partition_limit_applies_to_v3_over_the_wire_and_not_to_v0_to_v2(version, second):
+    """Issue 39 rule 6 (KIP-966: ``max.request.partition.size.limit`` bounds the partitions of an
+    ElectLeaders v3 request; older versions have no such limit). The request is encoded at ``version``
+    and decoded by ``wire.decode_request_frame``, then delivered as ``net/driver.py``'s ``_pump`` delivers
+    it (an Envelope with the listener, client id and api_version of the frame). Limit 1, two partitions:
+    at v3 the second is REQUEST_LIMIT_REACHED, at v0-v2 it is served (t-1 does not exist: UNKNOWN_TOPIC_OR_
+    PARTITION). The in-process tests above deliver without a version (None, which the controller limits
+    as v3).
+
+    Shown to fail when ``env.api_version >= 3`` in ``QuorumController._handle_elect_leaders`` becomes
+    ``>= 0`` (v0-v2 limited) and when the version condition is replaced by ``env.api_version is None``
+    (v3 over the wire not limited)."""
+    h = _leaderless(config={"max.request.partition.size.limit": "1"})
+    data = wire.encode_request(m.ElectLeadersRequest(m.ELECTION_PREFERRED, (
+        m.ElectLeadersPartition("t", 0), m.ElectLeadersPartition("t", 1))), 77, client_id="admin", version=version)
+    api_key, api_version, corr, client_id, msg = wire.decode_request_frame(data)
+    assert (api_key, api_version, corr) == (43, version, 77)
+    h.ctl.deliver(h.now, m.Envelope("admin", "controller", corr, msg, False, lst.CONTROLLER, client_id, api_version))
+    out = [e.message for e in h.ctl.poll() if e.dst == "admin" and e.correlation_id == corr]
+    assert [r.error_code for r in out[0].results] == [Errors.PREFERRED_LEADER_NOT_AVAILABLE, second]
+
 def test_elect_leaders_v3_types_are_invalid_below_urm_and_unclean_is_kafkas():
     h = _leaderless(Level.ELR)
     for etype in (m.ELECTION_LONGEST_LOG_BALANCED, m.ELECTION_LONGEST_LOG_AGGRESSIVE, m.ELECTION_DESIGNATION):
@@ -458,3 +485,36 @@ def test_a_new_incarnation_refused_registration_still_invalidates_the_old_answer
     resp = h.call(m.BrokerRegistrationRequest(2, "kraftlog", uuid.UUID(int=99)), src=2)
     assert resp.error_code == Errors.DUPLICATE_BROKER_REGISTRATION
     assert task.answers == {} and task.failed == {2}
+
+
+# ======================================================================= safety net (issue 39)
+def test_a_recovery_is_dropped_once_its_partition_gets_a_clean_leader_and_later_answers_never_depose_it():
+    """Issue 39 rule 1 (KIP-966 "Unclean Recovery": the URM works only on leaderless partitions;
+    ``QuorumController._consider_recoveries`` drops a recovery once its partition has a leader). Fenced ELR
+    members only, strategy Aggressive: a recovery starts and asks every replica; ELR member 1 comes back and
+    is elected cleanly; broker 2 then answers (current leader epoch, a longer log) and the 5 s wait ends.
+    The recovery must be gone: leader 1 stays, ISR [1] RECOVERED, nothing unclean.
+
+    Shown to fail when ``part.leader != NO_LEADER`` is dropped from the first loop's drop condition in
+    ``_consider_recoveries``: the leftover recovery deposes leader 1 with broker 2 (ISR [2], RECOVERING)."""
+    h = Harness(Level.URM, {"min.insync.replicas": "2", "unclean.recovery.strategy": "Aggressive"})
+    h.start_brokers(0, 1, 2)
+    tid = h.create_topic("t", ((0, 1, 2),))
+    for b in (2, 1, 0):
+        h.heartbeat(b, want_fence=True)
+    assert (h.part().leader, h.part().elr) == (NO_LEADER, (0, 1))
+    assert ("t", 0) in h.ctl.urm.tasks  # Aggressive: recover with fenced ELR members only
+    asked = {dst: corr for corr, (_, dst) in sorted(h.ctl._inflight.items())}
+    assert sorted(asked) == [0, 1, 2]
+    h.heartbeat(1, now=100)  # ELR member 1 is unfenced: a clean election
+    clean = h.part()
+    assert (clean.leader, clean.isr, clean.leader_recovery_state) == (1, (1,), RECOVERED)
+    assert ("t", 0) not in h.ctl.urm.tasks
+    h.heartbeat(2, now=200)
+    h.ctl.deliver(300, m.Envelope(2, "controller", asked[2], m.GetReplicaLogInfoResponse(
+        h.epoch[2], (m.PartitionLogInfo(tid, 0, clean.leader_epoch, clean.leader_epoch, 500),)), True))
+    h.ctl.tick(AGGRESSIVE_WAIT_MS + 1000)
+    h.heartbeat(2, now=AGGRESSIVE_WAIT_MS + 1000)
+    part = h.part()
+    assert (part.leader, part.isr, part.leader_recovery_state) == (1, (1,), RECOVERED)
+    assert h.ctl.urm.finished_count == 0

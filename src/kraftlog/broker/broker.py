@@ -9,6 +9,18 @@ HWM checkpoint and the clean-shutdown file (KIP-966) and stop.
 Requests served: Fetch (followers and consumers, long-polled), Produce (acks 0/1/all, NOT_ENOUGH_REPLICAS),
 ListOffsets, OffsetForLeaderEpoch, Metadata. Leader-epoch fencing (KIP-320): a request epoch greater
 than the leader's gets UNKNOWN_LEADER_EPOCH (checked first), a smaller one FENCED_LEADER_EPOCH.
+
+Storage faults (DESIGN.md, "Faults a real deployment meets"): an I/O error (an OSError from the Disk:
+ENOSPC, EIO) takes the broker's one log directory offline, as Kafka's ``LogDirFailureChannel`` and
+``ReplicaManager.handleLogDirFailure`` do for one of several directories (Kafka halts a broker whose only
+directory fails; kraftlog deliberately keeps it up): every partition goes offline here (its in-memory log
+state is dropped, its fetchers stop), Produce, Fetch, ListOffsets, OffsetForLeaderEpoch and
+GetReplicaLogInfo answer KAFKA_STORAGE_ERROR for them (NOT_LEADER_OR_FOLLOWER to Fetch v4-5, Kafka's
+down-conversion), the directory's id goes to the controller in every heartbeat (KIP-858's
+OfflineLogDirs) so that it moves leaderships and shrinks ISRs at once, and the broker stops (no
+clean-shutdown file) when no heartbeat was answered within ``log.dir.failure.timeout.ms``. The directory
+comes back only with a restart. A log that dropped data at load while the clean-shutdown file vouched
+for it makes the registration unclean (PreviousBrokerEpoch -1, KIP-966).
 """
 
 from __future__ import annotations
@@ -35,7 +47,7 @@ from ..protocol.node import NodeBase
 from ..storage.checkpoints import (
     delete_clean_shutdown, read_clean_shutdown, read_hwm_checkpoint, write_clean_shutdown, write_hwm_checkpoint,
 )
-from ..storage.disk import Disk
+from ..storage.disk import Disk, LoadDrop
 from ..storage.log import LogConfig, PartitionLog
 from .describe import describe_configs, describe_topic_partitions
 from .group_coordinator import GroupCoordinator, OffsetStore, coordinator_for
@@ -48,6 +60,8 @@ REGISTRATION_BACKOFF_MS = 1000
 METADATA_FETCH_TIMEOUT_MS = 2000  # Kafka: controller.quorum.fetch.timeout.ms
 ALTER_PARTITION_BACKOFF_MS = 100
 CONTROLLED_SHUTDOWN_MAX_MS = 30000
+#: The node identity file of a log directory (Kafka's ``meta.properties``), read for its ``directory.id``.
+META_PROPERTIES = "meta.properties"
 #: AlterPartition errors after which the leader keeps its pending change until metadata overrides it
 #: (Kafka's ``Partition.handleAlterPartitionError``: "awaiting new the latest metadata").
 _WAIT_FOR_METADATA = frozenset((
@@ -127,21 +141,32 @@ class Broker(NodeBase):
         self.hwm_checkpoint_interval_ms = g("replica.high.watermark.checkpoint.interval.ms")
         self.metadata_idle_ms = g("metadata.max.idle.interval.ms")
         self.advertised_listeners = parse_listeners(cfg.lookup("advertised.listeners", self.static))
+        self.log_dir_failure_timeout_ms = g("log.dir.failure.timeout.ms")
+        #: The log directory's id (KIP-858): ``directory.id`` of its meta.properties, else derived from
+        #: the broker id (a directory formatted before kraftlog wrote one).
+        self.directory_id = _directory_id(disk, broker_id)
+        #: The log directory failed (an OSError from the disk): every partition here is offline until a
+        #: restart. ``log_dir_failure``: what failed, for the log and ``cluster status``.
+        self.log_dir_offline = False
+        self.log_dir_failure: str | None = None
+        #: When the controller must have acknowledged the failure by (a heartbeat answered): else stop.
+        self.log_dir_failure_deadline_ms: int | None = None
+        #: Why the broker stopped by itself (an unacknowledged log directory failure), None otherwise.
+        self.fatal_error: str | None = None
+        #: Counters for ``cluster status`` (until metrics are exported): OSErrors met, data dropped at load.
+        self.storage_error_count = 0
+        self.dropped_at_load: list[LoadDrop] = []
+        #: Lines for the node's log (the driver takes them with :meth:`take_log_lines`).
+        self.log_lines: list[str] = []
         # Log recovery: load every partition directory on the disk (Kafka's LogManager.loadLogs).
         self.previous_broker_epoch = read_clean_shutdown(disk, LOG_DIR)
-        delete_clean_shutdown(disk, LOG_DIR, now_ms)
         self.logs: dict[tuple[str, int], PartitionLog] = {}
-        hwms = read_hwm_checkpoint(disk, LOG_DIR)
-        dirs = sorted({p[len(LOG_DIR) + 1:].split("/", 1)[0] for p in disk.list(LOG_DIR + "/") if
-                       p.count("/") >= 2})
-        for d in dirs:
-            topic, _, idx = d.rpartition("-")
-            if not idx.isdigit():
-                continue
-            key = (topic, int(idx))
-            log = PartitionLog(disk, f"{LOG_DIR}/{d}", self._log_config(topic), now_ms)
-            log.update_high_watermark(min(hwms.get(key, 0), log.log_end_offset))
-            self.logs[key] = log
+        load_error: OSError | None = None
+        try:
+            delete_clean_shutdown(disk, LOG_DIR, now_ms)
+            self._load_logs(now_ms)
+        except OSError as exc:  # taken offline once the broker is set up (below)
+            load_error = exc
         self.offsets = OffsetStore(disk, LOG_DIR)
         # Member ids come from a Random of its own, seeded by the incarnation id, so that the broker's
         # own draws (and so every simulated history) do not depend on whether a group ever formed.
@@ -165,6 +190,97 @@ class Broker(NodeBase):
         self._flush_by_time = any(log.config.flush_interval_ms is not None for log in self.logs.values())
         self._alter_dirty = False  # some partition may have an unsent AlterPartition
         self._fetch_dirty = True  # some followed partition may need a Fetch sent
+        if load_error is not None:
+            # The directory is offline from the start: the broker registers, reports it in its first
+            # heartbeat and waits, serving metadata, for a restart with the directory back.
+            self._log_dir_failed(now_ms, load_error, "loading the logs")
+
+    def _load_logs(self, now_ms: int) -> None:
+        """Load every partition directory (Kafka's ``LogManager.loadLogs``) with its checkpointed HWM. A log
+        that dropped data at load (:attr:`PartitionLog.dropped_at_load`: a bad CRC, an incomplete batch,
+        an offset gap) is logged and counted; when the clean-shutdown file vouched for the logs, the
+        registration then says the shutdown was unclean (PreviousBrokerEpoch -1): KIP-966 keeps such a
+        replica out of the ELR and Unclean Recovery ranks it by the log it really has. (Kafka skips
+        recovery after a clean shutdown; kraftlog checks every batch and stays safe.) OSError propagates."""
+        disk = self.disk
+        hwms = read_hwm_checkpoint(disk, LOG_DIR)
+        dirs = sorted({p[len(LOG_DIR) + 1:].split("/", 1)[0] for p in disk.list(LOG_DIR + "/") if
+                       p.count("/") >= 2})
+        for d in dirs:
+            topic, _, idx = d.rpartition("-")
+            if not idx.isdigit():
+                continue
+            key = (topic, int(idx))
+            log = PartitionLog(disk, f"{LOG_DIR}/{d}", self._log_config(topic), now_ms)
+            log.update_high_watermark(min(hwms.get(key, 0), log.log_end_offset))
+            self.logs[key] = log
+            for drop in log.dropped_at_load:
+                self.dropped_at_load.append(drop)
+                self._note(f"log recovery of {topic}-{idx}: {drop}")
+        if self.dropped_at_load and self.previous_broker_epoch >= 0:
+            self._note(f"the clean-shutdown file (broker epoch {self.previous_broker_epoch}) vouched for logs that "
+                       f"dropped data at load: registering as after an unclean shutdown (PreviousBrokerEpoch -1)")
+            self.previous_broker_epoch = -1
+
+    def _note(self, line: str) -> None:
+        """One line for the node's log (:meth:`take_log_lines`)."""
+        self.log_lines.append(line)
+
+    def take_log_lines(self) -> list[str]:
+        """The log lines noted since the last call (storage faults, drops at load), oldest first."""
+        lines, self.log_lines = self.log_lines, []
+        return lines
+
+    # ================================================================= log directory failure
+    def _log_dir_failed(self, now_ms: int, exc: OSError, what: str) -> None:
+        """An I/O error on the log directory (Kafka's ``LogDirFailureChannel.maybeAddOfflineLogDir`` and
+        ``ReplicaManager.handleLogDirFailure``): the directory goes offline with every partition in it.
+        Their in-memory logs are dropped (nothing more is read or written there until a restart), waiting
+        acks=all produces are answered KAFKA_STORAGE_ERROR, parked fetches re-run (they now get it), and a
+        heartbeat carrying the directory's id as offline (KIP-858) is sent at once. The broker stops if the
+        controller has not answered a heartbeat within ``log.dir.failure.timeout.ms``. A second error only
+        counts."""
+        self.storage_error_count += 1
+        if self.log_dir_offline:
+            return
+        self.log_dir_offline = True
+        self.log_dir_failure = f"{what}: {exc}"
+        offline = sorted(set(self.partitions) | set(self.logs))
+        self.partitions.clear()
+        self.logs.clear()
+        self._flush_by_time = False
+        self._note(f"log directory {LOG_DIR} (directory.id {self.directory_id}) failed while {what}: {exc}; "
+                   f"{len(offline)} partition(s) offline until a restart: "
+                   + (", ".join(f"{t}-{i}" for t, i in offline) or "none"))
+        self.log_dir_failure_deadline_ms = now_ms + self.log_dir_failure_timeout_ms
+        if self.broker_epoch >= 0:
+            self.next_heartbeat_ms = now_ms  # Kafka's propagateDirectoryFailure: tell the controller now
+        if self.delayed_produces:
+            for dp in self.delayed_produces:
+                for part in dp.parts:
+                    if part[5] is None:
+                        part[5] = Errors.KAFKA_STORAGE_ERROR
+            self._complete_delayed_produces(now_ms)
+        self._wake_delayed_fetches(now_ms)
+
+    def _offline_error(self, topic: str, index: int) -> int | None:
+        """KAFKA_STORAGE_ERROR for a partition the metadata assigns to this broker while its log directory
+        is offline (Kafka's ``HostedPartition.Offline``), else None."""
+        if not self.log_dir_offline:
+            return None
+        reg = self.image.partitions.get((topic, index))
+        return Errors.KAFKA_STORAGE_ERROR if reg is not None and self.broker_id in reg.replicas else None
+
+    def _stop_after_failure(self, now_ms: int) -> None:
+        """KIP-858's ``OfflineDirBrokerFailureEvent``: the controller did not acknowledge the failed log
+        directory within ``log.dir.failure.timeout.ms``: stop at once, without a clean-shutdown file (the
+        driver ends the process with :attr:`fatal_error` as its reason)."""
+        self.fatal_error = (f"log directory {LOG_DIR} failed ({self.log_dir_failure}) and the controller did not "
+                            f"acknowledge it within log.dir.failure.timeout.ms ({self.log_dir_failure_timeout_ms} ms)")
+        self._note(f"stopping: {self.fatal_error}")
+        self.state = SHUTDOWN
+        self.stopped = True
+        self._outbox.clear()
 
     # ================================================================= helpers
     def _log_config(self, topic: str | None) -> LogConfig:
@@ -209,12 +325,18 @@ class Broker(NodeBase):
         self.next_heartbeat_ms = now_ms
 
     def _finish_shutdown(self, now_ms: int) -> None:
-        """Flush every log, checkpoint HWMs, write the clean-shutdown file, stop."""
-        for key in sorted(self.logs):
-            self.logs[key].flush(now_ms)
-        self._checkpoint_hwms(now_ms)
-        if self.broker_epoch >= 0:
-            write_clean_shutdown(self.disk, LOG_DIR, self.broker_epoch, now_ms)
+        """Flush every log, checkpoint HWMs, write the clean-shutdown file, stop. An offline log directory
+        gets none of it (Kafka's ``LogManager.shutdown`` writes the file for online directories only), nor
+        does one that fails meanwhile: the next start then registers as after an unclean shutdown."""
+        if not self.log_dir_offline:
+            try:
+                for key in sorted(self.logs):
+                    self.logs[key].flush(now_ms)
+                self._checkpoint_hwms(now_ms)
+                if self.broker_epoch >= 0:
+                    write_clean_shutdown(self.disk, LOG_DIR, self.broker_epoch, now_ms)
+            except OSError as exc:
+                self._log_dir_failed(now_ms, exc, "shutting down")
         self.state = SHUTDOWN
         self.stopped = True
         self._outbox.clear()
@@ -227,6 +349,15 @@ class Broker(NodeBase):
     def tick(self, now_ms: int) -> None:
         if self.stopped:
             return
+        try:
+            self._tick(now_ms)
+        except OSError as exc:  # a disk operation this broker did not guard: the directory fails all the same
+            self._log_dir_failed(now_ms, exc, "ticking")
+
+    def _tick(self, now_ms: int) -> None:
+        if (self.log_dir_failure_deadline_ms is not None and now_ms >= self.log_dir_failure_deadline_ms):
+            self._stop_after_failure(now_ms)
+            return
         self._expire_requests(now_ms)
         if self.next_register_ms is not None and now_ms >= self.next_register_ms and not self.registration_inflight:
             self.next_register_ms = None
@@ -234,7 +365,7 @@ class Broker(NodeBase):
             self.send_request(CONTROLLER, m.BrokerRegistrationRequest(
                 self.broker_id, self.cluster_id, self.incarnation_id,
                 previous_broker_epoch=self.previous_broker_epoch if self.level >= Level.ELR else -1,
-                listeners=self.advertised_listeners),
+                listeners=self.advertised_listeners, log_dirs=(self.directory_id,)),
                 now_ms, self.request_timeout_ms, ("register",))
         if self.next_heartbeat_ms is not None and now_ms >= self.next_heartbeat_ms:
             self._send_heartbeat(now_ms)
@@ -257,10 +388,17 @@ class Broker(NodeBase):
             self._maybe_shrink_isrs(now_ms)
         if now_ms >= self.next_hwm_checkpoint_ms:
             self.next_hwm_checkpoint_ms = now_ms + self.hwm_checkpoint_interval_ms
-            self._checkpoint_hwms(now_ms)
+            if not self.log_dir_offline:
+                try:
+                    self._checkpoint_hwms(now_ms)
+                except OSError as exc:  # Kafka: a checkpoint failure takes the log dir offline
+                    self._log_dir_failed(now_ms, exc, "writing the HWM checkpoint")
         if self._flush_by_time:
-            for log in self.logs.values():
-                log.maybe_flush(now_ms)
+            try:
+                for log in self.logs.values():
+                    log.maybe_flush(now_ms)
+            except OSError as exc:
+                self._log_dir_failed(now_ms, exc, "flushing a log")
         if self.groups.busy:
             self.groups.tick(now_ms)
             self._send_group_responses(now_ms)
@@ -273,6 +411,8 @@ class Broker(NodeBase):
         if self.stopped:
             return None
         d = self.next_hwm_checkpoint_ms
+        if self.log_dir_failure_deadline_ms is not None and self.log_dir_failure_deadline_ms < d:
+            d = self.log_dir_failure_deadline_ms
         r = self._request_deadline()
         if r is not None and r < d:
             d = r
@@ -313,13 +453,20 @@ class Broker(NodeBase):
     def on_response(self, now_ms: int, context, message) -> None:
         if self.stopped:
             return
+        try:
+            self._on_response(now_ms, context, message)
+        except OSError as exc:  # an unguarded disk operation: the directory fails all the same
+            self._log_dir_failed(now_ms, exc, f"handling a {type(message).__name__}")
+            self._after_event(now_ms)
+
+    def _on_response(self, now_ms: int, context, message) -> None:
         kind = context[0]
         if kind == "fetch":
             self._on_fetch_response(now_ms, context, message)
         elif kind == "metadata":
             self._on_metadata_fetch(now_ms, message)
         elif kind == "heartbeat":
-            self._on_heartbeat(now_ms, message)
+            self._on_heartbeat(now_ms, context, message)
         elif kind == "alter":
             self._on_alter_partition(now_ms, context, message)
         elif kind == "register":
@@ -357,6 +504,14 @@ class Broker(NodeBase):
     def on_request(self, now_ms: int, env: m.Envelope) -> None:
         if self.stopped:
             return
+        try:
+            self._on_request(now_ms, env)
+        except OSError as exc:  # an unguarded disk operation: fail the directory, answer the request
+            self._log_dir_failed(now_ms, exc, f"handling a {type(env.message).__name__}")
+            self.send_response(env, error_response(env.message, Errors.KAFKA_STORAGE_ERROR))
+            self._after_event(now_ms)
+
+    def _on_request(self, now_ms: int, env: m.Envelope) -> None:
         msg = env.message
         kind = type(msg)
         if env.listener is not None:  # the TCP driver: Kafka's per-listener authorization and forwarding
@@ -415,6 +570,9 @@ class Broker(NodeBase):
             if reg is None or self.broker_id not in reg.replicas:
                 out.append(m.PartitionLogInfo(gp.topic_id, gp.partition, -1, -1, -1, Errors.NOT_LEADER_OR_FOLLOWER))
                 continue
+            if self.log_dir_offline:  # its log is in the offline directory: nothing this replica can vouch for
+                out.append(m.PartitionLogInfo(gp.topic_id, gp.partition, -1, -1, -1, Errors.KAFKA_STORAGE_ERROR))
+                continue
             log = self.logs.get((name, gp.partition))
             last_epoch = log.epoch_cache.latest_epoch() if log is not None else -1
             leo = log.log_end_offset if log is not None else 0
@@ -429,8 +587,15 @@ class Broker(NodeBase):
         if coordinator_for(msg.group_id, self.image) != self.broker_id:
             self.send_response(env, error_response(msg, Errors.NOT_COORDINATOR))
             return
+        if self.log_dir_offline:  # the committed offsets live in the offline directory
+            self.send_response(env, error_response(msg, Errors.NOT_COORDINATOR))
+            return
         client_id = env.client_id if env.client_id is not None else str(env.src)
-        resp = self.groups.handle(now_ms, env, client_id, msg, env.api_version)
+        try:
+            resp = self.groups.handle(now_ms, env, client_id, msg, env.api_version)
+        except OSError as exc:  # an offset commit's write: Kafka's coordinator answers NOT_COORDINATOR
+            self._log_dir_failed(now_ms, exc, "writing committed offsets")
+            resp = error_response(msg, Errors.NOT_COORDINATOR)
         if resp is not None:
             self.send_response(env, resp)
 
@@ -486,13 +651,18 @@ class Broker(NodeBase):
         if self.broker_epoch < 0:
             return
         self.heartbeat_inflight = True
+        offline = (self.directory_id,) if self.log_dir_offline else ()
         self.send_request(CONTROLLER, m.BrokerHeartbeatRequest(
             self.broker_id, self.broker_epoch, self.image.offset, want_fence=False,
-            want_shut_down=self.state == PENDING_CONTROLLED_SHUTDOWN), now_ms, self.heartbeat_interval_ms,
-            ("heartbeat",))
+            want_shut_down=self.state == PENDING_CONTROLLED_SHUTDOWN, offline_log_dirs=offline),
+            now_ms, self.heartbeat_interval_ms, ("heartbeat", bool(offline)))
 
-    def _on_heartbeat(self, now_ms: int, resp: m.BrokerHeartbeatResponse) -> None:
+    def _on_heartbeat(self, now_ms: int, context, resp: m.BrokerHeartbeatResponse) -> None:
         self.heartbeat_inflight = False
+        if resp.error_code == NONE and context[1] and self.log_dir_failure_deadline_ms is not None:
+            # KIP-858: a heartbeat carrying the offline directory was answered: the controller knows.
+            self.log_dir_failure_deadline_ms = None
+            self._note(f"the controller acknowledged the offline log directory {self.directory_id}")
         if resp.error_code in (Errors.STALE_BROKER_EPOCH, Errors.BROKER_ID_NOT_REGISTERED):
             if not self.registration_inflight and self.state != PENDING_CONTROLLED_SHUTDOWN:
                 self.broker_epoch = -1
@@ -561,6 +731,23 @@ class Broker(NodeBase):
             # gets a new partition and an empty log below.
             self._stop_deleted_partitions(now_ms, delta.deleted_topics.values(), first_publish)
         changed, self._unpublished = self._unpublished, set()
+        try:
+            self._apply_partitions(now_ms, image, changed)
+        except OSError as exc:
+            self._log_dir_failed(now_ms, exc, "applying partition changes")
+        if delta.configs or changed:
+            for key, log in self.logs.items():
+                log.config = self._log_config(key[0])
+            self._flush_by_time = any(log.config.flush_interval_ms is not None for log in self.logs.values())
+        if changed or delta.brokers:
+            self._wake_delayed_fetches(now_ms)
+
+    def _apply_partitions(self, now_ms: int, image: MetadataImage, changed: set) -> None:
+        """Become leader or follower of each changed partition assigned here (``ReplicaManager.applyDelta``).
+        Nothing while the log directory is offline: a replica cannot be created in it (Kafka's offline
+        partitions ignore leadership changes). OSError propagates."""
+        if self.log_dir_offline:
+            return
         for key in sorted(changed):
             reg = image.partitions.get(key)
             if reg is None or self.broker_id not in reg.replicas:  # None: its topic was deleted since
@@ -629,8 +816,12 @@ class Broker(NodeBase):
         for key in stale:
             self.partitions.pop(key, None)
             self.logs.pop(key, None)
-            for path in self.disk.list(f"{LOG_DIR}/{key[0]}-{key[1]}/"):
-                self.disk.delete(path, now_ms)
+            try:
+                for path in self.disk.list(f"{LOG_DIR}/{key[0]}-{key[1]}/"):
+                    self.disk.delete(path, now_ms)
+            except OSError as exc:
+                self._log_dir_failed(now_ms, exc, f"deleting {key[0]}-{key[1]}")
+                return
         names = sorted({n for n in deleted_topic_names if not first_publish or n not in image.topics})
         if names:
             self.offsets.delete_topics(names, now_ms)
@@ -645,7 +836,11 @@ class Broker(NodeBase):
             self._complete_delayed_produces(now_ms)
         self._wake_delayed_fetches(now_ms)
         self._flush_by_time = any(log.config.flush_interval_ms is not None for log in self.logs.values())
-        self._checkpoint_hwms(now_ms)
+        if not self.log_dir_offline:
+            try:
+                self._checkpoint_hwms(now_ms)
+            except OSError as exc:
+                self._log_dir_failed(now_ms, exc, "writing the HWM checkpoint")
 
     def _is_stray(self, key: tuple[str, int], image: MetadataImage) -> bool:
         """Should this broker no longer hold a replica of ``key``? (Kafka's ``isStrayKraftReplica``, see
@@ -660,7 +855,11 @@ class Broker(NodeBase):
 
     def _missing_partition_error(self, topic: str, index: int) -> int:
         """Kafka's ``ReplicaManager.getPartitionOrError`` for a partition this broker does not host:
-        NOT_LEADER_OR_FOLLOWER while the metadata image has it, UNKNOWN_TOPIC_OR_PARTITION otherwise."""
+        KAFKA_STORAGE_ERROR for a replica of it in the offline log directory, NOT_LEADER_OR_FOLLOWER while
+        the metadata image has it, UNKNOWN_TOPIC_OR_PARTITION otherwise."""
+        offline = self._offline_error(topic, index)
+        if offline is not None:
+            return offline
         if (topic, index) in self.image.partitions:
             return Errors.NOT_LEADER_OR_FOLLOWER
         return Errors.UNKNOWN_TOPIC_OR_PARTITION
@@ -743,27 +942,35 @@ class Broker(NodeBase):
                 backoff = True
                 continue
             log = p.log
-            if pr.diverging_epoch is not None:
-                log.truncate_to(p.truncation_offset(pr.diverging_epoch), now_ms)
-                continue
-            if pr.records:
-                if pr.records[0].base_offset != log.log_end_offset:
-                    batches = [b for b in pr.records if b.base_offset >= log.log_end_offset]
-                    if not batches or batches[0].base_offset != log.log_end_offset:
-                        continue
-                else:
-                    batches = pr.records
-                log.append_as_follower(batches, now_ms)
+            try:
+                if pr.diverging_epoch is not None:
+                    log.truncate_to(p.truncation_offset(pr.diverging_epoch), now_ms)
+                    continue
+                if pr.records:
+                    if pr.records[0].base_offset != log.log_end_offset:
+                        batches = [b for b in pr.records if b.base_offset >= log.log_end_offset]
+                        if not batches or batches[0].base_offset != log.log_end_offset:
+                            continue
+                    else:
+                        batches = pr.records
+                    log.append_as_follower(batches, now_ms)
+            except OSError as exc:  # the follower's fetchers stop with its directory (removeFetcherForPartitions)
+                self._log_dir_failed(now_ms, exc, f"appending fetched data to {key[0]}-{key[1]}")
+                return
             if pr.high_watermark >= 0:
                 log.update_high_watermark(pr.high_watermark)  # follower HWM = min(leader HWM, LEO)
         if backoff:
             self.fetch_backoff_until[leader] = now_ms + self.fetch_backoff_ms
 
     # ================================================================= Fetch (leader side)
-    def _fetch_partition_error(self, p: Partition | None, current_leader_epoch: int) -> int:
+    def _fetch_partition_error(self, p: Partition | None, current_leader_epoch: int,
+                               key: tuple[str, int] | None = None) -> int:
         """Kafka's ``localLogWithEpochOrThrow``: the leader epoch is checked before leadership
-        (UNKNOWN_LEADER_EPOCH first, then FENCED_LEADER_EPOCH, then NOT_LEADER_OR_FOLLOWER)."""
+        (UNKNOWN_LEADER_EPOCH first, then FENCED_LEADER_EPOCH, then NOT_LEADER_OR_FOLLOWER); a partition
+        ``key`` this broker hosts in its offline log directory gets KAFKA_STORAGE_ERROR."""
         if p is None:
+            if key is not None:
+                return self._offline_error(*key) or Errors.NOT_LEADER_OR_FOLLOWER
             return Errors.NOT_LEADER_OR_FOLLOWER
         if current_leader_epoch > p.leader_epoch:
             return Errors.UNKNOWN_LEADER_EPOCH
@@ -792,6 +999,10 @@ class Broker(NodeBase):
                     error = Errors.UNKNOWN_TOPIC_ID
                 else:
                     error = self._missing_partition_error(name, fp.partition)
+                    if error == Errors.KAFKA_STORAGE_ERROR and env.api_version is not None and env.api_version <= 5:
+                        # Kafka's KafkaApis.maybeDownConvertStorageError: Fetch v5 and older clients may not
+                        # know KAFKA_STORAGE_ERROR; NOT_LEADER_OR_FOLLOWER makes them refresh metadata.
+                        error = Errors.NOT_LEADER_OR_FOLLOWER
             elif fp.current_leader_epoch > p.leader_epoch:
                 error = Errors.UNKNOWN_LEADER_EPOCH
             elif 0 <= fp.current_leader_epoch < p.leader_epoch:
@@ -1046,7 +1257,12 @@ class Broker(NodeBase):
                     first = duplicate_of if first is None else first
                     last = duplicate_of + batch.record_count - 1
                     continue
-                stamped = p.log.append_as_leader(batch, p.leader_epoch, now_ms)
+                try:
+                    stamped = p.log.append_as_leader(batch, p.leader_epoch, now_ms)
+                except OSError as exc:  # nothing was indexed or acknowledged: the directory goes offline
+                    self._log_dir_failed(now_ms, exc, f"appending to {pp.topic}-{pp.partition}")
+                    error = Errors.KAFKA_STORAGE_ERROR
+                    break
                 first = stamped.base_offset if first is None else first
                 last = stamped.last_offset
             if error != NONE:
@@ -1080,7 +1296,9 @@ class Broker(NodeBase):
                     continue
                 topic, index, required, epoch, _, _ = part
                 p = self.partitions.get((topic, index))
-                if p is None or not p.is_leader:
+                if p is None:
+                    part[5] = self._offline_error(topic, index) or Errors.NOT_LEADER_OR_FOLLOWER
+                elif not p.is_leader:
                     part[5] = Errors.NOT_LEADER_OR_FOLLOWER
                 elif p.log.high_watermark >= required:
                     # Kafka's checkEnoughReplicasReachOffset: min ISR against the *maximal* ISR.
@@ -1116,7 +1334,7 @@ class Broker(NodeBase):
         out = []
         for lp in req.partitions:
             p = self.partitions.get((lp.topic, lp.partition))
-            error = self._fetch_partition_error(p, lp.current_leader_epoch)
+            error = self._fetch_partition_error(p, lp.current_leader_epoch, (lp.topic, lp.partition))
             if error != NONE:
                 out.append(m.ListOffsetsPartitionResponse(lp.topic, lp.partition, error))
                 continue
@@ -1185,7 +1403,7 @@ class Broker(NodeBase):
         out = []
         for op in req.partitions:
             p = self.partitions.get((op.topic, op.partition))
-            error = self._fetch_partition_error(p, op.current_leader_epoch)
+            error = self._fetch_partition_error(p, op.current_leader_epoch, (op.topic, op.partition))
             if error != NONE:
                 out.append(m.OffsetForLeaderEpochPartitionResponse(op.topic, op.partition, error))
                 continue
@@ -1224,13 +1442,40 @@ class Broker(NodeBase):
             parts = []
             for i in range(t.partition_count):
                 reg = image.partitions[(name, i)]
-                offline = tuple(r for r in reg.replicas if not image.is_active(r))
+                offline = tuple(r for r in reg.replicas if not image.is_acceptable_leader(r))
                 err = Errors.LEADER_NOT_AVAILABLE if reg.leader == NO_LEADER else NONE
                 parts.append(m.MetadataPartition(err, i, reg.leader, reg.leader_epoch, reg.replicas, reg.isr, offline))
             topics.append(m.MetadataTopic(NONE, name, t.topic_id, tuple(parts)))
         ids = [b.node_id for b in brokers]
         controller_id = self.broker_id if self.broker_id in ids else (ids[0] if ids else -1)
         return m.MetadataResponse(brokers, controller_id, tuple(topics), self.cluster_id)
+
+
+# ================================================================= meta.properties
+def _directory_id(disk: Disk, broker_id: int) -> uuid.UUID:
+    """The log directory's id: ``directory.id`` in its ``meta.properties`` (Kafka's, written when the
+    directory was formatted), else a fixed id derived from the broker id (a directory formatted without
+    one; no random draw, so simulated histories do not change)."""
+    text = disk.read_value(META_PROPERTIES)
+    if isinstance(text, str):
+        for line in text.splitlines():
+            key, sep, value = line.partition("=")
+            if sep and key.strip() == "directory.id":
+                try:
+                    return _parse_kafka_uuid(value.strip())
+                except ValueError:
+                    break
+    return uuid.uuid5(uuid.NAMESPACE_URL, f"kraftlog:log-dir:broker-{broker_id}")
+
+
+def _parse_kafka_uuid(text: str) -> uuid.UUID:
+    """A Uuid as Kafka writes it (``Uuid.toString``: URL-safe base64 of 16 bytes, no padding) or in the
+    canonical hex form; ValueError otherwise."""
+    if len(text) == 22:
+        raw = base64.urlsafe_b64decode(text + "==")
+        if len(raw) == 16:
+            return uuid.UUID(bytes=raw)
+    return uuid.UUID(text)
 
 
 # ================================================================= partition.metadata

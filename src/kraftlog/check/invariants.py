@@ -23,7 +23,8 @@ A *running* broker (the spec's ``broker_state[b].status = RUNNING``: it register
 registration answered) is a live broker whose current broker epoch equals the one in the
 controller's image. A broker that is down, or restarted and not yet registered, is not checked: it
 may have lost what it held, and KIP-903/KIP-966 only require that it not come back into the ISR/ELR
-with less.
+with less. Nor is a broker whose log directory is offline (KIP-858: an I/O error): its replicas are
+offline, their data unreachable on its disk until it restarts, which makes it register anew.
 
 Functions take plain data and return ``(key, message)`` pairs like :mod:`kraftlog.check.checkers`:
 the key deduplicates a finding repeated at every check, the message reads

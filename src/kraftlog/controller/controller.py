@@ -23,6 +23,11 @@ quorum commits), the MetadataImage replayed from it, and the in-memory broker se
 
 Controller failover (``restart_controller``) builds a new instance over the same Disk: the log is
 replayed and every registered broker gets a fresh session, as Kafka's new active controller does.
+
+A metadata log that cannot be written (an OSError from the Disk: ENOSPC, EIO) stops the controller:
+nothing is committed, ``fatal_error`` says why and the driver ends the process (Kafka's controller treats
+a failed metadata log write as fatal and halts). With one controller the brokers keep serving the
+leaders they have until it is back.
 """
 
 from __future__ import annotations
@@ -86,6 +91,11 @@ def _refused(t: m.CreatableTopic, code: int, message: str) -> m.CreateTopicResul
     return m.CreateTopicResult(t.name, code, error_message=message)
 
 
+class MetadataLogFailure(Exception):
+    """The metadata log could not be written: the controller has stopped (``fatal_error``); raised out of
+    :meth:`QuorumController.append` to abandon the event that wanted the write."""
+
+
 def _listener_strings(req: m.BrokerRegistrationRequest) -> tuple[str, ...]:
     """The request's listeners as Kafka's ``NAME://host:port`` strings, in the order sent."""
     return tuple(f"{lst.name}://{lst.host}:{lst.port}" for lst in req.listeners)
@@ -125,6 +135,8 @@ class QuorumController(NodeBase):
         #: ElectLeaders requests waiting for recoveries they started: [deadline ms, envelope, results]
         #: where results[i] is an ElectLeadersResult or the (topic, index) still recovering.
         self.parked_elections: list[list] = []
+        #: why the controller stopped by itself (its metadata log could not be written), None otherwise
+        self.fatal_error: str | None = None
         #: request type -> handler(now_ms, request) -> response
         self._handlers = {
             m.BrokerHeartbeatRequest: self._handle_heartbeat,
@@ -156,9 +168,14 @@ class QuorumController(NodeBase):
         base = len(self.log)
         # One write for the records of one event (KRaft appends them as one batch): a controller killed
         # around it restarts with all of them or none.
-        self.disk.append_many(METADATA_LOG, records, now_ms)
+        try:
+            self.disk.append_many(METADATA_LOG, records, now_ms)
+            self.disk.fsync(METADATA_LOG, now_ms)
+        except OSError as exc:
+            self.fatal_error = f"the metadata log cannot be written: {exc}"
+            self._outbox.clear()
+            raise MetadataLogFailure(self.fatal_error) from exc
         self.log.extend(records)
-        self.disk.fsync(METADATA_LOG, now_ms)
         self._replay(records, base)
         if self.parked_fetches:
             parked, self.parked_fetches = self.parked_fetches, []
@@ -174,6 +191,14 @@ class QuorumController(NodeBase):
 
     # ================================================================= node contract
     def tick(self, now_ms: int) -> None:
+        if self.fatal_error is not None:
+            return
+        try:
+            self._tick(now_ms)
+        except MetadataLogFailure:
+            pass  # stopped: the driver ends the process
+
+    def _tick(self, now_ms: int) -> None:
         self._expire_requests(now_ms)
         if self.parked_fetches:
             keep = []
@@ -192,6 +217,8 @@ class QuorumController(NodeBase):
         self._after_event(now_ms)
 
     def next_deadline(self) -> int | None:
+        if self.fatal_error is not None:
+            return None
         session = None
         for b, reg in self.image.brokers.items():
             if not reg.fenced:
@@ -201,6 +228,15 @@ class QuorumController(NodeBase):
         elections = min((p[0] for p in self.parked_elections), default=None)
         return earliest(self._request_deadline(), parked, session, self.next_unclean_election_ms,
                         self.urm.next_deadline(), elections)
+
+    def deliver(self, now_ms: int, envelope: m.Envelope) -> None:
+        """NodeBase's, unless stopped; a metadata log that fails meanwhile stops the controller."""
+        if self.fatal_error is not None:
+            return
+        try:
+            super().deliver(now_ms, envelope)
+        except MetadataLogFailure:
+            pass  # stopped: the driver ends the process
 
     def on_response(self, now_ms, context, message) -> None:
         """The controller's only requests: the URM's GetReplicaLogInfo (context ``("log_info", broker,
@@ -359,7 +395,8 @@ class QuorumController(NodeBase):
             self.append([RegisterBrokerRecord(
                 broker_id=req.broker_id, incarnation_id=req.incarnation_id, broker_epoch=old.broker_epoch,
                 rack=req.rack, fenced=old.fenced, in_controlled_shutdown=old.in_controlled_shutdown,
-                previous_broker_epoch=req.previous_broker_epoch, listeners=_listener_strings(req))], now_ms)
+                previous_broker_epoch=req.previous_broker_epoch, listeners=_listener_strings(req),
+                log_dirs=tuple(req.log_dirs) or None)], now_ms)
             self.last_heartbeat_ms[req.broker_id] = now_ms
             return m.BrokerRegistrationResponse(Errors.NONE, broker_epoch=old.broker_epoch)
         records: list = []
@@ -378,7 +415,8 @@ class QuorumController(NodeBase):
         records.append(RegisterBrokerRecord(
             broker_id=req.broker_id, incarnation_id=req.incarnation_id, broker_epoch=epoch,
             rack=req.rack, fenced=True, in_controlled_shutdown=False,
-            previous_broker_epoch=req.previous_broker_epoch, listeners=_listener_strings(req)))
+            previous_broker_epoch=req.previous_broker_epoch, listeners=_listener_strings(req),
+            log_dirs=tuple(req.log_dirs) or None))
         self.append(records, now_ms)
         self.last_heartbeat_ms[req.broker_id] = now_ms
         self.controlled_shutdown_offset.pop(req.broker_id, None)
@@ -408,6 +446,13 @@ class QuorumController(NodeBase):
         b = req.broker_id
         self.last_heartbeat_ms[b] = now_ms
         self.broker_metadata_offset[b] = req.current_metadata_offset
+        if req.offline_log_dirs:
+            # KIP-858 (handleDirectoriesOffline). Kafka runs it after the state change, but a Kafka broker
+            # never registers a failed directory as online; a kraftlog broker registers its one directory
+            # and reports it offline in its first heartbeat, so it is applied first: an unfencing in the same
+            # heartbeat must not make the broker a leader.
+            self.append(self._directories_offline_records(b, req.offline_log_dirs), now_ms)
+            reg = self.image.brokers[b]
         caught_up = req.current_metadata_offset >= reg.broker_epoch
         should_shut_down = False
         if reg.fenced:
@@ -437,6 +482,24 @@ class QuorumController(NodeBase):
         reg = self.image.brokers[b]
         return m.BrokerHeartbeatResponse(Errors.NONE, is_caught_up=caught_up, is_fenced=reg.fenced,
                                          should_shut_down=should_shut_down)
+
+    def _directories_offline_records(self, broker_id: int, offline_dirs) -> list:
+        """Kafka's ``ReplicationControlManager.handleDirectoriesOffline``: for the reported directories that
+        the registration still lists as online, the broker leaves the ISR of its partitions in them and
+        their leaderships move (as a fencing removes it: ``generateLeaderAndIsrUpdates`` with the broker to
+        remove; a kraftlog broker has one log directory, so that is every partition it hosts), then a
+        BrokerRegistrationChangeRecord with the directories left online. Nothing when none is newly
+        offline (the broker repeats its offline directories in every heartbeat). The broker stays
+        registered and unfenced: it keeps heartbeating and serving metadata, and can lead again only
+        after a restart with the directory back (KIP-858)."""
+        reg = self.image.brokers[broker_id]
+        offline = set(offline_dirs)
+        known = reg.log_dirs if reg.log_dirs is not None else tuple(sorted(offline))
+        if not any(d in offline for d in known):
+            return []
+        remaining = tuple(d for d in known if d not in offline)
+        return (self._remove_from_partitions(broker_id)
+                + [BrokerRegistrationChangeRecord(broker_id, reg.broker_epoch, log_dirs=remaining)])
 
     def _has_leaderships(self, broker_id: int) -> bool:
         """Does the broker lead any partition? (Kafka's ``brokersToIsrs.hasLeaderships``)."""
@@ -505,7 +568,13 @@ class QuorumController(NodeBase):
                             else frozenset())
 
         def acceptable(b: int) -> bool:
-            return b not in excluded and (b == broker_to_add or image.is_active(b))
+            # Kafka's LeaderAcceptor: the broker to add counts as active, but needs an online log dir too.
+            if b in excluded:
+                return False
+            if b == broker_to_add:
+                reg = image.brokers.get(b)
+                return reg is not None and reg.has_online_log_dir
+            return image.is_acceptable_leader(b)
 
         records = []
         for topic, index in keys:
@@ -606,7 +675,7 @@ class QuorumController(NodeBase):
                     and state.broker_epoch != b.broker_epoch):
                 return Errors.INELIGIBLE_REPLICA, None
         rec = build_partition_change(
-            part, item.topic_id, item.partition, is_acceptable_leader=image.is_active, level=self.level,
+            part, item.topic_id, item.partition, is_acceptable_leader=image.is_acceptable_leader, level=self.level,
             min_isr=image.min_isr(name, self.static), election=self._election_for(name),
             target_isr=new_isr, target_leader_recovery_state=item.leader_recovery_state,
             unclean_recovery=self.urm_enabled)
@@ -878,7 +947,7 @@ class QuorumController(NodeBase):
             if leader == NO_LEADER:
                 continue
             rec = build_partition_change(
-                part, image.topics[key[0]].topic_id, key[1], is_acceptable_leader=image.is_active,
+                part, image.topics[key[0]].topic_id, key[1], is_acceptable_leader=image.is_acceptable_leader,
                 level=self.level, min_isr=image.min_isr(key[0], self.static), unclean_recovery=True,
                 recovery_leader=leader)
             if rec is not None and rec.leader == leader:
@@ -892,8 +961,9 @@ class QuorumController(NodeBase):
             self._answer_parked_elections(now_ms)
 
     def _is_unfenced(self, broker_id: int) -> bool:
-        """Registered, unfenced and not shutting down: may lead (KIP-966: only unfenced replicas count)."""
-        return self.image.is_active(broker_id)
+        """Registered, unfenced, not shutting down and with an online log directory: may lead (KIP-966:
+        only unfenced replicas count; Kafka's LeaderAcceptor also wants the replica's directory online)."""
+        return self.image.is_acceptable_leader(broker_id)
 
     def recovery_metrics(self) -> dict[str, int]:
         """KIP-966's controller metrics now: ``unclean_recovery_partitions_count`` (gauge: recoveries in
@@ -1003,7 +1073,7 @@ class QuorumController(NodeBase):
                 return m.ElectLeadersResult(p.topic, p.partition, Errors.ELECTION_NOT_NEEDED)
             election = Election.UNCLEAN if election_type == m.ELECTION_UNCLEAN else Election.ONLINE
             if election_type == m.ELECTION_DESIGNATION:
-                if p.desired_leader not in part.replicas or not image.is_active(p.desired_leader):
+                if p.desired_leader not in part.replicas or not image.is_acceptable_leader(p.desired_leader):
                     return m.ElectLeadersResult(
                         p.topic, p.partition, Errors.ELIGIBLE_LEADERS_NOT_AVAILABLE,
                         f"the desired leader {p.desired_leader} is not an unfenced replica of {list(part.replicas)}")
@@ -1013,7 +1083,7 @@ class QuorumController(NodeBase):
                                         f"election type {election_type} needs ElectLeaders v3 at level urm "
                                         "with unclean.recovery.manager.enabled")
         rec = build_partition_change(
-            part, image.topics[p.topic].topic_id, p.partition, is_acceptable_leader=image.is_active,
+            part, image.topics[p.topic].topic_id, p.partition, is_acceptable_leader=image.is_acceptable_leader,
             level=self.level, min_isr=image.min_isr(p.topic, self.static), election=election,
             unclean_recovery=urm, recovery_leader=recovery_leader)
         if rec is not None and rec.leader is not None and rec.leader != NO_LEADER:

@@ -36,6 +36,9 @@ DEFAULTS: dict[str, str] = {
     "replica.socket.timeout.ms": "30000",
     "replica.high.watermark.checkpoint.interval.ms": "5000",
     "request.timeout.ms": "30000",
+    # KIP-858: a broker that cannot tell the controller of a failed log directory within this many ms
+    # (no heartbeat answered since) stops.
+    "log.dir.failure.timeout.ms": "30000",
     "log.flush.interval.messages": "",  # empty: never (Kafka: Long.MAX_VALUE)
     "log.flush.interval.ms": "",  # empty: never (Kafka: null)
     "metadata.max.idle.interval.ms": "500",

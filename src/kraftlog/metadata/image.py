@@ -62,6 +62,17 @@ class BrokerRegistration:
     rack: str | None = None
     #: ``"NAME://host:port"`` endpoints (RegisterBrokerRecord's EndPoints); empty in the simulator.
     listeners: tuple[str, ...] = ()
+    #: The online log directories (KIP-858's LogDirs: registered, minus those reported offline); None when
+    #: the registration predates them (every directory counts as online).
+    log_dirs: tuple[uuid.UUID, ...] | None = None
+
+    @property
+    def has_online_log_dir(self) -> bool:
+        """Whether the broker has an online log directory, so that it can host a replica. A kraftlog
+        broker has one log directory: with it offline it leads nothing and joins no ISR until it restarts.
+        (Kafka's ``DirectoryId.isOnline`` takes an empty list as "unknown, online", since Kafka halts a
+        broker whose last directory fails; kraftlog keeps such a broker up, so empty means none online.)"""
+        return self.log_dirs is None or len(self.log_dirs) > 0
 
     def endpoint(self, name: str) -> tuple[str, int] | None:
         """(host, port) of listener ``name``, None when the broker registered no such listener."""
@@ -168,13 +179,14 @@ class MetadataImage:
     def snapshot(self) -> dict:
         """The image as JSON-able data, what a node reports of its committed state (the controller's is
         what the simulator's conditions read): ``{"offset", "brokers": {"<id>": {"fenced",
-        "in_controlled_shutdown", "broker_epoch"}}, "partitions": {"<topic>-<p>": {"replicas", "isr",
+        "in_controlled_shutdown", "broker_epoch", "log_dir_offline"}}, "partitions": {"<topic>-<p>": {"replicas", "isr",
         "elr", "last_known_elr", "leader" (None for none), "leader_epoch", "partition_epoch",
         "recovering", "last_known_leader" (None for none)}}}``, sorted by id and name."""
         return {
             "offset": self.offset,
             "brokers": {str(b): {"fenced": r.fenced, "in_controlled_shutdown": r.in_controlled_shutdown,
-                                 "broker_epoch": r.broker_epoch} for b, r in sorted(self.brokers.items())},
+                                 "broker_epoch": r.broker_epoch, "log_dir_offline": not r.has_online_log_dir}
+                        for b, r in sorted(self.brokers.items())},
             "partitions": {f"{t}-{i}": {
                 "replicas": list(p.replicas), "isr": list(p.isr), "elr": list(p.elr),
                 "last_known_elr": list(p.last_known_elr), "leader": p.leader if p.leader >= 0 else None,
@@ -194,6 +206,14 @@ class MetadataImage:
         """Registered, unfenced and not in controlled shutdown: an acceptable leader / ISR member."""
         b = self.brokers.get(broker_id)
         return b is not None and not b.fenced and not b.in_controlled_shutdown
+
+    def is_acceptable_leader(self, broker_id: int) -> bool:
+        """Active (:meth:`is_active`) with an online log directory for its replicas (Kafka's
+        ``ReplicationControlManager.LeaderAcceptor``: ``isActive`` and ``hasOnlineDir``). A kraftlog broker
+        has one log directory, so this holds for all its partitions or none."""
+        b = self.brokers.get(broker_id)
+        return (b is not None and not b.fenced and not b.in_controlled_shutdown
+                and (b.log_dirs is None or len(b.log_dirs) > 0))
 
     def config(self, name: str, topic: str | None = None, static: dict | None = None) -> str:
         """Resolve a broker config ``name`` for ``topic``: topic override → cluster default → the
@@ -262,7 +282,7 @@ class MetadataImage:
                         incarnation_id=rec.incarnation_id, fenced=rec.fenced,
                         in_controlled_shutdown=rec.in_controlled_shutdown,
                         previous_broker_epoch=rec.previous_broker_epoch, rack=rec.rack,
-                        listeners=rec.listeners)
+                        listeners=rec.listeners, log_dirs=rec.log_dirs)
                     delta.brokers.add(rec.broker_id)
                 elif kind is BrokerRegistrationChangeRecord:
                     old = brokers.get(rec.broker_id)
@@ -274,7 +294,8 @@ class MetadataImage:
                         old,
                         fenced=old.fenced if rec.fenced is None else rec.fenced,
                         in_controlled_shutdown=(old.in_controlled_shutdown if rec.in_controlled_shutdown is None
-                                                else rec.in_controlled_shutdown))
+                                                else rec.in_controlled_shutdown),
+                        log_dirs=old.log_dirs if rec.log_dirs is None else rec.log_dirs)
                     delta.brokers.add(rec.broker_id)
                 elif kind is PartitionRecord:
                     if "p" not in copied:

@@ -36,16 +36,22 @@ class RegisterBrokerRecord:
     #: The broker's endpoints as Kafka's listener strings, ``"NAME://host:port"`` (RegisterBrokerRecord's
     #: EndPoints); empty in the simulator.
     listeners: tuple[str, ...] = ()
+    #: The broker's log directories (RegisterBrokerRecord's LogDirs, KIP-858), as it registered them; None
+    #: when it reported none (and in records written before kraftlog kept them): every directory counts
+    #: as online then, as in Kafka.
+    log_dirs: tuple[uuid.UUID, ...] | None = None
 
 
 @dataclass(slots=True, frozen=True)
 class BrokerRegistrationChangeRecord:
-    """Fencing / unfencing / controlled shutdown of a registration (None = unchanged)."""
+    """Fencing / unfencing / controlled shutdown of a registration, and its online log directories
+    (``log_dirs``, KIP-858: what is left after the broker reported some offline); None = unchanged."""
 
     broker_id: int
     broker_epoch: int
     fenced: bool | None = None
     in_controlled_shutdown: bool | None = None
+    log_dirs: tuple[uuid.UUID, ...] | None = None
 
 
 @dataclass(slots=True, frozen=True)

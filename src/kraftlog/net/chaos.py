@@ -22,7 +22,13 @@ One run:
    restart), ``lose_unflushed`` (SIGKILL, then every file restored to its state at its last fsync by
    :func:`kraftlog.net.disk.restore_fsynced`, restart), ``isolate`` (a broker cut from everyone, through
    the nodes' link filters), ``cut`` (one direction of one link), ``partition`` (two groups),
-   ``controller_kill`` (SIGKILL the controller, restart). A *story* replaces the random plan with a
+   ``controller_kill`` (SIGKILL the controller, restart), ``disk_full`` (every write of the broker's
+   FileDisk fails with ENOSPC for the fault's hold, injected over the control channel, so no root or real
+   full disk is needed: its log directory goes offline at its next write; healed by an operator's restart,
+   a clean shutdown then a start, once the disk has space) and ``corrupt`` (a clean shutdown, one byte
+   flipped in the middle batch of the broker's segment of one of its partitions, a start: its load drops
+   that batch and every later one and, its clean-shutdown file notwithstanding, it registers as after an
+   unclean shutdown). ``kinds`` restricts the plan to some kinds (``--faults``). A *story* replaces the random plan with a
    pinned sequence: ``last-replica-standing`` (KIP-966's motivating story;
    :meth:`ChaosRun._story_last_replica_standing`).
 4. **Heal, settle, read back.** Every link healed, every node resumed or restarted, the brokers unfenced
@@ -85,10 +91,11 @@ TOPIC = "chaos"
 CHAOS_CONFIG = {"replica.lag.time.max.ms": "5000", "replica.socket.timeout.ms": "3000"}
 #: The fault kinds of a random plan, with their weights.
 FAULT_KINDS = {"kill": 2.0, "pause": 2.0, "shutdown": 1.5, "lose_unflushed": 1.5, "isolate": 2.0, "cut": 1.0,
-               "partition": 1.0, "controller_kill": 0.7}
-#: Faults after which the broker restarted from an unclean shutdown (KIP-966: it may have lost what it
-#: had not fsynced, and leaves the ELR).
-UNCLEAN = ("kill", "lose_unflushed")
+               "partition": 1.0, "controller_kill": 0.7, "disk_full": 1.0, "corrupt": 1.0}
+#: Faults after which the broker restarted as after an unclean shutdown and may have lost data (KIP-966:
+#: it leaves the ELR): a crash, and a corrupted log (the fault budget counts both as data-losing; a full
+#: disk loses nothing acknowledged and counts as none).
+UNCLEAN = ("kill", "lose_unflushed", "corrupt")
 #: Pinned fault sequences (``--story``).
 STORIES = ("random", "last-replica-standing")
 #: How long (s) the run waits after a heal for every ISR to be complete before the next fault.
@@ -131,18 +138,24 @@ class Fault:
         return f"{self.kind} {who}"
 
 
-def plan_faults(seed: int, brokers: int, count: int = 64) -> list[Fault]:
+def plan_faults(seed: int, brokers: int, count: int = 64, kinds: tuple[str, ...] | None = None) -> list[Fault]:
     """The first ``count`` faults of seed ``seed``'s random plan (the run takes as many as its duration
     allows): drawn from ``Random(f"chaos:{seed}")`` only, so the same seed and cluster size give the
-    same faults, in the same order, with the same holds and gaps (ms)."""
+    same faults, in the same order, with the same holds and gaps (ms). ``kinds``: draw only these (keys of
+    :data:`FAULT_KINDS`; ValueError for another); None: all of them."""
     rng = Random(f"chaos:{seed}")
-    kinds = sorted(FAULT_KINDS)
+    if kinds is not None:
+        unknown = sorted(set(kinds) - set(FAULT_KINDS))
+        if unknown or not kinds:
+            raise ValueError(f"unknown fault kind(s) {', '.join(unknown) or '(none given)'} "
+                             f"(expected some of: {', '.join(sorted(FAULT_KINDS))})")
+    kinds = sorted(FAULT_KINDS if kinds is None else set(kinds))
     weights = [FAULT_KINDS[k] for k in kinds]
     out = []
     for _ in range(count):
         kind = rng.choices(kinds, weights)[0]
         if brokers < 2 and kind in ("cut", "partition"):
-            kind = "isolate"
+            kind = "isolate" if "isolate" in kinds else "pause"
         node = CONTROLLER if kind == "controller_kill" else rng.randrange(brokers)
         peer = None
         if kind == "cut":
@@ -267,7 +280,7 @@ class ChaosRun:
 
     def __init__(self, directory: str, brokers: int = 3, duration_s: float = 120.0, seed: int = 0,
                  level: Level | None = None, partitions: int = 3, rate: float = 100.0, story: str = "random",
-                 progress=lambda line: None) -> None:
+                 progress=lambda line: None, kinds: tuple[str, ...] | None = None) -> None:
         if brokers < 1 or brokers > 9:
             raise ValueError(f"--brokers must be within 1..9 for a chaos run, got {brokers}")
         if not 1 <= partitions <= 50:
@@ -280,6 +293,9 @@ class ChaosRun:
             raise ValueError(f"unknown --story {story!r} (expected one of: {', '.join(STORIES)})")
         if story == "last-replica-standing" and brokers < 3:
             raise ValueError("the last-replica-standing story needs at least 3 brokers")
+        if kinds is not None:
+            plan_faults(seed, brokers, 1, kinds)  # ValueError for an unknown kind
+        self.kinds = kinds
         self.directory = os.path.abspath(directory)
         self.brokers, self.duration_s, self.seed = brokers, duration_s, seed
         self.level = level if level is not None else DEFAULT  # Level.CLASSIC is 0: falsy
@@ -388,13 +404,45 @@ class ChaosRun:
         elif f.kind == "partition":
             rest = [b for b in range(self.brokers) if b != f.node] + [CONTROLLER]
             cl.control_all(d, {"cmd": "partition", "groups": [[f.node], rest]})
+        elif f.kind == "disk_full":
+            answer = cl.control(d, f.node, {"cmd": "disk_full", "for_ms": max(1, f.hold_ms)})
+            f.detail = f"ENOSPC for {f.hold_ms} ms" if answer.get("ok") else f"not injected: {answer.get('error')}"
+        elif f.kind == "corrupt":
+            f.detail = self._corrupt(f)
+            self.down_nodes.add(f.node)
         else:
             raise ValueError(f"unknown fault kind {f.kind!r}")
         self.event(f"fault: {f.describe()}" + (f" ({f.detail})" if f.detail else ""))
 
+    def _corrupt(self, f: Fault) -> str:
+        """Stop ``f.node`` cleanly and flip one byte in the middle batch of its segment of one of its
+        partitions (drawn from the run's seed and the fault's time); returns what was done."""
+        from .disk import corrupt_segment, segment_batches
+        from ..sim.scenario import corrupt_target
+        cl.stop_broker(self.directory, f.node)
+        rng = Random(f"chaos:{self.seed}:corrupt:{f.at_ms}")
+        held = [p for p in range(self.partitions)
+                if os.path.exists(self._segment(f.node, p)) and segment_batches(self._segment(f.node, p))]
+        if not held:
+            return "no batch to corrupt"
+        p = rng.choice(held)
+        path = self._segment(f.node, p)
+        _index, span = corrupt_target(segment_batches(path), "middle")
+        flipped = corrupt_segment(path, span, 1, rng)
+        return f"{TOPIC}-{p}: byte {flipped[0]} flipped in the batch of offsets {span.base_offset}..{span.next_offset - 1}"
+
+    def _segment(self, broker: int, partition: int) -> str:
+        return os.path.join(self.directory, node_name(broker), "data", f"{TOPIC}-{partition}",
+                            "00000000000000000000.log")
+
     def heal(self, f: Fault) -> None:
-        """End fault ``f``: restart, resume or heal (main thread)."""
-        if f.kind in ("kill", "controller_kill", "lose_unflushed", "shutdown"):
+        """End fault ``f``: restart, resume or heal (main thread). A full disk ends by itself (its hold);
+        an operator then restarts the broker (a clean shutdown, then a start): its log directory comes back
+        only with a restart."""
+        if f.kind == "disk_full":
+            cl.stop_broker(self.directory, f.node)
+            self._restart(f.node)
+        elif f.kind in ("kill", "controller_kill", "lose_unflushed", "shutdown", "corrupt"):
             self._restart(f.node)
         elif f.kind == "pause":
             cl.resume(self.directory, f.node)
@@ -446,7 +494,7 @@ class ChaosRun:
             time.sleep(min(5.0, max(0.0, end - time.monotonic())))
             self._story_last_replica_standing(end)
             return
-        plan = plan_faults(self.seed, self.brokers)
+        plan = plan_faults(self.seed, self.brokers, kinds=self.kinds)
         time.sleep(min(STEADY_S, max(0.0, end - time.monotonic())))  # steady traffic first
         for f in plan:
             if time.monotonic() + f.hold_ms / 1000 + 1 > end:

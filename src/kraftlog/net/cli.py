@@ -111,7 +111,8 @@ def _status_line(nodes: list[cl.NodeStatus]) -> str:
         if not n.alive:
             parts.append(f"{name} DOWN")
         elif n.role == "broker":
-            parts.append(f"{name} :{n.port} {'fenced' if n.fenced else 'unfenced'} epoch {n.broker_epoch}")
+            parts.append(f"{name} :{n.port} {'fenced' if n.fenced else 'unfenced'} epoch {n.broker_epoch}"
+                         + (" LOG DIR OFFLINE" if n.log_dir_offline else ""))
         else:
             parts.append(f"{name} :{n.port} up")
     return " | ".join(parts)
@@ -144,12 +145,16 @@ def cluster_status(directory: str, as_json: bool) -> None:
         click.echo(json.dumps([n.as_dict() for n in nodes], indent=1))
         return
     table = Table(title=f"cluster {os.path.abspath(directory)}")
-    for col in ("node", "pid", "port", "internal port", "alive", "fenced", "broker epoch", "state"):
+    for col in ("node", "pid", "port", "internal port", "alive", "fenced", "broker epoch", "state", "log dir",
+                "counters"):
         table.add_column(col)
     for n in nodes:
         table.add_row(str(n.id), str(n.pid), str(n.port), str(n.internal_port or "-"), "yes" if n.alive else "NO",
                       "-" if n.fenced is None else ("yes" if n.fenced else "no"),
-                      "-" if n.broker_epoch is None else str(n.broker_epoch), n.state or "-")
+                      "-" if n.broker_epoch is None else str(n.broker_epoch), n.state or "-",
+                      "-" if n.log_dir_offline is None else (f"OFFLINE: {n.log_dir_failure}" if n.log_dir_offline
+                                                             else "online"),
+                      ", ".join(f"{k} {v}" for k, v in sorted((n.counters or {}).items()) if v) or "-")
     Console().print(table)
 
 
@@ -355,14 +360,17 @@ def _duration_s(ctx, param, value: str) -> float:
 @click.option("--story", type=click.Choice(["random", "last-replica-standing"]), default="random",
               show_default=True, help="random: a seeded fault plan; last-replica-standing: KIP-966's story, "
                                       "which loses acknowledged records below level elr.")
+@click.option("--faults", "kinds", default=None,
+              help="Comma-separated fault kinds the random plan draws from (default: all of kill, pause, "
+                   "shutdown, lose_unflushed, isolate, cut, partition, controller_kill, disk_full, corrupt).")
 @click.option("--json", "as_json", is_flag=True, help="Print the verdict as JSON (progress goes to stderr).")
 @click.option("--fail-on-loss", is_flag=True, help="Also exit 1 when the run is not safe.")
 def chaos(directory: str | None, brokers: int, duration: float, seed: int | None, level: Level | None,
-          partitions: int, rate: float, story: str, as_json: bool, fail_on_loss: bool) -> None:
+          partitions: int, rate: float, story: str, kinds: str | None, as_json: bool, fail_on_loss: bool) -> None:
     """Start a real cluster, run real clients (a confluent-kafka idempotent acks=all producer, an acks=1
     producer, kraftlog's KIP-320 consumer) and inject seeded faults (SIGKILL, SIGSTOP, clean shutdown,
-    lose-unflushed, isolation, cut links, partitions, controller kill); then heal, read everything back
-    and judge with the simulator's checkers.
+    lose-unflushed, isolation, cut links, partitions, controller kill, a full disk, a flipped byte in a
+    log); then heal, read everything back and judge with the simulator's checkers.
 
     Exit codes: 0 the run completed (the cluster healed; with --fail-on-loss: and it is safe); 1
     otherwise; 2 a bad option; 130 interrupted (every node stopped)."""
@@ -384,7 +392,8 @@ def chaos(directory: str | None, brokers: int, duration: float, seed: int | None
 
     try:
         run = ChaosRun(directory, brokers=brokers, duration_s=duration, seed=seed, level=level,
-                       partitions=partitions, rate=rate, story=story, progress=progress)
+                       partitions=partitions, rate=rate, story=story, progress=progress,
+                       kinds=None if kinds is None else tuple(k.strip() for k in kinds.split(",") if k.strip()))
     except ValueError as exc:
         _fail(str(exc), 2)
     with sigterm_interrupts():

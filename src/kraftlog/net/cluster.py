@@ -300,8 +300,14 @@ class NodeStatus:
     fenced: bool | None
     broker_epoch: int | None
     state: str | None
-    #: Kafka's metadata-apply-error-count: metadata records the node could not apply (None: not running).
-    metadata_apply_error_count: int | None = None
+    #: a broker's log directory failed (an I/O error: ENOSPC, EIO) and is offline until a restart; what
+    #: failed; None when not running or for the controller
+    log_dir_offline: bool | None = None
+    log_dir_failure: str | None = None
+    #: what the process counts (until metrics are exported): e.g. ``storage-error-count``,
+    #: ``dropped-at-load-count``, ``metadata-apply-error-count`` (every node: metadata records it could
+    #: not apply, Kafka's metric)
+    counters: dict | None = None
 
     def as_dict(self) -> dict:
         return dict(self.__dict__)
@@ -321,7 +327,9 @@ def status(directory: str) -> list[NodeStatus]:
             (run.get("fenced") if run and broker else None),
             (run.get("broker_epoch") if run and broker else None),
             (run.get("state") if run else None),
-            (run.get("metadata_apply_error_count") if run else None)))
+            (run.get("log_dir_offline") if run and broker else None),
+            (run.get("log_dir_failure") if run and broker else None),
+            (run.get("counters") if run else None)))
     return out
 
 

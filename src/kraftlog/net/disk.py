@@ -137,11 +137,13 @@ the caller stores), written atomically.
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import os
 import shutil
 import stat
 import struct
+import time
 from typing import Callable, Iterator, Mapping
 
 from crc32c import crc32c
@@ -149,6 +151,7 @@ from crc32c import crc32c
 from ..metadata.records import METADATA_RECORD_TYPES
 from ..protocol.records import Record, RecordBatch
 from ..protocol.wire import decode_metadata_record, encode_batches, encode_metadata_record
+from ..storage.disk import LoadDrop, disk_full_error
 
 __all__ = [
     "FileDisk",
@@ -164,6 +167,8 @@ __all__ = [
     "META_PROPERTIES",
     "write_meta_properties",
     "read_meta_properties",
+    "corrupt_segment",
+    "segment_batches",
 ]
 
 #: A path ending with this suffix is a log file (a list of items); any other is a value file.
@@ -554,6 +559,23 @@ def _scan(fd: int, total: int, kind: int, path: str) -> tuple[list | None, list[
     return items, starts, pos, reason
 
 
+def _batches_in(fd: int, pos: int, total: int) -> int:
+    """How many batch-shaped frames (a 12-byte offset and length, then at least the v2 minimum) the bytes
+    ``[pos, total)`` of a log file hold, read by their length fields only: what a recovery truncation
+    that starts at ``pos`` drops (the first frame is the invalid one)."""
+    count = 0
+    while total - pos >= _LOG_OVERHEAD:
+        head = os.pread(fd, _LOG_OVERHEAD, pos)
+        if len(head) < _LOG_OVERHEAD:
+            break
+        _base, length = _LOG_HEAD.unpack(head)
+        if length < _MIN_BATCH_LENGTH or pos + _LOG_OVERHEAD + length > total:
+            break
+        count += 1
+        pos += _LOG_OVERHEAD + length
+    return count
+
+
 class FileDisk:
     """The :class:`~kraftlog.storage.disk.Disk` of a real process: files under ``root``.
 
@@ -565,14 +587,16 @@ class FileDisk:
     ``<root>/.kraftlog-shadow`` for :func:`restore_fsynced` (chaos mode; module docstring); off, nothing
     of it is read or written. A shadow that does not describe a file loaded raises
     :class:`ShadowStateError`. Times (``now_ms``) are ints in ms; only a metadata record's batch timestamp
-    uses them. Sizes are bytes. OS errors (ENOSPC, EIO, ...) propagate as OSError: Kafka takes the log
-    dir offline on an I/O error; a node process should stop.
+    uses them. Sizes are bytes. OS errors (ENOSPC, EIO, ...) propagate as OSError (a failed append leaves
+    the file as it was, best effort): the broker takes its log directory offline (DESIGN.md, "Faults a
+    real deployment meets"); :meth:`set_full` injects ENOSPC.
 
-    Beyond ``Disk``: :meth:`durable_length`, :meth:`unflushed_bytes`, :meth:`size_bytes`,
+    Beyond ``Disk``: :meth:`set_full`, :meth:`durable_length`, :meth:`unflushed_bytes`, :meth:`size_bytes`,
     :meth:`close` (also a context manager).
     """
 
-    __slots__ = ("root", "metadata_prefix", "shadow", "_log", "_logs", "_lock_fd", "_tail_bytes")
+    __slots__ = ("root", "metadata_prefix", "shadow", "_log", "_logs", "_lock_fd", "_tail_bytes", "_drops",
+                 "_full_until")
 
     def __init__(self, root: str | os.PathLike, log: Callable[[str], None] | None = None,
                  metadata_prefix: str = METADATA_PREFIX, *, shadow: bool = False) -> None:
@@ -582,6 +606,10 @@ class FileDisk:
         self._log = log
         self._logs: dict[str, _LogFile] = {}
         self._tail_bytes = 0  # the tail caches' bytes, all files
+        #: what the recovery of each log file dropped at its first access, until :meth:`recover` takes it
+        self._drops: dict[str, list[LoadDrop]] = {}
+        #: monotonic time until which every write fails with ENOSPC (:meth:`set_full`); None: never
+        self._full_until: float | None = None
         created = _make_dirs(self.root)
         for d in reversed(created):
             _fsync_dir(os.path.dirname(d))
@@ -595,6 +623,42 @@ class FileDisk:
                 f"failed to acquire lock on {os.path.join(self.root, LOCK_FILE)}: another process or FileDisk "
                 "is using this directory") from None
         self._lock_fd: int | None = fd
+
+    # ------------------------------------------------------------------ injected faults
+    def set_full(self, full: bool, for_s: float | None = None) -> None:
+        """Make every later write of a log file (``append``, ``append_many``) and of a value file
+        (``write_atomic``) fail with ``OSError(ENOSPC)``, as on a file system out of space, without filling
+        one: for ``for_s`` seconds (monotonic clock), or until ``set_full(False)`` when ``for_s`` is None.
+        Truncations, deletions, fsyncs and the chaos shadow keep working (they need no new blocks). The
+        fault injector's way (``kraftlog chaos``, ``scenario run --real``) to a full disk without root;
+        a real size-limited file system gives the same errors."""
+        if not full:
+            self._full_until = None
+        else:
+            self._full_until = float("inf") if for_s is None else time.monotonic() + max(0.0, for_s)
+
+    @property
+    def full(self) -> bool:
+        """Whether writes fail with an injected ENOSPC now (:meth:`set_full`)."""
+        until = self._full_until
+        if until is None:
+            return False
+        if time.monotonic() < until:
+            return True
+        self._full_until = None
+        return False
+
+    def _check_space(self, path: str) -> None:
+        if self._full_until is not None and self.full:
+            raise disk_full_error(path)
+
+    def recover(self, path: str, now_ms: int) -> list[LoadDrop]:
+        """Load and recover the log file ``path`` (if not yet loaded: the module docstring's recovery)
+        and return what its recovery truncated, once (:class:`~kraftlog.storage.disk.LoadDrop`, its bytes
+        and the number of batch-shaped frames in them); ``[]`` when nothing, when missing, or when
+        already returned."""
+        self._open(path, create=False)
+        return self._drops.pop(path, [])
 
     # ------------------------------------------------------------------ paths
     def _full(self, path: str) -> str:
@@ -663,12 +727,16 @@ class FileDisk:
                 shadow = self._load_shadow(path, total)
             items, starts, valid, reason = _scan(fd, total, kind, path)
             if valid < total:
+                dropped = _batches_in(fd, valid, total)
                 if shadow is not None:
                     self._save_truncated(shadow, fd, valid)
                 os.ftruncate(fd, valid)
+                self._drops.setdefault(path, []).append(
+                    LoadDrop(path, valid, total, dropped, reason or "invalid bytes"))
                 if self._log is not None:
                     self._log(f"{path}: recovered {len(starts)} items ({valid} bytes); truncated "
-                              f"{total - valid} invalid bytes at byte {valid} ({reason})")
+                              f"{total - valid} invalid bytes at byte {valid} ({dropped} batch(es) dropped: "
+                              f"{reason})")
         except BaseException:
             os.close(fd)
             raise
@@ -771,6 +839,7 @@ class FileDisk:
         of whole batches; each batch carries its own CRC.) Errors as :meth:`append`."""
         if not items:
             return
+        self._check_space(path)
         f = self._logs.get(path)
         if f is None:
             kind = self._kind(path)
@@ -986,6 +1055,7 @@ class FileDisk:
         over ``path``, directory fsynced (Kafka's checkpoint files). ``value``: str (written as UTF-8) or
         bytes; TypeError otherwise. ValueError for a log-file path."""
         full = self._value_full(path)
+        self._check_space(path)
         if isinstance(value, str):
             data = value.encode()
         elif isinstance(value, (bytes, bytearray, memoryview)):
@@ -1227,6 +1297,62 @@ def _plan_restore(root: str, top: str) -> list[tuple[str, str, int, int | None, 
                 plans.append((path, full, size, durable, start, [c[1] for c in chunks]))
     plans.sort()
     return plans
+
+
+# ------------------------------------------------------------------------------ flipping bytes
+class _BatchSpan:
+    """A batch of a segment file as :func:`kraftlog.sim.scenario.corrupt_target` sees it: its offsets
+    (from its header) and its byte range."""
+
+    __slots__ = ("base_offset", "next_offset", "start", "end")
+
+    def __init__(self, base_offset: int, next_offset: int, start: int, end: int) -> None:
+        self.base_offset, self.next_offset, self.start, self.end = base_offset, next_offset, start, end
+
+
+_LAST_OFFSET_DELTA = struct.Struct(">i")
+_LAST_OFFSET_DELTA_POS = 23  # after baseOffset, batchLength, partitionLeaderEpoch, magic, crc, attributes
+
+
+def segment_batches(path: str | os.PathLike) -> list[_BatchSpan]:
+    """The batches of a partition segment file (Kafka's ``.log``, v2 batches) read from their headers only:
+    offsets and byte ranges, up to the first frame that is not a whole batch. For fault injection and
+    tools; no CRC is checked."""
+    spans = []
+    with open(path, "rb") as fh:
+        data = fh.read()
+    pos = 0
+    while len(data) - pos >= _RECORDS_COUNT_POS + 4:
+        base, length = _LOG_HEAD.unpack_from(data, pos)
+        end = pos + _LOG_OVERHEAD + length
+        if length < _MIN_BATCH_LENGTH or end > len(data):
+            break
+        (delta,) = _LAST_OFFSET_DELTA.unpack_from(data, pos + _LAST_OFFSET_DELTA_POS)
+        spans.append(_BatchSpan(base, base + delta + 1, pos, end))
+        pos = end
+    return spans
+
+
+def corrupt_segment(path: str | os.PathLike, span: _BatchSpan, nbytes: int, rng) -> list[int]:
+    """Flip ``nbytes`` bytes (each XORed with 0xFF) at positions drawn from ``rng`` (a seeded
+    ``random.Random``) inside the CRC-32C-covered part of the batch ``span`` of the segment file ``path``
+    (attributes to the end of the batch), in place: the next load finds the batch's CRC wrong, as a
+    flipped bit on the medium. Bytes before the CRC (base offset, length, partition leader epoch) are
+    left alone: Kafka's v2 CRC does not cover them. Returns the byte positions flipped (sorted). The
+    broker must be stopped (its FileDisk holds the file's lock otherwise: DirectoryLockedError is not
+    checked here, the caller stops the node first)."""
+    first = span.start + _CRC_START
+    count = max(1, min(nbytes, span.end - first))
+    positions = sorted(rng.sample(range(first, span.end), count))
+    fd = os.open(path, os.O_RDWR | getattr(os, "O_CLOEXEC", 0))
+    try:
+        for p in positions:
+            (b,) = os.pread(fd, 1, p)
+            os.pwrite(fd, bytes((b ^ 0xFF,)), p)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    return positions
 
 
 # ------------------------------------------------------------------------------ meta.properties

@@ -498,7 +498,8 @@ class NodeDriver:
 
     def __init__(self, node, listeners: dict, address_of: Callable[[object], tuple[str, int] | None],
                  log: Callable[[str], None], client_id: str, clock: Clock | None = None,
-                 max_request_bytes: int | None = None, link_filter: LinkFilter | None = None) -> None:
+                 max_request_bytes: int | None = None, link_filter: LinkFilter | None = None,
+                 control_handlers: dict[str, Callable[[dict], dict]] | None = None) -> None:
         self.node = node
         self.listeners = listeners
         self.address_of = address_of
@@ -516,6 +517,9 @@ class NodeDriver:
         self._failed: list[int] = []  # correlation ids of requests that could not be encoded
         self.stopping = False
         self.link_filter = link_filter
+        #: chaos mode: control commands served by the process rather than the link filter (``disk_full``):
+        #: cmd -> handler(command) -> answer fields; ValueError for a malformed command
+        self.control_handlers = dict(control_handlers or {})
         self.control_port: int | None = None
 
     # ------------------------------------------------------------------ lifecycle
@@ -871,11 +875,23 @@ class NodeDriver:
 
         ``{"cmd": "state"}`` changes nothing and answers ``{"ok": true, "node", "cmd", "state"}`` with the
         node's committed metadata (:meth:`kraftlog.metadata.image.MetadataImage.snapshot`): asked of the
-        controller, the state the simulator's scenario conditions read (``scenario run --real``)."""
+        controller, the state the simulator's scenario conditions read (``scenario run --real``).
+
+        Commands in ``control_handlers`` (the process's own: a broker's ``{"cmd": "disk_full", "for_ms":
+        N}``, see :mod:`kraftlog.net.node`) are answered by their handler."""
         me = self.node.node_id
         if self.link_filter is None:
             return {"ok": False, "node": me, "error": "this node runs without a link filter (not in chaos mode)"}
         cmd = command.get("cmd") if isinstance(command, dict) else None
+        handler = self.control_handlers.get(cmd) if isinstance(cmd, str) else None
+        if handler is not None:
+            try:
+                answer = handler(command)
+            except ValueError as exc:
+                return {"ok": False, "node": me, "error": str(exc)}
+            self.log(f"control: {json.dumps(command, sort_keys=True)}")
+            self.kick()  # the command may have made the node's next deadline due
+            return {"ok": True, "node": me, "cmd": cmd, **answer}
         if cmd == "state" and len(command) == 1:
             image = getattr(self.node, "image", None)
             if image is None:

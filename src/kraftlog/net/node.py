@@ -9,7 +9,7 @@ level, the seed, the configs and the ports); ``NODE`` is ``controller`` or a bro
   incarnation count that seeds its ``Random`` (``f"{seed}:{node}:{incarnation}"``: every restart is a
   new incarnation, as a restarted Kafka broker has a new incarnation id),
 * writes ``DIR/run/<node>.json`` (pid, ports, and the node's state, broker epoch and fencing as the
-  node itself knows them, and its ``metadata_apply_error_count``, Kafka's ``metadata-apply-error-count``:
+  node itself knows them, and its counters, Kafka's ``metadata-apply-error-count`` among them:
   at once when they change, else every second) for ``cluster status``, and logs each metadata record it
   could not apply,
 * in chaos mode (``"chaos": true`` in ``cluster.json``, ``kraftlog cluster up --chaos``): keeps the
@@ -17,7 +17,14 @@ level, the seed, the configs and the ports); ``NODE`` is ``controller`` or a bro
   fsynced files back), runs the driver with a :class:`~kraftlog.net.driver.LinkFilter` whose rules start
   as ``DIR/links.json`` says (the cluster-wide rules :func:`kraftlog.net.cluster.control_all` keeps there,
   so a node restarted during a partition is still partitioned), and serves the driver's control channel
-  on 127.0.0.1, on a free port written to its run file as ``control_port``,
+  on 127.0.0.1, on a free port written to its run file as ``control_port``; a broker also answers
+  ``{"cmd": "disk_full", "for_ms": N}`` there (every write of its FileDisk fails with ENOSPC for N ms:
+  a full file system without root; ``{"cmd": "disk_full", "full": false}`` ends it),
+* writes a broker's storage faults into its log (a failed log directory, data dropped at load) and its
+  run file (``log_dir_offline``, ``log_dir_failure``, ``counters``); a node that stops by itself (a broker
+  whose failed log directory was not acknowledged in KIP-858's ``log.dir.failure.timeout.ms``, the
+  controller when its metadata log cannot be written) exits with status 1 and the reason on its last
+  log line,
 * when ``cluster.json`` names an ``owner_pid`` (a fault injector such as ``kraftlog chaos`` that started
   the cluster as its own children): dies with its owner. On Linux the kernel sends it SIGKILL when the
   owner exits (``prctl(PR_SET_PDEATHSIG)``, which reaches a paused node too); elsewhere, and as a second
@@ -184,8 +191,12 @@ async def _main(directory: str, node) -> int:
         log(f"{root}/meta.properties belongs to node {meta.get('node.id')}, not {node}")
         return 2
     incarnation = int(meta.get("incarnation", "0")) + 1
-    write_meta_properties(root, {"node.id": str(node), "cluster.id": cluster["cluster_id"],
-                                 "level": cluster["level"], "incarnation": str(incarnation)})
+    try:
+        write_meta_properties(root, {"node.id": str(node), "cluster.id": cluster["cluster_id"],
+                                     "level": cluster["level"], "incarnation": str(incarnation)})
+    except OSError as exc:  # a full disk (ENOSPC) must not keep a node from starting: the broker then
+        # finds its log directory failing and reports it offline (issue 23)
+        log(f"cannot record incarnation {incarnation} in {root}/meta.properties ({exc}): kept in memory")
     rng = Random(f"{cluster['seed']}:{node}:{incarnation}")
 
     socks = {}
@@ -216,12 +227,27 @@ async def _main(directory: str, node) -> int:
         reg = core.image.brokers.get(peer)
         return None if reg is None else reg.endpoint(lst.INTERNAL)
 
+    def disk_full(command: dict) -> dict:
+        args = {k: v for k, v in command.items() if k != "cmd"}
+        if set(args) - {"for_ms", "full"}:
+            raise ValueError(f"disk_full takes for_ms or full, not {sorted(set(args) - {'for_ms', 'full'})}")
+        if args.get("full", True) is False:
+            disk.set_full(False)
+            return {"full": False}
+        for_ms = args.get("for_ms")
+        if for_ms is not None and (not isinstance(for_ms, int) or isinstance(for_ms, bool) or for_ms < 1):
+            raise ValueError(f"disk_full: for_ms must be an integer >= 1, got {for_ms!r}")
+        disk.set_full(True, None if for_ms is None else for_ms / 1000)
+        log(f"injected ENOSPC: every write fails" + ("" if for_ms is None else f" for {for_ms} ms"))
+        return {"full": True, "for_ms": for_ms}
+
     link_filter = None
     if chaos:
         link_filter = LinkFilter.from_rules(read_links(directory))
         if link_filter.active:
             log(f"link filter rules from {LINKS_FILE}: {json.dumps(link_filter.to_rules(), sort_keys=True)}")
-    driver = NodeDriver(core, socks, address_of, log, client_id=name, clock=clock, link_filter=link_filter)
+    driver = NodeDriver(core, socks, address_of, log, client_id=name, clock=clock, link_filter=link_filter,
+                        control_handlers={"disk_full": disk_full} if chaos and node != CONTROLLER else None)
     run_path = os.path.join(directory, "run", f"{name}.json")
     os.makedirs(os.path.dirname(run_path), exist_ok=True)
     started = time.time()
@@ -234,7 +260,7 @@ async def _main(directory: str, node) -> int:
         # after every event, and a file write + rename per request was the largest cost under load.
         errors = core.metadata_apply_errors.count
         if node != CONTROLLER:
-            key = (core.state, core.broker_epoch, core.fenced, driver.control_port, errors)
+            key = (core.state, core.broker_epoch, core.fenced, driver.control_port, core.log_dir_offline, errors)
         else:
             key = (driver.control_port, errors)
         now = time.monotonic()
@@ -243,9 +269,13 @@ async def _main(directory: str, node) -> int:
         written["key"], written["at"] = key, now
         status = {"pid": os.getpid(), "port": port, "internal_port": internal, "incarnation": incarnation,
                   "started": started, "updated": time.time(), "chaos": chaos, "control_port": driver.control_port,
-                  "metadata_apply_error_count": errors}
+                  "counters": {"metadata-apply-error-count": errors}}
         if node != CONTROLLER:
-            status.update(state=core.state, broker_epoch=core.broker_epoch, fenced=core.fenced)
+            status.update(state=core.state, broker_epoch=core.broker_epoch, fenced=core.fenced,
+                          log_dir_offline=core.log_dir_offline, log_dir_failure=core.log_dir_failure,
+                          counters={"storage-error-count": core.storage_error_count,
+                                    "dropped-at-load-count": len(core.dropped_at_load),
+                                    "metadata-apply-error-count": errors})
         else:
             status.update(state="RUNNING", metadata_offset=core.end_offset)
         write_json(run_path, status)
@@ -254,6 +284,9 @@ async def _main(directory: str, node) -> int:
         if owner and stop["requested_ms"] is None and not owner_alive(int(owner)):
             log(f"owner pid {owner} is gone: shutting down")
             on_signal(signal.SIGTERM)
+        if node != CONTROLLER and core.log_lines:
+            for line in core.take_log_lines():
+                log(line)
         for line in core.metadata_apply_errors.take():  # Kafka's metadata fault handler logs each one
             log(f"ERROR {line}")
         write_status(force=False)
@@ -285,6 +318,8 @@ async def _main(directory: str, node) -> int:
         loop.add_signal_handler(sig, on_signal, sig)
 
     def done() -> bool:
+        if getattr(core, "fatal_error", None) is not None:
+            return True  # the node stopped itself (a failed log directory or metadata log): exit 1
         requested = stop["requested_ms"]
         if requested is None:
             return False
@@ -292,16 +327,21 @@ async def _main(directory: str, node) -> int:
             return True
         return clock.now_ms() - requested > CONTROLLED_SHUTDOWN_MAX_MS + SHUTDOWN_GRACE_MS
 
+    fatal = None
     try:
-        await driver.run_until(done, on_wake=on_wake)
+        await driver.run_until(done, on_wake=on_wake)  # a broker's fatal error stops it too (core.stopped)
     finally:
         driver.stopping = True
-        clean = node == CONTROLLER or core.stopped
+        fatal = getattr(core, "fatal_error", None)
+        clean = node == CONTROLLER or (core.stopped and fatal is None)
+        if node != CONTROLLER:
+            for line in core.take_log_lines():
+                log(line)
         write_status()
         await driver.close()
         disk.close()
-        log("stopped" + ("" if clean else " without completing the controlled shutdown"))
-    return 0
+        log(f"stopped: {fatal}" if fatal else "stopped" + ("" if clean else " without completing the controlled shutdown"))
+    return 1 if fatal else 0
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -10,6 +10,10 @@ real time: ``at:`` counts from the moment every partition has a leader (the simu
   the broker's data directory (a replaced disk); ``restart`` starts the process again;
 * ``shutdown`` → SIGTERM (a controlled shutdown, waited for); ``restart_controller`` → SIGKILL of the
   controller and a restart (its metadata log is fsynced on every append, as the simulator's is);
+* ``disk_full`` → an injected ENOSPC in the broker's FileDisk for the step's time, over the control
+  channel (refused, as a failed step, when the broker is not running); ``corrupt`` → bytes of the chosen
+  batch of the stopped broker's segment file flipped in place (positions from the run's seed; refused,
+  as a failed step, while the broker runs);
 * ``isolate``, ``partition``, ``cut``, ``heal``, ``hold``, ``release`` → the nodes' link filters, through
   :func:`kraftlog.net.cluster.control_all` (the simulator's rules, :mod:`kraftlog.links`);
 * ``produce`` and the background ``clients`` → kraftlog's own sans-I/O producer and KIP-320 consumer, the
@@ -45,7 +49,7 @@ from ..protocol import messages as m
 from ..protocol.errors import Errors
 from ..protocol.level import DEFAULT, Level
 from ..sim.runner import ACKS, RunResult, is_safe
-from ..sim.scenario import Condition, Scenario
+from ..sim.scenario import Condition, Scenario, corrupt_target
 from . import cluster as cl
 from .chaos import end_state_violations, read_back, read_replica_disks
 from .client import ClientLoop, ConsumerRecorder, KafkaConnection
@@ -335,6 +339,17 @@ class RealScenarioRun:
             cl.kill_node(d, CONTROLLER)
             cl.start_controller(d)
             self._log(f"{label}: controller failover (process killed and restarted; metadata log replayed)")
+        elif verb == "disk_full":
+            b = a["broker"]
+            if not self._alive(b):
+                self._refuse(label, f"broker {b} is not running: with --real a full disk is injected into the "
+                                    "broker's process (its FileDisk), so it must run")
+                return
+            cl.control(d, b, {"cmd": "disk_full", "for_ms": a["for_ms"]})
+            self._log(f"{label}: broker {b}'s file system is full for {a['for_ms']}ms "
+                      "(every write fails with ENOSPC)")
+        elif verb == "corrupt":
+            self._corrupt(step, label)
         elif verb in ("isolate", "partition", "cut", "heal", "hold", "release"):
             command = {"cmd": verb}
             if verb == "isolate":
@@ -386,6 +401,32 @@ class RealScenarioRun:
             time.sleep(a["duration_ms"] / 1000)
         else:  # pragma: no cover - the parser rejects unknown verbs
             raise ValueError(f"unknown verb {verb}")
+
+    def _refuse(self, label: str, why: str) -> None:
+        msg = f"{label}: refused: {why}"
+        self.failed.append(msg)
+        self._log(msg)
+
+    def _corrupt(self, step, label: str) -> None:
+        """Flip bytes in one batch of a stopped broker's segment file (the simulator's rule for which
+        batch: :func:`~kraftlog.sim.scenario.corrupt_target`; the bytes from the run's seed)."""
+        from .disk import corrupt_segment, segment_batches
+        a = step.args
+        b = a["broker"]
+        if self._alive(b):
+            self._refuse(label, f"broker {b} is running; corrupt needs it stopped (crash or shutdown it first)")
+            return
+        topic, _, idx = a["partition"].rpartition("-")
+        path = os.path.join(self.directory, node_name(b), "data", f"{topic}-{idx}", "00000000000000000000.log")
+        spans = segment_batches(path) if os.path.exists(path) else []
+        target = corrupt_target(spans, a["at"])
+        if target is None:
+            self._log(f"{label}: broker {b} holds no batch of {a['partition']} at {a['at']}: nothing corrupted")
+            return
+        span = target[1]
+        flipped = corrupt_segment(path, span, a["bytes"], Random(f"corrupt:{self.seed}:{step.index}"))
+        self._log(f"{label}: flipped {len(flipped)} byte(s) in broker {b}'s {a['partition']} batch of offsets "
+                  f"{span.base_offset}..{span.next_offset - 1} (bytes {flipped})")
 
     # ------------------------------------------------------------------ the run
     def _create_topics(self) -> bool:

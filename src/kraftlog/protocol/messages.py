@@ -168,6 +168,9 @@ class BrokerRegistrationRequest:
     rack: str | None = None
     previous_broker_epoch: int = -1
     listeners: tuple[Listener, ...] = ()
+    #: the broker's log directories (KIP-858's LogDirs); empty: not reported (every one counts as online,
+    #: as in Kafka); a failed one is reported offline in the broker's heartbeats
+    log_dirs: tuple[uuid.UUID, ...] = ()
 
 
 @dataclass(slots=True)
@@ -181,6 +184,9 @@ class BrokerRegistrationResponse:
 # --------------------------------------------------------------- BrokerHeartbeat (API key 63, v1)
 @dataclass(slots=True)
 class BrokerHeartbeatRequest:
+    """``offline_log_dirs``: the broker's log directories that failed (KIP-858's OfflineLogDirs, a v1
+    tagged field), sent in every heartbeat until the broker restarts."""
+
     API: ClassVar[str] = "BrokerHeartbeat"
     API_KEY: ClassVar[int] = 63
     VERSION: ClassVar[int] = 1
@@ -189,6 +195,7 @@ class BrokerHeartbeatRequest:
     current_metadata_offset: int
     want_fence: bool
     want_shut_down: bool
+    offline_log_dirs: tuple[uuid.UUID, ...] = ()
 
 
 @dataclass(slots=True)

@@ -140,11 +140,13 @@ _METADATA_TYPES: dict[str, type] = {cls.__name__: cls for cls in mdr.METADATA_RE
 
 
 def _field_kinds(cls: type) -> tuple[tuple[str, str], ...]:
-    """(field name, kind) with kind "uuid", "tuple" or "" from the (string) annotations."""
+    """(field name, kind) with kind "uuids" (a tuple of UUIDs), "uuid", "tuple" or "" from the (string)
+    annotations."""
     kinds = []
     for f in fields(cls):
         ann = str(f.type)
-        kind = "uuid" if "UUID" in ann else "tuple" if ann.startswith("tuple") else ""
+        kind = ("uuids" if ann.startswith("tuple[uuid.UUID") else "uuid" if "UUID" in ann
+                else "tuple" if ann.startswith("tuple") else "")
         kinds.append((f.name, kind))
     return tuple(kinds)
 
@@ -166,6 +168,8 @@ def encode_metadata_record(rec: object) -> bytes:
         value = getattr(rec, name)
         if kind == "uuid" and value is not None:
             value = str(value)
+        elif kind == "uuids" and value is not None:
+            value = [str(v) for v in value]
         doc[name] = value
     return json.dumps(doc, separators=(",", ":")).encode()
 
@@ -186,6 +190,8 @@ def decode_metadata_record(data: bytes) -> object:
         if value is not None:
             if kind == "uuid":
                 value = uuid.UUID(value)
+            elif kind == "uuids":
+                value = tuple(uuid.UUID(v) for v in value)
             elif kind == "tuple":
                 value = tuple(value)
         kwargs[name] = value

@@ -3,7 +3,9 @@
 ``SimCluster`` owns the event queue, the seeded network (per-message delay drawn from a range, FIFO
 per directed link like a TCP connection, cut links, partitions, held messages by API name), the
 SimDisks, and the faults (crash with page-cache or disk loss, clean shutdown, restart, controller
-failover). It drives the sans-I/O nodes through their contract only: ``deliver``, ``tick``,
+failover, a full disk, flipped bytes in a stopped broker's log). A broker that stops by itself (its
+failed log directory was not acknowledged in time: ``Broker.fatal_error``) leaves like a process that
+exits: removed, its page cache kept. It drives the sans-I/O nodes through their contract only: ``deliver``, ``tick``,
 ``poll``, ``next_deadline``, and ``connection_failed`` when a request targets a node that is down.
 
 Client connections: a client's ``ConnectionSetup`` (see ``kraftlog.protocol.node``) travels like a
@@ -136,6 +138,38 @@ class SimCluster:
         else:
             self.start_broker(node_id)
 
+    def disk_full(self, broker_id: int, for_ms: int) -> None:
+        """Every write on broker ``broker_id``'s disk fails with ENOSPC for ``for_ms`` ms (whether the broker
+        runs or not), then the file system has space again."""
+        disk = self.disks[broker_id]
+        disk.set_full(True)
+        self.history.record(self.now, "disk_full", node=str(broker_id), for_ms=for_ms)
+
+        def space(sim: "SimCluster") -> None:
+            disk.set_full(False)
+            sim.history.record(sim.now, "disk_space", node=str(broker_id))
+
+        self.call_at(self.now + for_ms, space)
+
+    def corrupt(self, broker_id: int, path: str, index: int) -> bool:
+        """Flip bytes in item ``index`` of the log file ``path`` on broker ``broker_id``'s disk (its process
+        must be down: the caller checks). Returns False when there is no such item."""
+        done = self.disks[broker_id].corrupt(path, index)
+        self.history.record(self.now, "corrupt", node=str(broker_id), path=path, index=index, done=done)
+        return done
+
+    def _exited(self, node_id) -> None:
+        """The node's process ended by itself (a broker's fatal error): removed like a crash, but its page
+        cache stays (no machine crash): peers see its connections reset. Its observer runs a last time
+        (what the node noted on its way out)."""
+        obs = self.observers.get(node_id)
+        if obs is not None:
+            obs(self, node_id)
+        del self.nodes[node_id]
+        self.scheduled.pop(node_id, None)
+        self.history.record(self.now, "exit", node=str(node_id))
+        self.call_at(self.now + self.delay_min, lambda sim: sim._peer_gone(node_id))
+
     def restart_controller(self) -> None:
         """Controller failover: in-memory state lost, the metadata log replayed."""
         self.crash(CONTROLLER, "unflushed")
@@ -265,6 +299,9 @@ class SimCluster:
             return
         del self.scheduled[node_id]
         node.tick(self.now)
+        if getattr(node, "fatal_error", None) is not None:
+            self._exited(node_id)
+            return
         self._after(node_id, node)
         if self.scheduled.get(node_id) == self.now:
             # A node must make progress: never tick twice at the same instant.

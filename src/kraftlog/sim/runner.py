@@ -35,8 +35,10 @@ from ..metadata.records import (
 from ..protocol import messages as m
 from ..protocol.errors import Errors
 from ..protocol.level import DEFAULT, Level
+from ..broker.broker import LOG_DIR
+from ..storage.log import SEGMENT_FILE
 from .cluster import SimCluster
-from .scenario import Condition, Scenario, Step, configs_at_level
+from .scenario import Condition, Scenario, Step, configs_at_level, corrupt_target
 
 BOOTSTRAP_TIMEOUT_MS = 60000
 SHUTDOWN_WAIT_MS = 35000
@@ -105,7 +107,8 @@ def _leader(leader: int) -> int | None:
 #:     batch, the number the line shows beside ``leader ->``) is always there.
 #: * ``broker``: ``broker`` (id), and ``registered`` True with ``broker_epoch`` (RegisterBrokerRecord), or
 #:   ``broker_epoch`` with ``fenced`` (bool) and/or ``in_controlled_shutdown`` (True) when the
-#:   BrokerRegistrationChangeRecord set them (absent: unchanged).
+#:   BrokerRegistrationChangeRecord set them, ``log_dir_offline`` (True: its log directory was reported
+#:   offline, KIP-858) (absent: unchanged).
 #: * ``step``: ``index`` (1-based), ``verb``, the step's parsed arguments as the parser gives them
 #:   (SCENARIOS.md): ``broker``, ``lose``, ``nodes``, ``groups``, ``from``, ``to``, ``api``, ``topic``,
 #:   ``partition``, ``count``, ``acks``, ``timeout_ms``, ``config``, ``type``, ``leader``, ``condition``
@@ -130,8 +133,10 @@ def _leader(leader: int) -> int | None:
 #: * ``described`` (end of the run, DescribeTopicPartitions from a live broker): ``broker``, and either
 #:   ``error`` or ``partition``, ``leader`` (None for none), ``leader_epoch``, ``isr``, ``elr``,
 #:   ``last_known_elr``, ``offline``.
+#: * ``storage`` (a broker's storage fault: its log directory failed, data dropped at load, it stopped
+#:   because the failure was not acknowledged): ``broker``, ``detail`` (text).
 EVENT_KINDS = ("ready", "partition", "broker", "step", "recovery", "invariant", "truncation",
-               "alter_partition_error", "described")
+               "alter_partition_error", "described", "storage")
 
 
 @dataclass
@@ -257,6 +262,13 @@ class ScenarioRun:
             if gauge[0] > gauge[1]:
                 gauge[1] = gauge[0]
 
+    def _storage_lines(self, sim: SimCluster, node_id, node) -> None:
+        """A broker's storage-fault lines (a failed log directory, data dropped at load) into the timeline
+        (event ``storage``) and the history."""
+        for line in node.take_log_lines():
+            self._log(f"broker {node_id}: {line}", {"kind": "storage", "broker": node_id, "detail": line})
+            sim.history.record(sim.now, "storage", node=str(node_id), detail=line)
+
     def _observe_producer(self, sim: SimCluster, node_id) -> None:
         """After a producer handled an event: record its acknowledgements and failures."""
         node = sim.nodes.get(node_id)
@@ -347,6 +359,8 @@ class ScenarioRun:
 
         def observe(sim: SimCluster, node_id) -> None:
             node = sim.nodes[node_id]
+            if node.log_lines:
+                self._storage_lines(sim, node_id, node)
             if self._metadata_pending is not None:
                 self._metadata_replayed(node_id, node)
             if node.image is not state[0] or node.broker_epoch != state[1]:
@@ -462,7 +476,8 @@ class ScenarioRun:
                 for b in (*part.isr, *part.elr):
                     node = nodes.get(b)
                     reg = brokers.get(b)
-                    if node is not None and reg is not None and node.broker_epoch == reg.broker_epoch:
+                    if (node is not None and reg is not None and node.broker_epoch == reg.broker_epoch
+                            and not node.log_dir_offline):
                         log = node.logs.get(key)  # loaded at start: known before the partition is created
                         running[b] = log.log_end_offset if log is not None else 0
                 found += invariants.isr_elr_completeness(name, part.isr, part.elr, running, true_hwm, now)
@@ -478,7 +493,8 @@ class ScenarioRun:
                     image.min_isr(key[0], config), now)
             acked = self._acked_at.get(name)
             reg = brokers.get(part.leader)
-            if acked and reg is not None and node.broker_epoch == reg.broker_epoch:
+            if acked and reg is not None and node.broker_epoch == reg.broker_epoch and not node.log_dir_offline:
+                # (a leader whose log directory is offline serves nothing until it restarts: not running)
                 found += self._leader_completeness(name, key, part, node, p, acked, now)
         self._record_violations(found)
 
@@ -586,6 +602,9 @@ class ScenarioRun:
             if rec.in_controlled_shutdown:
                 bits.append("in controlled shutdown")
                 event["in_controlled_shutdown"] = True
+            if rec.log_dirs is not None:
+                bits.append("log directory offline" if not rec.log_dirs else f"log directories {len(rec.log_dirs)}")
+                event["log_dir_offline"] = not rec.log_dirs
             return (f"broker {rec.broker_id} " + ", ".join(bits), event) if bits else None
         return None
 
@@ -653,6 +672,9 @@ class ScenarioRun:
             elif key == "in_controlled_shutdown":
                 if (reg is not None and reg.in_controlled_shutdown) != want:
                     return False
+            elif key == "log_dir_offline":
+                if (reg is not None and not reg.has_online_log_dir) != want:
+                    return False
         return True
 
     def describe_condition(self, cond: Condition) -> str:
@@ -672,7 +694,8 @@ class ScenarioRun:
                     f"recovering={part.recovering}")
         reg = ctl.image.brokers.get(int(cond.target))
         return (f"alive={self.sim.alive(int(cond.target))}, fenced={reg.fenced if reg else None}, "
-                f"in_controlled_shutdown={reg.in_controlled_shutdown if reg else None}")
+                f"in_controlled_shutdown={reg.in_controlled_shutdown if reg else None}, "
+                f"log_dir_offline={(not reg.has_online_log_dir) if reg else None}")
 
     # ================================================================= bootstrap
     def _bootstrap(self) -> bool:
@@ -809,6 +832,12 @@ class ScenarioRun:
         elif verb == "restart_controller":
             sim.restart_controller()
             self._log(f"{label}: controller failover (metadata log replayed)", ev)
+        elif verb == "disk_full":
+            sim.disk_full(a["broker"], a["for_ms"])
+            self._log(f"{label}: broker {a['broker']}'s file system is full for {a['for_ms']}ms "
+                      "(every write fails with ENOSPC)", ev)
+        elif verb == "corrupt":
+            self._corrupt(step, label, ev)
         elif verb == "isolate":
             sim.isolate(list(a["nodes"]))
             self._log(f"{label}: isolated {list(a['nodes'])}", ev)
@@ -873,6 +902,32 @@ class ScenarioRun:
         self._check_invariants()
         if verb in ("crash", "shutdown", "restart", "restart_controller"):
             self._update_availability()
+
+    def _corrupt(self, step: Step, label: str, ev: dict) -> None:
+        """The ``corrupt`` step: flip bytes in one batch of a stopped broker's replica log (refused, as a
+        failed step, while the broker runs: a running process would overwrite nothing, but its reads are
+        not what the step means to test)."""
+        sim = self.sim
+        a = step.args
+        b = a["broker"]
+        if sim.alive(b):
+            msg = (f"{label}: refused: broker {b} is running; corrupt needs it stopped (crash or shutdown "
+                   "it first)")
+            self.failed.append(msg)
+            self._log(msg, {**ev, "done": False})
+            return
+        topic, _, idx = a["partition"].rpartition("-")
+        path = f"{LOG_DIR}/{topic}-{idx}/{SEGMENT_FILE}"
+        target = corrupt_target(sim.disks[b].read(path), a["at"])
+        if target is None:
+            self._log(f"{label}: broker {b} holds no batch of {a['partition']} at {a['at']}: nothing corrupted",
+                      {**ev, "done": False})
+            return
+        index, batch = target
+        sim.corrupt(b, path, index)
+        self._log(f"{label}: flipped {a['bytes']} byte(s) in broker {b}'s {a['partition']} batch of offsets "
+                  f"{batch.base_offset}..{batch.next_offset - 1}",
+                  {**ev, "done": True, "base_offset": batch.base_offset, "last_offset": batch.next_offset - 1})
 
     # ================================================================= run
     def run(self) -> RunResult:

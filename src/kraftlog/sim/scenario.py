@@ -45,6 +45,8 @@ __all__ = [
     "CONTROLLER",
     "ELECTION_TYPES",
     "LOSE_MODES",
+    "CORRUPT_AT",
+    "corrupt_target",
     "RESETS",
     "VERBS",
     "ClientSpec",
@@ -70,6 +72,8 @@ VERBS: tuple[str, ...] = (
     "shutdown",
     "restart",
     "restart_controller",
+    "disk_full",
+    "corrupt",
     "isolate",
     "partition",
     "cut",
@@ -82,6 +86,12 @@ VERBS: tuple[str, ...] = (
     "expect",
     "run_for",
 )
+
+#: ``corrupt`` ``at`` values besides an offset: the batch holding the middle offset of the replica's
+#: log (LEO // 2), or its last batch.
+CORRUPT_AT: tuple[str, ...] = ("middle", "last")
+#: The most bytes one ``corrupt`` step flips.
+MAX_CORRUPT_BYTES = 1024
 
 #: Normalised producer acks values.
 ACKS: tuple[str, ...] = ("all", "1", "0")
@@ -122,7 +132,7 @@ _PARTITION_CHECKS = (
     "hwm_at_least",
     "recovering",
 )
-_BROKER_CHECKS = ("fenced", "alive", "in_controlled_shutdown")
+_BROKER_CHECKS = ("fenced", "alive", "in_controlled_shutdown", "log_dir_offline")
 _SET_CHECKS = ("isr", "elr", "last_known_elr")
 _INT_CHECKS = ("leader_epoch_at_least", "hwm", "hwm_at_least")
 
@@ -221,7 +231,7 @@ class Condition:
     controller's committed partition state except ``hwm``/``hwm_at_least`` (the leader's HWM).
 
     ``kind == "broker"``: ``target`` is the broker id; checks are ``fenced``/``alive``/
-    ``in_controlled_shutdown`` (bool). ``checks`` is never empty.
+    ``in_controlled_shutdown``/``log_dir_offline`` (bool). ``checks`` is never empty.
     """
 
     kind: str
@@ -902,6 +912,35 @@ class _Parser:
             self.fail(a.key_line(next(iter(a))), "restart_controller takes no arguments")
         return {}
 
+    def verb_disk_full(self, value, line: int) -> dict:
+        a = self.args(value, line, ("broker", "for"))
+        broker = self.broker(self.require(a, "broker", "disk_full"), a.value_line("broker"))
+        duration = self.duration(self.require(a, "for", "disk_full"), a.value_line("for"), "for")
+        if duration < 1:
+            self.fail(a.value_line("for"), "for must be at least 1ms")
+        return {"broker": broker, "for_ms": duration}
+
+    def verb_corrupt(self, value, line: int) -> dict:
+        a = self.args(value, line, ("broker", "partition", "at", "bytes"))
+        broker = self.broker(self.require(a, "broker", "corrupt"), a.value_line("broker"))
+        p_line = a.value_line("partition")
+        partition = self.partition_name(self.require(a, "partition", "corrupt"), p_line)
+        topic, index = parse_partition_name(partition)
+        spec = self.topics[topic]
+        if spec.assignment and broker not in spec.assignment[index]:
+            self.fail(a.value_line("broker"), f"broker {broker} holds no replica of {partition} "
+                                               f"(replicas {list(spec.assignment[index])})")
+        at: object = "middle"
+        if "at" in a:
+            at = a["at"]
+            if not (at in CORRUPT_AT or (_is_int(at) and at >= 0)):
+                self.fail(a.value_line("at"), f"at must be one of {', '.join(CORRUPT_AT)} or an offset "
+                                              f"(an integer >= 0), got {_show(at)}")
+        nbytes = 1
+        if "bytes" in a:
+            nbytes = self.int_(a["bytes"], a.value_line("bytes"), "bytes", minimum=1, maximum=MAX_CORRUPT_BYTES)
+        return {"broker": broker, "partition": partition, "at": at, "bytes": nbytes}
+
     def verb_isolate(self, value, line: int) -> dict:
         a = self.args(value, line, ("nodes",))
         return {"nodes": self.nodes(self.require(a, "nodes", "isolate"), a.value_line("nodes"), "nodes")}
@@ -1084,6 +1123,25 @@ def load_scenario(path: str | os.PathLike) -> Scenario:
     return parse_scenario(text, source)
 
 
+# ------------------------------------------------------------------------------- the corrupt verb
+def corrupt_target(batches, at) -> tuple[int, object] | None:
+    """Which batch a ``corrupt`` step damages in a replica log holding ``batches`` (record batches in
+    offset order, each with ``base_offset`` and ``next_offset``): ``at`` ``"middle"`` takes the batch
+    holding offset LEO // 2 (LEO = the last batch's next offset), ``"last"`` the last batch, an int the
+    batch holding that offset. Returns (index in ``batches``, batch), or None when the log is empty or
+    no batch holds the offset. The same rule for the simulator and for real processes."""
+    batches = list(batches)
+    if not batches:
+        return None
+    if at == "last":
+        return len(batches) - 1, batches[-1]
+    offset = batches[-1].next_offset // 2 if at == "middle" else int(at)
+    for i, b in enumerate(batches):
+        if b.base_offset <= offset < b.next_offset:
+            return i, b
+    return None
+
+
 # ---------------------------------------------------------------------------------------- dump
 def _dump_condition(condition: Condition) -> dict:
     out: dict[str, object] = {condition.kind: condition.target}
@@ -1113,6 +1171,11 @@ def _dump_args(verb: str, args: dict):
         return {"broker": a["broker"]}
     if verb == "restart_controller":
         return {}
+    if verb == "disk_full":
+        return {"broker": a["broker"], "for": _ms(a["for_ms"])}
+    if verb == "corrupt":
+        return {"broker": a["broker"], "partition": a["partition"], "at": a.get("at", "middle"),
+                "bytes": a.get("bytes", 1)}
     if verb == "isolate":
         return {"nodes": list(a["nodes"])}
     if verb == "partition":

@@ -63,8 +63,20 @@ module or ``hash()``), a random cluster and a fault schedule:
       (25 %: before the new registration, when nothing tells the controller the answer is stale).
       A returns 1-4 s after the release (60 %) or in the heal phase. Always beyond the budget.
 
-  The KIP stories (the two above and the three unclean-recovery stories) are exclusive (they never
-  overlap another episode); the others may overlap.
+  - storage faults (issue 23): ``disk_full`` — a broker's file system is full for 1-5 s (60 %) or
+    15-40 s (40 %): its next write fails, its log directory goes offline and the controller moves its
+    leaderships; 2-6 s after the disk has space again an operator restarts it (a clean shutdown, then a
+    restart, 85 %; else it stays offline to the end, serving nothing); ``corrupt`` — a broker stops
+    (clean shutdown 75 %, crash keeping its page cache 25 %), bytes of its replica of one partition are
+    flipped (the batch holding the middle offset, the last batch, or one at a random offset of the
+    first 500), and it restarts 2-8 s later; ``corrupted_last_replica`` (the story of issue 23's second
+    finding, exclusive) — the three replicas of a partition stop cleanly one after another, the leader
+    L last; L's log is corrupted in the middle; L restarts first, the others 3-8 s later. Below KIP-966
+    L, the last ISR member, is elected with half its log and the others truncate to it; with the ELR
+    its load's drop makes its registration unclean and a clean ELR member is elected.
+
+  The KIP stories (the two above, the three unclean-recovery stories and the corrupted last replica)
+  are exclusive (they never overlap another episode); the others may overlap.
   Steps that would do nothing (crashing a broker that is down, restarting one that is up) are
   dropped, so the schedule text is what happens;
 * a heal-and-settle phase: every link healed, every held message released, every stopped broker
@@ -84,6 +96,10 @@ backward when we only have min ISR - 1 unclean shutdowns"). The rule used here:
 * a *data-losing shutdown* is an unclean shutdown of a replica: an effective ``crash`` (the broker
   was up; crashing a stopped broker is a no-op), whatever its ``lose`` mode. A clean ``shutdown``,
   isolations, partitions, cuts, held requests and controller failovers are not;
+* a ``corrupt`` step counts as one data-losing fault of the partition it damages (a replica whose log
+  the next load truncates), unless the damaged broker's stop was itself a crash not yet followed by a
+  restart (the same replica is counted once); a ``disk_full`` counts as none: the broker acknowledges
+  nothing it did not write and its directory comes back, whole, with a restart;
 * ``lose: none`` counts too. A broker that restarts without its clean-shutdown file cannot know what
   its page cache lost, so the protocol (KIP-966's unclean-shutdown detection, as Kafka does) must
   treat every unclean shutdown as possibly data-losing: it leaves the ISR and the ELR and can only
@@ -361,6 +377,73 @@ def _ep_controller_failover(st: _Story, t: int) -> int:
     return t
 
 
+def _ep_disk_full(st: _Story, t: int) -> int:
+    """A broker's file system fills up (ENOSPC on every write) for a few seconds or longer; its log
+    directory goes offline at its next write. An operator usually restarts it once there is space."""
+    rng = st.rng
+    broker = st.broker()
+    for_ms = rng.randint(1_000, 5_000) if rng.random() < 0.6 else rng.randint(15_000, 40_000)
+    st.add(t, "disk_full", {"broker": broker, "for_ms": for_ms})
+    end = t + for_ms
+    if rng.random() < 0.85:
+        at = end + rng.randint(2_000, 6_000)
+        st.add(at, "shutdown", {"broker": broker})
+        end = at + rng.randint(1_000, 4_000)
+        st.add(end, "restart", {"broker": broker})
+    return end
+
+
+def _corrupt_args(st: _Story, broker: int, partition: int, at=None) -> dict:
+    rng = st.rng
+    if at is None:
+        at = st.weighted({"middle": 50, "last": 30, "offset": 20})
+        if at == "offset":
+            at = rng.randint(0, 500)
+    return {"broker": broker, "partition": f"{TOPIC}-{partition}", "at": at, "bytes": rng.randint(1, 3)}
+
+
+def _ep_corrupt(st: _Story, t: int) -> int:
+    """A stopped broker's replica log gets flipped bytes (a bad block, a bit flip on the medium); it
+    restarts and its recovery drops the damaged batch and everything after it."""
+    rng = st.rng
+    broker = st.broker()
+    held = [p for p, replicas in enumerate(st.assignment) if broker in replicas]
+    if not held:
+        broker = st.partition()[0]
+        held = [p for p, replicas in enumerate(st.assignment) if broker in replicas]
+    how = st.weighted({"shutdown": 75, "none": 25})
+    _take_out(st, broker, t, how)
+    at = t + rng.randint(1_000, 3_000)
+    st.add(at, "corrupt", _corrupt_args(st, broker, rng.choice(held)))
+    end = at + rng.randint(2_000, 8_000)
+    st.add(end, "restart", {"broker": broker})
+    return end
+
+
+def _ep_corrupted_last_replica(st: _Story, t: int) -> int:
+    """Issue 23's second finding: every replica of a partition stops cleanly, the leader last; the
+    leader's log is corrupted in the middle and it restarts first."""
+    rng = st.rng
+    index = rng.randrange(len(st.assignment))
+    leader, a, b = st.assignment[index]
+    st.add(t, "shutdown", {"broker": b})
+    t1 = t + rng.randint(2_000, 5_000)
+    st.add(t1, "shutdown", {"broker": a})
+    t2 = t1 + rng.randint(2_000, 5_000)
+    st.add(t2, "shutdown", {"broker": leader})
+    t3 = t2 + rng.randint(500, 2_000)
+    st.add(t3, "corrupt", _corrupt_args(st, leader, index, at="middle"))
+    t4 = t3 + rng.randint(1_000, 4_000)
+    st.add(t4, "restart", {"broker": leader})
+    back = [a, b]
+    rng.shuffle(back)
+    t5 = t4 + rng.randint(3_000, 8_000)
+    st.add(t5, "restart", {"broker": back[0]})
+    t6 = t5 + rng.randint(1_000, 4_000)
+    st.add(t6, "restart", {"broker": back[1]})
+    return t6
+
+
 def _leaderless_by_unclean_shutdowns(st: _Story, t: int, how_a: str, lose_leader: str):
     """The common start of the unclean-recovery stories: A leaves at ``t`` (``how_a``), B crashes
     (``lose: none``) 10-13 s later, L crashes (``lose_leader``) 10-13 s after that. Returns
@@ -468,6 +551,9 @@ EPISODES = {
     "longest_log_in_last_known_elr": (12, _ep_longest_log_in_last_known_elr, True),
     "fenced_only_elr": (8, _ep_fenced_only_elr, True),
     "stale_replica_log_info": (6, _ep_stale_replica_log_info, True),
+    "disk_full": (10, _ep_disk_full, False),
+    "corrupt": (8, _ep_corrupt, False),
+    "corrupted_last_replica": (6, _ep_corrupted_last_replica, True),
 }
 
 #: No episode starts later than this (ms of scenario time).
@@ -480,10 +566,13 @@ def _node_order(nodes) -> list:
 
 
 def _effective(steps, brokers: int) -> list:
-    """Drop steps that would be no-ops (crash/shutdown of a stopped broker, restart of a running one)."""
+    """Drop steps that would be no-ops (crash/shutdown of a stopped broker, restart of a running one) or
+    refused (a corrupt of a broker that runs: an overlapping episode restarted it)."""
     up = set(range(brokers))
     out = []
     for at, seq, verb, args in steps:
+        if verb == "corrupt" and args["broker"] in up:
+            continue
         if verb in ("crash", "shutdown"):
             if args["broker"] not in up:
                 continue
@@ -656,16 +745,35 @@ def _crashes(scenario: Scenario) -> list[tuple[int, str]]:
     return out
 
 
+def _corruptions(scenario: Scenario) -> list[str]:
+    """The partition of every ``corrupt`` step that counts as a data-losing fault: its broker was down and
+    its stop was not a crash (a crashed replica is counted once, by its crash)."""
+    crashed: set = set()
+    out = []
+    for step in scenario.steps:
+        a = step.args
+        if step.verb == "crash":
+            crashed.add(a["broker"])
+        elif step.verb == "restart":
+            crashed.discard(a["broker"])
+        elif step.verb == "corrupt" and a["broker"] not in crashed:
+            out.append(a["partition"])
+    return out
+
+
 def budget_by_partition(scenario: Scenario) -> dict[str, tuple[int, int]]:
-    """{partition: (data-losing shutdowns of its replicas, its budget = effective min ISR − 1)}."""
+    """{partition: (data-losing faults of its replicas, its budget = effective min ISR − 1)}: unclean
+    shutdowns of its replicas plus corruptions of its replicas' logs (module docstring)."""
     crashes = _crashes(scenario)
-    return {name: (sum(1 for b, _lose in crashes if b in replicas), min_isr - 1)
+    corrupted = _corruptions(scenario)
+    return {name: (sum(1 for b, _lose in crashes if b in replicas) + corrupted.count(name), min_isr - 1)
             for name, replicas, min_isr, _topic in _partitions(scenario)}
 
 
 def data_losing_shutdowns(scenario: Scenario) -> int:
-    """Data-losing (unclean) shutdowns: the maximum over partitions of the effective crashes, any
-    ``lose`` mode, of that partition's replicas (rule in the module docstring). An int >= 0."""
+    """Data-losing faults: the maximum over partitions of the effective crashes, any ``lose`` mode, of
+    that partition's replicas, plus the corruptions of their logs (rule in the module docstring; the
+    name stays the results column's). An int >= 0."""
     return max(n for n, _budget in budget_by_partition(scenario).values())
 
 
@@ -710,6 +818,10 @@ def describe_step(step: Step) -> str:
         what = f"{v} {_node(a['broker'])}"
     elif v == "restart_controller":
         what = "controller failover"
+    elif v == "disk_full":
+        what = f"disk full {_node(a['broker'])} ({a['for_ms'] / 1000:g}s)"
+    elif v == "corrupt":
+        what = f"corrupt {_node(a['broker'])} {a['partition']} at {a['at']}"
     elif v == "isolate":
         what = "isolate " + ",".join(_node(n) for n in a["nodes"])
     elif v == "partition":

@@ -20,20 +20,53 @@ PartitionLog keeps the offset index (offset -> item position); the disk keeps po
 visible to readers at once but become durable only on ``fsync`` of their path or once the kernel's
 writeback has had them for ``writeback_ms`` (like ``vm.dirty_expire_centisecs``). ``crash`` then
 decides what a restarted node finds. No real I/O, no clock: every time is an ``now_ms`` int argument.
+
+Storage faults (DESIGN.md, "Faults a real deployment meets"): every writing operation may raise
+:class:`OSError` (ENOSPC, EIO), as a file-backed disk does; :meth:`SimDisk.set_full` makes a SimDisk
+refuse every write with ENOSPC (a full file system), and :meth:`SimDisk.corrupt` flips bytes inside a
+stored batch (a flipped bit on the medium), which the next :meth:`Disk.recover` of the file finds, as a
+file-backed disk finds a batch whose CRC-32C does not match.
 """
 
 from __future__ import annotations
 
+import errno
 from collections import deque
+from dataclasses import dataclass
 from typing import Iterator, Protocol, Sequence, runtime_checkable
 
-__all__ = ["Disk", "SimDisk", "CRASH_MODES"]
+__all__ = ["Disk", "SimDisk", "CRASH_MODES", "LoadDrop", "disk_full_error"]
 
 #: The ``lose`` arguments :meth:`SimDisk.crash` accepts.
 CRASH_MODES = ("none", "unflushed", "all")
 
 _APPEND = 0
 _TRUNCATE = 1
+
+
+def disk_full_error(path: str) -> OSError:
+    """The OSError a write on a full file system raises (``ENOSPC``), naming ``path``."""
+    return OSError(errno.ENOSPC, "No space left on device", path)
+
+
+@dataclass(slots=True, frozen=True)
+class LoadDrop:
+    """What the recovery of one log file at load dropped (Kafka's ``LogSegment.recover`` truncating
+    invalid bytes): the bytes ``[start_byte, end_byte)`` of ``path`` (``items`` batches, or 0 when the
+    dropped bytes held no whole batch) and why (``reason``: "batch CRC-32C mismatch", "incomplete batch:
+    ...", "offset gap: ..."). A drop after a clean shutdown means the replica lost data the
+    clean-shutdown file vouched for (DESIGN.md: "a replica that lost data at load is not clean")."""
+
+    path: str
+    start_byte: int
+    end_byte: int
+    items: int
+    reason: str
+
+    def __str__(self) -> str:
+        what = f"{self.items} batch(es), " if self.items else ""
+        return (f"{self.path}: dropped bytes [{self.start_byte}, {self.end_byte}) ({what}"
+                f"{self.end_byte - self.start_byte} bytes) at load: {self.reason}")
 
 
 @runtime_checkable
@@ -55,6 +88,9 @@ class Disk(Protocol):
     * ``read(path)`` returns every item as a list (``[]`` if missing): for small logs (the metadata log)
       and tests; a partition log never calls it. Callers must not mutate it.
     * ``fsync(path, now_ms)`` makes every earlier append/truncate of ``path`` durable.
+    * ``recover(path, now_ms)`` checks the file as a log load does (once per file after the disk was
+      opened or the node restarted: batch lengths and CRCs), truncates an invalid tail and returns what
+      it dropped, as :class:`LoadDrop` entries (``[]`` when nothing); later calls return ``[]``.
 
     Checkpoint files (single values), durable at once:
 
@@ -65,6 +101,11 @@ class Disk(Protocol):
 
     * ``delete(path, now_ms)`` (durable at once), ``exists(path)``, and ``list(prefix)``: the sorted
       paths starting with ``prefix`` that currently exist.
+
+    Errors: ``append``, ``append_many``, ``write_atomic``, ``fsync``, ``truncate`` and ``delete`` raise
+    :class:`OSError` when the storage fails (ENOSPC on a full file system, EIO); an ``append`` that raises
+    leaves the file as it was (a caller must still treat the whole log directory as failed: Kafka's
+    ``LogDirFailureChannel``). Reads of data written earlier do not fail this way.
     """
 
     def append(self, path: str, item: object, now_ms: int) -> None: ...
@@ -80,6 +121,8 @@ class Disk(Protocol):
     def read(self, path: str) -> list: ...
 
     def fsync(self, path: str, now_ms: int) -> None: ...
+
+    def recover(self, path: str, now_ms: int) -> list[LoadDrop]: ...
 
     def write_atomic(self, path: str, value: object, now_ms: int) -> None: ...
 
@@ -149,9 +192,15 @@ class SimDisk:
 
     :meth:`read` returns the live page-cache list (O(1), no copy); callers must not mutate it.
     Checkpoint values (:meth:`write_atomic`) are durable at once and survive every crash but ``"all"``.
+
+    Faults: while :attr:`full` (:meth:`set_full`), ``append``, ``append_many`` and ``write_atomic`` raise
+    ``OSError(ENOSPC)`` before changing anything (a file system out of space; truncating, deleting and
+    fsyncing what is written still work). :meth:`corrupt` flips bytes in a stored batch; the next
+    :meth:`recover` of that file drops the batch and every one after it, as a file-backed disk's recovery
+    drops everything from a batch whose CRC-32C does not match.
     """
 
-    __slots__ = ("writeback_ms", "_files", "_values")
+    __slots__ = ("writeback_ms", "_files", "_values", "full", "_corrupted")
 
     def __init__(self, writeback_ms: int | None = 30000) -> None:
         if writeback_ms is not None and writeback_ms < 0:
@@ -159,6 +208,51 @@ class SimDisk:
         self.writeback_ms = writeback_ms
         self._files: dict[str, _LogFile] = {}
         self._values: dict[str, object] = {}
+        #: every write fails with ENOSPC while True (:meth:`set_full`)
+        self.full = False
+        #: id -> item of the items whose bytes :meth:`corrupt` damaged
+        self._corrupted: dict[int, object] = {}
+
+    # ------------------------------------------------------------------ faults
+    def set_full(self, full: bool) -> None:
+        """Make the file system full (every later append and write_atomic raises ``OSError(ENOSPC)``) or
+        give it space again."""
+        self.full = bool(full)
+
+    def corrupt(self, path: str, index: int) -> bool:
+        """Flip bytes inside item ``index`` of the log file ``path`` (the medium changed: the page cache,
+        the disk and a crash that brings back an older copy all hold the damaged bytes), so that the next
+        :meth:`recover` finds its CRC-32C wrong. The item object itself is left as it is (replicas share
+        batch objects in the simulation): this disk remembers which of its items are damaged. Returns
+        False (nothing changed) when the file has no such item."""
+        f = self._files.get(path)
+        if f is None or not 0 <= index < len(f.view):
+            return False
+        item = f.view[index]
+        self._corrupted[id(item)] = item  # kept referenced: the id stays this item's
+        return True
+
+    def recover(self, path: str, now_ms: int) -> list[LoadDrop]:
+        """A log load's check of ``path``: from the first item :meth:`corrupt` damaged, every item is
+        truncated away (not durable until fsync, as a file-backed disk's recovery truncation) and reported
+        as one :class:`LoadDrop` (byte positions from the items' ``size_bytes``, or 1 byte per item for
+        items without one); ``[]`` when no item of the file is damaged."""
+        f = self._files.get(path)
+        if f is None or not self._corrupted:
+            return []
+        view = f.view
+        corrupted = self._corrupted
+        first = next((i for i, item in enumerate(view) if id(item) in corrupted
+                      and corrupted[id(item)] is item), None)
+        if first is None:
+            return []
+        size = lambda item: getattr(item, "size_bytes", 1)  # noqa: E731
+        start = sum(size(item) for item in view[:first])
+        end = start + sum(size(item) for item in view[first:])
+        drop = LoadDrop(path, start, end, len(view) - first,
+                        f"batch CRC-32C mismatch in the batch at byte {start} (item {first})")
+        self.truncate(path, first, now_ms)
+        return [drop]
 
     # ------------------------------------------------------------------ log files
     def _new_file(self, path: str) -> _LogFile:
@@ -169,6 +263,8 @@ class SimDisk:
 
     def append(self, path: str, item: object, now_ms: int) -> None:
         """Append ``item`` to the list file ``path`` (created if missing); durable after fsync/writeback."""
+        if self.full:
+            raise disk_full_error(path)
         f = self._files.get(path)
         if f is None:
             f = self._new_file(path)
@@ -179,6 +275,8 @@ class SimDisk:
 
     def append_many(self, path: str, items: list, now_ms: int) -> None:
         """Append ``items`` in order (one write: nothing happens between them in the simulation)."""
+        if self.full and items:
+            raise disk_full_error(path)
         for item in items:
             self.append(path, item, now_ms)
 
@@ -229,6 +327,8 @@ class SimDisk:
     # ------------------------------------------------------------------ value files
     def write_atomic(self, path: str, value: object, now_ms: int) -> None:
         """Replace the value of ``path`` durably at once (tmp file + fsync + rename)."""
+        if self.full:
+            raise disk_full_error(path)
         self._files.pop(path, None)
         self._values[path] = value
 
@@ -275,6 +375,8 @@ class SimDisk:
         elif lose == "all":
             self._files.clear()
             self._values.clear()
+            self._corrupted.clear()
+            self.full = False  # a new disk
         else:
             raise ValueError(f"lose must be one of {CRASH_MODES}, got {lose!r}")
 

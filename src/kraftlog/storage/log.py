@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Iterable, Iterator
 
 from ..protocol.records import Record, RecordBatch
-from .disk import Disk
+from .disk import Disk, LoadDrop
 from .producer_state import ProducerStateManager
 from .epoch_cache import LeaderEpochCache
 
@@ -70,12 +70,20 @@ def _assign_derived(epochs: list[int], starts: list[int], e: int, base_offset: i
 class PartitionLog:
     """The log of one partition replica over a :class:`Disk`.
 
-    ``PartitionLog(disk, directory, config, now_ms)`` recovers from the disk: the batches found in the
-    segment (the contiguous prefix from offset 0; a non-contiguous tail is truncated away as Kafka's
-    segment recovery truncates invalid bytes), then the epoch cache is truncated from the end to the LEO
+    ``PartitionLog(disk, directory, config, now_ms)`` recovers from the disk: the disk's own check of the
+    segment (:meth:`Disk.recover`: lengths and CRC-32Cs, an invalid tail truncated), then the batches found
+    (the contiguous prefix from offset 0; a non-contiguous tail is truncated away as Kafka's segment
+    recovery truncates invalid bytes); every truncation is kept in :attr:`dropped_at_load` (a list of
+    :class:`~kraftlog.storage.disk.LoadDrop`: a replica that dropped data at load after a clean shutdown
+    is not clean, DESIGN.md), then the epoch cache is truncated from the end to the LEO
     (Kafka's ``LogLoader``). If the remaining entries disagree with the recovered batches' epochs (only
     possible when a crash lost a truncation), the cache is rebuilt from the batches, as Kafka's segment
     recovery re-assigns epochs from the batches it reads.
+
+    Storage errors: an appending, truncating or flushing method that meets an OSError from the disk
+    (ENOSPC, EIO) lets it propagate; the caller takes the log directory offline and drops this object.
+    Nothing in memory (offset index, LEO, producer state, epoch cache) changes before the disk accepted
+    the bytes (stricter than Kafka, which halts the broker instead).
 
     Attributes: ``log_end_offset`` (the LEO: offset after the last record, ``log_start_offset`` when empty;
     read-only for callers, a plain attribute because it is read on every fetch), ``log_start_offset``
@@ -98,6 +106,7 @@ class PartitionLog:
         "_bases",
         "_sizes",
         "log_end_offset",
+        "dropped_at_load",
     )
 
     def __init__(self, disk: Disk, directory: str, config: LogConfig, now_ms: int) -> None:
@@ -116,19 +125,29 @@ class PartitionLog:
         epochs: list[int] = []
         epoch_starts: list[int] = []
         producer_state = ProducerStateManager()
+        #: what the recovery dropped at load (LoadDrop entries; empty for an intact segment)
+        self.dropped_at_load: list[LoadDrop] = list(disk.recover(self.segment_path, now_ms))
         expected = self.log_start_offset
-        torn = False
+        torn = None
+        position = 0
         for b in disk.scan(self.segment_path):
             if b.base_offset != expected or b.record_count <= 0:
-                torn = True
+                torn = (f"offset gap: the batch at byte {position} starts at offset {b.base_offset} where "
+                        f"{expected} was expected" if b.base_offset != expected
+                        else f"the batch at byte {position} holds {b.record_count} records")
                 break
             bases.append(b.base_offset)
             sizes.append(b.size_bytes)
+            position += b.size_bytes
             _assign_derived(epochs, epoch_starts, b.partition_leader_epoch, b.base_offset)
             producer_state.update(b)
             expected = b.next_offset
-        if torn:
-            disk.truncate(self.segment_path, len(bases), now_ms)
+        if torn is not None:
+            kept = len(bases)
+            rest = disk.read_range(self.segment_path, kept, 2**62)
+            end = position + sum(getattr(b, "size_bytes", 0) for b in rest)
+            self.dropped_at_load.append(LoadDrop(self.segment_path, position, end, len(rest), torn))
+            disk.truncate(self.segment_path, kept, now_ms)
             disk.fsync(self.segment_path, now_ms)
         self._bases = bases
         self._sizes = sizes
@@ -166,9 +185,10 @@ class PartitionLog:
 
     # ------------------------------------------------------------------ appends
     def _append_stamped(self, batch: RecordBatch, now_ms: int) -> None:
+        """Write ``batch`` (stamped), then index it: an OSError from the disk leaves the log unchanged."""
+        self._disk.append(self.segment_path, batch, now_ms)
         if batch.producer_id >= 0:
             self.producer_state.update(batch)
-        self._disk.append(self.segment_path, batch, now_ms)
         self._bases.append(batch.base_offset)
         self._sizes.append(batch.size_bytes)
         self.log_end_offset = batch.base_offset + batch.record_count
@@ -184,15 +204,17 @@ class PartitionLog:
         Kafka's leader append: base offset := LEO, partition leader epoch := ``leader_epoch``; the epoch
         cache gets (``leader_epoch``, base offset) when the epoch is new; then the
         ``log.flush.interval.messages`` policy is applied. Raises ValueError for an empty batch or a
-        negative epoch.
+        negative epoch, OSError from the disk (nothing changed in memory then: the batch is written before
+        the producer state, the offset index and the epoch cache learn of it; Kafka assigns the epoch
+        first and halts on an I/O error).
         """
         if batch.record_count <= 0:
             raise ValueError("cannot append an empty record batch")
         leo = self.log_end_offset
         if batch.base_offset != leo or batch.partition_leader_epoch != leader_epoch:
             batch = batch.with_offsets(leo, leader_epoch)
-        self.epoch_cache.assign(leader_epoch, leo, now_ms)
         self._append_stamped(batch, now_ms)
+        self.epoch_cache.assign(leader_epoch, leo, now_ms)
         self._apply_flush_policy(now_ms)
         return batch
 
@@ -216,9 +238,9 @@ class PartitionLog:
             expected = b.base_offset + b.record_count
         cache = self.epoch_cache
         for b in batches:
+            self._append_stamped(b, now_ms)  # written first: an OSError leaves the earlier batches only
             if b.partition_leader_epoch >= 0:
                 cache.assign(b.partition_leader_epoch, b.base_offset, now_ms)
-            self._append_stamped(b, now_ms)
         if batches:
             self._apply_flush_policy(now_ms)
         return self.log_end_offset
