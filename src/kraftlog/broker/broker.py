@@ -745,7 +745,9 @@ class Broker(NodeBase):
     def _apply_partitions(self, now_ms: int, image: MetadataImage, changed: set) -> None:
         """Become leader or follower of each changed partition assigned here (``ReplicaManager.applyDelta``).
         Nothing while the log directory is offline: a replica cannot be created in it (Kafka's offline
-        partitions ignore leadership changes). OSError propagates."""
+        partitions ignore leadership changes). OSError propagates; any other error applying one partition is
+        counted in ``metadata_apply_errors`` and the others are applied (Kafka's metadata publishing fault
+        handler)."""
         if self.log_dir_offline:
             return
         for key in sorted(changed):
@@ -754,17 +756,11 @@ class Broker(NodeBase):
                 continue
             try:
                 self._apply_partition(now_ms, key, reg)
-            except AssertionError:
-                raise
+            except (AssertionError, OSError):
+                raise  # a broken invariant of ours; a storage error takes the log directory offline
             except Exception as exc:  # noqa: BLE001 - Kafka's metadata publishing fault handler
                 self.metadata_apply_errors.add(image.offset, key, f"applying partition {key[0]}-{key[1]}: "
                                                f"{type(exc).__name__}: {exc}")
-        if delta.configs or changed:
-            for key, log in self.logs.items():
-                log.config = self._log_config(key[0])
-            self._flush_by_time = any(log.config.flush_interval_ms is not None for log in self.logs.values())
-        if changed or delta.brokers:
-            self._wake_delayed_fetches(now_ms)
 
     def _apply_partition(self, now_ms: int, key: tuple[str, int], reg) -> None:
         """Make this broker leader or follower of ``key`` as ``reg`` (its registration in the image) says,

@@ -175,6 +175,7 @@ _TYPES: dict[str, tuple[str, int | None, bool]] = {
     "log.message.timestamp.after.max.ms": (_LONG, 0, False),
     "message.timestamp.before.max.ms": (_LONG, 0, False),
     "message.timestamp.after.max.ms": (_LONG, 0, False),
+    "log.dir.failure.timeout.ms": (_LONG, 1, False),
 }
 
 
