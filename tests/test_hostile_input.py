@@ -87,6 +87,16 @@ def leaders(directory: str, topic: str) -> list[int] | None:
     return got if all(b >= 0 for b in got) else None
 
 
+def new_topic(directory: str, name: str, partitions: int = 1) -> tuple[uuid.UUID, int]:
+    """Create ``name`` (replication factor 3) and wait until it is led; (its topic id, the port of
+    partition 0's leader)."""
+    (r,) = create(directory, m.CreatableTopic(name, partitions, 3)).topics
+    assert r.error_code == Errors.NONE, r
+    assert (r.num_partitions, r.replication_factor) == (partitions, 3), r
+    leader = wait_for(f"{name} led", lambda: leaders(directory, name))[0]
+    return r.topic_id, next(e["port"] for e in cl.load(directory)["nodes"] if e["id"] == leader)
+
+
 def assert_healthy(directory: str) -> None:
     """Every node runs, every broker is unfenced, no node counted a metadata record it could not apply."""
     nodes = cl.status(directory)
@@ -103,13 +113,8 @@ def produce(conn: KafkaConnection, topic: str, records, partition: int = 0) -> m
 
 def valid_topic_works(directory: str, name: str) -> None:
     """A topic created now gets leaders on every partition and takes records that read back in order."""
-    resp = create(directory, m.CreatableTopic(name, 3, 3))
-    assert resp.topics[0].error_code == Errors.NONE, resp
-    assert (resp.topics[0].num_partitions, resp.topics[0].replication_factor) == (3, 3)
-    wait_for(f"{name} led", lambda: leaders(directory, name))
+    _, port = new_topic(directory, name, 3)
     now = int(time.time() * 1000)
-    leader = leaders(directory, name)[0]
-    port = next(e["port"] for e in cl.load(directory)["nodes"] if e["id"] == leader)
     with KafkaConnection(f"{HOST}:{port}", timeout_s=30) as k:
         p = produce(k, name, [RecordBatch(-1, -1, (Record(now, b"k", b"after"),))])
         assert (p.error_code, p.base_offset) == (Errors.NONE, 0), p
@@ -170,11 +175,7 @@ def test_malformed_batches_get_kafkas_errors_offsets_intact_connection_open(real
     DefaultRecordBatch iterator, LogValidator, analyzeAndValidateRecords); nothing is appended (the LEO
     and the records read back are those of the valid batches around them) and the same connection keeps
     serving; producing to an internal topic is INVALID_TOPIC_EXCEPTION."""
-    (r,) = create(real, m.CreatableTopic("batches", 1, 3)).topics
-    assert r.error_code == Errors.NONE, r
-    wait_for("batches led", lambda: leaders(real, "batches"))
-    leader = leaders(real, "batches")[0]
-    port = next(e["port"] for e in cl.load(real)["nodes"] if e["id"] == leader)
+    topic_id, port = new_topic(real, "batches")
     now = int(time.time() * 1000)
     five = [f"v{i}".encode() for i in range(5)]
     one_of_five = _claiming(_batch([b"lonely"], now), 5)
@@ -197,7 +198,6 @@ def test_malformed_batches_get_kafkas_errors_offsets_intact_connection_open(real
         assert (p.error_code, p.base_offset) == (Errors.NONE, 1), p  # the same connection, LEO 1 before
         offsets = k.request(m.ListOffsetsRequest(-1, (m.ListOffsetsPartition("batches", 0, -1),)))
         assert offsets.partitions[0].offset == 2, offsets
-        topic_id = r.topic_id
         got = []
         for b in k.request(m.FetchRequest(-1, -1, 0, 1, (m.FetchPartition(topic_id, 0, -1, 0),))).partitions[0].records:
             got += [(b.base_offset + i, rec.value) for i, rec in enumerate(b.records)]
@@ -208,11 +208,7 @@ def test_malformed_batches_get_kafkas_errors_offsets_intact_connection_open(real
 def test_a_50_mb_record_is_message_too_large_at_default_settings(real):
     """Issue 24 finding 2: ``message.max.bytes`` (Kafka's default 1,048,588) bounds a batch: a 50 MB
     record is refused with MESSAGE_TOO_LARGE and nothing is appended."""
-    (r,) = create(real, m.CreatableTopic("big", 1, 3)).topics
-    assert r.error_code == Errors.NONE, r
-    wait_for("big led", lambda: leaders(real, "big"))
-    leader = leaders(real, "big")[0]
-    port = next(e["port"] for e in cl.load(real)["nodes"] if e["id"] == leader)
+    _, port = new_topic(real, "big")
     with KafkaConnection(f"{HOST}:{port}", timeout_s=60) as k:
         p = produce(k, "big", [RecordBatch(-1, -1, (Record(int(time.time() * 1000), None, os.urandom(50_000_000)),))])
         assert p.error_code == Errors.MESSAGE_TOO_LARGE, p
@@ -229,11 +225,7 @@ def test_a_metadata_log_holding_bad_names_from_before_the_fix_starts_and_serves(
     served with its records, and a topic created afterwards works."""
     directory = str(tmp_path / "old-cluster")
     with running_cluster(directory, BROKERS):
-        (r,) = create(directory, m.CreatableTopic("kept", 1, 3)).topics
-        assert r.error_code == Errors.NONE, r
-        wait_for("kept led", lambda: leaders(directory, "kept"))
-        leader = leaders(directory, "kept")[0]
-        port = next(e["port"] for e in cl.load(directory)["nodes"] if e["id"] == leader)
+        kept_id, port = new_topic(directory, "kept")
         now = int(time.time() * 1000)
         with KafkaConnection(f"{HOST}:{port}", timeout_s=30) as k:
             p = produce(k, "kept", [RecordBatch(-1, -1, tuple(Record(now, None, b"r%d" % i) for i in range(3)))])
@@ -263,7 +255,7 @@ def test_a_metadata_log_holding_bad_names_from_before_the_fix_starts_and_serves(
 
         def kept_values():
             with KafkaConnection(f"{HOST}:{port}", timeout_s=30) as k:
-                fetched = k.request(m.FetchRequest(-1, -1, 0, 1, (m.FetchPartition(r.topic_id, 0, -1, 0),)))
+                fetched = k.request(m.FetchRequest(-1, -1, 0, 1, (m.FetchPartition(kept_id, 0, -1, 0),)))
             return [rec.value for b in fetched.partitions[0].records for rec in b.records]
         wait_for("kept's records", lambda: kept_values() == [b"r0", b"r1", b"r2"], timeout_s=30)
         valid_topic_works(directory, "created-after-restart")
