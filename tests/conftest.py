@@ -13,6 +13,8 @@ same cluster again and audits it: one chaos run of a minute serves both.
 
 from __future__ import annotations
 
+import contextlib
+
 import json
 import os
 import signal
@@ -68,6 +70,28 @@ def wait_for(what: str, predicate, timeout_s: float = 60.0, interval_s: float = 
             return value
         time.sleep(interval_s)
     raise AssertionError(f"timed out after {timeout_s:.0f} s waiting for {what}")
+
+
+@contextlib.contextmanager
+def running_cluster(directory: str, brokers: int, **kwargs):
+    """``cluster.up`` in ``directory`` (free ports), yielding the directory; afterwards every node is stopped,
+    cleanly (``cluster.down``) and then by PID (``cluster.kill``), whatever happened."""
+    from kraftlog.net import cluster as cl
+    try:
+        cl.up(directory, brokers, port=0, **kwargs)
+        yield directory
+    finally:
+        try:
+            cl.down(directory)
+        except cl.ClusterError:
+            pass
+        finally:
+            cl.kill(directory)
+
+
+def apply_errors(node) -> int | None:
+    """A node's metadata-apply-error-count as ``cluster status --json`` reports it (None: not running)."""
+    return None if node.counters is None else node.counters.get("metadata-apply-error-count")
 
 
 def node_pids(directory: str) -> list[int]:
