@@ -141,35 +141,38 @@ def _at(line: str) -> int:
     return int(line.split("ms")[0])
 
 
+def _one_recovery(library, name: str, strategy: str):
+    """Library story ``name`` (its expectations held) with its one recovery of t-0: (the run, when the
+    recovery started in ms, its ``elected`` timeline line)."""
+    r = library[name]
+    assert r.exit_code == 0, r.verdict["failed_expectations"]
+    started, elected = _timeline(r, "t-0", f"started: {strategy}"), _timeline(r, "t-0", "elected")
+    assert len(started) == len(elected) == 1
+    return r, _at(started[0]), elected[0]
+
+
 def test_issue25_aggressive_waits_for_the_longest_log_and_loses_nothing(library):
     """Issue 25 story 1 (urm-aggressive-waits-for-the-longest-log): unclean.leader.election.enable=true
     maps to Aggressive, which no longer elects after a fixed 5 s: broker 0, the only replica with the ten
     records, restarts 9 s into the recovery, answers, and is elected once every replica has answered."""
-    r = library["urm-aggressive-waits-for-the-longest-log"]
-    v = r.verdict
-    assert r.exit_code == 0, v["failed_expectations"]
-    assert v["lost_acked"] == 0 and v["invariant_violations"] == []
-    started, elected = _timeline(r, "t-0", "started: Aggressive"), _timeline(r, "t-0", "elected")
-    assert len(started) == len(elected) == 1
-    assert "broker 0 (last written epoch 0, LEO 10) from answers of [0, 1, 2]" in elected[0]
-    assert _at(elected[0]) - _at(started[0]) > 5000
-    assert v["final"]["partitions"]["t-0"]["leo"] == {"0": 10, "1": 10, "2": 10}
+    r, started, elected = _one_recovery(library, "urm-aggressive-waits-for-the-longest-log", "Aggressive")
+    assert r.verdict["lost_acked"] == 0 and r.verdict["invariant_violations"] == []
+    assert "broker 0 (last written epoch 0, LEO 10) from answers of [0, 1, 2]" in elected
+    assert _at(elected) - started > 5000
+    assert r.verdict["final"]["partitions"]["t-0"]["leo"] == {"0": 10, "1": 10, "2": 10}
 
 
 def test_issue25_a_lost_question_is_asked_again_when_its_broker_is_unfenced(library):
     """Issue 25 story 2 (urm-lost-question-asked-again): the questions to isolated brokers 1 and 2 are
     lost; each is asked again when its broker is unfenced, and the partition is elected within a second of
     the last unfencing (before issue 25: 5 minutes later, when the lost questions timed out)."""
-    r = library["urm-lost-question-asked-again"]
-    v = r.verdict
-    assert r.exit_code == 0, v["failed_expectations"]
-    assert v["lost_acked"] == 0
+    r, _, elected = _one_recovery(library, "urm-lost-question-asked-again", "Balanced")
+    assert r.verdict["lost_acked"] == 0
     reasked = _timeline(r, "t-0", "reasked")
     assert [line.split("reasked: ")[1].split(":")[0] for line in reasked] == ["broker 1 is unfenced",
                                                                               "broker 2 is unfenced"]
     unfenced = [line for line in r.timeline if line.endswith("broker 2 unfenced")][-1]
-    elected = _timeline(r, "t-0", "elected")
-    assert len(elected) == 1 and 0 <= _at(elected[0]) - _at(unfenced) < 1000
+    assert 0 <= _at(elected) - _at(unfenced) < 1000
     assert not _timeline(r, "t-0", "failed")  # no question had to time out
 
 
@@ -177,29 +180,22 @@ def test_issue25_balanced_with_an_empty_last_known_elr_elects_after_the_timeout(
     """Issue 25 story 3 (urm-balanced-empty-last-known-elr): a min.insync.replicas change cleared ELR and
     LastKnownELR and broker 2 is gone for good; Balanced elects broker 0 from the answers of 0 and 1 once
     the dynamically set unclean.recovery.timeout.ms (30 s) has passed (rules 1 and 5); nothing is lost."""
-    r = library["urm-balanced-empty-last-known-elr"]
-    v = r.verdict
-    assert r.exit_code == 0, v["failed_expectations"]
-    assert v["lost_acked"] == 0 and v["invariant_violations"] == []
-    started, elected = _timeline(r, "t-0", "started: Balanced"), _timeline(r, "t-0", "elected")
-    assert len(started) == len(elected) == 1
-    assert "broker 0 (last written epoch 0, LEO 20) from answers of [0, 1]" in elected[0]
-    assert _at(elected[0]) - _at(started[0]) == 30_000
-    assert v["metrics"]["unclean_recovery_partitions_count"]["max"] == 1
+    r, started, elected = _one_recovery(library, "urm-balanced-empty-last-known-elr", "Balanced")
+    assert r.verdict["lost_acked"] == 0 and r.verdict["invariant_violations"] == []
+    assert "broker 0 (last written epoch 0, LEO 20) from answers of [0, 1]" in elected
+    assert _at(elected) - started == 30_000
+    assert r.verdict["metrics"]["unclean_recovery_partitions_count"]["max"] == 1
 
 
 def test_issue25_balanced_waits_for_the_replica_outside_last_known_elr(library):
     """Issue 25 story 4 (urm-balanced-waits-for-every-replica): LastKnownELR [0, 1] answered with empty
     logs; Balanced waits for broker 2 (ten of the twenty records), which answers when it is healed 10 s
     later and is elected: ten records kept (before issue 25 broker 0 was elected at once: twenty lost)."""
-    r = library["urm-balanced-waits-for-every-replica"]
-    v = r.verdict
-    assert r.exit_code == 0, v["failed_expectations"]
-    assert v["lost_acked"] == 10
-    assert {rec["value"] for rec in v["lost_acked_records"]} == {f"s4-{i}" for i in range(10)}
-    elected = _timeline(r, "t-0", "elected")
-    assert len(elected) == 1 and "broker 2 (last written epoch 0, LEO 10) from answers of [0, 1, 2]" in elected[0]
-    assert v["final"]["partitions"]["t-0"]["hwm"] == 10
+    r, _, elected = _one_recovery(library, "urm-balanced-waits-for-every-replica", "Balanced")
+    assert r.verdict["lost_acked"] == 10
+    assert {rec["value"] for rec in r.verdict["lost_acked_records"]} == {f"s4-{i}" for i in range(10)}
+    assert "broker 2 (last written epoch 0, LEO 10) from answers of [0, 1, 2]" in elected
+    assert r.verdict["final"]["partitions"]["t-0"]["hwm"] == 10
 
 
 def test_urm_with_the_manager_disabled_behaves_exactly_as_elr():
