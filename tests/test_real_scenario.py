@@ -70,7 +70,7 @@ def test_library_stories_that_real_processes_can_run():
                 if not refusals(load_scenario(os.path.join(ROOT, "scenarios", f)))]
     assert {"steady-replication.yaml", "last-replica-standing.yaml", "controlled-shutdown.yaml",
             "unclean-election-below-consumer.yaml", "urm-none-waits-for-operator.yaml"} <= set(runnable)
-    assert len(runnable) == 22, runnable  # all but the two that crash with lose: unflushed at writeback 30s
+    assert len(runnable) == 24, runnable  # all but the two that crash with lose: unflushed at writeback 30s
 
 
 def _run(story: str, directory: str, *args: str, real: bool = True) -> dict:
