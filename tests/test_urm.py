@@ -488,12 +488,14 @@ def test_a_recovery_is_dropped_once_its_partition_gets_a_clean_leader_and_later_
     """Issue 39 rule 1 (KIP-966 "Unclean Recovery": the URM works only on leaderless partitions;
     ``QuorumController._consider_recoveries`` drops a recovery once its partition has a leader). Fenced ELR
     members only, strategy Aggressive: a recovery starts and asks every replica; ELR member 1 comes back and
-    is elected cleanly; broker 2 then answers (current leader epoch, a longer log) and the 5 s wait ends.
-    The recovery must be gone: leader 1 stays, ISR [1] RECOVERED, nothing unclean.
+    is elected cleanly; broker 2 then answers (current leader epoch, a longer log), is unfenced, and
+    unclean.recovery.timeout.ms (5 s here) passes. The recovery must be gone: leader 1 stays, ISR [1]
+    RECOVERED, nothing unclean.
 
     Shown to fail when ``part.leader != NO_LEADER`` is dropped from the first loop's drop condition in
     ``_consider_recoveries``: the leftover recovery deposes leader 1 with broker 2 (ISR [2], RECOVERING)."""
-    h = Harness(Level.URM, {"min.insync.replicas": "2", "unclean.recovery.strategy": "Aggressive"})
+    h = Harness(Level.URM, {"min.insync.replicas": "2", "unclean.recovery.strategy": "Aggressive",
+                            "unclean.recovery.timeout.ms": "5000"})
     h.start_brokers(0, 1, 2)
     tid = h.create_topic("t", ((0, 1, 2),))
     for b in (2, 1, 0):
@@ -506,11 +508,11 @@ def test_a_recovery_is_dropped_once_its_partition_gets_a_clean_leader_and_later_
     clean = h.part()
     assert (clean.leader, clean.isr, clean.leader_recovery_state) == (1, (1,), RECOVERED)
     assert ("t", 0) not in h.ctl.urm.tasks
-    h.heartbeat(2, now=200)
-    h.ctl.deliver(300, m.Envelope(2, "controller", asked[2], m.GetReplicaLogInfoResponse(
+    h.ctl.deliver(200, m.Envelope(2, "controller", asked[2], m.GetReplicaLogInfoResponse(
         h.epoch[2], (m.PartitionLogInfo(tid, 0, clean.leader_epoch, clean.leader_epoch, 500),)), True))
-    h.ctl.tick(AGGRESSIVE_WAIT_MS + 1000)
-    h.heartbeat(2, now=AGGRESSIVE_WAIT_MS + 1000)
+    h.heartbeat(2, now=300)  # unfenced: its answer would count now
+    h.ctl.tick(6000)
+    h.heartbeat(2, now=6000)
     part = h.part()
     assert (part.leader, part.isr, part.leader_recovery_state) == (1, (1,), RECOVERED)
     assert h.ctl.urm.finished_count == 0
