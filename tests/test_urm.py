@@ -15,7 +15,7 @@ import uuid
 import pytest
 from test_controller import Harness
 
-from kraftlog.controller.unclean_recovery import ReplicaLogInfo, UncleanRecoveryManager
+from kraftlog.controller.unclean_recovery import UncleanRecoveryManager
 from kraftlog.metadata import config as cfg
 from kraftlog.metadata.image import RESOURCE_BROKER, RESOURCE_TOPIC, MetadataImage, PartitionRegistration
 from kraftlog.metadata.records import NO_LEADER, RECOVERED, RECOVERING
