@@ -131,7 +131,7 @@ class QuorumController(NodeBase):
         self.unclean_election_interval_ms = int(cfg.lookup("unclean.leader.election.interval.ms", self.static))
         self.next_unclean_election_ms = now_ms + self.unclean_election_interval_ms
         #: KIP-966's Unclean Recovery Manager (level ``urm``; in memory, empty after a failover).
-        self.urm = UncleanRecoveryManager(int(cfg.lookup("unclean.recovery.timeout.ms", self.static)))
+        self.urm = UncleanRecoveryManager()
         #: ElectLeaders requests waiting for recoveries they started: [deadline ms, envelope, results]
         #: where results[i] is an ElectLeadersResult or the (topic, index) still recovering.
         self.parked_elections: list[list] = []
@@ -267,18 +267,33 @@ class QuorumController(NodeBase):
         self._after_event(now_ms)
 
     def _after_event(self, now_ms: int) -> None:
-        """Send the GetReplicaLogInfo requests the URM's request sender has due (one per broker)."""
+        """Send the GetReplicaLogInfo requests the URM's request sender has due (one per broker), each
+        with ``unclean.recovery.timeout.ms`` as it is now for its timeout."""
         if not self.urm.queued:
             return
         image = self.image
+        timeout_ms = self.recovery_timeout_ms()
         for broker, keys in self.urm.requests_due(now_ms):
             parts = tuple(m.GetReplicaLogInfoPartition(image.topics[t].topic_id, i) for t, i in keys
                           if t in image.topics)
             if not parts:
-                self.urm.inflight.pop(broker, None)
+                self.urm.not_sent(broker)
                 continue
-            self.send_request(broker, m.GetReplicaLogInfoRequest(parts), now_ms, self.urm.timeout_ms,
-                              ("log_info", broker, keys))
+            corr = self.send_request(broker, m.GetReplicaLogInfoRequest(parts), now_ms, timeout_ms,
+                                     ("log_info", broker, keys))
+            self.urm.sent(broker, keys, now_ms, timeout_ms, corr)
+
+    def recovery_timeout_ms(self) -> int:
+        """``unclean.recovery.timeout.ms`` now (ms): the cluster's dynamic value, else the static config,
+        else KIP-966's 5 minutes. A recovery reads it when it starts (issue 25, rule 5)."""
+        return int(self.image.config("unclean.recovery.timeout.ms", None, self.static))
+
+    def _reask(self, now_ms: int, broker: int, reason: str) -> None:
+        """Drop ``broker``'s outstanding GetReplicaLogInfo, if any, and ask it again at once (issue 25,
+        rule 3); an answer to the dropped request is not read."""
+        corr = self.urm.reask(now_ms, broker, reason)
+        if corr is not None:
+            self.cancel_request(corr)
 
     def _handle_delete_topics(self, now_ms: int, req: m.DeleteTopicsRequest) -> m.DeleteTopicsResponse:
         """DeleteTopics (Kafka's ``ControllerApis.deleteTopics`` and ``ReplicationControlManager
@@ -422,7 +437,9 @@ class QuorumController(NodeBase):
         self.controlled_shutdown_offset.pop(req.broker_id, None)
         self.broker_metadata_offset.pop(req.broker_id, None)
         if self.urm.tasks:
-            # The new broker epoch makes this broker's earlier answers stale: ask it again.
+            # The new broker epoch makes this broker's earlier answers stale, and a question to the
+            # previous incarnation will not be answered: ask it again at once.
+            self._reask(now_ms, req.broker_id, "registered again")
             self.urm.retry_failed(req.broker_id)
             self._consider_recoveries(now_ms)
         return m.BrokerRegistrationResponse(Errors.NONE, broker_epoch=epoch)
@@ -455,6 +472,7 @@ class QuorumController(NodeBase):
             reg = self.image.brokers[b]
         caught_up = req.current_metadata_offset >= reg.broker_epoch
         should_shut_down = False
+        was_fenced = reg.fenced
         if reg.fenced:
             if req.want_shut_down:
                 should_shut_down = True
@@ -474,12 +492,17 @@ class QuorumController(NodeBase):
             # SHUTDOWN_NOW: the broker is fenced as it leaves (handleBrokerFenced).
             self.append(self._fence_records(b, reg.broker_epoch, in_controlled_shutdown=False), now_ms)
             should_shut_down = True
+        reg = self.image.brokers[b]
         if self.urm_enabled or self.urm.tasks:
             # KIP-966: recovery is reconsidered on every heartbeat (and so on every unfencing); a
-            # request to this broker that failed is sent again.
+            # request to this broker that failed is sent again, and one still outstanding is sent again
+            # at once when the broker was just unfenced or the question is overdue (issue 25, rule 3).
+            if was_fenced and not reg.fenced:
+                self._reask(now_ms, b, "is unfenced")
+            elif self.urm.question_overdue(now_ms, b):
+                self._reask(now_ms, b, "heartbeated after its question's timeout")
             self.urm.retry_failed(b)
             self._consider_recoveries(now_ms)
-        reg = self.image.brokers[b]
         return m.BrokerHeartbeatResponse(Errors.NONE, is_caught_up=caught_up, is_fenced=reg.fenced,
                                          should_shut_down=should_shut_down)
 
@@ -908,9 +931,12 @@ class QuorumController(NodeBase):
         """KIP-966 part 2, run on every heartbeat, registration, GetReplicaLogInfo answer and due timer:
         for each leaderless partition (in (topic, index) order) apply the decision order
         (:func:`~.unclean_recovery.recovery_decision`) under its ``unclean.recovery.strategy``: start the
-        recoveries it calls for, drop those no longer needed (a leader came back, the topic was deleted, the
-        strategy changed; a recovery an operator started stays until the partition has a leader), and elect
-        the replica each ready recovery chose (ISR [it], RECOVERING, ELR and LastKnownELR cleared)."""
+        recoveries it calls for (each with ``unclean.recovery.timeout.ms`` as it is now), drop those no
+        longer needed (a leader came back, the topic was deleted, the strategy changed; a recovery an
+        operator started stays until the partition has a leader; a Balanced recovery whose LastKnownELR
+        member was fenced again after it started stays too, and elects only once that member is back and
+        has answered), and elect the replica each ready recovery chose (ISR [it], RECOVERING, ELR and
+        LastKnownELR cleared)."""
         urm = self.urm
         image = self.image
         enabled = self.urm_enabled
@@ -927,13 +953,16 @@ class QuorumController(NodeBase):
             if part.leader != NO_LEADER:
                 continue
             task = urm.tasks.get(key)
+            if task is not None and task.manual:
+                continue
             strategy = image.unclean_recovery_strategy(key[0], self.static)
             decision = recovery_decision(part, strategy, is_unfenced)
-            if decision is Decision.RECOVER and (task is None or not task.manual):
-                if task is not None and task.strategy != strategy:
-                    urm.drop(now_ms, key, f"the strategy is now {strategy}")
-                urm.start(now_ms, key, part, strategy)
-            elif task is not None and not task.manual:
+            if task is not None and decision in (Decision.RECOVER, Decision.PENDING) and task.strategy != strategy:
+                urm.drop(now_ms, key, f"the strategy is now {strategy}")
+                task = None
+            if decision is Decision.RECOVER and task is None:
+                urm.start(now_ms, key, part, strategy, self.recovery_timeout_ms())
+            elif task is not None and decision not in (Decision.RECOVER, Decision.PENDING):
                 urm.drop(now_ms, key, {Decision.CLEAN: "an ISR or unfenced ELR member can lead",
                                        Decision.WAIT: "waiting for fenced ELR members",
                                        Decision.MANUAL: "the strategy is None"}[decision])
@@ -967,22 +996,27 @@ class QuorumController(NodeBase):
 
     def recovery_metrics(self) -> dict[str, int]:
         """KIP-966's controller metrics now: ``unclean_recovery_partitions_count`` (gauge: recoveries in
-        progress, including Balanced ones waiting for LastKnownELR members to be unfenced),
-        ``manual_leader_election_required_partition_count`` (gauge: leaderless partitions whose strategy
-        None waits for an operator), ``unclean_recovery_finished_count`` (counter since this controller
-        started; Kafka resets it on failover) and ``electable_replicas_count`` (gauge: the sum over
-        partitions of |ISR| + |ELR|)."""
+        progress, plus the Balanced ones pending until every LastKnownELR member is unfenced: KIP-966
+        "it is also counted as a live recovery"), ``manual_leader_election_required_partition_count``
+        (gauge: every leaderless partition that waits for an operator: no recovery runs for it and none
+        will start by itself — strategy None with no ELR member, the one case the decision order leaves to
+        ElectLeaders), ``unclean_recovery_finished_count`` (counter since this controller started; Kafka
+        resets it on failover) and ``electable_replicas_count`` (gauge: the sum over partitions of |ISR| +
+        |ELR|)."""
         image = self.image
-        manual = 0
+        manual = pending = 0
         electable = 0
         enabled = self.urm_enabled
         for key in sorted(image.partitions):
             part = image.partitions[key]
             electable += len(part.isr) + len(part.elr)
-            if enabled and part.leader == NO_LEADER and key not in self.urm.tasks and recovery_decision(
-                    part, image.unclean_recovery_strategy(key[0], self.static), self._is_unfenced) is Decision.MANUAL:
-                manual += 1
-        return {"unclean_recovery_partitions_count": len(self.urm.tasks),
+            if not enabled or part.leader != NO_LEADER or key in self.urm.tasks:
+                continue
+            decision = recovery_decision(part, image.unclean_recovery_strategy(key[0], self.static),
+                                         self._is_unfenced)
+            manual += decision is Decision.MANUAL
+            pending += decision is Decision.PENDING
+        return {"unclean_recovery_partitions_count": len(self.urm.tasks) + pending,
                 "manual_leader_election_required_partition_count": manual,
                 "unclean_recovery_finished_count": self.urm.finished_count,
                 "electable_replicas_count": electable}
@@ -1094,7 +1128,7 @@ class QuorumController(NodeBase):
                                      m.ELECTION_LONGEST_LOG_AGGRESSIVE):
             # KIP-966: the longest-log elections, and UNCLEAN at level urm, run an unclean recovery.
             strategy = BALANCED if election_type == m.ELECTION_LONGEST_LOG_BALANCED else AGGRESSIVE
-            self.urm.start(now_ms, key, part, strategy, manual=True)
+            self.urm.start(now_ms, key, part, strategy, self.recovery_timeout_ms(), manual=True)
             return key
         if election is Election.PREFERRED:
             return m.ElectLeadersResult(p.topic, p.partition, Errors.PREFERRED_LEADER_NOT_AVAILABLE)
