@@ -13,6 +13,8 @@ same cluster again and audits it: one chaos run of a minute serves both.
 
 from __future__ import annotations
 
+import contextlib
+
 import json
 import os
 import signal
@@ -70,6 +72,28 @@ def wait_for(what: str, predicate, timeout_s: float = 60.0, interval_s: float = 
     raise AssertionError(f"timed out after {timeout_s:.0f} s waiting for {what}")
 
 
+@contextlib.contextmanager
+def running_cluster(directory: str, brokers: int, **kwargs):
+    """``cluster.up`` in ``directory`` (free ports), yielding the directory; afterwards every node is stopped,
+    cleanly (``cluster.down``) and then by PID (``cluster.kill``), whatever happened."""
+    from kraftlog.net import cluster as cl
+    try:
+        cl.up(directory, brokers, port=0, **kwargs)
+        yield directory
+    finally:
+        try:
+            cl.down(directory)
+        except cl.ClusterError:
+            pass
+        finally:
+            cl.kill(directory)
+
+
+def apply_errors(node) -> int | None:
+    """A node's metadata-apply-error-count as ``cluster status --json`` reports it (None: not running)."""
+    return None if node.counters is None else node.counters.get("metadata-apply-error-count")
+
+
 def node_pids(directory: str) -> list[int]:
     """The PIDs ``cluster.json`` in ``directory`` names (none when there is no cluster there)."""
     from kraftlog.net import cluster as cl
@@ -124,6 +148,14 @@ class ChaosRuns:
 @pytest.fixture(scope="session")
 def chaos_runs(tmp_path_factory) -> ChaosRuns:
     return ChaosRuns(tmp_path_factory)
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    """Tests that share the session's chaos runs (``chaos_runs``) run on one pytest-xdist worker
+    (``--dist loadgroup``): each run is minutes of real processes, made once per worker."""
+    for item in items:
+        if "chaos_runs" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.xdist_group("chaos"))
 
 
 #: the chaos runs the chaos and audit tests share: 30 s at the default level (seed 7: a corrupted log, then

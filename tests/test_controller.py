@@ -18,7 +18,7 @@ from kraftlog.controller.controller import CONTROLLER, QuorumController
 from kraftlog.controller.partition_change import Election, build_partition_change
 from kraftlog.metadata.image import PartitionRegistration
 from kraftlog.metadata.records import (
-    NO_LEADER, RECOVERED, RECOVERING, PartitionChangeRecord,
+    NO_LEADER, RECOVERED, RECOVERING, PartitionChangeRecord, PartitionRecord, TopicRecord,
     RegisterBrokerRecord,
 )
 from kraftlog.protocol import messages as m
@@ -265,7 +265,10 @@ def test_alter_partition_unregistered_member_is_ineligible_replica():
     """Validation order, step 8: a proposed member (a replica) that never registered → INELIGIBLE_REPLICA."""
     h = Harness()
     h.start_brokers(0, 1)
-    topic_id = h.create_topic("t", [(0, 1, 3)])
+    # CreateTopics refuses an unregistered replica (INVALID_REPLICA_ASSIGNMENT, issue 24), so the topic is
+    # written into the metadata log directly, as Kafka's ReplicationControlManagerTest replays records.
+    topic_id = uuid.UUID(int=77)
+    h.ctl.append([TopicRecord("t", topic_id), PartitionRecord(0, topic_id, (0, 1, 3), (0, 1), 0)], h.now)
     assert h.part().isr == (0, 1)
     assert 3 not in h.ctl.image.brokers
     assert one_error(h.alter(0, h.item(topic_id, (0, 1, 3), epochs={3: -1}))) == Errors.INELIGIBLE_REPLICA

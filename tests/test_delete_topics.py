@@ -250,9 +250,14 @@ def test_a_same_name_topic_after_the_removal_is_a_new_topic():
 
 
 def test_removing_an_unknown_topic_id_is_an_error():
-    """TopicsDelta.replay: "Unable to delete topic with id ...: no such topic found"."""
-    with pytest.raises(KeyError):
-        image_with_two_topics().replay([RemoveTopicRecord(uuid.UUID(int=99))], 20)
+    """TopicsDelta.replay: "Unable to delete topic with id ...: no such topic found". Since issue 24 the
+    replay skips the record and names it in ``delta.errors`` (the node counts it: Kafka's metadata
+    publishing fault handler) instead of raising; the image is otherwise unchanged."""
+    before = image_with_two_topics()
+    image, delta = before.replay([RemoveTopicRecord(uuid.UUID(int=99))], 20)
+    assert [(offset, reason) for offset, _, reason in delta.errors] == [
+        (20, f"RemoveTopicRecord for unknown topic id {uuid.UUID(int=99)}")]
+    assert image.topics == before.topics and image.partitions == before.partitions
 
 
 def test_create_topics_after_deletion_gives_the_name_a_new_topic_id(c):

@@ -153,7 +153,7 @@ def test_sim_knobs_and_level_and_config_strings():
             level: URM
             cluster:
               brokers: 2
-              config: {unclean.leader.election.enable: true, min.insync.replicas: 2, replica.lag.time.max.ms: 5000.5, unclean.recovery.strategy: None}
+              config: {unclean.leader.election.enable: true, min.insync.replicas: 2, replica.lag.time.max.ms: "5000", unclean.recovery.strategy: None}
             sim: {writeback: 2m, network_delay: 3ms}
             topics:
               - {name: a.b_c-d, partitions: 4, replication_factor: 2}
@@ -162,7 +162,7 @@ def test_sim_knobs_and_level_and_config_strings():
     )
     assert s.level == "urm"
     assert s.config == {"unclean.leader.election.enable": "true", "min.insync.replicas": "2",
-                        "replica.lag.time.max.ms": "5000.5", "unclean.recovery.strategy": "None"}
+                        "replica.lag.time.max.ms": "5000", "unclean.recovery.strategy": "None"}
     assert (s.writeback_ms, s.delay_min_ms, s.delay_max_ms) == (120000, 3, 3)
     assert s.topics == (TopicSpec("a.b_c-d", 4, 2, None, {}),)
 
@@ -585,12 +585,17 @@ def test_dump_writes_durations_in_ms_and_keeps_at_after():
 
 CONFIG_NAMES = ["min.insync.replicas", "unclean.leader.election.enable", "unclean.recovery.strategy",
                 "replica.lag.time.max.ms"]
-CONFIG_VALUES = st.one_of(
-    st.integers(-10, 10**9), st.booleans(), st.sampled_from(["Balanced", "none", "yes", "1", "", "a b"])
-)
 #: unclean.recovery.strategy is validated (a bad value is a file error, tests below): its generated values
 #: are the valid ones, in any case.
 STRATEGIES = st.sampled_from(["None", "Balanced", "Aggressive", "none", "BALANCED"])
+#: Every config's value is checked against its Kafka type and range (issue 24): generated values are valid
+#: ones, in the forms a file may write them.
+CONFIG_VALUES = {
+    "min.insync.replicas": st.one_of(st.integers(1, 10**9), st.sampled_from(["1", " 2"])),
+    "unclean.leader.election.enable": st.one_of(st.booleans(), st.sampled_from(["true", "FALSE"])),
+    "unclean.recovery.strategy": STRATEGIES,
+    "replica.lag.time.max.ms": st.one_of(st.integers(-10, 10**9), st.just("30000")),
+}
 #: Durations within the parser's limit (24 h of simulated time, also for the steps added up).
 DURATIONS = st.one_of(st.builds("{}ms".format, st.integers(0, 10**5)), st.builds("{}s".format, st.integers(0, 3600)),
                       st.builds("{}m".format, st.integers(0, 60)))
@@ -603,10 +608,8 @@ def scenario_documents(draw):
     broker = st.integers(0, brokers - 1)
     node = st.one_of(broker, st.just("controller"))
     node_list = st.lists(node, min_size=1, max_size=3, unique=True)
-    config = st.dictionaries(st.sampled_from(CONFIG_NAMES), CONFIG_VALUES, max_size=3).flatmap(
-        lambda c: st.fixed_dictionaries({**{k: st.just(v) for k, v in c.items()},
-                                         **({"unclean.recovery.strategy": STRATEGIES}
-                                            if "unclean.recovery.strategy" in c else {})}))
+    config = st.lists(st.sampled_from(CONFIG_NAMES), max_size=3, unique=True).flatmap(
+        lambda names: st.fixed_dictionaries({k: CONFIG_VALUES[k] for k in names}))
     doc: dict = {"name": draw(st.text(min_size=1, max_size=20).filter(str.strip))}
     if draw(st.booleans()):
         doc["description"] = draw(st.text(max_size=40))
@@ -797,6 +800,13 @@ def test_dump_parse_round_trip_generated(doc):
      "unknown config 'flush.mesages' in topic 't' config (did you mean flush.messages?)"),
     ("name: x\ncluster: {brokers: 1, config: {unclean.recovery.strategy: Fast}}\n",
      "Invalid value Fast for configuration unclean.recovery.strategy: must be one of None, Balanced, Aggressive"),
+    # Issue 24: every config's value is checked against its Kafka type and range, with Kafka's wording.
+    ("name: x\ncluster: {brokers: 1, config: {replica.lag.time.max.ms: 5000.5}}\n",
+     "Invalid value 5000.5 for configuration replica.lag.time.max.ms: Not a number of type LONG"),
+    ("name: x\ncluster: {brokers: 1}\ntopics: [{name: t, replication_factor: 1, config: {min.insync.replicas: 0}}]\n",
+     "Invalid value 0 for configuration min.insync.replicas: Value must be at least 1 (in topic 't' config)"),
+    ("name: x\ncluster: {brokers: 1, config: {delete.topic.enable: yes please}}\n",
+     "Invalid value yes please for configuration delete.topic.enable: Expected value to be either true or false"),
 ])
 def test_limits_and_unknown_configs_are_refused_with_the_limit_named(doc, message):
     """Issue 12: a scenario bigger than the documented limits (50 brokers, 1,000 partitions per topic,

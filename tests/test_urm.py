@@ -1,10 +1,11 @@
 """Level ``urm``: KIP-966 part 2, the Unclean Recovery Manager (issue 10).
 
 The stories (``scenarios/urm-*.yaml`` and KIP-966's own, ``last-isr-member-loses-page-cache``) prove the
-behaviour end to end in the simulator; the unit tests below pin the rules one by one: the decision order
-for each strategy and ISR/ELR/LastKnownELR state, the replica choice (epoch, then LEO, ties by assignment
-order, fenced replicas never), the rejection of stale answers, the strategy's config resolution, ElectLeaders
-v3, and that nothing of this happens below level ``urm`` or with ``unclean.recovery.manager.enabled=false``.
+behaviour end to end in the simulator; the unit tests below pin the request sender (the rejection of stale
+answers, failed requests), the strategy's config resolution, ElectLeaders v3, the controller's use of
+``unclean.recovery.timeout.ms`` and the gauges, and that nothing of this happens below level ``urm`` or with
+``unclean.recovery.manager.enabled=false``. The decision rules themselves (the decision order, when each
+strategy elects, the choice) are pinned in ``tests/test_urm_rules.py``; issue 25's four stories are at the end.
 """
 
 from __future__ import annotations
@@ -14,10 +15,7 @@ import uuid
 import pytest
 from test_controller import Harness
 
-from kraftlog.controller.unclean_recovery import (
-    AGGRESSIVE_WAIT_MS, Decision, RecoveryTask, ReplicaLogInfo, UncleanRecoveryManager, choose_leader,
-    recovery_decision,
-)
+from kraftlog.controller.unclean_recovery import UncleanRecoveryManager
 from kraftlog.metadata import config as cfg
 from kraftlog.metadata.image import RESOURCE_BROKER, RESOURCE_TOPIC, MetadataImage, PartitionRegistration
 from kraftlog.metadata.records import NO_LEADER, RECOVERED, RECOVERING
@@ -68,8 +66,9 @@ def test_kip966_story_elr_elects_the_last_known_leader_and_loses_urm_waits_and_e
 
 def test_fenced_only_elr_balanced_and_none_wait_aggressive_recovers_from_the_replica_that_answers(library):
     """Must show 2 (urm-strategies-fenced-elr): with only fenced ELR members, Aggressive asks every replica
-    and elects broker 2, the only one that answers, after the fixed 5 s wait (RECOVERING; its ten records
-    are lost); Balanced and None wait, and elect ELR member 1 cleanly when it returns: no loss."""
+    and elects broker 2, the only one that answers, once the file's unclean.recovery.timeout.ms (10 s) has
+    passed since the recovery started (issue 25: no fixed 5 s; RECOVERING, its ten records are lost);
+    Balanced and None wait, and elect ELR member 1 cleanly when it returns: no loss."""
     r = library["urm-strategies-fenced-elr"]
     v = r.verdict
     assert r.exit_code == 0, v["failed_expectations"]
@@ -82,7 +81,7 @@ def test_fenced_only_elr_balanced_and_none_wait_aggressive_recovers_from_the_rep
     elected = _timeline(r, "aggressive-0", "elected")
     assert len(started) == len(elected) == 1 and "from answers of [2]" in elected[0]
     t_start, t_elect = (int(line.split("ms")[0]) for line in (started[0], elected[0]))
-    assert t_elect - t_start == AGGRESSIVE_WAIT_MS
+    assert t_elect - t_start == 10_000
 
 
 def test_below_urm_the_strategy_does_nothing(library):
@@ -138,6 +137,67 @@ def test_controller_failover_during_a_recovery_restarts_it_and_elects_the_longes
     assert v["metrics"]["unclean_recovery_finished_count"] == 1
 
 
+def _at(line: str) -> int:
+    return int(line.split("ms")[0])
+
+
+def _one_recovery(library, name: str, strategy: str):
+    """Library story ``name`` (its expectations held) with its one recovery of t-0: (the run, when the
+    recovery started in ms, its ``elected`` timeline line)."""
+    r = library[name]
+    assert r.exit_code == 0, r.verdict["failed_expectations"]
+    started, elected = _timeline(r, "t-0", f"started: {strategy}"), _timeline(r, "t-0", "elected")
+    assert len(started) == len(elected) == 1
+    return r, _at(started[0]), elected[0]
+
+
+def test_issue25_aggressive_waits_for_the_longest_log_and_loses_nothing(library):
+    """Issue 25 story 1 (urm-aggressive-waits-for-the-longest-log): unclean.leader.election.enable=true
+    maps to Aggressive, which no longer elects after a fixed 5 s: broker 0, the only replica with the ten
+    records, restarts 9 s into the recovery, answers, and is elected once every replica has answered."""
+    r, started, elected = _one_recovery(library, "urm-aggressive-waits-for-the-longest-log", "Aggressive")
+    assert r.verdict["lost_acked"] == 0 and r.verdict["invariant_violations"] == []
+    assert "broker 0 (last written epoch 0, LEO 10) from answers of [0, 1, 2]" in elected
+    assert _at(elected) - started > 5000
+    assert r.verdict["final"]["partitions"]["t-0"]["leo"] == {"0": 10, "1": 10, "2": 10}
+
+
+def test_issue25_a_lost_question_is_asked_again_when_its_broker_is_unfenced(library):
+    """Issue 25 story 2 (urm-lost-question-asked-again): the questions to isolated brokers 1 and 2 are
+    lost; each is asked again when its broker is unfenced, and the partition is elected within a second of
+    the last unfencing (before issue 25: 5 minutes later, when the lost questions timed out)."""
+    r, _, elected = _one_recovery(library, "urm-lost-question-asked-again", "Balanced")
+    assert r.verdict["lost_acked"] == 0
+    reasked = _timeline(r, "t-0", "reasked")
+    assert [line.split("reasked: ")[1].split(":")[0] for line in reasked] == ["broker 1 is unfenced",
+                                                                              "broker 2 is unfenced"]
+    unfenced = [line for line in r.timeline if line.endswith("broker 2 unfenced")][-1]
+    assert 0 <= _at(elected) - _at(unfenced) < 1000
+    assert not _timeline(r, "t-0", "failed")  # no question had to time out
+
+
+def test_issue25_balanced_with_an_empty_last_known_elr_elects_after_the_timeout(library):
+    """Issue 25 story 3 (urm-balanced-empty-last-known-elr): a min.insync.replicas change cleared ELR and
+    LastKnownELR and broker 2 is gone for good; Balanced elects broker 0 from the answers of 0 and 1 once
+    the dynamically set unclean.recovery.timeout.ms (30 s) has passed (rules 1 and 5); nothing is lost."""
+    r, started, elected = _one_recovery(library, "urm-balanced-empty-last-known-elr", "Balanced")
+    assert r.verdict["lost_acked"] == 0 and r.verdict["invariant_violations"] == []
+    assert "broker 0 (last written epoch 0, LEO 20) from answers of [0, 1]" in elected
+    assert _at(elected) - started == 30_000
+    assert r.verdict["metrics"]["unclean_recovery_partitions_count"]["max"] == 1
+
+
+def test_issue25_balanced_waits_for_the_replica_outside_last_known_elr(library):
+    """Issue 25 story 4 (urm-balanced-waits-for-every-replica): LastKnownELR [0, 1] answered with empty
+    logs; Balanced waits for broker 2 (ten of the twenty records), which answers when it is healed 10 s
+    later and is elected: ten records kept (before issue 25 broker 0 was elected at once: twenty lost)."""
+    r, _, elected = _one_recovery(library, "urm-balanced-waits-for-every-replica", "Balanced")
+    assert r.verdict["lost_acked"] == 10
+    assert {rec["value"] for rec in r.verdict["lost_acked_records"]} == {f"s4-{i}" for i in range(10)}
+    assert "broker 2 (last written epoch 0, LEO 10) from answers of [0, 1, 2]" in elected
+    assert r.verdict["final"]["partitions"]["t-0"]["hwm"] == 10
+
+
 def test_urm_with_the_manager_disabled_behaves_exactly_as_elr():
     """``unclean.recovery.manager.enabled=false`` at level urm: the same elections as level elr (the last
     known leader is elected, the same records are lost), no recovery."""
@@ -181,50 +241,10 @@ def test_a_response_to_a_process_that_restarted_is_never_delivered():
     assert delivered == []
 
 
-# ========================================================================= the decision order
+# ========================================================================= the request sender
 def _part(isr=(), elr=(), lke=(), replicas=(0, 1, 2), leader=NO_LEADER, epoch=4) -> PartitionRegistration:
     return PartitionRegistration(replicas=replicas, isr=isr, leader=leader, leader_epoch=epoch, partition_epoch=9,
                                  elr=elr, last_known_elr=lke)
-
-
-UNFENCED_0_1_2 = {0, 1, 2}
-
-
-@pytest.mark.parametrize("strategy", ["None", "Balanced", "Aggressive"])
-@pytest.mark.parametrize("isr, elr, lke, unfenced, expected", [
-    # an ISR member: a clean election, whatever the strategy
-    ((1,), (), (), {1}, {"None": Decision.CLEAN, "Balanced": Decision.CLEAN, "Aggressive": Decision.CLEAN}),
-    # an unfenced ELR member: a clean election
-    ((), (0, 1), (), {1}, {"None": Decision.CLEAN, "Balanced": Decision.CLEAN, "Aggressive": Decision.CLEAN}),
-    # fenced ELR members only: Aggressive recovers, the others wait
-    ((), (0, 1), (2,), {2}, {"None": Decision.WAIT, "Balanced": Decision.WAIT, "Aggressive": Decision.RECOVER}),
-    # no ELR member, LastKnownELR not all unfenced: Balanced's recovery starts (asking, counted as a live
-    # recovery) but elects only once they are unfenced (test below); None waits for an operator
-    ((), (), (0, 1), {2}, {"None": Decision.MANUAL, "Balanced": Decision.RECOVER, "Aggressive": Decision.RECOVER}),
-    ((), (), (0, 1), {0, 1, 2}, {"None": Decision.MANUAL, "Balanced": Decision.RECOVER,
-                                 "Aggressive": Decision.RECOVER}),
-    ((), (), (), {0}, {"None": Decision.MANUAL, "Balanced": Decision.RECOVER, "Aggressive": Decision.RECOVER}),
-])
-def test_decision_order(strategy, isr, elr, lke, unfenced, expected):
-    """KIP-966 "Unclean Recovery": ISR member; else unfenced ELR member; else fenced ELR only: Aggressive
-    recovers, the others wait; else no ELR: Aggressive and Balanced recover, None waits for an operator."""
-    assert recovery_decision(_part(isr, elr, lke), strategy, lambda b: b in unfenced) is expected[strategy]
-
-
-def _info(epoch, leo, broker_epoch=10, current=4) -> ReplicaLogInfo:
-    return ReplicaLogInfo(broker_epoch, epoch, leo, current)
-
-
-def test_choice_highest_last_written_epoch_then_longest_log():
-    part = _part()
-    answers = {0: _info(3, 500), 1: _info(5, 10), 2: _info(5, 40)}
-    assert choose_leader(part, answers, lambda b: True) == 2  # epoch 5 beats a longer log at epoch 3
-    answers[2] = _info(5, 10)
-    assert choose_leader(part, answers, lambda b: True) == 1  # a tie goes to assignment order
-    assert choose_leader(_part(replicas=(2, 1, 0)), answers, lambda b: True) == 2
-    assert choose_leader(part, answers, lambda b: b != 1) == 2  # fenced replicas are never chosen
-    assert choose_leader(part, answers, lambda b: False) == NO_LEADER
-    assert choose_leader(part, {}, lambda b: True) == NO_LEADER
 
 
 def _image_with(broker_epochs: dict, part: PartitionRegistration) -> MetadataImage:
@@ -247,8 +267,8 @@ def test_stale_answers_are_rejected_and_the_replica_asked_again():
     the retry backoff; a kept answer is rejected too once its broker registers again."""
     part = _part(lke=(0, 1))
     image = _image_with({0: 10, 1: 11, 2: 12}, part)
-    urm = UncleanRecoveryManager(300000)
-    task = urm.start(0, ("t", 0), part, "Balanced")
+    urm = UncleanRecoveryManager()
+    task = urm.start(0, ("t", 0), part, "Balanced", 300_000)
     assert [b for b, _ in urm.requests_due(0)] == [0, 1, 2]
     key = (("t", 0),)
     urm.on_answer(5, 0, key, _answer(9, 2, 50), image)  # broker epoch 9: 0 restarted since
@@ -263,53 +283,23 @@ def test_stale_answers_are_rejected_and_the_replica_asked_again():
     urm.on_answer(205, 0, key, _answer(10, 2, 50), image)
     urm.on_answer(205, 1, key, _answer(11, 2, 70), image)
     assert set(task.answers) == {0, 1}
-    assert urm.ready_leader(205, task, part, lambda b: True) == 1
+    assert urm.ready_leader(300_000, task, part, lambda b: True) == 1  # the timeout passed without 2
     # broker 1 registers again: its kept answer no longer holds
     image = _image_with({0: 10, 1: 30, 2: 12}, part)
-    urm.revalidate(300, task, image, part)
+    urm.revalidate(300_001, task, image, part)
     assert set(task.answers) == {0}
-    assert urm.ready_leader(300, task, part, lambda b: True) == NO_LEADER
+    assert urm.ready_leader(300_001, task, part, lambda b: True) == NO_LEADER
 
 
 def test_failed_requests_are_sent_again_on_the_brokers_next_heartbeat():
     part = _part()
-    urm = UncleanRecoveryManager(300000)
-    task = urm.start(0, ("t", 0), part, "Aggressive")
+    urm = UncleanRecoveryManager()
+    task = urm.start(0, ("t", 0), part, "Aggressive", 300_000)
     due = urm.requests_due(0)
     urm.on_failure(10, 1, due[1][1])
     assert task.failed == {1} and urm.requests_due(20) == []
     urm.retry_failed(1)
     assert [b for b, _ in urm.requests_due(30)] == [1]
-
-
-def test_balanced_elects_once_every_last_known_elr_member_is_unfenced_and_answered():
-    part = _part(lke=(0, 1))
-    task = RecoveryTask(("t", 0), "Balanced", False, 0, answers={0: _info(1, 5), 2: _info(1, 9)})
-    urm = UncleanRecoveryManager(300000)
-    assert urm.ready_leader(10, task, part, lambda b: True) == NO_LEADER  # 1 has not answered
-    task.answers[1] = _info(1, 7)
-    assert urm.ready_leader(10, task, part, lambda b: b != 1) == NO_LEADER  # 1 is fenced
-    assert urm.ready_leader(10, task, part, lambda b: True) == 2  # answers from others count too
-    # empty LastKnownELR: every assigned replica must be unfenced and have answered
-    task = RecoveryTask(("t", 0), "Balanced", False, 0, answers={0: _info(1, 5), 1: _info(1, 9)})
-    assert urm.ready_leader(10, task, _part(), lambda b: True) == NO_LEADER
-    task.answers[2] = _info(0, 90)
-    assert urm.ready_leader(10, task, _part(), lambda b: True) == 1
-
-
-def test_aggressive_waits_five_seconds_unless_every_replica_answered():
-    urm = UncleanRecoveryManager(300000)
-    task = RecoveryTask(("t", 0), "Aggressive", False, 1000, answers={2: _info(0, 3)})
-    assert urm.ready_leader(1000 + AGGRESSIVE_WAIT_MS - 1, task, _part(), lambda b: True) == NO_LEADER
-    assert urm.ready_leader(1000 + AGGRESSIVE_WAIT_MS, task, _part(), lambda b: True) == 2
-    task = RecoveryTask(("t", 0), "Aggressive", False, 1000, answers={0: _info(0, 3), 1: _info(0, 5),
-                                                                    2: _info(0, 4)})
-    assert urm.ready_leader(1001, task, _part(), lambda b: True) == 1
-    # after the wait with nobody unfenced: the first answer from an unfenced replica elects it
-    task = RecoveryTask(("t", 0), "Aggressive", False, 0, answers={0: _info(0, 3)})
-    assert urm.ready_leader(9000, task, _part(), lambda b: b != 0) == NO_LEADER
-    task.answers[1] = _info(0, 1)
-    assert urm.ready_leader(9001, task, _part(), lambda b: b != 0) == 1
 
 
 # ======================================================================= configs
@@ -386,8 +376,9 @@ def test_elect_leaders_designation_elects_the_desired_unfenced_replica():
 
 def test_elect_leaders_longest_log_waits_for_the_recovery_then_answers():
     """LONGEST_LOG_AGGRESSIVE starts a recovery; the answer waits for its election (or the request's
-    timeout: REQUEST_TIMED_OUT, the recovery goes on)."""
-    h = _leaderless(config={"unclean.recovery.strategy": "None"})
+    timeout: REQUEST_TIMED_OUT, the recovery goes on), which comes once unclean.recovery.timeout.ms (5 s
+    here) has passed with broker 2's answer only."""
+    h = _leaderless(config={"unclean.recovery.strategy": "None", "unclean.recovery.timeout.ms": "5000"})
     h.heartbeat(2)
     h._corr += 1
     h.ctl.deliver(h.now, m.Envelope("admin", "controller", h._corr, m.ElectLeadersRequest(
@@ -403,7 +394,10 @@ def test_elect_leaders_longest_log_waits_for_the_recovery_then_answers():
     tid = h.ctl.image.topics["t"].topic_id
     h.ctl.deliver(h.now + 1001, m.Envelope(2, "controller", env.correlation_id, m.GetReplicaLogInfoResponse(
         h.epoch[2], (m.PartitionLogInfo(tid, 0, 0, 1, 7),)), True))
-    h.ctl.tick(h.now + 1000 + AGGRESSIVE_WAIT_MS)
+    h.ctl.tick(h.now + 4999)
+    assert h.ctl.image.partitions[("t", 0)].leader == NO_LEADER
+    assert h.ctl.next_deadline() == h.now + 5000
+    h.ctl.tick(h.now + 5000)
     assert h.ctl.image.partitions[("t", 0)].leader == 2
 
 
@@ -465,7 +459,9 @@ def test_recovery_metrics_count_live_and_manual_recoveries():
     h2 = _leaderless()
     h2.heartbeat(2)
     metrics = h2.ctl.recovery_metrics()
-    assert metrics["unclean_recovery_partitions_count"] == 1  # Balanced, LastKnownELR still fenced
+    # Balanced, LastKnownELR still fenced: pending, not started (issue 25, rule 1), but counted as a live
+    # recovery (KIP-966's gauge)
+    assert metrics["unclean_recovery_partitions_count"] == 1 and not h2.ctl.urm.tasks
     assert metrics["manual_leader_election_required_partition_count"] == 0
 
 
@@ -474,7 +470,7 @@ def test_a_new_incarnation_refused_registration_still_invalidates_the_old_answer
     (DUPLICATE_BROKER_REGISTRATION) has restarted: the answer its old process gave is dropped, so a replica
     whose disk may have been replaced is not elected on it (KIP-966 accepts that risk until the new
     registration succeeds; kraftlog does not wait for it)."""
-    h = _leaderless()
+    h = _leaderless(config={"unclean.recovery.strategy": "Aggressive"})
     h.heartbeat(2)
     task = h.ctl.urm.tasks[("t", 0)]
     corr = next(c for c, (_, dst) in sorted(h.ctl._inflight.items()) if dst == 2)  # the question to 2
@@ -492,12 +488,14 @@ def test_a_recovery_is_dropped_once_its_partition_gets_a_clean_leader_and_later_
     """Issue 39 rule 1 (KIP-966 "Unclean Recovery": the URM works only on leaderless partitions;
     ``QuorumController._consider_recoveries`` drops a recovery once its partition has a leader). Fenced ELR
     members only, strategy Aggressive: a recovery starts and asks every replica; ELR member 1 comes back and
-    is elected cleanly; broker 2 then answers (current leader epoch, a longer log) and the 5 s wait ends.
-    The recovery must be gone: leader 1 stays, ISR [1] RECOVERED, nothing unclean.
+    is elected cleanly; broker 2 then answers (current leader epoch, a longer log), is unfenced, and
+    unclean.recovery.timeout.ms (5 s here) passes. The recovery must be gone: leader 1 stays, ISR [1]
+    RECOVERED, nothing unclean.
 
     Shown to fail when ``part.leader != NO_LEADER`` is dropped from the first loop's drop condition in
     ``_consider_recoveries``: the leftover recovery deposes leader 1 with broker 2 (ISR [2], RECOVERING)."""
-    h = Harness(Level.URM, {"min.insync.replicas": "2", "unclean.recovery.strategy": "Aggressive"})
+    h = Harness(Level.URM, {"min.insync.replicas": "2", "unclean.recovery.strategy": "Aggressive",
+                            "unclean.recovery.timeout.ms": "5000"})
     h.start_brokers(0, 1, 2)
     tid = h.create_topic("t", ((0, 1, 2),))
     for b in (2, 1, 0):
@@ -510,11 +508,11 @@ def test_a_recovery_is_dropped_once_its_partition_gets_a_clean_leader_and_later_
     clean = h.part()
     assert (clean.leader, clean.isr, clean.leader_recovery_state) == (1, (1,), RECOVERED)
     assert ("t", 0) not in h.ctl.urm.tasks
-    h.heartbeat(2, now=200)
-    h.ctl.deliver(300, m.Envelope(2, "controller", asked[2], m.GetReplicaLogInfoResponse(
+    h.ctl.deliver(200, m.Envelope(2, "controller", asked[2], m.GetReplicaLogInfoResponse(
         h.epoch[2], (m.PartitionLogInfo(tid, 0, clean.leader_epoch, clean.leader_epoch, 500),)), True))
-    h.ctl.tick(AGGRESSIVE_WAIT_MS + 1000)
-    h.heartbeat(2, now=AGGRESSIVE_WAIT_MS + 1000)
+    h.heartbeat(2, now=300)  # unfenced: its answer would count now
+    h.ctl.tick(6000)
+    h.heartbeat(2, now=6000)
     part = h.part()
     assert (part.leader, part.isr, part.leader_recovery_state) == (1, (1,), RECOVERED)
     assert h.ctl.urm.finished_count == 0

@@ -704,7 +704,7 @@ def test_metadata_records_travel_as_one_v2_batch_of_compact_json() -> None:
     assert first == {"type": "RegisterBrokerRecord", "broker_id": 1,
                      "incarnation_id": str(INCARNATION), "broker_epoch": 7, "rack": "rack-a",
                      "fenced": True, "in_controlled_shutdown": False, "previous_broker_epoch": 3,
-                     "listeners": []}
+                     "listeners": [], "log_dirs": None}
     assert b" " not in values[5]
     assert json.loads(values[6])["leader"] is None and json.loads(values[6])["isr"] == [1]
 

@@ -31,7 +31,7 @@ import uuid
 from dataclasses import dataclass
 
 from ..metadata import config as cfg
-from ..metadata.image import MetadataImage
+from ..metadata.image import MetadataApplyErrors, MetadataImage
 from ..metadata.records import NO_LEADER
 from ..protocol import messages as m
 from ..protocol.errors import Errors
@@ -41,7 +41,7 @@ from ..protocol.errors import Errors
 NONE = Errors.NONE
 FENCED_LEADER_EPOCH = Errors.FENCED_LEADER_EPOCH
 from ..protocol.level import Level
-from ..protocol.records import invalid_batch_reason
+from ..protocol.validation import RecordLimits, validate_produce_records
 from ..protocol.listeners import CLUSTER_ACTION_APIS, FORWARDED_APIS, cluster_action_refusal, error_response
 from ..protocol.node import NodeBase
 from ..storage.checkpoints import (
@@ -131,6 +131,7 @@ class Broker(NodeBase):
         self.fenced = True
         self.image = MetadataImage()
         self._min_isr_cache: dict[str, int] = {}
+        self._limits_cache: dict[str, RecordLimits] = {}
         self._published = False  # first caught up with the metadata log (MetadataLoader)
         self._unpublished: set = set()  # partitions changed in the image but not yet applied
         self._deleted_unpublished: dict = {}  # topic id -> name removed by records not yet published
@@ -141,6 +142,9 @@ class Broker(NodeBase):
         # own draws do not depend on whether a stray was found.
         self._stray_rng = Random(f"stray:{self.incarnation_id}")
         self.partitions: dict[tuple[str, int], Partition] = {}
+        #: Kafka's metadata-apply-error-count: metadata records (or partition roles) this broker could not
+        #: apply (apply_metadata); the node's driver logs their lines and reports the count.
+        self.metadata_apply_errors = MetadataApplyErrors()
         # Static timings (ms).
         g = lambda name: int(cfg.lookup(name, self.static))  # noqa: E731
         self.heartbeat_interval_ms = g("broker.heartbeat.interval.ms")
@@ -299,6 +303,19 @@ class Broker(NodeBase):
         msgs = cfg.as_int(self.image.config("log.flush.interval.messages", topic, self.static))
         ms = cfg.as_int(self.image.config("log.flush.interval.ms", topic, self.static))
         return LogConfig(flush_interval_messages=msgs, flush_interval_ms=ms)
+
+    def _record_limits(self, topic: str) -> RecordLimits:
+        """``topic``'s limits on produced batches (``max.message.bytes``, ``message.timestamp.*``, through the
+        broker defaults), cached per metadata image for the topics the image has."""
+        cached = self._limits_cache.get(topic)
+        if cached is None:
+            def get(name: str) -> int:
+                return int(self.image.config(name, topic, self.static))
+            cached = RecordLimits(get("message.max.bytes"), get("log.message.timestamp.before.max.ms"),
+                                  get("log.message.timestamp.after.max.ms"))
+            if topic in self.image.topics:
+                self._limits_cache[topic] = cached
+        return cached
 
     def min_isr(self, topic: str) -> int:
         """Effective min ISR of ``topic`` (cached per metadata image)."""
@@ -707,9 +724,17 @@ class Broker(NodeBase):
 
         Until the broker has first caught up with the metadata log's high watermark, the image is
         only built, not published (Kafka's MetadataLoader): acting on a stale prefix could make a
-        restarted broker lead an old epoch and rewrite its log."""
+        restarted broker lead an old epoch and rewrite its log.
+
+        A record the image cannot apply (``MetadataImage.replay``), and a partition whose role cannot be
+        applied (an error raised while making it leader or follower), is counted in
+        ``metadata_apply_errors`` (Kafka's ``metadata-apply-error-count``) with a line for the node's log;
+        the rest is applied (Kafka's metadata publishing fault handler)."""
         self.image, delta = self.image.replay(records, base_offset)
+        for offset, record, reason in delta.errors:
+            self.metadata_apply_errors.add(offset, record, reason)
         self._min_isr_cache.clear()
+        self._limits_cache.clear()
         self._fetch_dirty = True
         image = self.image
         self._unpublished |= delta.partitions
@@ -740,30 +765,44 @@ class Broker(NodeBase):
     def _apply_partitions(self, now_ms: int, image: MetadataImage, changed: set) -> None:
         """Become leader or follower of each changed partition assigned here (``ReplicaManager.applyDelta``).
         Nothing while the log directory is offline: a replica cannot be created in it (Kafka's offline
-        partitions ignore leadership changes). OSError propagates."""
+        partitions ignore leadership changes). OSError propagates; any other error applying one partition is
+        counted in ``metadata_apply_errors`` and the others are applied (Kafka's metadata publishing fault
+        handler)."""
         if self.log_dir_offline:
             return
         for key in sorted(changed):
             reg = image.partitions.get(key)
             if reg is None or self.broker_id not in reg.replicas:  # None: its topic was deleted since
                 continue
-            p = self.partitions.get(key)
-            if p is None:
-                log = self.logs.get(key)
-                if log is None:
-                    log = PartitionLog(self.disk, f"{LOG_DIR}/{key[0]}-{key[1]}", self._log_config(key[0]), now_ms)
-                    self.logs[key] = log
-                p = Partition(self.broker_id, key[0], key[1], image.topics[key[0]].topic_id, log, self.level)
-                self.partitions[key] = p
-                self._record_topic_id(key, p.topic_id, now_ms)
-            if reg.leader == self.broker_id:
-                # KIP-704 as Kafka does it: the leader marks its own state RECOVERED at once; the
-                # controller's RECOVERING clears with the next ISR change (no AlterPartition of its own).
-                p.make_leader(reg, now_ms)
-                self._maybe_increment_hwm(now_ms, p)
-            else:
-                if p.make_follower(reg):
-                    self._fail_delayed_produces(key)
+            try:
+                self._apply_partition(now_ms, key, reg)
+            except (AssertionError, OSError):
+                raise  # a broken invariant of ours; a storage error takes the log directory offline
+            except Exception as exc:  # noqa: BLE001 - Kafka's metadata publishing fault handler
+                self.metadata_apply_errors.add(image.offset, key, f"applying partition {key[0]}-{key[1]}: "
+                                               f"{type(exc).__name__}: {exc}")
+
+    def _apply_partition(self, now_ms: int, key: tuple[str, int], reg) -> None:
+        """Make this broker leader or follower of ``key`` as ``reg`` (its registration in the image) says,
+        creating the replica and its log on first sight (BrokerMetadataPublisher / ReplicaManager)."""
+        image = self.image
+        p = self.partitions.get(key)
+        if p is None:
+            log = self.logs.get(key)
+            if log is None:
+                log = PartitionLog(self.disk, f"{LOG_DIR}/{key[0]}-{key[1]}", self._log_config(key[0]), now_ms)
+                self.logs[key] = log
+            p = Partition(self.broker_id, key[0], key[1], image.topics[key[0]].topic_id, log, self.level)
+            self.partitions[key] = p
+            self._record_topic_id(key, p.topic_id, now_ms)
+        if reg.leader == self.broker_id:
+            # KIP-704 as Kafka does it: the leader marks its own state RECOVERED at once; the
+            # controller's RECOVERING clears with the next ISR change (no AlterPartition of its own).
+            p.make_leader(reg, now_ms)
+            self._maybe_increment_hwm(now_ms, p)
+        else:
+            if p.make_follower(reg):
+                self._fail_delayed_produces(key)
 
     # ================================================================= topic deletion
     def _stop_deleted_partitions(self, now_ms: int, deleted_topics: dict, first_publish: bool) -> None:
@@ -1228,14 +1267,13 @@ class Broker(NodeBase):
         waiting = []
         appended = False
         for pp in req.partitions:
-            invalid = "no record batch" if not pp.records else next(
-                (why for why in map(invalid_batch_reason, pp.records) if why is not None), None)
-            if invalid is not None:
-                # Kafka's ProduceRequest.validateRecords ("must have at least one record batch per
-                # partition") and LogValidator.validateBatch, from the batch headers only (the records
-                # stay opaque): INVALID_RECORD.
-                results.append(m.ProducePartitionResponse(pp.topic, pp.partition, Errors.INVALID_RECORD,
-                                                          error_message=invalid))
+            refused = validate_produce_records(pp.topic, pp.partition, pp.records, now_ms,
+                                               self._record_limits(pp.topic))
+            if refused is not None:
+                # Kafka's ProduceRequest.validateRecords, UnifiedLog.analyzeAndValidateRecords and
+                # LogValidator (kraftlog.protocol.validation): the partition's error, nothing appended.
+                results.append(m.ProducePartitionResponse(pp.topic, pp.partition, refused[0],
+                                                          error_message=refused[1]))
                 continue
             p = self.partitions.get((pp.topic, pp.partition))
             if p is None:

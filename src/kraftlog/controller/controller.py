@@ -36,7 +36,7 @@ from random import Random
 import uuid
 
 from ..metadata import config as cfg
-from ..metadata.image import RESOURCE_BROKER, RESOURCE_TOPIC, MetadataImage
+from ..metadata.image import RESOURCE_BROKER, RESOURCE_TOPIC, MetadataApplyErrors, MetadataImage
 from ..metadata.records import (
     NO_LEADER, RECOVERED, RECOVERING, BrokerRegistrationChangeRecord, ConfigRecord, PartitionRecord,
     RegisterBrokerRecord, RemoveTopicRecord, TopicRecord, ClearElrRecord,
@@ -45,18 +45,51 @@ from ..protocol import messages as m
 from ..protocol.errors import Errors
 from ..protocol.level import Level
 from ..protocol.node import NodeBase, earliest
+from ..protocol.validation import (
+    CLUSTER_METADATA_TOPIC, has_collision_chars, unify_collision_chars, validate_topic_name,
+)
 from ..storage.disk import Disk
 from ..storage.meta_properties import read_identity
 from .partition_change import Election, build_partition_change
 from .unclean_recovery import AGGRESSIVE, BALANCED, Decision, UncleanRecoveryManager, recovery_decision
 
 CONTROLLER = "controller"
+#: Kafka's ``ReplicationControlManager.MAX_PARTITIONS_PER_BATCH``: the most partitions one CreateTopics
+#: request may create (POLICY_VIOLATION beyond).
+MAX_PARTITIONS_PER_BATCH = 10_000
 METADATA_LOG = "metadata/__cluster_metadata-0/00000000000000000000.log"
 #: How many metadata records one MetadataFetch response carries at most.
 MAX_RECORDS_PER_FETCH = 2000
 #: Kafka's default messages (``Errors.message()``) that ``ApiError(error)`` puts into a DeleteTopics result.
 _UNKNOWN_TOPIC_OR_PARTITION_MESSAGE = "This server does not host this topic-partition."
 _UNKNOWN_TOPIC_ID_MESSAGE = "This server does not host this topic ID."
+
+
+def validate_new_topic_names(topics, existing) -> dict[str, tuple[int, str]]:
+    """Kafka's ``ReplicationControlManager.validateNewTopicNames``: name -> (INVALID_TOPIC_EXCEPTION,
+    message) for each name ``Topic.validate`` refuses (:func:`kraftlog.protocol.validation
+    .validate_topic_name`) and each name that collides with an ``existing`` topic's once '.' and '_' are
+    unified ("Topic 'a.b' collides with existing topic: a_b"); a name equal to an existing one is left to
+    TOPIC_ALREADY_EXISTS."""
+    colliding: dict[str, str] = {}
+    for name in sorted(existing):
+        if has_collision_chars(name):
+            colliding.setdefault(unify_collision_chars(name), name)
+    errors: dict[str, tuple[int, str]] = {}
+    for t in topics:
+        problem = validate_topic_name(t.name)
+        if problem is not None:
+            errors[t.name] = (Errors.INVALID_TOPIC_EXCEPTION, problem)
+        elif has_collision_chars(t.name) and t.name not in existing:
+            other = colliding.get(unify_collision_chars(t.name))
+            if other is not None:
+                errors[t.name] = (Errors.INVALID_TOPIC_EXCEPTION,
+                                  f"Topic '{t.name}' collides with existing topic: {other}")
+    return errors
+
+
+def _refused(t: m.CreatableTopic, code: int, message: str) -> m.CreateTopicResult:
+    return m.CreateTopicResult(t.name, code, error_message=message)
 
 
 class MetadataLogFailure(Exception):
@@ -91,7 +124,13 @@ class QuorumController(NodeBase):
         self.rng = rng
         self.cluster_id = cluster_id
         self.log: list = list(disk.read(METADATA_LOG))
-        self.image, _ = MetadataImage().replay(self.log, 0) if self.log else (MetadataImage(), None)
+        #: Metadata records this controller could not apply (Kafka's ``metadata-apply-error-count``; Kafka's
+        #: controller exits on one, kraftlog's logs it, counts it and applies the rest: a metadata log
+        #: written before CreateTopics validated names still loads).
+        self.metadata_apply_errors = MetadataApplyErrors()
+        self.image = MetadataImage()
+        if self.log:
+            self._replay(self.log, 0)
         self.session_timeout_ms = int(cfg.lookup("broker.session.timeout.ms", self.static))
         # In-memory broker state (lost on failover; Kafka's BrokerHeartbeatManager).
         self.last_heartbeat_ms: dict[int, int] = {b: now_ms for b, reg in self.image.brokers.items()}
@@ -102,7 +141,7 @@ class QuorumController(NodeBase):
         self.unclean_election_interval_ms = int(cfg.lookup("unclean.leader.election.interval.ms", self.static))
         self.next_unclean_election_ms = now_ms + self.unclean_election_interval_ms
         #: KIP-966's Unclean Recovery Manager (level ``urm``; in memory, empty after a failover).
-        self.urm = UncleanRecoveryManager(int(cfg.lookup("unclean.recovery.timeout.ms", self.static)))
+        self.urm = UncleanRecoveryManager()
         #: ElectLeaders requests waiting for recoveries they started: [deadline ms, envelope, results]
         #: where results[i] is an ElectLeadersResult or the (topic, index) still recovering.
         self.parked_elections: list[list] = []
@@ -147,11 +186,18 @@ class QuorumController(NodeBase):
             self._outbox.clear()
             raise MetadataLogFailure(self.fatal_error) from exc
         self.log.extend(records)
-        self.image, _ = self.image.replay(records, base)
+        self._replay(records, base)
         if self.parked_fetches:
             parked, self.parked_fetches = self.parked_fetches, []
             for _, env, _ in parked:
                 self._answer_metadata_fetch(env)
+
+    def _replay(self, records, base: int) -> None:
+        """Replay ``records`` (the first at metadata offset ``base``) into the image, counting those it
+        cannot apply (``MetadataImage.replay`` skips them)."""
+        self.image, delta = self.image.replay(records, base)
+        for offset, record, reason in delta.errors:
+            self.metadata_apply_errors.add(offset, record, reason)
 
     # ================================================================= node contract
     def tick(self, now_ms: int) -> None:
@@ -231,18 +277,33 @@ class QuorumController(NodeBase):
         self._after_event(now_ms)
 
     def _after_event(self, now_ms: int) -> None:
-        """Send the GetReplicaLogInfo requests the URM's request sender has due (one per broker)."""
+        """Send the GetReplicaLogInfo requests the URM's request sender has due (one per broker), each
+        with ``unclean.recovery.timeout.ms`` as it is now for its timeout."""
         if not self.urm.queued:
             return
         image = self.image
+        timeout_ms = self.recovery_timeout_ms()
         for broker, keys in self.urm.requests_due(now_ms):
             parts = tuple(m.GetReplicaLogInfoPartition(image.topics[t].topic_id, i) for t, i in keys
                           if t in image.topics)
             if not parts:
-                self.urm.inflight.pop(broker, None)
+                self.urm.not_sent(broker)
                 continue
-            self.send_request(broker, m.GetReplicaLogInfoRequest(parts), now_ms, self.urm.timeout_ms,
-                              ("log_info", broker, keys))
+            corr = self.send_request(broker, m.GetReplicaLogInfoRequest(parts), now_ms, timeout_ms,
+                                     ("log_info", broker, keys))
+            self.urm.sent(broker, keys, now_ms, timeout_ms, corr)
+
+    def recovery_timeout_ms(self) -> int:
+        """``unclean.recovery.timeout.ms`` now (ms): the cluster's dynamic value, else the static config,
+        else KIP-966's 5 minutes. A recovery reads it when it starts (issue 25, rule 5)."""
+        return int(self.image.config("unclean.recovery.timeout.ms", None, self.static))
+
+    def _reask(self, now_ms: int, broker: int, reason: str) -> None:
+        """Drop ``broker``'s outstanding GetReplicaLogInfo, if any, and ask it again at once (issue 25,
+        rule 3); an answer to the dropped request is not read."""
+        corr = self.urm.reask(now_ms, broker, reason)
+        if corr is not None:
+            self.cancel_request(corr)
 
     def _handle_delete_topics(self, now_ms: int, req: m.DeleteTopicsRequest) -> m.DeleteTopicsResponse:
         """DeleteTopics (Kafka's ``ControllerApis.deleteTopics`` and ``ReplicationControlManager
@@ -396,7 +457,9 @@ class QuorumController(NodeBase):
         self.controlled_shutdown_offset.pop(req.broker_id, None)
         self.broker_metadata_offset.pop(req.broker_id, None)
         if self.urm.tasks:
-            # The new broker epoch makes this broker's earlier answers stale: ask it again.
+            # The new broker epoch makes this broker's earlier answers stale, and a question to the
+            # previous incarnation will not be answered: ask it again at once.
+            self._reask(now_ms, req.broker_id, "registered again")
             self.urm.retry_failed(req.broker_id)
             self._consider_recoveries(now_ms)
         return m.BrokerRegistrationResponse(Errors.NONE, broker_epoch=epoch)
@@ -429,6 +492,7 @@ class QuorumController(NodeBase):
             reg = self.image.brokers[b]
         caught_up = req.current_metadata_offset >= reg.broker_epoch
         should_shut_down = False
+        was_fenced = reg.fenced
         if reg.fenced:
             if req.want_shut_down:
                 should_shut_down = True
@@ -448,12 +512,17 @@ class QuorumController(NodeBase):
             # SHUTDOWN_NOW: the broker is fenced as it leaves (handleBrokerFenced).
             self.append(self._fence_records(b, reg.broker_epoch, in_controlled_shutdown=False), now_ms)
             should_shut_down = True
+        reg = self.image.brokers[b]
         if self.urm_enabled or self.urm.tasks:
             # KIP-966: recovery is reconsidered on every heartbeat (and so on every unfencing); a
-            # request to this broker that failed is sent again.
+            # request to this broker that failed is sent again, and one still outstanding is sent again
+            # at once when the broker was just unfenced or the question is overdue (issue 25, rule 3).
+            if was_fenced and not reg.fenced:
+                self._reask(now_ms, b, "is unfenced")
+            elif self.urm.question_overdue(now_ms, b):
+                self._reask(now_ms, b, "heartbeated after its question's timeout")
             self.urm.retry_failed(b)
             self._consider_recoveries(now_ms)
-        reg = self.image.brokers[b]
         return m.BrokerHeartbeatResponse(Errors.NONE, is_caught_up=caught_up, is_fenced=reg.fenced,
                                          should_shut_down=should_shut_down)
 
@@ -657,53 +726,158 @@ class QuorumController(NodeBase):
 
     # ================================================================= topics & configs
     def _handle_create_topics(self, now_ms: int, req: m.CreateTopicsRequest) -> m.CreateTopicsResponse:
-        results = []
-        image = self.image
+        """CreateTopics as Kafka's ``ControllerApis.createTopics``: a name given twice is INVALID_REQUEST
+        "Duplicate topic name." and ``__cluster_metadata`` INVALID_REQUEST "Creation of internal topic
+        __cluster_metadata is prohibited." (both answered after the others, as Kafka does); the rest go to
+        :meth:`create_topics`."""
+        counts: dict[str, int] = {}
         for t in req.topics:
-            if t.name in image.topics:
-                results.append(m.CreateTopicResult(t.name, Errors.TOPIC_ALREADY_EXISTS,
-                                                   error_message=f"Topic '{t.name}' already exists."))
-                continue
-            unknown = [name for name, _ in t.configs if name not in cfg.KNOWN_CONFIGS]
-            invalid = [cfg.unknown_at_level(name, self.level) or cfg.invalid_value(name, value)
-                       for name, value in t.configs]
-            if unknown or any(invalid):
-                message = f"unknown configs {unknown}" if unknown else next(x for x in invalid if x)
-                results.append(m.CreateTopicResult(t.name, Errors.INVALID_CONFIG, error_message=message))
-                continue
-            active = sorted(b for b in image.brokers if image.is_active(b))
-            if t.assignment:
-                assignment = [tuple(a) for a in t.assignment]
-            else:
-                rf = t.replication_factor if t.replication_factor > 0 else int(
-                    cfg.lookup("default.replication.factor", self.static))
-                n = t.num_partitions if t.num_partitions > 0 else int(cfg.lookup("num.partitions", self.static))
-                if rf > len(active) or rf < 1:
-                    results.append(m.CreateTopicResult(
-                        t.name, Errors.INVALID_REPLICATION_FACTOR,
-                        error_message=f"replication factor {rf} larger than {len(active)} available brokers"))
-                    continue
-                start = self.rng.randrange(len(active))
-                assignment = [tuple(active[(start + p + i) % len(active)] for i in range(rf)) for p in range(n)]
-            topic_id = uuid.UUID(int=self.rng.getrandbits(128))
-            records: list = [TopicRecord(t.name, topic_id)]
-            for name, value in t.configs:
-                records.append(ConfigRecord(RESOURCE_TOPIC, t.name, name, value))
-            for p, replicas in enumerate(assignment):
-                isr = tuple(r for r in replicas if image.is_active(r))
-                if not isr:
-                    records = None
-                    break
-                records.append(PartitionRecord(partition_id=p, topic_id=topic_id, replicas=replicas, isr=isr,
-                                               leader=isr[0], leader_epoch=0, partition_epoch=0))
-            if records is None:
-                results.append(m.CreateTopicResult(t.name, Errors.INVALID_REPLICATION_FACTOR,
-                                                   error_message="no unfenced replica for a partition"))
-                continue
-            self.append(records, now_ms)
-            image = self.image
-            results.append(m.CreateTopicResult(t.name, Errors.NONE, topic_id=topic_id))
+            counts[t.name] = counts.get(t.name, 0) + 1
+        topics = [t for t in req.topics if counts[t.name] == 1 and t.name != CLUSTER_METADATA_TOPIC]
+        results = self.create_topics(now_ms, topics)
+        results += [m.CreateTopicResult(name, Errors.INVALID_REQUEST, error_message="Duplicate topic name.")
+                    for name, n in counts.items() if n > 1]
+        if counts.get(CLUSTER_METADATA_TOPIC) == 1:
+            results.append(m.CreateTopicResult(
+                CLUSTER_METADATA_TOPIC, Errors.INVALID_REQUEST,
+                error_message=f"Creation of internal topic {CLUSTER_METADATA_TOPIC} is prohibited."))
         return m.CreateTopicsResponse(tuple(results))
+
+    def create_topics(self, now_ms: int, topics: list[m.CreatableTopic]) -> list[m.CreateTopicResult]:
+        """Kafka's ``ReplicationControlManager.createTopics``, one result per topic in order:
+
+        * more than 10,000 partitions in the request (``validateTotalNumberOfPartitions``, -1 counting as
+          ``num.partitions``): every topic POLICY_VIOLATION, nothing created;
+        * :func:`validate_new_topic_names`: INVALID_TOPIC_EXCEPTION; an existing name: TOPIC_ALREADY_EXISTS;
+        * configs (``computeConfigChanges`` and ConfigurationControlManager's validation): a null value, a
+          name kraftlog does not know or a value of the wrong type or range: INVALID_CONFIG naming it;
+        * then :meth:`_create_topic` (counts, assignments, placement).
+
+        Each created topic is appended at once (one atomic append of its TopicRecord, ConfigRecords and
+        PartitionRecords), so a later topic of the request sees it."""
+        default_partitions = int(cfg.lookup("num.partitions", self.static))
+        total = sum((default_partitions if t.num_partitions == -1 else max(0, t.num_partitions))
+                    if not t.assignment else len(t.assignment) for t in topics)
+        if total > MAX_PARTITIONS_PER_BATCH:
+            return [m.CreateTopicResult(t.name, Errors.POLICY_VIOLATION,
+                                        error_message="Excessively large number of partitions per request.")
+                    for t in topics]
+        errors = validate_new_topic_names(topics, self.image.topics)
+        results = []
+        for t in topics:
+            error = errors.get(t.name)
+            if error is None and t.name in self.image.topics:
+                error = (Errors.TOPIC_ALREADY_EXISTS, f"Topic '{t.name}' already exists.")
+            if error is None:
+                error = self._invalid_topic_configs(t.configs)
+            if error is None:
+                result = self._create_topic(now_ms, t)
+                if result.error_code == Errors.NONE:
+                    results.append(result)
+                    continue
+                error = (result.error_code, result.error_message)
+            results.append(m.CreateTopicResult(t.name, error[0], error_message=error[1]))
+        return results
+
+    def _invalid_topic_configs(self, configs) -> tuple[int, str] | None:
+        """A topic's configs as Kafka's ``computeConfigChanges`` and ConfigurationControlManager check them:
+        (INVALID_CONFIG, message) for null values, names kraftlog does not know (a broker config name is
+        accepted and has no effect, docs/SCENARIOS.md), names of a higher level, and values of the wrong
+        type or range (:func:`kraftlog.metadata.config.invalid_value`); else None."""
+        nulls = [name for name, value in configs if value is None]
+        if nulls:
+            return Errors.INVALID_CONFIG, f"Null value not supported for topic configs: {','.join(nulls)}"
+        unknown = [name for name, _ in configs if name not in cfg.KNOWN_CONFIGS]
+        if unknown:
+            return Errors.INVALID_CONFIG, f"Unknown topic config name: {unknown[0]}"
+        for name, value in configs:
+            problem = cfg.unknown_at_level(name, self.level) or cfg.invalid_value(name, value)
+            if problem:
+                return Errors.INVALID_CONFIG, problem
+        return None
+
+    def _create_topic(self, now_ms: int, t: m.CreatableTopic) -> m.CreateTopicResult:
+        """Kafka's ``ReplicationControlManager.createTopic`` for one validated name: a manual assignment
+        (replication factor and partition count must then be -1: INVALID_REQUEST;
+        :meth:`_validate_manual_assignment`: INVALID_REPLICA_ASSIGNMENT) or a count and replication factor
+        (-1: ``num.partitions`` / ``default.replication.factor``, KIP-464; 0 or below -1:
+        INVALID_PARTITIONS / INVALID_REPLICATION_FACTOR; more replicas than unfenced brokers:
+        INVALID_REPLICATION_FACTOR) placed round-robin from a seeded start over the unfenced brokers; the
+        ISR is the unfenced replicas, the leader the first of them. On success the topic's records are
+        appended and the result carries what was created."""
+        image = self.image
+        if t.assignment:
+            if t.replication_factor != -1:
+                return _refused(t, Errors.INVALID_REQUEST, "A manual partition assignment was specified, but "
+                                "replication factor was not set to -1.")
+            if t.num_partitions != -1:
+                return _refused(t, Errors.INVALID_REQUEST, "A manual partition assignment was specified, but "
+                                "numPartitions was not set to -1.")
+            problem = self._validate_manual_assignment(t)
+            if problem is not None:
+                return _refused(t, Errors.INVALID_REPLICA_ASSIGNMENT, problem)
+            assignment = [tuple(a) for a in t.assignment]
+        elif t.replication_factor < -1 or t.replication_factor == 0:
+            return _refused(t, Errors.INVALID_REPLICATION_FACTOR,
+                            "Replication factor must be larger than 0, or -1 to use the default value.")
+        elif t.num_partitions < -1 or t.num_partitions == 0:
+            return _refused(t, Errors.INVALID_PARTITIONS,
+                            "Number of partitions was set to an invalid non-positive value.")
+        else:
+            active = sorted(b for b in image.brokers if image.is_active(b))
+            rf = t.replication_factor if t.replication_factor > 0 else int(
+                cfg.lookup("default.replication.factor", self.static))
+            n = t.num_partitions if t.num_partitions > 0 else int(cfg.lookup("num.partitions", self.static))
+            if rf > len(active) or rf < 1:
+                return _refused(t, Errors.INVALID_REPLICATION_FACTOR,
+                                f"Unable to replicate the partition {rf} time(s): The target replication factor "
+                                f"of {rf} cannot be reached because only {len(active)} broker(s) are unfenced.")
+            start = self.rng.randrange(len(active))
+            assignment = [tuple(active[(start + p + i) % len(active)] for i in range(rf)) for p in range(n)]
+        topic_id = uuid.UUID(int=self.rng.getrandbits(128))
+        records: list = [TopicRecord(t.name, topic_id)]
+        for name, value in t.configs:
+            records.append(ConfigRecord(RESOURCE_TOPIC, t.name, name, value))
+        for p, replicas in enumerate(assignment):
+            isr = tuple(r for r in replicas if image.is_active(r))
+            records.append(PartitionRecord(partition_id=p, topic_id=topic_id, replicas=replicas, isr=isr,
+                                           leader=isr[0], leader_epoch=0, partition_epoch=0))
+        self.append(records, now_ms)
+        return m.CreateTopicResult(t.name, Errors.NONE, topic_id=topic_id, num_partitions=len(assignment),
+                                   replication_factor=len(assignment[0]))
+
+    def _validate_manual_assignment(self, t: m.CreatableTopic) -> str | None:
+        """Kafka's checks of a manual assignment (``createTopic`` and ``validateManualPartitionAssignment``):
+        each partition once, an entry that is not empty, names registered brokers each once, has as many
+        replicas as the first and at least one unfenced replica, and the partitions are 0..n-1. The
+        INVALID_REPLICA_ASSIGNMENT message, or None."""
+        indexes = t.assignment_partitions or tuple(range(len(t.assignment)))
+        seen: set[int] = set()
+        rf = None
+        for index, replicas in zip(indexes, t.assignment):
+            if index in seen:
+                return f"Found multiple manual partition assignments for partition {index}"
+            seen.add(index)
+            if not replicas:
+                return "The manual partition assignment includes an empty replica list."
+            previous = None
+            for broker in sorted(replicas):
+                if broker not in self.image.brokers:
+                    return (f"The manual partition assignment includes broker {broker}, but no such broker is "
+                            "registered.")
+                if broker == previous:
+                    return f"The manual partition assignment includes the broker {broker} more than once."
+                previous = broker
+            if rf is not None and len(replicas) != rf:
+                return (f"The manual partition assignment includes a partition with {len(replicas)} replica(s), "
+                        f"but this is not consistent with previous partitions, which have {rf} replica(s).")
+            rf = len(replicas)
+            if not any(self.image.is_active(b) for b in replicas):
+                return (f"All brokers specified in the manual partition assignment for partition {index} are "
+                        "fenced or in controlled shutdown.")
+        if seen != set(range(len(seen))):
+            return "partitions should be a consecutive 0-based integer sequence"
+        return None
 
     def _handle_alter_configs(self, now_ms: int, req: m.IncrementalAlterConfigsRequest):
         out = []
@@ -715,6 +889,16 @@ class QuorumController(NodeBase):
             if res.resource_type not in (RESOURCE_TOPIC, RESOURCE_BROKER):
                 out.append(m.AlterConfigsResourceResponse(Errors.INVALID_REQUEST, res.resource_type,
                                                           res.resource_name))
+                continue
+            ops = [c.config_operation for c in res.configs if c.config_operation not in (m.OP_SET, m.OP_DELETE)]
+            if ops:
+                # Kafka's OpType: 0 SET, 1 DELETE, 2 APPEND, 3 SUBTRACT (for list configs, which kraftlog has
+                # none of: INVALID_CONFIG); another id is INVALID_REQUEST.
+                known = ops[0] in (m.OP_APPEND, m.OP_SUBTRACT)
+                out.append(m.AlterConfigsResourceResponse(
+                    Errors.INVALID_CONFIG if known else Errors.INVALID_REQUEST, res.resource_type, res.resource_name,
+                    f"Can not apply {'APPEND' if ops[0] == m.OP_APPEND else 'SUBTRACT'} operation to a non-list "
+                    "configuration" if known else f"Unknown operation type {ops[0]}"))
                 continue
             bad = [c.name for c in res.configs if c.name not in cfg.KNOWN_CONFIGS]
             if bad:
@@ -767,9 +951,12 @@ class QuorumController(NodeBase):
         """KIP-966 part 2, run on every heartbeat, registration, GetReplicaLogInfo answer and due timer:
         for each leaderless partition (in (topic, index) order) apply the decision order
         (:func:`~.unclean_recovery.recovery_decision`) under its ``unclean.recovery.strategy``: start the
-        recoveries it calls for, drop those no longer needed (a leader came back, the topic was deleted, the
-        strategy changed; a recovery an operator started stays until the partition has a leader), and elect
-        the replica each ready recovery chose (ISR [it], RECOVERING, ELR and LastKnownELR cleared)."""
+        recoveries it calls for (each with ``unclean.recovery.timeout.ms`` as it is now), drop those no
+        longer needed (a leader came back, the topic was deleted, the strategy changed; a recovery an
+        operator started stays until the partition has a leader; a Balanced recovery whose LastKnownELR
+        member was fenced again after it started stays too, and elects only once that member is back and
+        has answered), and elect the replica each ready recovery chose (ISR [it], RECOVERING, ELR and
+        LastKnownELR cleared)."""
         urm = self.urm
         image = self.image
         enabled = self.urm_enabled
@@ -786,13 +973,16 @@ class QuorumController(NodeBase):
             if part.leader != NO_LEADER:
                 continue
             task = urm.tasks.get(key)
+            if task is not None and task.manual:
+                continue
             strategy = image.unclean_recovery_strategy(key[0], self.static)
             decision = recovery_decision(part, strategy, is_unfenced)
-            if decision is Decision.RECOVER and (task is None or not task.manual):
-                if task is not None and task.strategy != strategy:
-                    urm.drop(now_ms, key, f"the strategy is now {strategy}")
-                urm.start(now_ms, key, part, strategy)
-            elif task is not None and not task.manual:
+            if task is not None and decision in (Decision.RECOVER, Decision.PENDING) and task.strategy != strategy:
+                urm.drop(now_ms, key, f"the strategy is now {strategy}")
+                task = None
+            if decision is Decision.RECOVER and task is None:
+                urm.start(now_ms, key, part, strategy, self.recovery_timeout_ms())
+            elif task is not None and decision not in (Decision.RECOVER, Decision.PENDING):
                 urm.drop(now_ms, key, {Decision.CLEAN: "an ISR or unfenced ELR member can lead",
                                        Decision.WAIT: "waiting for fenced ELR members",
                                        Decision.MANUAL: "the strategy is None"}[decision])
@@ -826,22 +1016,27 @@ class QuorumController(NodeBase):
 
     def recovery_metrics(self) -> dict[str, int]:
         """KIP-966's controller metrics now: ``unclean_recovery_partitions_count`` (gauge: recoveries in
-        progress, including Balanced ones waiting for LastKnownELR members to be unfenced),
-        ``manual_leader_election_required_partition_count`` (gauge: leaderless partitions whose strategy
-        None waits for an operator), ``unclean_recovery_finished_count`` (counter since this controller
-        started; Kafka resets it on failover) and ``electable_replicas_count`` (gauge: the sum over
-        partitions of |ISR| + |ELR|)."""
+        progress, plus the Balanced ones pending until every LastKnownELR member is unfenced: KIP-966
+        "it is also counted as a live recovery"), ``manual_leader_election_required_partition_count``
+        (gauge: every leaderless partition that waits for an operator: no recovery runs for it and none
+        will start by itself — strategy None with no ELR member, the one case the decision order leaves to
+        ElectLeaders), ``unclean_recovery_finished_count`` (counter since this controller started; Kafka
+        resets it on failover) and ``electable_replicas_count`` (gauge: the sum over partitions of |ISR| +
+        |ELR|)."""
         image = self.image
-        manual = 0
+        manual = pending = 0
         electable = 0
         enabled = self.urm_enabled
         for key in sorted(image.partitions):
             part = image.partitions[key]
             electable += len(part.isr) + len(part.elr)
-            if enabled and part.leader == NO_LEADER and key not in self.urm.tasks and recovery_decision(
-                    part, image.unclean_recovery_strategy(key[0], self.static), self._is_unfenced) is Decision.MANUAL:
-                manual += 1
-        return {"unclean_recovery_partitions_count": len(self.urm.tasks),
+            if not enabled or part.leader != NO_LEADER or key in self.urm.tasks:
+                continue
+            decision = recovery_decision(part, image.unclean_recovery_strategy(key[0], self.static),
+                                         self._is_unfenced)
+            manual += decision is Decision.MANUAL
+            pending += decision is Decision.PENDING
+        return {"unclean_recovery_partitions_count": len(self.urm.tasks) + pending,
                 "manual_leader_election_required_partition_count": manual,
                 "unclean_recovery_finished_count": self.urm.finished_count,
                 "electable_replicas_count": electable}
@@ -953,7 +1148,7 @@ class QuorumController(NodeBase):
                                      m.ELECTION_LONGEST_LOG_AGGRESSIVE):
             # KIP-966: the longest-log elections, and UNCLEAN at level urm, run an unclean recovery.
             strategy = BALANCED if election_type == m.ELECTION_LONGEST_LOG_BALANCED else AGGRESSIVE
-            self.urm.start(now_ms, key, part, strategy, manual=True)
+            self.urm.start(now_ms, key, part, strategy, self.recovery_timeout_ms(), manual=True)
             return key
         if election is Election.PREFERRED:
             return m.ElectLeadersResult(p.topic, p.partition, Errors.PREFERRED_LEADER_NOT_AVAILABLE)

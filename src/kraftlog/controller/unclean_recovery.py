@@ -1,31 +1,37 @@
 """KIP-966 part 2: the Unclean Recovery Manager (URM) and its Broker Request Sender, level ``urm``.
 
 Kafka shipped KIP-966's ELR and stopped; this is the half it never shipped, as the later revision of the
-KIP describes it ("Unclean Recovery", "Unclean Recovery Manager", "Broker Request Sender"). Sans-I/O:
-the controller owns one :class:`UncleanRecoveryManager`, hands it time, its metadata image and the
-answers, and sends the GetReplicaLogInfo requests the manager asks for.
+KIP describes it ("Unclean Recovery", "Unclean Recovery Manager", "Broker Request Sender"), with the rules
+kraftlog issue 25 decided where that text is loose. Sans-I/O: the controller owns one
+:class:`UncleanRecoveryManager`, hands it time, its metadata image and the answers, and sends the
+GetReplicaLogInfo requests the manager asks for.
 
 **Decision order** for a partition without a leader (:func:`recovery_decision`, KIP-966 "Unclean
 Recovery"): an ISR member; else an unfenced ELR member (both clean elections, made by
 ``build_partition_change``); else, with fenced ELR members only, ``Aggressive`` recovers and the other
 strategies wait for them; with no ELR member, ``Aggressive`` recovers, ``Balanced`` recovers once every
-LastKnownELR member is unfenced (every assigned replica when LastKnownELR is empty), ``None`` waits for an
-operator (ElectLeaders). The controller reconsiders on every broker heartbeat and unfencing.
+LastKnownELR member is unfenced (at once when LastKnownELR is empty; until then it is pending, counted as
+a live recovery by KIP-966's gauge), ``None`` waits for an operator (ElectLeaders). The controller
+reconsiders on every broker heartbeat, registration, unfencing, answer and due timer.
 
-**A recovery** (:class:`RecoveryTask`) asks every replica, fenced ones included (a fenced broker may still
-be running), for its log: GetReplicaLogInfo (API key 93 v0) answers with the replica's last written leader
-epoch, log end offset (LEO), the partition's leader epoch in its metadata cache, and its broker epoch. An
-answer is rejected, and that replica asked again after :data:`RETRY_BACKOFF_MS`, when its broker epoch no
-longer matches the broker's registration (the broker restarted since it answered: its log may be gone) or
-its current leader epoch differs from the controller's (a stale metadata cache). Answers kept from
-earlier are checked again at election time. A request that fails (timeout after
-``unclean.recovery.timeout.ms``, connection refused or reset) is sent again on the next heartbeat of that
-broker. The election:
+**A recovery** (:class:`RecoveryTask`) asks every assigned replica, fenced ones included (a fenced broker
+may still be running), for its log: GetReplicaLogInfo (API key 93 v0) answers with the replica's last
+written leader epoch, log end offset (LEO), the partition's leader epoch in its metadata cache, and its
+broker epoch. An answer is rejected, and that replica asked again after :data:`RETRY_BACKOFF_MS`, when its
+broker epoch no longer matches the broker's registration (the broker restarted since it answered: its log
+may be gone) or its current leader epoch differs from the controller's (a stale metadata cache). Answers
+kept from earlier are checked again at election time. Only the answers of replicas unfenced now count
+(KIP-966 Clarifications: "Only the unfenced replicas can be counted into the quorum"). Each recovery reads
+``unclean.recovery.timeout.ms`` when it starts (``RecoveryTask.timeout_ms``: the cluster's dynamic value,
+else the static one), so a dynamic change applies to the recoveries started after it. The election:
 
-* ``Balanced``: as soon as every LastKnownELR member (every replica when LastKnownELR is empty) is
-  unfenced and has answered; answers that arrived from other replicas by then count too;
-* ``Aggressive``: :data:`AGGRESSIVE_WAIT_MS` (the KIP's fixed 5 s) after the recovery started, from the
-  replicas that answered by then, or on the first answer after that; at once when every replica answered.
+* ``Balanced``: once every LastKnownELR member has answered, and either every assigned replica has
+  answered or the timeout has passed since the recovery started ("all the LastKnownELR members have
+  replied, plus the replicas replied within the timeout");
+* ``Aggressive``: once every assigned replica has answered, or once the timeout has passed and at least one
+  has (the best of them); if none has by then, the first to answer ("any replicas replied within a fixed
+  amount of time OR the first response received after the timeout" — the fixed time being
+  ``unclean.recovery.timeout.ms``, the earlier revision's fixed 5 s having been dropped).
 
 The choice (:func:`choose_leader`): among answering replicas unfenced at election time, the highest last
 written leader epoch, then the longest LEO, then assignment order (the preferred replica first). The new
@@ -34,7 +40,13 @@ persisted: a controller failover drops every recovery and the new controller sta
 
 **Broker Request Sender**: one queue of partitions per broker; one GetReplicaLogInfo in flight per broker,
 carrying every partition queued for it (at most :data:`MAX_PARTITIONS_PER_REQUEST`), so that recoveries of
-many partitions share requests.
+many partitions share requests. A request that fails (its timeout — ``unclean.recovery.timeout.ms`` when
+it was sent —, connection refused or reset) is sent again on the next heartbeat of that broker. A question
+still outstanding is dropped and asked again at once (:meth:`UncleanRecoveryManager.reask`) when its
+broker is unfenced or registers again, or heartbeats after the question's timeout (KIP-966: "when a replica
+gets unfenced, URM should check if it can be elected"; "the controller will trigger the recovery again when
+handling heartbeats"): a question lost on the way would otherwise hold that broker's answer for the whole
+timeout.
 """
 
 from __future__ import annotations
@@ -49,8 +61,6 @@ from ..metadata.records import NO_LEADER
 from ..protocol import messages as m
 from ..protocol.errors import Errors
 
-#: Aggressive recovery's fixed wait for answers (ms; KIP-966: "just make the fixed time of 5 seconds").
-AGGRESSIVE_WAIT_MS = 5000
 #: Wait before asking a replica again after its answer was rejected (ms; Kafka's ``retry.backoff.ms``).
 RETRY_BACKOFF_MS = 100
 #: Partitions per GetReplicaLogInfo request (KIP-966: the broker answers the first 1,000).
@@ -66,26 +76,25 @@ class Decision(enum.Enum):
 
     CLEAN = "clean"  # an ISR or unfenced ELR member: a clean election, no recovery
     WAIT = "wait"  # fenced ELR members only, strategy not Aggressive: wait for them
-    RECOVER = "recover"  # an unclean recovery (Aggressive, or Balanced with no ELR member)
+    PENDING = "pending"  # Balanced, no ELR member: the recovery starts once every LastKnownELR member is unfenced
+    RECOVER = "recover"  # an unclean recovery (Aggressive; Balanced with every LastKnownELR member unfenced)
     MANUAL = "manual"  # strategy None and no ELR member: wait for an operator's ElectLeaders
 
 
 def recovery_decision(part: PartitionRegistration, strategy: str, is_unfenced: Callable[[int], bool]) -> Decision:
     """KIP-966's decision order for a leaderless partition under ``strategy`` (``None``/``Balanced``/
-    ``Aggressive``); ``is_unfenced(broker)``: registered and unfenced (may lead)."""
+    ``Aggressive``); ``is_unfenced(broker)``: registered and unfenced (may lead). Balanced recovers only
+    when every LastKnownELR member is unfenced (KIP-966: "the controller will do the unclean recovery when
+    all the LastKnownELR are unfenced"), at once when LastKnownELR is empty (issue 25, rule 1)."""
     if part.isr or any(is_unfenced(r) for r in part.elr):
         return Decision.CLEAN
     if part.elr:
         return Decision.RECOVER if strategy == AGGRESSIVE else Decision.WAIT
     if strategy == NONE:
         return Decision.MANUAL
+    if strategy == BALANCED and not all(is_unfenced(r) for r in part.last_known_elr):
+        return Decision.PENDING
     return Decision.RECOVER
-
-
-def balanced_required(part: PartitionRegistration) -> tuple[int, ...]:
-    """The replicas a Balanced recovery waits for (unfenced and answered): the LastKnownELR members, or
-    every assigned replica when LastKnownELR is empty (KIP-966)."""
-    return part.last_known_elr or part.replicas
 
 
 @dataclass(slots=True, frozen=True)
@@ -116,33 +125,67 @@ def choose_leader(part: PartitionRegistration, answers: dict[int, ReplicaLogInfo
     return best
 
 
+def ready_to_elect(strategy: str, part: PartitionRegistration, answered: Callable[[int], bool],
+                   timed_out: bool) -> bool:
+    """May a recovery under ``strategy`` elect now (issue 25, rules 1 and 2)? ``answered(r)``: replica
+    ``r`` has a valid answer and is unfenced (only those count); ``timed_out``: ``unclean.recovery.timeout.ms``
+    has passed since the recovery started.
+
+    * Balanced: every LastKnownELR member answered, and every assigned replica answered or timed out;
+    * Aggressive: every assigned replica answered, or timed out and at least one answered (after the
+      timeout that is the first answer to come).
+
+    The caller then elects :func:`choose_leader` over the answers."""
+    enough = all(answered(r) for r in part.replicas) or (timed_out and any(answered(r) for r in part.replicas))
+    if strategy == BALANCED:
+        return enough and all(answered(r) for r in part.last_known_elr)
+    return enough
+
+
 @dataclass(slots=True)
 class RecoveryTask:
     """One partition's unclean recovery in progress (in memory only; KIP-966: nothing is persisted).
 
     ``strategy``: Balanced or Aggressive; ``manual``: started by an ElectLeaders LONGEST_LOG_* / UNCLEAN
-    request (kept whatever the topic's strategy); ``started_ms``: when it began (Aggressive's wait);
-    ``answers``: valid answers by replica; ``failed``: replicas whose request failed, asked again on their
-    next heartbeat."""
+    request (kept whatever the topic's strategy); ``started_ms``: when it began; ``timeout_ms``:
+    ``unclean.recovery.timeout.ms`` read when it began; ``answers``: valid answers by replica; ``failed``:
+    replicas whose request failed, asked again on their next heartbeat."""
 
     key: PartitionKey
     strategy: str
     manual: bool
     started_ms: int
+    timeout_ms: int
     answers: dict[int, ReplicaLogInfo] = field(default_factory=dict)
     failed: set[int] = field(default_factory=set)
-    #: Aggressive: the fixed wait is over (set by the controller's tick; no more deadline for it)
-    waited: bool = False
+    #: the timeout has passed (set by :meth:`UncleanRecoveryManager.ready_leader`: no more deadline for it)
+    timed_out: bool = False
 
     @property
     def name(self) -> str:
         return f"{self.key[0]}-{self.key[1]}"
 
+    @property
+    def deadline_ms(self) -> int:
+        """When the recovery's timeout passes (ms)."""
+        return self.started_ms + self.timeout_ms
+
+
+@dataclass(slots=True, frozen=True)
+class Question:
+    """A GetReplicaLogInfo request in flight: the partitions asked, when it was sent (ms), its timeout
+    (ms) and the correlation id the controller sent it with (to cancel it when it is asked again)."""
+
+    keys: tuple[PartitionKey, ...]
+    sent_ms: int
+    timeout_ms: int
+    correlation_id: int
+
 
 @dataclass(slots=True)
 class RecoveryEvent:
     """A step of a recovery, for timelines and logs: ``kind`` is started, queried, answered, rejected,
-    failed, elected or abandoned; ``detail`` says what (brokers, offsets, the reason)."""
+    failed, reasked, elected or abandoned; ``detail`` says what (brokers, offsets, the reason)."""
 
     at_ms: int
     kind: str
@@ -151,16 +194,14 @@ class RecoveryEvent:
 
 
 class UncleanRecoveryManager:
-    """The controller's URM with its Broker Request Sender (module docstring). ``timeout_ms``: the
-    GetReplicaLogInfo request timeout (``unclean.recovery.timeout.ms``)."""
+    """The controller's URM with its Broker Request Sender (module docstring)."""
 
-    def __init__(self, timeout_ms: int) -> None:
-        self.timeout_ms = timeout_ms
+    def __init__(self) -> None:
         self.tasks: dict[PartitionKey, RecoveryTask] = {}
         #: Broker Request Sender: broker -> partitions queued for its next request (insertion-ordered).
         self.queued: dict[int, dict[PartitionKey, None]] = {}
-        #: broker -> partitions of its request in flight
-        self.inflight: dict[int, tuple[PartitionKey, ...]] = {}
+        #: broker -> its question in flight (None between requests_due and sent)
+        self.inflight: dict[int, Question | None] = {}
         #: broker -> no request before this time (ms): the backoff after a rejected answer
         self.not_before: dict[int, int] = {}
         #: recoveries that elected a leader (Kafka's unclean_recovery_finished_count; 0 after a failover)
@@ -168,17 +209,17 @@ class UncleanRecoveryManager:
         self.events: list[RecoveryEvent] = []
 
     # ------------------------------------------------------------------ tasks
-    def start(self, now_ms: int, key: PartitionKey, part: PartitionRegistration, strategy: str,
+    def start(self, now_ms: int, key: PartitionKey, part: PartitionRegistration, strategy: str, timeout_ms: int,
               manual: bool = False) -> RecoveryTask:
-        """Begin (or, for ``manual``, take over) the recovery of ``key``: every replica is queued."""
+        """Begin (or, for ``manual``, take over) the recovery of ``key`` with ``timeout_ms``
+        (``unclean.recovery.timeout.ms`` now): every replica is queued. A recovery taken over keeps its
+        start, timeout and answers."""
         task = self.tasks.get(key)
         if task is not None:
-            if manual and (not task.manual or task.strategy != strategy):
+            if manual:
                 task.manual, task.strategy = True, strategy
-                if strategy == AGGRESSIVE:
-                    task.started_ms = now_ms
             return task
-        task = self.tasks[key] = RecoveryTask(key, strategy, manual, now_ms)
+        task = self.tasks[key] = RecoveryTask(key, strategy, manual, now_ms, timeout_ms)
         self._event(now_ms, "started", task, f"{strategy}{' (ElectLeaders)' if manual else ''}, "
                                               f"asking replicas {list(part.replicas)}")
         for r in part.replicas:
@@ -201,6 +242,29 @@ class UncleanRecoveryManager:
             if broker in task.failed:
                 task.failed.discard(broker)
                 self._queue(broker, key)
+
+    def question_overdue(self, now_ms: int, broker: int) -> bool:
+        """Has ``broker``'s question been outstanding for its whole timeout (issue 25, rule 3)?"""
+        q = self.inflight.get(broker)
+        return q is not None and now_ms - q.sent_ms >= q.timeout_ms
+
+    def reask(self, now_ms: int, broker: int, reason: str) -> int | None:
+        """Drop ``broker``'s outstanding question and ask it again at once, backoff or not (issue 25, rule
+        3: the broker was unfenced, registered again, or heartbeated after the question's timeout). Returns
+        the correlation id of the dropped request, for the controller to cancel (its answer, should it
+        come, is not read), or None when nothing was outstanding."""
+        q = self.inflight.get(broker)
+        if q is None:
+            return None
+        del self.inflight[broker]
+        self.not_before.pop(broker, None)
+        for key in q.keys:
+            task = self.tasks.get(key)
+            if task is not None and broker not in task.answers:
+                self._queue(broker, key)
+                self._event(now_ms, "reasked", task, f"broker {broker} {reason}: its question is dropped and "
+                                                      "asked again")
+        return q.correlation_id
 
     def forget_answers(self, now_ms: int, broker: int, reason: str) -> None:
         """Drop ``broker``'s kept answers (a new incarnation of it tried to register: the process that
@@ -232,7 +296,8 @@ class UncleanRecoveryManager:
     def requests_due(self, now_ms: int) -> list[tuple[int, tuple[PartitionKey, ...]]]:
         """The GetReplicaLogInfo requests to send now, as (broker, partitions to ask), brokers in id
         order: one per broker with queued partitions of live recoveries, none in flight and its backoff
-        over; they count as in flight until :meth:`on_answer` or :meth:`on_failure`."""
+        over; the controller reports each as :meth:`sent` (or :meth:`not_sent`), and it counts as in flight
+        until :meth:`on_answer`, :meth:`on_failure` or :meth:`reask`."""
         out = []
         for broker in sorted(self.queued):
             queue = self.queued[broker]
@@ -244,21 +309,30 @@ class UncleanRecoveryManager:
             keys = tuple(k for k in taken if k in self.tasks)
             if not keys:
                 continue
-            self.inflight[broker] = keys
+            self.inflight[broker] = None
             out.append((broker, keys))
         return out
 
+    def sent(self, broker: int, keys: tuple[PartitionKey, ...], now_ms: int, timeout_ms: int,
+             correlation_id: int) -> None:
+        """The controller sent ``broker`` the question about ``keys`` (from :meth:`requests_due`)."""
+        self.inflight[broker] = Question(keys, now_ms, timeout_ms, correlation_id)
+
+    def not_sent(self, broker: int) -> None:
+        """The question from :meth:`requests_due` was not sent (every partition's topic is gone)."""
+        self.inflight.pop(broker, None)
+
     def next_deadline(self) -> int | None:
         """The earliest time (ms) the URM has something to do: a backoff ending with partitions queued,
-        or an Aggressive recovery's wait ending with no election yet."""
+        or a recovery's timeout passing."""
         best = None
         for broker, queue in self.queued.items():
             if queue and broker not in self.inflight:
                 t = self.not_before.get(broker, 0)
                 best = t if best is None or t < best else best
         for task in self.tasks.values():
-            if task.strategy == AGGRESSIVE and not task.waited:
-                t = task.started_ms + AGGRESSIVE_WAIT_MS
+            if not task.timed_out:
+                t = task.deadline_ms
                 best = t if best is None or t < best else best
         return best
 
@@ -321,18 +395,14 @@ class UncleanRecoveryManager:
     # ------------------------------------------------------------------ election
     def ready_leader(self, now_ms: int, task: RecoveryTask, part: PartitionRegistration,
                      is_unfenced: Callable[[int], bool]) -> int:
-        """The replica to elect now, or -1 while the recovery must wait (module docstring)."""
-        if task.strategy == BALANCED:
-            required = balanced_required(part)
-            if not all(is_unfenced(r) and r in task.answers for r in required):
-                return NO_LEADER
-            return choose_leader(part, task.answers, is_unfenced)
-        everyone = all(r in task.answers for r in part.replicas)
-        if now_ms >= task.started_ms + AGGRESSIVE_WAIT_MS:
-            task.waited = True
-        elif not everyone:
+        """The replica to elect now, or -1 while the recovery must wait (:func:`ready_to_elect`, then
+        :func:`choose_leader`)."""
+        if now_ms >= task.deadline_ms:
+            task.timed_out = True
+        answers = task.answers
+        if not ready_to_elect(task.strategy, part, lambda r: r in answers and is_unfenced(r), task.timed_out):
             return NO_LEADER
-        return choose_leader(part, task.answers, is_unfenced)
+        return choose_leader(part, answers, is_unfenced)
 
     def elected(self, now_ms: int, task: RecoveryTask, leader: int) -> None:
         """Record that ``task`` elected ``leader`` and forget it."""

@@ -8,6 +8,7 @@ Durations are ms (ints); booleans are the strings ``"true"``/``"false"`` as in K
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 
 from ..protocol.level import Level
@@ -54,6 +55,12 @@ DEFAULTS: dict[str, str] = {
     "group.max.session.timeout.ms": "1800000",
     "group.initial.rebalance.delay.ms": "3000",
     "group.max.size": "2147483647",
+    # What a producer may append (Kafka's LogValidator / UnifiedLog.analyzeAndValidateRecords): the
+    # largest batch in bytes (Kafka's default: 1 MiB + LOG_OVERHEAD) and how far a record's CreateTime may
+    # lie before / after the broker's clock (Kafka 4.x: unbounded, i.e. Long.MAX_VALUE, and 1 hour).
+    "message.max.bytes": "1048588",
+    "log.message.timestamp.before.max.ms": "9223372036854775807",
+    "log.message.timestamp.after.max.ms": "3600000",
 }
 
 #: Broker config name -> the topic-level name that overrides it (Kafka's synonyms).
@@ -63,6 +70,9 @@ TOPIC_SYNONYMS: dict[str, str] = {
     "unclean.recovery.strategy": "unclean.recovery.strategy",
     "log.flush.interval.messages": "flush.messages",
     "log.flush.interval.ms": "flush.ms",
+    "message.max.bytes": "max.message.bytes",
+    "log.message.timestamp.before.max.ms": "message.timestamp.before.max.ms",
+    "log.message.timestamp.after.max.ms": "message.timestamp.after.max.ms",
 }
 
 #: Every config name a scenario or AlterConfigs may set (broker names and topic-level names).
@@ -111,7 +121,7 @@ def _is_int(value: str, minimum: int) -> bool:
 
 
 #: Config name (broker or topic-level) -> (check(value) -> ok, what a valid value is): the configs level
-#: urm brought. Older names take any string, as they always did in scenario files (the public format).
+#: urm brought, with the messages scenario files have always had for them.
 _VALIDATORS: dict = {
     "unclean.recovery.strategy": (
         lambda v: parse_strategy(v) is not None, "one of None, Balanced, Aggressive"),
@@ -120,16 +130,92 @@ _VALIDATORS: dict = {
     "max.request.partition.size.limit": (lambda v: _is_int(v, 1), "an integer >= 1"),
 }
 
+_INT = "INT"
+_LONG = "LONG"
+_BOOLEAN = "BOOLEAN"
+_STRING = "STRING"
+_BOUNDS = {_INT: (-(1 << 31), (1 << 31) - 1), _LONG: (-(1 << 63), (1 << 63) - 1)}
+_NUMBER = re.compile(r"[+-]?[0-9]+")
 
-def invalid_value(name: str, value: str) -> str | None:
-    """Kafka's ConfigDef validation for the configs kraftlog checks: None when ``value`` is valid for
-    ``name``, else the message Kafka's INVALID_CONFIG answer (or a scenario file error) carries, e.g.
-    ``Invalid value Fast for configuration unclean.recovery.strategy: must be one of None, Balanced,
-    Aggressive``."""
-    check = _VALIDATORS.get(name)
-    if check is None or check[0](value):
+#: Every other config's Kafka type and lower bound (Kafka's ``ConfigDef``: KafkaConfig, ServerLogConfigs,
+#: LogConfig, ReplicationConfigs, GroupCoordinatorConfig), and whether "" (kraftlog's "unset", for the
+#: configs whose Kafka default is null or "never") is allowed. A topic-level name has its broker name's
+#: type; ``log.flush.interval.ms`` takes ``flush.ms``'s lower bound 0 and
+#: ``unclean.leader.election.interval.ms`` the bound 1, which Kafka's broker names lack.
+_TYPES: dict[str, tuple[str, int | None, bool]] = {
+    "min.insync.replicas": (_INT, 1, False),
+    "unclean.leader.election.enable": (_BOOLEAN, None, False),
+    "unclean.leader.election.interval.ms": (_LONG, 1, False),
+    "replica.lag.time.max.ms": (_LONG, None, False),
+    "broker.session.timeout.ms": (_INT, None, False),
+    "broker.heartbeat.interval.ms": (_INT, None, False),
+    "replica.fetch.wait.max.ms": (_INT, None, False),
+    "replica.fetch.min.bytes": (_INT, None, False),
+    "replica.fetch.max.bytes": (_INT, 0, False),
+    "replica.fetch.backoff.ms": (_INT, 0, False),
+    "replica.socket.timeout.ms": (_INT, None, False),
+    "replica.high.watermark.checkpoint.interval.ms": (_LONG, None, False),
+    "request.timeout.ms": (_INT, 0, False),
+    "log.flush.interval.messages": (_LONG, 1, True),
+    "log.flush.interval.ms": (_LONG, 0, True),
+    "flush.messages": (_LONG, 1, True),
+    "flush.ms": (_LONG, 0, True),
+    "metadata.max.idle.interval.ms": (_INT, 0, False),
+    "default.replication.factor": (_INT, None, False),
+    "num.partitions": (_INT, 1, False),
+    "delete.topic.enable": (_BOOLEAN, None, False),
+    "advertised.listeners": (_STRING, None, True),
+    "group.min.session.timeout.ms": (_INT, None, False),
+    "group.max.session.timeout.ms": (_INT, None, False),
+    "group.initial.rebalance.delay.ms": (_INT, None, False),
+    "group.max.size": (_INT, 1, False),
+    "message.max.bytes": (_INT, 0, False),
+    "max.message.bytes": (_INT, 0, False),
+    "log.message.timestamp.before.max.ms": (_LONG, 0, False),
+    "log.message.timestamp.after.max.ms": (_LONG, 0, False),
+    "message.timestamp.before.max.ms": (_LONG, 0, False),
+    "message.timestamp.after.max.ms": (_LONG, 0, False),
+    "log.dir.failure.timeout.ms": (_LONG, 1, False),
+}
+
+
+def _type_problem(name: str, value: str) -> str | None:
+    """Kafka's ``ConfigDef.parseType`` and ``Range.atLeast`` for ``name``'s type: the reason ``value`` is
+    refused (Kafka's wording), or None."""
+    spec = _TYPES.get(name)
+    if spec is None:
         return None
-    return f"Invalid value {value} for configuration {name}: must be {check[1]}"
+    kind, minimum, empty_ok = spec
+    text = str(value).strip()
+    if text == "" and empty_ok:
+        return None
+    if kind == _BOOLEAN:
+        return None if text.lower() in ("true", "false") else "Expected value to be either true or false"
+    if kind in _BOUNDS:
+        low, high = _BOUNDS[kind]
+        if not _NUMBER.fullmatch(text) or not low <= int(text) <= high:
+            return f"Not a number of type {kind}"
+        if minimum is not None and int(text) < minimum:
+            return f"Value must be at least {minimum}"
+    return None
+
+
+def invalid_value(name: str, value: str | None) -> str | None:
+    """Kafka's ConfigDef validation: None when ``value`` is valid for config ``name``, else the message
+    Kafka's INVALID_CONFIG answer (or a scenario file error) carries, naming the config, e.g. ``Invalid
+    value Fast for configuration unclean.recovery.strategy: must be one of None, Balanced, Aggressive``
+    or ``Invalid value 0 for configuration min.insync.replicas: Value must be at least 1``. Each known
+    config is checked against its Kafka type (INT, LONG, BOOLEAN) and lower bound (:data:`_TYPES`); a
+    None value is refused (Kafka: "Null value not supported")."""
+    if value is None:
+        return f"Null value not supported for configuration {name}"
+    check = _VALIDATORS.get(name)
+    if check is not None:
+        if check[0](value):
+            return None
+        return f"Invalid value {value} for configuration {name}: must be {check[1]}"
+    problem = _type_problem(name, value)
+    return None if problem is None else f"Invalid value {value} for configuration {name}: {problem}"
 
 
 def parse_strategy(value: str) -> str | None:

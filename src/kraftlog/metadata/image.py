@@ -10,6 +10,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field, replace
 
+from ..protocol.validation import validate_topic_name
 from . import config as cfg
 from .records import (
     NO_LEADER, RECOVERED, RECOVERING, BrokerRegistrationChangeRecord, ClearElrRecord, ConfigRecord,
@@ -18,6 +19,34 @@ from .records import (
 
 RESOURCE_TOPIC = 2
 RESOURCE_BROKER = 4
+
+
+class _Unapplicable(Exception):
+    """A metadata record the image cannot apply (MetadataImage.replay skips it and names it)."""
+
+
+class MetadataApplyErrors:
+    """A node's count of metadata records it could not apply, Kafka's ``metadata-apply-error-count``
+    (the brokers' ``BrokerServerMetrics`` / the controller's fault handler), and the lines a driver logs
+    for them (:meth:`take`, at most the latest 100 kept)."""
+
+    KEEP = 100
+
+    def __init__(self) -> None:
+        self.count = 0
+        self._lines: list[str] = []
+
+    def add(self, offset: int, record: object, reason: str) -> None:
+        """Count one record (at metadata ``offset``, -1 when not known) that could not be applied."""
+        self.count += 1
+        self._lines.append(f"metadata record at offset {offset} not applied ({reason}): {record!r}"[:2000])
+        if len(self._lines) > self.KEEP:
+            del self._lines[0]
+
+    def take(self) -> list[str]:
+        """The lines not yet taken (oldest first), for the node's log."""
+        lines, self._lines = self._lines, []
+        return lines
 
 
 @dataclass(slots=True, frozen=True)
@@ -123,6 +152,8 @@ class MetadataDelta:
     topics: set = field(default_factory=set)
     configs: set = field(default_factory=set)
     deleted_topics: dict = field(default_factory=dict)
+    #: (offset, record, reason) of every record that could not be applied (skipped; see ``replay``).
+    errors: list = field(default_factory=list)
 
     def __bool__(self) -> bool:
         return bool(self.partitions or self.brokers or self.topics or self.configs or self.deleted_topics)
@@ -216,7 +247,16 @@ class MetadataImage:
 
     # ----------------------------------------------------------------- replay
     def replay(self, records, base_offset: int) -> tuple["MetadataImage", MetadataDelta]:
-        """Apply ``records`` (the first at ``base_offset``) and return (new image, delta)."""
+        """Apply ``records`` (the first at ``base_offset``) and return (new image, delta).
+
+        A record that cannot be applied is skipped and named in ``delta.errors`` as (offset, record,
+        reason), and the rest are applied (Kafka's metadata publishing fault handler, which logs and counts
+        the fault and goes on): a TopicRecord whose name Kafka's ``Topic.validate`` refuses (a metadata log
+        written before names were validated) or whose name is taken, a record naming a topic id or
+        partition the image does not have, a ConfigRecord whose value is not of its config's type or range
+        (:func:`kraftlog.metadata.config.invalid_value`), a record type kraftlog does not know, and any
+        other error raised while applying one record (an AssertionError, a broken invariant of our own, is
+        raised)."""
         brokers, topics, topic_names, partitions, configs = (
             self.brokers, self.topics, self.topic_names, self.partitions, self.configs)
         copied = set()
@@ -225,109 +265,130 @@ class MetadataImage:
         for i, rec in enumerate(records):
             offset = base_offset + i
             kind = type(rec)
-            if kind is PartitionChangeRecord:
-                if "p" not in copied:
-                    partitions = dict(partitions); copied.add("p")
-                key = (topic_names[rec.topic_id], rec.partition_id)
-                partitions[key] = partitions[key].merge(rec)
-                delta.partitions.add(key)
-            elif kind is RegisterBrokerRecord:
-                if "b" not in copied:
-                    brokers = dict(brokers); copied.add("b")
-                brokers[rec.broker_id] = BrokerRegistration(
-                    broker_id=rec.broker_id, broker_epoch=rec.broker_epoch,
-                    incarnation_id=rec.incarnation_id, fenced=rec.fenced,
-                    in_controlled_shutdown=rec.in_controlled_shutdown,
-                    previous_broker_epoch=rec.previous_broker_epoch, rack=rec.rack,
-                    listeners=rec.listeners, log_dirs=rec.log_dirs)
-                delta.brokers.add(rec.broker_id)
-            elif kind is BrokerRegistrationChangeRecord:
-                old = brokers.get(rec.broker_id)
-                if old is None or old.broker_epoch != rec.broker_epoch:
-                    continue  # a change for an older registration: Kafka ignores it
-                if "b" not in copied:
-                    brokers = dict(brokers); copied.add("b")
-                brokers[rec.broker_id] = replace(
-                    old,
-                    fenced=old.fenced if rec.fenced is None else rec.fenced,
-                    in_controlled_shutdown=(old.in_controlled_shutdown if rec.in_controlled_shutdown is None
-                                            else rec.in_controlled_shutdown),
-                    log_dirs=old.log_dirs if rec.log_dirs is None else rec.log_dirs)
-                delta.brokers.add(rec.broker_id)
-            elif kind is PartitionRecord:
-                if "p" not in copied:
-                    partitions = dict(partitions); copied.add("p")
-                name = topic_names[rec.topic_id]
-                key = (name, rec.partition_id)
-                partitions[key] = PartitionRegistration(
-                    replicas=rec.replicas, isr=rec.isr, leader=rec.leader, leader_epoch=rec.leader_epoch,
-                    partition_epoch=rec.partition_epoch, leader_recovery_state=rec.leader_recovery_state,
-                    elr=rec.eligible_leader_replicas, last_known_elr=rec.last_known_elr,
-                    last_known_leader=rec.last_known_leader)
-                if "t" not in copied:
-                    topics = dict(topics); copied.add("t")
-                t = topics[name]
-                topics[name] = replace(t, partition_count=max(t.partition_count, rec.partition_id + 1))
-                delta.partitions.add(key)
-            elif kind is TopicRecord:
-                if "t" not in copied:
-                    topics = dict(topics); copied.add("t")
-                if "n" not in copied:
-                    topic_names = dict(topic_names); copied.add("n")
-                topics[rec.name] = TopicImage(rec.name, rec.topic_id, 0)
-                topic_names[rec.topic_id] = rec.name
-                delta.topics.add(rec.name)
-            elif kind is ConfigRecord:
-                if "c" not in copied:
-                    configs = dict(configs); copied.add("c")
-                res = (rec.resource_type, rec.resource_name)
-                entry = dict(configs.get(res, {}))
-                if rec.value is None:
-                    entry.pop(rec.name, None)
-                else:
-                    entry[rec.name] = rec.value
-                configs[res] = entry
-                delta.configs.add(res)
-            elif kind is RemoveTopicRecord:
-                # Kafka's TopicsDelta.replay(RemoveTopicRecord) and ConfigurationsDelta.replay: the topic,
-                # its partitions and its topic-level configs go; its name is free for a new topic.
-                name = topic_names.get(rec.topic_id)
-                if name is None:
-                    # Kafka: "Unable to delete topic with id ...: no such topic found."
-                    raise KeyError(f"RemoveTopicRecord for unknown topic id {rec.topic_id}")
-                if "t" not in copied:
-                    topics = dict(topics); copied.add("t")
-                if "n" not in copied:
-                    topic_names = dict(topic_names); copied.add("n")
-                if "p" not in copied:
-                    partitions = dict(partitions); copied.add("p")
-                count = topics.pop(name).partition_count
-                del topic_names[rec.topic_id]
-                for index in range(count):
-                    partitions.pop((name, index), None)
-                    delta.partitions.discard((name, index))
-                delta.topics.discard(name)
-                delta.deleted_topics[rec.topic_id] = name
-                res = (RESOURCE_TOPIC, name)
-                if res in configs:
+            try:
+                if kind is PartitionChangeRecord:
+                    if "p" not in copied:
+                        partitions = dict(partitions); copied.add("p")
+                    key = (topic_names.get(rec.topic_id), rec.partition_id)
+                    if key not in partitions:
+                        raise _Unapplicable(f"PartitionChangeRecord for unknown partition {rec.topic_id}:{rec.partition_id}")
+                    partitions[key] = partitions[key].merge(rec)
+                    delta.partitions.add(key)
+                elif kind is RegisterBrokerRecord:
+                    if "b" not in copied:
+                        brokers = dict(brokers); copied.add("b")
+                    brokers[rec.broker_id] = BrokerRegistration(
+                        broker_id=rec.broker_id, broker_epoch=rec.broker_epoch,
+                        incarnation_id=rec.incarnation_id, fenced=rec.fenced,
+                        in_controlled_shutdown=rec.in_controlled_shutdown,
+                        previous_broker_epoch=rec.previous_broker_epoch, rack=rec.rack,
+                        listeners=rec.listeners, log_dirs=rec.log_dirs)
+                    delta.brokers.add(rec.broker_id)
+                elif kind is BrokerRegistrationChangeRecord:
+                    old = brokers.get(rec.broker_id)
+                    if old is None or old.broker_epoch != rec.broker_epoch:
+                        continue  # a change for an older registration: Kafka ignores it
+                    if "b" not in copied:
+                        brokers = dict(brokers); copied.add("b")
+                    brokers[rec.broker_id] = replace(
+                        old,
+                        fenced=old.fenced if rec.fenced is None else rec.fenced,
+                        in_controlled_shutdown=(old.in_controlled_shutdown if rec.in_controlled_shutdown is None
+                                                else rec.in_controlled_shutdown),
+                        log_dirs=old.log_dirs if rec.log_dirs is None else rec.log_dirs)
+                    delta.brokers.add(rec.broker_id)
+                elif kind is PartitionRecord:
+                    if "p" not in copied:
+                        partitions = dict(partitions); copied.add("p")
+                    name = topic_names.get(rec.topic_id)
+                    if name is None or rec.partition_id < 0:
+                        raise _Unapplicable(f"PartitionRecord for unknown topic id {rec.topic_id} "
+                                            f"or partition {rec.partition_id}")
+                    key = (name, rec.partition_id)
+                    partitions[key] = PartitionRegistration(
+                        replicas=rec.replicas, isr=rec.isr, leader=rec.leader, leader_epoch=rec.leader_epoch,
+                        partition_epoch=rec.partition_epoch, leader_recovery_state=rec.leader_recovery_state,
+                        elr=rec.eligible_leader_replicas, last_known_elr=rec.last_known_elr,
+                        last_known_leader=rec.last_known_leader)
+                    if "t" not in copied:
+                        topics = dict(topics); copied.add("t")
+                    t = topics[name]
+                    topics[name] = replace(t, partition_count=max(t.partition_count, rec.partition_id + 1))
+                    delta.partitions.add(key)
+                elif kind is TopicRecord:
+                    problem = validate_topic_name(rec.name)
+                    if problem is not None:
+                        raise _Unapplicable(problem)
+                    if rec.name in topics or rec.topic_id in topic_names:
+                        raise _Unapplicable(f"topic {rec.name} (id {rec.topic_id}) exists already")
+                    if "t" not in copied:
+                        topics = dict(topics); copied.add("t")
+                    if "n" not in copied:
+                        topic_names = dict(topic_names); copied.add("n")
+                    topics[rec.name] = TopicImage(rec.name, rec.topic_id, 0)
+                    topic_names[rec.topic_id] = rec.name
+                    delta.topics.add(rec.name)
+                elif kind is ConfigRecord:
+                    if rec.value is not None and rec.name in cfg.KNOWN_CONFIGS:
+                        problem = cfg.invalid_value(rec.name, rec.value)
+                        if problem is not None:
+                            raise _Unapplicable(problem)
                     if "c" not in copied:
                         configs = dict(configs); copied.add("c")
-                    del configs[res]
+                    res = (rec.resource_type, rec.resource_name)
+                    entry = dict(configs.get(res, {}))
+                    if rec.value is None:
+                        entry.pop(rec.name, None)
+                    else:
+                        entry[rec.name] = rec.value
+                    configs[res] = entry
                     delta.configs.add(res)
-            elif kind is ClearElrRecord:
-                if "p" not in copied:
-                    partitions = dict(partitions); copied.add("p")
-                for key, part in list(partitions.items()):
-                    if rec.topic_name is not None and key[0] != rec.topic_name:
-                        continue
-                    if part.elr or part.last_known_elr or part.last_known_leader >= 0:
-                        # Kafka merges ELR=[] and LastKnownELR=[], which holds its last known leader:
-                        # the last known leader is forgotten too.
-                        partitions[key] = replace(part, elr=(), last_known_elr=(), last_known_leader=-1,
-                                                  partition_epoch=part.partition_epoch + 1)
-                        delta.partitions.add(key)
-            else:
-                raise TypeError(f"unknown metadata record {kind.__name__}")
+                elif kind is RemoveTopicRecord:
+                    # Kafka's TopicsDelta.replay(RemoveTopicRecord) and ConfigurationsDelta.replay: the topic,
+                    # its partitions and its topic-level configs go; its name is free for a new topic.
+                    name = topic_names.get(rec.topic_id)
+                    if name is None:
+                        # Kafka: "Unable to delete topic with id ...: no such topic found."
+                        raise _Unapplicable(f"RemoveTopicRecord for unknown topic id {rec.topic_id}")
+                    if "t" not in copied:
+                        topics = dict(topics); copied.add("t")
+                    if "n" not in copied:
+                        topic_names = dict(topic_names); copied.add("n")
+                    if "p" not in copied:
+                        partitions = dict(partitions); copied.add("p")
+                    count = topics.pop(name).partition_count
+                    del topic_names[rec.topic_id]
+                    for index in range(count):
+                        partitions.pop((name, index), None)
+                        delta.partitions.discard((name, index))
+                    delta.topics.discard(name)
+                    delta.deleted_topics[rec.topic_id] = name
+                    res = (RESOURCE_TOPIC, name)
+                    if res in configs:
+                        if "c" not in copied:
+                            configs = dict(configs); copied.add("c")
+                        del configs[res]
+                        delta.configs.add(res)
+                elif kind is ClearElrRecord:
+                    if "p" not in copied:
+                        partitions = dict(partitions); copied.add("p")
+                    for key, part in list(partitions.items()):
+                        if rec.topic_name is not None and key[0] != rec.topic_name:
+                            continue
+                        if part.elr or part.last_known_elr or part.last_known_leader >= 0:
+                            # Kafka merges ELR=[] and LastKnownELR=[], which holds its last known leader:
+                            # the last known leader is forgotten too.
+                            partitions[key] = replace(part, elr=(), last_known_elr=(), last_known_leader=-1,
+                                                      partition_epoch=part.partition_epoch + 1)
+                            delta.partitions.add(key)
+                else:
+                    raise _Unapplicable(f"unknown metadata record {kind.__name__}")
+            except _Unapplicable as exc:
+                delta.errors.append((offset, rec, str(exc)))
+            except AssertionError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - the fault handler: count it, apply the rest
+                delta.errors.append((offset, rec, f"{type(exc).__name__}: {exc}"))
         image = MetadataImage(offset=offset, brokers=brokers, topics=topics, topic_names=topic_names,
                               partitions=partitions, configs=configs)
         return image, delta

@@ -264,8 +264,10 @@ _TOPIC = click.option("--topic", required=True, help="Topic name.")
 @topics.command("create")
 @_BOOTSTRAP
 @_TOPIC
-@click.option("--partitions", type=int, default=1, show_default=True)
-@click.option("--replication-factor", type=int, default=3, show_default=True)
+@click.option("--partitions", type=int, default=1, show_default=True,
+              help="-1: the cluster's num.partitions (KIP-464).")
+@click.option("--replication-factor", type=int, default=3, show_default=True,
+              help="-1: the cluster's default.replication.factor (KIP-464).")
 @click.option("--config", "configs", multiple=True, metavar="KEY=VALUE", help="A topic config, repeatable.")
 def topics_create(bootstrap: str, topic: str, partitions: int, replication_factor: int,
                   configs: tuple[str, ...]) -> None:
@@ -276,7 +278,10 @@ def topics_create(bootstrap: str, topic: str, partitions: int, replication_facto
         resp = conn.request(req)
     for r in resp.topics:
         _fail_on_error(f"create {r.name}", r.error_code, r.error_message)
-        click.echo(f"created topic {r.name} ({partitions} partitions, replication factor {replication_factor})")
+        # What the controller created (CreateTopics v5+), -1 resolved to num.partitions /
+        # default.replication.factor (KIP-464).
+        click.echo(f"created topic {r.name} ({r.num_partitions} partitions, replication factor "
+                   f"{r.replication_factor}, topic id {r.topic_id})")
 
 
 @topics.command("describe")

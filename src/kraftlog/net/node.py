@@ -16,7 +16,9 @@ level, the seed, the configs and the ports); ``NODE`` is ``controller`` or a bro
   the launcher keeps in ``cluster.json`` (every restart is a new incarnation, as a restarted Kafka
   broker has a new incarnation id),
 * writes ``DIR/run/<node>.json`` (pid, ports, and the node's state, broker epoch and fencing as the
-  node itself knows them: at once when they change, else every second) for ``cluster status``,
+  node itself knows them, and its counters, Kafka's ``metadata-apply-error-count`` among them:
+  at once when they change, else every second) for ``cluster status``, and logs each metadata record it
+  could not apply,
 * in chaos mode (``"chaos": true`` in ``cluster.json``, ``kraftlog cluster up --chaos``): keeps the
   FileDisk's shadow (``FileDisk(root, shadow=True)``, so that a fault injector can give a killed node its
   fsynced files back), runs the driver with a :class:`~kraftlog.net.driver.LinkFilter` whose rules start
@@ -274,21 +276,24 @@ async def _main(directory: str, node) -> int:
         # The run file is rewritten when what `cluster status` and `wait_ready` read changes (state, broker
         # epoch, fencing, control port), and otherwise at most once per STATUS_INTERVAL_S: on_wake runs
         # after every event, and a file write + rename per request was the largest cost under load.
+        errors = core.metadata_apply_errors.count
         if node != CONTROLLER:
-            key = (core.state, core.broker_epoch, core.fenced, driver.control_port, core.log_dir_offline)
+            key = (core.state, core.broker_epoch, core.fenced, driver.control_port, core.log_dir_offline, errors)
         else:
-            key = (driver.control_port,)
+            key = (driver.control_port, errors)
         now = time.monotonic()
         if not force and key == written["key"] and now - written["at"] < STATUS_INTERVAL_S:
             return
         written["key"], written["at"] = key, now
         status = {"pid": os.getpid(), "port": port, "internal_port": internal, "incarnation": incarnation,
-                  "started": started, "updated": time.time(), "chaos": chaos, "control_port": driver.control_port}
+                  "started": started, "updated": time.time(), "chaos": chaos, "control_port": driver.control_port,
+                  "counters": {"metadata-apply-error-count": errors}}
         if node != CONTROLLER:
             status.update(state=core.state, broker_epoch=core.broker_epoch, fenced=core.fenced,
                           log_dir_offline=core.log_dir_offline, log_dir_failure=core.log_dir_failure,
                           counters={"storage-error-count": core.storage_error_count,
-                                    "dropped-at-load-count": len(core.dropped_at_load)})
+                                    "dropped-at-load-count": len(core.dropped_at_load),
+                                    "metadata-apply-error-count": errors})
         else:
             status.update(state="RUNNING", metadata_offset=core.end_offset)
         write_json(run_path, status)
@@ -300,6 +305,8 @@ async def _main(directory: str, node) -> int:
         if node != CONTROLLER and core.log_lines:
             for line in core.take_log_lines():
                 log(line)
+        for line in core.metadata_apply_errors.take():  # Kafka's metadata fault handler logs each one
+            log(f"ERROR {line}")
         write_status(force=False)
         if node == CONTROLLER:
             for ev in core.urm.take_events():  # the unclean recoveries' steps (KIP-966), into the node's log

@@ -412,7 +412,11 @@ class CreatableTopic:
     num_partitions: int = -1
     replication_factor: int = -1
     assignment: tuple[tuple[int, ...], ...] = ()
-    configs: tuple[tuple[str, str], ...] = ()
+    configs: tuple[tuple[str, str | None], ...] = ()
+    #: The partition index of each ``assignment`` entry when a client sent indexes other than 0..n-1 in
+    #: some order (duplicates, gaps): the controller answers INVALID_REPLICA_ASSIGNMENT. Empty: entry i
+    #: is partition i.
+    assignment_partitions: tuple[int, ...] = ()
 
 
 @dataclass(slots=True)
@@ -426,10 +430,16 @@ class CreateTopicsRequest:
 
 @dataclass(slots=True)
 class CreateTopicResult:
+    """A created topic's ``num_partitions`` and ``replication_factor`` are what the controller created
+    (CreateTopics v5+; the request's -1 resolved to ``num.partitions`` / ``default.replication.factor``,
+    KIP-464); -1 for a topic that was not created."""
+
     name: str
     error_code: int
     topic_id: uuid.UUID | None = None
     error_message: str | None = None
+    num_partitions: int = -1
+    replication_factor: int = -1
 
 
 @dataclass(slots=True)
@@ -444,6 +454,8 @@ RESOURCE_TOPIC = 2
 RESOURCE_BROKER = 4
 OP_SET = 0
 OP_DELETE = 1
+OP_APPEND = 2
+OP_SUBTRACT = 3
 
 
 @dataclass(slots=True)

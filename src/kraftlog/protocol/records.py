@@ -49,8 +49,9 @@ from kio.serial.readers import read_signed_varint, read_signed_varlong
 from .errors import Errors, WireError
 
 __all__ = [
-    "Record", "RecordBatch", "encode_batches", "decode_batches", "invalid_batch_reason",
-    "CorruptRecordError", "UnsupportedCompressionError", "RECORD_BATCH_OVERHEAD", "LOG_OVERHEAD",
+    "Record", "RecordBatch", "MalformedRecords", "encode_batches", "decode_batches", "decode_produce_records",
+    "scan_records", "RecordsScan", "CorruptRecordError", "UnsupportedCompressionError", "InvalidRecordError",
+    "RECORD_BATCH_OVERHEAD", "LOG_OVERHEAD",
 ]
 
 
@@ -67,6 +68,14 @@ class UnsupportedCompressionError(CorruptRecordError):
     met when its records are read (Kafka's UNSUPPORTED_COMPRESSION_TYPE, 76)."""
 
     error_code: int = Errors.UNSUPPORTED_COMPRESSION_TYPE
+
+
+class InvalidRecordError(WireError):
+    """Records whose body disagrees with their batch header: fewer or more records than ``recordsCount``,
+    a record whose lengths do not frame it, offset deltas other than 0..n-1 (Kafka's INVALID_RECORD, 87,
+    as ``DefaultRecordBatch``'s iterator and ``LogValidator`` raise it)."""
+
+    error_code: int = Errors.INVALID_RECORD
 
 
 @dataclass(slots=True, frozen=True)
@@ -97,11 +106,14 @@ _INT64 = struct.Struct(">q")
 _INT32 = struct.Struct(">i")
 _PLE_POS = 12
 _MAGIC = 2
-_COMPRESSION_MASK = 0x07
-_TRANSACTIONAL = 0x10
-_CONTROL = 0x20
+#: Kafka's batch attributes (``DefaultRecordBatch``): bits 0-2 the compression type, bit 3 the timestamp
+#: type (1 = LogAppendTime), bit 4 transactional, bit 5 control.
+ATTR_COMPRESSION_MASK = _COMPRESSION_MASK = 0x07
+ATTR_LOG_APPEND_TIME = 0x08
+ATTR_TRANSACTIONAL = _TRANSACTIONAL = 0x10
+ATTR_CONTROL = _CONTROL = 0x20
 #: Kafka's compression type ids (attributes bits 0-2) and names.
-_CODECS = {1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
+CODECS = _CODECS = {1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
 
 
 def _varint_size(value: int) -> int:
@@ -222,6 +234,15 @@ class RecordBatch:
         return self.base_offset + self.record_count
 
     @property
+    def last_offset_delta(self) -> int:
+        """Kafka's ``lastOffsetDelta``: the header's for an encoded batch (which a client may have set to
+        disagree with its record count: ``kraftlog.protocol.validation`` refuses that), else count - 1."""
+        data = self._data
+        if data is not None:
+            return _INT32.unpack_from(data, 23)[0]
+        return self.record_count - 1
+
+    @property
     def max_timestamp(self) -> int:
         """Kafka's ``maxTimestamp`` in ms: the header's for an encoded batch (no decoding), else the largest
         record timestamp (-1 for no records)."""
@@ -299,28 +320,6 @@ class RecordBatch:
                 f"{self.partition_leader_epoch}, count={self.record_count}, producer_id={self.producer_id}, "
                 f"producer_epoch={self.producer_epoch}, base_sequence={self.base_sequence}, "
                 f"attributes={self.attributes}, {held})")
-
-
-def invalid_batch_reason(batch: RecordBatch) -> str | None:
-    """Why Kafka's ``LogValidator.validateBatch`` would refuse ``batch`` from a producer (INVALID_RECORD,
-    87), from its header alone, or None: no records; ``lastOffsetDelta`` that disagrees with the record
-    count; a control batch (clients may not write control records); a transactional batch (kraftlog has
-    no transactions: Kafka would need the producer to be in a transaction); a producer id with a negative
-    base sequence."""
-    if batch.record_count <= 0:
-        return f"batch with {batch.record_count} records"
-    if batch.attributes & _CONTROL:
-        return "clients are not allowed to write control records"
-    if batch.attributes & _TRANSACTIONAL:
-        return "transactional batch: kraftlog has no transactions"
-    if batch.producer_id >= 0 and batch.base_sequence < 0:
-        return f"producer id {batch.producer_id} with base sequence {batch.base_sequence}"
-    data = batch._data
-    if data is not None:
-        (last_delta,) = _INT32.unpack_from(data, 23)
-        if last_delta + 1 != batch.record_count:
-            return f"inconsistent batch offset range: lastOffsetDelta {last_delta}, {batch.record_count} records"
-    return None
 
 
 # ------------------------------------------------------------------------------ encoding
@@ -539,3 +538,128 @@ def decode_batches(data: bytes | memoryview | None) -> tuple[RecordBatch, ...]:
         batches.append(RecordBatch.from_bytes(data if whole else view[pos:end]))
         pos = end
     return tuple(batches)
+
+
+# ------------------------------------------------------------------------------ produce records
+class MalformedRecords:
+    """The ``records`` of one Produce partition that do not split into well-framed v2 batches (a bad
+    length, magic or CRC-32C): the bytes as the client sent them and why :func:`decode_batches` refused
+    them. Only :func:`decode_produce_records` makes one, so that the broker answers the partition with
+    Kafka's error (``kraftlog.protocol.validation``) instead of the connection being closed; ``data``
+    re-encodes the bytes verbatim."""
+
+    __slots__ = ("data", "reason")
+
+    def __init__(self, data: bytes, reason: str) -> None:
+        self.data = data
+        self.reason = reason
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, MalformedRecords) and other.data == self.data
+
+    def __hash__(self) -> int:
+        return hash(self.data)
+
+    def __repr__(self) -> str:
+        return f"MalformedRecords({len(self.data)} bytes: {self.reason})"
+
+
+def decode_produce_records(data: bytes | memoryview | None) -> tuple:
+    """A Produce partition's ``records``: :func:`decode_batches`' batches, or, when they do not frame
+    (:class:`CorruptRecordError`), one :class:`MalformedRecords` holding the bytes, never an exception:
+    Kafka parses a ProduceRequest's records lazily and answers a bad batch per partition
+    (``ProduceRequest.validateRecords``, ``UnifiedLog.analyzeAndValidateRecords``)."""
+    try:
+        return decode_batches(data)
+    except CorruptRecordError as exc:
+        return (MalformedRecords(bytes(data), str(exc)),)  # type: ignore[arg-type]
+
+
+@dataclass(slots=True, frozen=True)
+class RecordsScan:
+    """What :func:`scan_records` found: the record count, and the smallest and largest record timestamps
+    in ms with the record index of each (``min_timestamp`` is None when no record has a timestamp, i.e.
+    every one is -1, Kafka's NO_TIMESTAMP)."""
+
+    count: int
+    min_timestamp: int | None = None
+    min_index: int = -1
+    max_timestamp: int | None = None
+    max_index: int = -1
+
+
+def scan_records(batch: RecordBatch) -> RecordsScan:
+    """Walk the records of an encoded batch without building them (a compressed batch is inflated first,
+    its bytes kept): Kafka's ``DefaultRecordBatch`` iterator as ``LogValidator`` runs it. Each record's
+    length must frame its attributes, timestamp delta, offset delta, key, value and headers exactly;
+    record ``i`` must have offset delta ``i`` (stricter than Kafka, which rewrites such a batch: kraftlog
+    keeps the producer's bytes, whose offsets readers compute from the deltas); the body must hold
+    exactly ``recordsCount`` records. Raises :class:`InvalidRecordError` (INVALID_RECORD) when it does
+    not, :class:`CorruptRecordError` for a stream that does not inflate and
+    :class:`UnsupportedCompressionError` for a codec whose library is missing."""
+    data = batch._data
+    if data is None:
+        raise ValueError("scan_records needs an encoded batch")
+    view = memoryview(data)
+    (attributes, _last_delta, base_ts, _max_ts, _pid, _pepoch, _bseq,
+     count) = _BATCH_BODY.unpack_from(view, _HEAD_SIZE)
+    codec = attributes & _COMPRESSION_MASK
+    if codec:
+        body = memoryview(_decompress(codec, view[RECORD_BATCH_OVERHEAD:]))
+        return _scan(body, 0, len(body), count, base_ts)
+    return _scan(view, RECORD_BATCH_OVERHEAD, len(view), count, base_ts)
+
+
+def _scan(view: memoryview, p: int, end: int, count: int, base_ts: int) -> RecordsScan:
+    rv = read_signed_varint
+    n = 0
+    lo = hi = None
+    lo_i = hi_i = -1
+    try:
+        while p < end:
+            if n == count:
+                raise InvalidRecordError("Incorrect declared batch size, records still remaining in file")
+            length, size = rv(view, p)
+            p += size
+            rec_end = p + length
+            if length < 1 or rec_end > end:
+                raise InvalidRecordError(f"Found invalid record structure: record {n} of length {length}")
+            ts_delta, size = read_signed_varlong(view, p + 1)  # after the attributes byte
+            p += 1 + size
+            offset_delta, size = rv(view, p)
+            p += size
+            if offset_delta != n:
+                raise InvalidRecordError(
+                    f"Record {n} has offset delta {offset_delta}: kraftlog keeps the producer's bytes and "
+                    "needs the offset deltas of a batch's records to be 0..n-1")
+            for _ in range(2):  # key, value
+                klen, size = rv(view, p)
+                p += size + (klen if klen > 0 else 0)
+            headers, size = rv(view, p)
+            p += size
+            if headers < 0:
+                raise InvalidRecordError(f"Found invalid number of record headers {headers}")
+            for _ in range(headers):
+                hlen, size = rv(view, p)
+                if hlen < 0:
+                    raise InvalidRecordError("Invalid negative header key size")
+                p += size + hlen
+                hlen, size = rv(view, p)
+                p += size + (hlen if hlen > 0 else 0)
+            if p != rec_end:
+                raise InvalidRecordError(f"Invalid record size: record {n} declares {length} bytes")
+            ts = base_ts + ts_delta
+            if ts != -1:
+                if lo is None or ts < lo:
+                    lo, lo_i = ts, n
+                if hi is None or ts > hi:
+                    hi, hi_i = ts, n
+            n += 1
+    except (IndexError, ValueError, struct.error) as exc:
+        if isinstance(exc, InvalidRecordError):
+            raise
+        raise InvalidRecordError(f"Found invalid record structure: {exc}") from exc
+    if p != end or n != count:
+        raise InvalidRecordError(f"Found {n} records in a batch declaring {count}" if p == end else
+                                 "Found invalid record structure: a record runs past the end of its batch")
+    return RecordsScan(n, lo, lo_i, hi, hi_i)

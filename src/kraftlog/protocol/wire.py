@@ -83,7 +83,7 @@ from . import messages as m
 from .errors import Errors, WireError
 from .level import DEFAULT as DEFAULT_LEVEL, Level
 from .records import (CorruptRecordError, Record, RecordBatch, UnsupportedCompressionError,
-                      decode_batches, encode_batches)
+                      decode_batches, decode_produce_records, encode_batches)
 
 __all__ = [
     "WireError", "UnsupportedVersionError", "CorruptRecordError", "UnsupportedCompressionError",
@@ -700,15 +700,19 @@ def _names_from(field: str) -> Callable[[Any], dict[str, Any]]:
 
 
 def _assignment_to(t: Any, kio_type: type) -> Any:
-    # CreateTopics: the core's assignment is positional (index = partition index), Kafka's names it.
-    return tuple(kio_type(partition_index=i, broker_ids=tuple(r)) for i, r in enumerate(t.assignment))
+    # CreateTopics: the core's assignment is positional (index = partition index) unless it names its
+    # indexes (assignment_partitions); Kafka's names each.
+    indexes = t.assignment_partitions or range(len(t.assignment))
+    return tuple(kio_type(partition_index=i, broker_ids=tuple(r)) for i, r in zip(indexes, t.assignment))
 
 
 def _assignment_from(t: Any) -> dict[str, Any]:
+    # Indexes 0..n-1 in any order become the positional form; any others (duplicates, gaps) are kept for
+    # the controller to answer INVALID_REPLICA_ASSIGNMENT, as Kafka's does.
     assignment = sorted(t.assignments, key=lambda a: a.partition_index)
-    if [a.partition_index for a in assignment] != list(range(len(assignment))):
-        raise WireError(f"CreateTopics {t.name!r}: assignment partitions are not 0..n-1")
-    return {"assignment": tuple(tuple(a.broker_ids) for a in assignment)}
+    indexes = tuple(a.partition_index for a in assignment)
+    return {"assignment": tuple(tuple(a.broker_ids) for a in assignment),
+            "assignment_partitions": () if indexes == tuple(range(len(indexes))) else indexes}
 
 
 def _configs_to(t: Any, kio_type: type) -> Any:
@@ -824,10 +828,16 @@ _APIS: tuple[_Api, ...] = (
                  _Group(m.AlterPartitionResponse, "partitions", "topics", _BY_ID, "partitions"))),
     _Api(m.BrokerRegistrationRequest, m.BrokerRegistrationResponse, range(4, 5)),
     _Api(m.BrokerHeartbeatRequest, m.BrokerHeartbeatResponse, range(1, 2)),
+    # A Produce partition's records are split leniently: bytes that do not frame as batches reach the
+    # broker as MalformedRecords, which it answers per partition (CORRUPT_MESSAGE, INVALID_RECORD), as
+    # Kafka parses them only when validating (ProduceRequest.validateRecords).
     _Api(m.ProduceRequest, m.ProduceResponse, range(3, 10),
          renames={"partition": "index"},
          groups=(_by_topic(m.ProduceRequest, "partitions", "topic_data", "partition_data"),
-                 _by_topic(m.ProduceResponse, "partitions", "responses", "partition_responses"))),
+                 _by_topic(m.ProduceResponse, "partitions", "responses", "partition_responses")),
+         custom=(_Custom(m.ProducePartition, "records", ("records",),
+                         lambda p, _: encode_batches(p.records),
+                         lambda e: {"records": decode_produce_records(e.records)}),)),
     _Api(m.ListOffsetsRequest, m.ListOffsetsResponse, range(1, 8),
          renames={"partition": "partition_index"},
          groups=(_by_topic(m.ListOffsetsRequest, "partitions", "topics", "partitions"),
@@ -844,8 +854,8 @@ _APIS: tuple[_Api, ...] = (
          custom=(_Custom(m.MetadataRequest, "topics", ("topics",), _names_to("topics"),
                          _names_from("topics")),)),
     _Api(m.CreateTopicsRequest, m.CreateTopicsResponse, range(2, 8),
-         custom=(_Custom(m.CreatableTopic, "assignments", ("assignment",), _assignment_to,
-                         _assignment_from),
+         custom=(_Custom(m.CreatableTopic, "assignments", ("assignment", "assignment_partitions"),
+                         _assignment_to, _assignment_from),
                  _Custom(m.CreatableTopic, "configs", ("configs",), _configs_to, _configs_from))),
     _Api(m.IncrementalAlterConfigsRequest, m.IncrementalAlterConfigsResponse, range(0, 2)),
     # v3 is KIP-966's (kio_extra): election types 2..4 and DesiredLeaders beside Partitions, matched by

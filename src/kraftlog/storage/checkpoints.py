@@ -47,13 +47,14 @@ def write_hwm_checkpoint(disk: Disk, log_dir: str, mapping: dict[tuple[str, int]
     """Atomically write ``{(topic, partition): hwm}`` to ``{log_dir}/replication-offset-checkpoint``.
 
     HWMs are offsets; entries are written sorted by (topic, partition) so the file is deterministic.
-    Topic names must not contain whitespace (Kafka's legal topic names never do).
+    An entry whose topic name the format cannot hold (empty, or with whitespace or a line break: Kafka's
+    legal names never have them, but a log directory from before kraftlog validated names may) is left
+    out rather than failing the checkpoint: a checkpoint failure must never stop a broker (issue 24).
     """
-    items = sorted(mapping.items())
+    items = sorted(((topic, partition), hwm) for (topic, partition), hwm in mapping.items()
+                   if isinstance(topic, str) and topic and not any(c.isspace() for c in topic))
     lines = [str(_HWM_VERSION), str(len(items))]
     for (topic, partition), hwm in items:
-        if not isinstance(topic, str) or not topic or any(c.isspace() for c in topic):
-            raise ValueError(f"illegal topic name for a checkpoint: {topic!r}")
         lines.append(f"{topic} {partition} {hwm}")
     disk.write_atomic(f"{log_dir}/{HWM_CHECKPOINT_FILE}", "\n".join(lines) + "\n", now_ms)
 

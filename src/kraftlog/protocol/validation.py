@@ -1,0 +1,231 @@
+"""What a broker refuses from a client, checked as Kafka checks it: topic names (Kafka's ``Topic``) and
+the record batches of a Produce request (``ProduceRequest.validateRecords``,
+``UnifiedLog.analyzeAndValidateRecords``, ``LogValidator``), each answered with Kafka's error code and
+message for that topic or partition, never a closed connection (DESIGN.md, "Faults a real deployment
+meets").
+
+Batches stay opaque on the produce path (records.py): the header is read, the records are walked
+without being built (:func:`~kraftlog.protocol.records.scan_records`, a compressed batch inflated into a
+scratch buffer) and the producer's bytes are what the log keeps.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from .errors import Errors
+from .records import (
+    ATTR_COMPRESSION_MASK, ATTR_CONTROL, ATTR_LOG_APPEND_TIME, ATTR_TRANSACTIONAL, CODECS, LOG_OVERHEAD,
+    RECORD_BATCH_OVERHEAD, CorruptRecordError, InvalidRecordError, MalformedRecords, RecordBatch,
+    UnsupportedCompressionError, scan_records,
+)
+
+__all__ = [
+    "CLUSTER_METADATA_TOPIC", "INTERNAL_TOPICS", "MAX_TOPIC_NAME_LENGTH", "LONG_MAX", "RecordLimits",
+    "validate_topic_name", "is_internal", "has_collision_chars", "unify_collision_chars",
+    "validate_produce_records",
+]
+
+# ==================================================================================== topic names
+#: Kafka's ``Topic.CLUSTER_METADATA_TOPIC_NAME``: the KRaft metadata log, never a user topic.
+CLUSTER_METADATA_TOPIC = "__cluster_metadata"
+#: Kafka's ``Topic.INTERNAL_TOPICS``: clients may not produce to them (INVALID_TOPIC_EXCEPTION).
+INTERNAL_TOPICS = frozenset(("__consumer_offsets", "__transaction_state", "__share_group_state"))
+#: Kafka's ``Topic.MAX_NAME_LENGTH`` (a topic's partition directories carry the name plus ``-<n>``).
+MAX_TOPIC_NAME_LENGTH = 249
+_LEGAL = re.compile(r"[a-zA-Z0-9._-]+")
+
+
+def validate_topic_name(name: object) -> str | None:
+    """Kafka's ``Topic.validate``: None for a legal topic name, else its INVALID_TOPIC_EXCEPTION message,
+    e.g. ``Topic name is invalid: 'a b' contains one or more characters other than ASCII alphanumerics,
+    '.', '_' and '-'``. Legal: 1 to 249 characters of ``[a-zA-Z0-9._-]``, not ``.`` or ``..``."""
+    if not isinstance(name, str):
+        return f"Topic name is invalid: {name!r} is not a string"
+    if not name:
+        reason = "the empty string is not allowed"
+    elif name == ".":
+        reason = "'.' is not allowed"
+    elif name == "..":
+        reason = "'..' is not allowed"
+    elif len(name) > MAX_TOPIC_NAME_LENGTH:
+        reason = f"the length of '{name}' is longer than the max allowed length {MAX_TOPIC_NAME_LENGTH}"
+    elif not _LEGAL.fullmatch(name):
+        reason = f"'{name}' contains one or more characters other than ASCII alphanumerics, '.', '_' and '-'"
+    else:
+        return None
+    return f"Topic name is invalid: {reason}"
+
+
+def is_internal(topic: str) -> bool:
+    """Kafka's ``Topic.isInternal``."""
+    return topic in INTERNAL_TOPICS
+
+
+def has_collision_chars(topic: str) -> bool:
+    """Kafka's ``Topic.hasCollisionChars``: '.' and '_' collide in metric names."""
+    return "_" in topic or "." in topic
+
+
+def unify_collision_chars(topic: str) -> str:
+    """Kafka's ``Topic.unifyCollisionChars``: the name with every '.' as '_'."""
+    return topic.replace(".", "_")
+
+
+# ==================================================================================== record batches
+#: Java's Long.MAX_VALUE: Kafka's "unbounded" for ``message.timestamp.before.max.ms``.
+LONG_MAX = (1 << 63) - 1
+
+
+@dataclass(frozen=True, slots=True)
+class RecordLimits:
+    """A topic's limits on what a producer may append (Kafka's topic configs, resolved through the broker
+    defaults): ``max_message_bytes`` (``max.message.bytes`` / ``message.max.bytes``, bytes of one batch),
+    ``timestamp_before_max_ms`` / ``timestamp_after_max_ms`` (``message.timestamp.before.max.ms`` /
+    ``message.timestamp.after.max.ms``, how far a record's CreateTime may lie before / after the broker's
+    clock). The defaults are Kafka 4.x's."""
+
+    max_message_bytes: int = 1_048_588
+    timestamp_before_max_ms: int = LONG_MAX
+    timestamp_after_max_ms: int = 3_600_000
+
+
+DEFAULT_LIMITS = RecordLimits()
+
+
+def validate_produce_records(topic: str, partition: int, records: tuple, now_ms: int,
+                             limits: RecordLimits = DEFAULT_LIMITS) -> tuple[int, str] | None:
+    """Why Kafka would refuse ``records`` (one Produce partition's batches: :class:`RecordBatch` objects
+    or a :class:`MalformedRecords`) from a client, as ``(error code, message)``, or None to append them.
+    ``now_ms``: the broker's clock (ms since the epoch). In Kafka's order:
+
+    1. an internal topic (``__consumer_offsets`` ...): INVALID_TOPIC_EXCEPTION (``ReplicaManager``);
+    2. ``ProduceRequest.validateRecords``: no complete batch, a magic other than 2, or more than one batch:
+       INVALID_RECORD (a batch length below 14 or a magic outside 0..2 is CORRUPT_MESSAGE, from Kafka's
+       batch iterator);
+    3. ``UnifiedLog.analyzeAndValidateRecords``: a batch larger than ``max_message_bytes``:
+       MESSAGE_TOO_LARGE; a CRC-32C that does not match (or a batch shorter than its 61-byte header):
+       CORRUPT_MESSAGE;
+    4. ``LogValidator.validateBatch``: ``lastOffsetDelta + 1`` must equal ``recordsCount`` > 0, no control
+       batch, ``baseSequence >= 0`` with a producer id: INVALID_RECORD (and, kraftlog having no
+       transactions, no transactional batch);
+    5. a compression type outside Kafka's (1-4) or one whose library is missing here:
+       UNSUPPORTED_COMPRESSION_TYPE; a stream that does not inflate: CORRUPT_MESSAGE;
+    6. the records (``DefaultRecordBatch``'s iterator, :func:`scan_records`): exactly ``recordsCount``
+       records, each framed by its length, offset deltas 0..n-1: INVALID_RECORD;
+    7. ``LogValidator.validateTimestamp``: a LogAppendTime batch, or a record whose timestamp (other than
+       -1) lies more than ``timestamp_before_max_ms`` before or ``timestamp_after_max_ms`` after
+       ``now_ms``: INVALID_TIMESTAMP.
+
+    A batch the core built from records (the simulator's clients) has no bytes to frame: 2, 4 and 7 apply."""
+    tp = f"{topic}-{partition}"
+    if topic in INTERNAL_TOPICS:
+        return Errors.INVALID_TOPIC_EXCEPTION, f"Cannot append to internal topic {topic}"
+    if not records:
+        return Errors.INVALID_RECORD, "Produce requests must have at least one record batch per partition"
+    first = records[0]
+    if isinstance(first, MalformedRecords):
+        return _malformed(first, tp, limits)
+    if len(records) > 1:
+        return Errors.INVALID_RECORD, "Produce requests are only allowed to contain exactly one record batch per partition"
+    batch: RecordBatch = first
+    encoded = batch.is_encoded
+    size = batch.size_bytes
+    if size > limits.max_message_bytes:
+        return Errors.MESSAGE_TOO_LARGE, (
+            f"The record batch size in the append to {tp} is {size} bytes which exceeds the maximum "
+            f"configured value of {limits.max_message_bytes}.")
+    # (an encoded batch's CRC-32C was checked when its bytes were split: decode_batches)
+    count = batch.record_count
+    last_delta = batch.last_offset_delta
+    if last_delta + 1 <= 0:
+        return Errors.INVALID_RECORD, f"Batch has an invalid offset range: [0, {last_delta}] in topic partition {tp}"
+    if count <= 0:
+        return Errors.INVALID_RECORD, f"Invalid reported count for record batch: {count} in topic partition {tp}"
+    if last_delta + 1 != count:
+        return Errors.INVALID_RECORD, (f"Inconsistent batch offset range [0, {last_delta}] and count of records "
+                                       f"{count} in topic partition {tp}")
+    attributes = batch.attributes
+    if attributes & ATTR_CONTROL:
+        return Errors.INVALID_RECORD, f"Clients are not allowed to write control records in topic partition {tp}"
+    if batch.producer_id >= 0 and batch.base_sequence < 0:
+        return Errors.INVALID_RECORD, (f"Invalid sequence number {batch.base_sequence} in record batch with "
+                                       f"producerId {batch.producer_id} in topic partition {tp}")
+    if attributes & ATTR_TRANSACTIONAL:
+        return Errors.INVALID_RECORD, f"Transactional batch in topic partition {tp}: kraftlog has no transactions"
+    if attributes & ATTR_LOG_APPEND_TIME:
+        return Errors.INVALID_TIMESTAMP, ("Invalid timestamp type in message. Producer should not set timestamp "
+                                          "type to LogAppendTime.")
+    if encoded:
+        codec = attributes & ATTR_COMPRESSION_MASK
+        if codec and codec not in CODECS:
+            return Errors.UNSUPPORTED_COMPRESSION_TYPE, f"Unknown compression type id: {codec}"
+        try:
+            scan = scan_records(batch)
+        except (InvalidRecordError, CorruptRecordError) as exc:  # UnsupportedCompressionError included
+            code = Errors.UNSUPPORTED_COMPRESSION_TYPE if isinstance(exc, UnsupportedCompressionError) \
+                else exc.error_code
+            return code, f"{exc} in topic partition {tp}"
+        lo, lo_i, hi, hi_i = scan.min_timestamp, scan.min_index, scan.max_timestamp, scan.max_index
+    else:
+        lo = hi = None
+        lo_i = hi_i = -1
+        for i, r in enumerate(batch.records):
+            ts = r.timestamp
+            if ts != -1:
+                if lo is None or ts < lo:
+                    lo, lo_i = ts, i
+                if hi is None or ts > hi:
+                    hi, hi_i = ts, i
+    if lo is not None:
+        before, after = limits.timestamp_before_max_ms, limits.timestamp_after_max_ms
+        for ts, index in ((lo, lo_i), (hi, hi_i)):
+            if now_ms - ts > before or ts - now_ms > after:
+                return Errors.INVALID_TIMESTAMP, (
+                    f"One or more records have been rejected due to invalid timestamp: Timestamp {ts} of "
+                    f"message with offset {index} is out of range. The timestamp should be within "
+                    f"[{now_ms - before}, {now_ms + after}]")
+    return None
+
+
+def _malformed(records: MalformedRecords, tp: str, limits: RecordLimits) -> tuple[int, str]:
+    """The error for records that did not split into well-framed batches, found as Kafka's batch iterator
+    (``ByteBufferLogInputStream.nextBatch``), ``ProduceRequest.validateRecords`` and
+    ``analyzeAndValidateRecords`` meet them."""
+    data = records.data
+    total = len(data)
+    pos = 0
+    batches = []
+    while total - pos >= LOG_OVERHEAD:
+        length = int.from_bytes(data[pos + 8:pos + 12], "big", signed=True)
+        if length < 14:  # LegacyRecord.RECORD_OVERHEAD_V0
+            return Errors.CORRUPT_MESSAGE, f"Record size {length} is less than the minimum record overhead (14)"
+        if total - pos < 17:
+            break
+        magic = int.from_bytes(data[pos + 16:pos + 17], "big", signed=True)
+        if magic < 0 or magic > 2:
+            return Errors.CORRUPT_MESSAGE, f"Invalid magic found in record: {magic}"
+        end = pos + LOG_OVERHEAD + length
+        if end > total:
+            break
+        batches.append((pos, end, magic))
+        if len(batches) == 2:
+            break
+        pos = end
+    if not batches:
+        return Errors.INVALID_RECORD, "Produce requests must have at least one record batch per partition"
+    start, end, magic = batches[0]
+    if magic != 2:
+        return Errors.INVALID_RECORD, "Produce requests are only allowed to contain record batches with magic version 2"
+    if len(batches) > 1:
+        return Errors.INVALID_RECORD, "Produce requests are only allowed to contain exactly one record batch per partition"
+    size = end - start
+    if size > limits.max_message_bytes:
+        return Errors.MESSAGE_TOO_LARGE, (
+            f"The record batch size in the append to {tp} is {size} bytes which exceeds the maximum "
+            f"configured value of {limits.max_message_bytes}.")
+    if size < RECORD_BATCH_OVERHEAD:
+        return Errors.CORRUPT_MESSAGE, f"Record is corrupt (a batch of {size} bytes) in topic partition {tp}."
+    stored = int.from_bytes(data[start + 17:start + 21], "big")
+    return Errors.CORRUPT_MESSAGE, f"Record is corrupt (stored crc = {stored}) in topic partition {tp}: {records.reason}"
