@@ -118,7 +118,8 @@ def test_brokers_restarted_into_a_cluster_that_does_not_know_their_topics_delete
                 assert f.read().count("stray partition directory t-") == 3
         status = json.loads(kraftlog("cluster", "status", "--dir", directory, "--json").stdout)
         assert {n["id"]: len(n["strays"]) for n in status if n["role"] == "broker"} == {0: 3, 1: 3, 2: 3}
-        assert all(n["state"] == "RUNNING" for n in status if n["role"] == "broker")
+        assert all(n["state"] == "RUNNING" and n["counters"]["stray-dir-count"] == 3
+                   for n in status if n["role"] == "broker")
         with KafkaConnection(c.bootstrap.split(",")[0]) as conn:
             assert conn.request(m.MetadataRequest(("t",))).topics[0].error_code == Errors.UNKNOWN_TOPIC_OR_PARTITION
         # A broker's lost directory (a replaced disk) is formatted by `cluster start`, as an operator would.

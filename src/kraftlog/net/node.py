@@ -293,7 +293,8 @@ async def _main(directory: str, node) -> int:
                           log_dir_offline=core.log_dir_offline, log_dir_failure=core.log_dir_failure,
                           counters={"storage-error-count": core.storage_error_count,
                                     "dropped-at-load-count": len(core.dropped_at_load),
-                                    "metadata-apply-error-count": errors})
+                                    "metadata-apply-error-count": errors,
+                                    "stray-dir-count": len(core.strays)})
         else:
             status.update(state="RUNNING", metadata_offset=core.end_offset)
         write_json(run_path, status)
