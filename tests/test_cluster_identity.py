@@ -384,3 +384,26 @@ def test_controller_disk_lost_story_refuses_the_controller_and_loses_nothing(lev
     assert run.sim.controller is None and len(run.sim.refused) == 2
     for b in range(3):
         assert run.sim.disks[b].list(f"{LOG_DIR}/t-0/") and stray_dirs(run.sim.disks[b]) == {}
+
+
+# ================================================================ kraftlog cluster format / status (no process)
+def test_cluster_format_writes_a_new_identity_once_and_status_lists_strays(tmp_path):
+    """`kraftlog cluster format`: meta.properties with cluster.json's id, the node id and a new directory id;
+    formatting again is refused (exit 2), as kafka-storage.sh refuses a formatted directory. `strays` lists
+    a broker's -stray directories, which status shows."""
+    from kraftlog.net import cluster as cl
+    from kraftlog.net.disk import read_meta_properties
+    directory = str(tmp_path)
+    cluster = {"cluster_id": "GeCTMmaFFeJxl0hRW3n7cQ", "brokers": 1,
+               "nodes": [{"id": CONTROLLER, "role": "controller", "pid": None},
+                         {"id": 0, "role": "broker", "pid": None}]}
+    first = cl.format_node(directory, 0, cluster)
+    props = read_meta_properties(tmp_path / "broker-0")
+    assert props["cluster.id"] == first.cluster_id == cluster["cluster_id"] and props["node.id"] == "0"
+    with pytest.raises(cl.ClusterError, match="already formatted") as err:
+        cl.format_node(directory, 0, cluster)
+    assert err.value.code == 2
+    assert cl.format_node(directory, CONTROLLER, cluster).directory_id != first.directory_id
+    os.makedirs(tmp_path / "broker-0" / LOG_DIR / "t-0.0123456789abcdef0123456789abcdef-stray")
+    os.makedirs(tmp_path / "broker-0" / LOG_DIR / "t-1")
+    assert cl.strays(directory, 0) == ["t-0.0123456789abcdef0123456789abcdef-stray"]
