@@ -5,7 +5,7 @@ every process it started by PID in a ``finally``. What they prove (the bounds ar
 listeners"):
 
 * **Bounded memory, a live listener** (``queued.max.request.bytes``, buffers that grow as bytes arrive,
-  Kafka's muting): ten connections each announcing a 100 MiB request (and sending 1 MiB of it), and a
+  muting): ten connections each announcing a 100 MiB request (and sending 1 MiB of it), and a
   client pipelining 1,200 Fetches of 1 MiB each without reading a byte, keep the broker's RSS below
   :data:`RSS_BOUND_MB`, and a probe connection's ApiVersions is answered within
   :data:`PROBE_ANSWER_S` every time it is asked, throughout.
@@ -104,8 +104,8 @@ def _fetch_frame(topic: str, corr: int) -> bytes:
 def test_100mib_announcers_and_a_pipelining_non_reader_keep_rss_bounded_and_the_probe_answered(tmp_path):
     """Finding 3: a 4-byte size header no longer allocates the size it announces (the buffer grows as
     bytes arrive, charged to queued.max.request.bytes), and a client that pipelines requests and never
-    reads is muted (Kafka's rule: a connection is not read again until its previous response has been
-    written), so it stalls only itself: RSS stays below the bound and the probe is always answered."""
+    reads is muted (no request of it is handed over, nor is it read, while a response to it waits
+    unwritten), so it stalls only itself: RSS stays below the bound and the probe is always answered."""
     with _cluster(tmp_path) as directory:
         host, port = _address(directory)
         bootstrap = f"{host}:{port}"

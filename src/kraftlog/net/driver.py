@@ -13,11 +13,15 @@ messages are :mod:`kraftlog.protocol.wire`, authorization per listener is the no
 * **One request at a time per connection**, as Kafka's SocketServer mutes a channel until the response
   to its current request is sent: responses leave in request order (kafka-python requires it), while
   the node may still park a request (a long-polled Fetch, an acks=all Produce). A Produce with acks=0
-  gets no response and unmutes the connection at once (Kafka's ``sendNoOpResponse``). Muted means not
-  read: while a request is in flight or queued, or its response is not yet written whole to the socket
-  (the transport's write buffer is not empty), the connection's transport is paused, so a client that
-  pipelines requests and never reads its responses holds one response and what its socket buffers
-  take, and stalls only itself.
+  gets no response and unmutes the connection at once (Kafka's ``sendNoOpResponse``). No request is
+  handed to the node until the response before it has been written whole to the socket (the
+  transport's write buffer is empty again), and the connection is not read while a response waits in
+  that buffer or a complete request waits behind the one in flight. Per connection: one request in
+  flight, what one read completed queued behind it, one response in memory; a client that pipelines
+  requests and never reads holds that and what its socket buffers take, and stalls only itself.
+  (Kafka stops reading a channel from the moment a request is complete until its response is sent;
+  kraftlog goes on reading the next request while one is in flight, so that receiving it overlaps
+  the wait for replication.)
 * **Bounds** (:class:`ListenerLimits`, from the node's config; kraftlog's defaults are bounded where
   Kafka's are not): ``socket.request.max.bytes`` per request; ``queued.max.request.bytes`` across
   connections (:class:`RequestMemory`: a large request's buffer grows as its bytes arrive and each step
@@ -458,7 +462,7 @@ class Connection:
     identity: object = CLIENTS
     #: the address the connection comes from (``max.connections.per.ip``); "" when not counted
     ip: str = ""
-    #: whether its transport is reading (False: muted, see :meth:`NodeDriver._update_reading`)
+    #: whether its transport is reading (False: muted or waiting, see :meth:`NodeDriver._update_reading`)
     reading: bool = True
     #: its transport's write buffer holds a response not yet written to the socket (``pause_writing``)
     write_paused: bool = False
@@ -778,8 +782,8 @@ class NodeDriver:
         conn.ip = ip
         self._counts[listener] = self._counts.get(listener, 0) + 1
         self._ip_counts[(listener, ip)] = self._ip_counts.get((listener, ip), 0) + 1
-        # Kafka's muting: no further request is read or handed over until the response before it has
-        # been written to the socket (the write buffer is empty again: resume_writing).
+        # Muting: no further request is handed over, nor read, while a response is not yet written whole
+        # to the socket (pause_writing at the first byte buffered, resume_writing once it is empty).
         transport.set_write_buffer_limits(high=0, low=0)
         self.connections.add(conn)
         return conn
@@ -829,7 +833,7 @@ class NodeDriver:
 
     def _pump(self, conn: Connection) -> None:
         """Hand the node the next queued request of ``conn`` when none is in flight and the last response
-        has been written (Kafka's muting); answers of the framing (ApiVersions) leave in turn."""
+        has been written (muting); answers of the framing (ApiVersions) leave in turn."""
         lf = self.link_filter
         while conn.inflight is None and conn.queued and not conn.closed and not conn.write_paused:
             item = conn.queued.popleft()
@@ -862,14 +866,14 @@ class NodeDriver:
 
     # ------------------------------------------------------------------ muting and request memory
     def _update_reading(self, conn: Connection) -> None:
-        """Read ``conn`` only while nothing of it waits (Kafka's muting: no request in flight or queued,
-        the last response written to the socket) and the next buffer its large request needs fits
-        ``queued.max.request.bytes`` (charged here, before the framing allocates it); pause its
+        """Read ``conn`` only while no complete request waits behind the one in flight and its last
+        response has been written to the socket (muting), and the next buffer its large request needs
+        fits ``queued.max.request.bytes`` (charged here, before the framing allocates it); pause its
         transport otherwise. The receive deadline runs only while the connection is read."""
         if conn.closed:
             return
         framing = conn.framing
-        read = conn.inflight is None and not conn.queued and not conn.write_paused
+        read = not conn.queued and not conn.write_paused
         if read:
             need = framing.held_bytes + framing.next_allocation - conn.frame_charge
             if need <= 0 and conn.memory_wait:  # nothing to wait for any more

@@ -153,6 +153,9 @@ def _entry_type(response_type: type) -> type:
 
 #: Bytes of a :class:`_FrameBuffer`'s staging buffer; a frame larger than this is read into its own.
 STAGING_BYTES = 64 * 1024
+#: A large frame's buffer starts at this many times the bytes of it received (at least STAGING_BYTES) and
+#: grows by this factor each time it is full: it never holds more than this many times what arrived.
+GROWTH = 4
 #: Where a closed connection's late bytes land (ignored; shared by every closed connection).
 _DISCARD = memoryview(bytearray(4096))
 
@@ -168,9 +171,10 @@ class _FrameBuffer:
     come: an idle connection holds none) and are copied out as bytes. A frame that does not fit there
     is read into a buffer of its own, which the socket fills directly, and is handed over as a
     read-only memoryview of it: a 1 MiB produce request is not copied after it arrived. That buffer
-    grows as the bytes arrive, never from the 4-byte size alone: it starts at twice the bytes of the
-    frame already received (at least :data:`STAGING_BYTES`) and doubles each time it is full, up to the
-    frame's size, so a header announcing 100 MiB costs what was sent, not what was announced.
+    grows as the bytes arrive, never from the 4-byte size alone: it starts at :data:`GROWTH` times the
+    bytes of the frame already received (at least :data:`STAGING_BYTES`) and grows by that factor each
+    time it is full, up to the frame's size, so a header announcing 100 MiB costs what was sent, not
+    what was announced (a 1 MB produce request takes two buffers: 256 KiB, then its size).
     :attr:`next_allocation` says what the next :meth:`get_buffer` will allocate, so that a reader can
     charge it to a budget first (the TCP driver's ``queued.max.request.bytes``) or stop reading."""
 
@@ -210,10 +214,10 @@ class _FrameBuffer:
             return 0
         big = self._big
         if big is None:
-            return min(size, max(STAGING_BYTES, 2 * self._big_pos))
+            return min(size, max(STAGING_BYTES, GROWTH * self._big_pos))
         if self._big_pos < len(big):
             return 0
-        return min(size, 2 * len(big)) - len(big)
+        return min(size, GROWTH * len(big)) - len(big)
 
     def get_buffer(self) -> memoryview:
         if self._big_size:
@@ -228,7 +232,7 @@ class _FrameBuffer:
 
     def _grow(self) -> bytearray:
         """Allocate the large frame's first buffer (with the bytes of it the staging buffer holds) or a
-        buffer twice as large as the full one (:attr:`next_allocation` more bytes)."""
+        buffer :data:`GROWTH` times as large as the full one (:attr:`next_allocation` more bytes)."""
         old = self._big
         big = bytearray(self.held_bytes + self.next_allocation)
         if old is None:  # its first bytes are at the front of the staging buffer
