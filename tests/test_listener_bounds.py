@@ -252,3 +252,40 @@ def test_a_large_request_waits_for_request_memory_until_a_stalled_one_is_closed_
             b.close()
             await driver.close()
     asyncio.run(main())
+
+
+def test_run_until_yields_every_pass_and_ticks_a_node_stuck_in_the_past_at_most_once_a_millisecond():
+    """The livelock's class (issue 24, finding 4): a node whose deadline stays in the past after its tick
+    (a node contract bug) no longer keeps the driver from ever awaiting: other tasks (the sockets, the
+    signal handlers) still run, the driver logs the bug once and ticks the node at most once a ms."""
+    class Stuck:
+        node_id = 0
+        ticks = 0
+
+        def next_deadline(self):
+            return 0
+
+        def tick(self, now):
+            self.ticks += 1
+
+        def poll(self):
+            return []
+
+    async def main():
+        loop = asyncio.get_running_loop()
+        node, log, others = Stuck(), [], [0]
+        driver = NodeDriver(node, {}, lambda peer: None, log.append, client_id="stuck")
+
+        async def other():
+            while True:
+                others[0] += 1
+                await asyncio.sleep(0)
+
+        task = asyncio.ensure_future(other())
+        start = loop.time()
+        await driver.run_until(lambda: loop.time() - start > 0.2)
+        task.cancel()
+        assert others[0] > 10
+        assert 1 <= node.ticks <= 0.2 * 1000 + 20
+        assert sum("node contract" in line for line in log) == 1
+    asyncio.run(main())

@@ -706,9 +706,9 @@ class NodeDriver:
             deadline = self.node.next_deadline()
             now = self.clock.now_ms()
             wait_ms = wake_every_ms if deadline is None else max(0, min(wake_every_ms, deadline - now))
-            if past:
-                wait_ms = max(wait_ms, 1)
-            if wait_ms > 0 and not self._wake.is_set():
+            if past:  # a node stuck in the past: tick it at most once a millisecond
+                await asyncio.sleep(0.001)
+            elif wait_ms > 0 and not self._wake.is_set():
                 await self._wake.wait(wait_ms / 1000)
             else:
                 await asyncio.sleep(0)
