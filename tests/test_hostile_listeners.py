@@ -19,7 +19,6 @@ listeners"):
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import selectors
@@ -33,7 +32,7 @@ import uuid
 
 import pytest
 
-from conftest import wait_for
+from conftest import running_cluster, wait_for
 from kraftlog.net import cluster as cl
 from kraftlog.net.client import KafkaConnection
 from kraftlog.protocol import messages as m
@@ -51,22 +50,8 @@ PROBE_ANSWER_S = 1.0
 MIB = 1 << 20
 
 
-@contextlib.contextmanager
 def _cluster(tmp_path, config: dict | None = None, brokers: int = 1):
-    directory = str(tmp_path / "cluster")
-    try:
-        cl.up(directory, brokers, port=0, config=dict(config or {}))
-        yield directory
-    finally:
-        try:
-            cl.down(directory)
-        except Exception:
-            pass
-        finally:
-            try:
-                cl.kill(directory)
-            except cl.ClusterError:  # no cluster.json: nothing was started
-                pass
+    return running_cluster(str(tmp_path / "cluster"), brokers, config=dict(config or {}))
 
 
 def _address(directory: str, broker: int = 0) -> tuple[str, int]:
