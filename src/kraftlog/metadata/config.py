@@ -185,6 +185,14 @@ _TYPES: dict[str, tuple[str, int | None, bool]] = {
     "message.timestamp.before.max.ms": (_LONG, 0, False),
     "message.timestamp.after.max.ms": (_LONG, 0, False),
     "log.dir.failure.timeout.ms": (_LONG, 1, False),
+    # The listeners' bounds: Kafka's types; lower bounds 1 where Kafka allows 0 (a listener that takes no
+    # connection, a zero deadline), and -1 (unbounded, Kafka's default) for queued.max.request.bytes.
+    "socket.request.max.bytes": (_INT, 1, False),
+    "queued.max.request.bytes": (_LONG, -1, False),
+    "max.connections": (_INT, 1, False),
+    "max.connections.per.ip": (_INT, 1, False),
+    "connections.max.idle.ms": (_LONG, 1, False),
+    "kraftlog.request.receive.timeout.ms": (_LONG, 1, False),
 }
 
 

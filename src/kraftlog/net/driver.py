@@ -338,15 +338,15 @@ def _hold_args(cmd: str, args: dict) -> tuple:
 
 
 # ====================================================================== listener bounds
-#: The listener configs (Kafka's names but the last, kraftlog's own) and the least value each takes;
-#: their defaults are :data:`kraftlog.metadata.config.DEFAULTS`' (see :class:`ListenerLimits`).
+#: ListenerLimits' fields and their configs (Kafka's names but the last, kraftlog's own); their defaults
+#: are :data:`kraftlog.metadata.config.DEFAULTS`', their types and lower bounds its ``invalid_value``'s.
 _LIMIT_CONFIGS = (
-    ("max_request_bytes", "socket.request.max.bytes", 1),
-    ("queued_max_request_bytes", "queued.max.request.bytes", -1),
-    ("max_connections", "max.connections", 1),
-    ("max_connections_per_ip", "max.connections.per.ip", 1),
-    ("connections_max_idle_ms", "connections.max.idle.ms", 1),
-    ("request_receive_timeout_ms", "kraftlog.request.receive.timeout.ms", 1),
+    ("max_request_bytes", "socket.request.max.bytes"),
+    ("queued_max_request_bytes", "queued.max.request.bytes"),
+    ("max_connections", "max.connections"),
+    ("max_connections_per_ip", "max.connections.per.ip"),
+    ("connections_max_idle_ms", "connections.max.idle.ms"),
+    ("request_receive_timeout_ms", "kraftlog.request.receive.timeout.ms"),
 )
 
 
@@ -384,20 +384,19 @@ class ListenerLimits:
 
     @classmethod
     def from_config(cls, config) -> "ListenerLimits":
-        """The limits a static config (name -> value) sets, Kafka's defaults for the rest. ValueError
-        ("Invalid value X for configuration NAME: ...") for a value that is not an integer at least the
-        config's least value."""
+        """The limits a static config (name -> value) sets, kraftlog's defaults for the rest. ValueError
+        with Kafka's wording (``Invalid value 0 for configuration max.connections: Value must be at least
+        1``) for a value of the wrong type or below its bound (:func:`kraftlog.metadata.config.invalid_value`),
+        or 0 for queued.max.request.bytes."""
         values = {}
-        for attr, name, least in _LIMIT_CONFIGS:
-            text = cfg.lookup(name, config)
-            try:
-                value = int(str(text).strip())
-            except ValueError:
-                value = None
-            if value is None or value < least or (least == -1 and value == 0):
-                what = "-1 (unbounded) or an integer >= 1" if least == -1 else f"an integer >= {least}"
-                raise ValueError(f"Invalid value {text} for configuration {name}: must be {what}")
-            values[attr] = value
+        for attr, name in _LIMIT_CONFIGS:
+            text = str(cfg.lookup(name, config)).strip()
+            problem = cfg.invalid_value(name, text)
+            if problem is None and name == "queued.max.request.bytes" and int(text) == 0:
+                problem = f"Invalid value 0 for configuration {name}: must be -1 (unbounded) or at least 1"
+            if problem is not None:
+                raise ValueError(problem)
+            values[attr] = int(text)
         return cls(**values)
 
     def check_interval_ms(self) -> int:
