@@ -24,6 +24,7 @@ from kraftlog.net.driver import (CLIENTS, DROP, HOLD, PASS, Connection, LinkFilt
                                  node_of_client_id)
 from kraftlog.protocol import listeners as lst
 from kraftlog.protocol import messages as m
+from kraftlog.protocol.framing import ServerConnection
 from kraftlog.protocol.level import DEFAULT
 from kraftlog.sim.cluster import SimCluster
 
@@ -257,6 +258,12 @@ class _Writer:
     def close(self) -> None:
         pass
 
+    def pause_reading(self) -> None:
+        pass
+
+    def resume_reading(self) -> None:
+        pass
+
 
 class _Node:
     """A sans-I/O node that records what it is handed and answers every request at once."""
@@ -299,7 +306,8 @@ def _driver(node_id=C) -> tuple[NodeDriver, _Node, list]:
 
 
 def _conn(number: int, identity, listener=lst.CONTROLLER) -> Connection:
-    return Connection(number, listener, "127.0.0.1:1", _Writer(), None, queued=deque(), identity=identity)
+    return Connection(number, listener, "127.0.0.1:1", _Writer(), ServerConnection({}), queued=deque(),
+                      identity=identity)
 
 
 def _arrive(d: NodeDriver, conn: Connection, *requests: tuple[int, str]) -> None:

@@ -206,3 +206,57 @@ def test_no_node_asks_to_be_woken_again_at_once_after_its_tick(monkeypatch, leve
         messages += ScenarioRun(faults.generate(seed), level=Level.parse(level)).run().messages
     assert spins == []
     assert ticks[0] < messages
+
+
+def test_a_broker_at_broker_epoch_minus_one_never_asks_to_be_woken_in_the_past():
+    """Node contract at broker epoch -1 (issue 24, finding 4): broker 0 stops reaching the controller (a
+    paused process) until it is fenced, a second incarnation of broker 0 registers, then broker 0 is heard
+    again: its heartbeat gets STALE_BROKER_EPOCH (epoch -1) and every registration
+    DUPLICATE_BROKER_REGISTRATION while the second incarnation heartbeats. A metadata fetch answered then
+    left its next fetch due with nothing it could send, so ``next_deadline()`` stayed in the past and the
+    TCP driver ticked it without end. Over 30 s there, every tick leaves the deadline in the future, and a
+    shutdown stops the broker at once (no registration: a controlled shutdown could never be granted)."""
+    import uuid
+
+    from kraftlog.controller.controller import CONTROLLER
+    from kraftlog.protocol.errors import Errors
+    from test_broker import MiniCluster
+
+    c = MiniCluster(config={"broker.session.timeout.ms": "3000", "broker.heartbeat.interval.ms": "500"})
+    b, ctl = c.b, c.ctl
+    c.hold = lambda env: env.src == 0 and env.dst == CONTROLLER
+    c.advance(c.now + 4000)
+    assert ctl.image.brokers[0].fenced
+    second = c.send(m.BrokerRegistrationRequest(0, "kraftlog", uuid.UUID(int=999)), "second", CONTROLLER)
+    assert second.error_code == Errors.NONE
+
+    def heartbeat_second() -> None:
+        ctl.deliver(c.now, m.Envelope("second", CONTROLLER, 1, m.BrokerHeartbeatRequest(
+            0, second.broker_epoch, ctl.end_offset, False, False)))
+
+    c.hold = lambda env: False
+    c.held = []  # what broker 0 sent meanwhile was lost (its requests timed out)
+    end, ticks, at_minus_one = c.now + 30_000, 0, 0
+    next_second = c.now
+    while c.now < end:
+        if c.now >= next_second:
+            heartbeat_second()
+            next_second = c.now + 500
+        c._heartbeat_followers()
+        for node in (ctl, b):
+            d = node.next_deadline()
+            if d is not None and d <= c.now:
+                node.tick(c.now)
+                if node is b:
+                    ticks += 1
+                    after = b.next_deadline()
+                    assert after is None or after > c.now, (c.now, after, b.broker_epoch)
+        c.pump()
+        c.inbox.clear()
+        at_minus_one += b.broker_epoch == -1
+        c.now = max(c.now + 1, min(d for d in (b.next_deadline(), ctl.next_deadline(), next_second)
+                                   if d is not None))
+    assert b.broker_epoch == -1 and at_minus_one > 0
+    assert ticks < 300  # heartbeats, registrations and ISR checks, not one per millisecond
+    b.begin_controlled_shutdown(c.now)
+    assert b.stopped

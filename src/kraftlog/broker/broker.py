@@ -330,10 +330,13 @@ class Broker(NodeBase):
 
     # ================================================================= lifecycle
     def begin_controlled_shutdown(self, now_ms: int) -> None:
-        """Start a clean shutdown: ask the controller to move leadership away, then stop."""
+        """Start a clean shutdown: ask the controller to move leadership away, then stop. Without a
+        registration (STARTING, or broker epoch -1: a heartbeat could not be sent, so the shutdown could
+        never be granted) the broker stops at once, as Kafka's ``BrokerLifecycleManager`` skips the
+        controlled shutdown outside RUNNING."""
         if self.state in (SHUTDOWN, PENDING_CONTROLLED_SHUTDOWN) or self.stopped:
             return
-        if self.state == STARTING:
+        if self.state == STARTING or self.broker_epoch < 0:
             self._finish_shutdown(now_ms)
             return
         self.state = PENDING_CONTROLLED_SHUTDOWN
@@ -698,7 +701,8 @@ class Broker(NodeBase):
 
     # ================================================================= metadata log
     def _send_metadata_fetch(self, now_ms: int) -> None:
-        if self.broker_epoch < 0:
+        if self.broker_epoch < 0:  # unregistered: nothing to send; registration starts the fetches again
+            self.next_metadata_fetch_ms = None
             return
         self.metadata_fetch_inflight = True
         self.next_metadata_fetch_ms = None

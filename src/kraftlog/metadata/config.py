@@ -50,6 +50,15 @@ DEFAULTS: dict[str, str] = {
     # The real cluster (net/): a broker's endpoints, Kafka's "NAME://host:port,..." (empty in the
     # simulator, whose nodes need none).
     "advertised.listeners": "",
+    # The listeners' bounds (net/driver.py's ListenerLimits; static, read at start). Kafka's names and
+    # meanings; kraftlog's defaults are bounded where Kafka's are not (Kafka: queued.max.request.bytes -1,
+    # max.connections and max.connections.per.ip 2147483647, no deadline for receiving a request).
+    "socket.request.max.bytes": "104857600",
+    "queued.max.request.bytes": "268435456",
+    "max.connections": "1000",
+    "max.connections.per.ip": "1000",
+    "connections.max.idle.ms": "600000",
+    "kraftlog.request.receive.timeout.ms": "30000",
     # The classic group coordinator (Kafka's group.* broker configs).
     "group.min.session.timeout.ms": "6000",
     "group.max.session.timeout.ms": "1800000",
@@ -176,6 +185,14 @@ _TYPES: dict[str, tuple[str, int | None, bool]] = {
     "message.timestamp.before.max.ms": (_LONG, 0, False),
     "message.timestamp.after.max.ms": (_LONG, 0, False),
     "log.dir.failure.timeout.ms": (_LONG, 1, False),
+    # The listeners' bounds: Kafka's types; lower bounds 1 where Kafka allows 0 (a listener that takes no
+    # connection, a zero deadline), and -1 (unbounded, Kafka's default) for queued.max.request.bytes.
+    "socket.request.max.bytes": (_INT, 1, False),
+    "queued.max.request.bytes": (_LONG, -1, False),
+    "max.connections": (_INT, 1, False),
+    "max.connections.per.ip": (_INT, 1, False),
+    "connections.max.idle.ms": (_LONG, 1, False),
+    "kraftlog.request.receive.timeout.ms": (_LONG, 1, False),
 }
 
 

@@ -13,7 +13,22 @@ messages are :mod:`kraftlog.protocol.wire`, authorization per listener is the no
 * **One request at a time per connection**, as Kafka's SocketServer mutes a channel until the response
   to its current request is sent: responses leave in request order (kafka-python requires it), while
   the node may still park a request (a long-polled Fetch, an acks=all Produce). A Produce with acks=0
-  gets no response and unmutes the connection at once (Kafka's ``sendNoOpResponse``).
+  gets no response and unmutes the connection at once (Kafka's ``sendNoOpResponse``). No request is
+  handed to the node until the response before it has been written whole to the socket (the
+  transport's write buffer is empty again), and the connection is not read while a response waits in
+  that buffer or a complete request waits behind the one in flight. Per connection: one request in
+  flight, what one read completed queued behind it, one response in memory; a client that pipelines
+  requests and never reads holds that and what its socket buffers take, and stalls only itself.
+  (Kafka stops reading a channel from the moment a request is complete until its response is sent;
+  kraftlog goes on reading the next request while one is in flight, so that receiving it overlaps
+  the wait for replication.)
+* **Bounds** (:class:`ListenerLimits`, from the node's config; kraftlog's defaults are bounded where
+  Kafka's are not): ``socket.request.max.bytes`` per request; ``queued.max.request.bytes`` across
+  connections (:class:`RequestMemory`: a large request's buffer grows as its bytes arrive and each step
+  is charged first; a connection whose step does not fit is not read until it does);
+  ``max.connections`` / ``max.connections.per.ip`` per listener (one over is closed at once);
+  ``connections.max.idle.ms``; ``kraftlog.request.receive.timeout.ms`` for a begun request. What the
+  listeners refused and closed is counted (:meth:`NodeDriver.listener_stats`) and logged once a check.
 * **Bad input.** A frame the framing refuses, or a body the wire layer cannot decode, closes that
   connection (Kafka's InvalidRequestException) and is logged once; the node never sees it.
 * **Peers.** Requests the node sends to another node go over one outbound connection per peer: the
@@ -23,7 +38,8 @@ messages are :mod:`kraftlog.protocol.wire`, authorization per listener is the no
   flight on it (``peer_disconnected``), as Kafka's NetworkClient does.
 * **I/O.** Connections are asyncio buffered protocols: the socket reads into the buffers the framing
   gives (:meth:`~kraftlog.protocol.framing.ServerConnection.get_buffer`; a frame larger than 64 KiB,
-  e.g. a produce request or a fetch response with records, straight into a buffer of its own size),
+  e.g. a produce request or a fetch response with records, straight into a buffer of its own that
+  grows as the bytes arrive),
   with no stream reader in between and no task per connection; a Fetch response goes out as
   a list of buffers (``transport.writelines``: one ``writev``) whose record batches are the bytes read
   from the log, not copied into one response buffer (:func:`~kraftlog.protocol.wire.frame_response`).
@@ -48,14 +64,15 @@ from dataclasses import dataclass, field
 
 from ..controller.controller import CONTROLLER
 from ..links import LinkRules, matches
+from ..metadata import config as cfg
 from ..protocol import listeners as lst
 from ..protocol import messages as m
 from ..protocol import wire
 from ..protocol.framing import Close, Reply, Request, ResponseDecoder, ServerConnection
 from ..protocol.node import CONNECTION_SETUP, ConnectionSetup
 
-__all__ = ["Clock", "NodeDriver", "Connection", "LinkFilter", "CLIENTS", "PASS", "DROP", "HOLD",
-           "node_of_client_id"]
+__all__ = ["Clock", "NodeDriver", "Connection", "LinkFilter", "ListenerLimits", "CLIENTS", "PASS", "DROP",
+           "HOLD", "node_of_client_id"]
 
 #: How long (ms) an outbound connection attempt may take (Kafka's socket.connection.setup.timeout.ms).
 CONNECT_TIMEOUT_MS = 10_000
@@ -320,6 +337,109 @@ def _hold_args(cmd: str, args: dict) -> tuple:
     return (api, None if src is None else _node(src, keys[0]), None if dst is None else _node(dst, keys[1]))
 
 
+# ====================================================================== listener bounds
+#: ListenerLimits' fields and their configs (Kafka's names but the last, kraftlog's own); their defaults
+#: are :data:`kraftlog.metadata.config.DEFAULTS`', their types and lower bounds its ``invalid_value``'s.
+_LIMIT_CONFIGS = (
+    ("max_request_bytes", "socket.request.max.bytes"),
+    ("queued_max_request_bytes", "queued.max.request.bytes"),
+    ("max_connections", "max.connections"),
+    ("max_connections_per_ip", "max.connections.per.ip"),
+    ("connections_max_idle_ms", "connections.max.idle.ms"),
+    ("request_receive_timeout_ms", "kraftlog.request.receive.timeout.ms"),
+)
+
+
+@dataclass(frozen=True)
+class ListenerLimits:
+    """What one node's listeners allow a connection, in bytes, counts and ms. Kafka's names and meanings;
+    kraftlog's defaults (``metadata/config.py``) are bounded where Kafka's are not.
+
+    * ``max_request_bytes`` (``socket.request.max.bytes``, 104,857,600 as Kafka): the largest request
+      frame; a larger size closes the connection (Kafka's InvalidReceiveException).
+    * ``queued_max_request_bytes`` (``queued.max.request.bytes``; Kafka: -1, unbounded; kraftlog
+      268,435,456 = 256 MiB; -1 here too means unbounded): bytes of requests read but not yet handed to
+      the node, across the node's connections: the buffers of large requests being received and the
+      requests queued behind one in flight. A connection whose large request needs a bigger buffer than
+      what is left waits, not reading, until enough is handled (see :class:`RequestMemory`).
+    * ``max_connections`` / ``max_connections_per_ip`` (Kafka: 2,147,483,647 each; kraftlog 1,000
+      each): connections a listener holds at once, in all and from one address; one over the limit is
+      closed at once, counted and logged. Counted per listener, so clients filling the client listener
+      never lock the brokers out of the internal one (Kafka counts per broker and exempts its
+      inter-broker listener). On loopback every client has the same address, so the two are equal.
+    * ``connections_max_idle_ms`` (600,000 as Kafka): a connection with no byte read or written for
+      this long is closed.
+    * ``request_receive_timeout_ms`` (``kraftlog.request.receive.timeout.ms``, 30,000; Kafka has none):
+      a request whose first byte arrived must be received whole within this long while the connection
+      is read, else the connection is closed (a slow-loris client).
+
+    :meth:`from_config` reads them from a node's static config; ValueError names a bad value."""
+
+    max_request_bytes: int = int(cfg.DEFAULTS["socket.request.max.bytes"])
+    queued_max_request_bytes: int = int(cfg.DEFAULTS["queued.max.request.bytes"])
+    max_connections: int = int(cfg.DEFAULTS["max.connections"])
+    max_connections_per_ip: int = int(cfg.DEFAULTS["max.connections.per.ip"])
+    connections_max_idle_ms: int = int(cfg.DEFAULTS["connections.max.idle.ms"])
+    request_receive_timeout_ms: int = int(cfg.DEFAULTS["kraftlog.request.receive.timeout.ms"])
+
+    @classmethod
+    def from_config(cls, config) -> "ListenerLimits":
+        """The limits a static config (name -> value) sets, kraftlog's defaults for the rest. ValueError
+        with Kafka's wording (``Invalid value 0 for configuration max.connections: Value must be at least
+        1``) for a value of the wrong type or below its bound (:func:`kraftlog.metadata.config.invalid_value`),
+        or 0 for queued.max.request.bytes."""
+        values = {}
+        for attr, name in _LIMIT_CONFIGS:
+            text = str(cfg.lookup(name, config)).strip()
+            problem = cfg.invalid_value(name, text)
+            if problem is None and name == "queued.max.request.bytes" and int(text) == 0:
+                problem = f"Invalid value 0 for configuration {name}: must be -1 (unbounded) or at least 1"
+            if problem is not None:
+                raise ValueError(problem)
+            values[attr] = int(text)
+        return cls(**values)
+
+    def check_interval_ms(self) -> int:
+        """How often (ms) the driver looks for connections past their deadlines: every second, or a
+        quarter of the shorter deadline when that is shorter (a deadline is met to within this)."""
+        return max(10, min(1000, self.request_receive_timeout_ms // 4, self.connections_max_idle_ms // 4))
+
+
+class RequestMemory:
+    """``queued.max.request.bytes`` for one node: the bytes of requests read but not yet handed to the
+    node (``used``), across its listener connections, as Kafka's ``MemoryPool`` bounds the request
+    buffers of its ``SocketServer``. Pure bookkeeping; the driver charges and releases.
+
+    Charged: the buffer of a large request being received, before it is allocated or grown (a
+    :class:`~kraftlog.protocol.framing.ServerConnection`'s ``next_allocation``; ``frames`` of ``used``), and
+    every request queued behind the one in flight on its connection (until its queue empties). A request
+    that fits a connection's 64 KiB staging buffer is read whatever the budget (that buffer is the
+    connection's own, and muting bounds what queues behind it), so small requests -- a probe's
+    ApiVersions, a heartbeat -- are never held up by large ones.
+
+    A connection whose next buffer does not fit waits in ``waiting`` (FIFO) without reading; it goes on
+    when its buffer fits, or when every other large request holding part of the budget is itself waiting
+    (nothing else could free it: it then goes over, as Kafka's non-strict pool allocates past its limit
+    while any memory is left), so no set of half-received requests can wedge the listener. ``limit`` -1:
+    unbounded."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.used = 0
+        self.frames = 0  # of used: buffers of large requests being received
+        self.waiting_frames = 0  # of frames: those of connections in ``waiting``
+        self.waiting: deque = deque()
+
+    def fits(self, nbytes: int, own_frame: int, own_waiting: bool) -> bool:
+        """Whether a connection holding ``own_frame`` bytes of frame buffer (in ``waiting`` or not) may
+        allocate ``nbytes`` more now."""
+        if self.limit < 0 or self.used + nbytes <= self.limit:
+            return True
+        others = self.frames - own_frame
+        others_waiting = self.waiting_frames - (own_frame if own_waiting else 0)
+        return others == others_waiting  # every other holder waits too: go over rather than wedge
+
+
 # ====================================================================== connections
 @dataclass(eq=False)
 class Connection:
@@ -328,7 +448,7 @@ class Connection:
     number: int
     listener: str
     peer: str
-    #: the connection's transport (``write``, ``writelines``, ``close``)
+    #: the connection's transport (``write``, ``writelines``, ``close``, ``pause_reading``, ...)
     writer: asyncio.Transport
     framing: ServerConnection
     #: requests decoded but not yet handed to the node (the channel is muted while one is in flight)
@@ -339,6 +459,21 @@ class Connection:
     #: who is at the other end, for the link filter: the node named by the client id of its requests
     #: (``broker-<id>``, ``controller``) on a node listener, else :data:`CLIENTS`
     identity: object = CLIENTS
+    #: the address the connection comes from (``max.connections.per.ip``); "" when not counted
+    ip: str = ""
+    #: whether its transport is reading (False: muted or waiting, see :meth:`NodeDriver._update_reading`)
+    reading: bool = True
+    #: its transport's write buffer holds a response not yet written to the socket (``pause_writing``)
+    write_paused: bool = False
+    #: waiting in :class:`RequestMemory`'s queue for its next request buffer
+    memory_wait: bool = False
+    #: bytes charged to ``queued.max.request.bytes``: its large request's buffer, its queued requests
+    frame_charge: int = 0
+    queued_charge: int = 0
+    #: the driver's coarse clock (ms) at the last byte read or written, and at the first byte of the
+    #: request being received (None: none begun)
+    last_io_ms: int = 0
+    receive_started_ms: int | None = None
 
     def __repr__(self) -> str:
         return f"conn-{self.number}({self.listener} {self.peer})"
@@ -421,10 +556,18 @@ class _ListenerProtocol(asyncio.BufferedProtocol):
     def buffer_updated(self, nbytes: int) -> None:
         conn = self.conn
         if not conn.closed:  # type: ignore[union-attr]
-            self.driver._on_events(conn, conn.framing.buffer_updated(nbytes))  # type: ignore[union-attr]
+            self.driver._on_read(conn, nbytes)  # type: ignore[arg-type]
 
     def eof_received(self) -> bool:
         return False  # the client closed its side: close ours (connection_lost follows)
+
+    def pause_writing(self) -> None:
+        if self.conn is not None:
+            self.driver._write_paused(self.conn, True)
+
+    def resume_writing(self) -> None:
+        if self.conn is not None:
+            self.driver._write_paused(self.conn, False)
 
     def connection_lost(self, exc: Exception | None) -> None:
         if self.conn is not None:
@@ -499,14 +642,18 @@ class NodeDriver:
     def __init__(self, node, listeners: dict, address_of: Callable[[object], tuple[str, int] | None],
                  log: Callable[[str], None], client_id: str, clock: Clock | None = None,
                  max_request_bytes: int | None = None, link_filter: LinkFilter | None = None,
-                 control_handlers: dict[str, Callable[[dict], dict]] | None = None) -> None:
+                 control_handlers: dict[str, Callable[[dict], dict]] | None = None,
+                 limits: ListenerLimits | None = None) -> None:
         self.node = node
         self.listeners = listeners
         self.address_of = address_of
         self.log = log
         self.client_id = client_id
         self.clock = clock or Clock()
-        self.max_request_bytes = max_request_bytes
+        self.limits = limits or ListenerLimits()
+        self.max_request_bytes = max_request_bytes if max_request_bytes is not None else (
+            self.limits.max_request_bytes if limits is not None else None)
+        self.memory = RequestMemory(self.limits.queued_max_request_bytes)
         self.supported = {name: None for name in listeners}
         self._numbers = itertools.count(1)
         self._peers: dict[object, _Peer] = {}
@@ -521,6 +668,14 @@ class NodeDriver:
         #: cmd -> handler(command) -> answer fields; ValueError for a malformed command
         self.control_handlers = dict(control_handlers or {})
         self.control_port: int | None = None
+        #: the clock (ms) as of the last deadline check: stamps connections' reads and writes (coarse, cheap)
+        self._coarse_ms = self.clock.now_ms()
+        self._counts: dict[str, int] = {}  # listener -> connections it holds
+        self._ip_counts: dict[tuple[str, str], int] = {}  # (listener, address) -> connections
+        #: what the listeners refused and closed (the run file's ``listeners``), and what was not yet logged
+        self.stats = {"refused": 0, "closed_idle": 0, "closed_receive_timeout": 0}
+        self._unlogged = {"refused": 0, "closed_idle": 0, "closed_receive_timeout": 0}
+        self._warned_past_deadline = False
 
     # ------------------------------------------------------------------ lifecycle
     async def start(self, versions_for: Callable[[str], dict[int, tuple[int, int]]]) -> None:
@@ -530,24 +685,45 @@ class NodeDriver:
             self.supported[name] = versions_for(name)
             server = await loop.create_server(lambda name=name: _ListenerProtocol(self, name), sock=sock)
             self._servers.append(server)
+        if self.listeners:
+            self._spawn(self._check_deadlines_forever())
         self._flush()
 
     async def run_until(self, done: Callable[[], bool], wake_every_ms: int = 1000,
                         on_wake: Callable[[], None] | None = None) -> None:
         """Tick the node at its deadlines until ``done()`` is true; wakes at least every
-        ``wake_every_ms`` to call ``on_wake``."""
+        ``wake_every_ms`` to call ``on_wake``.
+
+        Every pass yields to the event loop at least once (its sockets, timers and signal handlers run),
+        even when the node's deadline is already due: a node that kept asking to be woken in the past
+        (a timer it cannot act on and never moves) once made this loop tick it without ever awaiting, so
+        the process stopped reading its sockets and ignored SIGTERM (issue 24). Such a node breaks the
+        node contract (``next_deadline()`` after ``tick(now)`` lies after ``now``); the driver logs it
+        once and then ticks it at most once a millisecond."""
+        past = False  # the last tick left the deadline at or before its own time
         while not done():
             deadline = self.node.next_deadline()
             now = self.clock.now_ms()
             wait_ms = wake_every_ms if deadline is None else max(0, min(wake_every_ms, deadline - now))
-            if wait_ms > 0:
+            if past:  # a node stuck in the past: tick it at most once a millisecond
+                await asyncio.sleep(0.001)
+            elif wait_ms > 0 and not self._wake.is_set():
                 await self._wake.wait(wait_ms / 1000)
+            else:
+                await asyncio.sleep(0)
             self._wake.clear()
             now = self.clock.now_ms()
             deadline = self.node.next_deadline()
+            past = False
             if deadline is not None and now >= deadline:
                 self.node.tick(now)
                 self._flush()
+                after = self.node.next_deadline()
+                past = after is not None and after <= now
+                if past and not self._warned_past_deadline:
+                    self._warned_past_deadline = True
+                    self.log(f"the node asks to be woken at {after} ms, not after its tick at {now} ms "
+                             "(a node contract bug): ticking it at most once a millisecond")
             if on_wake is not None:
                 on_wake()
 
@@ -574,29 +750,67 @@ class NodeDriver:
         self._flush()
         self._wake.set()
 
+    def listener_stats(self) -> dict:
+        """The listeners' state, for the node's run file: ``connections`` per listener, ``refused`` (over
+        max.connections / max.connections.per.ip), ``closed_idle`` (connections.max.idle.ms),
+        ``closed_receive_timeout`` (kraftlog.request.receive.timeout.ms), ``queued_request_bytes`` (charged
+        to queued.max.request.bytes) and ``waiting_for_memory`` (connections not read until it has room)."""
+        return {"connections": dict(sorted(self._counts.items())), **self.stats,
+                "queued_request_bytes": self.memory.used, "waiting_for_memory": len(self.memory.waiting)}
+
     # ------------------------------------------------------------------ inbound
     def _accepted(self, listener: str, transport: asyncio.Transport) -> Connection:
+        """A new connection on ``listener``: counted, or closed at once when the listener already holds
+        ``max.connections`` connections, or ``max.connections.per.ip`` from its address (Kafka's
+        ``ConnectionQuotas``; Kafka's acceptor waits for a free slot instead at max.connections)."""
         peername = transport.get_extra_info("peername")
+        ip = str(peername[0]) if peername else "?"
         kwargs = {} if self.max_request_bytes is None else {"max_request_bytes": self.max_request_bytes}
-        conn = Connection(next(self._numbers), listener, f"{peername[0]}:{peername[1]}" if peername else "?",
-                          transport, ServerConnection(self.supported[listener], **kwargs))
+        conn = Connection(next(self._numbers), listener, f"{ip}:{peername[1]}" if peername else "?",
+                          transport, ServerConnection(self.supported[listener], **kwargs),
+                          last_io_ms=self._coarse_ms)
+        limits = self.limits
+        if (self._counts.get(listener, 0) >= limits.max_connections
+                or self._ip_counts.get((listener, ip), 0) >= limits.max_connections_per_ip):
+            conn.closed = True
+            conn.framing.closed = "refused"  # late bytes land in a scratch buffer
+            self.stats["refused"] += 1
+            self._unlogged["refused"] += 1
+            transport.close()
+            return conn
+        conn.ip = ip
+        self._counts[listener] = self._counts.get(listener, 0) + 1
+        self._ip_counts[(listener, ip)] = self._ip_counts.get((listener, ip), 0) + 1
+        # Muting: no further request is handed over, nor read, while a response is not yet written whole
+        # to the socket (pause_writing at the first byte buffered, resume_writing once it is empty).
+        transport.set_write_buffer_limits(high=0, low=0)
         self.connections.add(conn)
         return conn
 
+    def _on_read(self, conn: Connection, nbytes: int) -> None:
+        """``nbytes`` arrived on a listener connection, in the buffer its framing gave."""
+        conn.last_io_ms = self._coarse_ms
+        self._on_events(conn, conn.framing.buffer_updated(nbytes))
+
     def _on_events(self, conn: Connection, events: list) -> None:
         """What the framing made of a listener connection's bytes: hand its complete requests to the node
-        (one at a time), answer or close as it says."""
+        (one at a time), answer or close as it says; then decide whether to read it further."""
         try:
             for event in events:
                 if isinstance(event, Request):
                     self._on_request(conn, event)
                 elif isinstance(event, Reply):
-                    self._reply(conn, event.data)
+                    conn.queued.append(event)  # answered in turn: responses leave in request order
                 elif isinstance(event, Close):
                     self._close(conn, event.reason)
                     break
             self._pump(conn)
             self._flush()
+            if not conn.closed:
+                held = conn.framing.held_bytes
+                if held != conn.frame_charge:  # a large request completed (its buffer is now queued)
+                    self._set_frame_charge(conn, held)
+                self._update_reading(conn)
         except Exception:  # a bug: log it, drop this connection, keep serving the others
             self.log(f"error serving {conn}:\n{traceback.format_exc()}")
             self._close(conn, "internal error")
@@ -612,12 +826,19 @@ class NodeDriver:
             node = node_of_client_id(client_id)
             conn.identity = CLIENTS if node is None else node
         conn.queued.append((corr, version, client_id, msg))
+        size = len(event.payload)
+        conn.queued_charge += size
+        self.memory.used += size
 
     def _pump(self, conn: Connection) -> None:
-        """Hand the node the next queued request of ``conn`` when none is in flight."""
+        """Hand the node the next queued request of ``conn`` when none is in flight and the last response
+        has been written (muting); answers of the framing (ApiVersions) leave in turn."""
         lf = self.link_filter
-        while conn.inflight is None and conn.queued and not conn.closed:
+        while conn.inflight is None and conn.queued and not conn.closed and not conn.write_paused:
             item = conn.queued.popleft()
+            if type(item) is Reply:
+                self._reply(conn, item.data)
+                continue
             corr, version, client_id, msg = item
             if lf is not None and lf.active:
                 api = _api(msg)
@@ -637,6 +858,127 @@ class NodeDriver:
                 return
             if type(msg) is m.ProduceRequest and msg.acks == 0:
                 conn.inflight = None  # no response comes: Kafka unmutes the channel at once
+        if not conn.queued and conn.queued_charge:  # every queued request handed over: released
+            self.memory.used -= conn.queued_charge
+            conn.queued_charge = 0
+            self._wake_memory_waiters()
+
+    # ------------------------------------------------------------------ muting and request memory
+    def _update_reading(self, conn: Connection) -> None:
+        """Read ``conn`` only while no complete request waits behind the one in flight and its last
+        response has been written to the socket (muting), and the next buffer its large request needs
+        fits ``queued.max.request.bytes`` (charged here, before the framing allocates it); pause its
+        transport otherwise. The receive deadline runs only while the connection is read."""
+        if conn.closed:
+            return
+        framing = conn.framing
+        read = not conn.queued and not conn.write_paused
+        if read:
+            need = framing.held_bytes + framing.next_allocation - conn.frame_charge
+            if need <= 0 and conn.memory_wait:  # nothing to wait for any more
+                self.memory.waiting.remove(conn)
+                self.memory.waiting_frames -= conn.frame_charge
+                conn.memory_wait = False
+            elif need > 0:
+                memory = self.memory
+                if conn.memory_wait and memory.waiting[0] is not conn:
+                    read = False  # first come, first served
+                elif memory.fits(need, conn.frame_charge, conn.memory_wait):
+                    if conn.memory_wait:
+                        memory.waiting.popleft()
+                        memory.waiting_frames -= conn.frame_charge
+                        conn.memory_wait = False
+                    self._set_frame_charge(conn, conn.frame_charge + need)
+                else:
+                    read = False
+                    if not conn.memory_wait:
+                        conn.memory_wait = True
+                        memory.waiting.append(conn)
+                        memory.waiting_frames += conn.frame_charge
+        if read != conn.reading:
+            conn.reading = read
+            if read:
+                conn.writer.resume_reading()
+                conn.receive_started_ms = None  # the deadline restarts: the wait was not the client's
+            else:
+                conn.writer.pause_reading()
+        if not framing.receiving:
+            conn.receive_started_ms = None
+        elif conn.receive_started_ms is None:
+            conn.receive_started_ms = self._coarse_ms
+
+    def _set_frame_charge(self, conn: Connection, nbytes: int) -> None:
+        memory = self.memory
+        delta = nbytes - conn.frame_charge
+        conn.frame_charge = nbytes
+        memory.used += delta
+        memory.frames += delta
+        if conn.memory_wait:
+            memory.waiting_frames += delta
+        if delta < 0:
+            self._wake_memory_waiters()
+
+    def _wake_memory_waiters(self) -> None:
+        """Let the connections waiting for request memory go on, first come first served, while the
+        first one's buffer fits."""
+        waiting = self.memory.waiting
+        while waiting:
+            conn = waiting[0]
+            self._update_reading(conn)
+            if conn.memory_wait:
+                return
+
+    def _write_paused(self, conn: Connection, paused: bool) -> None:
+        """The transport's write buffer filled (a response not yet written whole to the socket) or
+        emptied: the connection is muted until then, then its next request goes on."""
+        conn.write_paused = paused
+        if paused or conn.closed:
+            return
+        conn.last_io_ms = self._coarse_ms
+        self._pump(conn)
+        self._flush()
+        self._update_reading(conn)
+
+    # ------------------------------------------------------------------ deadlines
+    async def _check_deadlines_forever(self) -> None:
+        interval_s = self.limits.check_interval_ms() / 1000
+        while True:
+            await asyncio.sleep(interval_s)
+            try:
+                self._check_deadlines()
+            except Exception:  # a bug: log it and go on checking
+                self.log(f"error checking connection deadlines:\n{traceback.format_exc()}")
+
+    def _check_deadlines(self) -> None:
+        """Close the connections past a deadline: a request begun and not received whole within
+        ``kraftlog.request.receive.timeout.ms`` while the connection was read, or nothing read or written
+        for ``connections.max.idle.ms``; log what the listeners closed and refused since the last check
+        (one line each, not one per connection)."""
+        now = self._coarse_ms = self.clock.now_ms()
+        limits = self.limits
+        for conn in sorted(self.connections, key=lambda c: c.number):
+            started = conn.receive_started_ms
+            if conn.reading and started is not None and now - started >= limits.request_receive_timeout_ms:
+                self._closed_for("closed_receive_timeout", conn)
+            elif now - conn.last_io_ms >= limits.connections_max_idle_ms:
+                self._closed_for("closed_idle", conn)
+        unlogged = self._unlogged
+        if unlogged["closed_receive_timeout"]:
+            self.log(f"closed {unlogged['closed_receive_timeout']} connection(s) whose request was not received "
+                     f"within kraftlog.request.receive.timeout.ms ({limits.request_receive_timeout_ms} ms)")
+        if unlogged["closed_idle"]:
+            self.log(f"closed {unlogged['closed_idle']} connection(s) idle for connections.max.idle.ms "
+                     f"({limits.connections_max_idle_ms} ms)")
+        if unlogged["refused"]:
+            self.log(f"refused {unlogged['refused']} connection(s) over max.connections ({limits.max_connections}) "
+                     f"or max.connections.per.ip ({limits.max_connections_per_ip}) of a listener")
+        for key in unlogged:
+            unlogged[key] = 0
+
+    def _closed_for(self, why: str, conn: Connection) -> None:
+        self.stats[why] += 1
+        self._unlogged[why] += 1
+        self._close(conn, None)
 
     def _close(self, conn: Connection, reason: str | None) -> None:
         if conn.closed:
@@ -644,6 +986,23 @@ class NodeDriver:
         conn.closed = True
         conn.queued.clear()
         self.connections.discard(conn)
+        if conn.ip:
+            self._counts[conn.listener] -= 1
+            key = (conn.listener, conn.ip)
+            if self._ip_counts[key] <= 1:
+                del self._ip_counts[key]
+            else:
+                self._ip_counts[key] -= 1
+        memory = self.memory
+        if conn.memory_wait:
+            memory.waiting.remove(conn)
+            memory.waiting_frames -= conn.frame_charge
+            conn.memory_wait = False
+        if conn.frame_charge or conn.queued_charge:
+            memory.used -= conn.frame_charge + conn.queued_charge
+            memory.frames -= conn.frame_charge
+            conn.frame_charge = conn.queued_charge = 0
+            self._wake_memory_waiters()
         if self.link_filter is not None and self.link_filter.held:
             self.link_filter.forget(lambda item: item[0] != "send" and item[1] is conn)
         if reason is not None:
@@ -687,6 +1046,7 @@ class NodeDriver:
                 if verdict is HOLD:
                     lf.hold_message("ApiVersions", src, dst, ("reply", conn, data))
                     return
+        conn.last_io_ms = self._coarse_ms
         conn.writer.write(data)
 
     def _send_response(self, env: m.Envelope) -> None:
@@ -705,13 +1065,16 @@ class NodeDriver:
                 if current:  # dropped or held, it counts as sent: the connection goes on
                     conn.inflight = None
                     self._pump(conn)
+                    self._update_reading(conn)
                 return
         self._write_response(conn, env, version)
         if current and conn.inflight is not None and conn.inflight[0] == env.correlation_id:
             conn.inflight = None
             self._pump(conn)
+            self._update_reading(conn)
 
     def _write_response(self, conn: Connection, env: m.Envelope, version: int | None) -> None:
+        conn.last_io_ms = self._coarse_ms
         try:
             if type(env.message) is m.FetchResponse:  # record batches sent as read, not copied
                 conn.writer.writelines(wire.frame_response(env.message, env.correlation_id, version))
@@ -939,6 +1302,8 @@ class NodeDriver:
             conn.queued.extendleft(reversed(requests))  # ahead of what arrived after them
             self._pump(conn)
         self._flush()
+        for conn in requeue:
+            self._update_reading(conn)
 
     def _release_response(self, conn: Connection, env: m.Envelope, version: int | None) -> None:
         lf = self.link_filter

@@ -37,9 +37,15 @@ level, the seed, the configs and the ports); ``NODE`` is ``controller`` or a bro
   owner exits (``prctl(PR_SET_PDEATHSIG)``, which reaches a paused node too); elsewhere, and as a second
   guard, the node shuts down at its next wake once the owner's PID is gone. A fault injector killed by
   SIGKILL thus leaves no node behind,
+* bounds its listeners as ``cluster.json``'s config says (:class:`~kraftlog.net.driver.ListenerLimits`:
+  ``queued.max.request.bytes``, ``max.connections``, ``max.connections.per.ip``,
+  ``connections.max.idle.ms``, ``kraftlog.request.receive.timeout.ms``, ``socket.request.max.bytes``; a
+  bad value exits 2 naming it) and writes what they refused and closed to its run file (``listeners``),
 * runs the node under :class:`~kraftlog.net.driver.NodeDriver` until SIGTERM/SIGINT: a broker then
   shuts down cleanly (controlled shutdown, logs flushed, HWM checkpoint and clean-shutdown file
   written; at most 35 s), the controller stops at once (its metadata log is fsynced on every append).
+  The signal is taken by a Python-level handler, which runs however busy the event loop is, and arms
+  a timer: the process exits at the latest :data:`FORCED_EXIT_MS` after the signal.
 
 Logs go to stderr, one line per event, which the launcher sends to ``DIR/<node>.log``.
 """
@@ -52,6 +58,7 @@ import os
 import signal
 import socket
 import sys
+import threading
 import time
 from random import Random
 
@@ -62,7 +69,7 @@ from ..protocol import wire
 from ..protocol.level import Level
 from ..storage.meta_properties import NodeIdentityError
 from .disk import FileDisk, read_meta_properties
-from .driver import Clock, LinkFilter, NodeDriver
+from .driver import Clock, LinkFilter, ListenerLimits, NodeDriver
 
 HOST = "127.0.0.1"
 #: In a chaos-mode cluster directory: the cluster-wide link rules (LinkFilter.to_rules), kept by
@@ -70,6 +77,9 @@ HOST = "127.0.0.1"
 LINKS_FILE = "links.json"
 #: Extra time (ms) past the broker's own controlled-shutdown bound before the process gives up.
 SHUTDOWN_GRACE_MS = 5000
+#: After a SIGTERM/SIGINT, the process exits at the latest this long (ms) after it, whatever its event loop
+#: does (a thread's timer, armed by the signal handler itself): the clean path's bound plus 5 s for closing.
+FORCED_EXIT_MS = CONTROLLED_SHUTDOWN_MAX_MS + SHUTDOWN_GRACE_MS + 5000
 #: The run file is rewritten at least this often (s) while the node runs, and at once when its state,
 #: broker epoch, fencing or control port changes.
 STATUS_INTERVAL_S = 1.0
@@ -221,6 +231,11 @@ async def _main(directory: str, node) -> int:
         socks[lst.INTERNAL] = _bind(spec["internal_port"] or 0)
     ports = {k: s.getsockname()[1] for k, s in socks.items()}
     config = {k: str(v) for k, v in cluster.get("config", {}).items()}
+    try:
+        limits = ListenerLimits.from_config(config)
+    except ValueError as exc:
+        log(f"cluster.json: {exc}")
+        return 2
     chaos = bool(cluster.get("chaos", False))
     disk = FileDisk(root, log=log, shadow=chaos)
     clock = Clock()
@@ -267,7 +282,8 @@ async def _main(directory: str, node) -> int:
         if link_filter.active:
             log(f"link filter rules from {LINKS_FILE}: {json.dumps(link_filter.to_rules(), sort_keys=True)}")
     driver = NodeDriver(core, socks, address_of, log, client_id=name, clock=clock, link_filter=link_filter,
-                        control_handlers={"disk_full": disk_full} if chaos and node != CONTROLLER else None)
+                        control_handlers={"disk_full": disk_full} if chaos and node != CONTROLLER else None,
+                        limits=limits)
     started = time.time()
 
     written = {"key": None, "at": 0.0}
@@ -287,7 +303,8 @@ async def _main(directory: str, node) -> int:
         written["key"], written["at"] = key, now
         status = {"pid": os.getpid(), "port": port, "internal_port": internal, "incarnation": incarnation,
                   "started": started, "updated": time.time(), "chaos": chaos, "control_port": driver.control_port,
-                  "counters": {"metadata-apply-error-count": errors}}
+                  "counters": {"metadata-apply-error-count": errors},
+                  "listeners": driver.listener_stats()}
         if node != CONTROLLER:
             status.update(state=core.state, broker_epoch=core.broker_epoch, fenced=core.fenced,
                           log_dir_offline=core.log_dir_offline, log_dir_failure=core.log_dir_failure,
@@ -333,8 +350,26 @@ async def _main(directory: str, node) -> int:
             core.begin_controlled_shutdown(clock.now_ms())
         driver.kick()
 
+    forced = {"armed": False}
+
+    def force_exit() -> None:  # on the timer's thread: the loop did not finish in time
+        log(f"still running {FORCED_EXIT_MS} ms after the signal: exiting without a clean shutdown")
+        os._exit(1)
+
+    def on_os_signal(signum: int, frame) -> None:
+        # A Python-level handler (signal.signal), not loop.add_signal_handler: it runs on the main thread
+        # between two bytecodes however busy the event loop is, so a signal is never lost to a loop that
+        # does not get back to its selector; the shutdown itself runs on the loop (call_soon_threadsafe
+        # also wakes it). The timer ends the process if the clean shutdown does not.
+        if not forced["armed"]:
+            forced["armed"] = True
+            timer = threading.Timer(FORCED_EXIT_MS / 1000, force_exit)
+            timer.daemon = True
+            timer.start()
+        loop.call_soon_threadsafe(on_signal, signum)
+
     for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, on_signal, sig)
+        signal.signal(sig, on_os_signal)
 
     def done() -> bool:
         if getattr(core, "fatal_error", None) is not None:

@@ -153,6 +153,11 @@ def _entry_type(response_type: type) -> type:
 
 #: Bytes of a :class:`_FrameBuffer`'s staging buffer; a frame larger than this is read into its own.
 STAGING_BYTES = 64 * 1024
+#: A large frame's buffer starts at this many times the bytes of it received (at least STAGING_BYTES) and
+#: grows by this factor each time it is full: it never holds more than this many times what arrived.
+GROWTH = 4
+#: Where a closed connection's late bytes land (ignored; shared by every closed connection).
+_DISCARD = memoryview(bytearray(4096))
 
 
 class _FrameBuffer:
@@ -162,30 +167,81 @@ class _FrameBuffer:
     frames without their size prefix, the reason to close or None). A reader that has the bytes already
     (a blocking socket's ``recv``) hands them to :meth:`feed`, which copies them in.
 
-    Small frames arrive in a staging buffer of :data:`STAGING_BYTES` and are copied out as bytes; a frame
-    that does not fit there gets a buffer of its own size, which the socket fills directly, and is
-    handed over as a read-only memoryview of it: a 1 MiB produce request is not copied before it is
-    decoded."""
+    Small frames arrive in a staging buffer of :data:`STAGING_BYTES` (allocated when the first bytes
+    come: an idle connection holds none) and are copied out as bytes. A frame that does not fit there
+    is read into a buffer of its own, which the socket fills directly, and is handed over as a
+    read-only memoryview of it: a 1 MiB produce request is not copied after it arrived. That buffer
+    grows as the bytes arrive, never from the 4-byte size alone: it starts at :data:`GROWTH` times the
+    bytes of the frame already received (at least :data:`STAGING_BYTES`) and grows by that factor each
+    time it is full, up to the frame's size, so a header announcing 100 MiB costs what was sent, not
+    what was announced (a 1 MB produce request takes two buffers: 256 KiB, then its size).
+    :attr:`next_allocation` says what the next :meth:`get_buffer` will allocate, so that a reader can
+    charge it to a budget first (the TCP driver's ``queued.max.request.bytes``) or stop reading."""
 
-    __slots__ = ("max_bytes", "_buf", "_view", "_start", "_end", "_big", "_big_pos")
+    __slots__ = ("max_bytes", "_buf", "_view", "_start", "_end", "_big", "_big_pos", "_big_size")
 
     def __init__(self, max_bytes: int) -> None:
         self.max_bytes = max_bytes
-        self._buf = bytearray(STAGING_BYTES)
-        self._view = memoryview(self._buf)
+        self._buf: bytearray | None = None  # the staging buffer, allocated by the first get_buffer
+        self._view: memoryview | None = None
         self._start = 0  # first byte not yet parsed
         self._end = 0  # bytes received into the staging buffer
-        self._big: bytearray | None = None  # the payload of a frame larger than the staging buffer
-        self._big_pos = 0
+        self._big: bytearray | None = None  # the payload of a large frame received so far (its capacity)
+        self._big_pos = 0  # bytes of that payload received (those still in staging included, before _grow)
+        self._big_size = 0  # that frame's size; 0 while no large frame is being received
 
     def clear(self) -> None:
         self._start = self._end = 0
-        self._big = None
+        self._big, self._big_pos, self._big_size = None, 0, 0
+
+    @property
+    def receiving(self) -> bool:
+        """Whether part of a frame (its size or some of its body) was received and the rest was not."""
+        return self._big_size != 0 or self._end > self._start
+
+    @property
+    def held_bytes(self) -> int:
+        """Bytes of the buffer of the large frame being received (0 when none)."""
+        big = self._big
+        return 0 if big is None else len(big)
+
+    @property
+    def next_allocation(self) -> int:
+        """Bytes the next :meth:`get_buffer` allocates for the large frame being received: its first
+        buffer, or how much its buffer grows (0 when it allocates nothing)."""
+        size = self._big_size
+        if not size:
+            return 0
+        big = self._big
+        if big is None:
+            return min(size, max(STAGING_BYTES, GROWTH * self._big_pos))
+        if self._big_pos < len(big):
+            return 0
+        return min(size, GROWTH * len(big)) - len(big)
 
     def get_buffer(self) -> memoryview:
-        if self._big is not None:
-            return memoryview(self._big)[self._big_pos:]
-        return self._view[self._end:]
+        if self._big_size:
+            big = self._big
+            if big is None or self._big_pos == len(big):
+                big = self._grow()
+            return memoryview(big)[self._big_pos:]
+        if self._buf is None:
+            self._buf = bytearray(STAGING_BYTES)
+            self._view = memoryview(self._buf)
+        return self._view[self._end:]  # type: ignore[index]
+
+    def _grow(self) -> bytearray:
+        """Allocate the large frame's first buffer (with the bytes of it the staging buffer holds) or a
+        buffer :data:`GROWTH` times as large as the full one (:attr:`next_allocation` more bytes)."""
+        old = self._big
+        big = bytearray(self.held_bytes + self.next_allocation)
+        if old is None:  # its first bytes are at the front of the staging buffer
+            big[:self._end] = self._view[:self._end]  # type: ignore[index]
+            self._start = self._end = 0
+        else:
+            big[:len(old)] = old
+        self._big = big
+        return big
 
     def feed(self, data: bytes) -> tuple[list[bytes], str | None]:
         """:meth:`get_buffer` / :meth:`buffer_updated` over ``data`` (bytes a reader already has): the
@@ -205,12 +261,11 @@ class _FrameBuffer:
 
     def buffer_updated(self, nbytes: int) -> tuple[list, str | None]:
         frames: list = []
-        big = self._big
-        if big is not None:
+        if self._big_size:
             self._big_pos += nbytes
-            if self._big_pos == len(big):
-                frames.append(memoryview(big).toreadonly())
-                self._big = None
+            if self._big_pos == self._big_size:
+                frames.append(memoryview(self._big).toreadonly())  # type: ignore[arg-type]
+                self._big, self._big_pos, self._big_size = None, 0, 0
             return frames, None
         end = self._end = self._end + nbytes
         buf, view = self._buf, self._view
@@ -227,18 +282,12 @@ class _FrameBuffer:
                 pos = stop
                 continue
             if 4 + size > len(buf):  # too large for the staging buffer: read the rest into its own
-                big = bytearray(size)
-                have = end - pos - 4
-                big[:have] = view[pos + 4:end]
-                if have == size:  # cannot happen (stop > end), kept for clarity
-                    frames.append(memoryview(big).toreadonly())
-                else:
-                    self._big, self._big_pos = big, have
-                pos = end
+                pos += 4  # its first bytes stay in staging (moved to the front) until _grow
+                self._big_size, self._big_pos = size, end - pos
             break
         if pos == end:
             self._start = self._end = 0
-        elif pos:  # an incomplete small frame: move it to the front (less than STAGING_BYTES)
+        elif pos:  # an incomplete frame: move it to the front (less than STAGING_BYTES)
             view[:end - pos] = bytes(view[pos:end])
             self._start, self._end = 0, end - pos
         return frames, None
@@ -264,9 +313,25 @@ class ServerConnection:
         self.closed: str | None = None
 
     def get_buffer(self) -> memoryview:
-        if self.closed is not None:  # bytes after a Close are ignored: let them land in the staging buffer
-            self._buffer.clear()
+        if self.closed is not None:  # bytes after a Close are ignored: let them land in a scratch buffer
+            return _DISCARD
         return self._buffer.get_buffer()
+
+    @property
+    def receiving(self) -> bool:
+        """Whether a request was begun (part of its size or body received) and not finished."""
+        return self._buffer.receiving
+
+    @property
+    def held_bytes(self) -> int:
+        """Bytes of the buffer of the large request being received (0 when none: small requests use the
+        connection's staging buffer)."""
+        return self._buffer.held_bytes
+
+    @property
+    def next_allocation(self) -> int:
+        """Bytes the next :meth:`get_buffer` allocates for the large request being received (0: none)."""
+        return self._buffer.next_allocation
 
     def buffer_updated(self, nbytes: int) -> list[Request | Reply | Close]:
         if self.closed is not None:
