@@ -152,10 +152,14 @@ def chaos_runs(tmp_path_factory) -> ChaosRuns:
 
 def pytest_collection_modifyitems(config, items) -> None:
     """Tests that share the session's chaos runs (``chaos_runs``) run on one pytest-xdist worker
-    (``--dist loadgroup``): each run is minutes of real processes, made once per worker."""
+    (``--dist loadgroup``): each run is minutes of real processes, made once per worker. The ``slow`` tests
+    (real processes, Spark: most of the run's time) are handed out first, the fast ones fill the workers'
+    gaps after them, so that no worker is left with a long test at the end (longest first, in short); the
+    order within each kind is the collection's."""
     for item in items:
         if "chaos_runs" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.xdist_group("chaos"))
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 
 #: the chaos runs the chaos and audit tests share: 30 s at the default level (seed 7: a corrupted log, then

@@ -242,6 +242,7 @@ def _second_incarnation(directory: str, broker: int, tmp_path) -> tuple[subproce
             e.update(pid=None, port=0, internal_port=0)
     with open(os.path.join(other, "cluster.json"), "w") as f:
         json.dump(cluster, f)
+    cl.format_node(other, broker)  # a node starts only on a formatted directory (issue 23)
     with open(os.path.join(other, f"broker-{broker}.log"), "ab") as log:
         proc = subprocess.Popen([sys.executable, "-m", "kraftlog.net.node", other, str(broker)],
                                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,

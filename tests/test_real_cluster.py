@@ -447,6 +447,12 @@ def test_kip320_real_consumers_report_truncation_after_an_unclean_election(fresh
     auto.offset.reset=error reports the log truncation (OffsetForLeaderEpoch: epoch 0 ends at 100 < 200);
     kafka-python with auto_offset_reset='none' raises instead of silently skipping to the new records."""
     kafka = pytest.importorskip("kafka")
+    # At level urm `elect --type unclean` runs an Aggressive recovery, which waits for every replica or
+    # unclean.recovery.timeout.ms (issue 25; 5 minutes by default): 5 s here, a cluster-level dynamic config.
+    with KafkaConnection(fresh.bootstrap) as k:
+        resp = k.request(m.IncrementalAlterConfigsRequest((m.AlterConfigsResource(
+            m.RESOURCE_BROKER, "", (m.AlterableConfig("unclean.recovery.timeout.ms", m.OP_SET, "5000"),)),)))
+    assert resp.responses[0].error_code == Errors.NONE, resp
     fresh.create_topic("k320", 1, 3, "min.insync.replicas=1")
     part = fresh.describe("k320")[0]
     leader = part["leader"]
