@@ -35,7 +35,7 @@ import uuid
 
 import pytest
 
-from conftest import ROOT, wait_for
+from conftest import ROOT, running_cluster, wait_for
 from kraftlog.controller.controller import CONTROLLER
 from kraftlog.net import cluster as cl
 from kraftlog.net.chaos import read_back
@@ -52,18 +52,6 @@ TOPIC = "t"
 
 
 # ------------------------------------------------------------------------------------------- helpers
-def _stop_everything(directory: str) -> None:
-    try:
-        cl.down(directory)
-    except Exception:
-        pass
-    finally:
-        try:
-            cl.kill(directory)
-        except cl.ClusterError:
-            pass
-
-
 def _bootstrap(directory: str) -> str:
     return ",".join(f"127.0.0.1:{n['port']}" for n in cl.load(directory)["nodes"] if n["role"] == "broker")
 
@@ -179,9 +167,7 @@ def test_a_one_second_full_disk_on_the_leader_loses_no_acknowledged_record(tmp_p
     still asks it), the controller moves leadership, every acknowledged record is in the final log at its
     acknowledged offset, and no offset is acknowledged twice. A restart with space brings the broker back
     into the ISR."""
-    directory = str(tmp_path / "c")
-    try:
-        cl.up(directory, 3, port=0, config=CONFIG, chaos=True)
+    with running_cluster(str(tmp_path / "c"), 3, config=CONFIG, chaos=True) as directory:
         _create(directory)
         wait_for("leader 0, ISR [0, 1, 2]", lambda: _isr_is(directory, (0, 1, 2), leader=0))
         with Producers(_bootstrap(directory)) as producers:
@@ -205,8 +191,6 @@ def test_a_one_second_full_disk_on_the_leader_loses_no_acknowledged_record(tmp_p
         with open(os.path.join(directory, "broker-0.log")) as f:
             log = f.read()
         assert "No space left on device" in log and "the controller acknowledged the offline log directory" in log
-    finally:
-        _stop_everything(directory)
 
 
 def test_a_lasting_full_disk_moves_leadership_keeps_the_broker_up_and_a_restart_with_space_brings_it_back(tmp_path):
@@ -215,9 +199,7 @@ def test_a_lasting_full_disk_moves_leadership_keeps_the_broker_up_and_a_restart_
     HWM checkpoint's ENOSPC killed the process. Now leadership moves at once, the broker stays up (the
     HWM checkpoint, every 5 s, fails quietly: the directory is already offline) serving metadata, and after
     a restart with space it rejoins the ISR and can lead again (a preferred election)."""
-    directory = str(tmp_path / "c")
-    try:
-        cl.up(directory, 3, port=0, config=CONFIG, chaos=True)
+    with running_cluster(str(tmp_path / "c"), 3, config=CONFIG, chaos=True) as directory:
         _create(directory)
         wait_for("leader 0, ISR [0, 1, 2]", lambda: _isr_is(directory, (0, 1, 2), leader=0))
         with Producers(_bootstrap(directory), count=1, interval_s=0.01) as producers:
@@ -240,8 +222,6 @@ def test_a_lasting_full_disk_moves_leadership_keeps_the_broker_up_and_a_restart_
         wait_for("broker 0 leads again", lambda: _isr_is(directory, (0, 1, 2), leader=0))
         assert _produce_to(directory, 0) == Errors.NONE
         _assert_every_ack_is_in_the_final_log(directory, producers.acked)
-    finally:
-        _stop_everything(directory)
 
 
 def test_a_broker_that_cannot_report_its_failed_directory_exits_with_the_reason(tmp_path):
@@ -249,9 +229,8 @@ def test_a_broker_that_cannot_report_its_failed_directory_exits_with_the_reason(
     lost) and its disk is full; its HWM checkpoint fails within 5 s and the directory goes offline; no
     heartbeat is answered within the timeout (3 s here), so the process exits with status 1, the reason on
     its last log line, and no clean-shutdown file."""
-    directory = str(tmp_path / "c")
-    try:
-        cl.up(directory, 3, port=0, config={**CONFIG, "log.dir.failure.timeout.ms": "3000"}, chaos=True)
+    config = {**CONFIG, "log.dir.failure.timeout.ms": "3000"}
+    with running_cluster(str(tmp_path / "c"), 3, config=config, chaos=True) as directory:
         cl.control_all(directory, {"cmd": "isolate", "nodes": [2]})
         assert cl.control(directory, 2, {"cmd": "disk_full"})["ok"]
         wait_for("broker 2 exits", lambda: not _status(directory, 2).alive, timeout_s=45)
@@ -260,8 +239,6 @@ def test_a_broker_that_cannot_report_its_failed_directory_exits_with_the_reason(
         assert "stopped: log directory data failed" in last and "log.dir.failure.timeout.ms (3000 ms)" in last
         assert not os.path.exists(os.path.join(directory, "broker-2", "data", ".kafka_cleanshutdown"))
         cl.control_all(directory, {"cmd": "heal"})
-    finally:
-        _stop_everything(directory)
 
 
 def _mount_tmpfs(path: str, size: str) -> str | None:
@@ -279,40 +256,38 @@ def test_a_real_size_limited_file_system_takes_the_broker_offline_and_it_restart
     acknowledged is lost. It starts again while the file system is still full (before: ENOSPC writing
     meta.properties kept it from starting) and reports its directory offline; once the file system has
     space (remounted larger) and it restarts, it is back in the ISR."""
-    directory = str(tmp_path / "c")
     mounted = None
     try:
-        cl.up(directory, 3, port=0, config=CONFIG)
-        root = os.path.join(directory, "broker-2")
-        cl.stop_broker(directory, 2)
-        saved = str(tmp_path / "saved")
-        shutil.copytree(root, saved)
-        why = _mount_tmpfs(root, "3m")
-        if why is not None:
-            pytest.skip(f"cannot mount a size-limited file system here: {why}")
-        mounted = root
-        shutil.copytree(saved, root, dirs_exist_ok=True)
-        cl.start_broker(directory, 2)
-        _create(directory)
-        wait_for("ISR [0, 1, 2]", lambda: _isr_is(directory, (0, 1, 2), leader=0))
-        with Producers(_bootstrap(directory), count=1, interval_s=0.002, pad=1000) as producers:
-            wait_for("broker 2 out of the ISR", lambda: (p := _partition(directory, [0, 1])) is not None
-                     and sorted(p.isr_nodes) == [0, 1], timeout_s=120)
-            node = _status(directory, 2)
-            assert node.alive and node.log_dir_offline and "No space left on device" in node.log_dir_failure
-        assert not producers.errors, producers.errors[:5]
-        cl.stop_broker(directory, 2)
-        assert shutil.disk_usage(root).free < 256 * 1024  # still full
-        cl.start_broker(directory, 2)  # it starts on a full disk
-        wait_for("broker 2 reports its directory offline", lambda: _status(directory, 2).log_dir_offline)
-        assert _status(directory, 2).alive
-        subprocess.run(["mount", "-o", "remount,size=64m", root], check=True)
-        cl.stop_broker(directory, 2)
-        cl.start_broker(directory, 2)
-        wait_for("broker 2 back in the ISR", lambda: _isr_is(directory, (0, 1, 2)), timeout_s=90)
-        _assert_every_ack_is_in_the_final_log(directory, producers.acked)
-    finally:
-        _stop_everything(directory)
+        with running_cluster(str(tmp_path / "c"), 3, config=CONFIG) as directory:
+            root = os.path.join(directory, "broker-2")
+            cl.stop_broker(directory, 2)
+            saved = str(tmp_path / "saved")
+            shutil.copytree(root, saved)
+            why = _mount_tmpfs(root, "3m")
+            if why is not None:
+                pytest.skip(f"cannot mount a size-limited file system here: {why}")
+            mounted = root
+            shutil.copytree(saved, root, dirs_exist_ok=True)
+            cl.start_broker(directory, 2)
+            _create(directory)
+            wait_for("ISR [0, 1, 2]", lambda: _isr_is(directory, (0, 1, 2), leader=0))
+            with Producers(_bootstrap(directory), count=1, interval_s=0.002, pad=1000) as producers:
+                wait_for("broker 2 out of the ISR", lambda: (p := _partition(directory, [0, 1])) is not None
+                         and sorted(p.isr_nodes) == [0, 1], timeout_s=120)
+                node = _status(directory, 2)
+                assert node.alive and node.log_dir_offline and "No space left on device" in node.log_dir_failure
+            assert not producers.errors, producers.errors[:5]
+            cl.stop_broker(directory, 2)
+            assert shutil.disk_usage(root).free < 256 * 1024  # still full
+            cl.start_broker(directory, 2)  # it starts on a full disk
+            wait_for("broker 2 reports its directory offline", lambda: _status(directory, 2).log_dir_offline)
+            assert _status(directory, 2).alive
+            subprocess.run(["mount", "-o", "remount,size=64m", root], check=True)
+            cl.stop_broker(directory, 2)
+            cl.start_broker(directory, 2)
+            wait_for("broker 2 back in the ISR", lambda: _isr_is(directory, (0, 1, 2)), timeout_s=90)
+            _assert_every_ack_is_in_the_final_log(directory, producers.acked)
+    finally:  # after the cluster is down (its nodes had files open there)
         if mounted is not None:
             subprocess.run(["umount", "-l", mounted], capture_output=True)
 
@@ -324,7 +299,7 @@ def test_the_corrupted_last_replica_loses_nothing_with_the_elr_on_real_processes
     registers as after an unclean shutdown, a clean ELR member is elected: 0 of the 1,000 acknowledged
     records lost."""
     directory = str(tmp_path / "c")
-    try:
+    try:  # the run owns its cluster (the nodes die with it); any node it leaves behind is killed by PID
         r = subprocess.run([sys.executable, "-m", "kraftlog.cli", "scenario", "run",
                             str(ROOT / "scenarios" / "corrupted-last-replica.yaml"), "--real", "--dir", directory,
                             "--level", level, "--json"], capture_output=True, text=True, timeout=300)
@@ -336,4 +311,5 @@ def test_the_corrupted_last_replica_loses_nothing_with_the_elr_on_real_processes
             log = f.read()
         assert "dropped bytes" in log and "registering as after an unclean shutdown" in log
     finally:
-        _stop_everything(directory)
+        if os.path.exists(os.path.join(directory, "cluster.json")):
+            cl.kill(directory)
