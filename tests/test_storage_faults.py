@@ -462,3 +462,22 @@ def test_a_controller_whose_metadata_log_cannot_be_written_stops_and_commits_not
     h.ctl.deliver(0, m.Envelope(1, "controller", 100, m.BrokerRegistrationRequest(1, "kraftlog", uuid.UUID(int=5))))
     h.ctl.tick(10_000)
     assert h.ctl.poll() == [] and h.ctl.end_offset == end
+
+
+def test_a_new_topic_is_never_placed_on_or_led_by_a_broker_whose_log_directory_is_offline():
+    """A broker with its only log directory offline stays registered and unfenced (kraftlog keeps it up;
+    Kafka would have halted it), but can host no replica: CreateTopics leaves it out of the placement,
+    out of a manual assignment's ISR and leadership, and refuses an assignment that has only it."""
+    h = controller_with_partition()
+    h.call(m.BrokerHeartbeatRequest(0, h.epoch[0], h.ctl.end_offset, False, False, (uuid.UUID(int=77),)), src=0)
+    resp = h.call(m.CreateTopicsRequest((m.CreatableTopic("placed", 6, 2),)), src="admin")
+    assert resp.topics[0].error_code == Errors.NONE, resp
+    for i in range(6):
+        assert 0 not in h.ctl.image.partitions[("placed", i)].replicas
+    h.create_topic("manual", [[0, 1, 2]])
+    part = h.part("manual")
+    assert part.leader in (1, 2) and 0 not in part.isr and part.replicas == (0, 1, 2)
+    resp = h.call(m.CreateTopicsRequest((m.CreatableTopic("only-0", assignment=((0,),)),)), src="admin")
+    assert resp.topics[0].error_code == Errors.INVALID_REPLICA_ASSIGNMENT
+    resp = h.call(m.CreateTopicsRequest((m.CreatableTopic("rf3", 1, 3),)), src="admin")
+    assert resp.topics[0].error_code == Errors.INVALID_REPLICATION_FACTOR

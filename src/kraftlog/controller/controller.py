@@ -824,14 +824,17 @@ class QuorumController(NodeBase):
             return _refused(t, Errors.INVALID_PARTITIONS,
                             "Number of partitions was set to an invalid non-positive value.")
         else:
-            active = sorted(b for b in image.brokers if image.is_active(b))
+            # Usable brokers: unfenced, not shutting down, with an online log directory (a Kafka broker with
+            # none left would have halted: it is never placed on; kraftlog keeps such a broker up).
+            active = sorted(b for b in image.brokers if image.is_acceptable_leader(b))
             rf = t.replication_factor if t.replication_factor > 0 else int(
                 cfg.lookup("default.replication.factor", self.static))
             n = t.num_partitions if t.num_partitions > 0 else int(cfg.lookup("num.partitions", self.static))
             if rf > len(active) or rf < 1:
                 return _refused(t, Errors.INVALID_REPLICATION_FACTOR,
                                 f"Unable to replicate the partition {rf} time(s): The target replication factor "
-                                f"of {rf} cannot be reached because only {len(active)} broker(s) are unfenced.")
+                                f"of {rf} cannot be reached because only {len(active)} broker(s) are unfenced "
+                                "with an online log directory.")
             start = self.rng.randrange(len(active))
             assignment = [tuple(active[(start + p + i) % len(active)] for i in range(rf)) for p in range(n)]
         topic_id = uuid.UUID(int=self.rng.getrandbits(128))
@@ -839,7 +842,7 @@ class QuorumController(NodeBase):
         for name, value in t.configs:
             records.append(ConfigRecord(RESOURCE_TOPIC, t.name, name, value))
         for p, replicas in enumerate(assignment):
-            isr = tuple(r for r in replicas if image.is_active(r))
+            isr = tuple(r for r in replicas if image.is_acceptable_leader(r))
             records.append(PartitionRecord(partition_id=p, topic_id=topic_id, replicas=replicas, isr=isr,
                                            leader=isr[0], leader_epoch=0, partition_epoch=0))
         self.append(records, now_ms)
@@ -872,9 +875,9 @@ class QuorumController(NodeBase):
                 return (f"The manual partition assignment includes a partition with {len(replicas)} replica(s), "
                         f"but this is not consistent with previous partitions, which have {rf} replica(s).")
             rf = len(replicas)
-            if not any(self.image.is_active(b) for b in replicas):
+            if not any(self.image.is_acceptable_leader(b) for b in replicas):
                 return (f"All brokers specified in the manual partition assignment for partition {index} are "
-                        "fenced or in controlled shutdown.")
+                        "fenced, in controlled shutdown or without an online log directory.")
         if seen != set(range(len(seen))):
             return "partitions should be a consecutive 0-based integer sequence"
         return None
