@@ -364,6 +364,16 @@ class Broker(NodeBase):
         write_hwm_checkpoint(self.disk, LOG_DIR, {k: log.high_watermark for k, log in sorted(self.logs.items())},
                              now_ms)
 
+    def _checkpoint_hwms_or_fail(self, now_ms: int) -> None:
+        """Write the HWM checkpoint unless the log directory is offline; a failure takes the directory
+        offline (Kafka: a checkpoint failure goes to the LogDirFailureChannel) and never raises."""
+        if self.log_dir_offline:
+            return
+        try:
+            self._checkpoint_hwms(now_ms)
+        except OSError as exc:
+            self._log_dir_failed(now_ms, exc, "writing the HWM checkpoint")
+
     # ================================================================= node contract
     def tick(self, now_ms: int) -> None:
         if self.stopped:
@@ -407,11 +417,7 @@ class Broker(NodeBase):
             self._maybe_shrink_isrs(now_ms)
         if now_ms >= self.next_hwm_checkpoint_ms:
             self.next_hwm_checkpoint_ms = now_ms + self.hwm_checkpoint_interval_ms
-            if not self.log_dir_offline:
-                try:
-                    self._checkpoint_hwms(now_ms)
-                except OSError as exc:  # Kafka: a checkpoint failure takes the log dir offline
-                    self._log_dir_failed(now_ms, exc, "writing the HWM checkpoint")
+            self._checkpoint_hwms_or_fail(now_ms)
         if self._flush_by_time:
             try:
                 for log in self.logs.values():
@@ -876,11 +882,7 @@ class Broker(NodeBase):
             self._complete_delayed_produces(now_ms)
         self._wake_delayed_fetches(now_ms)
         self._flush_by_time = any(log.config.flush_interval_ms is not None for log in self.logs.values())
-        if not self.log_dir_offline:
-            try:
-                self._checkpoint_hwms(now_ms)
-            except OSError as exc:
-                self._log_dir_failed(now_ms, exc, "writing the HWM checkpoint")
+        self._checkpoint_hwms_or_fail(now_ms)
 
     def _stray_reason(self, key: tuple[str, int], image: MetadataImage) -> str | None:
         """Why this broker should no longer hold a replica of ``key``, or None when it should (Kafka's

@@ -212,8 +212,7 @@ class MetadataImage:
         ``ReplicationControlManager.LeaderAcceptor``: ``isActive`` and ``hasOnlineDir``). A kraftlog broker
         has one log directory, so this holds for all its partitions or none."""
         b = self.brokers.get(broker_id)
-        return (b is not None and not b.fenced and not b.in_controlled_shutdown
-                and (b.log_dirs is None or len(b.log_dirs) > 0))
+        return b is not None and not b.fenced and not b.in_controlled_shutdown and b.has_online_log_dir
 
     def config(self, name: str, topic: str | None = None, static: dict | None = None) -> str:
         """Resolve a broker config ``name`` for ``topic``: topic override → cluster default → the
