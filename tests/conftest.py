@@ -150,6 +150,11 @@ def chaos_runs(tmp_path_factory) -> ChaosRuns:
     return ChaosRuns(tmp_path_factory)
 
 
+def pytest_addoption(parser) -> None:
+    parser.addoption("--update-golden", action="store_true", default=False,
+                     help="rewrite tests/golden/ from this run (tests/test_golden.py) instead of comparing")
+
+
 def pytest_collection_modifyitems(config, items) -> None:
     """Tests that share the session's chaos runs (``chaos_runs``) run on one pytest-xdist worker
     (``--dist loadgroup``): each run is minutes of real processes, made once per worker. The ``slow`` tests
