@@ -38,7 +38,7 @@ import time
 
 try:
     from kraftlog.sim.runner import ScenarioRun
-    from kraftlog.sim.scenario import parse_scenario
+    from kraftlog.scenario import parse_scenario
 except ImportError as exc:  # e.g. the system python3 instead of the venv's
     sys.exit(f"error: this benchmark needs kraftlog and its dependencies installed ({exc}); "
              "run it from the repository root as: .venv/bin/python benchmarks/sim_speed.py")

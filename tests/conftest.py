@@ -27,7 +27,7 @@ import pytest
 
 from kraftlog.protocol.level import DEFAULT, Level
 from kraftlog.sim.runner import RunResult, run_scenario
-from kraftlog.sim.scenario import load_scenario
+from kraftlog.scenario import load_scenario
 
 ROOT = Path(__file__).resolve().parents[1]
 SCENARIO_DIR = ROOT / "scenarios"

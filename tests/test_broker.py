@@ -21,7 +21,7 @@ from kraftlog.protocol.errors import Errors
 from kraftlog.protocol.level import Level
 from kraftlog.protocol.records import Record, RecordBatch
 from kraftlog.sim.runner import ScenarioRun
-from kraftlog.sim.scenario import parse_scenario
+from kraftlog.scenario import parse_scenario
 from kraftlog.storage.disk import SimDisk
 from kraftlog.storage.log import LogConfig, PartitionLog
 

@@ -20,8 +20,8 @@ import pytest
 from click.testing import CliRunner
 
 from kraftlog.protocol.level import IMPLEMENTED, Level
-from kraftlog.sim.scenario import dump_scenario, load_scenario, parse_scenario
-from kraftlog.spark import faults
+from kraftlog.scenario import dump_scenario, load_scenario, parse_scenario
+from kraftlog.scenario import generator as faults
 from kraftlog.spark.campaign import (
     _ANOMALIES, EXECUTION_FIELDS, _alive, _anomaly_column, _schema, _slices, comparisons, error_columns,
     failure_filename, is_failure, is_safe_row, read_results, run_one, verdict_columns,
@@ -45,7 +45,7 @@ def test_generator_is_deterministic_per_seed():
 def test_generator_does_not_depend_on_hash_randomisation():
     """The story comes from random.Random(f"campaign:{seed}") only: another process with another
     PYTHONHASHSEED draws the same YAML."""
-    code = "from kraftlog.spark.faults import generate; from kraftlog.sim.scenario import dump_scenario; " \
+    code = "from kraftlog.scenario.generator import generate; from kraftlog.scenario import dump_scenario; " \
            "print(dump_scenario(generate(7)), end='')"
     env = dict(os.environ, PYTHONHASHSEED="12345")
     other = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)

@@ -15,8 +15,8 @@ from click.testing import CliRunner
 
 import kraftlog.spark.campaign as campaign_module
 from kraftlog.cli import main
-from kraftlog.sim.scenario import parse_scenario
-from kraftlog.spark import faults
+from kraftlog.scenario import parse_scenario
+from kraftlog.scenario import generator as faults
 from kraftlog.spark.campaign import (
     CampaignError, CampaignResult, _master_endpoints, check_master, in_gate, run_id, summarize,
     unclean_election_allowed, unsafe_within_budget,

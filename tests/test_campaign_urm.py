@@ -15,8 +15,8 @@ import pytest
 from click.testing import CliRunner
 
 from kraftlog.protocol.level import IMPLEMENTED, Level
-from kraftlog.sim.scenario import CONTROLLER, dump_scenario, parse_scenario
-from kraftlog.spark import faults
+from kraftlog.scenario import CONTROLLER, dump_scenario, parse_scenario
+from kraftlog.scenario import generator as faults
 from kraftlog.spark.campaign import (
     COMPARISONS, CampaignResult, _schema, compare_levels, comparison_key, comparisons,
 )

@@ -18,7 +18,7 @@ from kraftlog.client.producer import Producer
 from kraftlog.protocol import messages as m
 from kraftlog.protocol.node import ConnectionSetup
 from kraftlog.sim.runner import ScenarioRun, run_scenario
-from kraftlog.sim.scenario import parse_scenario
+from kraftlog.scenario import parse_scenario
 
 SETUP_MS, SETUP_MAX_MS = 10_000, 30_000  # socket.connection.setup.timeout.ms / .max.ms defaults
 BACKOFF_MS, BACKOFF_MAX_MS = 50, 1000  # reconnect.backoff.ms / reconnect.backoff.max.ms defaults

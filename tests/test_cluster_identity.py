@@ -27,8 +27,8 @@ from kraftlog.protocol.errors import Errors
 from kraftlog.protocol.level import Level
 from kraftlog.sim.cluster import SimCluster
 from kraftlog.sim.runner import ScenarioRun
-from kraftlog.sim.scenario import ScenarioError, dump_scenario, load_scenario, parse_scenario
-from kraftlog.spark.faults import data_losing_shutdowns, describe_step
+from kraftlog.scenario import ScenarioError, dump_scenario, load_scenario, parse_scenario
+from kraftlog.scenario.generator import data_losing_shutdowns, describe_step
 from kraftlog.storage.disk import SimDisk
 from kraftlog.storage.log import SEGMENT_FILE
 from kraftlog.storage.meta_properties import (

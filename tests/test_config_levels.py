@@ -20,7 +20,7 @@ from kraftlog.cli import main
 from kraftlog.metadata.config import CONFIG_LEVELS, KNOWN_CONFIGS, unknown_at_level
 from kraftlog.protocol.level import Level
 from kraftlog.sim.runner import run_scenario
-from kraftlog.sim.scenario import ScenarioError, configs_at_level, parse_scenario
+from kraftlog.scenario import ScenarioError, configs_at_level, parse_scenario
 
 _STORY = """\
 name: strategy-below-urm

@@ -15,7 +15,7 @@ from kraftlog.protocol import messages as m
 from kraftlog.protocol.errors import Errors
 from kraftlog.protocol.records import Record, RecordBatch
 from kraftlog.sim.runner import RunResult, ScenarioRun
-from kraftlog.sim.scenario import load_scenario
+from kraftlog.scenario import load_scenario
 
 ROOT = Path(__file__).resolve().parents[1]
 TID = uuid.UUID(int=5)

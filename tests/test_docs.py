@@ -1,7 +1,7 @@
 """The docs in the repository stay true (issue 12, "Docs in the repo" and "Honest speed figures").
 
 ``docs/SCENARIOS.md`` is the user's guide to the scenario format: these tests fail when the parser
-(``kraftlog.sim.scenario``) accepts a verb, key, condition, config or limit the page does not document,
+(``kraftlog.scenario``) accepts a verb, key, condition, config or limit the page does not document,
 when a default or limit the page states differs from the parser's, when a YAML example on the page
 no longer parses (blocks preceded by ``<!-- fragment -->`` are only parsed as YAML; a block preceded by
 ``<!-- runs: passed, safe -->`` is run and must pass and be safe), or when the verdict gains a key the
@@ -22,7 +22,7 @@ import pytest
 import yaml
 
 from kraftlog.metadata import config as cfg
-from kraftlog.sim import scenario as scn
+from kraftlog.scenario import model as scn
 from kraftlog.sim.runner import run_scenario
 
 ROOT = Path(__file__).resolve().parents[1]

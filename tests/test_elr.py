@@ -16,7 +16,7 @@ from kraftlog.metadata.records import (
     ClearElrRecord,
 )
 from kraftlog.protocol.level import Level
-from kraftlog.sim.scenario import load_scenario
+from kraftlog.scenario import load_scenario
 
 ROOT = Path(__file__).resolve().parents[1]
 TID = uuid.UUID(int=7)

@@ -21,7 +21,7 @@ from kraftlog.protocol import messages as m
 from kraftlog.protocol.errors import Errors
 from kraftlog.protocol.level import Level
 from kraftlog.sim.runner import run_scenario
-from kraftlog.sim.scenario import load_scenario, parse_scenario
+from kraftlog.scenario import load_scenario, parse_scenario
 from kraftlog.storage.disk import SimDisk
 from kraftlog.storage.log import LogConfig, PartitionLog
 from test_broker import MiniCluster, batch

@@ -61,7 +61,7 @@ def test_library_story_matches_its_golden_timeline_at_every_level(library, name,
 def test_campaign_seeds_keep_their_history_digests(level, request):
     """Campaign seeds 0..39 (``generate(seed)``) at ``level``: the same history digest and the same number of
     acknowledged records lost as checked in."""
-    from kraftlog.spark.faults import generate
+    from kraftlog.scenario.generator import generate
     path = GOLDEN / f"campaign-digests.{level}.json"
     actual = {}
     for seed in CAMPAIGN_SEEDS:

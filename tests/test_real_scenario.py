@@ -24,7 +24,7 @@ import pytest
 
 from kraftlog.net import cluster as cl
 from kraftlog.net.real_scenario import refusals
-from kraftlog.sim.scenario import load_scenario
+from kraftlog.scenario import load_scenario
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 KRAFTLOG = [sys.executable, "-m", "kraftlog.cli"]

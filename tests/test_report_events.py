@@ -18,7 +18,7 @@ from kraftlog.protocol.level import Level
 from kraftlog.report import plots
 from kraftlog.report.html import write_report
 from kraftlog.sim.runner import EVENT_KINDS, ScenarioRun, run_scenario
-from kraftlog.sim.scenario import load_scenario
+from kraftlog.scenario import load_scenario
 from kraftlog.spark.campaign import _schema
 
 SCENARIO_DIR = Path(__file__).resolve().parent.parent / "scenarios"

@@ -18,7 +18,7 @@ from kraftlog.protocol import messages as m
 from kraftlog.protocol.errors import Errors
 from kraftlog.protocol.level import Level
 from kraftlog.sim.runner import ScenarioRun, run_scenario
-from kraftlog.sim.scenario import parse_scenario
+from kraftlog.scenario import parse_scenario
 
 
 # ----------------------------------------------------------------------------------------------------------

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kraftlog.protocol.messages import API_NAMES
-from kraftlog.sim.scenario import (
+from kraftlog.scenario import (
     ClientSpec,
     Condition,
     Scenario,

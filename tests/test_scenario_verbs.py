@@ -13,7 +13,7 @@ import pytest
 
 from kraftlog.protocol.level import Level
 from kraftlog.sim.runner import RunResult, ScenarioRun, run_scenario
-from kraftlog.sim.scenario import load_scenario, parse_scenario
+from kraftlog.scenario import load_scenario, parse_scenario
 from kraftlog.storage.checkpoints import read_clean_shutdown
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -16,7 +16,7 @@ from kraftlog.protocol import messages as m
 from kraftlog.protocol.node import NodeBase
 from kraftlog.sim.history import FLUSH_LINES, History
 from kraftlog.sim.runner import ScenarioRun, cyclic_gc_paused
-from kraftlog.sim.scenario import parse_scenario
+from kraftlog.scenario import parse_scenario
 
 
 class Recorder(NodeBase):
@@ -185,7 +185,7 @@ def test_no_node_asks_to_be_woken_again_at_once_after_its_tick(monkeypatch, leve
     driver tick the node every millisecond: ten times more events than messages in fault stories."""
     from kraftlog.protocol.level import Level
     from kraftlog.sim import cluster
-    from kraftlog.spark import faults
+    from kraftlog.scenario import generator as faults
 
     spins = []
     ticks = [0]

@@ -33,7 +33,7 @@ from kraftlog.protocol.errors import Errors
 from kraftlog.protocol.level import Level
 from kraftlog.protocol.records import Record, RecordBatch
 from kraftlog.sim.runner import ScenarioRun
-from kraftlog.sim.scenario import corrupt_target, load_scenario, parse_scenario
+from kraftlog.scenario import corrupt_target, load_scenario, parse_scenario
 from kraftlog.storage.checkpoints import CLEAN_SHUTDOWN_FILE, read_clean_shutdown, write_clean_shutdown
 from kraftlog.storage.disk import SimDisk
 from kraftlog.storage.log import SEGMENT_FILE, LogConfig, PartitionLog

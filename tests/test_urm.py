@@ -25,7 +25,7 @@ from kraftlog.protocol import wire
 from kraftlog.protocol.errors import Errors
 from kraftlog.protocol.level import DEFAULT, Level
 from kraftlog.sim.cluster import SimCluster
-from kraftlog.sim.scenario import load_scenario, parse_scenario
+from kraftlog.scenario import load_scenario, parse_scenario
 from kraftlog.sim.runner import run_scenario
 from conftest import SCENARIO_DIR
 

@@ -15,7 +15,7 @@ import pytest
 
 from kraftlog.protocol.level import Level
 from kraftlog.sim.runner import run_scenario
-from kraftlog.sim.scenario import load_scenario
+from kraftlog.scenario import load_scenario
 
 SCENARIOS = sorted((Path(__file__).resolve().parent.parent / "scenarios").glob("*.yaml"))
 LEVELS = ("classic", "elr", "urm")

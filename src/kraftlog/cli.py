@@ -69,7 +69,7 @@ def scenario_run(file: str, level: Level | None, seed: int | None, as_json: bool
     safe); 1 otherwise; 2 an invalid file or option (or, with --real, a step real processes cannot
     honour)."""
     from .sim.runner import ScenarioRun
-    from .sim.scenario import ScenarioError, load_scenario
+    from .scenario import ScenarioError, load_scenario
 
     try:
         scn = load_scenario(file)
@@ -174,7 +174,7 @@ def scenario_library(directory: str, level: Level | None, seed: int | None, fail
     from pathlib import Path
 
     from .sim.runner import ScenarioRun
-    from .sim.scenario import ScenarioError, load_scenario
+    from .scenario import ScenarioError, load_scenario
 
     files = sorted(Path(directory).glob("*.yaml"))
     if not files:

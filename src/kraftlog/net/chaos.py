@@ -418,7 +418,7 @@ class ChaosRun:
         """Stop ``f.node`` cleanly and flip one byte in the middle batch of its segment of one of its
         partitions (drawn from the run's seed and the fault's time); returns what was done."""
         from .disk import corrupt_segment, segment_batches
-        from ..sim.scenario import corrupt_target
+        from ..scenario import corrupt_target
         cl.stop_broker(self.directory, f.node)
         rng = Random(f"chaos:{self.seed}:corrupt:{f.at_ms}")
         held = [p for p in range(self.partitions)

@@ -373,7 +373,7 @@ def elect(bootstrap: str, election: str, topic: str, partition: int, leader: int
 
 # ====================================================================== chaos
 def _duration_s(ctx, param, value: str) -> float:
-    from ..sim.scenario import parse_duration
+    from ..scenario import parse_duration
     try:
         return parse_duration(value) / 1000
     except ValueError as exc:

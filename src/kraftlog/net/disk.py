@@ -1329,7 +1329,7 @@ def _plan_restore(root: str, top: str) -> list[tuple[str, str, int, int | None, 
 
 # ------------------------------------------------------------------------------ flipping bytes
 class _BatchSpan:
-    """A batch of a segment file as :func:`kraftlog.sim.scenario.corrupt_target` sees it: its offsets
+    """A batch of a segment file as :func:`kraftlog.scenario.corrupt_target` sees it: its offsets
     (from its header) and its byte range."""
 
     __slots__ = ("base_offset", "next_offset", "start", "end")

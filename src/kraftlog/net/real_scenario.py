@@ -51,7 +51,7 @@ from ..protocol import messages as m
 from ..protocol.errors import Errors
 from ..protocol.level import DEFAULT, Level
 from ..sim.runner import ACKS, RunResult, is_safe, node_words
-from ..sim.scenario import Condition, Scenario, corrupt_target, step_node
+from ..scenario import Condition, Scenario, corrupt_target, step_node
 from . import cluster as cl
 from .chaos import end_state_violations, read_back, read_replica_disks
 from .client import ClientLoop, ConsumerRecorder, KafkaConnection
@@ -430,7 +430,7 @@ class RealScenarioRun:
 
     def _corrupt(self, step, label: str) -> None:
         """Flip bytes in one batch of a stopped broker's segment file (the simulator's rule for which
-        batch: :func:`~kraftlog.sim.scenario.corrupt_target`; the bytes from the run's seed)."""
+        batch: :func:`~kraftlog.scenario.corrupt_target`; the bytes from the run's seed)."""
         from .disk import corrupt_segment, segment_batches
         a = step.args
         b = a["broker"]

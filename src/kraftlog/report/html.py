@@ -182,7 +182,7 @@ def _replay(out: Path, row: dict) -> tuple[dict, list[str], list[dict], object]:
     """Replay ``row``'s exported failure file; returns (replay info, timeline lines, events — the
     run's ``RunResult.events`` — and the scenario)."""
     from ..sim.runner import run_scenario
-    from ..sim.scenario import load_scenario
+    from ..scenario import load_scenario
 
     path = out / row["failure_file"]
     scenario = load_scenario(path)
@@ -275,7 +275,7 @@ def _comparison_section(rows: list[dict], c: dict) -> str:
 
 def write_report(out, rows: list[dict], summary: dict, levels: list[str]) -> dict | None:
     """Write ``out/report.html``; return the replay check of the drawn failing run (or None)."""
-    from ..spark.faults import fault_budget
+    from ..scenario.generator import fault_budget
 
     out = Path(out)
     seeds = [r for r in rows if r["kind"] == "seed"]

@@ -38,7 +38,7 @@ from ..protocol.level import DEFAULT, Level
 from ..broker.broker import LOG_DIR
 from ..storage.log import SEGMENT_FILE
 from .cluster import SimCluster
-from .scenario import Condition, Scenario, Step, configs_at_level, corrupt_target, step_node
+from ..scenario import Condition, Scenario, Step, configs_at_level, corrupt_target, step_node
 
 BOOTSTRAP_TIMEOUT_MS = 60000
 SHUTDOWN_WAIT_MS = 35000

@@ -191,7 +191,7 @@ def build_tasks(levels: list[str], seeds: int, seed_offset: int = 0,
     ``{"level", "kind": "scenario", "name", "text", "source"}`` (``name``: the scenario's name, the
     row's ``scenario``); invalid library files are skipped with a warning.
     """
-    from ..sim.scenario import ScenarioError, load_scenario
+    from ..scenario import ScenarioError, load_scenario
 
     tasks: list[dict] = []
     warnings: list[str] = []
@@ -361,8 +361,8 @@ def run_one(task: dict, time_limit_s: int = RUN_TIME_LIMIT_S) -> dict:
     Never raises for a failing simulation: an exception becomes the row's ``error``."""
     from ..protocol.level import Level
     from ..sim.runner import run_scenario
-    from ..sim.scenario import dump_scenario, parse_scenario
-    from . import faults
+    from ..scenario import dump_scenario, parse_scenario
+    from ..scenario import generator as faults
 
     start = time.perf_counter()
     level = Level.parse(task["level"])

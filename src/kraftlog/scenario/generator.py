@@ -1,4 +1,4 @@
-"""The campaign's fault generator: one seed, one failure story (a :class:`~kraftlog.sim.scenario.Scenario`).
+"""The campaign's fault generator: one seed, one failure story (a :class:`~kraftlog.scenario.Scenario`).
 
 ``generate(seed)`` draws, from ``random.Random(f"campaign:{seed}")`` only (never the global ``random``
 module or ``hash()``), a random cluster and a fault schedule:
@@ -86,7 +86,7 @@ module or ``hash()``), a random cluster and a fault schedule:
 A story lasts about 30-150 s of simulated time (78 s on average). The scenario carries ``seed`` = the
 campaign seed and no ``level``: the same seed is the same story at every level, so levels are
 compared on identical inputs. ``parse_scenario(dump_scenario(generate(s))) == generate(s)``, so a
-failing story exported with :func:`~kraftlog.sim.scenario.dump_scenario` replays with the same
+failing story exported with :func:`~kraftlog.scenario.dump_scenario` replays with the same
 history digest.
 
 Fault budget (DESIGN.md: no acknowledged acks=all record may be lost "within the fault budget: at
@@ -133,7 +133,7 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from ..sim.scenario import CONTROLLER, ClientSpec, Scenario, Step, TopicSpec, step_node
+from .model import CONTROLLER, ClientSpec, Scenario, Step, TopicSpec, step_node
 
 __all__ = [
     "EPISODES",

@@ -47,6 +47,7 @@ __all__ = [
     "LOSE_MODES",
     "CORRUPT_AT",
     "corrupt_target",
+    "configs_at_level",
     "RESETS",
     "VERBS",
     "ClientSpec",
