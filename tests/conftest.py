@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from kraftlog.protocol.level import DEFAULT, Level
+from kraftlog.level import DEFAULT, Level
 from kraftlog.sim.runner import RunResult, run_scenario
 from kraftlog.scenario import load_scenario
 

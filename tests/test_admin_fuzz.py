@@ -36,7 +36,7 @@ from kraftlog.net import cluster as cl
 from kraftlog.net.client import KafkaConnection
 from kraftlog.protocol import messages as m
 from kraftlog.protocol.errors import Errors
-from kraftlog.protocol.level import Level
+from kraftlog.level import Level
 from kraftlog.protocol.records import Record, RecordBatch
 from kraftlog.sim.cluster import SimCluster
 

@@ -18,7 +18,7 @@ from kraftlog.controller.controller import CONTROLLER, QuorumController
 from kraftlog.metadata.image import PartitionRegistration
 from kraftlog.protocol import messages as m
 from kraftlog.protocol.errors import Errors
-from kraftlog.protocol.level import Level
+from kraftlog.level import Level
 from kraftlog.protocol.records import Record, RecordBatch
 from kraftlog.sim.runner import ScenarioRun
 from kraftlog.scenario import parse_scenario

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from kraftlog.protocol.level import IMPLEMENTED, Level
+from kraftlog.level import IMPLEMENTED, Level
 from kraftlog.scenario import dump_scenario, load_scenario, parse_scenario
 from kraftlog.scenario import generator as faults
 from kraftlog.spark.campaign import (

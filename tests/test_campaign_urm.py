@@ -14,7 +14,7 @@ from collections import Counter
 import pytest
 from click.testing import CliRunner
 
-from kraftlog.protocol.level import IMPLEMENTED, Level
+from kraftlog.level import IMPLEMENTED, Level
 from kraftlog.scenario import CONTROLLER, dump_scenario, parse_scenario
 from kraftlog.scenario import generator as faults
 from kraftlog.spark.campaign import (

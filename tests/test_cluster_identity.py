@@ -24,7 +24,7 @@ from kraftlog.net.disk import FileDisk, restore_fsynced
 from kraftlog.protocol import messages as m
 from kraftlog.protocol import wire
 from kraftlog.protocol.errors import Errors
-from kraftlog.protocol.level import Level
+from kraftlog.level import Level
 from kraftlog.sim.cluster import SimCluster
 from kraftlog.sim.runner import ScenarioRun
 from kraftlog.scenario import ScenarioError, dump_scenario, load_scenario, parse_scenario

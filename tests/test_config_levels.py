@@ -18,7 +18,7 @@ from click.testing import CliRunner
 
 from kraftlog.cli import main
 from kraftlog.metadata.config import CONFIG_LEVELS, KNOWN_CONFIGS, unknown_at_level
-from kraftlog.protocol.level import Level
+from kraftlog.level import Level
 from kraftlog.sim.runner import run_scenario
 from kraftlog.scenario import ScenarioError, configs_at_level, parse_scenario
 

@@ -23,7 +23,7 @@ from kraftlog.metadata.records import (
 )
 from kraftlog.protocol import messages as m
 from kraftlog.protocol.errors import Errors
-from kraftlog.protocol.level import Level
+from kraftlog.level import Level
 from kraftlog.storage.disk import SimDisk
 
 SESSION_MS = 9000  # Kafka's default broker.session.timeout.ms

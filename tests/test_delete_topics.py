@@ -14,6 +14,7 @@ import uuid
 
 import pytest
 
+from kraftlog.metadata import codec
 from kraftlog.broker.broker import (
     LOG_DIR, PARTITION_METADATA_FILE, Broker, decode_partition_metadata, encode_partition_metadata,
 )
@@ -29,7 +30,7 @@ from kraftlog.protocol import listeners as lst
 from kraftlog.protocol import messages as m
 from kraftlog.protocol import wire
 from kraftlog.protocol.errors import Errors
-from kraftlog.protocol.level import Level
+from kraftlog.level import Level
 from kraftlog.protocol.records import RecordBatch
 from kraftlog.storage.checkpoints import read_hwm_checkpoint
 from test_broker import MiniCluster, batch
@@ -184,9 +185,9 @@ def test_remove_topic_record_travels_as_metadata_json_and_in_a_file_metadata_log
     """RemoveTopicRecord is a registered metadata record type: the JSON codec of the metadata fetch and
     the file-backed metadata log both carry it."""
     rec = RemoveTopicRecord(uuid.UUID(int=77))
-    assert json.loads(wire.encode_metadata_record(rec)) == {"type": "RemoveTopicRecord",
+    assert json.loads(codec.encode_metadata_record(rec)) == {"type": "RemoveTopicRecord",
                                                             "topic_id": str(uuid.UUID(int=77))}
-    assert wire.decode_metadata_record(wire.encode_metadata_record(rec)) == rec
+    assert codec.decode_metadata_record(codec.encode_metadata_record(rec)) == rec
     with FileDisk(tmp_path) as d:
         d.append_many(METADATA_LOG, [TopicRecord("x", rec.topic_id), rec], 0)
         d.fsync(METADATA_LOG, 0)

@@ -15,7 +15,7 @@ from kraftlog.metadata.records import (
     RECOVERING, ConfigRecord, PartitionRecord, RegisterBrokerRecord, TopicRecord,
     ClearElrRecord,
 )
-from kraftlog.protocol.level import Level
+from kraftlog.level import Level
 from kraftlog.scenario import load_scenario
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -19,7 +19,7 @@ from kraftlog.metadata.image import PartitionRegistration
 from kraftlog.metadata.records import NO_LEADER, RECOVERED, RECOVERING, PartitionChangeRecord
 from kraftlog.protocol import messages as m
 from kraftlog.protocol.errors import Errors
-from kraftlog.protocol.level import Level
+from kraftlog.level import Level
 from kraftlog.sim.runner import run_scenario
 from kraftlog.scenario import load_scenario, parse_scenario
 from kraftlog.storage.disk import SimDisk

@@ -39,9 +39,10 @@ from kraftlog.net.disk import (
     read_meta_properties,
     write_meta_properties,
 )
-from kraftlog.protocol.level import DEFAULT
+from kraftlog.level import DEFAULT
 from kraftlog.protocol.records import Record, RecordBatch
-from kraftlog.protocol.wire import decode_batches, decode_metadata_record, encode_batches
+from kraftlog.metadata.codec import decode_metadata_record
+from kraftlog.protocol.wire import decode_batches, encode_batches
 from kraftlog.storage import (
     Disk,
     LogConfig,

@@ -20,7 +20,7 @@ from kraftlog.protocol import wire
 from kraftlog.protocol.framing import (
     DEFAULT_MAX_REQUEST_BYTES, Close, Reply, Request, ResponseDecoder, ServerConnection,
 )
-from kraftlog.protocol.level import Level
+from kraftlog.level import Level
 from kraftlog.protocol.records import Record, RecordBatch
 from kraftlog.storage.disk import SimDisk
 

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from conftest import LIBRARY
-from kraftlog.protocol.level import IMPLEMENTED, Level
+from kraftlog.level import IMPLEMENTED, Level
 from kraftlog.sim.runner import run_scenario
 
 GOLDEN = Path(__file__).resolve().parent / "golden"

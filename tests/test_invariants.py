@@ -20,7 +20,7 @@ import pytest
 from conftest import LIBRARY
 
 from kraftlog.check import invariants
-from kraftlog.protocol.level import DEFAULT, Level
+from kraftlog.level import DEFAULT, Level
 from kraftlog.sim.runner import ScenarioRun, run_scenario
 from kraftlog.scenario import parse_scenario
 

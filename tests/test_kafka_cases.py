@@ -16,7 +16,7 @@ needs Kafka's production code to be understood, the row cites it. Three tables, 
   controller (it answers registration, feeds metadata records, answers AlterPartition with the error a
   case names, as Kafka's ``MockAlterPartitionManager`` does) and the followers (Fetch).
 
-Levels (``kraftlog.protocol.level``): a Kafka case with ELR enabled (metadata version 4.0-IV1+ and
+Levels (``kraftlog.level``): a Kafka case with ELR enabled (metadata version 4.0-IV1+ and
 ``eligible.leader.replicas.version`` 1, PartitionChangeRecord version 2) runs at ``elr``; with ELR
 disabled and broker epochs involved at ``kip903``; metadata versions before 3.6 (the ISR-shrink
 leader-epoch bump, ``isLeaderEpochBumpRequiredOnIsrShrink``) at ``classic`` (3.3/3.4) or ``kip903``
@@ -86,7 +86,7 @@ from kraftlog.metadata.records import (
 )
 from kraftlog.protocol import messages as m
 from kraftlog.protocol.errors import Errors
-from kraftlog.protocol.level import Level
+from kraftlog.level import Level
 from kraftlog.protocol.records import Record, RecordBatch
 from kraftlog.storage.disk import SimDisk
 from kraftlog.storage.log import LogConfig, PartitionLog

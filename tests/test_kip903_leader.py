@@ -22,7 +22,7 @@ from kraftlog.broker.partition import Partition
 from kraftlog.metadata import records as mdr
 from kraftlog.protocol import messages as m
 from kraftlog.protocol.errors import Errors
-from kraftlog.protocol.level import Level
+from kraftlog.level import Level
 from kraftlog.protocol.records import Record, RecordBatch
 from kraftlog.storage.disk import SimDisk
 

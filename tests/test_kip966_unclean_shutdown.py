@@ -16,7 +16,7 @@ import uuid
 from kraftlog.controller.partition_change import Election, build_partition_change
 from kraftlog.metadata.image import PartitionRegistration
 from kraftlog.metadata.records import NO_LEADER, RECOVERED, RECOVERING
-from kraftlog.protocol.level import Level
+from kraftlog.level import Level
 
 TID = uuid.UUID(int=966)
 

@@ -25,7 +25,7 @@ from kraftlog.net.driver import (CLIENTS, DROP, HOLD, PASS, Connection, LinkFilt
 from kraftlog.protocol import listeners as lst
 from kraftlog.protocol import messages as m
 from kraftlog.protocol.framing import ServerConnection
-from kraftlog.protocol.level import DEFAULT
+from kraftlog.level import DEFAULT
 from kraftlog.sim.cluster import SimCluster
 
 C = CONTROLLER

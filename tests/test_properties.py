@@ -35,7 +35,7 @@ from kraftlog.metadata.image import PartitionRegistration
 from kraftlog.metadata.records import NO_LEADER, RECOVERED, RECOVERING
 from kraftlog.protocol import messages as m
 from kraftlog.protocol.errors import Errors
-from kraftlog.protocol.level import IMPLEMENTED, Level
+from kraftlog.level import IMPLEMENTED, Level
 from kraftlog.protocol.records import Record, RecordBatch
 from kraftlog.storage.disk import SimDisk
 from kraftlog.storage.log import LogConfig, PartitionLog

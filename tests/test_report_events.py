@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from kraftlog.protocol.level import Level
+from kraftlog.level import Level
 from kraftlog.report import plots
 from kraftlog.report.html import write_report
 from kraftlog.sim.runner import EVENT_KINDS, ScenarioRun, run_scenario

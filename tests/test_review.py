@@ -16,7 +16,7 @@ from kraftlog.metadata.image import RESOURCE_TOPIC, PartitionRegistration
 from kraftlog.metadata.records import RECOVERING, ConfigRecord
 from kraftlog.protocol import messages as m
 from kraftlog.protocol.errors import Errors
-from kraftlog.protocol.level import Level
+from kraftlog.level import Level
 from kraftlog.sim.runner import ScenarioRun, run_scenario
 from kraftlog.scenario import parse_scenario
 

@@ -183,7 +183,7 @@ def test_no_node_asks_to_be_woken_again_at_once_after_its_tick(monkeypatch, leve
     it lies in the future. A past deadline that nothing clears (a fetch backoff for a leader the broker
     no longer follows, a consumer backoff or producer retry time while waiting for metadata) made the
     driver tick the node every millisecond: ten times more events than messages in fault stories."""
-    from kraftlog.protocol.level import Level
+    from kraftlog.level import Level
     from kraftlog.sim import cluster
     from kraftlog.scenario import generator as faults
 

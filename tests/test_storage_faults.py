@@ -30,7 +30,7 @@ from kraftlog.metadata.records import BrokerRegistrationChangeRecord
 from kraftlog.net.disk import FileDisk, corrupt_segment, segment_batches
 from kraftlog.protocol import messages as m
 from kraftlog.protocol.errors import Errors
-from kraftlog.protocol.level import Level
+from kraftlog.level import Level
 from kraftlog.protocol.records import Record, RecordBatch
 from kraftlog.sim.runner import ScenarioRun
 from kraftlog.scenario import corrupt_target, load_scenario, parse_scenario

@@ -23,7 +23,7 @@ from kraftlog.protocol import listeners as lst
 from kraftlog.protocol import messages as m
 from kraftlog.protocol import wire
 from kraftlog.protocol.errors import Errors
-from kraftlog.protocol.level import DEFAULT, Level
+from kraftlog.level import DEFAULT, Level
 from kraftlog.sim.cluster import SimCluster
 from kraftlog.scenario import load_scenario, parse_scenario
 from kraftlog.sim.runner import run_scenario

@@ -32,7 +32,7 @@ from kraftlog.metadata.image import RESOURCE_BROKER, RESOURCE_TOPIC, PartitionRe
 from kraftlog.metadata.records import NO_LEADER
 from kraftlog.protocol import messages as m
 from kraftlog.protocol.errors import Errors
-from kraftlog.protocol.level import Level
+from kraftlog.level import Level
 
 STRATEGIES = (NONE, BALANCED, AGGRESSIVE)
 

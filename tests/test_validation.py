@@ -26,7 +26,7 @@ from kraftlog.metadata.records import ConfigRecord, PartitionChangeRecord, Parti
 from kraftlog.protocol import messages as m
 from kraftlog.protocol import wire
 from kraftlog.protocol.errors import Errors
-from kraftlog.protocol.level import Level
+from kraftlog.level import Level
 from kraftlog.protocol.records import MalformedRecords, Record, RecordBatch, decode_produce_records
 from kraftlog.protocol.validation import LONG_MAX, RecordLimits, validate_produce_records, validate_topic_name
 from kraftlog.storage.checkpoints import read_hwm_checkpoint, write_hwm_checkpoint

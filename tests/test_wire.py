@@ -82,6 +82,7 @@ from kio.schema.offset_fetch.v8 import response as kio_offset_fetch_response
 from kio.schema.types import GroupId
 from kio.serial import entity_writer
 
+from kraftlog.metadata import codec
 from kraftlog.metadata import records as mdr
 from kraftlog.protocol import messages as m
 from kraftlog.protocol import wire
@@ -681,7 +682,7 @@ def test_decodes_a_batch_built_by_kafka_python() -> None:
 def test_metadata_fetch_response_carries_each_metadata_record_type(record: object) -> None:
     msg = m.MetadataFetchResponse(Errors.NONE, high_watermark=8, base_offset=7, records=(record,))
     assert wire.roundtrip(msg) == msg
-    assert wire.decode_metadata_record(wire.encode_metadata_record(record)) == record
+    assert codec.decode_metadata_record(codec.encode_metadata_record(record)) == record
 
 
 def test_every_metadata_record_type_is_covered() -> None:

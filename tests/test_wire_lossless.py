@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from kraftlog.protocol.level import Level
+from kraftlog.level import Level
 from kraftlog.sim.runner import run_scenario
 from kraftlog.scenario import load_scenario
 

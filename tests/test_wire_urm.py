@@ -29,7 +29,7 @@ from kraftlog.protocol import listeners as lst
 from kraftlog.protocol import messages as m
 from kraftlog.protocol import wire
 from kraftlog.protocol.errors import Errors
-from kraftlog.protocol.level import Level
+from kraftlog.level import Level
 
 T1 = uuid.UUID("5c1a7e0e-0000-4000-8000-000000000001")
 T2 = uuid.UUID("5c1a7e0e-0000-4000-8000-000000000002")

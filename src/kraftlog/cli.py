@@ -20,7 +20,7 @@ from rich.table import Table
 from rich.text import Text
 
 from .cli_options import level_option
-from .protocol.level import DEFAULT, IMPLEMENTED, Level
+from .level import DEFAULT, IMPLEMENTED, Level
 from .sim.runner import outcome_words
 
 

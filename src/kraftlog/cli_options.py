@@ -6,7 +6,7 @@ import signal
 
 import click
 
-from .protocol.level import Level
+from .level import Level
 
 
 def level_option(ctx, param, value) -> Level | None:

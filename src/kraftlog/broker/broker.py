@@ -40,7 +40,7 @@ from ..protocol.errors import Errors
 #: every Fetch.
 NONE = Errors.NONE
 FENCED_LEADER_EPOCH = Errors.FENCED_LEADER_EPOCH
-from ..protocol.level import Level
+from ..level import Level
 from ..protocol.validation import RecordLimits, validate_produce_records
 from ..protocol.listeners import CLUSTER_ACTION_APIS, FORWARDED_APIS, cluster_action_refusal, error_response
 from ..protocol.node import NodeBase

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from ..metadata.image import PartitionRegistration
 from ..metadata.records import NO_LEADER, RECOVERED
 from ..protocol import messages as m
-from ..protocol.level import Level
+from ..level import Level
 from ..storage.log import PartitionLog
 
 

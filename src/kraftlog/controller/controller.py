@@ -43,7 +43,7 @@ from ..metadata.records import (
 )
 from ..protocol import messages as m
 from ..protocol.errors import Errors
-from ..protocol.level import Level
+from ..level import Level
 from ..protocol.node import NodeBase, earliest
 from ..protocol.validation import (
     CLUSTER_METADATA_TOPIC, has_collision_chars, unify_collision_chars, validate_topic_name,

@@ -43,7 +43,7 @@ from enum import Enum
 
 from ..metadata.image import PartitionRegistration
 from ..metadata.records import NO_LEADER, RECOVERING, PartitionChangeRecord
-from ..protocol.level import Level
+from ..level import Level
 
 
 class Election(Enum):

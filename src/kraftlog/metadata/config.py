@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from ..protocol.level import Level
+from ..level import Level
 
 #: Kafka's defaults for the configs kraftlog uses (Kafka 4.x values).
 DEFAULTS: dict[str, str] = {

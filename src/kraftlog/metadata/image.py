@@ -10,7 +10,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field, replace
 
-from ..protocol.validation import validate_topic_name
+from .topic_names import validate_topic_name
 from . import config as cfg
 from .records import (
     NO_LEADER, RECOVERED, RECOVERING, BrokerRegistrationChangeRecord, ClearElrRecord, ConfigRecord,

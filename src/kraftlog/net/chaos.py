@@ -75,7 +75,7 @@ from ..check import checkers
 from ..controller.controller import CONTROLLER
 from ..protocol import messages as m
 from ..protocol.errors import Errors
-from ..protocol.level import DEFAULT, Level
+from ..level import DEFAULT, Level
 from ..sim.runner import is_safe
 from . import cluster as cl
 from .client import ClientLoop, ConsumerRecorder, KafkaConnection

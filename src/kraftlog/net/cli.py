@@ -20,7 +20,7 @@ from rich.table import Table
 from ..cli_options import level_option, sigterm_interrupts
 from ..protocol import messages as m
 from ..protocol.errors import Errors
-from ..protocol.level import IMPLEMENTED, Level
+from ..level import IMPLEMENTED, Level
 from ..storage.meta_properties import kafka_uuid
 from . import cluster as cl
 

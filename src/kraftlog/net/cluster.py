@@ -50,7 +50,7 @@ from dataclasses import dataclass, field
 from random import SystemRandom
 
 from ..controller.controller import CONTROLLER
-from ..protocol.level import Level
+from ..level import Level
 from ..storage.meta_properties import META_PROPERTIES, MetaProperties, format_disk, kafka_uuid, new_directory_id
 from .disk import FileDisk
 from .driver import LinkFilter
@@ -260,7 +260,7 @@ def up(directory: str, brokers: int, port: int = 9092, level: Level | None = Non
     when it is killed; it must then start and restart the nodes from its main thread (the kernel's
     parent-death signal follows the thread that started a node). Every ``up`` starts with no link rule. Raises ClusterError (exit 2) on a
     mismatch with an existing cluster or a cluster that is already running."""
-    from ..protocol.level import DEFAULT
+    from ..level import DEFAULT
     if brokers < 1 or brokers > 50:
         raise ClusterError(f"--brokers must be within 1..50, got {brokers}", 2)
     if not 0 <= port <= 65535 - brokers:

@@ -27,7 +27,7 @@ File kinds, told apart by the path (so a restarted process reads every file the 
     ``__cluster_metadata-0``) holds metadata records (:mod:`kraftlog.metadata.records`) in KRaft's
     layout, records as values of v2 batches, one record per batch: base offset = the record's offset
     (its index in the file), partition leader epoch 0 (the single-node quorum's epoch, as on the
-    wire), key null, value :func:`~kraftlog.protocol.wire.encode_metadata_record`'s JSON, timestamp the
+    wire), key null, value :func:`~kraftlog.metadata.codec.encode_metadata_record`'s JSON, timestamp the
     append's ``now_ms``. (KRaft's value is Kafka's binary ``ApiMessageAndVersion``; kraftlog's records
     are its own, so the value is kraftlog's JSON form, the one the MetadataFetch wire uses too.) KRaft
     writes the records of one atomic append as one batch; the Disk appends record by record, so a
@@ -152,7 +152,8 @@ from crc32c import crc32c
 
 from ..metadata.records import METADATA_RECORD_TYPES
 from ..protocol.records import Record, RecordBatch
-from ..protocol.wire import decode_metadata_record, encode_batches, encode_metadata_record
+from ..metadata.codec import decode_metadata_record, encode_metadata_record
+from ..protocol.wire import encode_batches
 from ..storage.disk import LoadDrop, disk_full_error
 from ..storage.meta_properties import META_PROPERTIES, decode_properties, encode_properties
 

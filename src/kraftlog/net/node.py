@@ -66,7 +66,7 @@ from ..broker.broker import CONTROLLED_SHUTDOWN_MAX_MS, Broker
 from ..controller.controller import CONTROLLER, QuorumController
 from ..protocol import listeners as lst
 from ..protocol import wire
-from ..protocol.level import Level
+from ..level import Level
 from ..storage.meta_properties import NodeIdentityError
 from .disk import FileDisk, read_meta_properties
 from .driver import Clock, LinkFilter, ListenerLimits, NodeDriver

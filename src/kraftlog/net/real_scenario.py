@@ -49,7 +49,7 @@ from ..check import checkers
 from ..controller.controller import CONTROLLER
 from ..protocol import messages as m
 from ..protocol.errors import Errors
-from ..protocol.level import DEFAULT, Level
+from ..level import DEFAULT, Level
 from ..sim.runner import ACKS, RunResult, is_safe, node_words
 from ..scenario import Condition, Scenario, corrupt_target, step_node
 from . import cluster as cl

@@ -24,8 +24,8 @@ Layers, each usable on its own:
   record batches by reference (the TCP driver's Fetch responses).
 * :func:`encode_batches` / :func:`decode_batches` -- v2 record batches (magic 2, CRC-32C), record
   headers included (below).
-* :func:`encode_metadata_record` / :func:`decode_metadata_record` -- the compact JSON form a KRaft
-  metadata record takes as a record value inside a metadata-log batch.
+* a MetadataFetch response's records are metadata records in the compact JSON form of
+  :mod:`kraftlog.metadata.codec`, as record values inside one metadata-log batch.
 
 Kafka nests partitions by topic; the core flattens them (each partition names its topic). Encoding
 groups partitions by topic in order of first appearance, as Kafka builds these lists, and decoding
@@ -77,11 +77,11 @@ from kio.serial import entity_reader, entity_writer
 from kio.serial._implicit_defaults import get_implicit_default
 from kio.static.constants import EntityType
 
-from ..metadata import records as mdr
+from ..metadata.codec import MetadataRecordError, decode_metadata_record, encode_metadata_record
 from . import kio_extra
 from . import messages as m
 from .errors import Errors, WireError
-from .level import DEFAULT as DEFAULT_LEVEL, Level
+from ..level import DEFAULT as DEFAULT_LEVEL, Level
 from .records import (CorruptRecordError, Record, RecordBatch, UnsupportedCompressionError,
                       decode_batches, decode_produce_records, encode_batches)
 
@@ -92,7 +92,6 @@ __all__ = [
     "supported_versions", "mapped_versions", "supported_api_versions", "default_version",
     "peek_request_header", "frame", "frame_response", "roundtrip", "response_type_for", "RESPONSE_TYPES",
     "encode_batches", "decode_batches",
-    "encode_metadata_record", "decode_metadata_record",
 ]
 
 
@@ -133,72 +132,6 @@ def _group(items: Iterable[T], key: Callable[[T], K]) -> dict[K, list[T]]:
     for item in items:
         groups.setdefault(key(item), []).append(item)
     return groups
-
-
-# ------------------------------------------------------------------------ metadata records
-_METADATA_TYPES: dict[str, type] = {cls.__name__: cls for cls in mdr.METADATA_RECORD_TYPES}
-
-
-def _field_kinds(cls: type) -> tuple[tuple[str, str], ...]:
-    """(field name, kind) with kind "uuids" (a tuple of UUIDs), "uuid", "tuple" or "" from the (string)
-    annotations."""
-    kinds = []
-    for f in fields(cls):
-        ann = str(f.type)
-        kind = ("uuids" if ann.startswith("tuple[uuid.UUID") else "uuid" if "UUID" in ann
-                else "tuple" if ann.startswith("tuple") else "")
-        kinds.append((f.name, kind))
-    return tuple(kinds)
-
-
-_METADATA_FIELDS: dict[type, tuple[tuple[str, str], ...]] = {
-    cls: _field_kinds(cls) for cls in mdr.METADATA_RECORD_TYPES
-}
-
-
-def encode_metadata_record(rec: object) -> bytes:
-    """A metadata record (``kraftlog.metadata.records``) as compact UTF-8 JSON:
-    ``{"type": "<ClassName>", "<field>": value, ...}`` in field order; UUIDs as strings, tuples as
-    lists, None as null. Raises :class:`WireError` for a type that is not a metadata record."""
-    kinds = _METADATA_FIELDS.get(type(rec))
-    if kinds is None:
-        raise WireError(f"{type(rec).__name__} is not a metadata record type")
-    doc: dict[str, Any] = {"type": type(rec).__name__}
-    for name, kind in kinds:
-        value = getattr(rec, name)
-        if kind == "uuid" and value is not None:
-            value = str(value)
-        elif kind == "uuids" and value is not None:
-            value = [str(v) for v in value]
-        doc[name] = value
-    return json.dumps(doc, separators=(",", ":")).encode()
-
-
-def decode_metadata_record(data: bytes) -> object:
-    """Inverse of :func:`encode_metadata_record`. Raises :class:`WireError` on malformed JSON or an
-    unknown ``type``."""
-    try:
-        doc = json.loads(data)
-        cls = _METADATA_TYPES[doc.pop("type")]
-    except (ValueError, KeyError, TypeError, AttributeError) as exc:
-        raise WireError(f"not a kraftlog metadata record: {data[:80]!r}") from exc
-    kwargs = {}
-    for name, kind in _METADATA_FIELDS[cls]:
-        if name not in doc:
-            continue
-        value = doc[name]
-        if value is not None:
-            if kind == "uuid":
-                value = uuid.UUID(value)
-            elif kind == "uuids":
-                value = tuple(uuid.UUID(v) for v in value)
-            elif kind == "tuple":
-                value = tuple(value)
-        kwargs[name] = value
-    try:
-        return cls(**kwargs)
-    except TypeError as exc:
-        raise WireError(f"bad {cls.__name__} metadata record: {exc}") from exc
 
 
 # ====================================================================== the generic mapper
@@ -1042,9 +975,12 @@ def _metadata_fetch_response_from_kio(e: Any) -> m.MetadataFetchResponse:
     p = parts[0]
     error_code = e.error_code if e.error_code != ErrorCode.none else p.error_code
     batches = decode_batches(p.records)
-    records = tuple(
-        decode_metadata_record(r.value) for b in batches for r in b.records  # type: ignore[arg-type]
-    )
+    try:
+        records = tuple(
+            decode_metadata_record(r.value) for b in batches for r in b.records  # type: ignore[arg-type]
+        )
+    except MetadataRecordError as exc:
+        raise WireError(str(exc)) from exc
     base_offset = batches[0].base_offset if batches else p.last_stable_offset
     return m.MetadataFetchResponse(
         error_code=_code(error_code),

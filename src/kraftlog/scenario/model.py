@@ -37,7 +37,7 @@ import yaml
 
 from kraftlog.metadata.config import KNOWN_CONFIGS, unknown_at_level
 from kraftlog.metadata.config import invalid_value as invalid_config_value
-from kraftlog.protocol.level import Level
+from kraftlog.level import Level
 from kraftlog.protocol.messages import API_NAMES
 
 __all__ = [

@@ -30,7 +30,7 @@ import random
 
 from ..broker.broker import Broker, derived_directory_id
 from ..controller.controller import CONTROLLER, QuorumController
-from ..protocol.level import Level
+from ..level import Level
 from ..protocol.messages import Envelope
 from ..protocol.node import ConnectionSetup
 from ..links import LinkRules, matches

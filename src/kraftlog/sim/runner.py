@@ -34,7 +34,7 @@ from ..metadata.records import (
 )
 from ..protocol import messages as m
 from ..protocol.errors import Errors
-from ..protocol.level import DEFAULT, Level
+from ..level import DEFAULT, Level
 from ..broker.broker import LOG_DIR
 from ..storage.log import SEGMENT_FILE
 from .cluster import SimCluster

@@ -265,7 +265,7 @@ def run_id(row: dict) -> str:
 def in_gate(row: dict) -> bool:
     """Whether ``--fail-on-loss`` holds the run to KIP-966's promise: level :data:`GATE_LEVEL` or above,
     within the fault budget, and no unclean election allowed (:func:`unclean_election_allowed`)."""
-    from ..protocol.level import Level
+    from ..level import Level
 
     rank = {lv.label: lv for lv in Level}
     return (row["level"] in rank and rank[row["level"]] >= rank[GATE_LEVEL] and bool(row["within_budget"])
@@ -276,7 +276,7 @@ def unsafe_within_budget(rows: list[dict]) -> list[str]:
     """What ``--fail-on-loss`` fails on: the runs (generated or library) held to the promise
     (:func:`in_gate`) that are not safe (:func:`is_safe_row`), as :func:`run_id` names in level, seed,
     scenario order."""
-    from ..protocol.level import Level
+    from ..level import Level
 
     rank = {lv.label: lv for lv in Level}
     found = [r for r in rows if in_gate(r) and not is_safe_row(r)]
@@ -359,7 +359,7 @@ def run_one(task: dict, time_limit_s: int = RUN_TIME_LIMIT_S) -> dict:
     ``_yaml``: the scenario file to export when the run failed).
 
     Never raises for a failing simulation: an exception becomes the row's ``error``."""
-    from ..protocol.level import Level
+    from ..level import Level
     from ..sim.runner import run_scenario
     from ..scenario import dump_scenario, parse_scenario
     from ..scenario import generator as faults

@@ -25,7 +25,7 @@ from pathlib import Path
 import click
 from click.core import ParameterSource
 
-from ..protocol.level import IMPLEMENTED, Level
+from ..level import IMPLEMENTED, Level
 from .campaign import COMPARISONS, DEFAULT_MASTER, DEFAULT_SEEDS, comparison_key
 
 __all__ = ["campaign"]
