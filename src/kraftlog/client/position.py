@@ -44,8 +44,9 @@ UNDEFINED_EPOCH_OFFSET = -1
 
 @dataclass(frozen=True, slots=True)
 class FetchPosition:
-    """Kafka's ``FetchPosition``: ``offset`` the next offset to fetch (>= 0), ``offset_epoch`` the leader
-    epoch of record ``offset - 1`` (>= 0), None when unknown. Hashable; equal when both fields are."""
+    """Kafka's ``FetchPosition``: ``offset`` the next offset to fetch, ``offset_epoch`` the leader epoch of
+    record ``offset - 1`` (>= 0), None when unknown. Hashable; equal when both fields are. (The Spark
+    source's offset options also hold offset -2 / -1, earliest / latest, until they are resolved.)"""
 
     offset: int
     offset_epoch: int | None = None
