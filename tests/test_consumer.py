@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from kraftlog.client.consumer import Consumer, LogTruncationError, OffsetOutOfRangeError, Position
+from kraftlog.client.consumer import Consumer, LogTruncationError, OffsetOutOfRangeError
+from kraftlog.client.position import FetchPosition
 from kraftlog.protocol import messages as m
 from kraftlog.protocol.errors import Errors
 from kraftlog.protocol.records import Record, RecordBatch
@@ -46,7 +47,7 @@ def consumer_at(position: int, epoch: int, reset: str = "none", validate: bool =
     c.cancel_request(c._next_correlation)
     st = c.state[("t", 0)]
     st.inflight = False
-    st.position = Position(position, epoch)
+    st.position = FetchPosition.from_wire(position, epoch)
     st.awaiting_validation = False
     return c
 
@@ -97,7 +98,7 @@ def test_divergence_found_raises_log_truncation_error_at_the_divergence_offset()
     assert exc.value.partition == ("t", 0)
     assert exc.value.divergence_offset == 12
     assert exc.value.position == 20
-    assert c.state[("t", 0)].position == Position(12, 3)
+    assert c.state[("t", 0)].position == FetchPosition(12, 3)
     assert c.poll_records() == []  # raised once
 
 
@@ -105,7 +106,7 @@ def test_divergence_with_reset_earliest_seeks_to_the_divergence_offset_without_r
     c = consumer_at(20, 3, reset="earliest")
     validate_with(c, m.OffsetForLeaderEpochPartitionResponse("t", 0, Errors.NONE, 2, 15))
     assert c.poll_records() == []
-    assert c.state[("t", 0)].position == Position(15, 2)
+    assert c.state[("t", 0)].position == FetchPosition(15, 2)
     assert [(t.position, t.divergence_offset) for t in c.take_truncations()] == [(20, 15)]
 
 
@@ -132,7 +133,7 @@ def test_end_offset_one_below_the_position_is_a_truncation_at_exactly_that_offse
     assert c.poll_records() == []  # raised once (reset none), never (auto reset)
     assert [(t.position, t.divergence_offset, t.reset) for t in c.take_truncations()] == [
         (POSITION, POSITION - 1, reset)]
-    assert c.state[("t", 0)].position == Position(POSITION - 1, 3)
+    assert c.state[("t", 0)].position == FetchPosition(POSITION - 1, 3)
     assert not c.state[("t", 0)].awaiting_validation
 
 
@@ -150,7 +151,7 @@ def test_end_offset_at_or_above_the_position_is_not_a_truncation(end_offset, ans
     assert c.poll_records() == []
     assert c.take_truncations() == []
     st = c.state[("t", 0)]
-    assert st.position == Position(POSITION, 3) and not st.awaiting_validation
+    assert st.position == FetchPosition(POSITION, 3) and not st.awaiting_validation
     c.tick(20)
     fetches = [x for x in sent(c) if isinstance(x, m.FetchRequest)]
     assert [p.fetch_offset for p in fetches[0].partitions] == [POSITION]
@@ -201,7 +202,7 @@ def test_out_of_range_with_reset_none_raises_and_keeps_the_position():
     respond(c, 3, fetch_error(Errors.OFFSET_OUT_OF_RANGE))
     with pytest.raises(OffsetOutOfRangeError):
         c.poll_records()
-    assert c.state[("t", 0)].position == Position(20, 3)
+    assert c.state[("t", 0)].position == FetchPosition(20, 3)
 
 
 def test_fetched_records_carry_their_leader_epoch_into_the_position():
@@ -211,7 +212,7 @@ def test_fetched_records_carry_their_leader_epoch_into_the_position():
     respond(c, 3, lambda req: m.FetchResponse(Errors.NONE, (m.FetchPartitionResponse(
         TID, 0, Errors.NONE, high_watermark=2, records=(batch,)),)) if isinstance(req, m.FetchRequest) else None)
     assert [(r.offset, r.leader_epoch, r.value) for r in c.poll_records()] == [(0, 7, b"a"), (1, 7, b"b")]
-    assert c.state[("t", 0)].position == Position(2, 7)
+    assert c.state[("t", 0)].position == FetchPosition(2, 7)
 
 
 # --------------------------------------------------------------------------- the KIP-320 story

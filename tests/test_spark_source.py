@@ -39,14 +39,14 @@ from pathlib import Path
 import pytest
 
 from conftest import wait_for
+from kraftlog.client.position import EpochEndOffset, FetchPosition, validate_position
 from kraftlog.net import cluster as cl
 from kraftlog.net.chaos import CHAOS_CONFIG
 from kraftlog.net.client import KafkaConnection
 from kraftlog.protocol import messages as m
 from kraftlog.protocol.errors import Errors
-from kraftlog.spark.offsets import (RESUMED, KraftlogClient, Position, SourceOptions, Truncation, check_position,
-                                    offsets_from_json, offsets_to_json, parse_offsets_option, rate_limit,
-                                    split_range, write_events)
+from kraftlog.spark.offsets import (RESUMED, KraftlogClient, SourceOptions, Truncation, offsets_from_json,
+                                    offsets_to_json, parse_offsets_option, rate_limit, split_range, write_events)
 
 
 # ================================================================================================ fast
@@ -73,9 +73,9 @@ def test_options_follow_spark_kafka_source_names_and_defaults():
 
 def test_offsets_json_round_trips_and_accepts_spark_form():
     assert parse_offsets_option("startingOffsets", '{"t": {"0": 23, "1": -2, "10": {"offset": 5, "leaderEpoch": 4}}}',
-                                "earliest") == {("t", 0): Position(23), ("t", 1): Position(-2),
-                                                ("t", 10): Position(5, 4)}
-    positions = {("t", 10): Position(7, 2), ("t", 2): Position(0), ("a", 0): Position(3, 0)}
+                                "earliest") == {("t", 0): FetchPosition(23), ("t", 1): FetchPosition(-2),
+                                                ("t", 10): FetchPosition(5, 4)}
+    positions = {("t", 10): FetchPosition(7, 2), ("t", 2): FetchPosition(0), ("a", 0): FetchPosition(3, 0)}
     j = offsets_to_json(positions)
     assert json.dumps(j) == ('{"a": {"0": {"offset": 3, "leaderEpoch": 0}}, "t": {"2": {"offset": 0, '
                              '"leaderEpoch": null}, "10": {"offset": 7, "leaderEpoch": 2}}}')
@@ -84,17 +84,23 @@ def test_offsets_json_round_trips_and_accepts_spark_form():
         parse_offsets_option("startingOffsets", '{"t": {"0": "x"}}', "earliest")
 
 
+def check_position(key, position: FetchPosition, answer: tuple[int, int]) -> Truncation | None:
+    """The source's reading of an OffsetForLeaderEpoch ``(epoch, end offset)`` answer for ``position``
+    (failOnDataLoss=true): the rule's outcome as an events-table Truncation, or None."""
+    return Truncation.of(key, validate_position(position, EpochEndOffset(0, *answer), reset_policy=False))
+
+
 def test_kip320_position_check():
     """KIP-320 (Kafka's maybeCompleteValidation): the leader's end offset for the position's epoch below
     the position is a divergence there; an undefined answer is a truncation without a known offset."""
     k = ("t", 0)
-    assert check_position(k, Position(150, 0), (0, 180)) is None
-    assert check_position(k, Position(150, 0), (0, 150)) is None
-    t = check_position(k, Position(150, 0), (0, 100))
-    assert (t.divergence_offset, t.resume, t.action) == (100, Position(100, 0), RESUMED)
+    assert check_position(k, FetchPosition(150, 0), (0, 180)) is None
+    assert check_position(k, FetchPosition(150, 0), (0, 150)) is None
+    t = check_position(k, FetchPosition(150, 0), (0, 100))
+    assert (t.divergence_offset, t.resume, t.action) == (100, FetchPosition(100, 0), RESUMED)
     assert "t-0: checkpoint offset 150 (leader epoch 0), diverged at offset 100" in t.describe()
-    u = check_position(k, Position(150, 3), (-1, -1))
-    assert u.divergence_offset is None and u.resume == Position(0, None)
+    u = check_position(k, FetchPosition(150, 3), (-1, -1))
+    assert u.divergence_offset is None and u.resume == FetchPosition(0, None)
 
 
 def test_rate_limit_is_spark_kafka_source_share_and_ranges_split():
@@ -129,7 +135,7 @@ def test_data_source_name_schema_and_planning_without_a_cluster():
 
 def test_events_table_rows(tmp_path):
     import pyarrow.parquet as pq
-    t = Truncation("t", 0, Position(150, 0), 100, 0, Position(100, 0))
+    t = Truncation("t", 0, FetchPosition(150, 0), 100, 0, FetchPosition(100, 0))
     path = write_events(str(tmp_path / "ev"), [t], now_ms=1_700_000_000_000)
     rows = pq.read_table(tmp_path / "ev").to_pylist()
     assert os.path.basename(path).startswith("events-")
@@ -147,11 +153,11 @@ def test_kip320_a_leader_ending_the_epoch_one_offset_below_the_checkpoint_is_a_t
     below the position is a divergence): checkpoint offset 150 in epoch 0, the leader's epoch 0 ends at
     149 (one record, 149, was truncated away): a truncation diverging at 149, resumed there.
 
-    Shown to fail when ``end < position.offset`` in ``offsets.check_position`` becomes
-    ``end < position.offset - 1`` (the lost record goes unnoticed)."""
-    t = check_position(K, Position(150, 0), (0, 149))
-    assert t is not None and (t.divergence_offset, t.resume) == (149, Position(149, 0))
-    assert check_position(K, Position(150, 0), (0, 150)) is None
+    Shown to fail when ``end_offset < position.offset`` in ``client.position.validate_position`` becomes
+    ``end_offset < position.offset - 1`` (the lost record goes unnoticed)."""
+    t = check_position(K, FetchPosition(150, 0), (0, 149))
+    assert t is not None and (t.divergence_offset, t.resume) == (149, FetchPosition(149, 0))
+    assert check_position(K, FetchPosition(150, 0), (0, 150)) is None
 
 
 class _FakeClient:
@@ -189,7 +195,7 @@ def test_kip320_truncation_under_the_checkpoint_fails_the_query_with_fail_on_dat
     DataLossError naming the partition, both offsets and the truncation, and writes no event; with
     failOnDataLoss=false it plans 100..179 and writes one events row.
 
-    Shown to fail when ``if self.opts.fail_on_data_loss:`` in ``_Planner.validate`` is replaced by
+    Shown to fail when ``if fail:`` in ``_Planner.validate`` is replaced by
     ``if False:`` (the query resumes silently at the divergence). The slow
     ``test_kip320_truncation_under_the_checkpoint`` shows the same on a real cluster and Spark."""
     import pyarrow.parquet as pq
@@ -200,7 +206,7 @@ def test_kip320_truncation_under_the_checkpoint_fails_the_query_with_fail_on_dat
     with pytest.raises(DataLossError) as err:
         reader.partitions(CHECKPOINT, LATEST_180)
     assert "t-0: checkpoint offset 150 (leader epoch 0), diverged at offset 100" in str(err.value)
-    assert [(t.divergence_offset, t.resume) for t in err.value.truncations] == [(100, Position(100, 0))]
+    assert [(t.divergence_offset, t.resume) for t in err.value.truncations] == [(100, FetchPosition(100, 0))]
     assert not (tmp_path / "ev").exists()
     reader = _stream_reader(eventsPath=tmp_path / "ev", failOnDataLoss="false")
     reader._client = _FakeClient({K: (0, 100)})
@@ -219,9 +225,10 @@ def test_an_end_offset_below_the_start_offset_is_data_loss():
     from kraftlog.spark.source import DataLossError
     reader = _stream_reader()
     with pytest.raises(DataLossError, match="t-0's offset was changed from 150 to 149"):
-        reader.ranges({K: Position(150, 0)}, {K: Position(149, 0)})
-    assert reader.ranges({K: Position(150, 0)}, {K: Position(150, 0)}) == []
-    assert _stream_reader(failOnDataLoss="false").ranges({K: Position(150, 0)}, {K: Position(149, 0)}) == []
+        reader.ranges({K: FetchPosition(150, 0)}, {K: FetchPosition(149, 0)})
+    assert reader.ranges({K: FetchPosition(150, 0)}, {K: FetchPosition(150, 0)}) == []
+    assert _stream_reader(failOnDataLoss="false").ranges({K: FetchPosition(150, 0)},
+                                                         {K: FetchPosition(149, 0)}) == []
 
 
 def _fetch_client(answers: list):

@@ -11,6 +11,10 @@ position, the log was truncated under the consumer:
   offset, as an application catching it would seek;
 * ``reset="earliest"``/``"latest"``: the consumer seeks to the divergence offset and logs it.
 
+The position (:class:`~kraftlog.client.position.FetchPosition`) and that rule
+(:func:`~kraftlog.client.position.validate_position`) are :mod:`kraftlog.client.position`'s, shared with
+the Spark source.
+
 ``validate_positions=False`` skips validation, as some real clients do: a truncation then goes
 unnoticed (the checker reports it as undetected and as poll-skip).
 
@@ -33,14 +37,7 @@ NONE = Errors.NONE
 from ..protocol.node import earliest
 from .metadata import ClientMetadata
 from .network import NetworkClient
-
-
-@dataclass(slots=True)
-class Position:
-    """``offset``: next offset to fetch; ``epoch``: leader epoch of the last consumed record (-1 unknown)."""
-
-    offset: int
-    epoch: int
+from .position import EpochEndOffset, FetchPosition, Validation, validate_position
 
 
 @dataclass(slots=True)
@@ -92,7 +89,7 @@ class OffsetOutOfRangeError(Exception):
 
 @dataclass(slots=True)
 class PartitionFetchState:
-    position: Position | None = None
+    position: FetchPosition | None = None
     awaiting_validation: bool = False
     awaiting_reset: bool = True
     inflight: bool = False
@@ -121,7 +118,7 @@ class Consumer(NetworkClient):
         self.group_ready = group_id is None  # committed offsets fetched (or no group)
         self.group_backoff_until = 0
         self.next_commit_ms = auto_commit_interval_ms
-        self.committed: dict[tuple[str, int], Position] = {}
+        self.committed: dict[tuple[str, int], FetchPosition] = {}
         self.metadata = ClientMetadata(bootstrap)
         self.reset = reset
         self.validate_positions = validate_positions
@@ -137,11 +134,12 @@ class Consumer(NetworkClient):
 
     # ---------------------------------------------------------------- API
     def seek(self, topic: str, partition: int, offset: int, leader_epoch: int = -1) -> None:
-        """Set the position; with a leader epoch the position is validated before the next fetch."""
+        """Set the position; with a leader epoch (>= 0; -1: none) the position is validated before the next
+        fetch."""
         st = self.state.setdefault((topic, partition), PartitionFetchState())
-        st.position = Position(offset, leader_epoch)
+        st.position = FetchPosition.from_wire(offset, leader_epoch)
         st.awaiting_reset = False
-        st.awaiting_validation = leader_epoch >= 0 and self.validate_positions
+        st.awaiting_validation = st.position.offset_epoch is not None and self.validate_positions
 
     def poll_records(self) -> list[ConsumedRecord]:
         """Records fetched since the last call — Kafka's ``KafkaConsumer.poll()`` (named apart from the
@@ -262,7 +260,7 @@ class Consumer(NetworkClient):
                               now_ms, self.request_timeout_ms, ("offset_fetch",))
         elif now_ms >= self.next_commit_ms:
             self.next_commit_ms = now_ms + self.auto_commit_interval_ms
-            parts = tuple(m.OffsetCommitPartition(k[0], k[1], st.position.offset, st.position.epoch)
+            parts = tuple(m.OffsetCommitPartition(k[0], k[1], st.position.offset, st.position.wire_epoch)
                           for k, st in sorted(self.state.items())
                           if st.position is not None and self.committed.get(k) != st.position)
             if parts:
@@ -287,14 +285,15 @@ class Consumer(NetworkClient):
                 if key in self.state and p.error_code == NONE and p.committed_offset >= 0:
                     # KIP-320: a committed position carries its leader epoch and is validated first.
                     self.seek(p.topic, p.partition, p.committed_offset, p.committed_leader_epoch)
-                    self.committed[key] = Position(p.committed_offset, p.committed_leader_epoch)
+                    self.committed[key] = FetchPosition.from_wire(p.committed_offset, p.committed_leader_epoch)
             self.group_ready = True
         else:
             if any(p.error_code != NONE for p in resp.partitions):
                 self._group_failed(now_ms)
                 return
             for p in context[1]:
-                self.committed[(p.topic, p.partition)] = Position(p.committed_offset, p.committed_leader_epoch)
+                self.committed[(p.topic, p.partition)] = FetchPosition.from_wire(p.committed_offset,
+                                                                                 p.committed_leader_epoch)
 
     def _work(self, now_ms: int) -> None:
         self._worked_ms = now_ms
@@ -317,13 +316,14 @@ class Consumer(NetworkClient):
                 self.send_request(info.leader, m.ListOffsetsRequest(
                     -1, (m.ListOffsetsPartition(key[0], key[1], ts, info.leader_epoch),)),
                     now_ms, self.request_timeout_ms, ("list_offsets", info.leader, (key,)))
-            elif st.awaiting_validation and st.position.epoch >= 0:
+            elif st.awaiting_validation and st.position.offset_epoch is not None:
                 if self.metadata.stale:
                     continue  # validate against the refreshed leader and epoch, not the stale ones
                 st.inflight = True
                 self.send_request(info.leader, m.OffsetForLeaderEpochRequest(
-                    -1, (m.OffsetForLeaderEpochPartition(key[0], key[1], info.leader_epoch, st.position.epoch),)),
-                    now_ms, self.request_timeout_ms, ("validate", info.leader, (key,), st.position.offset))
+                    -1, (m.OffsetForLeaderEpochPartition(key[0], key[1], info.leader_epoch,
+                                                         st.position.offset_epoch),)),
+                    now_ms, self.request_timeout_ms, ("validate", info.leader, (key,), st.position))
             else:
                 st.awaiting_validation = False
                 fetch_by_leader.setdefault(info.leader, []).append((key, info))
@@ -386,14 +386,14 @@ class Consumer(NetworkClient):
                     last_epoch = epoch
             if last_epoch is not None:
                 # KIP-320: the position carries the leader epoch of the last consumed record
-                st.position = Position(next_offset, last_epoch)
+                st.position = FetchPosition.from_wire(next_offset, last_epoch)
 
     def _on_fetch_error(self, now_ms: int, key, st: PartitionFetchState, error: int, sent_offset: int) -> None:
         """A partition error in a Fetch response: validate the position after a leader change
         (FENCED/UNKNOWN_LEADER_EPOCH, NOT_LEADER_OR_FOLLOWER), reset or report an out-of-range
         position, back off and refresh metadata otherwise."""
         if error in (Errors.FENCED_LEADER_EPOCH, Errors.UNKNOWN_LEADER_EPOCH, Errors.NOT_LEADER_OR_FOLLOWER):
-            if self.validate_positions and st.position is not None and st.position.epoch >= 0:
+            if self.validate_positions and st.position is not None and st.position.offset_epoch is not None:
                 st.awaiting_validation = True
             self._fail(now_ms, key)
         elif error == Errors.OFFSET_OUT_OF_RANGE:
@@ -407,7 +407,7 @@ class Consumer(NetworkClient):
             self._fail(now_ms, key)
 
     def _single_answer(self, now_ms: int, context, resp):
-        """The one partition answer of a ListOffsets / OffsetForLeaderEpoch request, or None after an
+        """The one partition answer of a ListOffsets request, or None after an
         error (which backs the partition off and refreshes metadata)."""
         key = context[2][0]
         self.state[key].inflight = False
@@ -422,37 +422,43 @@ class Consumer(NetworkClient):
         if pr is None:
             return
         st = self.state[context[2][0]]
-        st.position = Position(pr.offset, -1)
+        st.position = FetchPosition(pr.offset, None)
         st.awaiting_reset = False
         st.awaiting_validation = False
 
     def _on_validate(self, now_ms: int, context, resp: m.OffsetForLeaderEpochResponse) -> None:
-        pr = self._single_answer(now_ms, context, resp)
-        if pr is None:
-            return
+        """An OffsetForLeaderEpoch answer for the position sent (``context[3]``), judged by KIP-320's
+        rule (:func:`~kraftlog.client.position.validate_position`; ``reset`` other than none is an auto
+        reset policy). An answer for a position that has moved since (another offset) is dropped, as
+        Kafka's ``maybeCompleteValidation`` skips it. A truncation is recorded in ``truncations`` either
+        way and, with reset none, raised by the next poll_records()."""
         key = context[2][0]
-        position_sent = context[3]
         st = self.state[key]
-        if st.position is None or st.position.offset != position_sent:
+        st.inflight = False
+        pr = resp.partitions[0]
+        outcome = validate_position(context[3], EpochEndOffset(pr.error_code, pr.leader_epoch, pr.end_offset),
+                                    reset_policy=self.reset != "none")
+        if outcome.validation is Validation.RETRIABLE:
+            self._fail(now_ms, key)
+            return
+        if st.position is None or st.position.offset != outcome.position.offset:
             return
         st.awaiting_validation = False
-        if pr.end_offset < 0 or pr.leader_epoch < 0:
-            # Kafka's maybeCompleteValidation: an undefined answer (the leader knows no epoch at or below
-            # ours) is a truncation with no known divergence offset (-1): everything read may be gone.
-            # With an auto reset policy the offset is reset (requestOffsetReset); with reset none it is
-            # reported (LogTruncationException without a divergent offset), after which this consumer,
-            # like an application that seeks to the beginning, resets to the earliest offset.
-            truncation = LogTruncation(key[0], key[1], st.position.offset, -1, now_ms, self.reset)
-            self.truncations.append(truncation)
-            if self.reset == "none":
-                self._unreported.append(truncation)
+        if not outcome.truncated:
+            return
+        divergent = outcome.divergent
+        truncation = LogTruncation(key[0], key[1], st.position.offset, -1 if divergent is None else divergent.offset,
+                                   now_ms, self.reset)
+        self.truncations.append(truncation)
+        if outcome.validation is Validation.LOG_TRUNCATION:
+            self._unreported.append(truncation)
+        if divergent is not None:
+            # TRUNCATED seeks to the divergent offset; after LOG_TRUNCATION the consumer moves there too,
+            # as an application catching LogTruncationError would seek.
+            st.position = divergent
+        else:
+            # RESET: the divergence is unknown, everything read may be gone: reset by the policy. After
+            # LOG_TRUNCATION without a divergent offset this consumer, like an application that seeks to
+            # the beginning, resets to the earliest offset (reset none lists the earliest offset).
             st.position = None
             st.awaiting_reset = True
-            return
-        if pr.end_offset < st.position.offset:
-            # KIP-320: the log diverged below our position.
-            truncation = LogTruncation(key[0], key[1], st.position.offset, pr.end_offset, now_ms, self.reset)
-            self.truncations.append(truncation)
-            if self.reset == "none":
-                self._unreported.append(truncation)
-            st.position = Position(pr.end_offset, pr.leader_epoch)

@@ -2,9 +2,10 @@
 
 Nothing here imports pyspark: :mod:`kraftlog.spark.source` holds the Spark classes and calls these.
 
-**Positions (KIP-320).** A partition's position is :class:`Position` ``(offset, leader_epoch)``: ``offset``
-N is the next record to read, ``leader_epoch`` E the leader epoch of the batch holding record N-1 (the
-epoch of the last record consumed: KIP-320's position), ``None`` when N is 0 or the epoch is not known.
+**Positions (KIP-320).** A partition's position is the consumer's
+:class:`~kraftlog.client.position.FetchPosition` ``(offset, offset_epoch)``: ``offset`` N is the next
+record to read, ``offset_epoch`` E the leader epoch of the batch holding record N-1 (the epoch of the last
+record consumed: KIP-320's position), ``None`` when N is 0 or the epoch is not known.
 A streaming query's offsets, which Spark checkpoints in ``<checkpoint>/offsets/<batch>``, are
 ``{"<topic>": {"<partition>": {"offset": N, "leaderEpoch": E}}}`` (topics sorted, partitions in numeric
 order, so that equal offsets serialize to equal JSON).
@@ -16,7 +17,9 @@ truncated under the position (an unclean election elected a replica that never h
 ``end..N-1``, and whatever was appended since is other records at those offsets): the position is
 replaced by the divergence offset ``end`` (with ``epoch``). An undefined answer (-1, -1: the leader knows
 no epoch at or below E) is a truncation whose divergence offset is unknown; the resume point is then the
-log start offset. :func:`check_position` is that rule; :class:`KraftlogClient.end_offsets_for` asks.
+log start offset. The rule is the consumer's (:func:`kraftlog.client.position.validate_position`, with
+``failOnDataLoss=false`` as its auto reset policy); :meth:`Truncation.of` makes a detected truncation an
+events row; :class:`KraftlogClient.end_offsets_for` asks.
 
 **Spark's Kafka source** (``org.apache.spark.sql.kafka010``) is the model for the options
 (:class:`SourceOptions`), the offsets JSON users write (``{"t": {"0": 23}}``, -2 = earliest, -1 =
@@ -44,12 +47,12 @@ import uuid
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
+from ..client.position import FetchPosition, PositionValidation
 from ..net.client import KafkaConnection, parse_address
 from ..protocol import messages as m
 from ..protocol.errors import Errors
 
-__all__ = ["Position", "SourceOptions", "KraftlogClient", "SourceError", "DataLossError", "Truncation",
-           "check_position", "rate_limit", "split_range", "offsets_to_json", "offsets_from_json",
+__all__ = ["SourceOptions", "KraftlogClient", "SourceError", "DataLossError", "Truncation", "rate_limit", "split_range", "offsets_to_json", "offsets_from_json",
            "parse_offsets_option", "write_events", "EVENTS_COLUMNS", "EARLIEST", "LATEST",
            "DEFAULT_MAX_RECORDS_PER_PARTITION", "DEFAULT_EVENTS_PATH", "RESUMED", "RESUMED_EARLIEST"]
 
@@ -95,34 +98,23 @@ class DataLossError(SourceError):
 
 
 # ------------------------------------------------------------------------------------------- positions
-@dataclass(frozen=True, slots=True)
-class Position:
-    """A partition position (KIP-320): ``offset`` the next record to read, ``leader_epoch`` the leader
-    epoch of the batch holding record ``offset - 1`` (None: offset 0, or unknown)."""
-
-    offset: int
-    leader_epoch: int | None = None
-
-    def to_json(self) -> dict:
-        return {"offset": self.offset, "leaderEpoch": self.leader_epoch}
-
-
 Key = tuple[str, int]
 
 
-def offsets_to_json(positions: Mapping[Key, Position]) -> dict:
-    """``{(topic, partition): Position}`` as the streaming offsets JSON (topics sorted, partitions in
+def offsets_to_json(positions: Mapping[Key, FetchPosition]) -> dict:
+    """``{(topic, partition): FetchPosition}`` as the streaming offsets JSON (topics sorted, partitions in
     numeric order: equal positions give equal JSON, which is how Spark sees that nothing is new)."""
     out: dict = {}
     for topic, partition in sorted(positions):
-        out.setdefault(topic, {})[str(partition)] = positions[(topic, partition)].to_json()
+        position = positions[(topic, partition)]
+        out.setdefault(topic, {})[str(partition)] = {"offset": position.offset, "leaderEpoch": position.offset_epoch}
     return out
 
 
-def offsets_from_json(offsets: Mapping | None) -> dict[Key, Position]:
+def offsets_from_json(offsets: Mapping | None) -> dict[Key, FetchPosition]:
     """The inverse of :func:`offsets_to_json`; an entry may also be a bare offset (Spark's Kafka form),
     read as a position without an epoch. ValueError for another shape."""
-    out: dict[Key, Position] = {}
+    out: dict[Key, FetchPosition] = {}
     for topic, parts in (offsets or {}).items():
         if not isinstance(parts, Mapping):
             raise ValueError(f"offsets of topic {topic!r} must be an object of partitions, got {parts!r}")
@@ -131,24 +123,24 @@ def offsets_from_json(offsets: Mapping | None) -> dict[Key, Position]:
     return out
 
 
-def _entry_position(topic: str, p, entry) -> Position:
+def _entry_position(topic: str, p, entry) -> FetchPosition:
     if isinstance(entry, bool):
         raise ValueError(f"offset of {topic}-{p} must be a number or an object, got {entry!r}")
     if isinstance(entry, int):
-        return Position(entry, None)
+        return FetchPosition(entry, None)
     if isinstance(entry, Mapping) and isinstance(entry.get("offset"), int) and not isinstance(entry["offset"], bool):
         epoch = entry.get("leaderEpoch")
         if epoch is not None and (not isinstance(epoch, int) or isinstance(epoch, bool)):
             raise ValueError(f"leaderEpoch of {topic}-{p} must be an integer or null, got {epoch!r}")
-        return Position(entry["offset"], epoch if epoch is None or epoch >= 0 else None)
+        return FetchPosition(entry["offset"], epoch if epoch is None or epoch >= 0 else None)
     raise ValueError(f"offset of {topic}-{p} must be a number or {{\"offset\": N, \"leaderEpoch\": E}}, "
                      f"got {entry!r}")
 
 
-def parse_offsets_option(name: str, text: str | None, default: str) -> str | dict[Key, Position]:
+def parse_offsets_option(name: str, text: str | None, default: str) -> str | dict[Key, FetchPosition]:
     """``startingOffsets`` / ``endingOffsets``: ``"earliest"``, ``"latest"`` or Spark's JSON
     (``{"t": {"0": 23, "1": -2}}``, -2 earliest, -1 latest; or ``{"t": {"0": {"offset": 23,
-    "leaderEpoch": 4}}}``). Returns the word or ``{(topic, partition): Position}`` (offset -2/-1 kept as
+    "leaderEpoch": 4}}}``). Returns the word or ``{(topic, partition): FetchPosition}`` (offset -2/-1 kept as
     is, resolved later). ValueError naming ``name`` for anything else."""
     value = (text if text is not None else default).strip()
     if value.lower() in ("earliest", "latest"):
@@ -291,44 +283,42 @@ class SourceOptions:
 # ------------------------------------------------------------------------------------------ validation
 @dataclass(frozen=True, slots=True)
 class Truncation:
-    """A KIP-320 truncation under a position: ``checkpoint`` was the position; the leader's log ends
-    epoch ``checkpoint.leader_epoch`` at ``divergence_offset`` (None: the leader's answer was undefined)
-    in epoch ``divergence_epoch``; ``resume`` is where reading goes on (the divergence offset, or the log
-    start offset when it is unknown)."""
+    """A KIP-320 truncation under a position, as the events table records it: ``checkpoint`` was the
+    position; the leader's log ends epoch ``checkpoint.offset_epoch`` at ``divergence_offset`` (None: the
+    leader's answer was undefined) in epoch ``divergence_epoch``; ``resume`` is where reading goes on (the
+    divergence offset, or the log start offset when it is unknown)."""
 
     topic: str
     partition: int
-    checkpoint: Position
+    checkpoint: FetchPosition
     divergence_offset: int | None
     divergence_epoch: int | None
-    resume: Position
+    resume: FetchPosition
+
+    @classmethod
+    def of(cls, key: Key, validation: PositionValidation, log_start: int = 0) -> "Truncation | None":
+        """The truncation :func:`~kraftlog.client.position.validate_position` found for partition ``key``
+        (None when it found none): resumed at the divergent offset (without an epoch at offset 0: no
+        record precedes it), or at ``log_start`` when the divergence is unknown."""
+        if not validation.truncated:
+            return None
+        position, divergent = validation.position, validation.divergent
+        if divergent is None:
+            return cls(key[0], key[1], position, None, None, FetchPosition(log_start, None))
+        return cls(key[0], key[1], position, divergent.offset, divergent.offset_epoch,
+                   FetchPosition(divergent.offset, divergent.offset_epoch if divergent.offset > 0 else None))
 
     def describe(self) -> str:
         where = (f"diverged at offset {self.divergence_offset} (the leader's epoch "
-                 f"{self.checkpoint.leader_epoch} ends there)" if self.divergence_offset is not None
-                 else f"the leader's end offset for epoch {self.checkpoint.leader_epoch} is undefined (divergence "
+                 f"{self.checkpoint.offset_epoch} ends there)" if self.divergence_offset is not None
+                 else f"the leader's end offset for epoch {self.checkpoint.offset_epoch} is undefined (divergence "
                       "unknown)")
         return (f"{self.topic}-{self.partition}: checkpoint offset {self.checkpoint.offset} (leader epoch "
-                f"{self.checkpoint.leader_epoch}), {where}")
+                f"{self.checkpoint.offset_epoch}), {where}")
 
     @property
     def action(self) -> str:
         return RESUMED if self.divergence_offset is not None else RESUMED_EARLIEST
-
-
-def check_position(key: Key, position: Position, answer: tuple[int, int],
-                   log_start: int = 0) -> Truncation | None:
-    """KIP-320's validation of ``position`` against the leader's OffsetForLeaderEpoch ``answer`` ``(epoch,
-    end offset)`` for ``position.leader_epoch``: None when the log still holds the position (end offset >=
-    position offset), else the :class:`Truncation` (Kafka's ``SubscriptionState.maybeCompleteValidation``:
-    an end offset below the position is a divergence at that offset; an undefined answer, -1, is a
-    truncation with no known divergence, resumed at ``log_start``)."""
-    epoch, end = answer
-    if end < 0 or epoch < 0:
-        return Truncation(key[0], key[1], position, None, None, Position(log_start, None))
-    if end < position.offset:
-        return Truncation(key[0], key[1], position, end, epoch, Position(end, epoch if end > 0 else None))
-    return None
 
 
 def rate_limit(limit: int, starts: Mapping[Key, int], ends: Mapping[Key, int]) -> dict[Key, int]:
@@ -385,7 +375,7 @@ def write_events(path: str, truncations: Iterable[Truncation], now_ms: int | Non
         "topic": pa.array([t.topic for t in rows], pa.string()),
         "partition": pa.array([t.partition for t in rows], pa.int32()),
         "checkpoint_offset": pa.array([t.checkpoint.offset for t in rows], pa.int64()),
-        "checkpoint_leader_epoch": pa.array([t.checkpoint.leader_epoch for t in rows], pa.int32()),
+        "checkpoint_leader_epoch": pa.array([t.checkpoint.offset_epoch for t in rows], pa.int32()),
         "divergence_offset": pa.array([t.divergence_offset for t in rows], pa.int64()),
         "action": pa.array([t.action for t in rows], pa.string()),
     })
@@ -649,11 +639,11 @@ class KraftlogClient:
                 self._epoch_cache[(k[0], k[1], need[k] + 1, info.leader_epoch)] = batch.partition_leader_epoch
         return out
 
-    def latest_positions(self, keys: Iterable[Key]) -> dict[Key, Position]:
+    def latest_positions(self, keys: Iterable[Key]) -> dict[Key, FetchPosition]:
         """Each partition's HWM (ListOffsets latest) with the leader epoch of record HWM-1."""
         hwms = self.list_offsets(keys, LATEST)
         epochs = self.epochs_before(hwms)
-        return {k: Position(hwms[k], epochs[k]) for k in hwms}
+        return {k: FetchPosition(hwms[k], epochs[k]) for k in hwms}
 
     def read(self, key: Key, start: int, end: int, timeout_s: float) -> Iterator[tuple[int, int, int, object, int]]:
         """The records ``start <= offset < end`` of partition ``key``, below the HWM, from its leader, as

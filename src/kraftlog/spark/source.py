@@ -72,9 +72,10 @@ from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows, Supp
 from pyspark.sql.types import (BinaryType, IntegerType, LongType, StringType, StructField, StructType,
                                TimestampType)
 
-from .offsets import (EARLIEST, LATEST, DataLossError, Key, KraftlogClient, Position, SourceError,
-                      SourceOptions, Truncation, check_position, offsets_from_json, offsets_to_json, rate_limit,
-                      split_range, write_events)
+from ..client.position import EpochEndOffset, FetchPosition, Validation, validate_position
+from ..protocol.errors import Errors
+from .offsets import (EARLIEST, LATEST, DataLossError, Key, KraftlogClient, SourceError, SourceOptions, Truncation,
+                      offsets_from_json, offsets_to_json, rate_limit, split_range, write_events)
 
 __all__ = ["KraftlogDataSource", "KraftlogBatchReader", "KraftlogStreamReader", "RangePartition", "SCHEMA",
            "register", "DataLossError", "SourceError"]
@@ -151,7 +152,7 @@ class _Planner:
         self.schema = schema
         self._client: KraftlogClient | None = None
         #: truncations found by this process: (key, checkpoint position) -> Truncation
-        self._truncations: dict[tuple[Key, Position], Truncation] = {}
+        self._truncations: dict[tuple[Key, FetchPosition], Truncation] = {}
 
     def __getstate__(self) -> dict:
         state = dict(self.__dict__)
@@ -169,9 +170,9 @@ class _Planner:
             self._client.close()
             self._client = None
 
-    def resolve(self, keys: list[Key], spec, name: str) -> dict[Key, Position]:
+    def resolve(self, keys: list[Key], spec, name: str) -> dict[Key, FetchPosition]:
         """Positions for ``keys`` from an offsets option (``"earliest"``, ``"latest"`` or
-        ``{key: Position}`` with -2/-1 meaning earliest/latest). An explicit offset without an epoch gets
+        ``{key: FetchPosition}`` with -2/-1 meaning earliest/latest). An explicit offset without an epoch gets
         the epoch of its record N-1 as the leader has it now (None above the HWM). ValueError when the
         JSON leaves out a partition (as Spark's Kafka source asserts)."""
         if isinstance(spec, dict):
@@ -181,12 +182,12 @@ class _Planner:
                                  + ", ".join(f"{t}-{p}" for t, p in missing))
             wanted = {k: spec[k] for k in keys}
         else:
-            wanted = {k: Position(EARLIEST if spec == "earliest" else LATEST) for k in keys}
-        out: dict[Key, Position] = {}
+            wanted = {k: FetchPosition(EARLIEST if spec == "earliest" else LATEST) for k in keys}
+        out: dict[Key, FetchPosition] = {}
         earliest = [k for k, p in wanted.items() if p.offset == EARLIEST]
         if earliest:
             for k, off in self.client.list_offsets(earliest, EARLIEST).items():
-                out[k] = Position(off, None)
+                out[k] = FetchPosition(off, None)
         rest = [k for k, p in wanted.items() if p.offset != EARLIEST]
         if rest:
             latest = self.client.latest_positions(rest)
@@ -197,7 +198,7 @@ class _Planner:
                     out[k] = latest[k]
                 elif p.offset < 0:
                     raise ValueError(f"{name}: offset {p.offset} of {k[0]}-{k[1]} is not an offset, -2 or -1")
-                elif p.leader_epoch is not None or p.offset == 0:
+                elif p.offset_epoch is not None or p.offset == 0:
                     out[k] = p
                 elif p.offset == latest[k].offset:
                     out[k] = latest[k]
@@ -206,13 +207,14 @@ class _Planner:
                 else:
                     out[k] = p  # above the HWM: no epoch to know yet
             for k, epoch in self.client.epochs_before(lookup).items():
-                out[k] = Position(lookup[k], epoch)
+                out[k] = FetchPosition(lookup[k], epoch)
         return out
 
-    def validate(self, positions: Mapping[Key, Position]) -> dict[Key, Position]:
+    def validate(self, positions: Mapping[Key, FetchPosition]) -> dict[Key, FetchPosition]:
         """KIP-320 validation of ``positions`` (``validateOffsets``): each position with an epoch and an
         offset above 0 is checked with OffsetForLeaderEpoch against the current leader
-        (:func:`check_position`). Returns the positions to read from: unchanged, or the divergence offset
+        (:func:`~kraftlog.client.position.validate_position`, ``failOnDataLoss=false`` its auto reset
+        policy). Returns the positions to read from: unchanged, or the divergence offset
         of a truncation. New truncations: with ``failOnDataLoss`` DataLossError naming each; else a
         warning and an events row each (:func:`write_events` in ``eventsPath``)."""
         out = dict(positions)
@@ -223,24 +225,28 @@ class _Planner:
             known = self._truncations.get((k, p))
             if known is not None:
                 out[k] = known.resume
-            elif p.leader_epoch is not None and p.offset > 0:
-                ask[k] = p.leader_epoch
+            elif p.offset_epoch is not None and p.offset > 0:
+                ask[k] = p.offset_epoch
         if not ask:
             return out
         answers = self.client.end_offsets_for(ask)
-        found = []
-        for k, answer in sorted(answers.items()):
-            truncation = check_position(k, positions[k], answer)
+        found, fail = [], False
+        for k, (epoch, end) in sorted(answers.items()):  # end_offsets_for answers without errors
+            # failOnDataLoss=false is the auto reset policy: resume at the divergence (or the log start)
+            outcome = validate_position(positions[k], EpochEndOffset(Errors.NONE, epoch, end),
+                                        reset_policy=not self.opts.fail_on_data_loss)
+            truncation = Truncation.of(k, outcome)
             if truncation is not None:
                 found.append(truncation)
+                fail = fail or outcome.validation is Validation.LOG_TRUNCATION
         if not found:
             return out
         unknown = [(t.topic, t.partition) for t in found if t.divergence_offset is None]
         if unknown:  # no divergence offset: resume at the log start offset (nothing later can be trusted)
             starts = self.client.list_offsets(unknown, EARLIEST)
-            found = [replace(t, resume=Position(starts[(t.topic, t.partition)], None))
+            found = [replace(t, resume=FetchPosition(starts[(t.topic, t.partition)], None))
                      if t.divergence_offset is None else t for t in found]
-        if self.opts.fail_on_data_loss:
+        if fail:
             raise DataLossError(
                 "KIP-320 log truncation under the query's offsets: "
                 + "; ".join(t.describe() for t in found)
@@ -263,7 +269,7 @@ class _Planner:
             raise DataLossError(message + ". Set failOnDataLoss=false to go on when data may have been lost.")
         log.warning("%s (failOnDataLoss=false: going on)", message)
 
-    def ranges(self, starts: Mapping[Key, Position], ends: Mapping[Key, Position]) -> list[RangePartition]:
+    def ranges(self, starts: Mapping[Key, FetchPosition], ends: Mapping[Key, FetchPosition]) -> list[RangePartition]:
         """Input partitions for ``[starts[k], ends[k])`` of every key of ``ends``: split at
         ``maxRecordsPerPartition``; an end below its start is data loss (Spark's Kafka source's "offset
         was changed" check) and is skipped."""
@@ -276,7 +282,7 @@ class _Planner:
                 continue
             pieces = split_range(s.offset, e.offset, self.opts.max_records_per_partition)
             for i, (a, b) in enumerate(pieces):
-                out.append(RangePartition(k[0], k[1], a, b, e.leader_epoch if i == len(pieces) - 1 else None))
+                out.append(RangePartition(k[0], k[1], a, b, e.offset_epoch if i == len(pieces) - 1 else None))
         return out
 
     def read(self, part: RangePartition) -> Iterator:
@@ -358,7 +364,7 @@ class KraftlogStreamReader(_Planner, DataSourceStreamReader, SupportsTriggerAvai
     def __init__(self, options: SourceOptions, schema: StructType) -> None:
         super().__init__(options, schema)
         #: under Trigger.AvailableNow: the positions to stop at (the HWMs when the query started)
-        self._target: dict[Key, Position] | None = None
+        self._target: dict[Key, FetchPosition] | None = None
 
     def initialOffset(self) -> dict:
         keys = self.client.topic_partitions(self.opts)
@@ -373,7 +379,7 @@ class KraftlogStreamReader(_Planner, DataSourceStreamReader, SupportsTriggerAvai
         never goes past them, so the query ends once it has read what was there when it started."""
         self._target = self.client.latest_positions(self.client.topic_partitions(self.opts))
 
-    def _starts(self, start: Mapping, keys: list[Key]) -> dict[Key, Position]:
+    def _starts(self, start: Mapping, keys: list[Key]) -> dict[Key, FetchPosition]:
         """The positions to read from for ``keys``: ``start`` (the previous batch's end) validated, and the
         earliest offset for partitions new since then (as Spark's Kafka source)."""
         positions = offsets_from_json(start)
@@ -393,11 +399,11 @@ class KraftlogStreamReader(_Planner, DataSourceStreamReader, SupportsTriggerAvai
             keys = [k for k in keys if k in self._target]
         starts = self._starts(start, keys)
         latest = dict(self._target) if self._target is not None else self.client.latest_positions(keys)
-        ends: dict[Key, Position] = {}
+        ends: dict[Key, FetchPosition] = {}
         for k in keys:
             s, h = starts[k], latest[k]
             if h.offset < s.offset and (self._target is not None or (
-                    self.opts.validate_offsets and s.leader_epoch is not None)):
+                    self.opts.validate_offsets and s.offset_epoch is not None)):
                 ends[k] = s  # a valid position above the HWM (a new leader's HWM lags): nothing new yet
             else:
                 ends[k] = h  # below the start without validation: Spark's "offset went back", in partitions()
@@ -411,7 +417,7 @@ class KraftlogStreamReader(_Planner, DataSourceStreamReader, SupportsTriggerAvai
                 elif off != ends[k].offset:
                     lookup[k] = off
             for k, epoch in self.client.epochs_before(lookup).items():
-                ends[k] = Position(lookup[k], epoch)
+                ends[k] = FetchPosition(lookup[k], epoch)
         return offsets_to_json(ends)
 
     def partitions(self, start: dict, end: dict) -> list[RangePartition]:
