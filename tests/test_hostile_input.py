@@ -62,9 +62,14 @@ BAD_COUNTS = [
 ]
 
 
+#: The HWM checkpoint, where a bad topic name crashed brokers (finding 1), every second instead of every 5 s,
+#: so that the waits past a checkpoint are short.
+FAST_CHECKPOINTS = {"replica.high.watermark.checkpoint.interval.ms": "1000"}
+
+
 @pytest.fixture(scope="module")
 def real(tmp_path_factory):
-    with running_cluster(str(tmp_path_factory.mktemp("hostile-cluster")), BROKERS) as directory:
+    with running_cluster(str(tmp_path_factory.mktemp("hostile-cluster")), BROKERS, config=FAST_CHECKPOINTS) as directory:
         yield directory
 
 
@@ -142,12 +147,12 @@ def test_bad_topic_names_and_counts_get_kafkas_errors_and_the_cluster_stays_heal
     cli = CliRunner().invoke(topics_cli, ["create", "--bootstrap-server", bootstrap(real), "--topic", "by-default",
                                           "--partitions", "-1", "--replication-factor", "-1"])
     assert cli.exit_code == 0 and "(1 partitions, replication factor 1" in cli.output, cli.output
-    time.sleep(3)  # past a HWM checkpoint (5 s interval) on every broker: the crash of finding 1 came there
+    time.sleep(1.5)  # past a HWM checkpoint (1 s interval) on every broker: the crash of finding 1 came there
     with KafkaConnection(bootstrap(real), timeout_s=30) as k:
         md = k.request(m.MetadataRequest(None))
     assert {t.name for t in md.topics} == {"a.b", "by-default"}, md
     valid_topic_works(real, "valid-after-names")
-    time.sleep(3)
+    time.sleep(1.5)
     assert_healthy(real)
 
 
@@ -224,7 +229,7 @@ def test_a_metadata_log_holding_bad_names_from_before_the_fix_starts_and_serves(
     record counted (metadata-apply-error-count in ``cluster status --json``) and logged, every valid topic
     served with its records, and a topic created afterwards works."""
     directory = str(tmp_path / "old-cluster")
-    with running_cluster(directory, BROKERS):
+    with running_cluster(directory, BROKERS, config=FAST_CHECKPOINTS):
         kept_id, port = new_topic(directory, "kept")
         now = int(time.time() * 1000)
         with KafkaConnection(f"{HOST}:{port}", timeout_s=30) as k:
@@ -241,7 +246,7 @@ def test_a_metadata_log_holding_bad_names_from_before_the_fix_starts_and_serves(
     disk.append_many(METADATA_LOG, records, now)
     disk.fsync(METADATA_LOG, now)
     disk.close()
-    with running_cluster(directory, BROKERS):
+    with running_cluster(directory, BROKERS, config=FAST_CHECKPOINTS):
         nodes = cl.status(directory)
         assert all(n.alive for n in nodes) and all(n.fenced is False for n in nodes if n.role == "broker"), \
             [n.as_dict() for n in nodes]
@@ -259,5 +264,5 @@ def test_a_metadata_log_holding_bad_names_from_before_the_fix_starts_and_serves(
             return [rec.value for b in fetched.partitions[0].records for rec in b.records]
         wait_for("kept's records", lambda: kept_values() == [b"r0", b"r1", b"r2"], timeout_s=30)
         valid_topic_works(directory, "created-after-restart")
-        time.sleep(6)  # a HWM checkpoint on every broker
+        time.sleep(2.5)  # HWM checkpoints on every broker (1 s interval)
         assert all(n.alive for n in cl.status(directory))

@@ -68,8 +68,17 @@ class RealCluster:
         kraftlog(*args)
 
     def describe(self, topic: str) -> list[dict]:
-        out = kraftlog("topics", "describe", "--bootstrap-server", self.bootstrap, "--topic", topic, "--json")
-        return json.loads(out.stdout)["partitions"]
+        """The rows of ``kraftlog topics describe --json`` (DescribeTopicPartitions), asked in this process:
+        ``wait_for`` polls it every 0.3 s, and a new interpreter per poll took a core from the cluster. The
+        command itself is tested by test_topics_describe_alter_config_and_delete and tests/test_real_delete_topic.py."""
+        with KafkaConnection(self.bootstrap, timeout_s=10) as k:
+            resp = k.request(m.DescribeTopicPartitionsRequest((topic,)))
+        t = resp.topics[0] if resp.topics else None
+        assert t is not None and t.error_code == Errors.NONE, f"describe {topic}: {resp}"
+        return [{"partition": p.partition_index, "leader": p.leader_id, "leader_epoch": p.leader_epoch,
+                 "replicas": list(p.replica_nodes), "isr": list(p.isr_nodes),
+                 "elr": list(p.eligible_leader_replicas), "last_known_elr": list(p.last_known_elr),
+                 "offline": list(p.offline_replicas)} for p in t.partitions]
 
     def wait_for(self, what: str, predicate, timeout_s: float = 60.0):
         return wait_for(what, predicate, timeout_s, interval_s=0.3)
