@@ -24,9 +24,10 @@ from kraftlog.scenario import dump_scenario, load_scenario, parse_scenario
 from kraftlog.scenario import generator as faults
 from kraftlog.spark.campaign import (
     _ANOMALIES, EXECUTION_FIELDS, _alive, _anomaly_column, _schema, _slices, comparisons, error_columns,
-    failure_filename, is_failure, is_safe_row, read_results, run_one, verdict_columns,
+    failure_filename, read_results, run_one, verdict_columns,
 )
 from kraftlog.spark.cli import _levels, campaign
+from kraftlog.verdict import is_failure, is_safe
 
 ROOT = Path(__file__).resolve().parents[1]
 LEVELS = [level.label for level in IMPLEMENTED]
@@ -316,7 +317,7 @@ def test_a_run_that_raised_is_a_failure_with_zero_counts():
     assert row["lost_acked"] == row["leader_hwm_regressions"] == row["invariant_violations"] == 0
     assert row["history_digest"] is None and row["exit_code"] == 1
     # No verdict: not passed, safety unknown, and nothing says it is safe.
-    assert row["passed"] is False and row["safe"] is None and not is_safe_row(row)
+    assert row["passed"] is False and row["safe"] is None and not is_safe(row)
 
 
 
@@ -374,7 +375,7 @@ def test_run_one_row_matches_the_verdict_of_the_same_run():
     assert row["sim_time_ms"] == v["sim_time_ms"] and row["unavailable_ms"] == result.unavailable_ms
     assert row["messages"] == result.messages and row["exit_code"] == result.exit_code
     assert row["failure"] and row["failure_file"] == "failures/classic-last-replica-standing.yaml"
-    assert row["passed"] is v["passed"] and row["safe"] is v["safe"] is False and not is_safe_row(row)
+    assert row["passed"] is v["passed"] and row["safe"] is v["safe"] is False and not is_safe(row)
     assert row["unclean_election_allowed"] is False
     assert set(_schema().names) <= set(row)
 

@@ -13,7 +13,7 @@ The failing runs and all runs tables sort by a click on a column header and filt
 
 Verdict words are those of ``kraftlog scenario run`` / ``scenario library``: a run *passed* when its
 expectations held; it is *safe* when it lost no acknowledged record, violated no invariant and left no
-truncation undetected (:func:`kraftlog.spark.campaign.is_safe_row`, the rows' ``passed``/``safe``).
+truncation undetected (:mod:`kraftlog.verdict`: :func:`~kraftlog.verdict.passed`, :func:`~kraftlog.verdict.is_safe`).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import base64
 import html
 from pathlib import Path
 
-from ..sim.runner import outcome_words
+from ..verdict import is_safe, loss_within_budget, outcome_words, passed, within_budget
 from . import plots
 
 __all__ = ["pick_failing_seed", "write_report"]
@@ -127,23 +127,13 @@ def _table(headers: list[str], rows: list[list], left: set[int] = frozenset(), r
     return "".join(out)
 
 
-def _passed(row: dict) -> bool:
-    """The row's ``passed`` (its expectations held; from its failed expectations when the column is unset)."""
-    passed = row.get("passed")
-    if isinstance(passed, bool):
-        return passed
-    return not row["error"] and not row["failed_expectations"]
-
-
 def _verdict_words(row: dict) -> tuple[str, str]:
     """(expectations, safety) of a results row in ``kraftlog scenario library``'s words: held / FAILED,
-    safe / UNSAFE (:func:`kraftlog.spark.campaign.is_safe_row`); a run that raised has no verdict:
+    safe / UNSAFE (:func:`kraftlog.verdict.is_safe`); a run that raised has no verdict:
     FAILED, safety unknown."""
-    from ..spark.campaign import is_safe_row
-
     if row["error"]:
         return "FAILED (raised)", "unknown"
-    return ("held" if _passed(row) else "FAILED"), ("safe" if is_safe_row(row) else "UNSAFE")
+    return ("held" if passed(row) else "FAILED"), ("safe" if is_safe(row) else "UNSAFE")
 
 
 def _outcome(row: dict) -> str:
@@ -152,7 +142,7 @@ def _outcome(row: dict) -> str:
     if row["error"]:
         last = (str(row["error"]).strip().splitlines() or ["no message"])[-1]
         return f"FAILED: the run raised ({last[:120]}) — safety unknown"
-    words = outcome_words({**row, "passed": _passed(row)})
+    words = outcome_words({**row, "passed": passed(row)})
     n = row["leader_hwm_regressions"]
     if n:
         words += f"; {n} leader HWM regression{'s' if n != 1 else ''}"
@@ -166,7 +156,7 @@ def pick_failing_seed(rows: list[dict], levels: list[str]) -> dict | None:
     rank = {lv: i for i, lv in enumerate(levels)}
     key = lambda r: (rank.get(r["level"], 99), r["seed"], r["scenario"])  # noqa: E731
     tiers = [
-        lambda r: r["kind"] == "seed" and r["lost_acked"] > 0 and r["within_budget"],
+        lambda r: r["kind"] == "seed" and loss_within_budget(r),
         lambda r: r["kind"] == "seed" and r["lost_acked"] > 0,
         lambda r: r["kind"] == "seed" and r["failure"],
         lambda r: r["failure"],
@@ -262,7 +252,7 @@ def _comparison_section(rows: list[dict], c: dict) -> str:
             ["seed", "data-losing shutdowns", "within budget", f"lost acked at {baseline}", f"lost acked at {level}",
              f"leaderless at end at {baseline}", f"leaderless at end at {level}", f"{baseline} file", f"{level} file",
              "schedule"],
-            [[d["seed"], d["data_losing_shutdowns"], "yes" if d["within_budget"] else "no",
+            [[d["seed"], d["data_losing_shutdowns"], "yes" if within_budget(d) else "no",
               d["lost_acked"][baseline], d["lost_acked"][level], d["leaderless_at_end"][baseline],
               d["leaderless_at_end"][level], link(d["failure_files"][baseline]), link(d["failure_files"][level]),
               _e(d["schedule"])] for d in differing],
@@ -349,7 +339,7 @@ def write_report(out, rows: list[dict], summary: dict, levels: list[str]) -> dic
             min_isr = fault_budget(scenario) + 1
             title = (f"{chosen['scenario']} at level {chosen['level']}: lost {chosen['lost_acked']} acked records, "
                      f"{chosen['data_losing_shutdowns']} data-losing shutdown(s), "
-                     f"{'within' if chosen['within_budget'] else 'beyond'} the budget")
+                     f"{'within' if within_budget(chosen) else 'beyond'} the budget")
             parts.append(f"<p><a href='{_e(chosen['failure_file'])}'>{_e(chosen['failure_file'])}</a> "
                          f"replayed on the driver: digest <code>{_e(replay['history_digest'])}</code> "
                          f"{'matches' if replay['digest_matches'] else '<b>DIFFERS from</b>'} the executor's"
@@ -372,11 +362,11 @@ def write_report(out, rows: list[dict], summary: dict, levels: list[str]) -> dic
              "lost acked", "violations", "leader HWM regressions", "undetected truncations", "failed expectations",
              "file"],
             [[_e(r["level"]), _e(r["seed"] if r["kind"] == "seed" else r["scenario"]), *map(_e, _verdict_words(r)),
-              r["data_losing_shutdowns"], "yes" if r["within_budget"] else "no", r["lost_acked"],
+              r["data_losing_shutdowns"], "yes" if within_budget(r) else "no", r["lost_acked"],
               r["invariant_violations"], r["leader_hwm_regressions"], r["undetected_truncations"],
               r["failed_expectations"] + (1 if r["error"] else 0),
               f"<a href='{_e(r['failure_file'])}'>{_e(r['failure_file'])}</a>"] for r in failing],
-            left={0, 1, 2, 3, 11}, table_id="failing", within=lambda k: bool(failing[k]["within_budget"])))
+            left={0, 1, 2, 3, 11}, table_id="failing", within=lambda k: within_budget(failing[k])))
 
     # Library
     library = [r for r in rows if r["kind"] == "scenario"]
@@ -410,7 +400,7 @@ def write_report(out, rows: list[dict], summary: dict, levels: list[str]) -> dic
           *(_e(f"{r[c]:.0f}" if c == "wall_ms" else r[c]) for c in cols[4:])] for r in rows],
         left={0, 1, 3, 4, 5, len(cols) + 1},
         row_class=lambda k: "fail" if rows[k]["failure"] else "", table_id="runs",
-        within=lambda k: bool(rows[k]["within_budget"])))
+        within=lambda k: within_budget(rows[k])))
     parts.append(f"</details><script>{_JS}</script></body></html>\n")
     (out / "report.html").write_text("".join(parts), encoding="utf-8")
     return replay

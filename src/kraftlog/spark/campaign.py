@@ -63,6 +63,8 @@ import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..verdict import is_failure, is_safe, loss_within_budget, within_budget
+
 __all__ = [
     "DEFAULT_MASTER",
     "DEFAULT_SEEDS",
@@ -80,9 +82,7 @@ __all__ = [
     "comparisons",
     "error_columns",
     "failure_filename",
-    "is_failure",
     "in_gate",
-    "is_safe_row",
     "read_manifest",
     "read_results",
     "run_campaign",
@@ -220,15 +220,6 @@ def task_key(task_or_row: dict) -> tuple:
     return (task_or_row["level"], "scenario", task_or_row.get("name") or task_or_row["scenario"])
 
 
-def is_failure(row: dict) -> bool:
-    """A failing run: lost acknowledged records, invariant violations, a leader's HWM moving backwards
-    (``leader_hwm_regressions``, which must always be 0: SCENARIOS.md), undetected truncations, failed
-    expectations, or an exception. ``hwm_regressions`` (what consumers saw) is no failure: a Kafka
-    consumer can see a lagging HWM after a leader change."""
-    return bool(row["lost_acked"] or row["invariant_violations"] or row["leader_hwm_regressions"]
-                or row["undetected_truncations"] or row["failed_expectations"] or row["error"])
-
-
 #: ``elect`` step types with which an operator accepts an out-of-sync leader (KIP-966's ElectLeaders v3).
 _UNCLEAN_ELECTIONS = frozenset({"unclean", "longest_log_aggressive", "designation"})
 
@@ -249,14 +240,6 @@ def unclean_election_allowed(scenario, level: str) -> bool:
     return any(step.verb == "elect" and step.args["type"] in _UNCLEAN_ELECTIONS for step in scenario.steps)
 
 
-def is_safe_row(row: dict) -> bool:
-    """SCENARIOS.md's ``safe`` from a results row: the run did not raise, lost no acknowledged record,
-    violated no invariant and left no truncation undetected (a run that raised has no verdict, so
-    nothing says it is safe)."""
-    return bool(not row["error"] and row["lost_acked"] == 0 and row["invariant_violations"] == 0
-                and row["undetected_truncations"] == 0)
-
-
 def run_id(row: dict) -> str:
     """A run's name: its failure file's stem, ``<level>-seed-<seed>`` or ``<level>-<scenario>``."""
     return Path(failure_filename(row)).stem
@@ -268,18 +251,18 @@ def in_gate(row: dict) -> bool:
     from ..level import Level
 
     rank = {lv.label: lv for lv in Level}
-    return (row["level"] in rank and rank[row["level"]] >= rank[GATE_LEVEL] and bool(row["within_budget"])
+    return (row["level"] in rank and rank[row["level"]] >= rank[GATE_LEVEL] and within_budget(row)
             and not row.get("unclean_election_allowed"))
 
 
 def unsafe_within_budget(rows: list[dict]) -> list[str]:
     """What ``--fail-on-loss`` fails on: the runs (generated or library) held to the promise
-    (:func:`in_gate`) that are not safe (:func:`is_safe_row`), as :func:`run_id` names in level, seed,
+    (:func:`in_gate`) that are not safe (:func:`is_safe`), as :func:`run_id` names in level, seed,
     scenario order."""
     from ..level import Level
 
     rank = {lv.label: lv for lv in Level}
-    found = [r for r in rows if in_gate(r) and not is_safe_row(r)]
+    found = [r for r in rows if in_gate(r) and not is_safe(r)]
     found.sort(key=lambda r: (rank[r["level"]], r["kind"] != "seed", r["seed"], r["scenario"]))
     return [run_id(r) for r in found]
 
@@ -414,24 +397,24 @@ def summarize(rows: list[dict], levels: list[str]) -> dict:
     "p_loss", "mean_unavailable_ms", "seeds_with_invariant_violations", "leader_hwm_regressions_total",
     "seeds_unsafe", "seeds_unsafe_within_budget"}}`` in ``levels`` order (levels without seeds get zeros).
     ``leader_hwm_regressions_total`` must be 0; ``seeds_unsafe`` counts the seeds whose run is not safe
-    (:func:`is_safe_row`)."""
+    (:func:`is_safe`)."""
     out = {}
     for level in levels:
         mine = [r for r in rows if r["kind"] == "seed" and r["level"] == level]
         lost = [r for r in mine if r["lost_acked"] > 0]
-        unsafe = [r for r in mine if not is_safe_row(r)]
+        unsafe = [r for r in mine if not is_safe(r)]
         seeds = len(mine)
         out[level] = {
             "seeds": seeds,
             "seeds_with_loss": len(lost),
-            "seeds_with_loss_within_budget": sum(1 for r in lost if r["within_budget"]),
+            "seeds_with_loss_within_budget": sum(1 for r in mine if loss_within_budget(r)),
             "lost_acked_total": sum(int(r["lost_acked"]) for r in mine),
             "p_loss": round(len(lost) / seeds, 6) if seeds else 0.0,
             "mean_unavailable_ms": round(sum(int(r["unavailable_ms"]) for r in mine) / seeds, 3) if seeds else 0.0,
             "seeds_with_invariant_violations": sum(1 for r in mine if r["invariant_violations"] > 0),
             "leader_hwm_regressions_total": sum(int(r["leader_hwm_regressions"]) for r in mine),
             "seeds_unsafe": len(unsafe),
-            "seeds_unsafe_within_budget": sum(1 for r in unsafe if r["within_budget"]),
+            "seeds_unsafe_within_budget": sum(1 for r in unsafe if within_budget(r)),
         }
     return out
 
@@ -485,9 +468,9 @@ def compare_levels(rows: list[dict], level: str, baseline: str) -> dict:
         lost = [r for r in runs if r["lost_acked"] > 0]
         return {
             "seeds_with_loss": len(lost),
-            "seeds_with_loss_within_budget": sum(1 for r in lost if r["within_budget"]),
+            "seeds_with_loss_within_budget": sum(1 for r in runs if loss_within_budget(r)),
             "lost_acked_total": sum(r["lost_acked"] for r in runs),
-            "lost_acked_within_budget": sum(r["lost_acked"] for r in runs if r["within_budget"]),
+            "lost_acked_within_budget": sum(r["lost_acked"] for r in runs if within_budget(r)),
             "seeds_leaderless_at_end": sum(1 for r in runs if r["leaderless_at_end"] > 0),
             "mean_unavailable_ms": round(sum(r["unavailable_ms"] for r in runs) / len(runs), 3) if runs else 0.0,
             "failing_seeds": sum(1 for r in runs if r["failure"]),
@@ -507,7 +490,7 @@ def compare_levels(rows: list[dict], level: str, baseline: str) -> dict:
         if a["lost_acked"] == b["lost_acked"] and a["leaderless_at_end"] == b["leaderless_at_end"]:
             continue
         differing.append({
-            "seed": seed, "within_budget": bool(b["within_budget"]),
+            "seed": seed, "within_budget": within_budget(b),
             "data_losing_shutdowns": b["data_losing_shutdowns"], "schedule": b["schedule"],
             "lost_acked": {baseline: a["lost_acked"], level: b["lost_acked"]},
             "leaderless_at_end": {baseline: a["leaderless_at_end"], level: b["leaderless_at_end"]},
@@ -524,7 +507,7 @@ def compare_levels(rows: list[dict], level: str, baseline: str) -> dict:
         f"seeds_{level}_lost_more": more,
         "seeds_both_lost_same": same,
         f"seeds_{level}_loss_within_budget": [seed for seed in compared
-                                             if lost(seed, level) > 0 and by_seed[seed][level]["within_budget"]],
+                                             if loss_within_budget(by_seed[seed][level])],
         f"seeds_{level}_leaderless_not_{baseline}": leaderless,
         f"{level}_lost_fewer_in_total": by_level[level]["lost_acked_total"] < by_level[baseline]["lost_acked_total"],
         "differing_seeds": differing,
@@ -1336,7 +1319,7 @@ def _build_summary(rows: list[dict], new_rows: list[dict], levels: list[str], n_
                 entry["failures"].append(r["scenario"])
             if not r.get("passed"):
                 entry["expectations_failed"].append(r["scenario"])
-            if not is_safe_row(r):
+            if not is_safe(r):
                 entry["unsafe"].append(r["scenario"])
     job_wall_ms = run["job_wall_ms"]
     return {
