@@ -3,11 +3,14 @@
 Sections: the run (master, cores, seeds, levels, speed), the per-level summary table, each level
 compared with its baseline on the same seeds (``urm`` against ``elr`` when both ran: the summary's
 ``urm_vs_elr``), loss probability per level by data-losing shutdowns, the unavailability distribution
-per level, the timeline of one failing seed (replayed on the driver from its exported file, digest
-checked, and drawn from the replayed run's events — ``RunResult.events``, the structured events the
-scenario runner records beside every timeline line — while the timeline text is shown as it is), the
-failing runs with links to their ``failures/*.yaml``, the scenario library per level, and every run in
-a collapsible table.
+per level, the timeline of one failing seed (the campaign replays it on the driver from its exported
+file, checks its digest, and hands it in as a :class:`FailingRun`: the run's events — ``RunResult.events``,
+the structured events the scenario runner records beside every timeline line — draw it, while the
+timeline text is shown as it is), the failing runs with links to their ``failures/*.yaml``, the
+scenario library per level, and every run in a collapsible table.
+
+The report takes data only (results rows, the summary, the comparisons, the failing run): it runs no
+simulation and imports no driver (``sim``, ``net``) and nothing of Spark.
 The failing runs and all runs tables sort by a click on a column header and filter by a text box (and
 "within the fault budget only"), with a few lines of inline JavaScript: the page needs no other file.
 
@@ -20,12 +23,32 @@ from __future__ import annotations
 
 import base64
 import html
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..verdict import is_safe, loss_within_budget, outcome_words, passed, within_budget
+from ..verdict import is_safe, outcome_words, passed, within_budget
 from . import plots
 
-__all__ = ["pick_failing_seed", "write_report"]
+__all__ = ["FailingRun", "write_report"]
+
+
+@dataclass(frozen=True)
+class FailingRun:
+    """The failing run whose timeline the report draws, replayed by the campaign from its exported file.
+
+    ``row``: its results row. ``replay``: the replay check, ``{"file", "level", "seed", "history_digest",
+    "digest_matches", "lost_acked", "lost_acked_matches"}`` (the replayed run's against the row's), None
+    when the replay raised: then ``error`` says why. ``timeline``: the replayed run's readable lines;
+    ``events``: its events as data (``RunResult.events``), which the plot draws; ``brokers``: the
+    cluster's brokers; ``min_isr``: the story's fault budget + 1 (drawn on the ISR tracks)."""
+
+    row: dict
+    replay: dict | None = None
+    timeline: list[str] = field(default_factory=list)
+    events: list[dict] = field(default_factory=list)
+    brokers: int = 0
+    min_isr: int = 1
+    error: str | None = None
 
 _CSS = """
 body { font-family: system-ui, -apple-system, Segoe UI, sans-serif; margin: 2em auto; max-width: 1200px;
@@ -149,47 +172,6 @@ def _outcome(row: dict) -> str:
     return words
 
 
-def pick_failing_seed(rows: list[dict], levels: list[str]) -> dict | None:
-    """The failing run whose timeline the report draws: a generated seed that lost acknowledged
-    records within the fault budget at the lowest level, else any seed that lost records, else any
-    failing seed, else any failing run; the smallest seed first. None when nothing failed."""
-    rank = {lv: i for i, lv in enumerate(levels)}
-    key = lambda r: (rank.get(r["level"], 99), r["seed"], r["scenario"])  # noqa: E731
-    tiers = [
-        lambda r: r["kind"] == "seed" and loss_within_budget(r),
-        lambda r: r["kind"] == "seed" and r["lost_acked"] > 0,
-        lambda r: r["kind"] == "seed" and r["failure"],
-        lambda r: r["failure"],
-    ]
-    for tier in tiers:
-        found = sorted((r for r in rows if tier(r) and r.get("failure_file")), key=key)
-        if found:
-            return found[0]
-    return None
-
-
-def _replay(out: Path, row: dict) -> tuple[dict, list[str], list[dict], object]:
-    """Replay ``row``'s exported failure file; returns (replay info, timeline lines, events — the
-    run's ``RunResult.events`` — and the scenario)."""
-    from ..sim.runner import run_scenario
-    from ..scenario import load_scenario
-
-    path = out / row["failure_file"]
-    scenario = load_scenario(path)
-    result = run_scenario(scenario)
-    v = result.verdict
-    info = {
-        "file": row["failure_file"],
-        "level": row["level"],
-        "seed": row["seed"],
-        "history_digest": v["history_digest"],
-        "digest_matches": v["history_digest"] == row["history_digest"],
-        "lost_acked": v["lost_acked"],
-        "lost_acked_matches": v["lost_acked"] == row["lost_acked"],
-    }
-    return info, result.timeline, result.events, scenario
-
-
 def _seed_list(seeds: list[int], limit: int = 40) -> str:
     """Seeds as text: ``none``, or the first ``limit`` joined by commas (``… (+n more)``)."""
     if not seeds:
@@ -263,10 +245,11 @@ def _comparison_section(rows: list[dict], c: dict) -> str:
     return "".join(parts)
 
 
-def write_report(out, rows: list[dict], summary: dict, levels: list[str]) -> dict | None:
-    """Write ``out/report.html``; return the replay check of the drawn failing run (or None)."""
-    from ..scenario.generator import fault_budget
-
+def write_report(out, rows: list[dict], summary: dict, levels: list[str], failing: FailingRun | None = None,
+                 comparisons: list[dict] = ()) -> None:
+    """Write ``out/report.html`` from the campaign's results ``rows`` (plain dicts), its ``summary``
+    (summary.json's dict), the ``levels`` it ran, ``failing`` (the failing run to draw, replayed by the
+    campaign; None when nothing failed) and ``comparisons`` (``compare_levels``' dicts, one section each)."""
     out = Path(out)
     seeds = [r for r in rows if r["kind"] == "seed"]
     budgets = {r["fault_budget"] for r in seeds}
@@ -310,12 +293,8 @@ def write_report(out, rows: list[dict], summary: dict, levels: list[str]) -> dic
                          "p_loss", "mean unavailable (s)", "failing seeds"], table_rows, left={0}))
 
     # Level against baseline on the same seeds (urm vs elr)
-    from ..spark.campaign import COMPARISONS, comparison_key
-
-    for level, baseline in COMPARISONS:
-        comparison = summary.get(comparison_key(level, baseline))
-        if comparison is not None:
-            parts.append(_comparison_section(rows, comparison))
+    for comparison in comparisons:
+        parts.append(_comparison_section(rows, comparison))
 
     # Plots
     if seeds:
@@ -326,30 +305,25 @@ def write_report(out, rows: list[dict], summary: dict, levels: list[str]) -> dic
 
     # One failing seed's timeline
     parts.append("<h2>Timeline of one failing run</h2>")
-    replay = None
-    chosen = pick_failing_seed(rows, levels)
-    if chosen is None:
+    if failing is None:
         parts.append("<p>No run failed.</p>")
+    elif failing.replay is None:
+        parts.append(f"<p>Replaying {_e(failing.row['failure_file'])} failed: <code>{_e(failing.error)}</code></p>")
     else:
-        try:
-            replay, lines, events, scenario = _replay(out, chosen)
-        except Exception as exc:  # the report must not die on a replay problem; say so instead
-            parts.append(f"<p>Replaying {_e(chosen['failure_file'])} failed: <code>{_e(exc)}</code></p>")
-        else:
-            min_isr = fault_budget(scenario) + 1
-            title = (f"{chosen['scenario']} at level {chosen['level']}: lost {chosen['lost_acked']} acked records, "
-                     f"{chosen['data_losing_shutdowns']} data-losing shutdown(s), "
-                     f"{'within' if within_budget(chosen) else 'beyond'} the budget")
-            parts.append(f"<p><a href='{_e(chosen['failure_file'])}'>{_e(chosen['failure_file'])}</a> "
-                         f"replayed on the driver: digest <code>{_e(replay['history_digest'])}</code> "
-                         f"{'matches' if replay['digest_matches'] else '<b>DIFFERS from</b>'} the executor's"
-                         f"{'' if replay['digest_matches'] else ' (was the code changed during the run?)'}; "
-                         f"lost acked {replay['lost_acked']} "
-                         f"({'same' if replay['lost_acked_matches'] else '<b>different</b>'}).</p>")
-            parts.append(_img(plots.timeline(events, scenario.brokers, title, min_isr), "timeline"))
-            parts.append(f"<p class='muted'>Schedule: {_e(chosen['schedule'])}</p>")
-            parts.append("<details><summary>timeline text</summary><pre>"
-                         + _e("\n".join(lines)) + "</pre></details>")
+        chosen, replay = failing.row, failing.replay
+        title = (f"{chosen['scenario']} at level {chosen['level']}: lost {chosen['lost_acked']} acked records, "
+                 f"{chosen['data_losing_shutdowns']} data-losing shutdown(s), "
+                 f"{'within' if within_budget(chosen) else 'beyond'} the budget")
+        parts.append(f"<p><a href='{_e(chosen['failure_file'])}'>{_e(chosen['failure_file'])}</a> "
+                     f"replayed on the driver: digest <code>{_e(replay['history_digest'])}</code> "
+                     f"{'matches' if replay['digest_matches'] else '<b>DIFFERS from</b>'} the executor's"
+                     f"{'' if replay['digest_matches'] else ' (was the code changed during the run?)'}; "
+                     f"lost acked {replay['lost_acked']} "
+                     f"({'same' if replay['lost_acked_matches'] else '<b>different</b>'}).</p>")
+        parts.append(_img(plots.timeline(failing.events, failing.brokers, title, failing.min_isr), "timeline"))
+        parts.append(f"<p class='muted'>Schedule: {_e(chosen['schedule'])}</p>")
+        parts.append("<details><summary>timeline text</summary><pre>"
+                     + _e("\n".join(failing.timeline)) + "</pre></details>")
 
     # Failures
     failing = [r for r in rows if r["failure"]]
@@ -403,4 +377,3 @@ def write_report(out, rows: list[dict], summary: dict, levels: list[str]) -> dic
         within=lambda k: within_budget(rows[k])))
     parts.append(f"</details><script>{_JS}</script></body></html>\n")
     (out / "report.html").write_text("".join(parts), encoding="utf-8")
-    return replay

@@ -494,13 +494,13 @@ def run_audit(bootstrap: str, topic: str, acks_file: str, out: str | os.PathLike
     :data:`CONNECT_TIMEOUT_S`), the topic and its offsets, Java, a ``spark://``/``k8s://`` master. The
     SparkSession (and the JVM pyspark launched for it) is stopped before this returns or raises.
     AuditError (one line) when it cannot run; KeyboardInterrupt passes through (Spark stopped)."""
-    from .campaign import (CampaignError, _check_java, _check_out, _jvm_error, _short_error, _start_spark,
-                           _stop_spark, check_master)
+    from ..campaign.outputs import CampaignError, check_out
+    from .campaign import _check_java, _jvm_error, _short_error, _start_spark, _stop_spark, check_master
 
     started = time.perf_counter()
     out = Path(out)
     try:
-        _check_out(out)
+        check_out(out)
     except CampaignError as exc:
         raise AuditError(str(exc)) from None
     acks, other_topics = read_acks(acks_file, topic)
