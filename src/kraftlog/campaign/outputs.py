@@ -78,7 +78,7 @@ def _seed_text(offset: int, count: int) -> str:
 
 
 def check_resume(manifest: dict, out: Path, levels: list[str], seeds: int, seed_offset: int,
-                  library: list[str]) -> None:
+                 library: list[str]) -> None:
     """Raise CampaignError unless the options contain the interrupted campaign's runs: its levels, its
     seed range and its library scenarios (by name)."""
     missing = [lv for lv in manifest["levels"] if lv not in levels]

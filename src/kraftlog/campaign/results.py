@@ -239,7 +239,7 @@ def _time_limit(seconds: int):
 
 
 def run_one(task: dict, time_limit_s: int = RUN_TIME_LIMIT_S) -> dict:
-    """Executor side: run one task and return its row (a plain dict, :data:`SCHEMA` columns, plus
+    """Executor side: run one task and return its row (a plain dict, :func:`schema` columns, plus
     ``_yaml``: the scenario file to export when the run failed).
 
     Never raises for a failing simulation: an exception becomes the row's ``error``."""

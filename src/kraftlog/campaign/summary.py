@@ -5,7 +5,7 @@ the same seeds (:func:`compare_levels`, :data:`COMPARISONS`) and ``summary.json`
 
 from __future__ import annotations
 
-from ..verdict import is_safe, loss_within_budget, within_budget
+from ..verdict import is_safe, loss_within_budget, passed, within_budget
 from .results import unsafe_within_budget
 
 #: summary.json keys that differ between two runs of the same campaign: timings, where it ran and how
@@ -153,7 +153,11 @@ def level_comparisons(summary: dict) -> list[dict]:
 
 
 def build_summary(rows: list[dict], new_rows: list[dict], levels: list[str], n_tasks: int, seeds: int,
-                   seed_offset: int, master: str, interrupted: bool, run: dict) -> dict:
+                  seed_offset: int, master: str, interrupted: bool, run: dict) -> dict:
+    """summary.json's dict (:mod:`kraftlog.spark.campaign`'s docstring) from every row (``rows``), the rows
+    this process ran (``new_rows``: the campaign speedup counts them only), the campaign's shape and
+    ``run``: ``{"executor_cores", "spark_tasks", "spark_jobs", "resumed_runs", "job_wall_ms"}`` (how it
+    ran). ``timeline_replay`` and ``wall_s`` are the caller's to add."""
     sim_total = sum(r["sim_time_ms"] for r in rows)
     wall_total = sum(r["wall_ms"] for r in rows)
     sim_new = sum(r["sim_time_ms"] for r in new_rows)
@@ -165,7 +169,7 @@ def build_summary(rows: list[dict], new_rows: list[dict], levels: list[str], n_t
             entry["runs"] += 1
             if r["failure"]:
                 entry["failures"].append(r["scenario"])
-            if not r.get("passed"):
+            if not passed(r):
                 entry["expectations_failed"].append(r["scenario"])
             if not is_safe(r):
                 entry["unsafe"].append(r["scenario"])
