@@ -63,8 +63,6 @@ import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import psutil
-
 from ..campaign.outputs import (
     MANIFEST, CampaignError, Parts, check_out, check_resume, level_order, prepare_out, read_manifest, read_results,
     write_json,
@@ -197,6 +195,8 @@ def _start_spark(master: str, out: Path, tmp: Path, app_name: str = "kraftlog-ca
 
 def _descendants(pid: int) -> list[int]:
     """The PIDs of ``pid``'s children, their children, ... (psutil; [] when ``pid`` is gone)."""
+    import psutil  # driver side only: the executors importing this module need not have it
+
     try:
         return sorted(child.pid for child in psutil.Process(pid).children(recursive=True))
     except psutil.Error:
@@ -205,6 +205,8 @@ def _descendants(pid: int) -> list[int]:
 
 def _alive(pid: int) -> bool:
     """Whether process ``pid`` still runs (a zombie does not)."""
+    import psutil
+
     try:
         return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
     except psutil.NoSuchProcess:
