@@ -22,11 +22,13 @@ from click.testing import CliRunner
 from kraftlog.level import IMPLEMENTED, Level
 from kraftlog.scenario import dump_scenario, load_scenario, parse_scenario
 from kraftlog.scenario import generator as faults
-from kraftlog.spark.campaign import (
-    _ANOMALIES, EXECUTION_FIELDS, _alive, _anomaly_column, _schema, _slices, comparisons, error_columns,
-    failure_filename, is_failure, is_safe_row, read_results, run_one, verdict_columns,
+from kraftlog.campaign import (
+    EXECUTION_FIELDS, comparisons, error_columns, failure_filename, read_results, run_one, schema, verdict_columns,
 )
+from kraftlog.campaign.results import ANOMALIES, anomaly_column
+from kraftlog.spark.campaign import _alive, _slices
 from kraftlog.spark.cli import _levels, campaign
+from kraftlog.verdict import is_failure, is_safe
 
 ROOT = Path(__file__).resolve().parents[1]
 LEVELS = [level.label for level in IMPLEMENTED]
@@ -282,7 +284,7 @@ def test_every_results_column_comes_from_its_verdict_key():
     task_columns = {"level", "kind", "seed", "scenario", "source", "brokers", "partitions", "schedule",
                     "data_losing_shutdowns", "crashes_losing_data", "fault_budget", "within_budget",
                     "unclean_election_allowed", "error", "failure_file", "failure", "wall_ms"}
-    assert set(cols) | task_columns == set(_schema().names)
+    assert set(cols) | task_columns == set(schema().names)
     assert set(error_columns()) == set(cols)
 
 
@@ -316,7 +318,7 @@ def test_a_run_that_raised_is_a_failure_with_zero_counts():
     assert row["lost_acked"] == row["leader_hwm_regressions"] == row["invariant_violations"] == 0
     assert row["history_digest"] is None and row["exit_code"] == 1
     # No verdict: not passed, safety unknown, and nothing says it is safe.
-    assert row["passed"] is False and row["safe"] is None and not is_safe_row(row)
+    assert row["passed"] is False and row["safe"] is None and not is_safe(row)
 
 
 
@@ -337,7 +339,7 @@ def test_the_summary_counts_a_loss_within_budget_only_for_seeds_within_the_budge
     Shown to fail when ``if r["within_budget"]`` is dropped from ``seeds_with_loss_within_budget`` in
     ``summarize`` (2 at elr) or in ``compare_levels``' figures, and when ``lost_acked_within_budget``
     there sums every run (8)."""
-    from kraftlog.spark.campaign import summarize
+    from kraftlog.campaign import summarize
     rows = [_seed_row("elr", 0, 3, True), _seed_row("elr", 1, 5, False), _seed_row("elr", 2, 0, True),
             _seed_row("urm", 0, 0, True), _seed_row("urm", 1, 4, False), _seed_row("urm", 2, 0, True)]
     s = summarize(rows, ["elr", "urm"])
@@ -367,16 +369,16 @@ def test_run_one_row_matches_the_verdict_of_the_same_run():
     assert row["hwm_regressions"] == v["hwm_regressions"]
     assert row["undetected_truncations"] == v["undetected_truncations"]
     assert row["detected_truncations"] == v["detected_truncations"]
-    assert [row[_anomaly_column(a)] for a in _ANOMALIES] == [v["anomalies"][a] for a in _ANOMALIES]
+    assert [row[anomaly_column(a)] for a in ANOMALIES] == [v["anomalies"][a] for a in ANOMALIES]
     assert (row["acked_all"], row["acked_1"], row["acked_0"]) == (v["acked"]["all"], v["acked"]["1"], v["acked"]["0"])
     assert row["leaderless_at_end"] == len(v["leaderless_partitions"])
     assert row["failed_expectations"] == len(v["failed_expectations"])
     assert row["sim_time_ms"] == v["sim_time_ms"] and row["unavailable_ms"] == result.unavailable_ms
     assert row["messages"] == result.messages and row["exit_code"] == result.exit_code
     assert row["failure"] and row["failure_file"] == "failures/classic-last-replica-standing.yaml"
-    assert row["passed"] is v["passed"] and row["safe"] is v["safe"] is False and not is_safe_row(row)
+    assert row["passed"] is v["passed"] and row["safe"] is v["safe"] is False and not is_safe(row)
     assert row["unclean_election_allowed"] is False
-    assert set(_schema().names) <= set(row)
+    assert set(schema().names) <= set(row)
 
 
 # --------------------------------------------------------------------------------------- the CLI
@@ -468,7 +470,7 @@ def test_campaign_writes_every_output(campaign_out):
     assert all(p.startswith("part-") and p.endswith(".parquet") for p in parts)
     assert pq.read_table(out / "results.parquet" / "part-00000.parquet").num_rows == 0
     table = pq.read_table(out / "results.parquet")
-    assert table.schema.equals(_schema()) and table.num_rows == len(read_results(out))
+    assert table.schema.equals(schema()) and table.num_rows == len(read_results(out))
     # The Spark JVM the campaign started, and the Python workers it started, are gone (by PID).
     assert not [pid for pid in _spark_pids(out) if _alive(pid)]
     # The end-of-run table on stdout names every level.

@@ -17,10 +17,11 @@ import kraftlog.spark.campaign as campaign_module
 from kraftlog.cli import main
 from kraftlog.scenario import parse_scenario
 from kraftlog.scenario import generator as faults
-from kraftlog.spark.campaign import (
-    CampaignError, CampaignResult, _master_endpoints, check_master, in_gate, run_id, summarize,
-    unclean_election_allowed, unsafe_within_budget,
+from kraftlog.campaign import (
+    CampaignError, in_gate, run_id, schema, summarize, unclean_election_allowed, unsafe_within_budget,
 )
+from kraftlog.campaign.summary import build_summary
+from kraftlog.spark.campaign import CampaignResult, _master_endpoints, check_master
 from kraftlog.spark.cli import campaign
 
 
@@ -126,7 +127,7 @@ def test_help_lists_the_exit_codes():
 # ---------------------------------------------------------------------------- --fail-on-loss
 def _row(level="elr", seed=0, kind="seed", within=True, lost=0, violations=0, undetected=0, error=None,
          unclean=False, passed=True) -> dict:
-    row = {c: 0 for c in campaign_module._schema().names}
+    row = {c: 0 for c in schema().names}
     row.update({"level": level, "kind": kind, "seed": seed,
                 "scenario": faults.scenario_name(seed) if kind == "seed" else f"story-{seed}",
                 "within_budget": within, "lost_acked": lost, "invariant_violations": violations,
@@ -201,7 +202,7 @@ def _fake_campaign(monkeypatch, tmp_path, rows):
     """run_campaign replaced by made-up rows, summarised as the campaign does."""
     def fake(levels, **kwargs):
         run = {"executor_cores": 2, "spark_tasks": 1, "spark_jobs": 1, "resumed_runs": 0, "job_wall_ms": 1.0}
-        summary = campaign_module._build_summary(rows, rows, levels, len(rows), 3, 0, "local[2]", False, run)
+        summary = build_summary(rows, rows, levels, len(rows), 3, 0, "local[2]", False, run)
         summary.update(timeline_replay=None, wall_s=1.0)
         return CampaignResult(tmp_path, rows, summary)
 
@@ -378,3 +379,42 @@ def test_package_zip_ships_the_whole_package_but_bytecode(tmp_path):
                 if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"}
     assert names == expected and "kraftlog/spark/campaign.py" in names
     assert not any("__pycache__" in n or n.endswith(".pyc") for n in names)
+
+
+def test_the_processes_a_jvm_started_are_found_and_a_zombie_is_not_alive():
+    """_descendants finds a process's children (psutil, not /proc), and _alive says a process that was
+    killed but not reaped yet (a zombie) no longer runs: what _stop_jvm waits for."""
+    import os
+    import signal as signals
+    import subprocess
+    import sys
+
+    import psutil
+
+    from kraftlog.spark.campaign import _alive, _descendants
+
+    code = ("import subprocess, sys, time; "
+            "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']); time.sleep(60)")
+    parent = subprocess.Popen([sys.executable, "-c", code])
+    found: list[int] = []
+    try:
+        deadline = time.monotonic() + 20
+        while not found and time.monotonic() < deadline:
+            found = _descendants(parent.pid)
+            time.sleep(0.05)
+        assert len(found) == 1 and _alive(found[0]) and _alive(parent.pid)
+        os.kill(parent.pid, signals.SIGKILL)  # not waited for: a zombie
+        deadline = time.monotonic() + 10
+        while psutil.Process(parent.pid).status() != psutil.STATUS_ZOMBIE and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert psutil.Process(parent.pid).status() == psutil.STATUS_ZOMBIE
+        assert not _alive(parent.pid)
+    finally:
+        for pid in found:
+            try:
+                os.kill(pid, signals.SIGKILL)
+            except OSError:
+                pass
+        parent.kill()
+        parent.wait(5)
+    assert _descendants(parent.pid) == [] and not _alive(parent.pid)

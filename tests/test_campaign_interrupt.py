@@ -18,10 +18,10 @@ import pytest
 from click.testing import CliRunner
 
 import kraftlog.spark.campaign as campaign_module
-from kraftlog.spark.campaign import (
-    EXECUTION_FIELDS, CampaignError, _job_plan, _Parts, _ProgressLines, _schema, read_manifest, read_results,
-    run_campaign, run_one, task_key,
-)
+from kraftlog.campaign import EXECUTION_FIELDS, CampaignError, read_manifest, read_results, run_one, schema, task_key
+from kraftlog.campaign.outputs import Parts
+from kraftlog.campaign.progress import ProgressLines
+from kraftlog.spark.campaign import _job_plan, run_campaign
 from kraftlog.spark.cli import campaign
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -130,7 +130,7 @@ def test_sigint_keeps_the_finished_runs(tmp_path, monkeypatch, reference):
     parts = sorted(p.name for p in (out / "results.parquet").iterdir())
     assert parts == [f"part-{i:05d}.parquet" for i in range(len(parts))]
     table = pq.read_table(out / "results.parquet")
-    assert table.schema.equals(_schema()) and table.num_rows == 2
+    assert table.schema.equals(schema()) and table.num_rows == 2
     # The rows are the uninterrupted campaign's.
     done = {task_key(r) for r in rows}
     assert _comparable(rows) == _comparable([r for r in read_results(reference) if task_key(r) in done])
@@ -290,7 +290,7 @@ def test_progress_line_throttle_and_eta():
     extrapolates from the runs done by this process (runs done before a --resume are not counted)."""
     now = [100.0]
     lines: list[str] = []
-    p = _ProgressLines(lines.append, total=1000, done=400, clock=lambda: now[0])
+    p = ProgressLines(lines.append, total=1000, done=400, clock=lambda: now[0])
     p.update()
     assert lines == ["campaign: 400/1000 runs (40%), elapsed 0:00:00, eta ?"]
     now[0] += 4.9
@@ -305,7 +305,7 @@ def test_progress_line_throttle_and_eta():
     now[0] += 59
     p.update(701)
     assert len(lines) == 3  # an hour in: one line a minute
-    assert _ProgressLines.interval(0) == 5 and _ProgressLines.interval(600) == 30 and _ProgressLines.interval(1e5) == 60
+    assert ProgressLines.interval(0) == 5 and ProgressLines.interval(600) == 30 and ProgressLines.interval(1e5) == 60
 
 
 def test_parts_are_appended_when_due_and_written_atomically(tmp_path):
@@ -314,7 +314,7 @@ def test_parts_are_appended_when_due_and_written_atomically(tmp_path):
     into place from a dot file, which readers skip."""
     now = [0.0]
     order = lambda r: (r["level"], r["seed"])  # noqa: E731
-    parts = _Parts(tmp_path, order, clock=lambda: now[0])
+    parts = Parts(tmp_path, order, clock=lambda: now[0])
     # seed 1's story fails at classic (it loses records); the rows below number their seeds from 0
     row = dict(run_one({"level": "classic", "kind": "seed", "seed": 1}), seed=0)
     assert row["failure"] and "_yaml" in row
@@ -338,7 +338,7 @@ def test_parts_are_appended_when_due_and_written_atomically(tmp_path):
         [f"part-{i:05d}.parquet" for i in range(5)]
     assert [r["seed"] for r in read_results(tmp_path)] == [0, 1, 2, 3, 4]
     # A new writer on the same directory (a resumed campaign) numbers on, with no second empty part.
-    again = _Parts(tmp_path, order)
+    again = Parts(tmp_path, order)
     assert again.next == 5
 
 

@@ -17,9 +17,8 @@ from click.testing import CliRunner
 from kraftlog.level import IMPLEMENTED, Level
 from kraftlog.scenario import CONTROLLER, dump_scenario, parse_scenario
 from kraftlog.scenario import generator as faults
-from kraftlog.spark.campaign import (
-    COMPARISONS, CampaignResult, _schema, compare_levels, comparison_key, comparisons,
-)
+from kraftlog.campaign import COMPARISONS, compare_levels, comparison_key, comparisons, level_comparisons, schema
+from kraftlog.spark.campaign import CampaignResult
 from kraftlog.spark.cli import campaign, print_comparison
 
 NEW_EPISODES = ("longest_log_in_last_known_elr", "fenced_only_elr", "stale_replica_log_info")
@@ -248,7 +247,7 @@ steps:
 
 
 # --------------------------------------------------------------------- urm against elr, same seeds
-_COLUMNS = _schema().names
+_COLUMNS = schema().names
 
 
 def _row(level: str, seed: int, lost: int = 0, within: bool = True, leaderless: int = 0, error=None,
@@ -346,7 +345,8 @@ def test_report_has_the_urm_vs_elr_section(tmp_path):
     for r in rows:
         r["failure_file"] = None  # no file to replay: the report draws no timeline
     levels = ["classic", "elr", "urm"]
-    write_report(tmp_path, rows, _summary(rows, levels), levels)
+    summary = _summary(rows, levels)
+    write_report(tmp_path, rows, summary, levels, comparisons=level_comparisons(summary))
     report = (tmp_path / "report.html").read_text()
     assert "urm vs elr on the same seeds" in report
     assert "urm lost fewer acknowledged records than elr on <b>2</b> seed(s): 0, 5" in report
@@ -355,7 +355,9 @@ def test_report_has_the_urm_vs_elr_section(tmp_path):
     assert "left out because a run raised: 4" in report
     assert "in total urm lost 8 acknowledged records, elr 20: <b>fewer</b>" in report
     assert report.count("data:image/png;base64,") == 3  # loss by shutdowns, unavailability, urm vs elr
-    write_report(tmp_path, rows, _summary(rows, ["classic", "elr"]), ["classic", "elr"])
+    summary = _summary(rows, ["classic", "elr"])
+    assert level_comparisons(summary) == []
+    write_report(tmp_path, rows, summary, ["classic", "elr"], comparisons=level_comparisons(summary))
     assert "on the same seeds" not in (tmp_path / "report.html").read_text()
 
 

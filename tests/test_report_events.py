@@ -14,12 +14,13 @@ from pathlib import Path
 
 import pytest
 
+from kraftlog.campaign import schema
+from kraftlog.campaign.replay import write_campaign_report
 from kraftlog.level import Level
 from kraftlog.report import plots
-from kraftlog.report.html import write_report
-from kraftlog.sim.runner import EVENT_KINDS, ScenarioRun, run_scenario
+from kraftlog.report.html import FailingRun, write_report
 from kraftlog.scenario import load_scenario
-from kraftlog.spark.campaign import _schema
+from kraftlog.sim.runner import EVENT_KINDS, ScenarioRun, run_scenario
 
 SCENARIO_DIR = Path(__file__).resolve().parent.parent / "scenarios"
 #: KAFKA-14617 at classic: a cut link, a held AlterPartition released late, two crashes and restarts,
@@ -183,7 +184,7 @@ def test_rewording_the_timeline_leaves_the_tracks_unchanged(story, monkeypatch):
 
 
 # ----------------------------------------------------------------------------- (d) report.html
-_COLUMNS = _schema().names
+_COLUMNS = schema().names
 
 
 def _row(level: str, kind: str, name, **values) -> dict:
@@ -231,7 +232,7 @@ def test_report_speaks_the_verdict_words_and_is_one_sortable_self_contained_page
              invariant_violations=len(v["invariant_violations"]), history_digest=v["history_digest"],
              failure_file="failures/classic-story.yaml"),
     ]
-    replay = write_report(tmp_path, rows, _summary(rows, ["classic"]), ["classic"])
+    replay = write_campaign_report(tmp_path, rows, _summary(rows, ["classic"]), ["classic"])
     report = (tmp_path / "report.html").read_text()
     assert replay["digest_matches"] and replay["lost_acked_matches"]
     assert report.count("data:image/png;base64,") == 3  # loss by shutdowns, unavailability, the timeline
@@ -258,3 +259,49 @@ def test_report_speaks_the_verdict_words_and_is_one_sortable_self_contained_page
     assert 'src="http' not in report and "src='http" not in report and "<link" not in report
     assert "<script src" not in report
     assert all(src.startswith("data:") for src in re.findall(r"""src=["']([^"']*)""", report))
+
+
+def test_the_report_draws_the_failing_run_it_is_handed_and_runs_nothing(tmp_path, story, monkeypatch):
+    """Issue 26 item 5: the report takes data only. Handed a failing run (its events, timeline and replay
+    check) it draws it without running a simulation; a replay that failed is said, not raised."""
+    import kraftlog.sim.runner as runner
+
+    monkeypatch.setattr(runner, "run_scenario", lambda *a, **k: pytest.fail("the report ran a simulation"))
+    row = _row("classic", "scenario", "story", lost_acked=20, failure_file="failures/classic-story.yaml")
+    replay = {"file": row["failure_file"], "level": "classic", "seed": 1, "history_digest": "sha256:abc",
+              "digest_matches": False, "lost_acked": 20, "lost_acked_matches": True}
+    failing = FailingRun(row=row, replay=replay, timeline=story.timeline, events=story.events, brokers=3, min_isr=2)
+    write_report(tmp_path, [row], _summary([row], ["classic"]), ["classic"], failing=failing)
+    report = (tmp_path / "report.html").read_text()
+    assert "digest <code>sha256:abc</code> <b>DIFFERS from</b> the executor's" in report
+    assert "step 7 (crash): broker 1 crashed (lose all)" in report
+    assert report.count("data:image/png;base64,") == 1  # the timeline (no generated seed: no other plot)
+    write_report(tmp_path, [row], _summary([row], ["classic"]), ["classic"],
+                 failing=FailingRun(row=row, error="no such file"))
+    assert "Replaying failures/classic-story.yaml failed: <code>no such file</code>" in (tmp_path / "report.html").read_text()
+
+
+def test_report_imports_no_driver_and_no_spark_and_the_campaign_package_no_jvm():
+    """Issue 26 item 5: ``report/`` imports neither ``sim``, ``net``, ``spark`` nor ``campaign`` (no cycle);
+    importing ``kraftlog.campaign`` (the Spark-free campaign) loads neither pyspark, the simulator nor
+    matplotlib."""
+    import ast
+    import subprocess
+    import sys
+
+    import kraftlog.report
+
+    for path in sorted(Path(kraftlog.report.__file__).parent.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom):
+                name = "." * node.level + (node.module or "")
+            elif isinstance(node, ast.Import):
+                name = ",".join(a.name for a in node.names)
+            else:
+                continue
+            assert not re.search(r"(^\.\.|kraftlog\.)(sim|net|spark|campaign)\b", name), f"{path.name}: {name}"
+    code = ("import sys, kraftlog.campaign; "
+            "print(sorted(m for m in ('pyspark', 'kraftlog.sim.runner', 'matplotlib', 'kraftlog.spark.campaign') "
+            "if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout
+    assert out.strip() == "[]"

@@ -21,7 +21,7 @@ from rich.text import Text
 
 from .cli_options import level_option
 from .level import DEFAULT, IMPLEMENTED, Level
-from .sim.runner import outcome_words
+from .verdict import outcome_words
 
 
 

@@ -76,7 +76,7 @@ from ..controller.controller import CONTROLLER
 from ..protocol import messages as m
 from ..protocol.errors import Errors
 from ..level import DEFAULT, Level
-from ..sim.runner import is_safe
+from ..verdict import is_safe
 from . import cluster as cl
 from .client import ClientLoop, ConsumerRecorder, KafkaConnection
 from .node import HOST, node_name, write_json

@@ -451,7 +451,7 @@ def chaos(directory: str | None, brokers: int, duration: float, seed: int | None
 
 
 def _print_chaos(verdict: dict, directory: str) -> None:
-    from ..sim.runner import outcome_words
+    from ..verdict import outcome_words
     click.echo("")
     click.echo(f"faults injected ({len(verdict['faults'])}):")
     for f in verdict["faults"]:

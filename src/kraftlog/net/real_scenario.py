@@ -33,7 +33,7 @@ What cannot be honoured is refused before anything starts, naming the step (:fun
 ``sim:`` network delay (loopback has its own), ``lose: unflushed`` with a ``sim.writeback`` other than
 ``never`` (the kernel's writeback cannot be set per run). At the end, as ``kraftlog chaos`` does: the
 clients stop, every partition is read back from its leader, the cluster shuts down cleanly and every
-replica's disk is read; the verdict is the simulator's (:func:`kraftlog.sim.runner.is_safe`,
+replica's disk is read; the verdict is the simulator's (:func:`kraftlog.verdict.is_safe`,
 ``history_digest`` null).
 """
 
@@ -50,7 +50,8 @@ from ..controller.controller import CONTROLLER
 from ..protocol import messages as m
 from ..protocol.errors import Errors
 from ..level import DEFAULT, Level
-from ..sim.runner import ACKS, RunResult, is_safe, node_words
+from ..sim.runner import ACKS, RunResult, node_words
+from ..verdict import is_safe
 from ..scenario import Condition, Scenario, corrupt_target, step_node
 from . import cluster as cl
 from .chaos import end_state_violations, read_back, read_replica_disks

@@ -3,29 +3,52 @@
 Sections: the run (master, cores, seeds, levels, speed), the per-level summary table, each level
 compared with its baseline on the same seeds (``urm`` against ``elr`` when both ran: the summary's
 ``urm_vs_elr``), loss probability per level by data-losing shutdowns, the unavailability distribution
-per level, the timeline of one failing seed (replayed on the driver from its exported file, digest
-checked, and drawn from the replayed run's events — ``RunResult.events``, the structured events the
-scenario runner records beside every timeline line — while the timeline text is shown as it is), the
-failing runs with links to their ``failures/*.yaml``, the scenario library per level, and every run in
-a collapsible table.
+per level, the timeline of one failing seed (the campaign replays it on the driver from its exported
+file, checks its digest, and hands it in as a :class:`FailingRun`: the run's events — ``RunResult.events``,
+the structured events the scenario runner records beside every timeline line — draw it, while the
+timeline text is shown as it is), the failing runs with links to their ``failures/*.yaml``, the
+scenario library per level, and every run in a collapsible table.
+
+The report takes data only (results rows, the summary, the comparisons, the failing run): it runs no
+simulation and imports no driver (``sim``, ``net``) and nothing of Spark.
 The failing runs and all runs tables sort by a click on a column header and filter by a text box (and
 "within the fault budget only"), with a few lines of inline JavaScript: the page needs no other file.
 
 Verdict words are those of ``kraftlog scenario run`` / ``scenario library``: a run *passed* when its
 expectations held; it is *safe* when it lost no acknowledged record, violated no invariant and left no
-truncation undetected (:func:`kraftlog.spark.campaign.is_safe_row`, the rows' ``passed``/``safe``).
+truncation undetected (:mod:`kraftlog.verdict`: :func:`~kraftlog.verdict.passed`, :func:`~kraftlog.verdict.is_safe`).
 """
 
 from __future__ import annotations
 
 import base64
 import html
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..sim.runner import outcome_words
+from ..verdict import is_safe, outcome_words, passed, within_budget
 from . import plots
 
-__all__ = ["pick_failing_seed", "write_report"]
+__all__ = ["FailingRun", "write_report"]
+
+
+@dataclass(frozen=True)
+class FailingRun:
+    """The failing run whose timeline the report draws, replayed by the campaign from its exported file.
+
+    ``row``: its results row. ``replay``: the replay check, ``{"file", "level", "seed", "history_digest",
+    "digest_matches", "lost_acked", "lost_acked_matches"}`` (the replayed run's against the row's), None
+    when the replay raised: then ``error`` says why. ``timeline``: the replayed run's readable lines;
+    ``events``: its events as data (``RunResult.events``), which the plot draws; ``brokers``: the
+    cluster's brokers; ``min_isr``: the story's fault budget + 1 (drawn on the ISR tracks)."""
+
+    row: dict
+    replay: dict | None = None
+    timeline: list[str] = field(default_factory=list)
+    events: list[dict] = field(default_factory=list)
+    brokers: int = 0
+    min_isr: int = 1
+    error: str | None = None
 
 _CSS = """
 body { font-family: system-ui, -apple-system, Segoe UI, sans-serif; margin: 2em auto; max-width: 1200px;
@@ -127,23 +150,13 @@ def _table(headers: list[str], rows: list[list], left: set[int] = frozenset(), r
     return "".join(out)
 
 
-def _passed(row: dict) -> bool:
-    """The row's ``passed`` (its expectations held; from its failed expectations when the column is unset)."""
-    passed = row.get("passed")
-    if isinstance(passed, bool):
-        return passed
-    return not row["error"] and not row["failed_expectations"]
-
-
 def _verdict_words(row: dict) -> tuple[str, str]:
     """(expectations, safety) of a results row in ``kraftlog scenario library``'s words: held / FAILED,
-    safe / UNSAFE (:func:`kraftlog.spark.campaign.is_safe_row`); a run that raised has no verdict:
+    safe / UNSAFE (:func:`kraftlog.verdict.is_safe`); a run that raised has no verdict:
     FAILED, safety unknown."""
-    from ..spark.campaign import is_safe_row
-
     if row["error"]:
         return "FAILED (raised)", "unknown"
-    return ("held" if _passed(row) else "FAILED"), ("safe" if is_safe_row(row) else "UNSAFE")
+    return ("held" if passed(row) else "FAILED"), ("safe" if is_safe(row) else "UNSAFE")
 
 
 def _outcome(row: dict) -> str:
@@ -152,52 +165,11 @@ def _outcome(row: dict) -> str:
     if row["error"]:
         last = (str(row["error"]).strip().splitlines() or ["no message"])[-1]
         return f"FAILED: the run raised ({last[:120]}) — safety unknown"
-    words = outcome_words({**row, "passed": _passed(row)})
+    words = outcome_words({**row, "passed": passed(row)})
     n = row["leader_hwm_regressions"]
     if n:
         words += f"; {n} leader HWM regression{'s' if n != 1 else ''}"
     return words
-
-
-def pick_failing_seed(rows: list[dict], levels: list[str]) -> dict | None:
-    """The failing run whose timeline the report draws: a generated seed that lost acknowledged
-    records within the fault budget at the lowest level, else any seed that lost records, else any
-    failing seed, else any failing run; the smallest seed first. None when nothing failed."""
-    rank = {lv: i for i, lv in enumerate(levels)}
-    key = lambda r: (rank.get(r["level"], 99), r["seed"], r["scenario"])  # noqa: E731
-    tiers = [
-        lambda r: r["kind"] == "seed" and r["lost_acked"] > 0 and r["within_budget"],
-        lambda r: r["kind"] == "seed" and r["lost_acked"] > 0,
-        lambda r: r["kind"] == "seed" and r["failure"],
-        lambda r: r["failure"],
-    ]
-    for tier in tiers:
-        found = sorted((r for r in rows if tier(r) and r.get("failure_file")), key=key)
-        if found:
-            return found[0]
-    return None
-
-
-def _replay(out: Path, row: dict) -> tuple[dict, list[str], list[dict], object]:
-    """Replay ``row``'s exported failure file; returns (replay info, timeline lines, events — the
-    run's ``RunResult.events`` — and the scenario)."""
-    from ..sim.runner import run_scenario
-    from ..scenario import load_scenario
-
-    path = out / row["failure_file"]
-    scenario = load_scenario(path)
-    result = run_scenario(scenario)
-    v = result.verdict
-    info = {
-        "file": row["failure_file"],
-        "level": row["level"],
-        "seed": row["seed"],
-        "history_digest": v["history_digest"],
-        "digest_matches": v["history_digest"] == row["history_digest"],
-        "lost_acked": v["lost_acked"],
-        "lost_acked_matches": v["lost_acked"] == row["lost_acked"],
-    }
-    return info, result.timeline, result.events, scenario
 
 
 def _seed_list(seeds: list[int], limit: int = 40) -> str:
@@ -262,7 +234,7 @@ def _comparison_section(rows: list[dict], c: dict) -> str:
             ["seed", "data-losing shutdowns", "within budget", f"lost acked at {baseline}", f"lost acked at {level}",
              f"leaderless at end at {baseline}", f"leaderless at end at {level}", f"{baseline} file", f"{level} file",
              "schedule"],
-            [[d["seed"], d["data_losing_shutdowns"], "yes" if d["within_budget"] else "no",
+            [[d["seed"], d["data_losing_shutdowns"], "yes" if within_budget(d) else "no",
               d["lost_acked"][baseline], d["lost_acked"][level], d["leaderless_at_end"][baseline],
               d["leaderless_at_end"][level], link(d["failure_files"][baseline]), link(d["failure_files"][level]),
               _e(d["schedule"])] for d in differing],
@@ -273,10 +245,11 @@ def _comparison_section(rows: list[dict], c: dict) -> str:
     return "".join(parts)
 
 
-def write_report(out, rows: list[dict], summary: dict, levels: list[str]) -> dict | None:
-    """Write ``out/report.html``; return the replay check of the drawn failing run (or None)."""
-    from ..scenario.generator import fault_budget
-
+def write_report(out, rows: list[dict], summary: dict, levels: list[str], failing: FailingRun | None = None,
+                 comparisons: list[dict] = ()) -> None:
+    """Write ``out/report.html`` from the campaign's results ``rows`` (plain dicts), its ``summary``
+    (summary.json's dict), the ``levels`` it ran, ``failing`` (the failing run to draw, replayed by the
+    campaign; None when nothing failed) and ``comparisons`` (``compare_levels``' dicts, one section each)."""
     out = Path(out)
     seeds = [r for r in rows if r["kind"] == "seed"]
     budgets = {r["fault_budget"] for r in seeds}
@@ -320,12 +293,8 @@ def write_report(out, rows: list[dict], summary: dict, levels: list[str]) -> dic
                          "p_loss", "mean unavailable (s)", "failing seeds"], table_rows, left={0}))
 
     # Level against baseline on the same seeds (urm vs elr)
-    from ..spark.campaign import COMPARISONS, comparison_key
-
-    for level, baseline in COMPARISONS:
-        comparison = summary.get(comparison_key(level, baseline))
-        if comparison is not None:
-            parts.append(_comparison_section(rows, comparison))
+    for comparison in comparisons:
+        parts.append(_comparison_section(rows, comparison))
 
     # Plots
     if seeds:
@@ -336,30 +305,25 @@ def write_report(out, rows: list[dict], summary: dict, levels: list[str]) -> dic
 
     # One failing seed's timeline
     parts.append("<h2>Timeline of one failing run</h2>")
-    replay = None
-    chosen = pick_failing_seed(rows, levels)
-    if chosen is None:
+    if failing is None:
         parts.append("<p>No run failed.</p>")
+    elif failing.replay is None:
+        parts.append(f"<p>Replaying {_e(failing.row['failure_file'])} failed: <code>{_e(failing.error)}</code></p>")
     else:
-        try:
-            replay, lines, events, scenario = _replay(out, chosen)
-        except Exception as exc:  # the report must not die on a replay problem; say so instead
-            parts.append(f"<p>Replaying {_e(chosen['failure_file'])} failed: <code>{_e(exc)}</code></p>")
-        else:
-            min_isr = fault_budget(scenario) + 1
-            title = (f"{chosen['scenario']} at level {chosen['level']}: lost {chosen['lost_acked']} acked records, "
-                     f"{chosen['data_losing_shutdowns']} data-losing shutdown(s), "
-                     f"{'within' if chosen['within_budget'] else 'beyond'} the budget")
-            parts.append(f"<p><a href='{_e(chosen['failure_file'])}'>{_e(chosen['failure_file'])}</a> "
-                         f"replayed on the driver: digest <code>{_e(replay['history_digest'])}</code> "
-                         f"{'matches' if replay['digest_matches'] else '<b>DIFFERS from</b>'} the executor's"
-                         f"{'' if replay['digest_matches'] else ' (was the code changed during the run?)'}; "
-                         f"lost acked {replay['lost_acked']} "
-                         f"({'same' if replay['lost_acked_matches'] else '<b>different</b>'}).</p>")
-            parts.append(_img(plots.timeline(events, scenario.brokers, title, min_isr), "timeline"))
-            parts.append(f"<p class='muted'>Schedule: {_e(chosen['schedule'])}</p>")
-            parts.append("<details><summary>timeline text</summary><pre>"
-                         + _e("\n".join(lines)) + "</pre></details>")
+        chosen, replay = failing.row, failing.replay
+        title = (f"{chosen['scenario']} at level {chosen['level']}: lost {chosen['lost_acked']} acked records, "
+                 f"{chosen['data_losing_shutdowns']} data-losing shutdown(s), "
+                 f"{'within' if within_budget(chosen) else 'beyond'} the budget")
+        parts.append(f"<p><a href='{_e(chosen['failure_file'])}'>{_e(chosen['failure_file'])}</a> "
+                     f"replayed on the driver: digest <code>{_e(replay['history_digest'])}</code> "
+                     f"{'matches' if replay['digest_matches'] else '<b>DIFFERS from</b>'} the executor's"
+                     f"{'' if replay['digest_matches'] else ' (was the code changed during the run?)'}; "
+                     f"lost acked {replay['lost_acked']} "
+                     f"({'same' if replay['lost_acked_matches'] else '<b>different</b>'}).</p>")
+        parts.append(_img(plots.timeline(failing.events, failing.brokers, title, failing.min_isr), "timeline"))
+        parts.append(f"<p class='muted'>Schedule: {_e(chosen['schedule'])}</p>")
+        parts.append("<details><summary>timeline text</summary><pre>"
+                     + _e("\n".join(failing.timeline)) + "</pre></details>")
 
     # Failures
     failing = [r for r in rows if r["failure"]]
@@ -372,11 +336,11 @@ def write_report(out, rows: list[dict], summary: dict, levels: list[str]) -> dic
              "lost acked", "violations", "leader HWM regressions", "undetected truncations", "failed expectations",
              "file"],
             [[_e(r["level"]), _e(r["seed"] if r["kind"] == "seed" else r["scenario"]), *map(_e, _verdict_words(r)),
-              r["data_losing_shutdowns"], "yes" if r["within_budget"] else "no", r["lost_acked"],
+              r["data_losing_shutdowns"], "yes" if within_budget(r) else "no", r["lost_acked"],
               r["invariant_violations"], r["leader_hwm_regressions"], r["undetected_truncations"],
               r["failed_expectations"] + (1 if r["error"] else 0),
               f"<a href='{_e(r['failure_file'])}'>{_e(r['failure_file'])}</a>"] for r in failing],
-            left={0, 1, 2, 3, 11}, table_id="failing", within=lambda k: bool(failing[k]["within_budget"])))
+            left={0, 1, 2, 3, 11}, table_id="failing", within=lambda k: within_budget(failing[k])))
 
     # Library
     library = [r for r in rows if r["kind"] == "scenario"]
@@ -410,7 +374,6 @@ def write_report(out, rows: list[dict], summary: dict, levels: list[str]) -> dic
           *(_e(f"{r[c]:.0f}" if c == "wall_ms" else r[c]) for c in cols[4:])] for r in rows],
         left={0, 1, 3, 4, 5, len(cols) + 1},
         row_class=lambda k: "fail" if rows[k]["failure"] else "", table_id="runs",
-        within=lambda k: bool(rows[k]["within_budget"])))
+        within=lambda k: within_budget(rows[k])))
     parts.append(f"</details><script>{_JS}</script></body></html>\n")
     (out / "report.html").write_text("".join(parts), encoding="utf-8")
-    return replay

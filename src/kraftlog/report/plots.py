@@ -26,6 +26,8 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
+from ..verdict import within_budget
+
 __all__ = ["loss_against_baseline", "loss_by_shutdowns", "timeline", "timeline_tracks", "unavailability"]
 
 _COLORS = ["#d62728", "#ff7f0e", "#2ca02c", "#1f77b4", "#9467bd", "#8c564b"]
@@ -120,7 +122,7 @@ def loss_against_baseline(rows: list[dict], level: str, baseline: str) -> bytes:
     ax.plot([0, top * 1.05], [0, top * 1.05], color="grey", ls=":", lw=0.8, label="same loss")
     for within, color, label in ((True, "#2ca02c", "within the fault budget"),
                                  (False, "#d62728", "beyond the fault budget")):
-        pts = [(a["lost_acked"], b["lost_acked"]) for a, b in shown if bool(b["within_budget"]) is within]
+        pts = [(a["lost_acked"], b["lost_acked"]) for a, b in shown if within_budget(b) is within]
         if pts:
             ax.scatter([x for x, _ in pts], [y for _, y in pts], s=22, color=color, alpha=0.7,
                        label=f"{label} ({len(pts)})")

@@ -39,6 +39,7 @@ from ..broker.broker import LOG_DIR
 from ..storage.log import SEGMENT_FILE
 from .cluster import SimCluster
 from ..scenario import Condition, Scenario, Step, configs_at_level, corrupt_target, step_node
+from ..verdict import is_safe
 
 BOOTSTRAP_TIMEOUT_MS = 60000
 SHUTDOWN_WAIT_MS = 35000
@@ -1160,38 +1161,6 @@ class ScenarioRun:
             "final": final,
             "history_digest": self.sim.history.digest(),
         }
-
-
-def is_safe(verdict: dict) -> bool:
-    """SCENARIOS.md's ``safe``: no acknowledged (acks=all) record lost, no invariant violated, no log
-    truncation left undetected by a consumer."""
-    return (verdict["lost_acked"] == 0 and not verdict["invariant_violations"]
-            and verdict["undetected_truncations"] == 0)
-
-
-def _count(value) -> int:
-    """A verdict's list (failed expectations, invariant violations) or a results row's count of it."""
-    return value if isinstance(value, int) else len(value)
-
-
-def outcome_words(verdict: dict) -> str:
-    """The verdict in words, the same everywhere (scenario run, scenario library, the campaign report):
-    whether the run passed (its expectations held) and, beside it, every safety finding — never a bare
-    "passed" next to a loss. E.g. ``expectations held — 20 acknowledged records LOST, 1 invariant
-    violation``. ``verdict``: a verdict, or a campaign results row (``failed_expectations`` and
-    ``invariant_violations`` as counts)."""
-    head = "expectations held" if verdict["passed"] else (
-        f"FAILED: {_count(verdict['failed_expectations'])} expectation(s) did not hold"
-        if verdict["failed_expectations"] else "FAILED: the run did not complete")
-    findings = []
-    if verdict["lost_acked"]:
-        findings.append(f"{verdict['lost_acked']} acknowledged record{'s' if verdict['lost_acked'] != 1 else ''} LOST")
-    n = _count(verdict["invariant_violations"])
-    if n:
-        findings.append(f"{n} invariant violation{'s' if n != 1 else ''}")
-    if verdict["undetected_truncations"]:
-        findings.append(f"{verdict['undetected_truncations']} truncation(s) UNDETECTED by a consumer")
-    return head + (" — " + ", ".join(findings) if findings else " — safe: nothing acknowledged lost")
 
 
 #: KIP-966's controller gauges in the verdict's ``metrics`` (QuorumController.recovery_metrics).

@@ -87,6 +87,7 @@ from pathlib import Path
 import click
 
 from ..cli_options import sigterm_interrupts
+from ..verdict import is_safe
 
 __all__ = ["audit", "AuditError", "ACK_COLUMNS", "REQUIRED_COLUMNS", "FINDING_KINDS", "CONNECT_TIMEOUT_S",
            "read_acks", "ack_tuples", "audit_rows", "bucket_of", "merge_buckets", "split_findings", "summarize",
@@ -362,8 +363,10 @@ def split_findings(findings: list[dict]) -> dict:
 
 
 def exit_code(lost_all: int) -> int:
-    """1 when an acks=all acknowledged record is lost, else 0 (acks=1 losses never fail)."""
-    return 1 if lost_all else 0
+    """1 when the topic is not safe (:func:`kraftlog.verdict.is_safe`: here, an acks=all acknowledged
+    record is lost; the audit sees no invariant and no consumer's truncation), else 0 (acks=1 losses
+    never fail: acks=1 promises nothing once the leader fails)."""
+    return 0 if is_safe({"lost_acked": lost_all, "invariant_violations": 0, "undetected_truncations": 0}) else 1
 
 
 def summarize(topic: str, acks_file: str, acks, findings: list[dict], records: int, without_value: int = 0,
@@ -491,13 +494,13 @@ def run_audit(bootstrap: str, topic: str, acks_file: str, out: str | os.PathLike
     :data:`CONNECT_TIMEOUT_S`), the topic and its offsets, Java, a ``spark://``/``k8s://`` master. The
     SparkSession (and the JVM pyspark launched for it) is stopped before this returns or raises.
     AuditError (one line) when it cannot run; KeyboardInterrupt passes through (Spark stopped)."""
-    from .campaign import (CampaignError, _check_java, _check_out, _jvm_error, _short_error, _start_spark,
-                           _stop_spark, check_master)
+    from ..campaign.outputs import CampaignError, check_out
+    from .campaign import _check_java, _jvm_error, _short_error, _start_spark, _stop_spark, check_master
 
     started = time.perf_counter()
     out = Path(out)
     try:
-        _check_out(out)
+        check_out(out)
     except CampaignError as exc:
         raise AuditError(str(exc)) from None
     acks, other_topics = read_acks(acks_file, topic)

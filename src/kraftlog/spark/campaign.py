@@ -1,23 +1,25 @@
 """The fault campaign (issue #5): seeds × levels of generated failure stories, plus the scenario
 library at every level, fanned out over Spark executors; written as the runs finish, so that an
-interrupted campaign keeps what it ran and ``--resume`` runs only the rest (issue 12).
+interrupted campaign keeps what it ran and ``--resume`` runs only the rest (issue 12). This module is
+the Spark side (the session, the jobs, the executors, the JVM and the processes it started, found with
+psutil); what the campaign runs, counts and writes is Spark-free, in :mod:`kraftlog.campaign`.
 
 Driver side (:func:`run_campaign`): checks ``--out`` is writable, Java is there and a ``spark://`` (or
 ``k8s://``) master answers a TCP connect within :data:`CONNECT_TIMEOUT_S` (:class:`CampaignError`, one
-line, otherwise); builds the task list (minus the runs already in ``results.parquet`` with ``resume``);
+line, otherwise); builds the task list (:func:`kraftlog.campaign.results.build_tasks`) (minus the runs already in ``results.parquet`` with ``resume``);
 starts a SparkSession on ``master``; parallelizes the tasks into Spark tasks of about 4 runs and runs
 each Spark task as its own Spark job, about two jobs per executor core in flight (:func:`_job_plan`),
 so that each Spark task's rows reach the driver as soon as it finishes (measured: the same wall time
 as one job over every Spark task). The driver appends the finished rows to ``results.parquet`` as a
-new part at most every few seconds (:data:`FLUSH_MIN_S`, or :data:`FLUSH_FRACTION` of the elapsed
-time in long campaigns) and on an interruption. SIGINT (Ctrl-C) or SIGTERM cancels the Spark jobs,
+new part at most every few seconds (:class:`kraftlog.campaign.outputs.Parts`: ``FLUSH_MIN_S``, or
+``FLUSH_FRACTION`` of the elapsed time in long campaigns) and on an interruption. SIGINT (Ctrl-C) or SIGTERM cancels the Spark jobs,
 writes the finished runs, stops the SparkContext and the JVM it launched (by PID, with the Python
 workers the JVM started) and returns an interrupted :class:`CampaignResult`; only the runs in flight
 are lost. Everything it writes into ``out``:
 
 * ``results.parquet/`` — a directory of parquet parts (``part-NNNNN.parquet``, each written to a dot
   file and renamed, so a reader never sees half a part), one row per (level, seed) and per (level,
-  library scenario), columns in :func:`_schema`, rows in the order they finished. pyarrow
+  library scenario), columns in :func:`kraftlog.campaign.results.schema`, rows in the order they finished. pyarrow
   (``pq.read_table(dir)``), Spark (``spark.read.parquet(dir)``) and DuckDB
   (``read_parquet('dir/*.parquet')``) read it the same; ``part-00000`` is empty and carries the schema;
 * ``campaign.json`` — what the campaign is (``levels``, ``seeds``, ``seed_offset``, ``scenario_dir``,
@@ -28,17 +30,18 @@ are lost. Everything it writes into ``out``:
   "runs", "runs_expected", "unsafe_within_budget": [run...], "sim_speedup": x, ...}`` (the per-level
   figures count generated seeds only; the library runs are summarised under ``"scenario_library"``);
   when both ``elr`` and ``urm`` ran, ``summary.json`` also holds ``"urm_vs_elr"``: the two levels compared
-  on the same seeds (:func:`compare_levels`, :data:`COMPARISONS`). :data:`EXECUTION_FIELDS` are the keys
-  that differ between two runs of the same campaign (timings, where and how it ran);
+  on the same seeds (:mod:`kraftlog.campaign.summary`: ``compare_levels``, ``COMPARISONS``);
+  ``EXECUTION_FIELDS`` there are the keys that differ between two runs of the same campaign (timings, where and how it ran);
 * ``failures/<level>-seed-<seed>.yaml`` / ``failures/<level>-<scenario>.yaml`` — every failing run
   (acknowledged records lost, an invariant violated, a leader's HWM moving backwards, an undetected
   truncation, a failed expectation, or a run that raised) as a scenario file with ``level`` set, which
   ``kraftlog scenario run`` replays with the same history digest; written before its row's part;
-* ``report.html`` — plots and tables (:mod:`kraftlog.report.html`), when the campaign completed;
+* ``report.html`` — plots and tables (:mod:`kraftlog.report.html`), when the campaign completed; the
+  failing run it draws is replayed first, on the driver (:mod:`kraftlog.campaign.replay`);
 * ``spark.log`` — what the Spark JVM printed (its log at WARN), kept off the terminal, and the PIDs of
   the processes the campaign started and stopped.
 
-Executor side (:func:`run_one`): one task dict in, one plain row dict out; everything it needs is
+Executor side (:func:`kraftlog.campaign.results.run_one`): one task dict in, one plain row dict out; everything it needs is
 imported inside, so it runs wherever ``kraftlog`` is importable (locally, or shipped as a zip with
 ``addPyFile`` to a cluster).
 """
@@ -46,8 +49,6 @@ imported inside, so it runs wherever ``kraftlog`` is importable (locally, or shi
 from __future__ import annotations
 
 import contextlib
-import dataclasses
-import json
 import math
 import os
 import queue
@@ -58,49 +59,29 @@ import sys
 import tempfile
 import threading
 import time
-import traceback
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..campaign.outputs import (
+    MANIFEST, CampaignError, Parts, check_out, check_resume, level_order, prepare_out, read_manifest, read_results,
+    write_json,
+)
+from ..campaign.progress import Progress
+from ..campaign.results import DEFAULT_SEEDS, build_tasks, run_one, task_key
+from ..campaign.summary import build_summary
+
 __all__ = [
     "DEFAULT_MASTER",
-    "DEFAULT_SEEDS",
-    "RUN_TIME_LIMIT_S",
-    "COMPARISONS",
     "CONNECT_TIMEOUT_S",
-    "EXECUTION_FIELDS",
-    "GATE_LEVEL",
-    "CampaignError",
     "CampaignResult",
-    "build_tasks",
     "check_master",
-    "compare_levels",
-    "comparison_key",
-    "comparisons",
-    "error_columns",
-    "failure_filename",
-    "is_failure",
-    "in_gate",
-    "is_safe_row",
-    "read_manifest",
-    "read_results",
     "run_campaign",
-    "run_id",
-    "run_one",
-    "summarize",
-    "task_key",
-    "unclean_election_allowed",
     "unreachable",
-    "unsafe_within_budget",
-    "verdict_columns",
 ]
 
-#: Default number of generated seeds (issue #5: "a few hundred").
-DEFAULT_SEEDS = 250
 DEFAULT_MASTER = "local[*]"
-#: Wall-clock limit of one simulation run in an executor; a run past it becomes an error row.
-RUN_TIME_LIMIT_S = 300
+
 #: TCP connect timeout (s) of the check that a ``spark://`` or ``k8s://`` master is reachable.
 CONNECT_TIMEOUT_S = 3.0
 #: On a cluster master, how long (s) the campaign waits for a first executor, and how long it lets the
@@ -112,430 +93,6 @@ EXECUTOR_WAIT_S = 120.0
 #: number has been steady for EXECUTORS_STEADY_S.
 EXECUTORS_SETTLE_S = 15.0
 EXECUTORS_STEADY_S = 2.0
-#: Finished rows are appended to results.parquet at most every FLUSH_MIN_S seconds, or every
-#: FLUSH_FRACTION of the elapsed time when that is longer (a 3-hour campaign writes ~100 parts), and
-#: always at the end or on an interruption.
-FLUSH_MIN_S = 5.0
-FLUSH_FRACTION = 0.05
-#: summary.json keys that differ between two runs of the same campaign: timings, where it ran and how
-#: it was cut into Spark tasks and jobs (a resumed campaign has the same summary as an uninterrupted
-#: one apart from these).
-EXECUTION_FIELDS = ("sim_speedup", "executor_wall_ms_total", "job_wall_ms", "campaign_speedup", "wall_s",
-                    "master", "executor_cores", "spark_tasks", "spark_jobs", "resumed_runs")
-#: The lowest level at which a run within the fault budget must be safe (``--fail-on-loss``).
-GATE_LEVEL = "elr"
-
-_ANOMALIES = ("lost-write", "duplicate", "inconsistent-offsets", "nonmonotonic-poll", "poll-skip")
-
-
-def _anomaly_column(name: str) -> str:
-    return "anomaly_" + name.replace("-", "_")
-
-
-def _schema():
-    """The pyarrow schema of ``results.parquet`` (one row per run)."""
-    import pyarrow as pa
-
-    cols = [
-        ("level", pa.string()),          # protocol level label
-        ("kind", pa.string()),           # "seed" (generated story) or "scenario" (library file)
-        ("seed", pa.int64()),            # campaign seed, or the library file's seed
-        ("scenario", pa.string()),       # scenario name (campaign-seed-<seed> or the file's name)
-        ("source", pa.string()),         # campaign:<seed> or the library file path
-        ("brokers", pa.int64()),
-        ("partitions", pa.int64()),
-        ("schedule", pa.string()),       # the fault schedule as text (faults.describe_schedule)
-        ("data_losing_shutdowns", pa.int64()),   # unclean shutdowns of a partition's replicas (max)
-        ("crashes_losing_data", pa.int64()),     # of which destroyed bytes on the replica (max)
-        ("fault_budget", pa.int64()),    # effective min ISR - 1 (smallest over partitions)
-        ("within_budget", pa.bool_()),
-        ("unclean_election_allowed", pa.bool_()),  # the run lets the controller elect an out-of-sync
-                                                   # leader (unclean_election_allowed())
-        ("acked_all", pa.int64()),
-        ("acked_1", pa.int64()),
-        ("acked_0", pa.int64()),
-        ("lost_acked", pa.int64()),
-        ("hwm_regressions", pa.int64()),          # HWM moving backwards as consumers saw it
-        ("leader_hwm_regressions", pa.int64()),   # a leader's own HWM moving backwards (always 0)
-        ("detected_truncations", pa.int64()),
-        ("undetected_truncations", pa.int64()),
-        *[(_anomaly_column(a), pa.int64()) for a in _ANOMALIES],
-        ("invariant_violations", pa.int64()),
-        ("violation_details", pa.string()),
-        ("failed_expectations", pa.int64()),
-        ("expectation_details", pa.string()),
-        ("leaderless_at_end", pa.int64()),   # partitions without a leader at the end
-        ("unavailable_ms", pa.int64()),
-        ("sim_time_ms", pa.int64()),
-        ("wall_ms", pa.float64()),           # executor wall time of the task (generate + simulate)
-        ("messages", pa.int64()),
-        ("history_digest", pa.string()),
-        ("exit_code", pa.int64()),
-        ("error", pa.string()),              # exception text when the run raised, else null
-        ("passed", pa.bool_()),              # SCENARIOS.md: completed, every expect/wait_until held
-        ("safe", pa.bool_()),                # SCENARIOS.md: nothing acked lost, no invariant violated,
-                                             # no truncation undetected (null when the run raised)
-        ("failure", pa.bool_()),
-        ("failure_file", pa.string()),       # failures/<...>.yaml relative to --out, else null
-    ]
-    return pa.schema(cols)
-
-
-# ---------------------------------------------------------------------------------------- tasks
-def build_tasks(levels: list[str], seeds: int, seed_offset: int = 0,
-                scenario_dir: str | os.PathLike | None = None) -> tuple[list[dict], list[str]]:
-    """The campaign's tasks: every (level, seed) for seeds ``seed_offset .. seed_offset+seeds-1``,
-    then every (level, library file) of ``scenario_dir`` (``*.yaml``, when given and present).
-
-    Returns (tasks, warnings): a task is a plain dict ``{"level", "kind": "seed", "seed"}`` or
-    ``{"level", "kind": "scenario", "name", "text", "source"}`` (``name``: the scenario's name, the
-    row's ``scenario``); invalid library files are skipped with a warning.
-    """
-    from ..scenario import ScenarioError, load_scenario
-
-    tasks: list[dict] = []
-    warnings: list[str] = []
-    for seed in range(seed_offset, seed_offset + seeds):
-        for level in levels:
-            tasks.append({"level": level, "kind": "seed", "seed": seed})
-    if scenario_dir is not None and Path(scenario_dir).is_dir():
-        for path in sorted(Path(scenario_dir).glob("*.yaml")):
-            try:
-                name = load_scenario(path).name
-                text = path.read_text(encoding="utf-8")
-            except (ScenarioError, OSError) as exc:
-                warnings.append(f"skipped library file: {exc}")
-                continue
-            for level in levels:
-                tasks.append({"level": level, "kind": "scenario", "name": name, "text": text,
-                              "source": str(path)})
-    return tasks, warnings
-
-
-def task_key(task_or_row: dict) -> tuple:
-    """What identifies a run, from its task or its row: ``(level, "seed", seed)`` or
-    ``(level, "scenario", name)``."""
-    if task_or_row["kind"] == "seed":
-        return (task_or_row["level"], "seed", int(task_or_row["seed"]))
-    return (task_or_row["level"], "scenario", task_or_row.get("name") or task_or_row["scenario"])
-
-
-def is_failure(row: dict) -> bool:
-    """A failing run: lost acknowledged records, invariant violations, a leader's HWM moving backwards
-    (``leader_hwm_regressions``, which must always be 0: SCENARIOS.md), undetected truncations, failed
-    expectations, or an exception. ``hwm_regressions`` (what consumers saw) is no failure: a Kafka
-    consumer can see a lagging HWM after a leader change."""
-    return bool(row["lost_acked"] or row["invariant_violations"] or row["leader_hwm_regressions"]
-                or row["undetected_truncations"] or row["failed_expectations"] or row["error"])
-
-
-#: ``elect`` step types with which an operator accepts an out-of-sync leader (KIP-966's ElectLeaders v3).
-_UNCLEAN_ELECTIONS = frozenset({"unclean", "longest_log_aggressive", "designation"})
-
-
-def unclean_election_allowed(scenario, level: str) -> bool:
-    """Whether the run lets the controller elect a replica that may lack acknowledged records, by the
-    operator's choice: ``unclean.leader.election.enable=true`` (cluster, topic, or set by an
-    ``alter_config`` step), at level ``urm`` ``unclean.recovery.strategy=Aggressive``, or an ``elect``
-    step of type unclean, longest_log_aggressive or designation. KIP-966's promise (nothing acknowledged
-    lost within the fault budget) is not made for such runs, so ``--fail-on-loss`` leaves them out."""
-    configs = [scenario.config, *(t.config for t in scenario.topics),
-               *(step.args["config"] for step in scenario.steps if step.verb == "alter_config")]
-    for config in configs:
-        if str(config.get("unclean.leader.election.enable", "")).lower() == "true":
-            return True
-        if level == "urm" and str(config.get("unclean.recovery.strategy", "")).lower() == "aggressive":
-            return True
-    return any(step.verb == "elect" and step.args["type"] in _UNCLEAN_ELECTIONS for step in scenario.steps)
-
-
-def is_safe_row(row: dict) -> bool:
-    """SCENARIOS.md's ``safe`` from a results row: the run did not raise, lost no acknowledged record,
-    violated no invariant and left no truncation undetected (a run that raised has no verdict, so
-    nothing says it is safe)."""
-    return bool(not row["error"] and row["lost_acked"] == 0 and row["invariant_violations"] == 0
-                and row["undetected_truncations"] == 0)
-
-
-def run_id(row: dict) -> str:
-    """A run's name: its failure file's stem, ``<level>-seed-<seed>`` or ``<level>-<scenario>``."""
-    return Path(failure_filename(row)).stem
-
-
-def in_gate(row: dict) -> bool:
-    """Whether ``--fail-on-loss`` holds the run to KIP-966's promise: level :data:`GATE_LEVEL` or above,
-    within the fault budget, and no unclean election allowed (:func:`unclean_election_allowed`)."""
-    from ..level import Level
-
-    rank = {lv.label: lv for lv in Level}
-    return (row["level"] in rank and rank[row["level"]] >= rank[GATE_LEVEL] and bool(row["within_budget"])
-            and not row.get("unclean_election_allowed"))
-
-
-def unsafe_within_budget(rows: list[dict]) -> list[str]:
-    """What ``--fail-on-loss`` fails on: the runs (generated or library) held to the promise
-    (:func:`in_gate`) that are not safe (:func:`is_safe_row`), as :func:`run_id` names in level, seed,
-    scenario order."""
-    from ..level import Level
-
-    rank = {lv.label: lv for lv in Level}
-    found = [r for r in rows if in_gate(r) and not is_safe_row(r)]
-    found.sort(key=lambda r: (rank[r["level"]], r["kind"] != "seed", r["seed"], r["scenario"]))
-    return [run_id(r) for r in found]
-
-
-def verdict_columns(verdict: dict, unavailable_ms: int, messages: int, exit_code: int) -> dict:
-    """The results columns a run's verdict fills (SCENARIOS.md's verdict keys → :func:`_schema`'s
-    columns): counts as ints, the invariant violations and failed expectations as their number plus
-    their text joined by newlines (None when there are none), ``passed`` and ``safe`` as the verdict
-    has them. ``unavailable_ms``, ``messages`` and ``exit_code`` come from the RunResult."""
-    return {
-        "acked_all": verdict["acked"].get("all", 0), "acked_1": verdict["acked"].get("1", 0),
-        "acked_0": verdict["acked"].get("0", 0),
-        "lost_acked": verdict["lost_acked"],
-        "hwm_regressions": verdict["hwm_regressions"],
-        "leader_hwm_regressions": verdict["leader_hwm_regressions"],
-        "detected_truncations": verdict["detected_truncations"],
-        "undetected_truncations": verdict["undetected_truncations"],
-        **{_anomaly_column(a): verdict["anomalies"].get(a, 0) for a in _ANOMALIES},
-        "invariant_violations": len(verdict["invariant_violations"]),
-        "violation_details": "\n".join(verdict["invariant_violations"]) or None,
-        "failed_expectations": len(verdict["failed_expectations"]),
-        "expectation_details": "\n".join(verdict["failed_expectations"]) or None,
-        "leaderless_at_end": len(verdict["leaderless_partitions"]),
-        "unavailable_ms": int(unavailable_ms),
-        "sim_time_ms": verdict["sim_time_ms"],
-        "messages": messages,
-        "history_digest": verdict["history_digest"],
-        "exit_code": exit_code,
-        "passed": bool(verdict["passed"]),
-        "safe": bool(verdict["safe"]),
-    }
-
-
-def error_columns() -> dict:
-    """The results columns of a run that raised (no verdict): zero counts, no details, exit code 1, not
-    passed, ``safe`` unknown (None)."""
-    row = {k: 0 for k in (
-        "acked_all", "acked_1", "acked_0", "lost_acked", "hwm_regressions", "leader_hwm_regressions",
-        "detected_truncations", "undetected_truncations", "invariant_violations", "failed_expectations",
-        "leaderless_at_end", "unavailable_ms", "sim_time_ms", "messages")}
-    row.update({_anomaly_column(a): 0 for a in _ANOMALIES})
-    row.update({"violation_details": None, "expectation_details": None, "history_digest": None, "exit_code": 1,
-                "passed": False, "safe": None})
-    return row
-
-
-def failure_filename(row: dict) -> str:
-    """``failures/<level>-seed-<seed>.yaml`` or ``failures/<level>-<scenario name>.yaml``."""
-    if row["kind"] == "seed":
-        return f"failures/{row['level']}-seed-{row['seed']}.yaml"
-    safe = "".join(c if c.isalnum() or c in "._-" else "_" for c in row["scenario"])
-    return f"failures/{row['level']}-{safe}.yaml"
-
-
-@contextlib.contextmanager
-def _time_limit(seconds: int):
-    """Raise TimeoutError in the main thread after ``seconds`` of wall time (POSIX; else no limit)."""
-    usable = hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
-    if not usable or seconds <= 0:
-        yield
-        return
-
-    def expired(signum, frame):
-        raise TimeoutError(f"the run took more than {seconds} s of wall time")
-
-    previous = signal.signal(signal.SIGALRM, expired)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
-
-
-def run_one(task: dict, time_limit_s: int = RUN_TIME_LIMIT_S) -> dict:
-    """Executor side: run one task and return its row (a plain dict, :data:`SCHEMA` columns, plus
-    ``_yaml``: the scenario file to export when the run failed).
-
-    Never raises for a failing simulation: an exception becomes the row's ``error``."""
-    from ..level import Level
-    from ..sim.runner import run_scenario
-    from ..scenario import dump_scenario, parse_scenario
-    from ..scenario import generator as faults
-
-    start = time.perf_counter()
-    level = Level.parse(task["level"])
-    if task["kind"] == "seed":
-        scenario = faults.generate(task["seed"])
-    else:
-        scenario = parse_scenario(task["text"], task["source"])
-    row: dict = {
-        "level": level.label,
-        "kind": task["kind"],
-        "seed": scenario.seed,
-        "scenario": scenario.name,
-        "source": scenario.source,
-        "brokers": scenario.brokers,
-        "partitions": sum(t.partitions for t in scenario.topics),
-        "schedule": faults.describe_schedule(scenario),
-        "data_losing_shutdowns": faults.data_losing_shutdowns(scenario),
-        "crashes_losing_data": faults.crashes_losing_data(scenario),
-        "fault_budget": faults.fault_budget(scenario),
-        "within_budget": faults.within_budget(scenario),
-        "unclean_election_allowed": unclean_election_allowed(scenario, level.label),
-        "error": None,
-        "failure_file": None,
-    }
-    try:
-        with _time_limit(time_limit_s):
-            result = run_scenario(scenario, level=level)
-    except Exception as exc:  # a crash of the simulation is a finding, not a campaign failure
-        tb = traceback.format_exception(type(exc), exc, exc.__traceback__)
-        row["error"] = "".join(tb[-6:]).strip()
-        result = None
-    if result is not None:
-        row.update(verdict_columns(result.verdict, result.unavailable_ms, result.messages, result.exit_code))
-    else:
-        row.update(error_columns())
-    row["failure"] = is_failure(row)
-    if row["failure"]:
-        row["failure_file"] = failure_filename(row)
-        row["_yaml"] = dump_scenario(dataclasses.replace(scenario, level=level.label))
-    row["wall_ms"] = (time.perf_counter() - start) * 1000
-    return row
-
-
-# --------------------------------------------------------------------------------------- summary
-def summarize(rows: list[dict], levels: list[str]) -> dict:
-    """Per-level figures over the generated seeds, from the results rows (plain dicts).
-
-    Returns ``{LEVEL: {"seeds", "seeds_with_loss", "seeds_with_loss_within_budget", "lost_acked_total",
-    "p_loss", "mean_unavailable_ms", "seeds_with_invariant_violations", "leader_hwm_regressions_total",
-    "seeds_unsafe", "seeds_unsafe_within_budget"}}`` in ``levels`` order (levels without seeds get zeros).
-    ``leader_hwm_regressions_total`` must be 0; ``seeds_unsafe`` counts the seeds whose run is not safe
-    (:func:`is_safe_row`)."""
-    out = {}
-    for level in levels:
-        mine = [r for r in rows if r["kind"] == "seed" and r["level"] == level]
-        lost = [r for r in mine if r["lost_acked"] > 0]
-        unsafe = [r for r in mine if not is_safe_row(r)]
-        seeds = len(mine)
-        out[level] = {
-            "seeds": seeds,
-            "seeds_with_loss": len(lost),
-            "seeds_with_loss_within_budget": sum(1 for r in lost if r["within_budget"]),
-            "lost_acked_total": sum(int(r["lost_acked"]) for r in mine),
-            "p_loss": round(len(lost) / seeds, 6) if seeds else 0.0,
-            "mean_unavailable_ms": round(sum(int(r["unavailable_ms"]) for r in mine) / seeds, 3) if seeds else 0.0,
-            "seeds_with_invariant_violations": sum(1 for r in mine if r["invariant_violations"] > 0),
-            "leader_hwm_regressions_total": sum(int(r["leader_hwm_regressions"]) for r in mine),
-            "seeds_unsafe": len(unsafe),
-            "seeds_unsafe_within_budget": sum(1 for r in unsafe if r["within_budget"]),
-        }
-    return out
-
-
-#: (level, baseline) pairs compared seed by seed when both levels ran: KIP-966 part 2 (the Unclean
-#: Recovery Manager) against part 1 (the last known leader), issue 10.
-COMPARISONS: tuple[tuple[str, str], ...] = (("urm", "elr"),)
-
-
-def comparison_key(level: str, baseline: str) -> str:
-    """The summary.json key of a comparison: ``"urm_vs_elr"``."""
-    return f"{level}_vs_{baseline}"
-
-
-def compare_levels(rows: list[dict], level: str, baseline: str) -> dict:
-    """``level`` against ``baseline`` on the same generated seeds (the same story at both levels), from
-    the results rows (plain dicts, :func:`_schema`'s columns).
-
-    A seed is compared when both levels ran it and neither run raised (a run that raised has no verdict:
-    its zero counts would compare as "no loss"); the others are listed in ``seeds_with_error``.
-    Returns, with ``L`` = ``level`` and ``B`` = ``baseline`` (seed lists ascending)::
-
-        {"level": L, "baseline": B, "seeds_compared": n, "seeds_with_error": [seed...],
-         "by_level": {B: FIGURES, L: FIGURES},
-         "seeds_<L>_lost_fewer": [...],   # L lost fewer acknowledged acks=all records than B
-         "seeds_<L>_lost_more": [...],    # L lost more
-         "seeds_both_lost_same": [...],   # both lost, the same number
-         "seeds_<L>_loss_within_budget": [...],   # L lost records although within the fault budget
-         "seeds_<L>_leaderless_not_<B>": [...],   # L ended with a leaderless partition, B did not
-         "<L>_lost_fewer_in_total": bool,         # L's total < B's total (strictly)
-         "differing_seeds": [{"seed", "within_budget", "data_losing_shutdowns", "schedule",
-                              "lost_acked": {B: n, L: n}, "leaderless_at_end": {B: n, L: n},
-                              "failure_files": {B: path | None, L: path | None}}, ...]}
-
-    where FIGURES = ``{"seeds_with_loss", "seeds_with_loss_within_budget", "lost_acked_total",
-    "lost_acked_within_budget", "seeds_leaderless_at_end", "mean_unavailable_ms", "failing_seeds"}``
-    over the compared seeds. Records of a partition leaderless at the end are not counted as lost
-    (SCENARIOS.md), hence the leaderless figures: a level that loses less by staying unavailable shows.
-    """
-    by_seed: dict[int, dict[str, dict]] = {}
-    for r in rows:
-        if r["kind"] == "seed" and r["level"] in (level, baseline):
-            by_seed.setdefault(r["seed"], {})[r["level"]] = r
-    both = sorted(seed for seed, runs in by_seed.items() if level in runs and baseline in runs)
-    errored = [seed for seed in both if by_seed[seed][level]["error"] or by_seed[seed][baseline]["error"]]
-    skipped = frozenset(errored)
-    compared = [seed for seed in both if seed not in skipped]
-
-    def figures(lv: str) -> dict:
-        runs = [by_seed[seed][lv] for seed in compared]
-        lost = [r for r in runs if r["lost_acked"] > 0]
-        return {
-            "seeds_with_loss": len(lost),
-            "seeds_with_loss_within_budget": sum(1 for r in lost if r["within_budget"]),
-            "lost_acked_total": sum(r["lost_acked"] for r in runs),
-            "lost_acked_within_budget": sum(r["lost_acked"] for r in runs if r["within_budget"]),
-            "seeds_leaderless_at_end": sum(1 for r in runs if r["leaderless_at_end"] > 0),
-            "mean_unavailable_ms": round(sum(r["unavailable_ms"] for r in runs) / len(runs), 3) if runs else 0.0,
-            "failing_seeds": sum(1 for r in runs if r["failure"]),
-        }
-
-    def lost(seed: int, lv: str) -> int:
-        return by_seed[seed][lv]["lost_acked"]
-
-    fewer = [seed for seed in compared if lost(seed, level) < lost(seed, baseline)]
-    more = [seed for seed in compared if lost(seed, level) > lost(seed, baseline)]
-    same = [seed for seed in compared if lost(seed, level) == lost(seed, baseline) > 0]
-    leaderless = [seed for seed in compared if by_seed[seed][level]["leaderless_at_end"] > 0
-                  and by_seed[seed][baseline]["leaderless_at_end"] == 0]
-    differing = []
-    for seed in compared:
-        a, b = by_seed[seed][baseline], by_seed[seed][level]
-        if a["lost_acked"] == b["lost_acked"] and a["leaderless_at_end"] == b["leaderless_at_end"]:
-            continue
-        differing.append({
-            "seed": seed, "within_budget": bool(b["within_budget"]),
-            "data_losing_shutdowns": b["data_losing_shutdowns"], "schedule": b["schedule"],
-            "lost_acked": {baseline: a["lost_acked"], level: b["lost_acked"]},
-            "leaderless_at_end": {baseline: a["leaderless_at_end"], level: b["leaderless_at_end"]},
-            "failure_files": {baseline: a.get("failure_file"), level: b.get("failure_file")},
-        })
-    by_level = {baseline: figures(baseline), level: figures(level)}
-    return {
-        "level": level,
-        "baseline": baseline,
-        "seeds_compared": len(compared),
-        "seeds_with_error": errored,
-        "by_level": by_level,
-        f"seeds_{level}_lost_fewer": fewer,
-        f"seeds_{level}_lost_more": more,
-        "seeds_both_lost_same": same,
-        f"seeds_{level}_loss_within_budget": [seed for seed in compared
-                                             if lost(seed, level) > 0 and by_seed[seed][level]["within_budget"]],
-        f"seeds_{level}_leaderless_not_{baseline}": leaderless,
-        f"{level}_lost_fewer_in_total": by_level[level]["lost_acked_total"] < by_level[baseline]["lost_acked_total"],
-        "differing_seeds": differing,
-    }
-
-
-def comparisons(rows: list[dict], levels: list[str]) -> dict:
-    """``{comparison_key(L, B): compare_levels(rows, L, B)}`` for each pair of :data:`COMPARISONS`
-    whose two levels are both in ``levels``; ``{}`` when none is."""
-    return {comparison_key(level, baseline): compare_levels(rows, level, baseline)
-            for level, baseline in COMPARISONS if level in levels and baseline in levels}
 
 
 # ------------------------------------------------------------------------------------------ spark
@@ -636,52 +193,25 @@ def _start_spark(master: str, out: Path, tmp: Path, app_name: str = "kraftlog-ca
     return spark, jvm
 
 
-def _proc_ppids() -> dict[int, int]:
-    """``{pid: parent pid}`` of every process, from /proc (empty where there is no /proc)."""
-    out = {}
-    try:
-        names = os.listdir("/proc")
-    except OSError:
-        return out
-    for name in names:
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat", encoding="utf-8", errors="replace") as fh:
-                stat = fh.read()
-            out[int(name)] = int(stat.rsplit(")", 1)[1].split()[1])
-        except (OSError, IndexError, ValueError):
-            continue
-    return out
-
-
 def _descendants(pid: int) -> list[int]:
-    """The PIDs of ``pid``'s children, their children, ... (Linux /proc; [] elsewhere)."""
-    children: dict[int, list[int]] = {}
-    for child, parent in _proc_ppids().items():
-        children.setdefault(parent, []).append(child)
-    found, todo = [], [pid]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            found.append(child)
-            todo.append(child)
-    return sorted(found)
+    """The PIDs of ``pid``'s children, their children, ... (psutil; [] when ``pid`` is gone)."""
+    import psutil  # driver side only: the executors importing this module need not have it
+
+    try:
+        return sorted(child.pid for child in psutil.Process(pid).children(recursive=True))
+    except psutil.Error:
+        return []
 
 
 def _alive(pid: int) -> bool:
     """Whether process ``pid`` still runs (a zombie does not)."""
+    import psutil
+
     try:
-        with open(f"/proc/{pid}/stat", encoding="utf-8", errors="replace") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except FileNotFoundError:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
         return False
-    except (OSError, IndexError):
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return False
-        except OSError:
-            return True
+    except psutil.Error:  # AccessDenied: it exists
         return True
 
 
@@ -952,18 +482,6 @@ def _short_error(exc: BaseException) -> str:
     return found[-1] if found else (text.strip().splitlines() or [type(exc).__name__])[0][:300]
 
 
-# ------------------------------------------------------------------------------------ the campaign
-#: Files in ``--out``: the results directory (parquet parts) and the campaign's description.
-RESULTS = "results.parquet"
-MANIFEST = "campaign.json"
-
-
-class CampaignError(RuntimeError):
-    """The campaign could not run or resume; the message is one line naming the problem (the CLI prints
-    it and exits 2): an unwritable ``--out``, no Java, an unreachable master, Spark failing to start, a
-    failed Spark job, or ``--resume`` options that do not contain the interrupted campaign's."""
-
-
 @dataclass
 class CampaignResult:
     """What :func:`run_campaign` wrote and measured. ``interrupted``: the campaign stopped before every
@@ -976,86 +494,6 @@ class CampaignResult:
     warnings: list[str] = field(default_factory=list)
     interrupted: bool = False
     signal: int | None = None
-
-
-def _level_order(levels: list[str]):
-    rank = {lv: i for i, lv in enumerate(levels)}
-    return lambda r: (0 if r["kind"] == "seed" else 1, rank.get(r["level"], 99), r["seed"], r["scenario"])
-
-
-def _write_json(path: Path, data: dict) -> None:
-    """Write ``data`` as JSON to ``path`` atomically (a dot file renamed over it)."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
-
-
-def read_manifest(out: str | os.PathLike) -> dict:
-    """The ``campaign.json`` of the campaign in ``out``: ``{"version": 1, "levels": [...], "seeds": n,
-    "seed_offset": k, "scenario_dir": path | None, "library": [scenario name...], "runs": n, "master": url}``.
-
-    Raises CampaignError when there is none or it cannot be read."""
-    path = Path(out) / MANIFEST
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise CampaignError(f"--resume: there is no campaign to resume in {out} (no {MANIFEST}); "
-                            f"run without --resume to start one") from None
-    except (OSError, ValueError) as exc:
-        raise CampaignError(f"--resume: cannot read {path}: {exc}") from None
-    keys = {"levels", "seeds", "seed_offset", "scenario_dir", "library"}
-    if not isinstance(data, dict) or not keys <= set(data):
-        raise CampaignError(f"--resume: {path} is not a kraftlog campaign description (it lacks "
-                            f"{', '.join(sorted(keys - set(data if isinstance(data, dict) else ())))})")
-    return data
-
-
-def read_results(out: str | os.PathLike) -> list[dict]:
-    """The rows in ``out/results.parquet`` (every part; [] when there is none), as plain dicts with
-    :func:`_schema`'s columns."""
-    import pyarrow.parquet as pq
-
-    path = Path(out) / RESULTS
-    if not path.is_dir():
-        return []
-    return pq.read_table(path, schema=_schema()).to_pylist()
-
-
-def _seed_text(offset: int, count: int) -> str:
-    return f"seeds {offset}..{offset + count - 1}" if count else "no seeds"
-
-
-def _check_resume(manifest: dict, out: Path, levels: list[str], seeds: int, seed_offset: int,
-                  library: list[str]) -> None:
-    """Raise CampaignError unless the options contain the interrupted campaign's runs: its levels, its
-    seed range and its library scenarios (by name)."""
-    missing = [lv for lv in manifest["levels"] if lv not in levels]
-    if missing:
-        raise CampaignError(f"--resume: the campaign in {out} ran levels {','.join(manifest['levels'])}; "
-                            f"--levels {','.join(levels)} leaves out {','.join(missing)} "
-                            f"(leave --levels out to use the campaign's)")
-    lo, n = int(manifest["seed_offset"]), int(manifest["seeds"])
-    if n and not (seed_offset <= lo and lo + n <= seed_offset + seeds):
-        raise CampaignError(f"--resume: the campaign in {out} ran {_seed_text(lo, n)}; --seeds {seeds} "
-                            f"--seed-offset {seed_offset} give {_seed_text(seed_offset, seeds)}, which do not "
-                            f"contain them (leave --seeds and --seed-offset out to use the campaign's)")
-    gone = sorted(set(manifest["library"]) - set(library))
-    if gone:
-        names = ", ".join(gone[:5]) + (f" and {len(gone) - 5} more" if len(gone) > 5 else "")
-        raise CampaignError(f"--resume: the campaign in {out} ran the library scenario(s) {names}, which the "
-                            f"library given now does not have (leave --scenarios and --no-library out to use "
-                            f"the campaign's)")
-
-
-def _check_out(out: Path) -> None:
-    """Raise CampaignError unless ``out`` is (or can be made) a directory this process can write into."""
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        probe = out / f".kraftlog-write-test-{os.getpid()}"
-        probe.write_bytes(b"")
-        probe.unlink()
-    except OSError as exc:
-        raise CampaignError(f"cannot write to --out {out}: {exc.strerror or exc}") from None
 
 
 def _check_java() -> None:
@@ -1169,199 +607,6 @@ class _Signals:
         self._previous = {}
 
 
-def _clock(seconds: float) -> str:
-    seconds = max(0, int(round(seconds)))
-    return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
-
-
-class _ProgressLines:
-    """Progress outside a terminal: a line ``campaign: D/T runs (P%), elapsed H:MM:SS, eta H:MM:SS``
-    through ``write`` every :meth:`interval` seconds (5 s, up to 60 s in long campaigns: elapsed / 20).
-    The ETA extrapolates from the runs done since this process started (``done`` at start excluded)."""
-
-    def __init__(self, write, total: int, done: int = 0, clock=time.monotonic) -> None:
-        self.write, self.total, self.first, self.done, self.clock = write, total, done, done, clock
-        self.start = clock()
-        self.last: float | None = None
-
-    @staticmethod
-    def interval(elapsed: float) -> float:
-        return max(5.0, min(60.0, elapsed / 20))
-
-    def line(self, elapsed: float) -> str:
-        ran, left = self.done - self.first, self.total - self.done
-        eta = _clock(elapsed / ran * left) if ran > 0 else ("0:00:00" if left <= 0 else "?")
-        pct = 100 * self.done // self.total if self.total else 100
-        return f"campaign: {self.done}/{self.total} runs ({pct}%), elapsed {_clock(elapsed)}, eta {eta}"
-
-    def update(self, done: int | None = None, force: bool = False) -> None:
-        if done is not None:
-            self.done = done
-        now = self.clock()
-        if not force and self.last is not None and now - self.last < self.interval(now - self.start):
-            return
-        self.last = now
-        self.write(self.line(now - self.start))
-
-
-class _Progress:
-    """The campaign's progress on ``console`` (stderr): rich's live bar (``mode="bar"``), lines every few
-    seconds (``"lines"``), or nothing (``"none"``)."""
-
-    def __init__(self, mode: str, console, total: int, done: int, label: str) -> None:
-        self.mode, self.console, self.total, self.done = mode, console, total, done
-        self._bar = self._lines = None
-        if mode == "bar":
-            from rich.progress import (
-                BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn,
-            )
-
-            self._bar = Progress(TextColumn("[bold]campaign[/bold] {task.description}"), BarColumn(),
-                                 MofNCompleteColumn(), TextColumn("runs"), TimeElapsedColumn(), TextColumn("eta"),
-                                 TimeRemainingColumn(), console=console, transient=False)
-            self._task = self._bar.add_task(label, total=total, completed=done)
-            self._bar.start()
-        elif mode == "lines":
-            self._write(f"campaign: {label}")
-            self._lines = _ProgressLines(self._write, total, done)
-            self._lines.update(force=True)
-
-    def _write(self, line: str) -> None:
-        try:
-            self.console.file.write(line + "\n")
-            self.console.file.flush()
-        except (OSError, ValueError):
-            pass
-
-    def update(self, done: int | None = None) -> None:
-        if done is not None:
-            self.done = done
-        if self._bar is not None:
-            self._bar.update(self._task, completed=self.done)
-        elif self._lines is not None:
-            self._lines.update(self.done)
-
-    def close(self) -> None:
-        if self._bar is not None:
-            self._bar.stop()
-            self._bar = None
-        elif self._lines is not None:
-            self._lines.update(self.done, force=True)
-            self._lines = None
-
-
-class _Parts:
-    """The parts of ``out/results.parquet``: finished rows are buffered and appended as a new part
-    (:meth:`add` flushes when due, see :data:`FLUSH_MIN_S`), each part written to a dot file and renamed
-    (readers skip dot files), after the failure files of its failing rows. ``part-00000`` is empty and
-    carries the schema, so that even a campaign interrupted before its first run leaves a readable
-    dataset."""
-
-    def __init__(self, out: Path, order, clock=time.monotonic) -> None:
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-
-        self.out, self.dir, self.order, self.clock = out, out / RESULTS, order, clock
-        self.dir.mkdir(exist_ok=True)
-        (out / "failures").mkdir(exist_ok=True)
-        numbers = [int(p.name[5:10]) for p in self.dir.glob("part-*.parquet") if p.name[5:10].isdigit()]
-        self.next = max(numbers) + 1 if numbers else 0
-        self.schema = _schema()
-        if not numbers:
-            self._write(pa.Table.from_pylist([], schema=self.schema), pq)
-        self.buffer: list[dict] = []
-        self.start = clock()
-        self.last: float | None = None
-        self.parts_written = 0
-
-    def _write(self, table, pq) -> None:
-        name = f"part-{self.next:05d}.parquet"
-        tmp = self.dir / f".{name}.tmp"
-        pq.write_table(table, tmp)
-        os.replace(tmp, self.dir / name)
-        self.next += 1
-
-    def add(self, rows: list[dict]) -> None:
-        self.buffer.extend(rows)
-        now = self.clock()
-        if self.last is None or now - self.last >= max(FLUSH_MIN_S, FLUSH_FRACTION * (now - self.start)):
-            self.flush()
-
-    def flush(self) -> None:
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-
-        if not self.buffer:
-            return
-        rows = sorted(self.buffer, key=self.order)
-        for row in rows:
-            text = row.pop("_yaml", None)
-            if text is not None:
-                (self.out / row["failure_file"]).write_text(text, encoding="utf-8")
-        table = pa.Table.from_pylist([{c: r.get(c) for c in self.schema.names} for r in rows], schema=self.schema)
-        self._write(table, pq)
-        self.buffer = []
-        self.last = self.clock()
-        self.parts_written += 1
-
-
-def _prepare_out(out: Path, fresh: bool) -> None:
-    """A fresh campaign replaces what an earlier one left in ``out``: results, summary, report, failure
-    files, description and Spark log. A resumed one keeps them but the report, written again at the end."""
-    if not fresh:
-        (out / "report.html").unlink(missing_ok=True)
-        return
-    for name in (RESULTS, "failures"):
-        path = out / name
-        if path.is_dir():
-            shutil.rmtree(path)
-        elif path.exists():
-            path.unlink()
-    for name in ("summary.json", "report.html", MANIFEST, "spark.log"):
-        (out / name).unlink(missing_ok=True)
-
-
-def _build_summary(rows: list[dict], new_rows: list[dict], levels: list[str], n_tasks: int, seeds: int,
-                   seed_offset: int, master: str, interrupted: bool, run: dict) -> dict:
-    sim_total = sum(r["sim_time_ms"] for r in rows)
-    wall_total = sum(r["wall_ms"] for r in rows)
-    sim_new = sum(r["sim_time_ms"] for r in new_rows)
-    library: dict = {}
-    for r in rows:
-        if r["kind"] == "scenario":
-            entry = library.setdefault(r["level"], {"runs": 0, "failures": [], "expectations_failed": [],
-                                                    "unsafe": []})
-            entry["runs"] += 1
-            if r["failure"]:
-                entry["failures"].append(r["scenario"])
-            if not r.get("passed"):
-                entry["expectations_failed"].append(r["scenario"])
-            if not is_safe_row(r):
-                entry["unsafe"].append(r["scenario"])
-    job_wall_ms = run["job_wall_ms"]
-    return {
-        "levels": summarize(rows, levels),
-        **comparisons(rows, levels),
-        "interrupted": interrupted,
-        "runs": len(rows),
-        "runs_expected": n_tasks,
-        "unsafe_within_budget": unsafe_within_budget(rows),
-        "sim_speedup": round(sim_total / wall_total, 3) if wall_total else 0.0,
-        "scenario_library": library,
-        "failures": sum(1 for r in rows if r["failure"]),
-        "seed_range": [seed_offset, seed_offset + seeds - 1] if seeds else [],
-        "master": master,
-        "executor_cores": run["executor_cores"],
-        "spark_tasks": run["spark_tasks"],
-        "spark_jobs": run["spark_jobs"],
-        "resumed_runs": run["resumed_runs"],
-        "sim_time_ms_total": sim_total,
-        "executor_wall_ms_total": round(wall_total, 1),
-        "job_wall_ms": round(job_wall_ms, 1),
-        "campaign_speedup": round(sim_new / job_wall_ms, 3) if job_wall_ms else 0.0,
-    }
-
-
 def run_campaign(levels: list[str], seeds: int = DEFAULT_SEEDS, master: str = DEFAULT_MASTER,
                  out: str | os.PathLike = "campaign-out", seed_offset: int = 0,
                  scenario_dir: str | os.PathLike | None = None, console=None,
@@ -1387,12 +632,12 @@ def run_campaign(levels: list[str], seeds: int = DEFAULT_SEEDS, master: str = DE
     started = time.perf_counter()
     console = console or Console(stderr=True)
     out = Path(out)
-    _check_out(out)
+    check_out(out)
     tasks, warnings = build_tasks(levels, seeds, seed_offset, scenario_dir)
     library = sorted({t["name"] for t in tasks if t["kind"] == "scenario"})
     previous: list[dict] = []
     if resume:
-        _check_resume(read_manifest(out), out, levels, seeds, seed_offset, library)
+        check_resume(read_manifest(out), out, levels, seeds, seed_offset, library)
         previous = read_results(out)
     done_keys = {task_key(r) for r in previous}
     todo = [t for t in tasks if task_key(t) not in done_keys]
@@ -1403,7 +648,7 @@ def run_campaign(levels: list[str], seeds: int = DEFAULT_SEEDS, master: str = DE
         progress = "none"
     elif progress == "auto":
         progress = "bar" if sys.stdout.isatty() and console.is_terminal else "lines"
-    order = _level_order(levels)
+    order = level_order(levels)
 
     run = {"executor_cores": 0, "spark_tasks": 0, "spark_jobs": 0, "resumed_runs": len(previous),
            "job_wall_ms": 0.0}
@@ -1411,12 +656,12 @@ def run_campaign(levels: list[str], seeds: int = DEFAULT_SEEDS, master: str = DE
     failed: BaseException | None = None
     starved: CampaignError | None = None
     with _Signals() as signals:
-        _prepare_out(out, fresh=not resume)
-        _write_json(out / MANIFEST, {
+        prepare_out(out, fresh=not resume)
+        write_json(out / MANIFEST, {
             "version": 1, "levels": levels, "seeds": seeds, "seed_offset": seed_offset,
             "scenario_dir": str(Path(scenario_dir).resolve()) if scenario_dir is not None else None,
             "library": library, "runs": len(tasks), "master": master})
-        parts = _Parts(out, order)
+        parts = Parts(out, order)
         spark = jvm = tmp = None
         n_seeds = sum(1 for t in tasks if t["kind"] == "seed")
         label = (f"{len(tasks)} runs ({n_seeds} seed runs + {len(tasks) - n_seeds} library runs) on {master}"
@@ -1446,7 +691,7 @@ def run_campaign(levels: list[str], seeds: int = DEFAULT_SEEDS, master: str = DE
                     num_slices = _slices(len(todo), parallelism)
                     jobs, in_flight = _job_plan(num_slices, parallelism)
                     run.update(executor_cores=parallelism, spark_tasks=num_slices, spark_jobs=len(jobs))
-                    bar = _Progress(progress, console, len(tasks), len(previous), f"{label}, {parallelism} cores")
+                    bar = Progress(progress, console, len(tasks), len(previous), f"{label}, {parallelism} cores")
                     watch = _ExecutorWatch(sc, master, executor_wait_s)
 
                     def on_rows(rows: list[dict]) -> None:
@@ -1475,11 +720,11 @@ def run_campaign(levels: list[str], seeds: int = DEFAULT_SEEDS, master: str = DE
 
         rows = sorted(previous + new_rows, key=order)
         complete = {task_key(t) for t in tasks} <= {task_key(r) for r in rows}
-        summary = _build_summary(rows, new_rows, levels, len(tasks), seeds, seed_offset, master,
+        summary = build_summary(rows, new_rows, levels, len(tasks), seeds, seed_offset, master,
                                  not complete, run)
         summary["timeline_replay"] = None
         summary["wall_s"] = round(time.perf_counter() - started, 2)
-        _write_json(out / "summary.json", summary)
+        write_json(out / "summary.json", summary)
         if starved is not None:
             raise CampaignError(f"{str(starved).replace('{log}', str(out / 'spark.log'))}; the {len(rows)} "
                                 f"finished runs are kept: --resume runs the rest")
@@ -1494,10 +739,11 @@ def run_campaign(levels: list[str], seeds: int = DEFAULT_SEEDS, master: str = DE
     if not complete or signum is not None:
         return result
 
-    # report.html (a failing seed's timeline is replayed here, on the driver, from its exported file)
-    from ..report.html import write_report
+    # report.html (a failing seed's timeline is replayed here, on the driver, from its exported file;
+    # imported here: the report loads matplotlib, which the Spark workers importing this module do not need)
+    from ..campaign.replay import write_campaign_report
 
-    summary["timeline_replay"] = write_report(out, rows, summary, levels)
+    summary["timeline_replay"] = write_campaign_report(out, rows, summary, levels)
     summary["wall_s"] = round(time.perf_counter() - started, 2)
-    _write_json(out / "summary.json", summary)
+    write_json(out / "summary.json", summary)
     return result

@@ -26,7 +26,8 @@ import click
 from click.core import ParameterSource
 
 from ..level import IMPLEMENTED, Level
-from .campaign import COMPARISONS, DEFAULT_MASTER, DEFAULT_SEEDS, comparison_key
+from ..campaign import DEFAULT_SEEDS, CampaignError, level_comparisons, read_manifest
+from .campaign import DEFAULT_MASTER
 
 __all__ = ["campaign"]
 
@@ -125,7 +126,7 @@ def campaign(ctx: click.Context, seeds: int, levels: list[str], master: str, out
     library: Path | None
     try:
         if resume:
-            manifest = campaign_module.read_manifest(out)
+            manifest = read_manifest(out)
             if not given("seeds"):
                 seeds = int(manifest["seeds"])
             if not given("seed_offset"):
@@ -141,7 +142,7 @@ def campaign(ctx: click.Context, seeds: int, levels: list[str], master: str, out
         elif resume:
             library = Path(manifest["scenario_dir"]) if manifest["scenario_dir"] else None
             if library is not None and not library.is_dir():
-                raise campaign_module.CampaignError(
+                raise CampaignError(
                     f"--resume: the campaign's scenario library {library} is not there any more; give it "
                     f"with --scenarios DIR")
         else:
@@ -149,7 +150,7 @@ def campaign(ctx: click.Context, seeds: int, levels: list[str], master: str, out
         result = campaign_module.run_campaign(
             levels, seeds=seeds, master=master, out=out, seed_offset=seed_offset, scenario_dir=library,
             console=err, show_progress=True, resume=resume, progress="auto", executor_wait_s=executor_wait)
-    except campaign_module.CampaignError as exc:
+    except CampaignError as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(2)
     except KeyboardInterrupt:
@@ -266,10 +267,8 @@ def print_summary(result, levels: list[str], library) -> None:
             console.print("safe: every run within the fault budget at elr and above (unclean election not "
                           "enabled) lost nothing acknowledged, broke no invariant, left no truncation undetected "
                           "(the --fail-on-loss check)", soft_wrap=True)
-    for level, baseline in COMPARISONS:
-        comparison = s.get(comparison_key(level, baseline))
-        if comparison is not None:
-            print_comparison(console, comparison)
+    for comparison in level_comparisons(s):
+        print_comparison(console, comparison)
     replay = s.get("timeline_replay")
     resumed = s.get("resumed_runs") or 0
     console.print(f"sim_speedup {s['sim_speedup']}x per executor core "

@@ -1,0 +1,161 @@
+"""The verdict of a run (docs/SCENARIOS.md, "The verdict"): its typed shape and the one definition of
+what it says — :func:`passed`, :func:`is_safe`, :func:`is_failure`, :func:`within_budget` (and the
+"loss within the budget" built on it) and :func:`outcome_words`.
+
+Every driver and reader uses these: the simulator (:mod:`kraftlog.sim.runner`), ``scenario run --real``
+(:mod:`kraftlog.net.real_scenario`), ``kraftlog chaos`` (:mod:`kraftlog.net.chaos`), the campaign
+(:mod:`kraftlog.campaign`), its report (:mod:`kraftlog.report`) and ``kraftlog audit``.
+
+The functions take a verdict (:class:`Verdict`, a JSON object) or a campaign results row (a plain dict
+with the campaign's columns: ``invariant_violations`` and ``failed_expectations`` as counts, ``error``
+set when the run raised and so has no verdict). Two questions are kept apart (SCENARIOS.md):
+
+* **passed**: the run completed (the cluster came up) and every ``wait_until`` and ``expect`` held;
+* **safe**: no record acknowledged to an acks=all producer was lost, no invariant was violated and no
+  log truncation went unnoticed by a consumer.
+
+A **failure** (what the campaign exports and the report lists) is wider: unsafe, or a leader's own HWM
+moved backwards (always a bug), or an expectation failed, or the run raised. A consumer seeing a lagging
+HWM (``hwm_regressions``) is none: a Kafka consumer can see that after a leader change.
+
+The fault budget of a story (effective min ISR − 1 per partition, and whether its data-losing
+shutdowns stayed within it) is counted from the scenario by :mod:`kraftlog.scenario.generator`
+(``fault_budget``, ``within_budget``) or, for ``kraftlog chaos``, from the faults it injected; the
+verdict or row carries the outcome as ``within_budget``, and KIP-966's promise is that a run within it
+loses nothing acknowledged (:func:`loss_within_budget`).
+
+This module is pure (no I/O, no driver import); the JSON a driver writes is a plain dict of this shape,
+so its keys and their order are the drivers' (tests/golden/ holds it).
+"""
+
+
+from typing import NotRequired, TypedDict
+
+__all__ = [
+    "Verdict",
+    "completed_and_held",
+    "is_failure",
+    "is_safe",
+    "loss_within_budget",
+    "outcome_words",
+    "passed",
+    "within_budget",
+]
+
+
+class Verdict(TypedDict):
+    """SCENARIOS.md's verdict JSON object (``kraftlog scenario run --json``; ``kraftlog chaos``'s
+    ``chaos.json``). A public interface: keys are only ever added. Times in simulated (or, for a real
+    run, wall) ms from the moment the cluster was ready."""
+
+    scenario: str
+    level: str
+    seed: int
+    sim_time_ms: int
+    #: records acknowledged, by acks: {"all": n, "1": n, "0": n} (``--real`` and chaos leave out empty ones)
+    acked: dict[str, int]
+    #: acks=all records acknowledged but missing at the end below their partition leader's HWM
+    lost_acked: int
+    #: each lost record: {"partition", "value", "client"}
+    lost_acked_records: list[dict]
+    #: partitions without a leader at the end (their records are not counted as lost)
+    leaderless_partitions: list[str]
+    hwm_regressions: int
+    leader_hwm_regressions: int
+    detected_truncations: int
+    undetected_truncations: int
+    #: Jepsen's consumer anomalies: lost-write, duplicate, inconsistent-offsets, nonmonotonic-poll, poll-skip
+    anomalies: dict[str, int]
+    #: every invariant broken, as text with its time and step
+    invariant_violations: list[str]
+    #: the message of each failed wait_until / expect
+    failed_expectations: list[str]
+    metrics: dict
+    #: {"partitions": {name: {...}}, "brokers": {id: {...}}}
+    final: dict
+    passed: bool
+    safe: bool
+    #: "sha256:..." of the event history; None for a real run (real time does not replay)
+    history_digest: str | None
+    #: ``scenario run --real``: True
+    real: NotRequired[bool]
+    #: ``kraftlog chaos``: min ISR - 1
+    fault_budget: NotRequired[int]
+    #: ``kraftlog chaos``: no partition had more replicas down after an unclean shutdown than the budget
+    within_budget: NotRequired[bool]
+    #: ``kraftlog chaos``: the faults injected, and its event lines
+    faults: NotRequired[list[dict]]
+    events: NotRequired[list[str]]
+
+
+def _count(value) -> int:
+    """A verdict's list (failed expectations, invariant violations) or a results row's count of it."""
+    return value if isinstance(value, int) else len(value)
+
+
+def completed_and_held(completed: bool, failed_expectations) -> bool:
+    """SCENARIOS.md's ``passed`` as a driver decides it at the end of a run: the run ``completed`` (the
+    cluster came up and every step ran) and no ``wait_until``/``expect`` failed (``failed_expectations``:
+    their messages, or their count)."""
+    return bool(completed) and _count(failed_expectations) == 0
+
+
+def passed(v: Verdict | dict) -> bool:
+    """SCENARIOS.md's ``passed`` of a verdict or a results row: its ``passed`` key; a row without it
+    (unset column) passed when it did not raise and no expectation failed."""
+    value = v.get("passed")
+    if isinstance(value, bool):
+        return value
+    return not v.get("error") and completed_and_held(True, v["failed_expectations"])
+
+
+def is_safe(v: Verdict | dict) -> bool:
+    """SCENARIOS.md's ``safe``: no acknowledged (acks=all) record lost, no invariant violated, no log
+    truncation left undetected by a consumer. A results row of a run that raised (``error`` set) has no
+    verdict, so nothing says it is safe: False."""
+    return bool(not v.get("error") and v["lost_acked"] == 0 and _count(v["invariant_violations"]) == 0
+                and v["undetected_truncations"] == 0)
+
+
+def is_failure(v: Verdict | dict) -> bool:
+    """A failing run (the campaign exports it as a scenario file): lost acknowledged records, invariant
+    violations, a leader's HWM moving backwards (``leader_hwm_regressions``, which must always be 0:
+    SCENARIOS.md), undetected truncations, failed expectations, or an exception (a row's ``error``).
+    ``hwm_regressions`` (what consumers saw) is no failure: a Kafka consumer can see a lagging HWM after a
+    leader change."""
+    return bool(v["lost_acked"] or _count(v["invariant_violations"]) or v["leader_hwm_regressions"]
+                or v["undetected_truncations"] or _count(v["failed_expectations"]) or v.get("error"))
+
+
+def within_budget(v: Verdict | dict) -> bool:
+    """Whether the run's faults stayed within the fault budget (KIP-966's promise holds for it): the
+    row's or verdict's ``within_budget``, counted by the driver that injected the faults (the campaign:
+    :func:`kraftlog.scenario.generator.within_budget` of the story; chaos: its fault history). A verdict
+    without the key (``scenario run`` counts no budget) is not held to it: False."""
+    return bool(v.get("within_budget"))
+
+
+def loss_within_budget(v: Verdict | dict) -> bool:
+    """Acknowledged records lost although the faults stayed within the budget: what KIP-966 promises
+    never happens (at level elr and above, without unclean election)."""
+    return v["lost_acked"] > 0 and within_budget(v)
+
+
+def outcome_words(v: Verdict | dict) -> str:
+    """The verdict in words, the same everywhere (scenario run, scenario library, chaos, the campaign
+    report): whether the run passed (its expectations held) and, beside it, every safety finding — never
+    a bare "passed" next to a loss. E.g. ``expectations held — 20 acknowledged records LOST, 1 invariant
+    violation``. ``v``: a verdict, or a campaign results row (``failed_expectations`` and
+    ``invariant_violations`` as counts)."""
+    head = "expectations held" if v["passed"] else (
+        f"FAILED: {_count(v['failed_expectations'])} expectation(s) did not hold"
+        if v["failed_expectations"] else "FAILED: the run did not complete")
+    findings = []
+    if v["lost_acked"]:
+        findings.append(f"{v['lost_acked']} acknowledged record{'s' if v['lost_acked'] != 1 else ''} LOST")
+    n = _count(v["invariant_violations"])
+    if n:
+        findings.append(f"{n} invariant violation{'s' if n != 1 else ''}")
+    if v["undetected_truncations"]:
+        findings.append(f"{v['undetected_truncations']} truncation(s) UNDETECTED by a consumer")
+    return head + (" — " + ", ".join(findings) if findings else " — safe: nothing acknowledged lost")
