@@ -314,7 +314,7 @@ def test_unknown_verb():
     msg = error_of(with_steps("{run_for: 1s}", "{after: 1s, explode: {broker: 1}}"))
     assert msg == (
         "bad.yaml:11: step 2: unknown verb 'explode' (expected one of: produce, crash, shutdown, restart, "
-        "restart_controller, disk_full, corrupt, isolate, partition, cut, heal, hold, release, alter_config, elect, "
+        "restart_controller, pause, resume, disk_full, corrupt, isolate, partition, cut, heal, hold, release, alter_config, elect, "
         "wait_until, expect, run_for)"
     )
 

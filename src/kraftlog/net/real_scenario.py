@@ -43,7 +43,6 @@ replica's disk is read; the verdict is the simulator's (:func:`kraftlog.sim.runn
 from __future__ import annotations
 
 import os
-import shutil
 import threading
 import time
 from random import Random
@@ -54,12 +53,13 @@ from ..protocol import messages as m
 from ..protocol.errors import Errors
 from ..level import DEFAULT, Level
 from ..sim.runner import RunResult, is_safe
-from ..scenario import AlterConfig, Condition, Corrupt, Crash, Elect, Produce, Scenario, Step, corrupt_target
-from ..scenario.interpreter import ACKS, Corrupted, run_steps
+from ..scenario import AlterConfig, Condition, Crash, Elect, Produce, Scenario, Step
+from ..scenario.interpreter import ACKS, node_words, run_steps
 from . import cluster as cl
 from .chaos import end_state_violations, read_back, read_replica_disks
 from .client import ClientLoop, ConsumerRecorder, KafkaConnection
-from .node import HOST, node_name
+from .faults import ProcessFaults
+from .node import HOST
 
 __all__ = ["RealScenarioRun", "refusals"]
 
@@ -84,7 +84,7 @@ def refusals(scn: Scenario) -> list[str]:
     return out
 
 
-class RealScenarioRun:
+class RealScenarioRun(ProcessFaults):
     """``scenario`` on real processes in ``directory`` (a new directory; kept afterwards with the nodes'
     logs) at ``level`` (default: the file's, else the default) with ``seed`` (the nodes' seed; default
     the file's). ``progress(line)``: each timeline line as it happens. ``run()`` returns a RunResult
@@ -96,12 +96,11 @@ class RealScenarioRun:
         problems = refusals(scenario)
         if problems:
             raise ValueError("cannot run with --real:\n  " + "\n  ".join(problems))
+        super().__init__(os.path.abspath(directory), scenario.seed if seed is None else seed)
         self.scenario = scenario
-        self.directory = os.path.abspath(directory)
         if level is None:
             level = Level.parse(scenario.level) if scenario.level is not None else DEFAULT
         self.level = level
-        self.seed = scenario.seed if seed is None else seed
         self.progress = progress
         self.lock = threading.Lock()
         self.acked: list = []
@@ -312,9 +311,6 @@ class RealScenarioRun:
     def end_step(self, step: Step) -> None:
         pass
 
-    def alive(self, node) -> bool:
-        return cl.pid_alive(cl._entry(cl.load(self.directory), node).get("pid"))
-
     def produce(self, step: Step, action: Produce) -> int:
         from ..client.producer import Producer
         prod = Producer(f"step{step.index}-producer", list(range(self.scenario.brokers)), ACKS[action.acks],
@@ -341,77 +337,6 @@ class RealScenarioRun:
         finally:
             loop.stop()
         return state["acked"]
-
-    def crash(self, node, lose: str) -> None:
-        """SIGKILL by PID; ``unflushed``: every file back to its last fsync; ``all``: the data directory gone."""
-        cl.kill_node(self.directory, node)
-        root = os.path.join(self.directory, node_name(node))
-        if lose == "unflushed":
-            from .disk import restore_fsynced
-            restore_fsynced(root)
-        elif lose == "all":
-            shutil.rmtree(root, ignore_errors=True)
-
-    def shutdown(self, broker: int) -> None:
-        cl.stop_broker(self.directory, broker)
-
-    def restart(self, node) -> str | None:
-        try:
-            if node == CONTROLLER:
-                cl.start_controller(self.directory)
-            else:
-                cl.start_broker(self.directory, node, wait=False)
-        except cl.ClusterError as exc:
-            return str(exc)
-        return None
-
-    def restart_controller(self) -> str | None:
-        cl.kill_node(self.directory, CONTROLLER)
-        return self.restart(CONTROLLER)
-
-    def disk_full(self, broker: int, for_ms: int) -> str | None:
-        if not self.alive(broker):
-            return (f"broker {broker} is not running: with --real a full disk is injected into the broker's "
-                    "process (its FileDisk), so it must run")
-        cl.control(self.directory, broker, {"cmd": "disk_full", "for_ms": for_ms})
-        return None
-
-    def corrupt(self, step: Step, action: Corrupt) -> Corrupted | None:
-        """Flip bytes in one batch of the stopped broker's segment file (the simulator's rule for which
-        batch: :func:`~kraftlog.scenario.corrupt_target`; the bytes from the run's seed)."""
-        from .disk import corrupt_segment, segment_batches
-        topic, _, idx = action.partition.rpartition("-")
-        path = os.path.join(self.directory, node_name(action.broker), "data", f"{topic}-{idx}",
-                            "00000000000000000000.log")
-        spans = segment_batches(path) if os.path.exists(path) else []
-        target = corrupt_target(spans, action.at)
-        if target is None:
-            return None
-        span = target[1]
-        flipped = corrupt_segment(path, span, action.bytes, Random(f"corrupt:{self.seed}:{step.index}"))
-        return Corrupted(span.base_offset, span.next_offset - 1, len(flipped), f" (bytes {flipped})")
-
-    def _links(self, verb: str, **fields) -> None:
-        """A link-filter command to every node (the simulator's rules, :mod:`kraftlog.links`)."""
-        cl.control_all(self.directory, {"cmd": verb, **{k: v for k, v in fields.items() if v is not None}})
-
-    def isolate(self, nodes: tuple) -> None:
-        self._links("isolate", nodes=list(nodes))
-
-    def partition(self, groups: tuple) -> None:
-        self._links("partition", groups=[list(g) for g in groups])
-
-    def cut(self, src, dst) -> None:
-        self._links("cut", **{"from": src, "to": dst})
-
-    def heal(self, nodes: tuple | None) -> None:
-        self._links("heal", nodes=None if nodes is None else list(nodes))
-
-    def hold(self, api: str | None, src, dst) -> None:
-        self._links("hold", **{"api": api, "from": src, "to": dst})
-
-    def release(self, api: str | None, src, dst) -> None:
-        self._links("release", **{"api": api, "from": src, "to": dst})
 
     def alter_config(self, action: AlterConfig) -> int:
         rtype, rname = (m.RESOURCE_TOPIC, action.topic) if action.topic else (m.RESOURCE_BROKER, "")
@@ -481,6 +406,9 @@ class RealScenarioRun:
                 self._start_clients()
                 run_steps(self, scn)
             end_ms = self._now()
+            for node in sorted(self.paused, key=str):  # the read-back needs every process to answer
+                self.resume(node)
+                self._log(f"end of the story: {node_words(node)} resumed to read the cluster back")
             for loop in self.loops:
                 loop.stop()
             described = self._describe()

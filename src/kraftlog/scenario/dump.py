@@ -9,8 +9,8 @@ import yaml
 
 from .model import CONTROLLER, Condition, Scenario, _ms
 from .steps import (
-    Action, AlterConfig, Corrupt, Crash, Cut, DiskFull, Elect, Expect, Heal, Hold, Isolate, Partition, Produce,
-    Release, Restart, RestartController, RunFor, Shutdown, Step, WaitUntil,
+    Action, AlterConfig, Corrupt, Crash, Cut, DiskFull, Elect, Expect, Heal, Hold, Isolate, Partition, Pause,
+    Produce, Release, Restart, RestartController, Resume, RunFor, Shutdown, Step, WaitUntil,
 )
 
 __all__ = ["dump_scenario", "dump_step", "dump_steps"]
@@ -44,7 +44,7 @@ def _dump_args(action: Action):
             return {"topic": topic, "partition": partition, "count": count, "acks": acks, "timeout": _ms(timeout_ms)}
         case Crash(node, lose):
             return {**_node_key(node), "lose": lose}
-        case Restart(node):
+        case Restart(node) | Pause(node) | Resume(node):
             return _node_key(node)
         case Shutdown(broker):
             return {"broker": broker}

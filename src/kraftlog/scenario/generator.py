@@ -135,8 +135,8 @@ from dataclasses import dataclass, field
 
 from .model import CONTROLLER, ClientSpec, Scenario, TopicSpec
 from .steps import (
-    AlterConfig, Corrupt, Crash, Cut, DiskFull, Elect, Expect, Heal, Hold, Isolate, Partition, Produce, Release,
-    Restart, RestartController, RunFor, Shutdown, Step, WaitUntil, action_from_args,
+    AlterConfig, Corrupt, Crash, Cut, DiskFull, Elect, Expect, Heal, Hold, Isolate, Partition, Pause, Produce,
+    Release, Restart, RestartController, Resume, RunFor, Shutdown, Step, WaitUntil, action_from_args,
 )
 
 __all__ = [
@@ -807,7 +807,7 @@ def describe_step(step: Step) -> str:
     match step.action:
         case Crash(node, lose):
             what = f"crash {_node(node)} (lose {lose})"
-        case Shutdown(node) | Restart(node):
+        case Shutdown(node) | Restart(node) | Pause(node) | Resume(node):
             what = f"{step.verb} {_node(node)}"
         case RestartController():
             what = "controller failover"

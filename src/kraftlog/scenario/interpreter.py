@@ -23,8 +23,8 @@ from kraftlog.protocol.errors import Errors
 
 from .model import CONTROLLER, Condition, Scenario
 from .steps import (
-    AlterConfig, Corrupt, Crash, Cut, DiskFull, Elect, Expect, Heal, Hold, Isolate, Partition, Produce, Release,
-    Restart, RestartController, RunFor, Shutdown, Step, WaitUntil,
+    AlterConfig, Corrupt, Crash, Cut, DiskFull, Elect, Expect, Heal, Hold, Isolate, Partition, Pause, Produce,
+    Release, Restart, RestartController, Resume, RunFor, Shutdown, Step, WaitUntil,
 )
 
 __all__ = ["ACKS", "ClusterBackend", "Corrupted", "condition_data", "describe_condition", "node_words",
@@ -134,6 +134,12 @@ class ClusterBackend(Protocol):
     def restart_controller(self) -> str | None:
         """Controller failover; the reason the controller refused to start again, or None."""
 
+    def pause(self, node) -> str | None:
+        """Freeze the running ``node`` (no ticks, no deliveries); why not, when it is not running."""
+
+    def resume(self, node) -> str | None:
+        """Unfreeze the paused ``node``; why not, when it is not paused."""
+
     def disk_full(self, broker: int, for_ms: int) -> str | None: ...
 
     def corrupt(self, step: Step, action: Corrupt) -> Corrupted | None:
@@ -207,6 +213,18 @@ def run_step(backend: ClusterBackend, step: Step) -> None:
         case RestartController():
             _restarted(b, label, CONTROLLER, b.restart_controller(),
                        "controller failover (metadata log replayed)", ev)
+        case Pause(node):
+            why = b.pause(node)
+            if why is not None:
+                b.fail(f"{label}: refused: {why}", {**ev, "done": False})
+            else:
+                b.log(f"{label}: {node_words(node)} paused (no ticks, messages to it wait)", ev)
+        case Resume(node):
+            why = b.resume(node)
+            if why is not None:
+                b.fail(f"{label}: refused: {why}", {**ev, "done": False})
+            else:
+                b.log(f"{label}: {node_words(node)} resumed", ev)
         case DiskFull(broker, for_ms):
             why = b.disk_full(broker, for_ms)
             if why is not None:

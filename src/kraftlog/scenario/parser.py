@@ -45,8 +45,8 @@ from .model import (
     ClientSpec, Condition, Scenario, ScenarioError, TopicSpec, _is_int, _show,
 )
 from .steps import (
-    VERBS, Action, AlterConfig, Corrupt, Crash, Cut, DiskFull, Elect, Expect, Heal, Hold, Isolate, Partition, Produce,
-    Release, Restart, RestartController, RunFor, Shutdown, Step, WaitUntil,
+    VERBS, Action, AlterConfig, Corrupt, Crash, Cut, DiskFull, Elect, Expect, Heal, Hold, Isolate, Partition,
+    Pause, Produce, Release, Restart, RestartController, Resume, RunFor, Shutdown, Step, WaitUntil,
 )
 from .yaml_lines import LDict, LList, load_yaml
 
@@ -548,7 +548,7 @@ class _Parser:
         return Produce(spec.name, partition, count, acks, timeout_ms)
 
     def target(self, a: LDict) -> int | str:
-        """The node of a crash or restart: exactly one of ``broker: <id>`` and ``node: <id> | controller``;
+        """The node of a crash, restart, pause or resume: exactly one of ``broker: <id>`` and ``node: <id> | controller``;
         a broker id (either spelling) or ``"controller"``."""
         given = [k for k in ("broker", "node") if k in a]
         if not given:
@@ -573,6 +573,11 @@ class _Parser:
 
     def verb_restart(self, value, line: int) -> Action:
         return Restart(self.target(self.args(value, line, ("broker", "node"))))
+
+    def verb_pause(self, value, line: int) -> Action:
+        return (Pause if self.verb == "pause" else Resume)(self.target(self.args(value, line, ("broker", "node"))))
+
+    verb_resume = verb_pause
 
     def verb_restart_controller(self, value, line: int) -> Action:
         a = self.mapping(value, line, "the arguments of restart_controller", optional=True)
@@ -738,7 +743,7 @@ def parse_scenario(text: str, source: str = "<string>") -> Scenario:
     :mod:`kraftlog.scenario.steps` (durations in ms, nodes are broker ids or ``"controller"``);
     ``Step.args`` gives an action's arguments as a dict keyed as the file names them: ``produce``
     {topic, partition, count, acks, timeout_ms}; ``crash`` {broker, lose} (the controller:
-    {node: "controller", lose}); ``restart`` {broker} (the controller: {node: "controller"});
+    {node: "controller", lose}); ``restart``, ``pause``, ``resume`` {broker} (the controller: {node: "controller"});
     ``shutdown`` {broker}; ``restart_controller`` {}; ``isolate`` {nodes: tuple}; ``partition``
     {groups: tuple of tuples}; ``cut`` {from, to}; ``heal`` {nodes: tuple | None}; ``hold``/``release``
     {api, from, to} (each possibly None); ``alter_config`` {topic | None, config: dict[str, str]};

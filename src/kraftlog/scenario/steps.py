@@ -36,10 +36,12 @@ __all__ = [
     "Hold",
     "Isolate",
     "Partition",
+    "Pause",
     "Produce",
     "Release",
     "Restart",
     "RestartController",
+    "Resume",
     "RunFor",
     "Shutdown",
     "Step",
@@ -67,7 +69,7 @@ class Action:
 
 
 class _Targeted(Action):
-    """A crash or restart: its ``node`` is a broker id or ``"controller"``; in ``args`` a broker is
+    """A crash, restart, pause or resume: its ``node`` is a broker id or ``"controller"``; in ``args`` a broker is
     ``{"broker": id}`` and the controller ``{"node": "controller"}``, as the file writes them."""
 
     __slots__ = ()
@@ -122,6 +124,25 @@ class RestartController(Action):
     """``restart_controller``: controller failover (kill and restart; its metadata log is replayed)."""
 
     VERB: ClassVar[str] = "restart_controller"
+
+
+@dataclass(frozen=True, slots=True)
+class Pause(_Targeted):
+    """``pause``: freeze the running ``node`` (a broker id or ``"controller"``), as a long GC pause or a
+    stopped VM does: it gets no ticks and no deliveries (messages to it wait in the network), its timers
+    fire late on resume. SIGSTOP on a real process."""
+
+    VERB: ClassVar[str] = "pause"
+    node: int | str
+
+
+@dataclass(frozen=True, slots=True)
+class Resume(_Targeted):
+    """``resume``: unfreeze the paused ``node``: what waited for it is delivered, its overdue timers fire.
+    SIGCONT on a real process."""
+
+    VERB: ClassVar[str] = "resume"
+    node: int | str
 
 
 @dataclass(frozen=True, slots=True)
@@ -246,7 +267,7 @@ class RunFor(Action):
 
 #: Step verbs, in the order of the SCENARIOS.md table, and their classes.
 ACTIONS: dict[str, type[Action]] = {cls.VERB: cls for cls in (
-    Produce, Crash, Shutdown, Restart, RestartController, DiskFull, Corrupt, Isolate, Partition, Cut, Heal,
+    Produce, Crash, Shutdown, Restart, RestartController, Pause, Resume, DiskFull, Corrupt, Isolate, Partition, Cut, Heal,
     Hold, Release, AlterConfig, Elect, WaitUntil, Expect, RunFor)}
 VERBS: tuple[str, ...] = tuple(ACTIONS)
 

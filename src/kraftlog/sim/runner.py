@@ -843,6 +843,12 @@ class ScenarioRun:
     def restart_controller(self) -> str | None:
         return None if self.sim.restart_controller() else self.sim.refused[-1][2]
 
+    def pause(self, node) -> str | None:
+        return None if self.sim.pause(node) else f"{node_words(node)} is not running"
+
+    def resume(self, node) -> str | None:
+        return None if self.sim.resume(node) else f"{node_words(node)} is not paused"
+
     def disk_full(self, broker: int, for_ms: int) -> str | None:
         self.sim.disk_full(broker, for_ms)
         return None
