@@ -214,24 +214,12 @@ def run_step(backend: ClusterBackend, step: Step) -> None:
             _restarted(b, label, CONTROLLER, b.restart_controller(),
                        "controller failover (metadata log replayed)", ev)
         case Pause(node):
-            why = b.pause(node)
-            if why is not None:
-                b.fail(f"{label}: refused: {why}", {**ev, "done": False})
-            else:
-                b.log(f"{label}: {node_words(node)} paused (no ticks, messages to it wait)", ev)
+            _done(b, label, b.pause(node), f"{node_words(node)} paused (no ticks, messages to it wait)", ev)
         case Resume(node):
-            why = b.resume(node)
-            if why is not None:
-                b.fail(f"{label}: refused: {why}", {**ev, "done": False})
-            else:
-                b.log(f"{label}: {node_words(node)} resumed", ev)
+            _done(b, label, b.resume(node), f"{node_words(node)} resumed", ev)
         case DiskFull(broker, for_ms):
-            why = b.disk_full(broker, for_ms)
-            if why is not None:
-                b.fail(f"{label}: refused: {why}", {**ev, "done": False})
-            else:
-                b.log(f"{label}: broker {broker}'s file system is full for {for_ms}ms "
-                      "(every write fails with ENOSPC)", ev)
+            _done(b, label, b.disk_full(broker, for_ms),
+                  f"broker {broker}'s file system is full for {for_ms}ms (every write fails with ENOSPC)", ev)
         case Corrupt(broker, partition, at) as action:
             if b.alive(broker):
                 b.fail(f"{label}: refused: broker {broker} is running; corrupt needs it stopped (crash or "
@@ -287,6 +275,14 @@ def run_step(backend: ClusterBackend, step: Step) -> None:
             b.run_for(duration_ms)
         case _:  # pragma: no cover - the parser builds only the verbs above
             raise ValueError(f"{label}: no interpretation for {step.action!r}")
+
+
+def _done(b: ClusterBackend, label: str, refused: str | None, done: str, ev: dict) -> None:
+    """A fault's line: ``done``, or its refusal while running (a failed expectation)."""
+    if refused is None:
+        b.log(f"{label}: {done}", ev)
+    else:
+        b.fail(f"{label}: refused: {refused}", {**ev, "done": False})
 
 
 def _restarted(b: ClusterBackend, label: str, node, refused: str | None, done: str, ev: dict) -> None:

@@ -48,7 +48,6 @@ __all__ = [
     "VERBS",
     "action_from_args",
     "corrupt_target",
-    "step_node",
 ]
 
 #: Field names that the file spells otherwise (Python keywords).
@@ -112,11 +111,17 @@ class Shutdown(Action):
 
 
 @dataclass(frozen=True, slots=True)
-class Restart(_Targeted):
+class _OnNode(_Targeted):
+    """A step on one ``node``: a broker id or ``"controller"``."""
+
+    node: int | str
+
+
+@dataclass(frozen=True, slots=True)
+class Restart(_OnNode):
     """``restart``: start the stopped ``node`` again (a broker id or ``"controller"``)."""
 
     VERB: ClassVar[str] = "restart"
-    node: int | str
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,22 +132,20 @@ class RestartController(Action):
 
 
 @dataclass(frozen=True, slots=True)
-class Pause(_Targeted):
+class Pause(_OnNode):
     """``pause``: freeze the running ``node`` (a broker id or ``"controller"``), as a long GC pause or a
     stopped VM does: it gets no ticks and no deliveries (messages to it wait in the network), its timers
     fire late on resume. SIGSTOP on a real process."""
 
     VERB: ClassVar[str] = "pause"
-    node: int | str
 
 
 @dataclass(frozen=True, slots=True)
-class Resume(_Targeted):
+class Resume(_OnNode):
     """``resume``: unfreeze the paused ``node``: what waited for it is delivered, its overdue timers fire.
     SIGCONT on a real process."""
 
     VERB: ClassVar[str] = "resume"
-    node: int | str
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,23 +204,26 @@ class Heal(Action):
 
 
 @dataclass(frozen=True, slots=True)
-class Hold(Action):
-    """``hold``: delay (not drop) messages of ``api`` from ``src`` to ``dst`` until released; None is any."""
+class _Matching(Action):
+    """A hold or release: the messages of ``api`` from ``src`` to ``dst`` it matches; None is any."""
 
-    VERB: ClassVar[str] = "hold"
     api: str | None = None
     src: int | str | None = None
     dst: int | str | None = None
 
 
 @dataclass(frozen=True, slots=True)
-class Release(Action):
-    """``release``: deliver what a matching ``hold`` delayed, and stop holding (None is any)."""
+class Hold(_Matching):
+    """``hold``: delay (not drop) the matching messages until released."""
+
+    VERB: ClassVar[str] = "hold"
+
+
+@dataclass(frozen=True, slots=True)
+class Release(_Matching):
+    """``release``: deliver what a matching ``hold`` delayed, and stop holding."""
 
     VERB: ClassVar[str] = "release"
-    api: str | None = None
-    src: int | str | None = None
-    dst: int | str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -316,11 +322,6 @@ class Step:
     def label(self) -> str:
         """``step <index> (<verb>)``, as messages name a step."""
         return f"step {self.index} ({self.verb})"
-
-
-def step_node(args: dict):
-    """The node a ``crash`` or ``restart`` step's ``args`` dict names: a broker id, or ``"controller"``."""
-    return args["broker"] if "broker" in args else args["node"]
 
 
 def corrupt_target(batches, at) -> tuple[int, object] | None:

@@ -87,16 +87,18 @@ def _leader(leader: int) -> int | None:
 #:   ``broker_epoch`` with ``fenced`` (bool) and/or ``in_controlled_shutdown`` (True) when the
 #:   BrokerRegistrationChangeRecord set them, ``log_dir_offline`` (True: its log directory was reported
 #:   offline, KIP-858) (absent: unchanged).
-#: * ``step``: ``index`` (1-based), ``verb``, the step's parsed arguments as the parser gives them
-#:   (SCENARIOS.md): ``broker`` (``node`` ``"controller"`` for the controller's crash or restart),
-#:   ``lose``, ``nodes``, ``groups``, ``from``, ``to``, ``api``, ``topic``,
+#: * ``step`` (:func:`kraftlog.scenario.interpreter.step_event`): ``index`` (1-based), ``verb``, the step's
+#:   arguments (``Step.args``, SCENARIOS.md): ``broker`` (``node`` ``"controller"`` for the controller's
+#:   crash, restart, pause or resume), ``lose``, ``nodes``, ``groups``, ``from``, ``to``, ``api``, ``topic``,
 #:   ``partition``, ``count``, ``acks``, ``timeout_ms``, ``config``, ``type``, ``leader``, ``condition``
-#:   (:func:`~kraftlog.scenario.interpreter.condition_data`); None means all links (heal ``nodes``), every API (``api``), any node
+#:   (:func:`~kraftlog.scenario.interpreter.condition_data`); None means all links (heal ``nodes``), every
+#:   API (``api``), any node
 #:   (hold/release ``from``/``to``), the cluster (alter_config ``topic``). Then the outcome the line
 #:   states: ``acked`` (produce: records acknowledged), ``error`` (alter_config, elect: Kafka's error name,
 #:   ``NONE`` on success), ``holds`` (wait_until, expect; when False also ``observed``, and for wait_until
 #:   ``timed_out`` True), ``refused`` (restart, restart_controller: the node refused to start on its disk,
-#:   the one-line reason; it stays down). A step is recorded when its line is logged, at its end. A ``shutdown`` is
+#:   the one-line reason; it stays down), ``done`` False (a pause, resume or corrupt refused: a failed
+#:   expectation; corrupt: also when no batch was there; True with ``base_offset``/``last_offset``). A step is recorded when its line is logged, at its end. A ``shutdown`` is
 #:   recorded once: ``t`` is when the broker stopped (or was stopped after SHUTDOWN_WAIT_MS), and
 #:   ``started_t`` (ms, same clock) when its controlled shutdown began — from then on it hands its
 #:   leaderships over and is leaving, so the report draws it down from ``started_t``. ``run_for`` logs no
