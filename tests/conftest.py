@@ -3,7 +3,7 @@
 ``library``: the scenario library (``scenarios/*.yaml``) run once per test session. Several test files
 assert different things about the same runs (every file exits 0; the leader-failover story loses
 nothing; the consumer stories have no anomaly; ...); each (file, level, seed) is simulated once, on first
-use, and every later request gets the same :class:`~kraftlog.sim.runner.RunResult` (treat it as
+use, and every later request gets the same :class:`~kraftlog.scenario.result.RunResult` (treat it as
 read-only).
 
 ``chaos_runs``: ``kraftlog chaos --json`` runs, each (argument list) run once per session on real
@@ -26,7 +26,8 @@ from pathlib import Path
 import pytest
 
 from kraftlog.level import DEFAULT, Level
-from kraftlog.sim.runner import RunResult, run_scenario
+from kraftlog.scenario.result import RunResult
+from kraftlog.sim.runner import run_scenario
 from kraftlog.scenario import load_scenario
 
 ROOT = Path(__file__).resolve().parents[1]

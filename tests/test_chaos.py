@@ -123,6 +123,51 @@ def test_cli_refuses_bad_options_with_one_line_and_exit_2(tmp_path):
 
 
 
+_FAULT_VERBS = {  # each fault kind as scenario verbs (inject; heal): one fault vocabulary (issue 26)
+    "kill": (["crash"], ["restart"]), "controller_kill": (["crash"], ["restart"]),
+    "lose_unflushed": (["crash"], ["restart"]), "pause": (["pause"], ["resume"]),
+    "shutdown": (["shutdown"], ["restart"]), "isolate": (["isolate"], ["heal"]), "cut": (["cut"], ["heal"]),
+    "partition": (["partition"], ["heal"]), "disk_full": (["disk_full"], ["shutdown", "restart"]),
+    "corrupt": (["shutdown", "corrupt"], ["restart"]),
+}
+
+
+def test_every_fault_kind_is_a_sequence_of_scenario_steps():
+    from kraftlog.net.chaos import fault_steps
+    assert set(_FAULT_VERBS) == set(FAULT_KINDS)
+    for seed in range(40):
+        for number, f in enumerate(plan_faults(seed, 3)):
+            inject, heal = fault_steps(f, 3, 3, seed, number)
+            assert ([a.VERB for a in inject], [a.VERB for a in heal]) == _FAULT_VERBS[f.kind]
+            if f.kind == "lose_unflushed":
+                assert inject[0].lose == "unflushed" and inject[0].node == f.node
+            if f.kind == "controller_kill":
+                assert inject[0].node == heal[0].node == "controller"
+
+
+def test_chaos_dry_run_prints_the_plan_as_scenario_steps_and_starts_nothing(tmp_path):
+    """``kraftlog chaos --dry-run``: the seed's plan as the steps section of a scenario file (it parses, with
+    the chaos topic, to the steps :func:`plan_steps` gives); the faults are plan_faults' in order; nothing
+    starts (no directory, no process)."""
+    from kraftlog.net.chaos import plan_steps
+    from kraftlog.scenario import dump_steps, parse_scenario
+    r = subprocess.run(KRAFTLOG + ["chaos", "--dry-run", "--seed", "3", "--duration", "90s", "--dir",
+                                   str(tmp_path / "c")], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert not (tmp_path / "c").exists()
+    steps = plan_steps(3, 3, 3, 90.0)
+    assert r.stdout.endswith(dump_steps(steps)) and r.stdout.startswith("# kraftlog chaos --seed 3")
+    head = "name: plan\ncluster: {brokers: 3}\ntopics:\n  - {name: chaos, partitions: 3, replication_factor: 3}\n"
+    parsed = parse_scenario(head + r.stdout)
+    assert parsed.steps == tuple(steps) and parsed.steps[0].at_ms == 5000
+    kinds = [f.kind for f in plan_faults(3, 3)]
+    injected = [s.verb for s in steps if s.after_ms != 0 or s.at_ms is not None][::2]
+    assert injected == [_FAULT_VERBS[k][0][0] for k in kinds[:len(injected)]]
+    r = subprocess.run(KRAFTLOG + ["chaos", "--dry-run", "--story", "last-replica-standing"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and "random plans only" in r.stderr
+
+
 def _chaos_verdict(tmp_path, final_logs: dict, stamps: dict) -> dict:
     """ChaosRun.verdict on hand-made end state (no cluster): the final logs and producer stamps of
     ``kraftlog chaos``'s read-back, every value acknowledged by producer ``all`` with acks=all."""

@@ -22,6 +22,7 @@ import pytest
 import yaml
 
 from kraftlog.metadata import config as cfg
+from kraftlog.scenario import VERBS, ScenarioError, parse_scenario
 from kraftlog.scenario import model as scn
 from kraftlog.sim.runner import run_scenario
 
@@ -98,7 +99,7 @@ def _duration(ms: int) -> str:
 # ----------------------------------------------------------------------------- the format's names
 def test_every_verb_is_documented_in_the_verb_table():
     text = _text()
-    for verb in scn.VERBS:
+    for verb in VERBS:
         _row(text, _code(verb))
 
 
@@ -150,7 +151,7 @@ def test_the_defaults_stated_are_the_parsers():
     assert f"Default `{_duration(scn._DEFAULT_WRITEBACK_MS)}`" in _flat(text)
     low, high = scn._DEFAULT_DELAY_MS
     assert f"(`{low}ms-{high}ms`, the default)" in _flat(text)
-    parsed = scn.parse_scenario("name: d\ncluster: {brokers: 1}\n")
+    parsed = parse_scenario("name: d\ncluster: {brokers: 1}\n")
     assert (parsed.seed, parsed.level, parsed.writeback_ms) == (0, None, scn._DEFAULT_WRITEBACK_MS)
     assert "| `seed` | no | `0` |" in text and "| `level` | no | `urm` |" in text
 
@@ -180,8 +181,8 @@ def test_the_documented_error_messages_are_the_parsers():
             "Balanced, Aggressive (in cluster config)",
     }
     for source, message in cases.items():
-        with pytest.raises(scn.ScenarioError) as err:
-            scn.parse_scenario(source, "bad.yaml")
+        with pytest.raises(ScenarioError) as err:
+            parse_scenario(source, "bad.yaml")
         assert str(err.value) == message
         assert f"error: {message}" in text
 
@@ -194,7 +195,7 @@ def test_every_yaml_example_parses_or_is_marked_a_fragment():
         if marker == FRAGMENT:
             assert isinstance(yaml.safe_load(body), list), f"docs/SCENARIOS.md:{line}: a fragment is a list of steps"
         else:
-            scn.parse_scenario(body, f"docs/SCENARIOS.md (the block at line {line})")
+            parse_scenario(body, f"docs/SCENARIOS.md (the block at line {line})")
 
 
 def test_the_worked_example_runs_as_the_page_says():
@@ -202,7 +203,7 @@ def test_the_worked_example_runs_as_the_page_says():
               if RUNS.fullmatch(marker)]
     assert marked, "docs/SCENARIOS.md has no example marked <!-- runs: ... -->"
     for line, match, body in marked:
-        verdict = run_scenario(scn.parse_scenario(body, f"docs/SCENARIOS.md (the block at line {line})")).verdict
+        verdict = run_scenario(parse_scenario(body, f"docs/SCENARIOS.md (the block at line {line})")).verdict
         assert verdict["passed"] is (match.group(1) == "passed"), verdict["failed_expectations"]
         assert verdict["safe"] is (match.group(2) == "safe")
 

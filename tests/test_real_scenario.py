@@ -146,3 +146,17 @@ def test_controller_disk_lost_on_real_processes_matches_the_simulator(tmp_path):
     assert (sim["acked"]["all"], sim["acked"]["1"]) == (40, 30)
     assert not os.path.exists(tmp_path / "cdl" / "controller")
 
+
+@pytest.mark.slow
+def test_a_paused_leader_on_real_processes_is_fenced_and_rejoins_as_in_the_simulator(tmp_path):
+    """``pause``/``resume`` with --real are SIGSTOP/SIGCONT by PID: the paused leader stays alive, is fenced
+    after its session timeout, and rejoins the ISR on resume; nothing acknowledged is lost, as in the
+    simulator (issue 26)."""
+    from test_pause import PAUSED_LEADER
+    story = tmp_path / "paused-leader.yaml"
+    story.write_text(PAUSED_LEADER)
+    sim = _run(str(story), "", real=False)
+    real = _run(str(story), str(tmp_path / "paused"))
+    _same_story(sim, real)
+    assert real["passed"] and real["safe"], real["failed_expectations"]
+    assert sorted(real["final"]["partitions"]["t-0"]["isr"]) == [0, 1, 2]

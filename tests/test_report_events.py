@@ -20,7 +20,8 @@ from kraftlog.level import Level
 from kraftlog.report import plots
 from kraftlog.report.html import FailingRun, write_report
 from kraftlog.scenario import load_scenario
-from kraftlog.sim.runner import EVENT_KINDS, ScenarioRun, run_scenario
+from kraftlog.scenario.result import EVENT_KINDS
+from kraftlog.sim.runner import ScenarioRun, run_scenario
 
 SCENARIO_DIR = Path(__file__).resolve().parent.parent / "scenarios"
 #: KAFKA-14617 at classic: a cut link, a held AlterPartition released late, two crashes and restarts,

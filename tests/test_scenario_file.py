@@ -14,12 +14,16 @@ from hypothesis import strategies as st
 
 from kraftlog.protocol.messages import API_NAMES
 from kraftlog.scenario import (
+    ACTIONS,
     ClientSpec,
     Condition,
+    Isolate,
+    Produce,
     Scenario,
     ScenarioError,
     Step,
     TopicSpec,
+    action_from_args,
     dump_scenario,
     load_scenario,
     parse_duration,
@@ -110,15 +114,8 @@ def test_scenarios_md_example_parses_to_normalised_values():
             ClientSpec("c1", "consumer", "t", None, "all", 100, "none"),
         ),
         steps=(
-            Step(1, 23, "isolate", 5000, 0, {"nodes": (0,)}),
-            Step(
-                2,
-                24,
-                "produce",
-                None,
-                2000,
-                {"topic": "t", "partition": 0, "count": 10, "acks": "all", "timeout_ms": PRODUCE_TIMEOUT_MS},
-            ),
+            Step(1, 23, 5000, 0, Isolate(nodes=(0,))),
+            Step(2, 24, None, 2000, Produce(topic="t", partition=0, count=10, acks="all", timeout_ms=PRODUCE_TIMEOUT_MS)),
         ),
         until_ms=60000,
     )
@@ -277,6 +274,8 @@ def test_clients_normalisation():
 def test_verb_normalisation(step, verb, args):
     parsed = step_args(step)
     assert (parsed.index, parsed.line, parsed.verb, parsed.args) == (1, FIRST_STEP_LINE, verb, args)
+    # One class per verb (issue 26): the action is the verb's class, and its args give it back.
+    assert type(parsed.action) is ACTIONS[verb] and action_from_args(verb, args) == parsed.action
     assert (parsed.at_ms, parsed.after_ms) == (None, 0)
 
 
@@ -315,7 +314,7 @@ def test_unknown_verb():
     msg = error_of(with_steps("{run_for: 1s}", "{after: 1s, explode: {broker: 1}}"))
     assert msg == (
         "bad.yaml:11: step 2: unknown verb 'explode' (expected one of: produce, crash, shutdown, restart, "
-        "restart_controller, disk_full, corrupt, isolate, partition, cut, heal, hold, release, alter_config, elect, "
+        "restart_controller, pause, resume, disk_full, corrupt, isolate, partition, cut, heal, hold, release, alter_config, elect, "
         "wait_until, expect, run_for)"
     )
 

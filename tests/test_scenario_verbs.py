@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from kraftlog.level import Level
-from kraftlog.sim.runner import RunResult, ScenarioRun, run_scenario
+from kraftlog.scenario.result import RunResult
+from kraftlog.sim.runner import ScenarioRun, run_scenario
 from kraftlog.scenario import load_scenario, parse_scenario
 from kraftlog.storage.checkpoints import read_clean_shutdown
 

@@ -28,7 +28,11 @@ One run:
    a clean shutdown then a start, once the disk has space) and ``corrupt`` (a clean shutdown, one byte
    flipped in the middle batch of the broker's segment of one of its partitions, a start: its load drops
    that batch and every later one and, its clean-shutdown file notwithstanding, it registers as after an
-   unclean shutdown). ``kinds`` restricts the plan to some kinds (``--faults``). A *story* replaces the random plan with a
+   unclean shutdown). ``kinds`` restricts the plan to some kinds (``--faults``). Each fault is injected and
+   healed as scenario steps (:func:`fault_steps`) run by the scenario interpreter
+   (:func:`kraftlog.scenario.interpreter.run_step` over :class:`kraftlog.net.faults.ProcessFaults`, as
+   ``scenario run --real`` runs them): one fault vocabulary; :func:`plan_steps` gives a seed's plan as
+   steps (``kraftlog chaos --dry-run``). A *story* replaces the random plan with a
    pinned sequence: ``last-replica-standing`` (KIP-966's motivating story;
    :meth:`ChaosRun._story_last_replica_standing`).
 4. **Heal, settle, read back.** Every link healed, every node resumed or restarted, the brokers unfenced
@@ -76,12 +80,17 @@ from ..controller.controller import CONTROLLER
 from ..protocol import messages as m
 from ..protocol.errors import Errors
 from ..level import DEFAULT, Level
+from ..scenario import (
+    Corrupt, Crash, Cut, DiskFull, Heal, Isolate, Partition, Pause, Restart, Resume, Shutdown, Step,
+)
+from ..scenario.interpreter import run_step
 from ..verdict import is_safe
 from . import cluster as cl
+from .faults import ProcessFaults
 from .client import ClientLoop, ConsumerRecorder, KafkaConnection
 from .node import HOST, node_name, write_json
 
-__all__ = ["Fault", "ChaosRun", "ChaosError", "plan_faults", "FAULT_KINDS", "STORIES", "TOPIC",
+__all__ = ["Fault", "ChaosRun", "ChaosError", "plan_faults", "fault_steps", "plan_steps", "FAULT_KINDS", "STORIES", "TOPIC",
            "CHAOS_CONFIG", "run_chaos"]
 
 #: The topic every client writes to and reads from.
@@ -163,6 +172,64 @@ def plan_faults(seed: int, brokers: int, count: int = 64, kinds: tuple[str, ...]
             peer = others[rng.randrange(len(others))]
         out.append(Fault(kind, node, hold_ms=rng.randint(3000, 10000), gap_ms=rng.randint(2000, 5000), peer=peer))
     return out
+
+
+def fault_steps(f: Fault, brokers: int, partitions: int, seed: int, number: int) -> tuple[tuple, tuple]:
+    """Fault ``f`` as scenario actions (:mod:`kraftlog.scenario.steps`, one fault vocabulary): the ones that
+    inject it and the ones that heal it, run by the scenario interpreter. ``number``: the fault's place in
+    the plan (0-based), from which a ``corrupt`` draws its partition of :data:`TOPIC` (Random of the seed and
+    ``number`` only: the plan's own draws are unchanged).
+
+    kill → crash (lose none), restart; controller_kill → the same on the controller; lose_unflushed →
+    crash (lose unflushed), restart; pause → pause, resume; shutdown → shutdown, restart; isolate →
+    isolate, heal; cut → cut, heal; partition → partition ([node] from the rest), heal; disk_full →
+    disk_full for the hold, then an operator's restart (shutdown, restart); corrupt → shutdown, corrupt (the
+    middle batch, 1 byte), restart."""
+    node = f.node
+    match f.kind:
+        case "kill" | "controller_kill":
+            return (Crash(node, "none"),), (Restart(node),)
+        case "lose_unflushed":
+            return (Crash(node, "unflushed"),), (Restart(node),)
+        case "pause":
+            return (Pause(node),), (Resume(node),)
+        case "shutdown":
+            return (Shutdown(node),), (Restart(node),)
+        case "isolate":
+            return (Isolate((node,)),), (Heal(None),)
+        case "cut":
+            return (Cut(node, f.peer),), (Heal(None),)
+        case "partition":
+            rest = tuple(b for b in range(brokers) if b != node) + (CONTROLLER,)
+            return (Partition(((node,), rest)),), (Heal(None),)
+        case "disk_full":
+            return (DiskFull(node, max(1, f.hold_ms)),), (Shutdown(node), Restart(node))
+        case "corrupt":
+            p = Random(f"chaos:{seed}:corrupt:{number}").randrange(partitions)
+            return (Shutdown(node), Corrupt(node, f"{TOPIC}-{p}", "middle", 1)), (Restart(node),)
+    raise ValueError(f"unknown fault kind {f.kind!r}")
+
+
+def plan_steps(seed: int, brokers: int, partitions: int = 3, duration_s: float = 120.0,
+               kinds: tuple[str, ...] | None = None) -> list[Step]:
+    """Seed ``seed``'s random plan as scenario steps (what ``kraftlog chaos --dry-run`` prints): the first
+    fault at :data:`STEADY_S`, each fault's heal ``after`` its hold, the next fault ``after`` its gap, as
+    many faults as fit in ``duration_s`` when every recovery is instant. A run also waits, after each heal,
+    until every ISR is complete (at most :data:`RECOVERY_WAIT_S`): its faults start later than here, and
+    fewer may fit."""
+    steps: list[Step] = []
+    t_ms, end_ms, gap_ms = int(STEADY_S * 1000), int(duration_s * 1000), 0
+    for number, f in enumerate(plan_faults(seed, brokers, kinds=kinds)):
+        if t_ms + f.hold_ms + 1000 > end_ms:
+            break
+        inject, heal = fault_steps(f, brokers, partitions, seed, number)
+        for i, action in enumerate(inject):  # the first fault at STEADY_S, each next one after the gap
+            at_ms, after_ms = (None, 0) if i else ((None, gap_ms) if steps else (t_ms, 0))
+            steps.append(Step(len(steps) + 1, 0, at_ms, after_ms, action))
+        for i, action in enumerate(heal):
+            steps.append(Step(len(steps) + 1, 0, None, 0 if i else f.hold_ms, action))
+        t_ms, gap_ms = t_ms + f.hold_ms + f.gap_ms, f.gap_ms
+    return steps
 
 
 def _file_logger(path: str):
@@ -271,6 +338,57 @@ class _ProducerThread:
         self.unacked_at_end = producer.flush(FLUSH_S)
 
 
+class _ChaosFaults(ProcessFaults):
+    """The chaos run's :class:`~kraftlog.scenario.interpreter.ClusterBackend`: the process, disk and link
+    faults of :class:`~kraftlog.net.faults.ProcessFaults`, keeping the run's idea of which nodes are down,
+    paused or isolated (its clients skip them); the interpreter's lines are collected for the fault's
+    ``detail``. Only fault verbs reach it (:func:`fault_steps`)."""
+
+    def __init__(self, run: "ChaosRun") -> None:
+        super().__init__(run.directory, run.seed)
+        self.run = run
+        self.lines: list[str] = []
+
+    def refusals(self, scenario) -> list[str]:
+        return []
+
+    def now_ms(self) -> int:
+        return _now_ms(self.run.t0)
+
+    def log(self, text: str, event: dict | None = None) -> None:
+        self.lines.append(text)
+
+    fail = log  # a refused fault (e.g. a full disk for a broker that is down) is told in the fault's detail
+
+    def begin_step(self, step: Step) -> None:
+        pass
+
+    def end_step(self, step: Step) -> None:
+        pass
+
+    def crash(self, node, lose: str) -> None:
+        super().crash(node, lose)
+        self.run.down_nodes.add(node)
+
+    def shutdown(self, broker: int) -> None:
+        super().shutdown(broker)
+        self.run.down_nodes.add(broker)
+
+    def restart(self, node) -> str | None:
+        why = super().restart(node)
+        if why is None:
+            self.run.down_nodes.discard(node)
+        return why
+
+    def isolate(self, nodes: tuple) -> None:
+        super().isolate(nodes)
+        self.run.isolated.update(nodes)
+
+    def heal(self, nodes: tuple | None) -> None:
+        super().heal(nodes)
+        self.run.isolated.clear()
+
+
 class ChaosRun:
     """One ``kraftlog chaos`` run (see the module doc). ``directory``: the cluster directory (a new one,
     or one of an earlier chaos run with the same broker count and level: its data is reused);
@@ -315,8 +433,12 @@ class ChaosRun:
         self.bootstrap = ""
         self.ports: dict = {}
         self.down_nodes: set = set()
-        self.paused: set = set()
         self.isolated: set = set()
+        #: the fault verbs' backend (the scenario interpreter's operations on this cluster's processes)
+        self.backend = _ChaosFaults(self)
+        self.paused: set = self.backend.paused
+        self._steps = 0
+        self._heals: dict = {}  # id(fault) -> its heal actions, from its inject
 
     # ------------------------------------------------------------------ records (any thread)
     def record_ack(self, a: _Acked) -> None:
@@ -366,92 +488,30 @@ class ChaosRun:
             time.sleep(step_s)
         return False
 
-    def _restart(self, node) -> None:
-        if node == CONTROLLER:
-            cl.start_controller(self.directory)
-        else:
-            cl.start_broker(self.directory, node, wait=False)
-        self.down_nodes.discard(node)
+    # ------------------------------------------------------------------ faults (scenario steps)
+    def _run_actions(self, actions) -> str:
+        """Run fault actions through the scenario interpreter; what it logged, without the step labels."""
+        self.backend.lines = []
+        for action in actions:
+            self._steps += 1
+            run_step(self.backend, Step(self._steps, 0, None, 0, action))
+        return "; ".join(line.split(": ", 1)[-1] for line in self.backend.lines)
 
-    def _kill(self, node) -> None:
-        cl.kill_node(self.directory, node)
-        self.paused.discard(node)
-        self.down_nodes.add(node)
-
-    # ------------------------------------------------------------------ faults
     def inject(self, f: Fault) -> None:
-        """Start fault ``f`` (main thread)."""
-        d = self.directory
+        """Start fault ``f`` (main thread): its :func:`fault_steps` inject actions."""
         f.at_ms = _now_ms(self.t0)
-        if f.kind in ("kill", "controller_kill"):
-            self._kill(f.node)
-        elif f.kind == "lose_unflushed":
-            self._kill(f.node)
-            from .disk import restore_fsynced
-            changed = restore_fsynced(os.path.join(d, node_name(f.node)))
-            f.detail = f"{len(changed)} file(s) back to their last fsync" + (f": {changed[0]}" if changed else "")
-        elif f.kind == "pause":
-            cl.pause(d, f.node)
-            self.paused.add(f.node)
-        elif f.kind == "shutdown":
-            cl.stop_broker(d, f.node)
-            self.down_nodes.add(f.node)
-        elif f.kind == "isolate":
-            cl.control_all(d, {"cmd": "isolate", "nodes": [f.node]})
-            self.isolated.add(f.node)
-        elif f.kind == "cut":
-            cl.control_all(d, {"cmd": "cut", "from": f.node, "to": f.peer})
-        elif f.kind == "partition":
-            rest = [b for b in range(self.brokers) if b != f.node] + [CONTROLLER]
-            cl.control_all(d, {"cmd": "partition", "groups": [[f.node], rest]})
-        elif f.kind == "disk_full":
-            answer = cl.control(d, f.node, {"cmd": "disk_full", "for_ms": max(1, f.hold_ms)})
-            f.detail = f"ENOSPC for {f.hold_ms} ms" if answer.get("ok") else f"not injected: {answer.get('error')}"
-        elif f.kind == "corrupt":
-            f.detail = self._corrupt(f)
-            self.down_nodes.add(f.node)
-        else:
-            raise ValueError(f"unknown fault kind {f.kind!r}")
+        inject, heal = fault_steps(f, self.brokers, self.partitions, self.seed, len(self.faults))
+        self._heals[id(f)] = heal
+        f.detail = self._run_actions(inject)
         self.event(f"fault: {f.describe()}" + (f" ({f.detail})" if f.detail else ""))
 
-    def _corrupt(self, f: Fault) -> str:
-        """Stop ``f.node`` cleanly and flip one byte in the middle batch of its segment of one of its
-        partitions (drawn from the run's seed and the fault's time); returns what was done."""
-        from .disk import corrupt_segment, segment_batches
-        from ..scenario import corrupt_target
-        cl.stop_broker(self.directory, f.node)
-        rng = Random(f"chaos:{self.seed}:corrupt:{f.at_ms}")
-        held = [p for p in range(self.partitions)
-                if os.path.exists(self._segment(f.node, p)) and segment_batches(self._segment(f.node, p))]
-        if not held:
-            return "no batch to corrupt"
-        p = rng.choice(held)
-        path = self._segment(f.node, p)
-        _index, span = corrupt_target(segment_batches(path), "middle")
-        flipped = corrupt_segment(path, span, 1, rng)
-        return f"{TOPIC}-{p}: byte {flipped[0]} flipped in the batch of offsets {span.base_offset}..{span.next_offset - 1}"
-
-    def _segment(self, broker: int, partition: int) -> str:
-        return os.path.join(self.directory, node_name(broker), "data", f"{TOPIC}-{partition}",
-                            "00000000000000000000.log")
-
     def heal(self, f: Fault) -> None:
-        """End fault ``f``: restart, resume or heal (main thread). A full disk ends by itself (its hold);
-        an operator then restarts the broker (a clean shutdown, then a start): its log directory comes back
-        only with a restart."""
-        if f.kind == "disk_full":
-            cl.stop_broker(self.directory, f.node)
-            self._restart(f.node)
-        elif f.kind in ("kill", "controller_kill", "lose_unflushed", "shutdown", "corrupt"):
-            self._restart(f.node)
-        elif f.kind == "pause":
-            cl.resume(self.directory, f.node)
-            self.paused.discard(f.node)
-        else:
-            cl.control_all(self.directory, {"cmd": "heal"})
-            self.isolated.clear()
+        """End fault ``f`` (main thread): its :func:`fault_steps` heal actions (a restart, a resume, every
+        link healed; after a full disk an operator's restart, a clean shutdown then a start: its log
+        directory comes back only with a restart)."""
+        detail = self._run_actions(self._heals.pop(id(f)))
         f.healed_ms = _now_ms(self.t0)
-        self.event(f"healed: {f.describe()}")
+        self.event(f"healed: {f.describe()}" + (f" ({detail})" if "refused" in detail else ""))
 
     def _story_last_replica_standing(self, deadline: float) -> None:
         """KIP-966's motivating story on partition 0, with L its leader at the time and A, B its
@@ -609,13 +669,13 @@ class ChaosRun:
         """Heal every link, resume and restart every node, and wait until every broker is unfenced and
         every ISR complete. Returns whether that happened within SETTLE_S."""
         self.event("heal: every link up, every node running")
-        cl.control_all(self.directory, {"cmd": "heal"})
-        self.isolated.clear()
+        self.backend.heal(None)
         for node in sorted(self.paused, key=str):
-            cl.resume(self.directory, node)
-        self.paused.clear()
+            self.backend.resume(node)
         for node in sorted(self.down_nodes, key=lambda n: (n != CONTROLLER, str(n))):
-            self._restart(node)
+            why = self.backend.restart(node)
+            if why is not None:
+                raise cl.ClusterError(why)
         try:
             cl.wait_ready(self.directory, list(range(self.brokers)), timeout_s=SETTLE_S)
         except cl.ClusterError as exc:

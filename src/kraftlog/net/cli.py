@@ -401,8 +401,12 @@ def _duration_s(ctx, param, value: str) -> float:
                    "shutdown, lose_unflushed, isolate, cut, partition, controller_kill, disk_full, corrupt).")
 @click.option("--json", "as_json", is_flag=True, help="Print the verdict as JSON (progress goes to stderr).")
 @click.option("--fail-on-loss", is_flag=True, help="Also exit 1 when the run is not safe.")
+@click.option("--dry-run", is_flag=True,
+              help="Print the seed's fault plan as scenario steps (YAML, SCENARIOS.md's format) and exit: "
+                   "nothing starts.")
 def chaos(directory: str | None, brokers: int, duration: float, seed: int | None, level: Level | None,
-          partitions: int, rate: float, story: str, kinds: str | None, as_json: bool, fail_on_loss: bool) -> None:
+          partitions: int, rate: float, story: str, kinds: str | None, as_json: bool, fail_on_loss: bool,
+          dry_run: bool) -> None:
     """Start a real cluster, run real clients (a confluent-kafka idempotent acks=all producer, an acks=1
     producer, kraftlog's KIP-320 consumer) and inject seeded faults (SIGKILL, SIGSTOP, clean shutdown,
     lose-unflushed, isolation, cut links, partitions, controller kill, a full disk, a flipped byte in a
@@ -417,6 +421,10 @@ def chaos(directory: str | None, brokers: int, duration: float, seed: int | None
 
     if seed is None:
         seed = SystemRandom().randrange(2 ** 31)
+    kind_list = None if kinds is None else tuple(k.strip() for k in kinds.split(",") if k.strip())
+    if dry_run:
+        _print_plan(seed, brokers, partitions, duration, story, kind_list)
+        return
     if directory is None:
         directory = tempfile.mkdtemp(prefix="kraftlog-chaos-")
     elif os.path.exists(os.path.join(directory, "cluster.json")):
@@ -428,8 +436,7 @@ def chaos(directory: str | None, brokers: int, duration: float, seed: int | None
 
     try:
         run = ChaosRun(directory, brokers=brokers, duration_s=duration, seed=seed, level=level,
-                       partitions=partitions, rate=rate, story=story, progress=progress,
-                       kinds=None if kinds is None else tuple(k.strip() for k in kinds.split(",") if k.strip()))
+                       partitions=partitions, rate=rate, story=story, progress=progress, kinds=kind_list)
     except ValueError as exc:
         _fail(str(exc), 2)
     with sigterm_interrupts():
@@ -448,6 +455,27 @@ def chaos(directory: str | None, brokers: int, duration: float, seed: int | None
     if code == 0 and fail_on_loss and not verdict["safe"]:
         code = 1
     sys.exit(code)
+
+
+def _print_plan(seed: int, brokers: int, partitions: int, duration_s: float, story: str, kinds) -> None:
+    """``chaos --dry-run``: the fault plan as the steps of a scenario file (exit 2 for a bad option or a
+    story, whose steps depend on the running cluster)."""
+    from ..scenario import dump_steps
+    from .chaos import RECOVERY_WAIT_S, ChaosRun, plan_steps
+
+    if story != "random":
+        _fail(f"--dry-run prints random plans only: the {story} story's steps depend on the running cluster "
+              "(its partition's leader)", 2)
+    try:
+        ChaosRun(os.devnull, brokers=brokers, duration_s=duration_s, seed=seed, partitions=partitions, kinds=kinds)
+        steps = plan_steps(seed, brokers, partitions, duration_s, kinds)
+    except ValueError as exc:
+        _fail(str(exc), 2)
+    click.echo(f"# kraftlog chaos --seed {seed} --brokers {brokers} --partitions {partitions} "
+               f"--duration {duration_s:g}s: the fault plan as scenario steps (topic chaos). After each heal\n"
+               f"# the run waits until every ISR is complete (at most {RECOVERY_WAIT_S:g}s), so its faults start later than "
+               "these times and fewer may fit.")
+    click.echo(dump_steps(steps), nl=False)
 
 
 def _print_chaos(verdict: dict, directory: str) -> None:

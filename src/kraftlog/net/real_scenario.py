@@ -3,7 +3,10 @@
 The file's cluster starts as a chaos-mode cluster on 127.0.0.1 owned by this process (every node dies
 with it; see :mod:`kraftlog.net.cluster`), its topics are created through a broker, and its steps run in
 real time: ``at:`` counts from the moment every partition has a leader (the simulator's "cluster ready"),
-``after:`` from the end of the previous step. Each verb maps to a fault on the real processes:
+``after:`` from the end of the previous step. The steps run through the simulator's interpreter
+(:func:`kraftlog.scenario.interpreter.run_steps`: the same lines, the same failed expectations);
+:class:`RealScenarioRun` is its :class:`~kraftlog.scenario.interpreter.ClusterBackend`, and each verb maps
+to a fault on the real processes:
 
 * ``crash`` → SIGKILL by PID; ``lose: unflushed`` then gives every file its content at its last fsync
   (:func:`kraftlog.net.disk.restore_fsynced`: SimDisk's ``writeback: never``), ``lose: all`` removes
@@ -40,7 +43,6 @@ replica's disk is read; the verdict is the simulator's (:func:`kraftlog.verdict.
 from __future__ import annotations
 
 import os
-import shutil
 import threading
 import time
 from random import Random
@@ -50,13 +52,15 @@ from ..controller.controller import CONTROLLER
 from ..protocol import messages as m
 from ..protocol.errors import Errors
 from ..level import DEFAULT, Level
-from ..sim.runner import ACKS, RunResult, node_words
+from ..scenario.result import RunResult
+from ..scenario import AlterConfig, Condition, Crash, Elect, Produce, Scenario, Step
+from ..scenario.interpreter import ACKS, node_words, run_steps
 from ..verdict import is_safe
-from ..scenario import Condition, Scenario, corrupt_target, step_node
 from . import cluster as cl
 from .chaos import end_state_violations, read_back, read_replica_disks
 from .client import ClientLoop, ConsumerRecorder, KafkaConnection
-from .node import HOST, node_name
+from .faults import ProcessFaults
+from .node import HOST
 
 __all__ = ["RealScenarioRun", "refusals"]
 
@@ -73,16 +77,15 @@ def refusals(scn: Scenario) -> list[str]:
         out.append(f"sim.network_delay {scn.delay_min_ms}ms-{scn.delay_max_ms}ms: real processes on loopback "
                    "have their own delays; remove it to run with --real")
     for step in scn.steps:
-        a = step.args
-        where = f"step {step.index} ({step.verb})"
-        if step.verb == "crash" and a["lose"] == "unflushed" and scn.writeback_ms is not None:
+        where = step.label
+        if isinstance(step.action, Crash) and step.action.lose == "unflushed" and scn.writeback_ms is not None:
             out.append(f"{where}: lose: unflushed with sim.writeback {scn.writeback_ms}ms: the kernel's "
                        "writeback cannot be set per run (with --real it is `never`: the restored files are "
                        "those at the last fsync); set sim.writeback: never")
     return out
 
 
-class RealScenarioRun:
+class RealScenarioRun(ProcessFaults):
     """``scenario`` on real processes in ``directory`` (a new directory; kept afterwards with the nodes'
     logs) at ``level`` (default: the file's, else the default) with ``seed`` (the nodes' seed; default
     the file's). ``progress(line)``: each timeline line as it happens. ``run()`` returns a RunResult
@@ -94,12 +97,11 @@ class RealScenarioRun:
         problems = refusals(scenario)
         if problems:
             raise ValueError("cannot run with --real:\n  " + "\n  ".join(problems))
+        super().__init__(os.path.abspath(directory), scenario.seed if seed is None else seed)
         self.scenario = scenario
-        self.directory = os.path.abspath(directory)
         if level is None:
             level = Level.parse(scenario.level) if scenario.level is not None else DEFAULT
         self.level = level
-        self.seed = scenario.seed if seed is None else seed
         self.progress = progress
         self.lock = threading.Lock()
         self.acked: list = []
@@ -180,7 +182,7 @@ class RealScenarioRun:
         doc); False while the controller cannot be asked."""
         checks = cond.checks
         if cond.kind == "broker" and set(checks) == {"alive"}:
-            return self._alive(int(cond.target)) == checks["alive"]
+            return self.alive(int(cond.target)) == checks["alive"]
         state = self._controller_state()
         if state is None:
             return False
@@ -206,7 +208,7 @@ class RealScenarioRun:
         reg = state["brokers"].get(str(broker))
         for key, want in checks.items():
             if key == "alive":
-                if self._alive(broker) != want:
+                if self.alive(broker) != want:
                     return False
             elif key == "fenced":
                 if (reg is None or reg["fenced"]) != want:
@@ -214,9 +216,6 @@ class RealScenarioRun:
             elif (reg is not None and reg[key]) != want:  # in_controlled_shutdown
                 return False
         return True
-
-    def _alive(self, broker: int) -> bool:
-        return cl.pid_alive(cl._entry(cl.load(self.directory), broker).get("pid"))
 
     def _fenced(self, broker: int) -> bool | None:
         """Whether the controller has ``broker`` fenced (or unregistered); None when it cannot be asked."""
@@ -237,13 +236,8 @@ class RealScenarioRun:
                     f"leader_epoch={p['leader_epoch']}, hwm={hwm}, recovering={p['recovering']}")
         b = int(cond.target)
         reg = state["brokers"].get(str(b)) if state else None
-        return (f"alive={self._alive(b)}, fenced={None if state is None else (reg is None or reg['fenced'])}, "
+        return (f"alive={self.alive(b)}, fenced={None if state is None else (reg is None or reg['fenced'])}, "
                 f"in_controlled_shutdown={reg['in_controlled_shutdown'] if reg else None}")
-
-    @staticmethod
-    def describe_condition(cond: Condition) -> str:
-        checks = ", ".join(f"{k}={sorted(v) if isinstance(v, frozenset) else v}" for k, v in cond.checks.items())
-        return f"{cond.kind} {cond.target}: {checks}"
 
     # ------------------------------------------------------------------ clients (their loops' threads)
     def _address(self, broker):
@@ -294,21 +288,43 @@ class RealScenarioRun:
         """The driver's clock (wall ms), which the client nodes' timestamps use."""
         return int(time.time() * 1000)
 
-    # ------------------------------------------------------------------ steps (main thread)
-    def _produce(self, step, label: str) -> None:
+    # ------------------------------------------------------------------ the ClusterBackend (main thread)
+    # kraftlog.scenario.interpreter runs the steps: what each verb means, and its line, is written there once.
+    def refusals(self, scenario: Scenario) -> list[str]:
+        return refusals(scenario)
+
+    def now_ms(self) -> int:
+        return self._now()
+
+    def advance_to(self, t_ms: int) -> None:
+        time.sleep(max(0.0, t_ms / 1000 - (time.monotonic() - self.t0)))
+
+    def log(self, text: str, event: dict | None = None) -> None:
+        self._log(text)
+
+    def fail(self, text: str, event: dict | None = None) -> None:
+        self.failed.append(text)
+        self._log(text)
+
+    def begin_step(self, step: Step) -> None:
+        pass
+
+    def end_step(self, step: Step) -> None:
+        pass
+
+    def produce(self, step: Step, action: Produce) -> int:
         from ..client.producer import Producer
-        a = step.args
-        prod = Producer(f"step{step.index}-producer", list(range(self.scenario.brokers)), ACKS[a["acks"]],
-                        Random(f"step{step.index}:{self.seed}"), delivery_timeout_ms=a["timeout_ms"],
-                        request_timeout_ms=min(30000, a["timeout_ms"]))
+        prod = Producer(f"step{step.index}-producer", list(range(self.scenario.brokers)), ACKS[action.acks],
+                        Random(f"step{step.index}:{self.seed}"), delivery_timeout_ms=action.timeout_ms,
+                        request_timeout_ms=min(30000, action.timeout_ms))
         done = threading.Event()
         state = {"sent": False, "acked": 0}
 
         def observe(node) -> bool:
             sent = False
             if not state["sent"]:
-                for i in range(a["count"]):
-                    node.send(a["topic"], a["partition"], f"s{step.index}-{i}".encode(), self._clock_ms())
+                for i in range(action.count):
+                    node.send(action.topic, action.partition, f"s{step.index}-{i}".encode(), self._clock_ms())
                 state["sent"] = sent = True
             state["acked"] += self._take_completions(node)
             if state["sent"] and node.idle:
@@ -318,137 +334,33 @@ class RealScenarioRun:
         loop = ClientLoop(prod, self._address, observe)
         loop.start()
         try:
-            done.wait(a["timeout_ms"] / 1000 + 1)
+            done.wait(action.timeout_ms / 1000 + 1)
         finally:
             loop.stop()
-        self._log(f"{label}: {state['acked']}/{a['count']} records acknowledged (acks={a['acks']}) "
-                  f"to {a['topic']}-{a['partition']}")
+        return state["acked"]
 
-    def _exec(self, step) -> None:
-        a = step.args
-        verb = step.verb
-        label = f"step {step.index} ({verb})"
-        d = self.directory
-        if verb == "produce":
-            self._produce(step, label)
-        elif verb == "crash":
-            node = step_node(a)
-            cl.kill_node(d, node)
-            root = os.path.join(d, node_name(node))
-            if a["lose"] == "unflushed":
-                from .disk import restore_fsynced
-                restore_fsynced(root)
-            elif a["lose"] == "all":
-                shutil.rmtree(root, ignore_errors=True)
-            self._log(f"{label}: {node_words(node)} crashed (lose {a['lose']})")
-        elif verb == "shutdown":
-            cl.stop_broker(d, a["broker"])
-            self._log(f"{label}: broker {a['broker']} shut down cleanly")
-        elif verb == "restart":
-            node = step_node(a)
-            try:
-                if node == CONTROLLER:
-                    cl.start_controller(d)
-                else:
-                    cl.start_broker(d, node, wait=False)
-                self._log(f"{label}: {node_words(node)} restarted")
-            except cl.ClusterError as exc:
-                self._log(f"{label}: {exc}")
-        elif verb == "restart_controller":
-            cl.kill_node(d, CONTROLLER)
-            try:
-                cl.start_controller(d)
-                self._log(f"{label}: controller failover (process killed and restarted; metadata log replayed)")
-            except cl.ClusterError as exc:
-                self._log(f"{label}: {exc}")
-        elif verb == "disk_full":
-            b = a["broker"]
-            if not self._alive(b):
-                self._refuse(label, f"broker {b} is not running: with --real a full disk is injected into the "
-                                    "broker's process (its FileDisk), so it must run")
-                return
-            cl.control(d, b, {"cmd": "disk_full", "for_ms": a["for_ms"]})
-            self._log(f"{label}: broker {b}'s file system is full for {a['for_ms']}ms "
-                      "(every write fails with ENOSPC)")
-        elif verb == "corrupt":
-            self._corrupt(step, label)
-        elif verb in ("isolate", "partition", "cut", "heal", "hold", "release"):
-            command = {"cmd": verb}
-            if verb == "isolate":
-                command["nodes"] = list(a["nodes"])
-            elif verb == "partition":
-                command["groups"] = [list(g) for g in a["groups"]]
-            elif verb == "cut":
-                command.update({"from": a["from"], "to": a["to"]})
-            elif verb == "heal":
-                if a["nodes"] is not None:
-                    command["nodes"] = list(a["nodes"])
-            else:
-                command.update({k: a[k] for k in ("api", "from", "to") if a.get(k) is not None})
-            cl.control_all(d, command)
-            self._log(f"{label}: {verb} {', '.join(f'{k}={v}' for k, v in command.items() if k != 'cmd') or 'all links'}")
-        elif verb == "alter_config":
-            rtype, rname = (m.RESOURCE_TOPIC, a["topic"]) if a["topic"] else (m.RESOURCE_BROKER, "")
-            resp = self._request(m.IncrementalAlterConfigsRequest((m.AlterConfigsResource(
-                rtype, rname, tuple(m.AlterableConfig(k, m.OP_SET, str(v)) for k, v in sorted(a["config"].items()))),)))
-            err = Errors.REQUEST_TIMED_OUT if resp is None else resp.responses[0].error_code
-            self._log(f"{label}: {rname or 'cluster'} config {a['config']} -> {Errors(err).name}")
-        elif verb == "elect":
-            topic, _, idx = a["partition"].rpartition("-")
-            leader = a.get("leader")
-            resp = self._request(m.ElectLeadersRequest(m.ELECTION_TYPES[a["type"]], (m.ElectLeadersPartition(
-                topic, int(idx), leader if leader is not None else -1),)))
-            err = Errors.REQUEST_TIMED_OUT if resp is None else (resp.error_code or resp.results[0].error_code)
-            self._log(f"{label}: {a['type']} election on {a['partition']} -> {Errors(err).name}")
-        elif verb in ("wait_until", "expect"):
-            cond = a["condition"]
-            if verb == "wait_until":
-                deadline = time.monotonic() + a["timeout_ms"] / 1000
-                ok = self.holds(cond)
-                while not ok and time.monotonic() < deadline:
-                    time.sleep(0.2)
-                    ok = self.holds(cond)
-            else:
-                ok = self.holds(cond)
-            if ok:
-                self._log(f"{label}: {self.describe_condition(cond)} holds")
-            else:
-                observed = self.observed(cond)
-                msg = (f"{label}: timed out after {a['timeout_ms']}ms waiting for {self.describe_condition(cond)} "
-                       f"(observed {observed})" if verb == "wait_until"
-                       else f"{label}: expected {self.describe_condition(cond)}, observed {observed}")
-                self.failed.append(msg)
-                self._log(msg)
-        elif verb == "run_for":
-            time.sleep(a["duration_ms"] / 1000)
-        else:  # pragma: no cover - the parser rejects unknown verbs
-            raise ValueError(f"unknown verb {verb}")
+    def alter_config(self, action: AlterConfig) -> int:
+        rtype, rname = (m.RESOURCE_TOPIC, action.topic) if action.topic else (m.RESOURCE_BROKER, "")
+        resp = self._request(m.IncrementalAlterConfigsRequest((m.AlterConfigsResource(
+            rtype, rname, tuple(m.AlterableConfig(k, m.OP_SET, str(v)) for k, v in sorted(action.config.items()))),)))
+        return Errors.REQUEST_TIMED_OUT if resp is None else resp.responses[0].error_code
 
-    def _refuse(self, label: str, why: str) -> None:
-        msg = f"{label}: refused: {why}"
-        self.failed.append(msg)
-        self._log(msg)
+    def elect(self, action: Elect) -> int:
+        topic, _, idx = action.partition.rpartition("-")
+        resp = self._request(m.ElectLeadersRequest(m.ELECTION_TYPES[action.type], (m.ElectLeadersPartition(
+            topic, int(idx), action.leader if action.leader is not None else -1),)))
+        return Errors.REQUEST_TIMED_OUT if resp is None else (resp.error_code or resp.results[0].error_code)
 
-    def _corrupt(self, step, label: str) -> None:
-        """Flip bytes in one batch of a stopped broker's segment file (the simulator's rule for which
-        batch: :func:`~kraftlog.scenario.corrupt_target`; the bytes from the run's seed)."""
-        from .disk import corrupt_segment, segment_batches
-        a = step.args
-        b = a["broker"]
-        if self._alive(b):
-            self._refuse(label, f"broker {b} is running; corrupt needs it stopped (crash or shutdown it first)")
-            return
-        topic, _, idx = a["partition"].rpartition("-")
-        path = os.path.join(self.directory, node_name(b), "data", f"{topic}-{idx}", "00000000000000000000.log")
-        spans = segment_batches(path) if os.path.exists(path) else []
-        target = corrupt_target(spans, a["at"])
-        if target is None:
-            self._log(f"{label}: broker {b} holds no batch of {a['partition']} at {a['at']}: nothing corrupted")
-            return
-        span = target[1]
-        flipped = corrupt_segment(path, span, a["bytes"], Random(f"corrupt:{self.seed}:{step.index}"))
-        self._log(f"{label}: flipped {len(flipped)} byte(s) in broker {b}'s {a['partition']} batch of offsets "
-                  f"{span.base_offset}..{span.next_offset - 1} (bytes {flipped})")
+    def wait_until(self, cond: Condition, timeout_ms: int) -> bool:
+        deadline = time.monotonic() + timeout_ms / 1000
+        ok = self.holds(cond)
+        while not ok and time.monotonic() < deadline:
+            time.sleep(0.2)
+            ok = self.holds(cond)
+        return ok
+
+    def run_for(self, duration_ms: int) -> None:
+        time.sleep(duration_ms / 1000)
 
     # ------------------------------------------------------------------ the run
     def _create_topics(self) -> bool:
@@ -493,15 +405,11 @@ class RealScenarioRun:
                 self._log(f"cluster ready: {scn.brokers} brokers, level {self.level.label}, seed {self.seed} "
                           f"(real processes in {self.directory})")
                 self._start_clients()
-                prev_end = 0
-                for step in scn.steps:
-                    start = step.at_ms if step.at_ms is not None else prev_end + step.after_ms
-                    time.sleep(max(0.0, start / 1000 - (time.monotonic() - self.t0)))
-                    self._exec(step)
-                    prev_end = self._now()
-                if scn.until_ms is not None:
-                    time.sleep(max(0.0, scn.until_ms / 1000 - (time.monotonic() - self.t0)))
+                run_steps(self, scn)
             end_ms = self._now()
+            for node in sorted(self.paused, key=str):  # the read-back needs every process to answer
+                self.resume(node)
+                self._log(f"end of the story: {node_words(node)} resumed to read the cluster back")
             for loop in self.loops:
                 loop.stop()
             described = self._describe()

@@ -13,7 +13,7 @@ no display needed).
 
 Inputs are plain rows (dicts with the ``results.parquet`` columns) and a run's events: the structured
 events the scenario runner records beside every timeline line (``RunResult.events``,
-:data:`kraftlog.sim.runner.EVENT_KINDS`), so that rewording the readable timeline cannot change a plot.
+:data:`kraftlog.scenario.result.EVENT_KINDS`), so that rewording the readable timeline cannot change a plot.
 """
 
 from __future__ import annotations
@@ -151,7 +151,7 @@ def _nodes(nodes) -> str:
 
 def timeline_tracks(events: list[dict]) -> dict:
     """What the timeline plot draws, from a run's events (``RunResult.events``, recorded by the scenario
-    runner beside each timeline line: :data:`kraftlog.sim.runner.EVENT_KINDS`), never from its text.
+    runner beside each timeline line: :data:`kraftlog.scenario.result.EVENT_KINDS`), never from its text.
 
     Times are ms since the cluster was ready; events before the ``ready`` event (the bootstrap) count as
     0. Returns::

@@ -133,7 +133,11 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from .model import CONTROLLER, ClientSpec, Scenario, Step, TopicSpec, step_node
+from .model import CONTROLLER, ClientSpec, Scenario, TopicSpec
+from .steps import (
+    AlterConfig, Corrupt, Crash, Cut, DiskFull, Elect, Expect, Heal, Hold, Isolate, Partition, Pause, Produce,
+    Release, Restart, RestartController, Resume, RunFor, Shutdown, Step, WaitUntil, action_from_args,
+)
 
 __all__ = [
     "EPISODES",
@@ -670,7 +674,7 @@ def generate(seed: int, episodes: Sequence[str] | None = None) -> Scenario:
     tail.append((at, 3, "run_for", {"duration_ms": settle_ms}))
 
     step_objs = tuple(
-        Step(index=i + 1, line=0, verb=verb, at_ms=at_ms, after_ms=0, args=_normalise(verb, args))
+        Step(index=i + 1, line=0, at_ms=at_ms, after_ms=0, action=action_from_args(verb, args))
         for i, (at_ms, _seq, verb, args) in enumerate(steps + tail)
     )
     return Scenario(
@@ -689,20 +693,6 @@ def generate(seed: int, episodes: Sequence[str] | None = None) -> Scenario:
         until_ms=None,
         source=f"campaign:{seed}",
     )
-
-
-def _normalise(verb: str, args: dict) -> dict:
-    """Step args exactly as :func:`parse_scenario` normalises them (so the dump round-trips)."""
-    if verb in ("hold", "release"):
-        return {"api": args.get("api"), "from": args.get("from"), "to": args.get("to")}
-    if verb == "heal":
-        nodes = args.get("nodes")
-        return {"nodes": None if nodes is None else tuple(nodes)}
-    if verb == "isolate":
-        return {"nodes": tuple(args["nodes"])}
-    if verb == "partition":
-        return {"groups": tuple(tuple(g) for g in args["groups"])}
-    return dict(args)
 
 
 # ---------------------------------------------------------------------------------- fault budget
@@ -735,17 +725,17 @@ def _crashes(scenario: Scenario) -> list[tuple[int, str]]:
     up = set(range(scenario.brokers))
     out = []
     for step in scenario.steps:
-        a = step.args
-        if "broker" not in a:
-            continue  # the controller's crash or restart: no replica's shutdown
-        if step.verb == "crash":
-            if a["broker"] in up:
-                up.discard(a["broker"])
-                out.append((a["broker"], a["lose"]))
-        elif step.verb == "shutdown":
-            up.discard(a["broker"])
-        elif step.verb == "restart":
-            up.add(a["broker"])
+        match step.action:
+            case Crash(node=node) | Restart(node=node) if node == CONTROLLER:
+                pass  # the controller's crash or restart: no replica's shutdown
+            case Crash(node=broker, lose=lose):
+                if broker in up:
+                    up.discard(broker)
+                    out.append((broker, lose))
+            case Shutdown(broker=broker):
+                up.discard(broker)
+            case Restart(node=broker):
+                up.add(broker)
     return out
 
 
@@ -755,13 +745,13 @@ def _corruptions(scenario: Scenario) -> list[str]:
     crashed: set = set()
     out = []
     for step in scenario.steps:
-        a = step.args
-        if step.verb == "crash":
-            crashed.add(step_node(a))
-        elif step.verb == "restart":
-            crashed.discard(step_node(a))
-        elif step.verb == "corrupt" and a["broker"] not in crashed:
-            out.append(a["partition"])
+        match step.action:
+            case Crash(node=node):
+                crashed.add(node)
+            case Restart(node=node):
+                crashed.discard(node)
+            case Corrupt(broker=broker, partition=partition) if broker not in crashed:
+                out.append(partition)
     return out
 
 
@@ -814,42 +804,40 @@ def _node(n) -> str:
 def describe_step(step: Step) -> str:
     """One step as short text, e.g. ``12.5s crash b1 (lose unflushed)``."""
     when = f"{step.at_ms / 1000:g}s" if step.at_ms is not None else f"+{step.after_ms / 1000:g}s"
-    a = step.args
-    v = step.verb
-    if v == "crash":
-        what = f"crash {_node(step_node(a))} (lose {a['lose']})"
-    elif v in ("shutdown", "restart"):
-        what = f"{v} {_node(step_node(a))}"
-    elif v == "restart_controller":
-        what = "controller failover"
-    elif v == "disk_full":
-        what = f"disk full {_node(a['broker'])} ({a['for_ms'] / 1000:g}s)"
-    elif v == "corrupt":
-        what = f"corrupt {_node(a['broker'])} {a['partition']} at {a['at']}"
-    elif v == "isolate":
-        what = "isolate " + ",".join(_node(n) for n in a["nodes"])
-    elif v == "partition":
-        what = "partition " + " | ".join(",".join(_node(n) for n in g) for g in a["groups"])
-    elif v == "cut":
-        what = f"cut {_node(a['from'])}->{_node(a['to'])}"
-    elif v == "heal":
-        what = "heal " + ("all" if a.get("nodes") is None else ",".join(_node(n) for n in a["nodes"]))
-    elif v in ("hold", "release"):
-        what = (f"{v} {a.get('api') or 'all'} "
-                f"{'*' if a.get('from') is None else _node(a['from'])}->{'*' if a.get('to') is None else _node(a['to'])}")
-    elif v == "produce":
-        what = f"produce {a['count']} to {a['topic']}-{a['partition']} (acks={a['acks']})"
-    elif v in ("wait_until", "expect"):
-        c = a["condition"]
-        what = f"{v} {c.kind} {c.target}"
-    elif v == "run_for":
-        what = f"run for {a['duration_ms'] / 1000:g}s"
-    elif v == "elect":
-        what = f"elect {a['partition']} ({a['type']})"
-    elif v == "alter_config":
-        what = f"alter_config {a.get('topic') or 'cluster'} {a['config']}"
-    else:
-        what = v
+    match step.action:
+        case Crash(node, lose):
+            what = f"crash {_node(node)} (lose {lose})"
+        case Shutdown(node) | Restart(node) | Pause(node) | Resume(node):
+            what = f"{step.verb} {_node(node)}"
+        case RestartController():
+            what = "controller failover"
+        case DiskFull(broker, for_ms):
+            what = f"disk full {_node(broker)} ({for_ms / 1000:g}s)"
+        case Corrupt(broker, partition, at):
+            what = f"corrupt {_node(broker)} {partition} at {at}"
+        case Isolate(nodes):
+            what = "isolate " + ",".join(_node(n) for n in nodes)
+        case Partition(groups):
+            what = "partition " + " | ".join(",".join(_node(n) for n in g) for g in groups)
+        case Cut(src, dst):
+            what = f"cut {_node(src)}->{_node(dst)}"
+        case Heal(nodes):
+            what = "heal " + ("all" if nodes is None else ",".join(_node(n) for n in nodes))
+        case Hold(api, src, dst) | Release(api, src, dst):
+            what = (f"{step.verb} {api or 'all'} "
+                    f"{'*' if src is None else _node(src)}->{'*' if dst is None else _node(dst)}")
+        case Produce(topic, partition, count, acks):
+            what = f"produce {count} to {topic}-{partition} (acks={acks})"
+        case WaitUntil(c) | Expect(c):
+            what = f"{step.verb} {c.kind} {c.target}"
+        case RunFor(duration_ms):
+            what = f"run for {duration_ms / 1000:g}s"
+        case Elect(partition, kind):
+            what = f"elect {partition} ({kind})"
+        case AlterConfig(topic, config):
+            what = f"alter_config {topic or 'cluster'} {config}"
+        case _:
+            what = step.verb
     return f"{when} {what}"
 
 

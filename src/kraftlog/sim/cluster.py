@@ -78,6 +78,9 @@ class SimCluster:
         #: isolate/partition/cut/heal/hold rules, the same object the TCP driver's LinkFilter uses
         self.links = LinkRules()
         self.held: list = []  # delivery payloads kept by a hold, in their original order
+        #: Paused nodes (``pause``): node id -> the events that wait for its resume, in arrival order
+        #: ((DELIVER, payload) for a message, (CALL, fn) for a network notification).
+        self.paused: dict = {}
         self.link_last: dict = {}
         self.history = History()
         self.messages_delivered = 0
@@ -155,6 +158,7 @@ class SimCluster:
             return
         del self.nodes[node_id]
         self.scheduled.pop(node_id, None)
+        self.paused.pop(node_id, None)  # SIGKILL ends a stopped process too; what waited for it is gone
         self.disks[node_id].crash(lose, self.now)
         self.history.record(self.now, "crash", node=str(node_id), lose=lose)
         # The process died: its TCP connections are reset, so peers fail their requests to it at once
@@ -165,7 +169,15 @@ class SimCluster:
         for other in sorted(self.nodes, key=str):
             if self.is_cut(node_id, other) or self.is_cut(other, node_id):
                 continue
-            node = self.nodes[other]
+            if other in self.paused:  # it learns of the reset connection when it runs again
+                self.paused[other].append((CALL, lambda sim, other=other: sim._peer_gone_to(node_id, other)))
+                continue
+            self._peer_gone_to(node_id, other)
+
+    def _peer_gone_to(self, node_id, other) -> None:
+        """``other`` learns that ``node_id``'s connections were reset (when it still runs)."""
+        node = self.nodes.get(other)
+        if node is not None:
             node.peer_disconnected(self.now, node_id)
             self._after(other, node)
 
@@ -229,9 +241,37 @@ class SimCluster:
         node = self.nodes.get(broker_id)
         if node is None:
             return
+        if broker_id in self.paused:  # SIGTERM to a stopped process is handled when it runs again
+            self.paused[broker_id].append((CALL, lambda sim: sim.shutdown(broker_id)))
+            return
         self.history.record(self.now, "shutdown", node=str(broker_id))
         node.begin_controlled_shutdown(self.now)
         self._after(broker_id, node)
+
+    def pause(self, node_id) -> bool:
+        """Freeze running node ``node_id`` (SIGSTOP: a long GC pause, a stopped VM): it gets no ticks and
+        no deliveries; messages to it (and notices of its peers' reset connections) wait in the network;
+        connection handshakes to it are still answered (by its kernel). False when it is not running.
+        Pausing a paused node changes nothing."""
+        if node_id not in self.nodes:
+            return False
+        if node_id not in self.paused:
+            self.paused[node_id] = []
+            self.history.record(self.now, "pause", node=str(node_id))
+        return True
+
+    def resume(self, node_id) -> bool:
+        """Unfreeze paused node ``node_id`` (SIGCONT): what waited for it is delivered now, in arrival
+        order, and its overdue timers fire (one tick now). False when it is not paused."""
+        waiting = self.paused.pop(node_id, None)
+        if waiting is None:
+            return False
+        self.history.record(self.now, "resume", node=str(node_id), waiting=len(waiting))
+        for kind, payload in waiting:
+            self._push(self.now, kind, payload)
+        self.scheduled.pop(node_id, None)
+        self._after(node_id, self.nodes[node_id])
+        return True
 
     def isolate(self, nodes) -> None:
         """Cut every link between ``nodes`` and all other nodes, including nodes added later."""
@@ -347,6 +387,8 @@ class SimCluster:
         if node is None:
             return
         del self.scheduled[node_id]
+        if node_id in self.paused:
+            return  # no ticks while paused: resume() schedules the overdue one
         node.tick(self.now)
         if getattr(node, "fatal_error", None) is not None:
             self._exited(node_id)
@@ -362,7 +404,9 @@ class SimCluster:
         if isinstance(payload, tuple) and payload[0] == "refused":
             _, src, corr = payload
             node = self.nodes.get(src)
-            if node is not None:
+            if src in self.paused:
+                self.paused[src].append((CALL, payload))
+            elif node is not None:
                 node.connection_failed(self.now, corr)
                 self._after(src, node)
         else:
@@ -415,6 +459,7 @@ class SimCluster:
         setup = ConnectionSetup
         incarnation = self.incarnation
         links = self.links  # heal() replaces its sets, never the object
+        paused = self.paused
         while queue and queue[0][0] <= t_end:
             t, _, kind, payload = pop(queue)
             if t > self.now:
@@ -423,6 +468,10 @@ class SimCluster:
                 env = payload[0]
                 if (links.cut or links.isolated or links.partitioned or links.holds) and self._stopped_in_network(payload):
                     pass
+                elif paused and env.dst in paused and (env.is_response or type(env.message) is not setup):
+                    # A paused node reads nothing: the message waits (its kernel still answers a
+                    # connection's handshake, ConnectionSetup below).
+                    paused[env.dst].append((DELIVER, payload))
                 elif (node := nodes.get(env.dst)) is None:
                     if not env.is_response:
                         self._refuse(env)

@@ -10,7 +10,7 @@ metadata — the controller's partition state (:mod:`kraftlog.check.checkers`) a
 the run was in (``[in step 3 (crash)]``, ``[after step 3 (crash)]``), and logged in the timeline. Observers
 only read the cluster: they change no history digest.
 
-Beside the readable timeline the run keeps the same story as data, ``RunResult.events`` (:data:`EVENT_KINDS`;
+Beside the readable timeline the run keeps the same story as data, ``RunResult.events`` (:data:`~kraftlog.scenario.result.EVENT_KINDS`;
 :meth:`ScenarioRun._log` records a line and its event at the same moment, with the same time): the campaign
 report (:mod:`kraftlog.report.plots`) draws its timeline from them, never from the timeline's wording.
 """
@@ -38,12 +38,13 @@ from ..level import DEFAULT, Level
 from ..broker.broker import LOG_DIR
 from ..storage.log import SEGMENT_FILE
 from .cluster import SimCluster
-from ..scenario import Condition, Scenario, Step, configs_at_level, corrupt_target, step_node
+from ..scenario import Condition, Corrupt, Produce, Scenario, Step, configs_at_level, corrupt_target
+from ..scenario.interpreter import ACKS, Corrupted, node_words, run_steps
+from ..scenario.result import RunResult
 from ..verdict import is_safe
 
 BOOTSTRAP_TIMEOUT_MS = 60000
 SHUTDOWN_WAIT_MS = 35000
-ACKS = {"all": -1, "1": 1, "0": 0}
 _ACKS_LABEL = {-1: "all", 1: "1", 0: "0"}
 NONE = Errors.NONE
 
@@ -66,102 +67,10 @@ def cyclic_gc_paused():
             gc.enable()
 
 
-def _node(node) -> str:
-    return "*" if node is None else str(node)
-
-
-def node_words(node) -> str:
-    """``broker N`` or ``the controller``, as the timeline names a crashed or restarted node."""
-    return "the controller" if node == CONTROLLER else f"broker {node}"
-
-
-def _plain(value):
-    """A step argument as JSON data: tuples as lists, sets as sorted lists (dict keys kept)."""
-    if isinstance(value, (frozenset, set)):
-        return sorted(value, key=str)
-    if isinstance(value, (tuple, list)):
-        return [_plain(v) for v in value]
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    return value
-
-
-def _condition(cond: Condition) -> dict:
-    """A ``wait_until``/``expect`` condition as data, shaped like the scenario file's:
-    ``{"partition": "t-0", "leader": 1, "isr": [0, 1]}`` or ``{"broker": 1, "fenced": True}``
-    (``leader`` None is ``none``)."""
-    return {cond.kind: cond.target, **{k: _plain(v) for k, v in cond.checks.items()}}
-
-
 def _leader(leader: int) -> int | None:
     return leader if leader >= 0 else None
 
 
-#: The kinds of ``RunResult.events``. Every event is a JSON-serialisable dict ``{"t": ms, "kind": str,
-#: ...fields}``; ``t`` is the simulated time in ms since the cluster was ready (negative during the
-#: bootstrap), the very number its timeline line shows. Fields, by kind:
-#:
-#: * ``ready``: ``brokers`` (count), ``level`` (label), ``seed``.
-#: * ``partition`` (a metadata record the controller committed; ``partition`` is ``"<topic>-<index>"``):
-#:
-#:   - PartitionRecord: ``created`` True, ``replicas``, ``leader`` (broker id, None for none),
-#:     ``leader_epoch``, ``isr``;
-#:   - PartitionChangeRecord: only what the record changed is present — ``leader`` (None for none, -1),
-#:     ``isr``, ``elr``, ``last_known_elr`` (lists of broker ids), ``last_known_leader`` (None for none),
-#:     ``leader_recovery_state`` (``"RECOVERING"``/``"RECOVERED"``) — so ``"leader" in event`` tells a
-#:     leader change from none; ``leader_epoch`` (the controller's leader epoch for the partition after the
-#:     batch, the number the line shows beside ``leader ->``) is always there.
-#: * ``broker``: ``broker`` (id), and ``registered`` True with ``broker_epoch`` (RegisterBrokerRecord), or
-#:   ``broker_epoch`` with ``fenced`` (bool) and/or ``in_controlled_shutdown`` (True) when the
-#:   BrokerRegistrationChangeRecord set them, ``log_dir_offline`` (True: its log directory was reported
-#:   offline, KIP-858) (absent: unchanged).
-#: * ``step``: ``index`` (1-based), ``verb``, the step's parsed arguments as the parser gives them
-#:   (SCENARIOS.md): ``broker`` (``node`` ``"controller"`` for the controller's crash or restart),
-#:   ``lose``, ``nodes``, ``groups``, ``from``, ``to``, ``api``, ``topic``,
-#:   ``partition``, ``count``, ``acks``, ``timeout_ms``, ``config``, ``type``, ``leader``, ``condition``
-#:   (:func:`_condition`); None means all links (heal ``nodes``), every API (``api``), any node
-#:   (hold/release ``from``/``to``), the cluster (alter_config ``topic``). Then the outcome the line
-#:   states: ``acked`` (produce: records acknowledged), ``error`` (alter_config, elect: Kafka's error name,
-#:   ``NONE`` on success), ``holds`` (wait_until, expect; when False also ``observed``, and for wait_until
-#:   ``timed_out`` True), ``refused`` (restart, restart_controller: the node refused to start on its disk,
-#:   the one-line reason; it stays down). A step is recorded when its line is logged, at its end. A ``shutdown`` is
-#:   recorded once: ``t`` is when the broker stopped (or was stopped after SHUTDOWN_WAIT_MS), and
-#:   ``started_t`` (ms, same clock) when its controlled shutdown began — from then on it hands its
-#:   leaderships over and is leaving, so the report draws it down from ``started_t``. ``run_for`` logs no
-#:   line and records no event.
-#: * ``recovery`` (level urm, an unclean recovery's step): ``partition``, ``step`` (started, queried,
-#:   answered, rejected, failed, elected, abandoned), ``detail`` (text).
-#: * ``invariant``: ``name`` (the invariant, e.g. ``LeaderHasCompleteCommittedLog``), ``key`` (what the
-#:   finding is deduplicated on), ``message`` (as the line shows it, with where the run was).
-#: * ``truncation`` (a consumer detected a log truncation, KIP-320): ``consumer``, ``partition``,
-#:   ``position``, ``divergence_offset`` (offsets), ``reset`` (``auto.offset.reset``; ``"none"`` raised
-#:   LogTruncationError).
-#: * ``alter_partition_error``: ``broker`` (the leader answered), ``error`` (top-level, when not NONE),
-#:   ``partition_errors`` (``{partition: error name}``).
-#: * ``described`` (end of the run, DescribeTopicPartitions from a live broker): ``broker``, and either
-#:   ``error`` or ``partition``, ``leader`` (None for none), ``leader_epoch``, ``isr``, ``elr``,
-#:   ``last_known_elr``, ``offline``.
-#: * ``storage`` (a broker's storage fault: its log directory failed, data dropped at load, it stopped
-#:   because the failure was not acknowledged): ``broker``, ``detail`` (text).
-EVENT_KINDS = ("ready", "partition", "broker", "step", "recovery", "invariant", "truncation",
-               "alter_partition_error", "described", "storage")
-
-
-@dataclass
-class RunResult:
-    """The verdict (SCENARIOS.md's JSON object), the readable timeline, the exit code (0 or 1) and the
-    timeline's events as data (:data:`EVENT_KINDS`)."""
-
-    verdict: dict
-    timeline: list[str] = field(default_factory=list)
-    exit_code: int = 0
-    wall_ms: float = 0.0
-    messages: int = 0
-    #: Simulated ms, summed over partitions, during which a partition had no leader (after t0).
-    unavailable_ms: int = 0
-    #: The run's events ({"t": ms since the cluster was ready, "kind": ..., ...}), one per timeline line
-    #: that tells the story, in timeline order (:data:`EVENT_KINDS`).
-    events: list[dict] = field(default_factory=list)
 
 
 class ScenarioRun:
@@ -190,7 +99,7 @@ class ScenarioRun:
         self._bootstrap_events: list[tuple[int, dict]] = []
         self.end_ms = 0
         self.timeline: list[str] = []
-        #: The timeline as data (:data:`EVENT_KINDS`), recorded by :meth:`_log` beside each line.
+        #: The timeline as data (:data:`~kraftlog.scenario.result.EVENT_KINDS`), recorded by :meth:`_log` beside each line.
         self.events: list[dict] = []
         self.failed: list[str] = []
         self.acked: list = []
@@ -239,7 +148,7 @@ class ScenarioRun:
 
     def _log(self, text: str, event: dict | None = None) -> None:
         """Log ``text`` in the timeline and, when given, record ``event`` (``{"kind": ..., ...}``,
-        :data:`EVENT_KINDS`) with the same time ``t`` (ms since the cluster was ready)."""
+        :data:`~kraftlog.scenario.result.EVENT_KINDS`) with the same time ``t`` (ms since the cluster was ready)."""
         if not self.t0:
             self._bootstrap_log.append((self.sim.now, text))
             if event is not None:
@@ -565,7 +474,7 @@ class ScenarioRun:
 
     def _describe(self, rec, image) -> tuple[str, dict] | None:
         """A committed metadata record as its timeline line and its event (``partition`` or ``broker``,
-        :data:`EVENT_KINDS`), or None for records the timeline leaves out. ``image``: the controller's
+        :data:`~kraftlog.scenario.result.EVENT_KINDS`), or None for records the timeline leaves out. ``image``: the controller's
         image after the batch."""
         kind = type(rec)
         if kind is PartitionChangeRecord:
@@ -696,10 +605,6 @@ class ScenarioRun:
                     return False
         return True
 
-    def describe_condition(self, cond: Condition) -> str:
-        checks = ", ".join(f"{k}={sorted(v) if isinstance(v, frozenset) else v}" for k, v in cond.checks.items())
-        return f"{cond.kind} {cond.target}: {checks}"
-
     def observed(self, cond: Condition) -> str:
         image = self._image()
         if cond.kind == "partition":
@@ -807,157 +712,136 @@ class ScenarioRun:
         sim.run_until(sim.now + timeout_ms + 1, lambda s: rid in self.admin.results)
         return self.admin.results.pop(rid, Errors.REQUEST_TIMED_OUT)
 
-    def _exec(self, step: Step) -> None:
-        sim = self.sim
-        a = step.args
-        verb = step.verb
-        label = f"step {step.index} ({verb})"
-        # The step's event (EVENT_KINDS): its arguments as data, plus the outcome its line states.
-        ev = {"kind": "step", "index": step.index, "verb": verb,
-              **{k: _plain(v) for k, v in a.items() if k != "condition"}}
-        if "condition" in a:
-            ev["condition"] = _condition(a["condition"])
-        if verb == "produce":
-            acks = ACKS[a["acks"]]
-            prod = Producer(f"step{step.index}-producer", list(range(self.scenario.brokers)), acks,
-                            random.Random(f"step{step.index}:{self.seed}"), delivery_timeout_ms=a["timeout_ms"],
-                            request_timeout_ms=min(30000, a["timeout_ms"]))
-            self.sim.observers[prod.node_id] = self._observe_producer
-            sim.add_client(prod)
-            for i in range(a["count"]):
-                prod.send(a["topic"], a["partition"], f"s{step.index}-{i}".encode(), sim.now)
-            sim._after(prod.node_id, prod)
-            before = len(self.acked)
-            sim.run_until(sim.now + a["timeout_ms"] + 1000, lambda s: prod.idle)
-            got = sum(1 for x in self.acked[before:] if x[0] == prod.node_id)
-            self._log(f"{label}: {got}/{a['count']} records acknowledged (acks={a['acks']}) "
-                      f"to {a['topic']}-{a['partition']}", {**ev, "acked": got})
-            sim.nodes.pop(prod.node_id, None)
-        elif verb == "crash":
-            node = step_node(a)
-            sim.crash(node, a["lose"])
-            self._log(f"{label}: {node_words(node)} crashed (lose {a['lose']})", ev)
-        elif verb == "shutdown":
-            b = a["broker"]
-            started = self._t()
-            sim.shutdown(b)
-            sim.run_until(sim.now + SHUTDOWN_WAIT_MS, lambda s: s.broker(b) is None or s.broker(b).stopped)
-            if sim.broker(b) is not None:
-                sim.nodes.pop(b, None)
-                sim.scheduled.pop(b, None)
-            self._log(f"{label}: broker {b} shut down cleanly", {**ev, "started_t": started})
-        elif verb == "restart":
-            node = step_node(a)
-            if sim.restart(node):
-                self._log(f"{label}: {node_words(node)} restarted", ev)
-            else:
-                self._log_refusal(label, node, ev)
-        elif verb == "restart_controller":
-            if sim.restart_controller():
-                self._log(f"{label}: controller failover (metadata log replayed)", ev)
-            else:
-                self._log_refusal(label, CONTROLLER, ev)
-        elif verb == "disk_full":
-            sim.disk_full(a["broker"], a["for_ms"])
-            self._log(f"{label}: broker {a['broker']}'s file system is full for {a['for_ms']}ms "
-                      "(every write fails with ENOSPC)", ev)
-        elif verb == "corrupt":
-            self._corrupt(step, label, ev)
-        elif verb == "isolate":
-            sim.isolate(list(a["nodes"]))
-            self._log(f"{label}: isolated {list(a['nodes'])}", ev)
-        elif verb == "partition":
-            sim.partition([list(g) for g in a["groups"]])
-            self._log(f"{label}: network partitioned into {[list(g) for g in a['groups']]}", ev)
-        elif verb == "cut":
-            sim.cut_link(a["from"], a["to"])
-            self._log(f"{label}: cut {a['from']} -> {a['to']}", ev)
-        elif verb == "heal":
-            sim.heal(list(a["nodes"]) if a["nodes"] is not None else None)
-            self._log(f"{label}: healed {list(a['nodes']) if a['nodes'] is not None else 'all links'}", ev)
-        elif verb == "hold":
-            sim.hold(a["api"], a["from"], a["to"])
-            self._log(f"{label}: holding {a['api'] or 'all'} messages {_node(a['from'])} -> {_node(a['to'])}", ev)
-        elif verb == "release":
-            sim.release(a["api"], a["from"], a["to"])
-            self._log(f"{label}: released {a['api'] or 'all'} messages {_node(a['from'])} -> {_node(a['to'])}", ev)
-        elif verb == "alter_config":
-            rtype, rname = (m.RESOURCE_TOPIC, a["topic"]) if a["topic"] else (m.RESOURCE_BROKER, "")
-            resp = self._admin_call(m.IncrementalAlterConfigsRequest((m.AlterConfigsResource(
-                rtype, rname, tuple(m.AlterableConfig(k, m.OP_SET, str(v)) for k, v in sorted(a["config"].items()))),)))
-            err = resp if isinstance(resp, int) else resp.responses[0].error_code
-            self._log(f"{label}: {rname or 'cluster'} config {a['config']} -> {Errors(err).name}",
-                      {**ev, "error": Errors(err).name})
-            sim.history.record(sim.now, "alter_config", error=int(err))
-        elif verb == "elect":
-            topic, _, idx = a["partition"].rpartition("-")
-            etype = m.ELECTION_TYPES[a["type"]]
-            leader = a.get("leader")
-            resp = self._admin_call(m.ElectLeadersRequest(etype, (m.ElectLeadersPartition(
-                topic, int(idx), leader if leader is not None else -1),)))
-            err = resp if isinstance(resp, int) else (resp.error_code or resp.results[0].error_code)
-            self._log(f"{label}: {a['type']} election on {a['partition']} -> {Errors(err).name}",
-                      {**ev, "error": Errors(err).name})
-            sim.history.record(sim.now, "elect", partition=a["partition"], type=a["type"], error=int(err))
-        elif verb == "wait_until":
-            cond = a["condition"]
-            ok = sim.run_until(sim.now + a["timeout_ms"], lambda s: self.holds(cond))
-            if not ok:
-                observed = self.observed(cond)
-                msg = (f"{label}: timed out after {a['timeout_ms']}ms waiting for {self.describe_condition(cond)} "
-                       f"(observed {observed})")
-                self.failed.append(msg)
-                self._log(msg, {**ev, "holds": False, "timed_out": True, "observed": observed})
-            else:
-                self._log(f"{label}: {self.describe_condition(cond)} holds", {**ev, "holds": True})
-        elif verb == "expect":
-            cond = a["condition"]
-            if self.holds(cond):
-                self._log(f"{label}: {self.describe_condition(cond)} holds", {**ev, "holds": True})
-            else:
-                observed = self.observed(cond)
-                msg = f"{label}: expected {self.describe_condition(cond)}, observed {observed}"
-                self.failed.append(msg)
-                self._log(msg, {**ev, "holds": False, "observed": observed})
-        elif verb == "run_for":
-            sim.run_until(sim.now + a["duration_ms"])
-        else:  # pragma: no cover - the parser rejects unknown verbs
-            raise ValueError(f"unknown verb {verb}")
-        sim.history.record(sim.now, "step", index=step.index, verb=verb)
+    # ================================================================= the ClusterBackend of the interpreter
+    # (kraftlog.scenario.interpreter: what each verb means, its line and its event, is written there once)
+    def refusals(self, scenario: Scenario) -> list[str]:
+        """The simulator honours every verb and setting."""
+        return []
+
+    def now_ms(self) -> int:
+        return self._t()
+
+    def advance_to(self, t_ms: int) -> None:
+        self.sim.run_until(max(self.t0 + t_ms, self.sim.now))
+
+    def log(self, text: str, event: dict | None = None) -> None:
+        self._log(text, event)
+
+    def fail(self, text: str, event: dict | None = None) -> None:
+        self.failed.append(text)
+        self._log(text, event)
+
+    def begin_step(self, step: Step) -> None:
+        self._where = f"in step {step.index} ({step.verb})"
+
+    def end_step(self, step: Step) -> None:
+        self.sim.history.record(self.sim.now, "step", index=step.index, verb=step.verb)
         self._check_invariants()
-        if verb in ("crash", "shutdown", "restart", "restart_controller"):
+        if step.verb in ("crash", "shutdown", "restart", "restart_controller"):
             self._update_availability()
+        # What the step started (a release, a crash, a restart) mostly plays out after it.
+        self._where = f"after step {step.index} ({step.verb})"
 
-    def _log_refusal(self, label: str, node, ev: dict) -> None:
-        """A restart the node refused (its disk's meta.properties, see SimCluster.refused): it stays down."""
-        reason = self.sim.refused[-1][2]
-        self._log(f"{label}: {node_words(node)} refused to start: {reason}", {**ev, "refused": reason})
+    def alive(self, node) -> bool:
+        return self.sim.alive(node)
 
-    def _corrupt(self, step: Step, label: str, ev: dict) -> None:
-        """The ``corrupt`` step: flip bytes in one batch of a stopped broker's replica log (refused, as a
+    def produce(self, step: Step, action: Produce) -> int:
+        sim = self.sim
+        prod = Producer(f"step{step.index}-producer", list(range(self.scenario.brokers)), ACKS[action.acks],
+                        random.Random(f"step{step.index}:{self.seed}"), delivery_timeout_ms=action.timeout_ms,
+                        request_timeout_ms=min(30000, action.timeout_ms))
+        self.sim.observers[prod.node_id] = self._observe_producer
+        sim.add_client(prod)
+        for i in range(action.count):
+            prod.send(action.topic, action.partition, f"s{step.index}-{i}".encode(), sim.now)
+        sim._after(prod.node_id, prod)
+        before = len(self.acked)
+        sim.run_until(sim.now + action.timeout_ms + 1000, lambda s: prod.idle)
+        got = sum(1 for x in self.acked[before:] if x[0] == prod.node_id)
+        sim.nodes.pop(prod.node_id, None)
+        return got
+
+    def crash(self, node, lose: str) -> None:
+        self.sim.crash(node, lose)
+
+    def shutdown(self, broker: int) -> None:
+        sim = self.sim
+        sim.shutdown(broker)
+        sim.run_until(sim.now + SHUTDOWN_WAIT_MS, lambda s: s.broker(broker) is None or s.broker(broker).stopped)
+        if sim.broker(broker) is not None:
+            sim.nodes.pop(broker, None)
+            sim.scheduled.pop(broker, None)
+
+    def restart(self, node) -> str | None:
+        """None, or the reason the node refused to start (its disk's meta.properties, see
+        SimCluster.refused): it stays down."""
+        return None if self.sim.restart(node) else self.sim.refused[-1][2]
+
+    def restart_controller(self) -> str | None:
+        return None if self.sim.restart_controller() else self.sim.refused[-1][2]
+
+    def pause(self, node) -> str | None:
+        return None if self.sim.pause(node) else f"{node_words(node)} is not running"
+
+    def resume(self, node) -> str | None:
+        return None if self.sim.resume(node) else f"{node_words(node)} is not paused"
+
+    def disk_full(self, broker: int, for_ms: int) -> str | None:
+        self.sim.disk_full(broker, for_ms)
+        return None
+
+    def corrupt(self, step: Step, action: Corrupt) -> Corrupted | None:
+        """Flip bytes in one batch of the stopped broker's replica log (the interpreter refused it, as a
         failed step, while the broker runs: a running process would overwrite nothing, but its reads are
         not what the step means to test)."""
-        sim = self.sim
-        a = step.args
-        b = a["broker"]
-        if sim.alive(b):
-            msg = (f"{label}: refused: broker {b} is running; corrupt needs it stopped (crash or shutdown "
-                   "it first)")
-            self.failed.append(msg)
-            self._log(msg, {**ev, "done": False})
-            return
-        topic, _, idx = a["partition"].rpartition("-")
+        topic, _, idx = action.partition.rpartition("-")
         path = f"{LOG_DIR}/{topic}-{idx}/{SEGMENT_FILE}"
-        target = corrupt_target(sim.disks[b].read(path), a["at"])
+        target = corrupt_target(self.sim.disks[action.broker].read(path), action.at)
         if target is None:
-            self._log(f"{label}: broker {b} holds no batch of {a['partition']} at {a['at']}: nothing corrupted",
-                      {**ev, "done": False})
-            return
+            return None
         index, batch = target
-        sim.corrupt(b, path, index)
-        self._log(f"{label}: flipped {a['bytes']} byte(s) in broker {b}'s {a['partition']} batch of offsets "
-                  f"{batch.base_offset}..{batch.next_offset - 1}",
-                  {**ev, "done": True, "base_offset": batch.base_offset, "last_offset": batch.next_offset - 1})
+        self.sim.corrupt(action.broker, path, index)
+        return Corrupted(batch.base_offset, batch.next_offset - 1, action.bytes)
+
+    def isolate(self, nodes: tuple) -> None:
+        self.sim.isolate(list(nodes))
+
+    def partition(self, groups: tuple) -> None:
+        self.sim.partition([list(g) for g in groups])
+
+    def cut(self, src, dst) -> None:
+        self.sim.cut_link(src, dst)
+
+    def heal(self, nodes: tuple | None) -> None:
+        self.sim.heal(list(nodes) if nodes is not None else None)
+
+    def hold(self, api: str | None, src, dst) -> None:
+        self.sim.hold(api, src, dst)
+
+    def release(self, api: str | None, src, dst) -> None:
+        self.sim.release(api, src, dst)
+
+    def alter_config(self, action) -> int:
+        rtype, rname = (m.RESOURCE_TOPIC, action.topic) if action.topic else (m.RESOURCE_BROKER, "")
+        resp = self._admin_call(m.IncrementalAlterConfigsRequest((m.AlterConfigsResource(
+            rtype, rname, tuple(m.AlterableConfig(k, m.OP_SET, str(v)) for k, v in sorted(action.config.items()))),)))
+        err = resp if isinstance(resp, int) else resp.responses[0].error_code
+        self.sim.history.record(self.sim.now, "alter_config", error=int(err))
+        return err
+
+    def elect(self, action) -> int:
+        topic, _, idx = action.partition.rpartition("-")
+        resp = self._admin_call(m.ElectLeadersRequest(m.ELECTION_TYPES[action.type], (m.ElectLeadersPartition(
+            topic, int(idx), action.leader if action.leader is not None else -1),)))
+        err = resp if isinstance(resp, int) else (resp.error_code or resp.results[0].error_code)
+        self.sim.history.record(self.sim.now, "elect", partition=action.partition, type=action.type, error=int(err))
+        return err
+
+    def wait_until(self, cond: Condition, timeout_ms: int) -> bool:
+        return self.sim.run_until(self.sim.now + timeout_ms, lambda s: self.holds(cond))
+
+    def run_for(self, duration_ms: int) -> None:
+        self.sim.run_until(self.sim.now + duration_ms)
 
     # ================================================================= run
     def run(self) -> RunResult:
@@ -980,18 +864,8 @@ class ScenarioRun:
             self._log(f"cluster ready: {self.scenario.brokers} brokers, level {self.level.label}, seed {self.seed}",
                       {"kind": "ready", "brokers": self.scenario.brokers, "level": self.level.label, "seed": self.seed})
             self._start_clients()
-            prev_end = self.sim.now
             self._where = "before the first step"
-            for step in self.scenario.steps:
-                start = self.t0 + step.at_ms if step.at_ms is not None else prev_end + step.after_ms
-                self.sim.run_until(max(start, self.sim.now))
-                self._where = f"in step {step.index} ({step.verb})"
-                self._exec(step)
-                # What the step started (a release, a crash, a restart) mostly plays out after it.
-                self._where = f"after step {step.index} ({step.verb})"
-                prev_end = self.sim.now
-            if self.scenario.until_ms is not None:
-                self.sim.run_until(max(self.t0 + self.scenario.until_ms, self.sim.now))
+            run_steps(self, self.scenario)
         for since in self._leaderless_since.values():
             self.unavailable_ms += self.sim.now - since
         self._leaderless_since.clear()

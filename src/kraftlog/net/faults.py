@@ -1,0 +1,121 @@
+"""Faults on a chaos-mode cluster's real processes, as scenario verbs: the process, disk and link operations
+of :class:`kraftlog.scenario.interpreter.ClusterBackend`, by PID and over the nodes' control channels
+(:mod:`kraftlog.net.cluster`). Shared by ``kraftlog scenario run --real``
+(:class:`kraftlog.net.real_scenario.RealScenarioRun`) and ``kraftlog chaos`` (:mod:`kraftlog.net.chaos`),
+whose fault plans are scenario steps: one fault vocabulary, one way to inject each fault.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from random import Random
+
+from ..controller.controller import CONTROLLER
+from ..scenario import Corrupt, Step, corrupt_target
+from ..scenario.interpreter import Corrupted, node_words
+from . import cluster as cl
+from .node import node_name
+
+__all__ = ["ProcessFaults"]
+
+
+class ProcessFaults:
+    """The fault operations on the cluster in ``directory`` (chaos mode); ``seed`` draws the bytes a
+    ``corrupt`` flips. ``paused``: the nodes a ``pause`` stopped (SIGSTOP) and no ``resume`` or ``crash``
+    has ended. Operations returning ``str | None`` give a one-line reason when they could not act."""
+
+    def __init__(self, directory: str, seed: int) -> None:
+        self.directory = directory
+        self.seed = seed
+        self.paused: set = set()
+
+    def alive(self, node) -> bool:
+        return cl.pid_alive(cl._entry(cl.load(self.directory), node).get("pid"))
+
+    def crash(self, node, lose: str) -> None:
+        """SIGKILL by PID; ``unflushed``: every file back to its last fsync; ``all``: the data directory gone."""
+        cl.kill_node(self.directory, node)
+        self.paused.discard(node)
+        root = os.path.join(self.directory, node_name(node))
+        if lose == "unflushed":
+            from .disk import restore_fsynced
+            restore_fsynced(root)
+        elif lose == "all":
+            shutil.rmtree(root, ignore_errors=True)
+
+    def shutdown(self, broker: int) -> None:
+        cl.stop_broker(self.directory, broker)
+
+    def restart(self, node) -> str | None:
+        try:
+            if node == CONTROLLER:
+                cl.start_controller(self.directory)
+            else:
+                cl.start_broker(self.directory, node, wait=False)
+        except cl.ClusterError as exc:
+            return str(exc)
+        return None
+
+    def restart_controller(self) -> str | None:
+        cl.kill_node(self.directory, CONTROLLER)
+        return self.restart(CONTROLLER)
+
+    def pause(self, node) -> str | None:
+        """SIGSTOP by PID (:func:`kraftlog.net.cluster.pause`, as ``kraftlog chaos`` pauses a node)."""
+        if not cl.pause(self.directory, node):
+            return f"{node_words(node)} is not running"
+        self.paused.add(node)
+        return None
+
+    def resume(self, node) -> str | None:
+        """SIGCONT by PID."""
+        if node not in self.paused:
+            return f"{node_words(node)} is not paused"
+        self.paused.discard(node)
+        cl.resume(self.directory, node)
+        return None
+
+    def disk_full(self, broker: int, for_ms: int) -> str | None:
+        if not self.alive(broker):
+            return (f"broker {broker} is not running: with --real a full disk is injected into the broker's "
+                    "process (its FileDisk), so it must run")
+        cl.control(self.directory, broker, {"cmd": "disk_full", "for_ms": for_ms})
+        return None
+
+    def corrupt(self, step: Step, action: Corrupt) -> Corrupted | None:
+        """Flip bytes in one batch of the stopped broker's segment file (the simulator's rule for which
+        batch: :func:`~kraftlog.scenario.corrupt_target`; the bytes from the run's seed)."""
+        from .disk import corrupt_segment, segment_batches
+        topic, _, idx = action.partition.rpartition("-")
+        path = os.path.join(self.directory, node_name(action.broker), "data", f"{topic}-{idx}",
+                            "00000000000000000000.log")
+        spans = segment_batches(path) if os.path.exists(path) else []
+        target = corrupt_target(spans, action.at)
+        if target is None:
+            return None
+        span = target[1]
+        flipped = corrupt_segment(path, span, action.bytes, Random(f"corrupt:{self.seed}:{step.index}"))
+        return Corrupted(span.base_offset, span.next_offset - 1, len(flipped), f" (bytes {flipped})")
+
+    def _links(self, verb: str, **fields) -> None:
+        """A link-filter command to every node (the simulator's rules, :mod:`kraftlog.links`)."""
+        cl.control_all(self.directory, {"cmd": verb, **{k: v for k, v in fields.items() if v is not None}})
+
+    def isolate(self, nodes: tuple) -> None:
+        self._links("isolate", nodes=list(nodes))
+
+    def partition(self, groups: tuple) -> None:
+        self._links("partition", groups=[list(g) for g in groups])
+
+    def cut(self, src, dst) -> None:
+        self._links("cut", **{"from": src, "to": dst})
+
+    def heal(self, nodes: tuple | None) -> None:
+        self._links("heal", nodes=None if nodes is None else list(nodes))
+
+    def hold(self, api: str | None, src, dst) -> None:
+        self._links("hold", **{"api": api, "from": src, "to": dst})
+
+    def release(self, api: str | None, src, dst) -> None:
+        self._links("release", **{"api": api, "from": src, "to": dst})

@@ -1,0 +1,774 @@
+"""Scenario files (format v1, ``SCENARIOS.md``): parsing and validation.
+
+A scenario file is YAML that replays a failure story (in the deterministic simulation or on real
+processes). This module turns it into typed, normalised, immutable objects (:class:`Scenario`,
+:class:`TopicSpec`, :class:`ClientSpec`, :class:`Condition`, and :class:`Step` whose action is one
+class per verb) and never runs anything itself.
+
+Normalisation rules:
+
+* every duration (``<int>ms``, ``<int>s``, ``<int>m``) becomes an int in ms (fields ending ``_ms``);
+* Kafka config values become strings, as Kafka configs are (``2`` → ``"2"``, ``true`` → ``"true"``);
+* ``acks`` becomes ``"all"``, ``"1"`` or ``"0"`` (YAML ints ``1``/``0`` are accepted);
+* nodes are broker ids (ints in ``0..brokers-1``) or the string ``"controller"``; lists of nodes
+  become tuples, condition replica sets (``isr``, ``elr``, ``last_known_elr``) become frozensets;
+* defaults from the format are filled in (``after: 0ms``, produce ``partition: 0``/``acks: all``/
+  ``timeout: 120s``, ``wait_until`` ``timeout: 60s``, ``writeback: 30s``, ``network_delay: 1ms-5ms``...).
+
+Every problem raises :class:`ScenarioError`, whose message names the file, the 1-based YAML line,
+the step (``step 3 (crash)``) when the problem is in a step, and the problem. Unknown keys are errors
+at every level, so a typo never passes silently; duplicate mapping keys are errors too.
+
+:func:`~kraftlog.scenario.dump_scenario` writes a :class:`Scenario` back in the same format, with durations as ``<n>ms``;
+``parse_scenario(dump_scenario(s)) == s`` (``Scenario.source`` and ``Step.line`` are excluded from
+equality).
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+import os
+from typing import NoReturn
+
+from kraftlog.level import Level
+from kraftlog.metadata.config import KNOWN_CONFIGS, unknown_at_level
+from kraftlog.metadata.config import invalid_value as invalid_config_value
+from kraftlog.protocol.messages import API_NAMES
+
+from .model import (
+    _BROKER_CHECKS, _CLUSTER_KEYS, _CONSUMER_KEYS, _DEFAULT_DELAY_MS, _DEFAULT_INTERVAL_MS,
+    _DEFAULT_PRODUCE_TIMEOUT_MS, _DEFAULT_WAIT_TIMEOUT_MS, _DEFAULT_WRITEBACK_MS, _DURATION_RE,
+    _DURATION_UNITS, _INT_CHECKS, _PARTITION_CHECKS, _PARTITION_RE, _PRODUCER_KEYS, _SET_CHECKS,
+    _SIM_KEYS, _TOP_KEYS, _TOPIC_KEYS, _TOPIC_RE, ACKS, CONTROLLER, CORRUPT_AT, ELECTION_TYPES, LOSE_MODES,
+    MAX_BROKERS, MAX_CORRUPT_BYTES, MAX_PARTITIONS, MAX_RECORDS_PER_PRODUCE, MAX_SIMULATED_MS, RESETS,
+    ClientSpec, Condition, Scenario, ScenarioError, TopicSpec, _is_int, _show,
+)
+from .steps import (
+    VERBS, Action, AlterConfig, Corrupt, Crash, Cut, DiskFull, Elect, Expect, Heal, Hold, Isolate, Partition,
+    Pause, Produce, Release, Restart, RestartController, Resume, RunFor, Shutdown, Step, WaitUntil,
+)
+from .yaml_lines import LDict, LList, load_yaml
+
+__all__ = ["load_scenario", "parse_duration", "parse_partition_name", "parse_scenario"]
+
+
+# --------------------------------------------------------------------------- small public parsers
+def parse_duration(text: str) -> int:
+    """Parse a duration ``<int>ms``, ``<int>s`` or ``<int>m`` into int ms.
+
+    Raises ValueError for anything else (a bare number, a negative or fractional value, other units).
+    """
+    if isinstance(text, str):
+        match = _DURATION_RE.fullmatch(text.strip())
+        if match:
+            return int(match.group(1)) * _DURATION_UNITS[match.group(2)]
+    raise ValueError(
+        f"bad duration {_show(text)} (expected <int>ms, <int>s or <int>m, e.g. 500ms, 5s, 2m)"
+    )
+
+
+def parse_partition_name(name: str) -> tuple[str, int]:
+    """Split a partition name ``<topic>-<index>`` (``"t-0"``) into ``(topic, index)``.
+
+    Topic names may contain ``-``: the split is on the last one. Raises ValueError when there is no
+    ``-<index>`` suffix or the index is not a non-negative int without leading zeros.
+    """
+    if isinstance(name, str):
+        match = _PARTITION_RE.fullmatch(name.strip())
+        if match:
+            return match.group(1), int(match.group(2))
+    raise ValueError(f"bad partition name {_show(name)} (expected <topic>-<index>, e.g. t-0)")
+
+
+
+# ----------------------------------------------------------------------------------- the parser
+class _Parser:
+    """Validation state: the source, the cluster size, the topics and the current step."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self.brokers = 0
+        self.topics: dict[str, TopicSpec] = {}
+        self.step: int | None = None
+        self.verb: str | None = None
+        #: the file's own ``level:`` (configs that do not exist at it are refused), None when absent
+        self.level_: Level | None = None
+
+    # ------------------------------------------------------------------------------- helpers
+    def fail(self, line: int | None, problem: str) -> NoReturn:
+        raise ScenarioError(problem, source=self.source, line=line, step=self.step, verb=self.verb)
+
+    def mapping(self, value, line: int, what: str, *, optional: bool = False) -> LDict:
+        if value is None and optional:
+            empty = LDict()
+            empty.line, empty.key_lines, empty.lines = line, {}, {}
+            return empty
+        if not isinstance(value, LDict):
+            self.fail(line, f"{what} must be a mapping, got {_show(value)}")
+        return value
+
+    def sequence(self, value, line: int, what: str) -> LList:
+        if not isinstance(value, LList):
+            self.fail(line, f"{what} must be a list, got {_show(value)}")
+        return value
+
+    def keys(self, mapping: LDict, allowed, what: str) -> None:
+        for key in mapping:
+            if key not in allowed:
+                self.fail(
+                    mapping.key_line(key),
+                    f"unknown key {_show(key)} in {what} (expected one of: {', '.join(allowed)})",
+                )
+
+    def require(self, mapping: LDict, key: str, what: str):
+        if key not in mapping:
+            self.fail(mapping.line, f"{what} needs {key!r}")
+        return mapping[key]
+
+    def int_(self, value, line: int, what: str, minimum: int | None = None, maximum: int | None = None) -> int:
+        ok = _is_int(value) and (minimum is None or value >= minimum) and (maximum is None or value <= maximum)
+        if not ok:
+            if minimum is not None and maximum is not None:
+                expected = f"an integer in {minimum}..{maximum}"
+            elif minimum is not None:
+                expected = f"an integer >= {minimum}"
+            else:
+                expected = "an integer"
+            self.fail(line, f"{what} must be {expected}, got {_show(value)}")
+        return value
+
+    def bool_(self, value, line: int, what: str) -> bool:
+        if not isinstance(value, bool):
+            self.fail(line, f"{what} must be true or false, got {_show(value)}")
+        return value
+
+    def str_(self, value, line: int, what: str) -> str:
+        if not isinstance(value, str) or not value.strip():
+            self.fail(line, f"{what} must be a non-empty string, got {_show(value)}")
+        return value
+
+    def choice(self, value, line: int, what: str, choices) -> str:
+        if not isinstance(value, str) or value not in choices:
+            self.fail(line, f"{what} must be one of {', '.join(choices)}, got {_show(value)}")
+        return value
+
+    def duration(self, value, line: int, what: str) -> int:
+        try:
+            ms = parse_duration(value)
+        except ValueError as exc:
+            self.fail(line, f"{what}: {exc}")
+        if ms > MAX_SIMULATED_MS:
+            self.fail(line, f"{what}: {_show(value)} is longer than the limit of {MAX_SIMULATED_MS // 3_600_000}h "
+                            "of simulated time")
+        return ms
+
+    def broker_range(self) -> str:
+        return f"brokers 0..{self.brokers - 1}" if self.brokers > 1 else "broker 0"
+
+    def broker(self, value, line: int, what: str = "broker") -> int:
+        if not _is_int(value):
+            self.fail(line, f"{what} must be a broker id (an integer), got {_show(value)}")
+        if not 0 <= value < self.brokers:
+            self.fail(line, f"{what} {value} is not in the cluster ({self.broker_range()})")
+        return value
+
+    def node(self, value, line: int, what: str = "node"):
+        if value == CONTROLLER and isinstance(value, str):
+            return CONTROLLER
+        if not _is_int(value):
+            self.fail(line, f"{what} must be a broker id or {CONTROLLER!r}, got {_show(value)}")
+        if not 0 <= value < self.brokers:
+            self.fail(line, f"{what} {value} is not in the cluster ({self.broker_range()}, or {CONTROLLER!r})")
+        return value
+
+    def nodes(self, value, line: int, what: str) -> tuple:
+        items = self.sequence(value, line, what)
+        if not items:
+            self.fail(line, f"{what} must not be empty")
+        out = []
+        for i, item in enumerate(items):
+            node = self.node(item, items.item_line(i))
+            if node in out:
+                self.fail(items.item_line(i), f"node {_show(node)} is listed twice in {what}")
+            out.append(node)
+        return tuple(out)
+
+    def brokers_set(self, value, line: int, what: str) -> frozenset[int]:
+        items = self.sequence(value, line, what)
+        out: list[int] = []
+        for i, item in enumerate(items):
+            broker = self.broker(item, items.item_line(i), f"{what} member")
+            if broker in out:
+                self.fail(items.item_line(i), f"broker {broker} is listed twice in {what}")
+            out.append(broker)
+        return frozenset(out)
+
+    def config(self, value, line: int, what: str, *, allow_empty: bool = True) -> dict[str, str]:
+        if value is None and allow_empty:
+            return {}
+        mapping = self.mapping(value, line, what)
+        if not mapping and not allow_empty:
+            self.fail(line, f"{what} must not be empty")
+        out: dict[str, str] = {}
+        for key, item in mapping.items():
+            if not isinstance(key, str) or not key.strip():
+                self.fail(mapping.key_line(key), f"config name {_show(key)} in {what} must be a string")
+            item_line = mapping.value_line(key)
+            if isinstance(item, bool):
+                out[key] = "true" if item else "false"
+            elif isinstance(item, (int, str)):
+                out[key] = str(item)
+            elif isinstance(item, float) and math.isfinite(item):
+                out[key] = repr(item)
+            else:
+                self.fail(item_line, f"config {key!r} in {what} must be a string, number or boolean, got {_show(item)}")
+            if key not in KNOWN_CONFIGS:  # Kafka refuses an unknown config name (INVALID_CONFIG)
+                close = difflib.get_close_matches(key, sorted(KNOWN_CONFIGS), n=1)
+                hint = f" (did you mean {close[0]}?)" if close else ""
+                self.fail(mapping.key_line(key), f"unknown config {key!r} in {what}{hint}")
+            if self.level_ is not None and unknown_at_level(key, self.level_):
+                self.fail(mapping.key_line(key), f"{unknown_at_level(key, self.level_)} (in {what}; the "
+                                                 f"file's level is {self.level_.label})")
+            problem = invalid_config_value(key, out[key])
+            if problem is not None:  # e.g. unclean.recovery.strategy: Fast
+                self.fail(item_line, f"{problem} (in {what})")
+        return out
+
+    def topic_ref(self, value, line: int, what: str = "topic") -> TopicSpec:
+        name = self.str_(value, line, what)
+        spec = self.topics.get(name)
+        if spec is None:
+            known = ", ".join(self.topics) or "none defined"
+            self.fail(line, f"unknown topic {name!r} (topics: {known})")
+        return spec
+
+    def partition_index(self, spec: TopicSpec, value, line: int) -> int:
+        index = self.int_(value, line, "partition", minimum=0)
+        if index >= spec.partitions:
+            self.fail(
+                line,
+                f"topic {spec.name!r} has no partition {index} "
+                f"(partitions 0..{spec.partitions - 1})",
+            )
+        return index
+
+    def partition_name(self, value, line: int) -> str:
+        try:
+            topic, index = parse_partition_name(value)
+        except ValueError as exc:
+            self.fail(line, str(exc))
+        spec = self.topic_ref(topic, line)
+        self.partition_index(spec, index, line)
+        return f"{topic}-{index}"
+
+    # ---------------------------------------------------------------------------- top level
+    def scenario(self, data) -> Scenario:
+        if data is None:
+            self.fail(None, "the scenario file is empty")
+        doc = self.mapping(data, 1, "a scenario file")
+        self.keys(doc, _TOP_KEYS, "the scenario")
+
+        name = self.str_(self.require(doc, "name", "the scenario"), doc.value_line("name"), "name")
+        description = doc.get("description")
+        if description is None:
+            description = ""
+        elif not isinstance(description, str):
+            self.fail(doc.value_line("description"), f"description must be a string, got {_show(description)}")
+
+        seed = 0
+        if doc.get("seed") is not None:
+            seed = self.int_(doc["seed"], doc.value_line("seed"), "seed")
+
+        level = None
+        if doc.get("level") is not None:
+            level = self.level(doc["level"], doc.value_line("level"))
+            self.level_ = next(lv for lv in Level if lv.label == level)
+
+        cluster = self.mapping(self.require(doc, "cluster", "the scenario"), doc.value_line("cluster"), "cluster")
+        self.keys(cluster, _CLUSTER_KEYS, "cluster")
+        self.brokers = self.int_(
+            self.require(cluster, "brokers", "cluster"), cluster.value_line("brokers"), "cluster brokers", minimum=1,
+            maximum=MAX_BROKERS)
+        config = self.config(cluster.get("config"), cluster.value_line("config"), "cluster config")
+
+        writeback_ms: int | None = _DEFAULT_WRITEBACK_MS
+        delay_min_ms, delay_max_ms = _DEFAULT_DELAY_MS
+        sim = self.mapping(doc.get("sim"), doc.value_line("sim"), "sim", optional=True)
+        self.keys(sim, _SIM_KEYS, "sim")
+        if "writeback" in sim:
+            value, line = sim["writeback"], sim.value_line("writeback")
+            writeback_ms = None if value == "never" else self.duration(value, line, "sim writeback (never or a duration)")
+        if "network_delay" in sim:
+            delay_min_ms, delay_max_ms = self.delay(sim["network_delay"], sim.value_line("network_delay"))
+
+        topics = []
+        if doc.get("topics") is not None:
+            items = self.sequence(doc["topics"], doc.value_line("topics"), "topics")
+            for i, item in enumerate(items):
+                spec = self.topic(item, items.item_line(i), i)
+                self.topics[spec.name] = spec
+                topics.append(spec)
+
+        clients = []
+        if doc.get("clients") is not None:
+            items = self.sequence(doc["clients"], doc.value_line("clients"), "clients")
+            seen: set[str] = set()
+            for i, item in enumerate(items):
+                client = self.client(item, items.item_line(i), i)
+                if client.id in seen:
+                    self.fail(items.item_line(i), f"client id {client.id!r} is used twice")
+                seen.add(client.id)
+                clients.append(client)
+
+        until_ms = None
+        if doc.get("until") is not None:
+            until_ms = self.duration(doc["until"], doc.value_line("until"), "until")
+
+        steps = []
+        if doc.get("steps") is not None:
+            items = self.sequence(doc["steps"], doc.value_line("steps"), "steps")
+            least_ms = 0  # the least simulated time the steps take: at/after offsets and run_for
+            for i, item in enumerate(items):
+                step = self.step_(item, items.item_line(i), i + 1, until_ms)
+                steps.append(step)
+                least_ms = (max(least_ms, step.at_ms) if step.at_ms is not None else least_ms + step.after_ms) + (
+                    step.action.duration_ms if isinstance(step.action, RunFor) else 0)
+                if least_ms > MAX_SIMULATED_MS:
+                    self.fail(items.item_line(i), f"the steps take at least {least_ms // 1000}s of simulated time "
+                                                  f"by here, more than the limit of {MAX_SIMULATED_MS // 3_600_000}h")
+            self.step = self.verb = None
+
+        return Scenario(
+            name=name,
+            description=description,
+            seed=seed,
+            level=level,
+            brokers=self.brokers,
+            config=config,
+            writeback_ms=writeback_ms,
+            delay_min_ms=delay_min_ms,
+            delay_max_ms=delay_max_ms,
+            topics=tuple(topics),
+            clients=tuple(clients),
+            steps=tuple(steps),
+            until_ms=until_ms,
+            source=self.source,
+        )
+
+    def level(self, value, line: int) -> str:
+        if not isinstance(value, str):
+            self.fail(line, f"level must be a string, got {_show(value)}")
+        try:
+            return Level.parse(value).label
+        except ValueError as exc:
+            # A level that exists but is not implemented yet is accepted here: --level overrides the
+            # file, and the runner refuses an unimplemented effective level with Level.parse.
+            wanted = value.strip().lower()
+            for known in Level:
+                if known.label == wanted:
+                    return known.label
+            self.fail(line, str(exc))
+
+    def delay(self, value, line: int) -> tuple[int, int]:
+        what = "sim network_delay (a duration or a range like 1ms-5ms)"
+        if isinstance(value, str) and value.count("-") == 1:
+            low_text, high_text = value.split("-")
+            low = self.duration(low_text, line, what)
+            high = self.duration(high_text, line, what)
+        else:
+            low = high = self.duration(value, line, what)
+        if low > high:
+            self.fail(line, f"sim network_delay: the minimum {low}ms is above the maximum {high}ms")
+        return low, high
+
+    # ------------------------------------------------------------------------- topics, clients
+    def topic(self, value, line: int, position: int) -> TopicSpec:
+        item = self.mapping(value, line, f"topics[{position}]")
+        self.keys(item, _TOPIC_KEYS, f"topics[{position}]")
+        name = self.str_(self.require(item, "name", f"topics[{position}]"), item.value_line("name"), "topic name")
+        if not _TOPIC_RE.fullmatch(name) or name in (".", ".."):
+            self.fail(
+                item.value_line("name"),
+                f"topic name {name!r} is not a legal Kafka topic name "
+                "(1..249 of letters, digits, '.', '_' and '-'; not '.' or '..')",
+            )
+        if name in self.topics:
+            self.fail(item.value_line("name"), f"topic {name!r} is defined twice")
+        what = f"topic {name!r}"
+
+        partitions = None
+        if item.get("partitions") is not None:
+            partitions = self.int_(item["partitions"], item.value_line("partitions"), f"{what}: partitions", minimum=1,
+                                   maximum=MAX_PARTITIONS)
+        rf = None
+        if item.get("replication_factor") is not None:
+            line_rf = item.value_line("replication_factor")
+            rf = self.int_(item["replication_factor"], line_rf, f"{what}: replication_factor", minimum=1)
+            if rf > self.brokers:
+                self.fail(line_rf, f"{what}: replication_factor {rf} is larger than the cluster ({self.broker_range()})")
+        assignment = None
+        if item.get("assignment") is not None:
+            assignment = self.assignment(item["assignment"], item.value_line("assignment"), what)
+            line_a = item.value_line("assignment")
+            if partitions is not None and partitions != len(assignment):
+                self.fail(
+                    line_a,
+                    f"{what}: assignment has {len(assignment)} replica lists but partitions is {partitions}",
+                )
+            partitions = len(assignment)
+            if rf is not None and len(assignment[0]) != rf:
+                self.fail(
+                    line_a,
+                    f"{what}: assignment has {len(assignment[0])} replicas per partition "
+                    f"but replication_factor is {rf}",
+                )
+        if rf is None and assignment is None:
+            self.fail(item.line, f"{what} needs replication_factor or assignment")
+        config = self.config(item.get("config"), item.value_line("config"), f"{what} config")
+        return TopicSpec(name, partitions if partitions is not None else 1, rf, assignment, config)
+
+    def assignment(self, value, line: int, what: str) -> tuple[tuple[int, ...], ...]:
+        lists = self.sequence(value, line, f"{what}: assignment")
+        if not lists:
+            self.fail(line, f"{what}: assignment must not be empty")
+        out = []
+        for p, replicas_value in enumerate(lists):
+            p_line = lists.item_line(p)
+            replicas = self.sequence(replicas_value, p_line, f"{what}: assignment for partition {p}")
+            if not replicas:
+                self.fail(p_line, f"{what}: assignment for partition {p} is empty")
+            ids: list[int] = []
+            for r, replica in enumerate(replicas):
+                r_line = replicas.item_line(r)
+                if not _is_int(replica):
+                    self.fail(r_line, f"{what}: assignment for partition {p}: replica {_show(replica)} is not a broker id")
+                if not 0 <= replica < self.brokers:
+                    self.fail(
+                        r_line,
+                        f"{what}: assignment for partition {p} names broker {replica}, "
+                        f"which is not in the cluster ({self.broker_range()})",
+                    )
+                if replica in ids:
+                    self.fail(r_line, f"{what}: assignment for partition {p} lists broker {replica} twice")
+                ids.append(replica)
+            if out and len(ids) != len(out[0]):
+                self.fail(p_line, f"{what}: every partition must have the same number of replicas")
+            out.append(tuple(ids))
+        return tuple(out)
+
+    def client(self, value, line: int, position: int) -> ClientSpec:
+        where = f"clients[{position}]"
+        item = self.mapping(value, line, where)
+        client_id = self.str_(self.require(item, "id", where), item.value_line("id"), f"{where} id")
+        if client_id == CONTROLLER:
+            self.fail(item.value_line("id"), f"client id {CONTROLLER!r} is the controller's node name")
+        where = f"client {client_id!r}"
+        kinds = [k for k in ("producer", "consumer") if k in item]
+        if len(kinds) != 1:
+            self.fail(line, f"{where} needs exactly one of 'producer: <topic>' or 'consumer: <topic>'")
+        kind = kinds[0]
+        self.keys(item, _PRODUCER_KEYS if kind == "producer" else _CONSUMER_KEYS, f"{where} ({kind})")
+        spec = self.topic_ref(item[kind], item.value_line(kind), f"{where} topic")
+        partition = None
+        if item.get("partition") is not None:
+            partition = self.partition_index(spec, item["partition"], item.value_line("partition"))
+        acks, interval_ms, reset = "all", _DEFAULT_INTERVAL_MS, "none"
+        if "acks" in item:
+            acks = self.acks(item["acks"], item.value_line("acks"))
+        if "interval" in item:
+            interval_ms = self.duration(item["interval"], item.value_line("interval"), f"{where} interval")
+            if interval_ms < 1:
+                self.fail(item.value_line("interval"), f"{where} interval must be at least 1ms")
+        if "reset" in item:
+            reset = self.choice(item["reset"], item.value_line("reset"), f"{where} reset", RESETS)
+        return ClientSpec(client_id, kind, spec.name, partition, acks, interval_ms, reset)
+
+    def acks(self, value, line: int) -> str:
+        if _is_int(value) and value in (0, 1):
+            return str(value)
+        if isinstance(value, str) and value in ACKS:
+            return value
+        self.fail(line, f"acks must be one of all, 1, 0, got {_show(value)}")
+
+    # ----------------------------------------------------------------------------------- steps
+    def step_(self, value, line: int, index: int, until_ms: int | None) -> Step:
+        self.step, self.verb = index, None
+        item = self.mapping(value, line, "a step")
+        line = item.line
+        others = [k for k in item if k not in ("at", "after")]
+        verbs = [k for k in others if k in VERBS]
+        if not verbs:
+            if not others:
+                self.fail(line, f"no verb (expected one of: {', '.join(VERBS)})")
+            bad = others[0]
+            self.fail(item.key_line(bad), f"unknown verb {_show(bad)} (expected one of: {', '.join(VERBS)})")
+        if len(verbs) > 1:
+            self.fail(line, f"more than one verb ({', '.join(verbs)}); a step has exactly one")
+        verb = self.verb = verbs[0]
+        for key in others:
+            if key != verb:
+                self.fail(
+                    item.key_line(key),
+                    f"unknown key {_show(key)} next to the verb (a step holds the verb and at/after; "
+                    f"the verb's arguments go inside its mapping)",
+                )
+        if "at" in item and "after" in item:
+            self.fail(item.key_line("after"), "a step has 'at' or 'after', not both")
+        at_ms, after_ms = None, 0
+        if "at" in item:
+            at_ms = self.duration(item["at"], item.value_line("at"), "at")
+            if until_ms is not None and at_ms > until_ms:
+                self.fail(item.value_line("at"), f"at {at_ms}ms is later than until ({until_ms}ms)")
+        elif "after" in item:
+            after_ms = self.duration(item["after"], item.value_line("after"), "after")
+        action = getattr(self, "verb_" + verb)(item[verb], item.value_line(verb))
+        return Step(index=index, line=line, at_ms=at_ms, after_ms=after_ms, action=action)
+
+    def args(self, value, line: int, allowed, *, optional: bool = False) -> LDict:
+        what = f"the arguments of {self.verb}"
+        if value is None and not optional:
+            self.fail(line, f"{self.verb} needs arguments ({', '.join(allowed)})")
+        mapping = self.mapping(value, line, what, optional=optional)
+        self.keys(mapping, allowed, self.verb)
+        return mapping
+
+    def verb_produce(self, value, line: int) -> Action:
+        a = self.args(value, line, ("topic", "partition", "count", "acks", "timeout"))
+        spec = self.topic_ref(self.require(a, "topic", "produce"), a.value_line("topic"))
+        partition = 0
+        if "partition" in a:
+            partition = self.partition_index(spec, a["partition"], a.value_line("partition"))
+        count = self.int_(self.require(a, "count", "produce"), a.value_line("count"), "count", minimum=1,
+                          maximum=MAX_RECORDS_PER_PRODUCE)
+        acks = self.acks(a["acks"], a.value_line("acks")) if "acks" in a else "all"
+        timeout_ms = _DEFAULT_PRODUCE_TIMEOUT_MS
+        if "timeout" in a:
+            timeout_ms = self.duration(a["timeout"], a.value_line("timeout"), "timeout")
+        return Produce(spec.name, partition, count, acks, timeout_ms)
+
+    def target(self, a: LDict) -> int | str:
+        """The node of a crash, restart, pause or resume: exactly one of ``broker: <id>`` and ``node: <id> | controller``;
+        a broker id (either spelling) or ``"controller"``."""
+        given = [k for k in ("broker", "node") if k in a]
+        if not given:
+            self.fail(a.line, f"{self.verb} needs 'broker' (or 'node: <id> | {CONTROLLER}')")
+        if len(given) != 1:
+            self.fail(a.line, f"{self.verb} names exactly one of 'broker: <id>' and 'node: <id> | {CONTROLLER}'")
+        if given[0] == "broker":
+            return self.broker(a["broker"], a.value_line("broker"))
+        return self.node(a["node"], a.value_line("node"))
+
+    def verb_crash(self, value, line: int) -> Action:
+        a = self.args(value, line, ("broker", "node", "lose"))
+        out = self.target(a)
+        lose = "none"
+        if "lose" in a:
+            lose = self.choice(a["lose"], a.value_line("lose"), "lose", LOSE_MODES)
+        return Crash(out, lose)
+
+    def verb_shutdown(self, value, line: int) -> Action:
+        a = self.args(value, line, ("broker",))
+        return Shutdown(self.broker(self.require(a, "broker", self.verb), a.value_line("broker")))
+
+    def verb_restart(self, value, line: int) -> Action:
+        return Restart(self.target(self.args(value, line, ("broker", "node"))))
+
+    def verb_pause(self, value, line: int) -> Action:
+        return (Pause if self.verb == "pause" else Resume)(self.target(self.args(value, line, ("broker", "node"))))
+
+    verb_resume = verb_pause
+
+    def verb_restart_controller(self, value, line: int) -> Action:
+        a = self.mapping(value, line, "the arguments of restart_controller", optional=True)
+        if a:
+            self.fail(a.key_line(next(iter(a))), "restart_controller takes no arguments")
+        return RestartController()
+
+    def verb_disk_full(self, value, line: int) -> Action:
+        a = self.args(value, line, ("broker", "for"))
+        broker = self.broker(self.require(a, "broker", "disk_full"), a.value_line("broker"))
+        duration = self.duration(self.require(a, "for", "disk_full"), a.value_line("for"), "for")
+        if duration < 1:
+            self.fail(a.value_line("for"), "for must be at least 1ms")
+        return DiskFull(broker, duration)
+
+    def verb_corrupt(self, value, line: int) -> Action:
+        a = self.args(value, line, ("broker", "partition", "at", "bytes"))
+        broker = self.broker(self.require(a, "broker", "corrupt"), a.value_line("broker"))
+        p_line = a.value_line("partition")
+        partition = self.partition_name(self.require(a, "partition", "corrupt"), p_line)
+        topic, index = parse_partition_name(partition)
+        spec = self.topics[topic]
+        if spec.assignment and broker not in spec.assignment[index]:
+            self.fail(a.value_line("broker"), f"broker {broker} holds no replica of {partition} "
+                                               f"(replicas {list(spec.assignment[index])})")
+        at: object = "middle"
+        if "at" in a:
+            at = a["at"]
+            if not (at in CORRUPT_AT or (_is_int(at) and at >= 0)):
+                self.fail(a.value_line("at"), f"at must be one of {', '.join(CORRUPT_AT)} or an offset "
+                                              f"(an integer >= 0), got {_show(at)}")
+        nbytes = 1
+        if "bytes" in a:
+            nbytes = self.int_(a["bytes"], a.value_line("bytes"), "bytes", minimum=1, maximum=MAX_CORRUPT_BYTES)
+        return Corrupt(broker, partition, at, nbytes)
+
+    def verb_isolate(self, value, line: int) -> Action:
+        a = self.args(value, line, ("nodes",))
+        return Isolate(self.nodes(self.require(a, "nodes", "isolate"), a.value_line("nodes"), "nodes"))
+
+    def verb_partition(self, value, line: int) -> Action:
+        a = self.args(value, line, ("groups",))
+        g_line = a.value_line("groups")
+        groups = self.sequence(self.require(a, "groups", "partition"), g_line, "groups")
+        if not groups:
+            self.fail(g_line, "groups must not be empty")
+        out: list[tuple] = []
+        seen: set = set()
+        for i, group in enumerate(groups):
+            nodes = self.nodes(group, groups.item_line(i), f"groups[{i}]")
+            for node in nodes:
+                if node in seen:
+                    self.fail(groups.item_line(i), f"node {_show(node)} is in more than one group")
+                seen.add(node)
+            out.append(nodes)
+        return Partition(tuple(out))
+
+    def verb_cut(self, value, line: int) -> Action:
+        a = self.args(value, line, ("from", "to"))
+        src = self.node(self.require(a, "from", "cut"), a.value_line("from"), "from")
+        dst = self.node(self.require(a, "to", "cut"), a.value_line("to"), "to")
+        if src == dst:
+            self.fail(a.value_line("to"), f"from and to are the same node {_show(src)}")
+        return Cut(src, dst)
+
+    def verb_heal(self, value, line: int) -> Action:
+        a = self.args(value, line, ("nodes",), optional=True)
+        nodes = None
+        if a.get("nodes") is not None:
+            nodes = self.nodes(a["nodes"], a.value_line("nodes"), "nodes")
+        return Heal(nodes)
+
+    def verb_hold(self, value, line: int) -> Action:
+        a = self.args(value, line, ("api", "from", "to"), optional=True)
+        api = src = dst = None
+        if a.get("api") is not None:
+            api = a["api"]
+            if not isinstance(api, str) or api not in API_NAMES:
+                self.fail(
+                    a.value_line("api"),
+                    f"unknown api {_show(api)} (expected one of: {', '.join(sorted(API_NAMES))})",
+                )
+        if a.get("from") is not None:
+            src = self.node(a["from"], a.value_line("from"), "from")
+        if a.get("to") is not None:
+            dst = self.node(a["to"], a.value_line("to"), "to")
+        return (Hold if self.verb == "hold" else Release)(api, src, dst)
+
+    verb_release = verb_hold
+
+    def verb_alter_config(self, value, line: int) -> Action:
+        a = self.args(value, line, ("topic", "config"))
+        topic = None
+        if a.get("topic") is not None:
+            topic = self.topic_ref(a["topic"], a.value_line("topic")).name
+        config = self.config(
+            self.require(a, "config", "alter_config"), a.value_line("config"), "config", allow_empty=False
+        )
+        return AlterConfig(topic, config)
+
+    def verb_elect(self, value, line: int) -> Action:
+        a = self.args(value, line, ("partition", "type", "leader"))
+        partition = self.partition_name(self.require(a, "partition", "elect"), a.value_line("partition"))
+        kind = self.choice(self.require(a, "type", "elect"), a.value_line("type"), "type", ELECTION_TYPES)
+        leader = None
+        if kind == "designation":
+            leader = self.broker(self.require(a, "leader", "elect with type designation"), a.value_line("leader"), "leader")
+        elif "leader" in a:
+            self.fail(a.key_line("leader"), f"leader is only given with type designation, not {kind}")
+        return Elect(partition, kind, leader)
+
+    def verb_wait_until(self, value, line: int) -> Action:
+        a = self.mapping(value, line, "the condition of wait_until")
+        timeout_ms = _DEFAULT_WAIT_TIMEOUT_MS
+        if "timeout" in a:
+            timeout_ms = self.duration(a["timeout"], a.value_line("timeout"), "timeout")
+        condition = self.condition(a, extra=("timeout",))
+        return WaitUntil(condition, timeout_ms)
+
+    def verb_expect(self, value, line: int) -> Action:
+        a = self.mapping(value, line, "the condition of expect")
+        return Expect(self.condition(a))
+
+    def verb_run_for(self, value, line: int) -> Action:
+        return RunFor(self.duration(value, line, "run_for"))
+
+    # ------------------------------------------------------------------------------ conditions
+    def condition(self, a: LDict, extra: tuple[str, ...] = ()) -> Condition:
+        kinds = [k for k in ("partition", "broker") if k in a]
+        if len(kinds) != 1:
+            self.fail(a.line, "a condition names exactly one 'partition: <topic>-<index>' or 'broker: <id>'")
+        kind = kinds[0]
+        allowed = (kind, *(_PARTITION_CHECKS if kind == "partition" else _BROKER_CHECKS), *extra)
+        self.keys(a, allowed, f"a {kind} condition")
+        if kind == "partition":
+            target = self.partition_name(a["partition"], a.value_line("partition"))
+        else:
+            target = self.broker(a["broker"], a.value_line("broker"))
+        checks: dict[str, object] = {}
+        for key in allowed[1 : len(allowed) - len(extra)]:
+            if key not in a:
+                continue
+            value, line = a[key], a.value_line(key)
+            if key == "leader":
+                checks[key] = None if value in ("none", None) else self.broker(value, line, "leader")
+            elif key in _SET_CHECKS:
+                checks[key] = self.brokers_set(value, line, key)
+            elif key in _INT_CHECKS:
+                checks[key] = self.int_(value, line, key, minimum=0)
+            else:
+                checks[key] = self.bool_(value, line, key)
+        if not checks:
+            self.fail(a.line, f"the {kind} condition has no checks (expected any of: {', '.join(allowed[1:])})")
+        return Condition(kind, target, checks)
+
+
+
+# --------------------------------------------------------------------------------- public API
+def parse_scenario(text: str, source: str = "<string>") -> Scenario:
+    """Parse and validate scenario YAML ``text``; ``source`` names it in messages.
+
+    Returns a normalised :class:`Scenario` whose steps' actions are the verb classes of
+    :mod:`kraftlog.scenario.steps` (durations in ms, nodes are broker ids or ``"controller"``);
+    ``Step.args`` gives an action's arguments as a dict keyed as the file names them: ``produce``
+    {topic, partition, count, acks, timeout_ms}; ``crash`` {broker, lose} (the controller:
+    {node: "controller", lose}); ``restart``, ``pause``, ``resume`` {broker} (the controller: {node: "controller"});
+    ``shutdown`` {broker}; ``restart_controller`` {}; ``isolate`` {nodes: tuple}; ``partition``
+    {groups: tuple of tuples}; ``cut`` {from, to}; ``heal`` {nodes: tuple | None}; ``hold``/``release``
+    {api, from, to} (each possibly None); ``alter_config`` {topic | None, config: dict[str, str]};
+    ``elect`` {partition: "t-0", type, leader | None}; ``wait_until`` {condition, timeout_ms};
+    ``expect`` {condition}; ``run_for`` {duration_ms}.
+
+    Raises :class:`ScenarioError` naming the line (and step) of the first problem found.
+    """
+    if not isinstance(text, str):
+        raise ScenarioError(f"scenario text must be a string, got {type(text).__name__}", source=source)
+    data = load_yaml(text, source)
+    return _Parser(source).scenario(data)
+
+
+def load_scenario(path: str | os.PathLike) -> Scenario:
+    """Read and parse the scenario file at ``path`` (UTF-8).
+
+    Raises :class:`ScenarioError` when the file cannot be read or is invalid.
+    """
+    source = os.fspath(path)
+    try:
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read()
+    except OSError as exc:
+        raise ScenarioError(f"cannot read the scenario file: {exc.strerror or exc}", source=source) from None
+    except UnicodeDecodeError as exc:
+        raise ScenarioError(f"the scenario file is not UTF-8 text: {exc.reason}", source=source) from None
+    return parse_scenario(text, source)
