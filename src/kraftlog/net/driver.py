@@ -479,9 +479,23 @@ class Connection:
         return f"conn-{self.number}({self.listener} {self.peer})"
 
 
+_DEFAULT_CHANNEL = "default"
+_METADATA_CHANNEL = "metadata"
+
+
+def _channel(message: object) -> str:
+    """Which of a node's outbound connections to a peer carries ``message``. A receiving node serves one
+    request per connection at a time (muting), so the metadata log's fetch, a long poll held up to its
+    max wait (500 ms), has a connection of its own: an admin request a broker forwards to the controller,
+    a heartbeat or an AlterPartition never waits behind it. Kafka's broker likewise talks to the
+    controller over separate channels (the KRaft client's fetches, and NodeToControllerChannelManager's
+    forwarding, heartbeat and AlterPartition channels)."""
+    return _METADATA_CHANNEL if type(message) is m.MetadataFetchRequest else _DEFAULT_CHANNEL
+
+
 class _Peer:
-    """The outbound connection to one peer node: queued frames, requests in flight (correlation id ->
-    request type)."""
+    """One outbound connection to a peer node (a node may have one per channel, :func:`_channel`): queued
+    frames, requests in flight (correlation id -> request type)."""
 
     def __init__(self, peer) -> None:
         self.peer = peer
@@ -656,7 +670,8 @@ class NodeDriver:
         self.memory = RequestMemory(self.limits.queued_max_request_bytes)
         self.supported = {name: None for name in listeners}
         self._numbers = itertools.count(1)
-        self._peers: dict[object, _Peer] = {}
+        #: outbound connections by (peer node, channel): see :func:`_channel`
+        self._peers: dict[tuple[object, str], _Peer] = {}
         self._wake = _Wake()
         self._servers: list[asyncio.base_events.Server] = []
         self._tasks: set[asyncio.Task] = set()
@@ -1098,9 +1113,7 @@ class NodeDriver:
             if verdict is HOLD:
                 lf.hold_message(api, self.node.node_id, env.dst, ("send", env))
                 return
-        peer = self._peers.get(env.dst)
-        if peer is None:
-            peer = self._peers[env.dst] = _Peer(env.dst)
+        peer = self._peer(env.dst, _channel(env.message))
         try:
             frame = wire.frame(wire.encode_request(env.message, env.correlation_id, client_id=self.client_id))
         except Exception as exc:  # e.g. a forwarded admin request the wire cannot express at our version
@@ -1116,14 +1129,19 @@ class NodeDriver:
             peer.connecting = True
             self._spawn(self._connect(peer))
 
+    def _peer(self, node, channel: str) -> _Peer:
+        """The outbound connection to ``node`` for ``channel`` (made on first use)."""
+        peer = self._peers.get((node, channel))
+        if peer is None:
+            peer = self._peers[(node, channel)] = _Peer(node)
+        return peer
+
     def _setup_connection(self, env: m.Envelope) -> None:
         """A client node's ConnectionSetup (:mod:`kraftlog.protocol.node`; brokers and the controller
         connect on demand and never send one): answered once the TCP connection to ``env.dst`` is open,
         at once if it already is; a connection that cannot be made fails it (``connection_failed``), as
         the simulator's network does. No link rule applies: link faults are the nodes' own filters."""
-        peer = self._peers.get(env.dst)
-        if peer is None:
-            peer = self._peers[env.dst] = _Peer(env.dst)
+        peer = self._peer(env.dst, _DEFAULT_CHANNEL)
         if peer.writer is not None:
             self.node.deliver(self.clock.now_ms(), m.Envelope(env.dst, self.node.node_id, env.correlation_id,
                                                               env.message, True))

@@ -417,7 +417,7 @@ def _check_bootstrap(bootstrap: str, timeout_s: float = CONNECT_TIMEOUT_S) -> No
 
 def _plan(bootstrap: str, topic: str) -> tuple[dict, dict]:
     """On the driver: the topic's partitions, and for each its log start offset and HWM with the leader
-    epoch of record HWM-1. Returns ``(starts {p: offset}, ends {p: Position})``."""
+    epoch of record HWM-1. Returns ``(starts {p: offset}, ends {p: FetchPosition})``."""
     from .offsets import EARLIEST, KraftlogClient, SourceError, SourceOptions
     try:
         with KraftlogClient(bootstrap, timeout_s=CONNECT_TIMEOUT_S * 2, retry_timeout_s=RETRY_TIMEOUT_S,
@@ -452,6 +452,7 @@ def _spark_audit(spark, bootstrap: str, topic: str, acks_rows: list[tuple], star
     """The Spark job (module doc): returns :func:`merge_buckets` of every bucket's :func:`audit_rows`."""
     from pyspark.sql import functions as F
 
+    from .offsets import offsets_to_json
     from .source import register
 
     register(spark)
@@ -459,7 +460,7 @@ def _spark_audit(spark, bootstrap: str, topic: str, acks_rows: list[tuple], star
     expected = sum(max(0, ends[p].offset - starts[p]) for p in ends)
     parallelism = max(1, sc.defaultParallelism)
     buckets = max(parallelism, -(-(expected + len(acks_rows)) // ROWS_PER_BUCKET))
-    ending = json.dumps({topic: {str(p): e.to_json() for p, e in sorted(ends.items())}})
+    ending = json.dumps(offsets_to_json({(topic, p): e for p, e in ends.items()}))
     records = (spark.read.format("kraftlog").option("bootstrap.servers", bootstrap).option("subscribe", topic)
                .option("startingOffsets", "earliest").option("endingOffsets", ending)
                .option("retryTimeoutMs", str(int(RETRY_TIMEOUT_S * 1000))).load()
