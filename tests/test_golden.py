@@ -57,6 +57,7 @@ def test_library_story_matches_its_golden_timeline_at_every_level(library, name,
         _compare(GOLDEN / f"{name}.{label}.txt", golden_text(library.run(name, Level.parse(label))), update)
 
 
+@pytest.mark.no_cover  # 40 simulations that only compare digests: under coverage they took 50 s each level in CI
 @pytest.mark.parametrize("level", LEVELS)
 def test_campaign_seeds_keep_their_history_digests(level, request):
     """Campaign seeds 0..39 (``generate(seed)``) at ``level``: the same history digest and the same number of
