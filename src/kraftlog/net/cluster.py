@@ -134,6 +134,12 @@ def free_ports(count: int, low: int = 10000) -> list[int]:
     raise ClusterError(f"cannot find {count} free ports on {HOST} below {start}")
 
 
+def node_alive(cluster: dict, node) -> bool:
+    """Whether ``node``'s process (by the PID cluster.json records) runs; ``cluster``: :func:`load`'s dict.
+    ClusterError (exit 2) for a node the cluster does not have."""
+    return pid_alive(_entry(cluster, node).get("pid"))
+
+
 def pid_alive(pid: int | None) -> bool:
     """Whether process ``pid`` runs (a zombie, exited but not yet reaped, does not)."""
     if not pid:

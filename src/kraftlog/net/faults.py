@@ -31,7 +31,7 @@ class ProcessFaults:
         self.paused: set = set()
 
     def alive(self, node) -> bool:
-        return cl.pid_alive(cl._entry(cl.load(self.directory), node).get("pid"))
+        return cl.node_alive(cl.load(self.directory), node)
 
     def crash(self, node, lose: str) -> None:
         """SIGKILL by PID; ``unflushed``: every file back to its last fsync; ``all``: the data directory gone."""

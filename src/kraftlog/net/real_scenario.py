@@ -165,7 +165,7 @@ class RealScenarioRun(ProcessFaults):
         channel; while it is down, the metadata the first live broker that answers holds; None when no
         node answers."""
         info = cl.load(self.directory)
-        ctl_up = cl.pid_alive(cl._entry(info, CONTROLLER).get("pid"))
+        ctl_up = cl.node_alive(info, CONTROLLER)
         nodes = [CONTROLLER] if ctl_up else [e["id"] for e in info["nodes"]
                                              if e["role"] == "broker" and cl.pid_alive(e.get("pid"))]
         for node in nodes:
