@@ -157,14 +157,28 @@ def pytest_addoption(parser) -> None:
 
 
 def pytest_collection_modifyitems(config, items) -> None:
-    """Tests that share the session's chaos runs (``chaos_runs``) run on one pytest-xdist worker
-    (``--dist loadgroup``): each run is minutes of real processes, made once per worker. The ``slow`` tests
-    (real processes, Spark: most of the run's time) are handed out first, the fast ones fill the workers'
-    gaps after them, so that no worker is left with a long test at the end (longest first, in short); the
-    order within each kind is the collection's."""
+    """Tests that use a module-scoped fixture run on one pytest-xdist worker (``--dist loadgroup``), so that
+    the fixture (a campaign on Spark, a real cluster) is made once, not once per worker. Tests that share
+    one of the session's chaos runs (``chaos_runs``) run on one pytest-xdist worker
+    (``--dist loadgroup``), each run's tests on a worker of their own: every such test names its run's
+    group, ``@pytest.mark.xdist_group(CLASSIC_STORY_GROUP)`` or ``(DEFAULT_LEVEL_GROUP)`` (a test that asks
+    for ``chaos_runs`` without one is a collection error: it would start its run again on another worker).
+    The ``slow`` tests (real processes, Spark: most of the run's time) are handed out first, the fast ones
+    fill the workers' gaps after them, so that no worker is left with a long test at the end (longest
+    first, in short); the order within each kind is the collection's."""
     for item in items:
+        info = getattr(item, "_fixtureinfo", None)
+        shared = [name for name, defs in (info.name2fixturedefs.items() if info else ())
+                  if defs and defs[-1].scope == "module"]
+        if shared and item.get_closest_marker("xdist_group") is None:
+            # a module-scoped fixture (a Spark campaign, a real cluster) is made once per worker that runs one
+            # of its tests: keep them on one worker, or it is made two or three times over
+            item.add_marker(pytest.mark.xdist_group(f"module-fixture:{item.module.__name__}"))
         if "chaos_runs" in getattr(item, "fixturenames", ()):
-            item.add_marker(pytest.mark.xdist_group("chaos"))
+            groups = [m.args[0] for m in item.iter_markers("xdist_group") if m.args]
+            if not set(groups) & {CLASSIC_STORY_GROUP, DEFAULT_LEVEL_GROUP}:
+                raise pytest.UsageError(f"{item.nodeid} uses chaos_runs: mark it with the xdist_group of its run "
+                                        f"({CLASSIC_STORY_GROUP!r} or {DEFAULT_LEVEL_GROUP!r})")
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 
@@ -172,3 +186,6 @@ def pytest_collection_modifyitems(config, items) -> None:
 #: a full disk: issue 23's storage faults), and KIP-966's last-replica-standing story at classic
 DEFAULT_LEVEL_RUN = ("--duration", "30s", "--seed", "7")
 CLASSIC_STORY_RUN = ("--duration", "30s", "--seed", "7", "--level", "classic", "--story", "last-replica-standing")
+#: the pytest-xdist group of each run's tests (one worker per run: the two runs go side by side)
+DEFAULT_LEVEL_GROUP = "chaos-default-level"
+CLASSIC_STORY_GROUP = "chaos-classic-story"

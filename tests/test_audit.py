@@ -27,7 +27,7 @@ import time
 
 import pytest
 
-from conftest import CLASSIC_STORY_RUN, DEFAULT_LEVEL_RUN
+from conftest import CLASSIC_STORY_GROUP, CLASSIC_STORY_RUN, DEFAULT_LEVEL_GROUP, DEFAULT_LEVEL_RUN
 from kraftlog.spark.audit import (ACK_COLUMNS, AuditError, ack_tuples, audit_rows, bucket_of, merge_buckets,
                                   read_acks, split_findings, summarize)
 
@@ -331,6 +331,7 @@ def _unknown_topic_exits_2(bootstrap: str, acks: str) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group(CLASSIC_STORY_GROUP)
 def test_audit_finds_exactly_what_the_classic_last_replica_standing_story_lost(tmp_path, chaos_runs):
     directory, verdict, code, summary, out = _chaos_then_audit(tmp_path, chaos_runs, CLASSIC_STORY_RUN,
                                                                while_up=_unknown_topic_exits_2)
@@ -340,6 +341,7 @@ def test_audit_finds_exactly_what_the_classic_last_replica_standing_story_lost(t
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group(DEFAULT_LEVEL_GROUP)
 def test_audit_finds_nothing_lost_after_a_default_level_chaos_run(tmp_path, chaos_runs):
     directory, verdict, code, summary, out = _chaos_then_audit(tmp_path, chaos_runs, DEFAULT_LEVEL_RUN)
     assert verdict["level"] == "urm" and verdict["lost_acked"] == 0

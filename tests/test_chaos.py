@@ -34,7 +34,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from conftest import CLASSIC_STORY_RUN, DEFAULT_LEVEL_RUN, assert_all_gone, node_pids
+from conftest import (CLASSIC_STORY_GROUP, CLASSIC_STORY_RUN, DEFAULT_LEVEL_GROUP, DEFAULT_LEVEL_RUN, assert_all_gone,
+                      node_pids)
 from kraftlog.net import cluster as cl
 from kraftlog.net.chaos import FAULT_KINDS, ChaosRun, Fault, _Acked, plan_faults
 
@@ -227,6 +228,7 @@ def test_chaos_fault_budget_allows_at_most_min_isr_minus_1_overlapping_unclean_s
 
 # ------------------------------------------------------------------------------------- slow
 @pytest.mark.slow
+@pytest.mark.xdist_group(DEFAULT_LEVEL_GROUP)
 def test_a_30s_chaos_run_at_the_default_level_loses_nothing(chaos_runs):
     """Seed 7: a corrupted log (a clean shutdown, a byte flipped, a start: the load drops the damaged
     batch and everything after it and the broker registers as after an unclean shutdown), then a full
@@ -276,6 +278,7 @@ def test_a_30s_chaos_run_at_the_default_level_loses_nothing(chaos_runs):
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group(CLASSIC_STORY_GROUP)
 def test_last_replica_standing_loses_acknowledged_records_at_classic(chaos_runs):
     """KIP-966's motivating story on real processes: below the ELR the last ISR member, which lost what it
     had not fsynced, is elected again and the other replicas truncate to it."""
