@@ -14,7 +14,6 @@ same cluster again and audits it: one chaos run of a minute serves both.
 from __future__ import annotations
 
 import contextlib
-
 import json
 import os
 import signal
@@ -26,9 +25,9 @@ from pathlib import Path
 import pytest
 
 from kraftlog.level import DEFAULT, Level
+from kraftlog.scenario import load_scenario
 from kraftlog.scenario.result import RunResult
 from kraftlog.sim.runner import run_scenario
-from kraftlog.scenario import load_scenario
 
 ROOT = Path(__file__).resolve().parents[1]
 SCENARIO_DIR = ROOT / "scenarios"

@@ -31,12 +31,12 @@ from hypothesis import strategies as st
 from conftest import apply_errors, running_cluster, wait_for
 from kraftlog.client.admin import Admin
 from kraftlog.client.producer import Producer
+from kraftlog.level import Level
 from kraftlog.metadata import config as cfg
 from kraftlog.net import cluster as cl
 from kraftlog.net.client import KafkaConnection
 from kraftlog.protocol import messages as m
 from kraftlog.protocol.errors import Errors
-from kraftlog.level import Level
 from kraftlog.protocol.records import Record, RecordBatch
 from kraftlog.sim.cluster import SimCluster
 

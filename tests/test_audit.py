@@ -28,8 +28,17 @@ import time
 import pytest
 
 from conftest import CLASSIC_STORY_GROUP, CLASSIC_STORY_RUN, DEFAULT_LEVEL_GROUP, DEFAULT_LEVEL_RUN
-from kraftlog.spark.audit import (ACK_COLUMNS, AuditError, ack_tuples, audit_rows, bucket_of, merge_buckets,
-                                  read_acks, split_findings, summarize)
+from kraftlog.spark.audit import (
+    ACK_COLUMNS,
+    AuditError,
+    ack_tuples,
+    audit_rows,
+    bucket_of,
+    merge_buckets,
+    read_acks,
+    split_findings,
+    summarize,
+)
 
 KRAFTLOG = [sys.executable, "-m", "kraftlog.cli"]
 

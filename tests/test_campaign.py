@@ -19,13 +19,20 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from kraftlog.campaign import (
+    EXECUTION_FIELDS,
+    comparisons,
+    error_columns,
+    failure_filename,
+    read_results,
+    run_one,
+    schema,
+    verdict_columns,
+)
+from kraftlog.campaign.results import ANOMALIES, anomaly_column
 from kraftlog.level import IMPLEMENTED, Level
 from kraftlog.scenario import dump_scenario, load_scenario, parse_scenario
 from kraftlog.scenario import generator as faults
-from kraftlog.campaign import (
-    EXECUTION_FIELDS, comparisons, error_columns, failure_filename, read_results, run_one, schema, verdict_columns,
-)
-from kraftlog.campaign.results import ANOMALIES, anomaly_column
 from kraftlog.spark.campaign import _alive, _slices
 from kraftlog.spark.cli import _levels, campaign
 from kraftlog.verdict import is_failure, is_safe

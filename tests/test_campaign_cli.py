@@ -14,13 +14,19 @@ import pytest
 from click.testing import CliRunner
 
 import kraftlog.spark.campaign as campaign_module
-from kraftlog.cli import main
-from kraftlog.scenario import parse_scenario
-from kraftlog.scenario import generator as faults
 from kraftlog.campaign import (
-    CampaignError, in_gate, run_id, schema, summarize, unclean_election_allowed, unsafe_within_budget,
+    CampaignError,
+    in_gate,
+    run_id,
+    schema,
+    summarize,
+    unclean_election_allowed,
+    unsafe_within_budget,
 )
 from kraftlog.campaign.summary import build_summary
+from kraftlog.cli import main
+from kraftlog.scenario import generator as faults
+from kraftlog.scenario import parse_scenario
 from kraftlog.spark.campaign import CampaignResult, _master_endpoints, check_master
 from kraftlog.spark.cli import campaign
 
@@ -63,7 +69,7 @@ def test_master_check_times_out_and_accepts_a_listening_master(monkeypatch):
 
     def never(address, timeout):
         assert timeout == 0.5
-        raise socket.timeout("timed out")
+        raise TimeoutError("timed out")
 
     monkeypatch.setattr(socket, "create_connection", never)
     with pytest.raises(CampaignError, match=r"^cannot reach the Spark master spark://10\.1\.2\.3:7077 "
@@ -117,7 +123,8 @@ def test_help_lists_the_exit_codes():
         assert result.exit_code == 0
         text = result.output
         assert "Exit codes:" in text
-        for line in ("0    the campaign completed", "1    with --fail-on-loss: a run within the fault budget at level elr",
+        for line in ("0    the campaign completed",
+                     "1    with --fail-on-loss: a run within the fault budget at level elr",
                      "2    bad input, or the campaign could not run", "130  interrupted (Ctrl-C"):
             assert line in text, line
         assert "--resume" in text and "--fail-on-loss" in text
@@ -272,7 +279,8 @@ def test_why_spark_did_not_start_is_read_from_its_log(tmp_path):
     old = 'Exception in thread "main" java.lang.IllegalStateException: from an earlier campaign\n'
     log.write_text(old + 'WARNING: Using incubator modules: jdk.incubator.vector\n'
                    'Exception in thread "main" org.apache.spark.SparkException: Master must either be yarn or start '
-                   'with spark, k8s, or local\n\tat org.apache.spark.deploy.SparkSubmit.error(SparkSubmit.scala:1068)\n')
+                   'with spark, k8s, or local\n'
+                   '\tat org.apache.spark.deploy.SparkSubmit.error(SparkSubmit.scala:1068)\n')
     assert _jvm_error(log, len(old)) == ("org.apache.spark.SparkException: Master must either be yarn or start with "
                                          "spark, k8s, or local")
     log.write_text("Error: A JNI error has occurred\njava.lang.UnsupportedClassVersionError: "

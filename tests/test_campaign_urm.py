@@ -14,10 +14,10 @@ from collections import Counter
 import pytest
 from click.testing import CliRunner
 
+from kraftlog.campaign import COMPARISONS, compare_levels, comparison_key, comparisons, level_comparisons, schema
 from kraftlog.level import IMPLEMENTED, Level
 from kraftlog.scenario import CONTROLLER, dump_scenario, parse_scenario
 from kraftlog.scenario import generator as faults
-from kraftlog.campaign import COMPARISONS, compare_levels, comparison_key, comparisons, level_comparisons, schema
 from kraftlog.spark.campaign import CampaignResult
 from kraftlog.spark.cli import campaign, print_comparison
 
@@ -158,7 +158,7 @@ def test_fenced_only_elr_shape_and_budget(seed):
     assert len(backs) == 2
     assert 14_000 <= backs[0].at_ms - outs[2].at_ms <= 24_000
     assert 1_000 <= backs[1].at_ms - backs[0].at_ms <= 5_000
-    for out, x in zip(outs[1:], (b, leader)):  # each comes back the way it left
+    for out, x in zip(outs[1:], (b, leader), strict=True):  # each comes back the way it left
         (back,) = [st for st in backs if _brought_back(st, x)]
         assert (back.verb == "heal") == (out.verb == "isolate")
     crashes = sum(1 for st in outs if st.verb == "crash")

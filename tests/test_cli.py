@@ -17,8 +17,8 @@ import re
 
 import pytest
 from click.testing import CliRunner
-from conftest import LIBRARY, SCENARIO_DIR
 
+from conftest import LIBRARY, SCENARIO_DIR
 from kraftlog.cli import main
 
 #: the stories that lose acknowledged records at the default level (README: "The KIPs' stories, replayed"):

@@ -12,13 +12,19 @@ import pytest
 
 from kraftlog.client.consumer import Consumer
 from kraftlog.client.metadata import ClientMetadata
-from kraftlog.client.network import (CONNECTING, DISCONNECTED, READY, ClusterConnectionStates,
-                                     ExponentialBackoff, NetworkClient)
+from kraftlog.client.network import (
+    CONNECTING,
+    DISCONNECTED,
+    READY,
+    ClusterConnectionStates,
+    ExponentialBackoff,
+    NetworkClient,
+)
 from kraftlog.client.producer import Producer
 from kraftlog.protocol import messages as m
 from kraftlog.protocol.node import ConnectionSetup
-from kraftlog.sim.runner import ScenarioRun, run_scenario
 from kraftlog.scenario import parse_scenario
+from kraftlog.sim.runner import ScenarioRun, run_scenario
 
 SETUP_MS, SETUP_MAX_MS = 10_000, 30_000  # socket.connection.setup.timeout.ms / .max.ms defaults
 BACKOFF_MS, BACKOFF_MAX_MS = 50, 1000  # reconnect.backoff.ms / reconnect.backoff.max.ms defaults
@@ -193,7 +199,7 @@ def test_metadata_never_goes_to_a_node_in_backoff_over_many_seeds():
         assert sent, c.node_id
         assert not any(blacked_out for _, _, blacked_out in sent), (c.node_id, sent)
         dsts = [dst for _, dst, _ in sent]
-        assert not any(a == b == 0 for a, b in zip(dsts, dsts[1:])), (c.node_id, sent)
+        assert not any(a == b == 0 for a, b in zip(dsts, dsts[1:], strict=False)), (c.node_id, sent)
         first_to_isolated += dsts[0] == 0
         assert c.records or c.state[("t", 0)].position is not None  # every consumer got going
     assert first_to_isolated >= 5  # the isolated broker was really picked first by some seeds
@@ -281,7 +287,7 @@ def test_client_gives_up_on_an_isolated_node_after_10_then_20_then_30_seconds():
         starts.append(send(sim, probe, 0, "metadata", timeout_ms=60_000))
         sim.run_until(sim.now + 60_000, lambda s: len(probe.events) == len(starts))
         ends.append(probe.events[-1][0])
-    took = [e - s for s, e in zip(starts, ends)]
+    took = [e - s for s, e in zip(starts, ends, strict=True)]
     assert SETUP_MS * 0.8 <= took[0] <= SETUP_MS * 1.2
     assert 2 * SETUP_MS * 0.8 <= took[1] <= 2 * SETUP_MS * 1.2
     assert all(SETUP_MAX_MS * 0.8 <= x <= SETUP_MAX_MS for x in took[2:])

@@ -19,21 +19,27 @@ import pytest
 
 from kraftlog.broker.broker import LOG_DIR, PARTITION_METADATA_FILE, Broker, encode_partition_metadata
 from kraftlog.controller.controller import CONTROLLER, QuorumController
+from kraftlog.level import Level
 from kraftlog.metadata.records import RemoveTopicRecord
 from kraftlog.net.disk import FileDisk, restore_fsynced
 from kraftlog.protocol import messages as m
 from kraftlog.protocol import wire
 from kraftlog.protocol.errors import Errors
-from kraftlog.level import Level
-from kraftlog.sim.cluster import SimCluster
-from kraftlog.sim.runner import ScenarioRun
 from kraftlog.scenario import ScenarioError, dump_scenario, load_scenario, parse_scenario
 from kraftlog.scenario.generator import data_losing_shutdowns, describe_step
+from kraftlog.sim.cluster import SimCluster
+from kraftlog.sim.runner import ScenarioRun
 from kraftlog.storage.disk import SimDisk
 from kraftlog.storage.log import SEGMENT_FILE
 from kraftlog.storage.meta_properties import (
-    META_PROPERTIES, MetaProperties, NodeIdentityError, decode_properties, encode_properties, format_disk,
-    read_identity, verify_ensemble,
+    META_PROPERTIES,
+    MetaProperties,
+    NodeIdentityError,
+    decode_properties,
+    encode_properties,
+    format_disk,
+    read_identity,
+    verify_ensemble,
 )
 from test_broker import MiniCluster, batch
 
@@ -41,7 +47,10 @@ CLUSTER = "GeCTMmaFFeJxl0hRW3n7cQ"
 STRAY = re.compile(r"^(?P<name>.+-\d+)\.[0-9a-f]{32}-stray$")
 
 
-def text(cluster_id=CLUSTER, node_id="1", directory_id=uuid.UUID(int=12345)) -> str:
+DIRECTORY_ID = uuid.UUID(int=12345)
+
+
+def text(cluster_id=CLUSTER, node_id="1", directory_id=DIRECTORY_ID) -> str:
     return encode_properties(MetaProperties(cluster_id, node_id, directory_id).to_properties())
 
 
@@ -78,7 +87,7 @@ def test_a_node_refuses_directories_that_are_not_formatted_or_not_its_own(texts,
 
 def test_directories_that_agree_are_accepted_and_a_pre_kip858_file_has_no_directory_id():
     found = verify_ensemble({"a": text(), "b": text(directory_id=uuid.UUID(int=777)),
-                             "c": "version=1\ncluster.id=%s\nnode.id=1\nincarnation=4\n" % CLUSTER}, 1, CLUSTER)
+                             "c": f"version=1\ncluster.id={CLUSTER}\nnode.id=1\nincarnation=4\n"}, 1, CLUSTER)
     assert [mp.directory_id for mp in found.values()] == [uuid.UUID(int=12345), uuid.UUID(int=777), None]
 
 

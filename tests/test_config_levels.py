@@ -17,10 +17,10 @@ import pytest
 from click.testing import CliRunner
 
 from kraftlog.cli import main
-from kraftlog.metadata.config import CONFIG_LEVELS, KNOWN_CONFIGS, unknown_at_level
 from kraftlog.level import Level
-from kraftlog.sim.runner import run_scenario
+from kraftlog.metadata.config import CONFIG_LEVELS, KNOWN_CONFIGS, unknown_at_level
 from kraftlog.scenario import ScenarioError, configs_at_level, parse_scenario
+from kraftlog.sim.runner import run_scenario
 
 _STORY = """\
 name: strategy-below-urm

@@ -14,23 +14,31 @@ import uuid
 
 import pytest
 
-from kraftlog.metadata import codec
 from kraftlog.broker.broker import (
-    LOG_DIR, PARTITION_METADATA_FILE, Broker, decode_partition_metadata, encode_partition_metadata,
+    LOG_DIR,
+    PARTITION_METADATA_FILE,
+    Broker,
+    decode_partition_metadata,
+    encode_partition_metadata,
 )
 from kraftlog.broker.group_coordinator import OFFSETS_DIR, OffsetStore, file_of_group
 from kraftlog.controller.controller import CONTROLLER, METADATA_LOG, QuorumController
+from kraftlog.level import Level
+from kraftlog.metadata import codec
 from kraftlog.metadata import config as cfg
 from kraftlog.metadata.image import RESOURCE_BROKER, RESOURCE_TOPIC, MetadataImage
 from kraftlog.metadata.records import (
-    ConfigRecord, PartitionChangeRecord, PartitionRecord, RegisterBrokerRecord, RemoveTopicRecord, TopicRecord,
+    ConfigRecord,
+    PartitionChangeRecord,
+    PartitionRecord,
+    RegisterBrokerRecord,
+    RemoveTopicRecord,
+    TopicRecord,
 )
 from kraftlog.net.disk import FileDisk
 from kraftlog.protocol import listeners as lst
 from kraftlog.protocol import messages as m
-from kraftlog.protocol import wire
 from kraftlog.protocol.errors import Errors
-from kraftlog.level import Level
 from kraftlog.protocol.records import RecordBatch
 from kraftlog.storage.checkpoints import read_hwm_checkpoint
 from test_broker import MiniCluster, batch

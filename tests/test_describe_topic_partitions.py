@@ -15,6 +15,8 @@ import uuid
 
 from kafka.protocol.admin.topics import (
     DescribeTopicPartitionsRequest as KpDescribeTopicPartitionsRequest,
+)
+from kafka.protocol.admin.topics import (
     DescribeTopicPartitionsResponse as KpDescribeTopicPartitionsResponse,
 )
 

@@ -15,13 +15,13 @@ import pytest
 
 from kraftlog.broker.partition import Partition
 from kraftlog.controller.partition_change import Election, build_partition_change
+from kraftlog.level import Level
 from kraftlog.metadata.image import PartitionRegistration
 from kraftlog.metadata.records import NO_LEADER, RECOVERED, RECOVERING, PartitionChangeRecord
 from kraftlog.protocol import messages as m
 from kraftlog.protocol.errors import Errors
-from kraftlog.level import Level
-from kraftlog.sim.runner import run_scenario
 from kraftlog.scenario import load_scenario, parse_scenario
+from kraftlog.sim.runner import run_scenario
 from kraftlog.storage.disk import SimDisk
 from kraftlog.storage.log import LogConfig, PartitionLog
 from test_broker import MiniCluster, batch

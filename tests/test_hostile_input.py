@@ -69,7 +69,8 @@ FAST_CHECKPOINTS = {"replica.high.watermark.checkpoint.interval.ms": "1000"}
 
 @pytest.fixture(scope="module")
 def real(tmp_path_factory):
-    with running_cluster(str(tmp_path_factory.mktemp("hostile-cluster")), BROKERS, config=FAST_CHECKPOINTS) as directory:
+    directory = str(tmp_path_factory.mktemp("hostile-cluster"))
+    with running_cluster(directory, BROKERS, config=FAST_CHECKPOINTS):
         yield directory
 
 

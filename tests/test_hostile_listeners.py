@@ -73,7 +73,7 @@ def _probe(conn: KafkaConnection) -> float:
     start = time.monotonic()
     try:
         resp = conn.request(m.ApiVersionsRequest())
-    except (TimeoutError, socket.timeout):
+    except TimeoutError:
         raise AssertionError(f"the probe's ApiVersions got no answer within {PROBE_ANSWER_S} s") from None
     took = time.monotonic() - start
     assert resp.error_code == 0

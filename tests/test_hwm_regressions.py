@@ -14,8 +14,8 @@ from pathlib import Path
 
 from kraftlog.broker.partition import Partition
 from kraftlog.check import checkers
-from kraftlog.sim.runner import run_scenario
 from kraftlog.scenario import load_scenario
+from kraftlog.sim.runner import run_scenario
 
 ROOT = Path(__file__).resolve().parents[1]
 

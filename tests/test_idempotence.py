@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from kraftlog.protocol.errors import Errors
 from kraftlog.protocol.records import Record, RecordBatch
-from kraftlog.sim.runner import ScenarioRun
 from kraftlog.scenario import parse_scenario
+from kraftlog.sim.runner import ScenarioRun
 from kraftlog.storage.disk import SimDisk
 from kraftlog.storage.log import LogConfig, PartitionLog
 from kraftlog.storage.producer_state import ProducerStateManager

@@ -79,14 +79,22 @@ import pytest
 from kraftlog.broker.broker import Broker
 from kraftlog.controller.controller import CONTROLLER, QuorumController
 from kraftlog.controller.partition_change import Election, build_partition_change
+from kraftlog.level import Level
 from kraftlog.metadata.image import RESOURCE_BROKER, RESOURCE_TOPIC, PartitionRegistration
 from kraftlog.metadata.records import (
-    NO_LEADER, RECOVERED, RECOVERING, BrokerRegistrationChangeRecord, ClearElrRecord, ConfigRecord,
-    PartitionChangeRecord, PartitionRecord, RegisterBrokerRecord, TopicRecord,
+    NO_LEADER,
+    RECOVERED,
+    RECOVERING,
+    BrokerRegistrationChangeRecord,
+    ClearElrRecord,
+    ConfigRecord,
+    PartitionChangeRecord,
+    PartitionRecord,
+    RegisterBrokerRecord,
+    TopicRecord,
 )
 from kraftlog.protocol import messages as m
 from kraftlog.protocol.errors import Errors
-from kraftlog.level import Level
 from kraftlog.protocol.records import Record, RecordBatch
 from kraftlog.storage.disk import SimDisk
 from kraftlog.storage.log import LogConfig, PartitionLog
@@ -501,7 +509,7 @@ def run_step(h: ControllerHarness, step: tuple, where: str) -> None:
         want = args[0]
         got = h.last_records
         assert [type(r) for r in got] == [t for t, _ in want], f"{where}: {got}"
-        for rec, (kind, fields) in zip(got, want):
+        for rec, (kind, fields) in zip(got, want, strict=True):
             if kind is PartitionChangeRecord:
                 assert record_fields(rec) == _norm(fields), where
             else:

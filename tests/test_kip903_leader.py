@@ -19,10 +19,10 @@ import pytest
 
 from kraftlog.broker.broker import Broker
 from kraftlog.broker.partition import Partition
+from kraftlog.level import Level
 from kraftlog.metadata import records as mdr
 from kraftlog.protocol import messages as m
 from kraftlog.protocol.errors import Errors
-from kraftlog.level import Level
 from kraftlog.protocol.records import Record, RecordBatch
 from kraftlog.storage.disk import SimDisk
 

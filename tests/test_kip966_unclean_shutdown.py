@@ -14,9 +14,9 @@ from __future__ import annotations
 import uuid
 
 from kraftlog.controller.partition_change import Election, build_partition_change
+from kraftlog.level import Level
 from kraftlog.metadata.image import PartitionRegistration
 from kraftlog.metadata.records import NO_LEADER, RECOVERED, RECOVERING
-from kraftlog.level import Level
 
 TID = uuid.UUID(int=966)
 

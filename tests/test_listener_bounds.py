@@ -205,7 +205,7 @@ def test_connections_over_max_connections_per_ip_are_closed_at_once_and_counted(
             for c in clients:
                 try:
                     data = await asyncio.wait_for(loop.sock_recv(c, 10), 0.2)
-                except asyncio.TimeoutError:
+                except TimeoutError:
                     continue
                 closed += data == b""
             assert closed == 2

@@ -80,7 +80,7 @@ def test_readme_real_cluster_blocks_run_as_written(tmp_path):
                                   timeout=120)
             assert proc.returncode == 0, f"{line!r} exited {proc.returncode}: {proc.stderr}"
             outputs.append(proc.stdout)
-        by_command = dict(zip(lines, outputs))
+        by_command = dict(zip(lines, outputs, strict=True))
         count = next(out for cmd, out in by_command.items() if "-C -t demo" in cmd)
         assert count.strip() == "100"
         listing = next(out for cmd, out in by_command.items() if cmd.endswith("-L"))

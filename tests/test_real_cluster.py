@@ -331,7 +331,8 @@ def test_topics_describe_alter_config_and_delete(shared):
     kraftlog("topics", "alter-config", "--bootstrap-server", shared.bootstrap, "--topic", "admin",
              "--config", "min.insync.replicas=3")
     with KafkaConnection(shared.bootstrap) as conn:
-        resp = conn.request(m.DescribeConfigsRequest((m.DescribeConfigsResource(2, "admin", ("min.insync.replicas",)),)))
+        resource = m.DescribeConfigsResource(2, "admin", ("min.insync.replicas",))
+        resp = conn.request(m.DescribeConfigsRequest((resource,)))
     (result,) = resp.results
     assert [(c.name, c.value, c.config_source) for c in result.configs] == [("min.insync.replicas", "3", 1)]
     deleted = kraftlog("topics", "delete", "--bootstrap-server", shared.bootstrap, "--topic", "admin")

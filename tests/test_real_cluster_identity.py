@@ -17,6 +17,7 @@ import re
 import shutil
 
 import pytest
+from confluent_kafka import Consumer, TopicPartition  # noqa: E402  (test_real_cluster skips without it)
 
 from kraftlog.broker.broker import LOG_DIR
 from kraftlog.controller.controller import CONTROLLER
@@ -25,8 +26,6 @@ from kraftlog.protocol import messages as m
 from kraftlog.protocol.errors import Errors
 from kraftlog.storage.log import SEGMENT_FILE
 from test_real_cluster import _consume, _produce, _start, _stop_everything, cl, kraftlog
-
-from confluent_kafka import Consumer, TopicPartition  # noqa: E402  (test_real_cluster skips without it)
 
 pytestmark = pytest.mark.slow
 

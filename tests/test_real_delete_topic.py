@@ -12,16 +12,25 @@ import time
 import uuid
 
 import pytest
+from confluent_kafka import Consumer, TopicPartition  # noqa: E402  (test_real_cluster skips without it)
 
 from kraftlog.broker.broker import PARTITION_METADATA_FILE, decode_partition_metadata
 from kraftlog.net.client import KafkaConnection
 from kraftlog.protocol import messages as m
 from kraftlog.protocol.errors import Errors
-from test_real_cluster import _consume, _produce, fresh, kraftlog  # noqa: F401  (fresh: a fixture)
-
-from confluent_kafka import Consumer, TopicPartition  # noqa: E402  (test_real_cluster skips without it)
+from test_real_cluster import _consume, _produce, _start, _stop_everything, kraftlog
 
 pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+def fresh(tmp_path):
+    """A three-broker cluster of this test's own (test_real_cluster's settings), stopped by PID afterwards."""
+    directory = str(tmp_path / "cluster")
+    try:
+        yield _start(directory)
+    finally:
+        _stop_everything(directory)
 
 TOPIC = "doomed"
 PARTITIONS = 3

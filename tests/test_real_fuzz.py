@@ -39,9 +39,6 @@ from dataclasses import dataclass
 
 import pytest
 
-#: The seed CI uses (any other: KRAFTLOG_FUZZ_SEED=<n>).
-DEFAULT_SEED = 20261123
-
 from kraftlog.net import cluster as cl
 from kraftlog.net.client import KafkaConnection
 from kraftlog.protocol import listeners as lst
@@ -50,6 +47,9 @@ from kraftlog.protocol import wire
 from kraftlog.protocol.errors import Errors
 from kraftlog.protocol.framing import DEFAULT_MAX_REQUEST_BYTES
 from kraftlog.protocol.records import Record, RecordBatch
+
+#: The seed CI uses (any other: KRAFTLOG_FUZZ_SEED=<n>).
+DEFAULT_SEED = 20261123
 
 pytestmark = pytest.mark.slow
 
@@ -560,7 +560,7 @@ class Sender:
             sock.settimeout(remaining)
             try:
                 chunk = sock.recv(1 << 16)
-            except socket.timeout:
+            except TimeoutError:
                 return "timeout", buf
             except ConnectionResetError:
                 return "closed", buf
@@ -669,7 +669,7 @@ def _raw(port: int, data: bytes, wait_s: float = STRICT_WAIT_S) -> bytes | str |
             sock.settimeout(max(0.01, deadline - time.monotonic()))
             try:
                 chunk = sock.recv(1 << 16)
-            except socket.timeout:
+            except TimeoutError:
                 return None
             except ConnectionResetError:
                 return "reset"

@@ -279,7 +279,8 @@ def test_the_report_draws_the_failing_run_it_is_handed_and_runs_nothing(tmp_path
     assert report.count("data:image/png;base64,") == 1  # the timeline (no generated seed: no other plot)
     write_report(tmp_path, [row], _summary([row], ["classic"]), ["classic"],
                  failing=FailingRun(row=row, error="no such file"))
-    assert "Replaying failures/classic-story.yaml failed: <code>no such file</code>" in (tmp_path / "report.html").read_text()
+    html = (tmp_path / "report.html").read_text()
+    assert "Replaying failures/classic-story.yaml failed: <code>no such file</code>" in html
 
 
 def test_report_imports_no_driver_and_no_spark_and_the_campaign_package_no_jvm():

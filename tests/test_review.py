@@ -6,20 +6,18 @@ from __future__ import annotations
 import random
 import uuid
 
-
 from kraftlog.check.checkers import consumer_anomalies
 from kraftlog.client.admin import Admin
 from kraftlog.client.producer import Producer
 from kraftlog.controller.controller import CONTROLLER, MAX_RECORDS_PER_FETCH
 from kraftlog.controller.partition_change import build_partition_change
+from kraftlog.level import Level
 from kraftlog.metadata.image import RESOURCE_TOPIC, PartitionRegistration
 from kraftlog.metadata.records import RECOVERING, ConfigRecord
 from kraftlog.protocol import messages as m
 from kraftlog.protocol.errors import Errors
-from kraftlog.level import Level
-from kraftlog.sim.runner import ScenarioRun, run_scenario
 from kraftlog.scenario import parse_scenario
-
+from kraftlog.sim.runner import ScenarioRun, run_scenario
 
 # ----------------------------------------------------------------------------------------------------------
 # 1. Checker: lost_acked counts records that every ISR member holds as lost (KIP-966 frozen HWM).

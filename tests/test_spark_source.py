@@ -45,8 +45,18 @@ from kraftlog.net.chaos import CHAOS_CONFIG
 from kraftlog.net.client import KafkaConnection
 from kraftlog.protocol import messages as m
 from kraftlog.protocol.errors import Errors
-from kraftlog.spark.offsets import (RESUMED, KraftlogClient, SourceOptions, Truncation, offsets_from_json,
-                                    offsets_to_json, parse_offsets_option, rate_limit, split_range, write_events)
+from kraftlog.spark.offsets import (
+    RESUMED,
+    KraftlogClient,
+    SourceOptions,
+    Truncation,
+    offsets_from_json,
+    offsets_to_json,
+    parse_offsets_option,
+    rate_limit,
+    split_range,
+    write_events,
+)
 
 
 # ================================================================================================ fast
@@ -374,8 +384,8 @@ SPARK_LOG: list[Path] = []
 
 @pytest.fixture(scope="module")
 def spark():
-    from kraftlog.spark.campaign import _start_spark, _stop_spark
     import kraftlog.spark.source as source
+    from kraftlog.spark.campaign import _start_spark, _stop_spark
     base = Path(tempfile.mkdtemp(prefix="kraftlog-spark-session-"))
     session, jvm = None, None
     try:

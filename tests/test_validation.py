@@ -20,13 +20,13 @@ import pytest
 from crc32c import crc32c
 
 from kraftlog.controller.controller import CONTROLLER, QuorumController
+from kraftlog.level import Level
 from kraftlog.metadata import config as cfg
 from kraftlog.metadata.image import MetadataImage
 from kraftlog.metadata.records import ConfigRecord, PartitionChangeRecord, PartitionRecord, TopicRecord
 from kraftlog.protocol import messages as m
 from kraftlog.protocol import wire
 from kraftlog.protocol.errors import Errors
-from kraftlog.level import Level
 from kraftlog.protocol.records import MalformedRecords, Record, RecordBatch, decode_produce_records
 from kraftlog.protocol.validation import LONG_MAX, RecordLimits, validate_produce_records, validate_topic_name
 from kraftlog.storage.checkpoints import read_hwm_checkpoint, write_hwm_checkpoint
@@ -45,8 +45,8 @@ def fixed(data: bytearray) -> RecordBatch:
     return RecordBatch.from_bytes(bytes(data))
 
 
-def refusal(records, limits: RecordLimits = RecordLimits(), topic: str = "t"):
-    out = validate_produce_records(topic, 0, tuple(records), NOW, limits)
+def refusal(records, limits: RecordLimits | None = None, topic: str = "t"):
+    out = validate_produce_records(topic, 0, tuple(records), NOW, limits or RecordLimits())
     return None if out is None else Errors(out[0]).name
 
 

@@ -13,7 +13,6 @@ import json
 import os
 import sys
 
-
 import click
 from rich.console import Console
 from rich.table import Table
@@ -22,9 +21,6 @@ from rich.text import Text
 from .cli_options import level_option
 from .level import DEFAULT, IMPLEMENTED, Level
 from .verdict import outcome_words
-
-
-
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -68,8 +64,8 @@ def scenario_run(file: str, level: Level | None, seed: int | None, as_json: bool
     Exit codes: 0 the run completed and every expect/wait_until held (with --fail-on-loss: and it is
     safe); 1 otherwise; 2 an invalid file or option (or, with --real, a step real processes cannot
     honour)."""
-    from .sim.runner import ScenarioRun
     from .scenario import ScenarioError, load_scenario
+    from .sim.runner import ScenarioRun
 
     try:
         scn = load_scenario(file)
@@ -163,7 +159,8 @@ def _exit_code(result, fail_on_loss: bool) -> int:
 
 @scenario.command("library")
 @click.argument("directory", type=click.Path(file_okay=False), default="scenarios")
-@click.option("--level", callback=level_option, default=None, help="Protocol level for every file (default: each file's).")
+@click.option("--level", callback=level_option, default=None,
+              help="Protocol level for every file (default: each file's).")
 @click.option("--seed", type=int, default=None, help="Seed for every file (default: each file's).")
 @click.option("--fail-on-loss", is_flag=True, help="Also exit 1 when a run is not safe.")
 def scenario_library(directory: str, level: Level | None, seed: int | None, fail_on_loss: bool) -> None:
@@ -173,8 +170,8 @@ def scenario_library(directory: str, level: Level | None, seed: int | None, fail
     Exit codes: 0 every run passed (with --fail-on-loss: and is safe); 1 otherwise; 2 a file is invalid."""
     from pathlib import Path
 
-    from .sim.runner import ScenarioRun
     from .scenario import ScenarioError, load_scenario
+    from .sim.runner import ScenarioRun
 
     files = sorted(Path(directory).glob("*.yaml"))
     if not files:

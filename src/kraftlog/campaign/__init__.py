@@ -10,11 +10,29 @@ imports the simulator when it runs).
 
 from .outputs import MANIFEST, RESULTS, CampaignError, read_manifest, read_results
 from .results import (
-    DEFAULT_SEEDS, GATE_LEVEL, RUN_TIME_LIMIT_S, build_tasks, error_columns, failure_filename, in_gate, run_id,
-    run_one, schema, task_key, unclean_election_allowed, unsafe_within_budget, verdict_columns,
+    DEFAULT_SEEDS,
+    GATE_LEVEL,
+    RUN_TIME_LIMIT_S,
+    build_tasks,
+    error_columns,
+    failure_filename,
+    in_gate,
+    run_id,
+    run_one,
+    schema,
+    task_key,
+    unclean_election_allowed,
+    unsafe_within_budget,
+    verdict_columns,
 )
 from .summary import (
-    COMPARISONS, EXECUTION_FIELDS, compare_levels, comparison_key, comparisons, level_comparisons, summarize,
+    COMPARISONS,
+    EXECUTION_FIELDS,
+    compare_levels,
+    comparison_key,
+    comparisons,
+    level_comparisons,
+    summarize,
 )
 
 __all__ = [

@@ -49,7 +49,12 @@ class Progress:
         self._bar = self._lines = None
         if mode == "bar":
             from rich.progress import (
-                BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn,
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TextColumn,
+                TimeElapsedColumn,
+                TimeRemainingColumn,
             )
 
             self._bar = Progress(TextColumn("[bold]campaign[/bold] {task.description}"), BarColumn(),

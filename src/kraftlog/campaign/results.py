@@ -244,9 +244,9 @@ def run_one(task: dict, time_limit_s: int = RUN_TIME_LIMIT_S) -> dict:
 
     Never raises for a failing simulation: an exception becomes the row's ``error``."""
     from ..level import Level
-    from ..sim.runner import run_scenario
     from ..scenario import dump_scenario, parse_scenario
     from ..scenario import generator as faults
+    from ..sim.runner import run_scenario
 
     start = time.perf_counter()
     level = Level.parse(task["level"])

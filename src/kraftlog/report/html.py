@@ -99,7 +99,8 @@ _JS = """
     var want = box ? box.value.trim().toLowerCase() : "", shown = 0, rows = table.tBodies[0].rows;
     Array.prototype.forEach.call(rows, function (r) {
       var ok = (!want || Array.prototype.some.call(r.cells, function (c) {
-        return c.textContent.toLowerCase().indexOf(want) >= 0; })) && (!budget || !budget.checked || r.dataset.within === "1");
+        return c.textContent.toLowerCase().indexOf(want) >= 0; }))
+        && (!budget || !budget.checked || r.dataset.within === "1");
       r.style.display = ok ? "" : "none";
       if (ok) { shown += 1; }
     });
@@ -272,7 +273,8 @@ def write_report(out, rows: list[dict], summary: dict, levels: list[str], failin
         "<p class='muted'>A data-losing shutdown is an unclean shutdown (a crash, whatever it lost) of one of a "
         "partition's replicas, or a corruption of a replica's log (bytes flipped on a stopped broker's disk: "
         "its load drops the damaged batch and everything after it); a full disk is none. A story is within "
-        "the fault budget when no partition saw more than min ISR − 1 of them (KIP-966's promise). A failure is a run that lost acknowledged acks=all records, "
+        "the fault budget when no partition saw more than min ISR − 1 of them (KIP-966's promise). "
+        "A failure is a run that lost acknowledged acks=all records, "
         "violated an invariant, moved a leader's HWM backwards, left a truncation undetected, failed an "
         "expectation or raised. HWM regressions seen by consumers are no failure: a Kafka consumer can see a "
         "lagging HWM after a leader change. As <code>kraftlog scenario run</code> and <code>scenario library</code> "

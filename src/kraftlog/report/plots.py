@@ -60,7 +60,7 @@ def loss_by_shutdowns(rows: list[dict], levels: list[str], budget: int | None = 
             labels.append(f"{lost}/{len(group)}")
         pos = [x + (i - (len(levels) - 1) / 2) * width for x in range(len(xs))]
         bars = ax.bar(pos, heights, width * 0.95, label=level, color=_COLORS[i % len(_COLORS)])
-        for bar, text in zip(bars, labels):
+        for bar, text in zip(bars, labels, strict=True):
             ax.annotate(text, (bar.get_x() + bar.get_width() / 2, bar.get_height()), ha="center", va="bottom",
                         fontsize=7, xytext=(0, 2), textcoords="offset points")
     if budget is not None:
@@ -274,7 +274,8 @@ def _step_tracks(ev: dict, t: int, open_down: dict, down: list, network: list, f
         for item in network:
             cut = item[3]
             if item[1] is None and cut[0] == "hold" and all(
-                    want is None or want == have for want, have in zip((ev["api"], ev["from"], ev["to"]), cut[1:])):
+                    want is None or want == have
+                    for want, have in zip((ev["api"], ev["from"], ev["to"]), cut[1:], strict=False)):
                 item[1] = t
 
 
@@ -324,7 +325,7 @@ def timeline(events: list[dict], brokers: int, title: str, min_isr: int | None =
         ys = [base + e[2] for e in changes]
         ys.append(ys[-1])
         bottom.step(xs, ys, where="post", color=_COLORS[k % len(_COLORS)], label=f"{name} ISR size")
-        for (t, leader, _isr), nxt in zip(changes, [*changes[1:], (ev["end"], None, None)]):
+        for (t, leader, _isr), nxt in zip(changes, [*changes[1:], (ev["end"], None, None)], strict=True):
             if leader is None:
                 bottom.axvspan(t / 1000, nxt[0] / 1000, ymin=0, ymax=1, color="#d62728", alpha=0.07, lw=0)
         last = "start"

@@ -271,7 +271,7 @@ def read_acks(path: str, topic: str):
 
 def ack_tuples(table) -> list[tuple]:
     """The rows of an acknowledgement table (:func:`read_acks`) as tuples in :data:`ACK_COLUMNS` order."""
-    return list(zip(*(table.column(c).to_pylist() for c in ACK_COLUMNS)))
+    return list(zip(*(table.column(c).to_pylist() for c in ACK_COLUMNS), strict=True))
 
 
 # ======================================================================================== the rule
@@ -311,7 +311,7 @@ def audit_rows(acks: Iterable[tuple], records: Iterable[tuple]) -> tuple[list[di
     out: list[dict] = []
     acked: dict[str, list[tuple]] = {}
     for ack in acks:
-        row = dict(zip(ACK_COLUMNS, ack))
+        row = dict(zip(ACK_COLUMNS, ack, strict=True))
         h = row["value_sha256"]
         acked.setdefault(h, []).append(ack)
         locations = where.get(h)
@@ -328,7 +328,7 @@ def audit_rows(acks: Iterable[tuple], records: Iterable[tuple]) -> tuple[list[di
         rows = acked.get(h) or [tuple(topics[h] if c == "topic" else h if c == "value_sha256" else None
                                       for c in ACK_COLUMNS)]
         for ack in rows:
-            out.append({"kind": "duplicated", **dict(zip(ACK_COLUMNS, ack)), "found": found(h)})
+            out.append({"kind": "duplicated", **dict(zip(ACK_COLUMNS, ack, strict=True)), "found": found(h)})
     return out, n, without
 
 

@@ -6,13 +6,15 @@ psutil); what the campaign runs, counts and writes is Spark-free, in :mod:`kraft
 
 Driver side (:func:`run_campaign`): checks ``--out`` is writable, Java is there and a ``spark://`` (or
 ``k8s://``) master answers a TCP connect within :data:`CONNECT_TIMEOUT_S` (:class:`CampaignError`, one
-line, otherwise); builds the task list (:func:`kraftlog.campaign.results.build_tasks`) (minus the runs already in ``results.parquet`` with ``resume``);
+line, otherwise); builds the task list (:func:`kraftlog.campaign.results.build_tasks`) (minus the runs
+already in ``results.parquet`` with ``resume``);
 starts a SparkSession on ``master``; parallelizes the tasks into Spark tasks of about 4 runs and runs
 each Spark task as its own Spark job, about two jobs per executor core in flight (:func:`_job_plan`),
 so that each Spark task's rows reach the driver as soon as it finishes (measured: the same wall time
 as one job over every Spark task). The driver appends the finished rows to ``results.parquet`` as a
 new part at most every few seconds (:class:`kraftlog.campaign.outputs.Parts`: ``FLUSH_MIN_S``, or
-``FLUSH_FRACTION`` of the elapsed time in long campaigns) and on an interruption. SIGINT (Ctrl-C) or SIGTERM cancels the Spark jobs,
+``FLUSH_FRACTION`` of the elapsed time in long campaigns) and on an interruption. SIGINT (Ctrl-C) or SIGTERM
+cancels the Spark jobs,
 writes the finished runs, stops the SparkContext and the JVM it launched (by PID, with the Python
 workers the JVM started) and returns an interrupted :class:`CampaignResult`; only the runs in flight
 are lost. Everything it writes into ``out``:
@@ -31,7 +33,8 @@ are lost. Everything it writes into ``out``:
   figures count generated seeds only; the library runs are summarised under ``"scenario_library"``);
   when both ``elr`` and ``urm`` ran, ``summary.json`` also holds ``"urm_vs_elr"``: the two levels compared
   on the same seeds (:mod:`kraftlog.campaign.summary`: ``compare_levels``, ``COMPARISONS``);
-  ``EXECUTION_FIELDS`` there are the keys that differ between two runs of the same campaign (timings, where and how it ran);
+  ``EXECUTION_FIELDS`` there are the keys that differ between two runs of the same campaign (timings, where
+  and how it ran);
 * ``failures/<level>-seed-<seed>.yaml`` / ``failures/<level>-<scenario>.yaml`` — every failing run
   (acknowledged records lost, an invariant violated, a leader's HWM moving backwards, an undetected
   truncation, a failed expectation, or a run that raised) as a scenario file with ``level`` set, which
@@ -41,7 +44,8 @@ are lost. Everything it writes into ``out``:
 * ``spark.log`` — what the Spark JVM printed (its log at WARN), kept off the terminal, and the PIDs of
   the processes the campaign started and stopped.
 
-Executor side (:func:`kraftlog.campaign.results.run_one`): one task dict in, one plain row dict out; everything it needs is
+Executor side (:func:`kraftlog.campaign.results.run_one`): one task dict in, one plain row dict out; everything it
+needs is
 imported inside, so it runs wherever ``kraftlog`` is importable (locally, or shipped as a zip with
 ``addPyFile`` to a cluster).
 """
@@ -64,7 +68,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..campaign.outputs import (
-    MANIFEST, CampaignError, Parts, check_out, check_resume, level_order, prepare_out, read_manifest, read_results,
+    MANIFEST,
+    CampaignError,
+    Parts,
+    check_out,
+    check_resume,
+    level_order,
+    prepare_out,
+    read_manifest,
+    read_results,
     write_json,
 )
 from ..campaign.progress import Progress
@@ -549,7 +561,7 @@ def unreachable(endpoints, timeout_s: float) -> list[str]:
         try:
             with socket.create_connection((host, port), timeout=timeout_s):
                 return []
-        except socket.timeout:
+        except TimeoutError:
             errors.append(f"{host}:{port} did not answer within {timeout_s:g} s")
         except OSError as exc:
             errors.append(f"{host}:{port}: {(exc.strerror or str(exc)).lower()}")
@@ -625,7 +637,8 @@ def run_campaign(levels: list[str], seeds: int = DEFAULT_SEEDS, master: str = DE
     SIGINT/SIGTERM (main thread only) stop it early: the finished runs are kept, summary.json says
     ``"interrupted": true``, no report is written, and the result has ``interrupted`` and ``signal`` set.
     Raises CampaignError (one line) when it cannot run: ``out`` not writable, no Java, master unreachable,
-    Spark not starting, no executor within ``executor_wait_s``, a Spark job failing (the runs finished before are kept, as on an interruption),
+    Spark not starting, no executor within ``executor_wait_s``, a Spark job failing (the runs finished before are
+    kept, as on an interruption),
     or ``resume`` refused."""
     from rich.console import Console
 

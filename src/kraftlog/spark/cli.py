@@ -25,8 +25,8 @@ from pathlib import Path
 import click
 from click.core import ParameterSource
 
-from ..level import IMPLEMENTED, Level
 from ..campaign import DEFAULT_SEEDS, CampaignError, level_comparisons, read_manifest
+from ..level import IMPLEMENTED, Level
 from .campaign import DEFAULT_MASTER
 
 __all__ = ["campaign"]

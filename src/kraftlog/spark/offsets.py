@@ -52,7 +52,8 @@ from ..net.client import KafkaConnection, parse_address
 from ..protocol import messages as m
 from ..protocol.errors import Errors
 
-__all__ = ["SourceOptions", "KraftlogClient", "SourceError", "DataLossError", "Truncation", "rate_limit", "split_range", "offsets_to_json", "offsets_from_json",
+__all__ = ["SourceOptions", "KraftlogClient", "SourceError", "DataLossError", "Truncation", "rate_limit", "split_range",
+           "offsets_to_json", "offsets_from_json",
            "parse_offsets_option", "write_events", "EVENTS_COLUMNS", "EARLIEST", "LATEST",
            "DEFAULT_MAX_RECORDS_PER_PARTITION", "DEFAULT_EVENTS_PATH", "RESUMED", "RESUMED_EARLIEST"]
 
@@ -92,7 +93,7 @@ class DataLossError(SourceError):
     Kafka source's rule). ``truncations``: the :class:`Truncation` s found (KIP-320), empty for other
     losses (offsets out of range, a partition gone)."""
 
-    def __init__(self, message: str, truncations: tuple["Truncation", ...] = ()) -> None:
+    def __init__(self, message: str, truncations: tuple[Truncation, ...] = ()) -> None:
         super().__init__(message)
         self.truncations = truncations
 
@@ -218,7 +219,7 @@ class SourceOptions:
     retry_timeout_ms: int = 30_000
 
     @classmethod
-    def parse(cls, options: Mapping[str, str], streaming: bool) -> "SourceOptions":
+    def parse(cls, options: Mapping[str, str], streaming: bool) -> SourceOptions:
         opts = {str(k).lower(): (None if v is None else str(v)) for k, v in dict(options).items()}
         bootstrap = opts.get("kafka.bootstrap.servers") or opts.get("bootstrap.servers")
         if not bootstrap or not bootstrap.strip():
@@ -296,7 +297,7 @@ class Truncation:
     resume: FetchPosition
 
     @classmethod
-    def of(cls, key: Key, validation: PositionValidation, log_start: int = 0) -> "Truncation | None":
+    def of(cls, key: Key, validation: PositionValidation, log_start: int = 0) -> Truncation | None:
         """The truncation :func:`~kraftlog.client.position.validate_position` found for partition ``key``
         (None when it found none): resumed at the divergent offset (without an epoch at offset 0: no
         record precedes it), or at ``log_start`` when the divergence is unknown."""
@@ -441,7 +442,7 @@ class KraftlogClient:
         self._conns.clear()
         self._boot = None
 
-    def __enter__(self) -> "KraftlogClient":
+    def __enter__(self) -> KraftlogClient:
         return self
 
     def __exit__(self, *exc) -> None:

@@ -69,13 +69,25 @@ from dataclasses import dataclass, replace
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows, SupportsTriggerAvailableNow
-from pyspark.sql.types import (BinaryType, IntegerType, LongType, StringType, StructField, StructType,
-                               TimestampType)
+from pyspark.sql.types import BinaryType, IntegerType, LongType, StringType, StructField, StructType, TimestampType
 
 from ..client.position import EpochEndOffset, FetchPosition, Validation, validate_position
 from ..protocol.errors import Errors
-from .offsets import (EARLIEST, LATEST, DataLossError, Key, KraftlogClient, SourceError, SourceOptions, Truncation,
-                      offsets_from_json, offsets_to_json, rate_limit, split_range, write_events)
+from .offsets import (
+    EARLIEST,
+    LATEST,
+    DataLossError,
+    Key,
+    KraftlogClient,
+    SourceError,
+    SourceOptions,
+    Truncation,
+    offsets_from_json,
+    offsets_to_json,
+    rate_limit,
+    split_range,
+    write_events,
+)
 
 __all__ = ["KraftlogDataSource", "KraftlogBatchReader", "KraftlogStreamReader", "RangePartition", "SCHEMA",
            "register", "DataLossError", "SourceError"]
@@ -112,10 +124,10 @@ class KraftlogDataSource(DataSource):
     def schema(self) -> StructType:
         return SCHEMA
 
-    def reader(self, schema: StructType) -> "KraftlogBatchReader":
+    def reader(self, schema: StructType) -> KraftlogBatchReader:
         return KraftlogBatchReader(SourceOptions.parse(self.options, streaming=False), _check_schema(schema))
 
-    def streamReader(self, schema: StructType) -> "KraftlogStreamReader":
+    def streamReader(self, schema: StructType) -> KraftlogStreamReader:
         return KraftlogStreamReader(SourceOptions.parse(self.options, streaming=True), _check_schema(schema))
 
 
@@ -316,16 +328,18 @@ def _read_range(opts: SourceOptions, schema: StructType, part: RangePartition) -
                 lost = exc
                 break
             for col, v in zip(cols, (rec.key, rec.value, part.topic, part.partition, offset, ts_ms * 1000, ts_type,
-                                     epoch)):
+                                     epoch), strict=True):
                 col.append(v)
             last_epoch = epoch
             if len(cols[0]) >= ARROW_BATCH_ROWS:
-                yield pa.RecordBatch.from_arrays([pa.array(c, t) for c, t in zip(cols, types)], schema=arrow_schema)
+                yield pa.RecordBatch.from_arrays([pa.array(c, t) for c, t in zip(cols, types, strict=True)],
+                                                 schema=arrow_schema)
                 cols = [[] for _ in range(8)]
     if lost is not None:
         log.warning("%s (failOnDataLoss=false: the rest of the range is skipped)", lost)
     if cols[0]:
-        yield pa.RecordBatch.from_arrays([pa.array(c, t) for c, t in zip(cols, types)], schema=arrow_schema)
+        yield pa.RecordBatch.from_arrays([pa.array(c, t) for c, t in zip(cols, types, strict=True)],
+                                         schema=arrow_schema)
     if lost is None and opts.validate_offsets and part.end_epoch is not None and last_epoch != part.end_epoch:
         message = (f"{part.topic}-{part.partition}: record {part.end - 1} is in leader epoch {last_epoch} but was "
                    f"in epoch {part.end_epoch} when the batch was planned: the log was truncated and rewritten "
