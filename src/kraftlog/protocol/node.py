@@ -44,6 +44,14 @@ class Message(Protocol):
     API: ClassVar[str]
 
 
+class Request(Message, Protocol):
+    """A request class of the core: ``API_KEY`` is Kafka's API key, ``VERSION`` the version whose semantics
+    it carries (the version it goes out at unless told otherwise)."""
+
+    API_KEY: ClassVar[int]
+    VERSION: ClassVar[int]
+
+
 #: The message type an :class:`Envelope` carries (``Envelope`` alone means any :class:`Message`).
 M_co = TypeVar("M_co", bound=Message, default=Message, covariant=True)
 #: The context a :class:`NodeBase` subclass attaches to each request it sends (``object`` by default).
