@@ -17,6 +17,7 @@ from ...level import Level
 from .. import kio_extra
 from .. import messages as m
 from ..errors import Errors
+from ..node import Message, Request
 from ..records import (
     decode_produce_records,
     encode_batches,
@@ -150,7 +151,7 @@ def _folded_leave_error_to(msg: m.LeaveGroupResponse, _kio_type: type) -> ErrorC
 # DeleteTopics v6 (KIP-516) lists {Name, TopicId} structs, each naming a topic by name or (Name null) by
 # id; the core keeps the two kinds apart (``topic_names``, ``topic_ids``), as Kafka's
 # ControllerApis.deleteTopics splits them. Before v6 the request has names only (generic mapping).
-def _delete_topics_to(msg: m.DeleteTopicsRequest, kio_type: type) -> tuple:
+def _delete_topics_to(msg: m.DeleteTopicsRequest, kio_type: type[Any]) -> tuple[Any, ...]:
     by_name = tuple(kio_type(name=n, topic_id=None) for n in msg.topic_names)
     return by_name + tuple(kio_type(name=None, topic_id=t) for t in msg.topic_ids)
 
@@ -312,7 +313,7 @@ _APIS: tuple[_Api, ...] = (
 #: back from what a node below ``urm`` accepts and advertises (:func:`supported_versions`,
 #: :func:`supported_api_versions`; DESIGN.md: advertise only what is implemented). Each is the top of its
 #: row's range, so what remains served is a range.
-_NOT_ADVERTISED_UNTIL_URM: dict[type, range] = {
+_NOT_ADVERTISED_UNTIL_URM: dict[type[Request], range] = {
     m.ElectLeadersRequest: range(3, 4),
     m.GetReplicaLogInfoRequest: range(0, 1),
 }
@@ -344,14 +345,14 @@ def _one_key(msg: m.FindCoordinatorRequest, _kio_type: type) -> str:
 
 
 #: Core types mapped by hand at these versions only (shapes.py): the metadata fetch is Fetch v15 only.
-_WHOLE_VERSIONS: dict[type, range] = {
+_WHOLE_VERSIONS: dict[type[Message], range] = {
     m.MetadataFetchRequest: range(15, 16), m.MetadataFetchResponse: range(15, 16),
 }
 
 
 # ============================================================================ registry
 #: Core request or response type -> its table row (MetadataFetch* share Fetch's).
-_API: dict[type, _Api] = {}
+_API: dict[type[Message], _Api] = {}
 for _row in _APIS:
     _API[_row.request] = _API[_row.response] = _row
 _API[m.MetadataFetchRequest] = _API[m.MetadataFetchResponse] = _API[m.FetchRequest]
@@ -362,27 +363,27 @@ assert all(held.stop == _API[t].versions.stop and held.start >= _API[t].versions
            for t, held in _NOT_ADVERTISED_UNTIL_URM.items())
 
 #: Core request type -> core response type.
-RESPONSE_TYPES: dict[type, type] = {
+RESPONSE_TYPES: dict[type[Request], type[Message]] = {
     req: getattr(m, req.__name__.removesuffix("Request") + "Response") for req in _ALL_REQUEST_TYPES
 }
-_REQUEST_FOR_RESPONSE: dict[type, type] = {resp: req for req, resp in RESPONSE_TYPES.items()}
-_REQUEST_OF: dict[type, type] = {t: t for t in RESPONSE_TYPES} | _REQUEST_FOR_RESPONSE
+_REQUEST_FOR_RESPONSE: dict[type[Message], type[Request]] = {resp: req for req, resp in RESPONSE_TYPES.items()}
+_REQUEST_OF: dict[type[Message], type[Request]] = {t: t for t in RESPONSE_TYPES} | _REQUEST_FOR_RESPONSE
 
 
-def response_type_for(request_type: type) -> type:
+def response_type_for(request_type: type[Request]) -> type[Message]:
     """The core response class answering ``request_type`` (e.g. FetchRequest -> FetchResponse,
     MetadataFetchRequest -> MetadataFetchResponse). Raises KeyError for a non-request type."""
     return RESPONSE_TYPES[request_type]
 
 
-def mapped_versions(request_type: type) -> range:
+def mapped_versions(request_type: type[Request]) -> range:
     """The API versions this module maps for ``request_type`` (a core request class): what
     :func:`decode_request` accepts and :func:`encode_request` / :func:`encode_response` write -- its
     table row's range, including versions no node serves yet (``_NOT_ADVERTISED_UNTIL_URM``)."""
     return _WHOLE_VERSIONS.get(request_type) or _row_of(request_type).versions
 
 
-def supported_versions(request_type: type, level: Level = DEFAULT_LEVEL) -> range:
+def supported_versions(request_type: type[Request], level: Level = DEFAULT_LEVEL) -> range:
     """The API versions a kraftlog node at ``level`` serves for ``request_type`` (a core request class):
     the mapped range (:func:`mapped_versions`); below level ``urm`` without the versions only ``urm``
     serves (ElectLeaders 0-2, not 3; no GetReplicaLogInfo)."""
@@ -404,10 +405,10 @@ def supported_api_versions(level: Level = DEFAULT_LEVEL) -> dict[int, tuple[int,
     return out
 
 
-_SCHEMAS: dict[tuple[int, int, bool], type] = {}
+_SCHEMAS: dict[tuple[int, int, bool], type[Any]] = {}
 
 
-def _schema(api_key: int, version: int, request: bool) -> type:
+def _schema(api_key: int, version: int, request: bool) -> type[Any]:
     """kio's request or response payload entity for (API key, version), else kio_extra's (the KIP-966
     schemas kio 0.6.5 lacks), cached."""
     key = (api_key, version, request)
@@ -426,14 +427,14 @@ def _schema(api_key: int, version: int, request: bool) -> type:
     return cls
 
 
-def _row_of(core_type: type) -> _Api:
+def _row_of(core_type: type[Message]) -> _Api:
     try:
         return _API[core_type]
     except KeyError:
         raise TypeError(f"{core_type.__name__} has no wire mapping in kraftlog.protocol.wire") from None
 
 
-def _version_for(core_type: type, version: int | None) -> int:
+def _version_for(core_type: type[Message], version: int | None) -> int:
     request_type = _REQUEST_OF[core_type]
     if version is None:
         return request_type.VERSION

@@ -8,13 +8,15 @@ from __future__ import annotations
 import dataclasses
 import io
 import struct
-from typing import Any
+from typing import Any, Protocol, cast
 
 from kio.serial import entity_reader, entity_writer
 from kio.static.constants import EntityType
+from kio.static.protocol import Payload
 
 from .. import messages as m
 from ..errors import Errors, WireError
+from ..node import Message, Request
 from .apis import (
     _API,
     _BY_KEY,
@@ -31,8 +33,14 @@ from .mapper import UnsupportedVersionError, _from_plan, _to_plan
 from .shapes import _WHOLE, _is_metadata_fetch
 
 
+class _ErrorResponse(Protocol):
+    """A response with a top-level error code (the rows with an ``error_response_version``)."""
+
+    error_code: int
+
+
 # ----------------------------------------------------------------------- building blocks
-def to_kio(msg: object, version: int | None = None) -> Any:
+def to_kio(msg: Message, version: int | None = None) -> Payload:
     """The kio entity (request or response payload) for a core message at ``version`` (default: the
     request class's ``VERSION``; a response uses its request's). Raises TypeError for an unmapped
     type and :class:`UnsupportedVersionError` for a version outside the API's range or content the
@@ -44,24 +52,28 @@ def to_kio(msg: object, version: int | None = None) -> Any:
     if row.check is not None and core_type is row.request:
         row.check(msg, version)
     if (row.error_response_version is not None and core_type is row.response
-            and msg.error_code != Errors.NONE):
+            and cast(_ErrorResponse, msg).error_code != Errors.NONE):
         version = row.error_response_version
     whole = _WHOLE.get(core_type)
+    entity: Payload
     if whole is not None and version in whole[0]:
-        return whole[1](msg, version)
-    kio_type = _schema(request_type.API_KEY, version, request=core_type is request_type)
-    return _to_plan(row, core_type, kio_type)(msg)
+        entity = whole[1](msg, version)
+    else:
+        kio_type = _schema(request_type.API_KEY, version, request=core_type is request_type)
+        entity = _to_plan(row, core_type, kio_type)(msg)
+    return entity
 
 
-def from_kio(entity: Any, as_type: type | None = None) -> object:
+def from_kio(payload: Payload, as_type: type[Message] | None = None) -> Message:
     """The core message for a kio entity (any mapped version). ``as_type`` forces the core class;
     without it a Fetch request/response whose only topic is ``METADATA_TOPIC_ID`` becomes a
     MetadataFetchRequest / MetadataFetchResponse and every other entity maps to its one core class.
     Raises TypeError for an unmapped entity and :class:`WireError` for content the core cannot
     represent."""
+    entity: Any = payload  # a kio entity's fields depend on its API and version
     api_key = int(getattr(entity, "__api_key__", -1))
     row = _BY_KEY.get(api_key)
-    if row is None or not dataclasses.is_dataclass(entity):
+    if row is None or not dataclasses.is_dataclass(payload):
         raise TypeError(f"{type(entity).__module__}.{type(entity).__name__} has no core mapping")
     is_request = entity.__type__ is EntityType.request
     if as_type is None:
@@ -77,9 +89,12 @@ def from_kio(entity: Any, as_type: type | None = None) -> object:
         raise UnsupportedVersionError(f"{as_type.__name__} v{entity.__version__}: kraftlog maps "
                                       f"version {_span(only)}")
     whole = _WHOLE.get(as_type)
+    msg: Message
     if whole is not None and entity.__version__ in whole[0]:
-        return whole[2](entity)
-    return _from_plan(row, as_type, type(entity))(entity)
+        msg = whole[2](entity)
+    else:
+        msg = _from_plan(row, as_type, type(entity))(entity)
+    return msg
 
 
 # --------------------------------------------------------------------------------- bytes
@@ -111,7 +126,7 @@ def _read(entity_type: type, data: bytes | memoryview, offset: int) -> tuple[Any
     return entity, offset + size
 
 
-def default_version(request: object) -> int:
+def default_version(request: Request) -> int:
     """The version a request goes out at when none is given: its class's ``VERSION``, or the lowest version
     that can carry it (ElectLeaders v3 for KIP-966's election types 2-4). Its response is read at the same
     version."""
@@ -120,7 +135,7 @@ def default_version(request: object) -> int:
     return type(request).VERSION
 
 
-def encode_request(msg: object, correlation_id: int, client_id: str = "kraftlog",
+def encode_request(msg: Request, correlation_id: int, client_id: str = "kraftlog",
                    version: int | None = None) -> bytes:
     """A Kafka request without the size prefix: the request header of that version (kio's
     ``__header_schema__``: v1, or v2 for flexible versions: API key, version, ``correlation_id``,
@@ -129,7 +144,7 @@ def encode_request(msg: object, correlation_id: int, client_id: str = "kraftlog"
     types 2-4, so that a broker forwards them to the controller). Raises as :func:`to_kio`."""
     if version is None:
         version = default_version(msg)
-    entity = to_kio(msg, version)
+    entity: Any = to_kio(msg, version)  # kio types its header schema per entity class
     header = entity.__header_schema__(
         request_api_key=entity.__api_key__,
         request_api_version=entity.__version__,
@@ -150,7 +165,7 @@ def peek_request_header(data: bytes | memoryview) -> tuple[int, int, int]:
     return _HEADER_PEEK.unpack_from(data, 0)
 
 
-def decode_request_frame(data: bytes | memoryview) -> tuple[int, int, int, str | None, object]:
+def decode_request_frame(data: bytes | memoryview) -> tuple[int, int, int, str | None, Message]:
     """(API key, API version, correlation id, client id, core message) of a request without the size
     prefix, at any version in the API's table row (:func:`mapped_versions`). A Fetch whose only
     topic is ``METADATA_TOPIC_ID`` decodes to MetadataFetchRequest. Bytes after the body are ignored,
@@ -180,19 +195,19 @@ def decode_request_frame(data: bytes | memoryview) -> tuple[int, int, int, str |
     return api_key, api_version, header.correlation_id, header.client_id, msg
 
 
-def decode_request(data: bytes | memoryview) -> tuple[int, object]:
+def decode_request(data: bytes | memoryview) -> tuple[int, Message]:
     """(correlation id, core message) of a request: :func:`decode_request_frame` without the rest."""
     _, _, correlation_id, _, msg = decode_request_frame(data)
     return correlation_id, msg
 
 
-def encode_response(msg: object, correlation_id: int, version: int | None = None) -> bytes:
+def encode_response(msg: Message, correlation_id: int, version: int | None = None) -> bytes:
     """A Kafka response without the size prefix: the response header of that version (kio's
     ``__header_schema__``: v0, or v1 for flexible versions) then the payload of :func:`to_kio` at
     ``version`` (default: the request class's ``VERSION``; the version the request came in, from
     :func:`decode_request_frame`, for a real client). An ApiVersions answer with an error has a v0
     body at every version (the table's ``error_response_version``). Raises as :func:`to_kio`."""
-    entity = to_kio(msg, version)
+    entity: Any = to_kio(msg, version)  # kio types its header schema per entity class
     out = io.BytesIO()
     _write(entity.__header_schema__(correlation_id=correlation_id), out)
     _write(entity, out)
@@ -209,22 +224,22 @@ class _Gather:
     __slots__ = ("parts", "write")
 
     def __init__(self) -> None:
-        self.parts: list = []
+        self.parts: list[bytes] = []
         self.write = self.parts.append
 
 
-def frame_response(msg: object, correlation_id: int, version: int | None = None) -> list:
+def frame_response(msg: Message, correlation_id: int, version: int | None = None) -> list[bytes]:
     """The framed response (4-byte size, header, body) as :func:`frame` of :func:`encode_response` gives
     it, as a list of byte strings to send in order (``transport.writelines``): the same bytes, but a
     piece of at least :data:`GATHER_MIN_BYTES` (a Fetch response's record batches, as read from the
     log) is not copied into one buffer, and the small pieces around it are joined. Raises as
     :func:`encode_response`."""
-    entity = to_kio(msg, version)
+    entity: Any = to_kio(msg, version)  # kio types its header schema per entity class
     out = _Gather()
     _write(entity.__header_schema__(correlation_id=correlation_id), out)  # type: ignore[arg-type]
     _write(entity, out)  # type: ignore[arg-type]
-    pieces: list = []
-    small: list = []
+    pieces: list[bytes] = []
+    small: list[bytes] = []
     total = 0
     for part in out.parts:
         n = len(part)
@@ -246,8 +261,8 @@ def frame_response(msg: object, correlation_id: int, version: int | None = None)
     return pieces
 
 
-def decode_response(data: bytes | memoryview, request_msg_type: type,
-                    version: int | None = None) -> tuple[int, object]:
+def decode_response(data: bytes | memoryview, request_msg_type: type[Request],
+                    version: int | None = None) -> tuple[int, Message]:
     """(correlation id, core message) of a response without the size prefix. Responses do not carry
     their API key, so ``request_msg_type`` (the core request class it answers) and ``version``
     (default: its ``VERSION``) pick the schema and the core class (MetadataFetchRequest ->
@@ -268,8 +283,8 @@ def decode_response(data: bytes | memoryview, request_msg_type: type,
     return header.correlation_id, from_kio(entity, response_type)
 
 
-def roundtrip(msg: object, correlation_id: int = 1, as_response_to: type | None = None,
-              version: int | None = None) -> object:
+def roundtrip(msg: Message, correlation_id: int = 1, as_response_to: type[Request] | None = None,
+              version: int | None = None) -> Message:
     """Send ``msg`` through the wire format and back: encode to bytes, decode, return the decoded core
     message (the simulator's wire switch). Requests go through :func:`decode_request`'s API-key
     dispatch; responses decode as the answer to ``as_response_to`` (default: the request class paired
@@ -279,7 +294,7 @@ def roundtrip(msg: object, correlation_id: int = 1, as_response_to: type | None 
     survive, and what the encoders/decoders raise."""
     msg_type = type(msg)
     if msg_type in RESPONSE_TYPES:
-        cid, out = decode_request(encode_request(msg, correlation_id, version=version))
+        cid, out = decode_request(encode_request(cast(Request, msg), correlation_id, version=version))
     else:
         request_type = as_response_to or _REQUEST_FOR_RESPONSE.get(msg_type)
         if request_type is None:

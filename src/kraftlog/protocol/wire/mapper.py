@@ -20,6 +20,7 @@ from kio.schema.errors import ErrorCode
 from kio.serial._implicit_defaults import get_implicit_default
 
 from ..errors import Errors, WireError
+from ..node import Message, Request
 from ..records import (
     decode_batches,
     encode_batches,
@@ -122,7 +123,7 @@ class _Custom:
     owner: type
     kio: str
     covers: tuple[str, ...]
-    to: Callable[[Any, type], Any]
+    to: Callable[[Any, Any], Any]  # (core message, kio entity class of the field or None) -> kio value
     frm: Callable[[Any], dict[str, Any]]
     versions: range | None = None
 
@@ -136,8 +137,8 @@ class _Api:
     ``error_response_version``: a response whose ``error_code`` is not NONE is written and read at
     this version, whatever the request's (ApiVersions: v0); its body must start with the error code."""
 
-    request: type
-    response: type
+    request: type[Request]
+    response: type[Message]
     versions: range
     renames: dict[str, str] = dataclasses.field(default_factory=dict)
     groups: tuple[_Group, ...] = ()
@@ -148,7 +149,7 @@ class _Api:
     error_response_version: int | None = None
 
 
-def _holds(rule: _Group | _Custom, kio: type) -> bool:
+def _holds(rule: _Group | _Custom, kio: type[Any]) -> bool:
     """A group or custom converter applies to this kio entity's version."""
     return rule.versions is None or kio.__version__ in rule.versions
 
@@ -181,7 +182,7 @@ class _TypeInfo:
 
     optional: bool
     array: bool
-    inner: type | None
+    inner: type[Any] | None
     base: Any
 
 
@@ -194,7 +195,14 @@ def _type_info(annotation: Any) -> _TypeInfo:
         tp = args[0]
     array = typing.get_origin(tp) is tuple
     inner = typing.get_args(tp)[0] if array else tp
-    return _TypeInfo(optional, array, inner if dataclasses.is_dataclass(inner) else None, inner)
+    return _TypeInfo(optional, array, inner if isinstance(inner, type) and dataclasses.is_dataclass(inner) else None,
+                     inner)
+
+
+def _dataclass(info: _TypeInfo) -> type[Any]:
+    """The dataclass inside a field annotation, where the schema has one (a nested struct or array of them)."""
+    assert info.inner is not None, "a nested entity's field"
+    return info.inner
 
 
 _HINTS: dict[type, dict[str, _TypeInfo]] = {}
@@ -208,7 +216,7 @@ def _hints(cls: type) -> dict[str, _TypeInfo]:
     return info
 
 
-def _kio_default(f: dataclasses.Field, info: _TypeInfo) -> Any:
+def _kio_default(f: dataclasses.Field[Any], info: _TypeInfo) -> Any:
     """Kafka's value for a kio field kraftlog does not set (see the rules above)."""
     if f.default is not dataclasses.MISSING:
         return f.default
@@ -227,7 +235,7 @@ def _kio_default(f: dataclasses.Field, info: _TypeInfo) -> Any:
     return get_implicit_default(info.base)
 
 
-def _has_default(f: dataclasses.Field) -> bool:
+def _has_default(f: dataclasses.Field[Any]) -> bool:
     return f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING
 
 
@@ -238,7 +246,7 @@ def _core_null(info: _TypeInfo) -> Any:
     return {uuid.UUID: _ZERO_UUID, str: ""}.get(info.base)
 
 
-def _kio_name(api: _Api, core_name: str, kio_fields: dict[str, dataclasses.Field]) -> str | None:
+def _kio_name(api: _Api, core_name: str, kio_fields: dict[str, dataclasses.Field[Any]]) -> str | None:
     """The kio field a core field maps to: the table's rename, the same name, or ``x`` for ``x_ms``."""
     for name in (api.renames.get(core_name), core_name):
         if name in kio_fields:
@@ -248,7 +256,7 @@ def _kio_name(api: _Api, core_name: str, kio_fields: dict[str, dataclasses.Field
     return None
 
 
-def _value_to_kio(core_info: _TypeInfo, kf: dataclasses.Field, api: _Api) -> Callable[[Any], Any] | None:
+def _value_to_kio(core_info: _TypeInfo, kf: dataclasses.Field[Any], api: _Api) -> Callable[[Any], Any] | None:
     """Converter for one core value -> kio value (None = identity)."""
     kinfo = _type_info(kf.type)
     if core_info.inner is not None and kinfo.inner is not None:
@@ -270,7 +278,7 @@ def _value_to_kio(core_info: _TypeInfo, kf: dataclasses.Field, api: _Api) -> Cal
     return conv
 
 
-def _value_from_kio(core_info: _TypeInfo, kf: dataclasses.Field, api: _Api) -> Callable[[Any], Any] | None:
+def _value_from_kio(core_info: _TypeInfo, kf: dataclasses.Field[Any], api: _Api) -> Callable[[Any], Any] | None:
     """Converter for one kio value -> core value (None = identity)."""
     kinfo = _type_info(kf.type)
     needs_empty = kinfo.optional and not core_info.optional
@@ -333,28 +341,30 @@ def _compile(target: type, steps: list[_Step], fixed: dict[str, Any],
         args.append(f"**_m{j}(o)")
     params = "o, key" if key is not None else "o"
     exec(f"def _plan({params}):\n    return _T({', '.join(args)})\n", ns)  # noqa: S102
-    return ns["_plan"]
+    plan: Callable[..., Any] = ns["_plan"]
+    return plan
 
 
 _TO_PLANS: dict[tuple[type, type, str | None], Callable[..., Any]] = {}
 _FROM_PLANS: dict[tuple[type, type, str | None], Callable[..., Any]] = {}
 
 
-def _group_to_kio(api: _Api, g: _Group, kf: dataclasses.Field) -> Callable[[Any], Any]:
-    topic_cls = _type_info(kf.type).inner
+def _group_to_kio(api: _Api, g: _Group, kf: dataclasses.Field[Any]) -> Callable[[Any], Any]:
+    topic_cls = _dataclass(_type_info(kf.type))
     inner_field = {f.name: f for f in dataclasses.fields(topic_cls)}[g.inner]
-    item_cls = _hints(g.owner)[g.core].inner
+    item_cls = _dataclass(_hints(g.owner)[g.core])
     key_core, key_kio = g.key
     topic_fixed = {
         f.name: _kio_default(f, _type_info(f.type))
         for f in dataclasses.fields(topic_cls)
         if f.name not in (key_kio, g.inner) and not _has_default(f)
     }
+    item: Callable[[Any], Any]
     if g.scalar is not None:
         scalar = g.scalar
         item = operator.attrgetter(scalar)
     else:
-        item = _to_plan(api, item_cls, _type_info(inner_field.type).inner, skip=key_core)
+        item = _to_plan(api, item_cls, _dataclass(_type_info(inner_field.type)), skip=key_core)
     key_of = operator.attrgetter(key_core)
     get = operator.attrgetter(g.core)
     parallel = _parallel_fields(g, topic_cls, item_cls)
@@ -394,11 +404,11 @@ def _parallel_fields(g: _Group, topic_cls: type, item_cls: type) -> tuple[tuple[
                  for core_name, kio_name in g.parallel if kio_name in topic_fields)
 
 
-def _group_from_kio(api: _Api, g: _Group, kf: dataclasses.Field) -> Callable[[Any], Any]:
-    topic_cls = _type_info(kf.type).inner
+def _group_from_kio(api: _Api, g: _Group, kf: dataclasses.Field[Any]) -> Callable[[Any], Any]:
+    topic_cls = _dataclass(_type_info(kf.type))
     inner_field = {f.name: f for f in dataclasses.fields(topic_cls)}[g.inner]
     item_info = _hints(g.owner)[g.core]
-    item_cls = item_info.inner
+    item_cls = _dataclass(item_info)
     key_core, key_kio = g.key
     key_info = _hints(item_cls)[key_core]
     key_conv = _value_from_kio(key_info, {f.name: f for f in dataclasses.fields(topic_cls)}[key_kio], api)
@@ -412,10 +422,10 @@ def _group_from_kio(api: _Api, g: _Group, kf: dataclasses.Field) -> Callable[[An
         def item(p: Any, key: Any) -> Any:
             return item_cls(**{key_core: key, scalar: p})
     else:
-        item = _from_plan(api, item_cls, _type_info(inner_field.type).inner, key=key_core)
+        item = _from_plan(api, item_cls, _dataclass(_type_info(inner_field.type)), key=key_core)
     parallel = _parallel_fields(g, topic_cls, item_cls)
 
-    def columns_of(t: Any, inner: tuple) -> dict[str, tuple]:
+    def columns_of(t: Any, inner: tuple[Any, ...]) -> dict[str, tuple[Any, ...]]:
         columns = {}
         for core_name, kio_name, _default in parallel:
             values = getattr(t, kio_name)
@@ -431,7 +441,7 @@ def _group_from_kio(api: _Api, g: _Group, kf: dataclasses.Field) -> Callable[[An
         topics = get(entity)
         if topics is None:
             return None if item_info.optional else ()
-        out = []
+        out: list[Any] = []
         for t in topics:
             key = key_conv(get_key(t))
             inner = get_inner(t)
@@ -444,6 +454,11 @@ def _group_from_kio(api: _Api, g: _Group, kf: dataclasses.Field) -> Callable[[An
         return tuple(out)
 
     return from_kio
+
+
+def _custom_to(c: _Custom, kio_type: type[Any] | None) -> Callable[[Any], Any]:
+    """A plan step computing a kio field with a custom converter (``kio_type``: the field's entity class)."""
+    return lambda obj: c.to(obj, kio_type)
 
 
 def _to_plan(api: _Api, core: type, kio: type, skip: str | None = None) -> Callable[[Any], Any]:
@@ -469,8 +484,7 @@ def _to_plan(api: _Api, core: type, kio: type, skip: str | None = None) -> Calla
         if kf.name in groups:
             steps.append((kf.name, None, _group_to_kio(api, groups[kf.name], kf)))
         elif kf.name in custom:
-            c, kio_type = custom[kf.name], _type_info(kf.type).inner
-            steps.append((kf.name, None, lambda obj, c=c, t=kio_type: c.to(obj, t)))
+            steps.append((kf.name, None, _custom_to(custom[kf.name], _type_info(kf.type).inner)))
         elif kf.name in by_kio:
             cname = by_kio[kf.name]
             steps.append((kf.name, cname, _value_to_kio(core_info[cname], kf, api)))

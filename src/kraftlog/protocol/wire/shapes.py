@@ -193,7 +193,7 @@ def _offset_fetch_response_to_kio(msg: m.OffsetFetchResponse, version: int) -> A
 
 def _offset_fetch_response_from_kio(e: Any) -> m.OffsetFetchResponse:
     g = _one_group(e.groups, "OffsetFetch response")
-    out = _from_plan(_API[m.OffsetFetchRequest], m.OffsetFetchResponse, type(g))(g)
+    out: m.OffsetFetchResponse = _from_plan(_API[m.OffsetFetchRequest], m.OffsetFetchResponse, type(g))(g)
     out.throttle_time_ms = _ms(e.throttle_time)
     return out
 
