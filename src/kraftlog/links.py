@@ -11,10 +11,19 @@ every ordinary client with one id).
 
 from __future__ import annotations
 
+from collections.abc import Hashable, Iterable
+from typing import TypeAlias
+
 __all__ = ["LinkRules", "matches"]
 
+#: A node id as the drivers name nodes (broker int, ``"controller"``, a client's id).
+Node: TypeAlias = Hashable
+#: A hold or release pattern: (API name, source, destination), each None = any.
+Pattern: TypeAlias = tuple[str | None, Node | None, Node | None]
 
-def matches(api, src, dst, m_api, m_src, m_dst) -> bool:
+
+def matches(api: str | None, src: Node | None, dst: Node | None,
+            m_api: str | None, m_src: Node | None, m_dst: Node | None) -> bool:
     """Whether a message or hold ``(m_api, m_src, m_dst)`` matches the pattern ``(api, src, dst)``,
     whose None fields are wildcards (``release``'s and ``hold``'s matching)."""
     return (api is None or m_api == api) and (src is None or m_src == src) and (dst is None or m_dst == dst)
@@ -38,21 +47,21 @@ class LinkRules:
     frozensets), ``partitioned`` (list of lists of frozensets), ``holds`` (list of (api, src, dst))."""
 
     def __init__(self) -> None:
-        self.cut: set = set()
-        self.isolated: list = []
-        self.partitioned: list = []
-        self.holds: list = []
+        self.cut: set[tuple[Node, Node]] = set()
+        self.isolated: list[frozenset[Node]] = []
+        self.partitioned: list[list[frozenset[Node]]] = []
+        self.holds: list[Pattern] = []
 
-    def isolate(self, nodes) -> None:
+    def isolate(self, nodes: Iterable[Node]) -> None:
         self.isolated.append(frozenset(nodes))
 
-    def partition(self, groups) -> None:
+    def partition(self, groups: Iterable[Iterable[Node]]) -> None:
         self.partitioned.append([frozenset(g) for g in groups])
 
-    def cut_link(self, src, dst) -> None:
+    def cut_link(self, src: Node, dst: Node) -> None:
         self.cut.add((src, dst))
 
-    def heal(self, nodes=None) -> None:
+    def heal(self, nodes: Iterable[Node] | None = None) -> None:
         if nodes is None:
             self.cut.clear()
             self.isolated.clear()
@@ -68,7 +77,7 @@ class LinkRules:
         """Whether any link rule (cut, isolation, partition) is set."""
         return bool(self.cut or self.isolated or self.partitioned)
 
-    def is_cut(self, src, dst) -> bool:
+    def is_cut(self, src: Node, dst: Node) -> bool:
         """Is the directed link src -> dst down?"""
         if (src, dst) in self.cut:
             return True
@@ -86,16 +95,16 @@ class LinkRules:
                 return True
         return False
 
-    def hold(self, api=None, src=None, dst=None) -> None:
+    def hold(self, api: str | None = None, src: Node | None = None, dst: Node | None = None) -> None:
         self.holds.append((api, src, dst))
 
-    def is_held(self, api, src, dst) -> bool:
+    def is_held(self, api: str, src: Node, dst: Node) -> bool:
         """Whether a hold matches a message of API ``api`` from ``src`` to ``dst``."""
         for h_api, h_src, h_dst in self.holds:
             if matches(h_api, h_src, h_dst, api, src, dst):
                 return True
         return False
 
-    def end_holds(self, api=None, src=None, dst=None) -> None:
+    def end_holds(self, api: str | None = None, src: Node | None = None, dst: Node | None = None) -> None:
         """Remove the holds the release pattern ``(api, src, dst)`` matches (None = any)."""
         self.holds = [h for h in self.holds if not matches(api, src, dst, *h)]

@@ -28,17 +28,20 @@ Connection rules, as Kafka's ``SocketServer`` / ``NetworkReceive`` / ``RequestCo
 
 from __future__ import annotations
 
+import datetime
 import io
 import struct
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-
-import datetime
+from typing import TypeAlias
 
 from kio.index import KioIndexError, load_request_schema, load_response_schema
 from kio.schema.api_versions.v0.response import ApiVersion, ApiVersionsResponse
 from kio.schema.errors import ErrorCode
+from kio.schema.request_header.v1.header import RequestHeader as RequestHeaderV1
+from kio.schema.request_header.v2.header import RequestHeader as RequestHeaderV2
 from kio.serial import entity_reader, entity_writer
+from kio.serial.readers import Reader
 from kio.static.primitive import i16, i32, i32Timedelta
 
 from . import kio_extra
@@ -55,6 +58,11 @@ API_VERSIONS_KEY = 18
 
 _SIZE = struct.Struct(">i")
 _PEEK = struct.Struct(">hhi")  # api key, api version, correlation id
+
+
+#: One complete frame without its size prefix: bytes, or a read-only memoryview for a frame too large for
+#: the staging buffer (:class:`_FrameBuffer`).
+Frame: TypeAlias = bytes | memoryview
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,10 +82,10 @@ class Request:
     the body is ``payload[header.header_size:]``."""
 
     header: RequestHeader
-    payload: bytes
+    payload: Frame
 
     @property
-    def body(self) -> bytes:
+    def body(self) -> Frame:
         return self.payload[self.header.header_size:]
 
 
@@ -112,7 +120,7 @@ def api_versions_error_reply(correlation_id: int, supported: Mapping[int, tuple[
     return _SIZE.pack(len(payload)) + payload
 
 
-def api_versions_reply(header: RequestHeader, payload: bytes,
+def api_versions_reply(header: RequestHeader, payload: Frame,
                        supported: Mapping[int, tuple[int, int]]) -> bytes:
     """The framed ApiVersionsResponse (at the request's version, response header v0 as Kafka always
     sends for ApiVersions) listing ``supported``; INVALID_REQUEST when the body does not parse."""
@@ -148,7 +156,8 @@ def _entry_type(response_type: type) -> type:
     """kio's ApiVersion entry class of one ApiVersionsResponse version (the element type of api_keys)."""
     import typing
     hint = typing.get_type_hints(response_type)["api_keys"]
-    return typing.get_args(hint)[0]
+    entry: type = typing.get_args(hint)[0]
+    return entry
 
 
 #: Bytes of a :class:`_FrameBuffer`'s staging buffer; a frame larger than this is read into its own.
@@ -259,8 +268,8 @@ class _FrameBuffer:
                 return frames, reason
         return frames, None
 
-    def buffer_updated(self, nbytes: int) -> tuple[list, str | None]:
-        frames: list = []
+    def buffer_updated(self, nbytes: int) -> tuple[list[Frame], str | None]:
+        frames: list[Frame] = []
         if self._big_size:
             self._big_pos += nbytes
             if self._big_pos == self._big_size:
@@ -269,6 +278,7 @@ class _FrameBuffer:
             return frames, None
         end = self._end = self._end + nbytes
         buf, view = self._buf, self._view
+        assert buf is not None and view is not None, "get_buffer allocated the staging buffer"
         pos = self._start
         unpack = _SIZE.unpack_from
         while end - pos >= 4:
@@ -343,7 +353,7 @@ class ServerConnection:
             return []
         return self._events(*self._buffer.feed(data))
 
-    def _events(self, frames: list, reason: str | None) -> list[Request | Reply | Close]:
+    def _events(self, frames: Sequence[Frame], reason: str | None) -> list[Request | Reply | Close]:
         events: list[Request | Reply | Close] = []
         for payload in frames:
             event = self._request(payload)
@@ -358,7 +368,7 @@ class ServerConnection:
             self._buffer.clear()
         return events
 
-    def _request(self, payload: bytes) -> Request | Reply | Close:
+    def _request(self, payload: Frame) -> Request | Reply | Close:
         if len(payload) < _PEEK.size:
             return Close(f"request of {len(payload)} bytes is shorter than a request header")
         api_key, api_version, correlation_id = _PEEK.unpack_from(payload, 0)
@@ -380,10 +390,10 @@ class ServerConnection:
 
 #: (API key, API version) -> kio's reader of that request's header (looking the schema up imports a
 #: module path each time: ~10 us per request).
-_HEADER_READERS: dict[tuple[int, int], object] = {}
+_HEADER_READERS: dict[tuple[int, int], Reader[RequestHeaderV1 | RequestHeaderV2]] = {}
 
 
-def _parse_header(payload: bytes, api_key: int, api_version: int) -> RequestHeader | str:
+def _parse_header(payload: Frame, api_key: int, api_version: int) -> RequestHeader | str:
     """The request header of ``payload`` (kio's header schema for the API and version: v1, or v2 with
     tagged fields for flexible versions), or the reason it does not parse."""
     reader = _HEADER_READERS.get((api_key, api_version))
@@ -418,15 +428,15 @@ class ResponseDecoder:
         over as a read-only memoryview (:class:`_FrameBuffer`)."""
         return self._buffer.get_buffer()
 
-    def buffer_updated(self, nbytes: int) -> list[tuple[int, bytes]]:
+    def buffer_updated(self, nbytes: int) -> list[tuple[int, Frame]]:
         """``nbytes`` arrived in :meth:`get_buffer`'s buffer: the responses they complete, as :meth:`feed`."""
         return self._responses(*self._buffer.buffer_updated(nbytes))
 
-    def feed(self, data: bytes) -> list[tuple[int, bytes]]:
+    def feed(self, data: bytes) -> list[tuple[int, Frame]]:
         return self._responses(*self._buffer.feed(data))
 
-    def _responses(self, frames: list, reason: str | None) -> list[tuple[int, bytes]]:
-        out = []
+    def _responses(self, frames: Sequence[Frame], reason: str | None) -> list[tuple[int, Frame]]:
+        out: list[tuple[int, Frame]] = []
         for payload in frames:
             if len(payload) < 4:
                 raise ValueError(f"response of {len(payload)} bytes has no correlation id")

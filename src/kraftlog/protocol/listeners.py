@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from . import messages as m
 from .errors import Errors
+from .node import Envelope, Message, Request
 
 __all__ = [
     "CLIENT", "INTERNAL", "CONTROLLER", "BROKER_APIS", "CONTROLLER_APIS", "CLUSTER_ACTION_APIS",
@@ -36,39 +37,38 @@ INTERNAL = "INTERNAL"
 CONTROLLER = "CONTROLLER"
 
 #: Requests a broker answers itself (on its client listener and its internal one).
-BROKER_APIS: frozenset[type] = frozenset((
+BROKER_APIS: frozenset[type[Request]] = frozenset((
     m.FetchRequest, m.ProduceRequest, m.ListOffsetsRequest, m.OffsetForLeaderEpochRequest,
     m.MetadataRequest, m.DescribeTopicPartitionsRequest, m.InitProducerIdRequest, m.FindCoordinatorRequest,
     m.OffsetCommitRequest, m.OffsetFetchRequest, m.JoinGroupRequest, m.SyncGroupRequest, m.HeartbeatRequest,
     m.LeaveGroupRequest, m.ApiVersionsRequest, m.DescribeConfigsRequest,
 ))
 #: Admin requests a broker forwards to the controller and whose answer it relays.
-FORWARDED_APIS: frozenset[type] = frozenset((
+FORWARDED_APIS: frozenset[type[Request]] = frozenset((
     m.CreateTopicsRequest, m.DeleteTopicsRequest, m.IncrementalAlterConfigsRequest, m.ElectLeadersRequest,
 ))
 #: Controller APIs that need CLUSTER_ACTION: refused on a broker's client listener.
-CLUSTER_ACTION_APIS: frozenset[type] = frozenset((
+CLUSTER_ACTION_APIS: frozenset[type[Request]] = frozenset((
     m.AlterPartitionRequest, m.BrokerRegistrationRequest, m.BrokerHeartbeatRequest, m.MetadataFetchRequest,
     m.GetReplicaLogInfoRequest,  # controller -> broker (KIP-966; its JSON's listeners: ["broker"])
 ))
 #: Requests the controller's listener serves.
-CONTROLLER_APIS: frozenset[type] = frozenset((
+CONTROLLER_APIS: frozenset[type[Request]] = frozenset((
     m.AlterPartitionRequest, m.BrokerRegistrationRequest, m.BrokerHeartbeatRequest, m.MetadataFetchRequest,
     m.CreateTopicsRequest, m.DeleteTopicsRequest, m.IncrementalAlterConfigsRequest, m.ElectLeadersRequest,
     m.ApiVersionsRequest,
 ))
 
 
-def is_cluster_action(message: object) -> bool:
+def is_cluster_action(message: Message) -> bool:
     """Whether ``message`` is an inter-broker or controller request (CLUSTER_ACTION in Kafka): a replica
     Fetch (``replica_id`` >= 0, Kafka's ``FetchRequest.isFromFollower``) or a CLUSTER_ACTION_APIS one."""
-    kind = type(message)
-    if kind is m.FetchRequest:
+    if type(message) is m.FetchRequest:
         return message.replica_id >= 0
-    return kind in CLUSTER_ACTION_APIS
+    return type(message) in CLUSTER_ACTION_APIS
 
 
-def cluster_action_refusal(envelope: m.Envelope) -> object | None:
+def cluster_action_refusal(envelope: Envelope) -> Message | None:
     """The CLUSTER_AUTHORIZATION_FAILED answer to an inter-broker or controller request that arrived on a
     client listener, or None when the request may be served."""
     if envelope.listener != CLIENT or not is_cluster_action(envelope.message):
@@ -76,48 +76,47 @@ def cluster_action_refusal(envelope: m.Envelope) -> object | None:
     return error_response(envelope.message, Errors.CLUSTER_AUTHORIZATION_FAILED)
 
 
-def error_response(request: object, code: int) -> object:
+def error_response(request: Message, code: int) -> Message:
     """The response to ``request`` with error ``code`` everywhere Kafka's ``getErrorResponse`` puts it
     (top level, and each topic/partition/resource of the request). Raises TypeError for a request type
     kraftlog never answers with an error of its own."""
-    kind = type(request)
-    if kind is m.FetchRequest or kind is m.MetadataFetchRequest:
-        if kind is m.MetadataFetchRequest:
-            return m.MetadataFetchResponse(code, -1, request.fetch_offset)
+    if type(request) is m.MetadataFetchRequest:
+        return m.MetadataFetchResponse(code, -1, request.fetch_offset)
+    if type(request) is m.FetchRequest:
         return m.FetchResponse(code, ())
-    if kind is m.AlterPartitionRequest:
+    if type(request) is m.AlterPartitionRequest:
         return m.AlterPartitionResponse(code, ())
-    if kind is m.BrokerRegistrationRequest:
+    if type(request) is m.BrokerRegistrationRequest:
         return m.BrokerRegistrationResponse(code)
-    if kind is m.BrokerHeartbeatRequest:
+    if type(request) is m.BrokerHeartbeatRequest:
         return m.BrokerHeartbeatResponse(code)
-    if kind is m.GetReplicaLogInfoRequest:
+    if type(request) is m.GetReplicaLogInfoRequest:
         return m.GetReplicaLogInfoResponse(-1, tuple(
             m.PartitionLogInfo(p.topic_id, p.partition, -1, -1, -1, code) for p in request.partitions))
-    if kind is m.CreateTopicsRequest:
+    if type(request) is m.CreateTopicsRequest:
         return m.CreateTopicsResponse(tuple(m.CreateTopicResult(t.name, code) for t in request.topics))
-    if kind is m.DeleteTopicsRequest:
+    if type(request) is m.DeleteTopicsRequest:
         return m.DeleteTopicsResponse(tuple(m.DeletableTopicResult(n, code) for n in request.topic_names))
-    if kind is m.IncrementalAlterConfigsRequest:
+    if type(request) is m.IncrementalAlterConfigsRequest:
         return m.IncrementalAlterConfigsResponse(tuple(
             m.AlterConfigsResourceResponse(code, r.resource_type, r.resource_name) for r in request.resources))
-    if kind is m.ElectLeadersRequest:
+    if type(request) is m.ElectLeadersRequest:
         return m.ElectLeadersResponse(code, tuple(
             m.ElectLeadersResult(p.topic, p.partition, code) for p in request.partitions))
-    if kind is m.OffsetCommitRequest:
+    if type(request) is m.OffsetCommitRequest:
         return m.OffsetCommitResponse(tuple(m.OffsetCommitPartitionResponse(p.topic, p.partition, code)
                                             for p in request.partitions))
-    if kind is m.OffsetFetchRequest:
+    if type(request) is m.OffsetFetchRequest:
         return m.OffsetFetchResponse(request.group_id, code, ())
-    if kind is m.JoinGroupRequest:
+    if type(request) is m.JoinGroupRequest:
         return m.JoinGroupResponse(code, request.member_id)
-    if kind is m.SyncGroupRequest:
+    if type(request) is m.SyncGroupRequest:
         return m.SyncGroupResponse(code)
-    if kind is m.HeartbeatRequest:
+    if type(request) is m.HeartbeatRequest:
         return m.HeartbeatResponse(code)
-    if kind is m.LeaveGroupRequest:
+    if type(request) is m.LeaveGroupRequest:
         return m.LeaveGroupResponse(code)
-    raise TypeError(f"no error response for {kind.__name__}")
+    raise TypeError(f"no error response for {type(request).__name__}")
 
 
 def listener_api_versions(listener: str, supported: dict[int, tuple[int, int]]) -> dict[int, tuple[int, int]]:

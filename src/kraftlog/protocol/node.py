@@ -20,8 +20,64 @@ from __future__ import annotations
 
 from bisect import insort
 from collections import deque
+from collections.abc import Hashable
+from dataclasses import dataclass
+from typing import ClassVar, Generic, Protocol, TypeAlias
 
-from .messages import Envelope
+from typing_extensions import TypeVar
+
+#: A node's id on the (simulated or real) network: a broker's ``node.id`` (an int, Kafka's ``node.id``),
+#: ``"controller"`` (the controller quorum's one id here) or a client's id (a str).
+NodeId: TypeAlias = int | str
+
+#: Where an :class:`Envelope` comes from or goes to: a :data:`NodeId`, except that the TCP driver puts the
+#: connection a request was read from as its ``src`` (so that the response goes back on that connection).
+Address: TypeAlias = Hashable
+
+
+class Message(Protocol):
+    """What travels in an :class:`Envelope`: one of the core's request or response classes
+    (``kraftlog.protocol.messages``: slotted dataclasses named after Kafka's schemas) or
+    :data:`CONNECTION_SETUP`. ``API`` is Kafka's API name (``"Fetch"``, ``"AlterPartition"``...), shared
+    by a request class and its response class."""
+
+    API: ClassVar[str]
+
+
+class Request(Message, Protocol):
+    """A request class of the core: ``API_KEY`` is Kafka's API key, ``VERSION`` the version whose semantics
+    it carries (the version it goes out at unless told otherwise)."""
+
+    API_KEY: ClassVar[int]
+    VERSION: ClassVar[int]
+
+
+#: The message type an :class:`Envelope` carries (``Envelope`` alone means any :class:`Message`).
+M_co = TypeVar("M_co", bound=Message, default=Message, covariant=True)
+#: The context a :class:`NodeBase` subclass attaches to each request it sends (``object`` by default).
+C = TypeVar("C", default=object)
+
+
+@dataclass(slots=True)
+class Envelope(Generic[M_co]):
+    """A message in transit: ``src``/``dst`` are addresses (node ids: broker int, ``"controller"`` or a
+    client id), ``correlation_id`` matches a response to its request (Kafka's request header
+    ``correlationId``), ``is_response`` tells which it is. ``Envelope[FetchRequest]`` is an envelope whose
+    message is a FetchRequest (a request handler's parameter, for instance)."""
+
+    src: Address
+    dst: Address
+    correlation_id: int
+    message: M_co
+    is_response: bool = False
+    #: The listener a request arrived on (Kafka's ``RequestContext.listenerName``): the TCP driver sets
+    #: it ("CLIENT", "INTERNAL", "CONTROLLER"); None in the simulator, where every link is internal.
+    listener: str | None = None
+    #: The client id of the request header (Kafka's ``RequestHeader.clientId``); None when unknown.
+    client_id: str | None = None
+    #: The request's API version as the client sent it (the TCP driver; None in the simulator: the
+    #: request class's VERSION).
+    api_version: int | None = None
 
 
 class ConnectionSetup:
@@ -40,33 +96,34 @@ class ConnectionSetup:
     """
 
     __slots__ = ()
-    API = "ConnectionSetup"
+    API: ClassVar[str] = "ConnectionSetup"
 
 
 #: The one ConnectionSetup instance, in both directions (``is_response`` tells the reply apart).
 CONNECTION_SETUP = ConnectionSetup()
 
 
-class NodeBase:
+class NodeBase(Generic[C]):
     """Outbox, correlation ids and request timeouts for a sans-I/O node.
 
     Subclasses implement ``on_request(now_ms, envelope)``, ``on_response(now_ms, context, message)``,
     ``on_timeout(now_ms, context)``, ``tick(now_ms)`` and ``next_deadline()`` (calling
-    ``_expire_requests`` and ``_request_deadline`` respectively)."""
+    ``_expire_requests`` and ``_request_deadline`` respectively). ``C`` is the type of the context a
+    subclass attaches to its requests (``NodeBase[tuple[str, int]]``, say); times are ms."""
 
-    def __init__(self, node_id) -> None:
-        self.node_id = node_id
+    def __init__(self, node_id: NodeId) -> None:
+        self.node_id: NodeId = node_id
         self._outbox: list[Envelope] = []
         self._next_correlation = 0
         #: correlation id -> (context, destination) of every request awaiting its response
-        self._inflight: dict[int, tuple[object, object]] = {}
+        self._inflight: dict[int, tuple[C, Address]] = {}
         #: request timeouts: timeout ms -> FIFO of (deadline ms, correlation id). A node uses a few
         #: timeout values and sends in time order, so each FIFO is sorted by deadline and the
         #: timeouts of answered requests drop off its front in O(1) (a heap kept thousands of them).
         self._timeouts: dict[int, deque[tuple[int, int]]] = {}
 
     # ------------------------------------------------------------------ sending
-    def send_request(self, dst, message, now_ms: int, timeout_ms: int, context) -> int:
+    def send_request(self, dst: Address, message: Message, now_ms: int, timeout_ms: int, context: C) -> int:
         """Queue ``message`` for ``dst``; ``context`` comes back to on_response/on_timeout."""
         self._next_correlation += 1
         corr = self._next_correlation
@@ -82,7 +139,7 @@ class NodeBase:
         self._outbox.append(Envelope(self.node_id, dst, corr, message, False))
         return corr
 
-    def send_response(self, request: Envelope, message) -> None:
+    def send_response(self, request: Envelope, message: Message) -> None:
         """Queue the response to ``request``."""
         self._outbox.append(Envelope(self.node_id, request.src, request.correlation_id, message, True))
 
@@ -106,7 +163,7 @@ class NodeBase:
         else:
             self.on_request(now_ms, envelope)
 
-    def peer_disconnected(self, now_ms: int, peer) -> None:
+    def peer_disconnected(self, now_ms: int, peer: Address) -> None:
         """The connection to ``peer`` closed (its process died): fail every request in flight to it,
         as Kafka's NetworkClient does when a connection is reset."""
         for corr in sorted(c for c, (_, p) in self._inflight.items() if p == peer):
@@ -147,10 +204,10 @@ class NodeBase:
     def on_request(self, now_ms: int, envelope: Envelope) -> None:  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def on_response(self, now_ms: int, context, message) -> None:  # pragma: no cover - abstract
+    def on_response(self, now_ms: int, context: C, message: Message) -> None:  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def on_timeout(self, now_ms: int, context) -> None:  # pragma: no cover - abstract
+    def on_timeout(self, now_ms: int, context: C) -> None:  # pragma: no cover - abstract
         raise NotImplementedError
 
     def tick(self, now_ms: int) -> None:  # pragma: no cover - abstract

@@ -40,8 +40,8 @@ Offsets are absolute: record ``i`` of a batch has offset ``base_offset + i``.
 from __future__ import annotations
 
 import struct
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
 from crc32c import crc32c
 from kio.serial.readers import read_signed_varint, read_signed_varlong
@@ -166,7 +166,7 @@ class RecordBatch:
 
     # ------------------------------------------------------------------ the encoded form
     @classmethod
-    def from_bytes(cls, data: bytes, verify_crc: bool = True) -> "RecordBatch":
+    def from_bytes(cls, data: bytes | memoryview, verify_crc: bool = True) -> RecordBatch:
         """Wrap exactly one encoded v2 batch without decoding its records.
 
         Checks the framing: at least the 61-byte header, ``batchLength`` equal to ``len(data) - 12``,
@@ -239,7 +239,8 @@ class RecordBatch:
         disagree with its record count: ``kraftlog.protocol.validation`` refuses that), else count - 1."""
         data = self._data
         if data is not None:
-            return _INT32.unpack_from(data, 23)[0]
+            last_delta: int = _INT32.unpack_from(data, 23)[0]
+            return last_delta
         return self.record_count - 1
 
     @property
@@ -248,7 +249,8 @@ class RecordBatch:
         record timestamp (-1 for no records)."""
         data = self._data
         if data is not None:
-            return _INT64.unpack_from(data, 35)[0]
+            max_ts: int = _INT64.unpack_from(data, 35)[0]
+            return max_ts
         return max((r.timestamp for r in self._records), default=-1)  # type: ignore[union-attr]
 
     @property
@@ -259,7 +261,7 @@ class RecordBatch:
             size = self._size = _encoded_size(self._records)  # type: ignore[arg-type]
         return size
 
-    def with_offsets(self, base_offset: int, partition_leader_epoch: int) -> "RecordBatch":
+    def with_offsets(self, base_offset: int, partition_leader_epoch: int) -> RecordBatch:
         """A copy stamped by the leader on append (Kafka's offset assignment). For an encoded batch the
         two fields are patched into a copy of the bytes; the CRC, which does not cover them, stays
         valid, and records decoded so far are shared (their offsets are relative)."""
@@ -286,7 +288,7 @@ class RecordBatch:
         out._size = len(stamped)
         return out
 
-    def truncated_before(self, offset: int) -> "RecordBatch":
+    def truncated_before(self, offset: int) -> RecordBatch:
         """The prefix of this batch holding offsets < ``offset`` (``base_offset < offset <= last_offset``),
         as a records batch (uncompressed: the records are decoded for it). Kafka never cuts a batch, as
         replicas' LEOs are batch boundaries; kraftlog keeps the prefix for a truncation inside one."""
@@ -296,7 +298,7 @@ class RecordBatch:
                            self.attributes & ~_COMPRESSION_MASK)
 
     # ------------------------------------------------------------------ value semantics
-    def _key(self) -> tuple:
+    def _key(self) -> tuple[object, ...]:
         return (self.base_offset, self.partition_leader_epoch, self.producer_id, self.producer_epoch,
                 self.base_sequence, self.attributes, self.record_count)
 
@@ -494,9 +496,10 @@ def _decompress(codec: int, data: memoryview) -> bytes:
     decode = {"gzip": kc.gzip_decode, "snappy": kc.snappy_decode, "lz4": kc.lz4_decode,
               "zstd": kc.zstd_decode}[name]
     try:
-        return decode(data if name == "gzip" else data.tobytes())
+        inflated: bytes = decode(data if name == "gzip" else data.tobytes())
     except Exception as exc:  # each library raises its own error on a damaged stream
         raise CorruptRecordError(f"record batch: cannot decompress {name}: {exc}") from exc
+    return inflated
 
 
 def _decode_records_of(data: bytes) -> tuple[Record, ...]:
@@ -564,7 +567,7 @@ class MalformedRecords:
         return f"MalformedRecords({len(self.data)} bytes: {self.reason})"
 
 
-def decode_produce_records(data: bytes | memoryview | None) -> tuple:
+def decode_produce_records(data: bytes | memoryview | None) -> tuple[RecordBatch, ...] | tuple[MalformedRecords]:
     """A Produce partition's ``records``: :func:`decode_batches`' batches, or, when they do not frame
     (:class:`CorruptRecordError`), one :class:`MalformedRecords` holding the bytes, never an exception:
     Kafka parses a ProduceRequest's records lazily and answers a bad batch per partition

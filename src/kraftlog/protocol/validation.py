@@ -12,17 +12,33 @@ scratch buffer) and the producer's bytes are what the log keeps.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..metadata.topic_names import (
-    CLUSTER_METADATA_TOPIC, INTERNAL_TOPICS, MAX_TOPIC_NAME_LENGTH, has_collision_chars, is_internal,
-    unify_collision_chars, validate_topic_name,
+    CLUSTER_METADATA_TOPIC,
+    INTERNAL_TOPICS,
+    MAX_TOPIC_NAME_LENGTH,
+    has_collision_chars,
+    is_internal,
+    unify_collision_chars,
+    validate_topic_name,
 )
 from .errors import Errors
 from .records import (
-    ATTR_COMPRESSION_MASK, ATTR_CONTROL, ATTR_LOG_APPEND_TIME, ATTR_TRANSACTIONAL, CODECS, LOG_OVERHEAD,
-    RECORD_BATCH_OVERHEAD, CorruptRecordError, InvalidRecordError, MalformedRecords, RecordBatch,
-    UnsupportedCompressionError, scan_records,
+    ATTR_COMPRESSION_MASK,
+    ATTR_CONTROL,
+    ATTR_LOG_APPEND_TIME,
+    ATTR_TRANSACTIONAL,
+    CODECS,
+    LOG_OVERHEAD,
+    RECORD_BATCH_OVERHEAD,
+    CorruptRecordError,
+    InvalidRecordError,
+    MalformedRecords,
+    RecordBatch,
+    UnsupportedCompressionError,
+    scan_records,
 )
 
 __all__ = [
@@ -52,7 +68,8 @@ class RecordLimits:
 DEFAULT_LIMITS = RecordLimits()
 
 
-def validate_produce_records(topic: str, partition: int, records: tuple, now_ms: int,
+def validate_produce_records(topic: str, partition: int, records: Sequence[RecordBatch | MalformedRecords],
+                             now_ms: int,
                              limits: RecordLimits = DEFAULT_LIMITS) -> tuple[int, str] | None:
     """Why Kafka would refuse ``records`` (one Produce partition's batches: :class:`RecordBatch` objects
     or a :class:`MalformedRecords`) from a client, as ``(error code, message)``, or None to append them.
@@ -136,12 +153,12 @@ def validate_produce_records(topic: str, partition: int, records: tuple, now_ms:
                     lo, lo_i = ts, i
                 if hi is None or ts > hi:
                     hi, hi_i = ts, i
-    if lo is not None:
+    if lo is not None and hi is not None:  # (set together)
         before, after = limits.timestamp_before_max_ms, limits.timestamp_after_max_ms
-        for ts, index in ((lo, lo_i), (hi, hi_i)):
-            if now_ms - ts > before or ts - now_ms > after:
+        for bound, index in ((lo, lo_i), (hi, hi_i)):
+            if now_ms - bound > before or bound - now_ms > after:
                 return Errors.INVALID_TIMESTAMP, (
-                    f"One or more records have been rejected due to invalid timestamp: Timestamp {ts} of "
+                    f"One or more records have been rejected due to invalid timestamp: Timestamp {bound} of "
                     f"message with offset {index} is out of range. The timestamp should be within "
                     f"[{now_ms - before}, {now_ms + after}]")
     return None

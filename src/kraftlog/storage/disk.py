@@ -32,8 +32,9 @@ from __future__ import annotations
 
 import errno
 from collections import deque
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Iterator, Protocol, Sequence, runtime_checkable
+from typing import Protocol, TypeVar, cast, runtime_checkable
 
 __all__ = ["Disk", "SimDisk", "CRASH_MODES", "LoadDrop", "disk_full_error"]
 
@@ -118,15 +119,15 @@ class Disk(Protocol):
 
     def append(self, path: str, item: object, now_ms: int) -> None: ...
 
-    def append_many(self, path: str, items: list, now_ms: int) -> None: ...
+    def append_many(self, path: str, items: Sequence[object], now_ms: int) -> None: ...
 
     def truncate(self, path: str, length: int, now_ms: int) -> None: ...
 
-    def read_range(self, path: str, start: int, stop: int) -> Sequence: ...
+    def read_range(self, path: str, start: int, stop: int) -> Sequence[object]: ...
 
-    def scan(self, path: str) -> Iterator: ...
+    def scan(self, path: str) -> Iterator[object]: ...
 
-    def read(self, path: str) -> list: ...
+    def read(self, path: str) -> list[object]: ...
 
     def fsync(self, path: str, now_ms: int) -> None: ...
 
@@ -154,8 +155,8 @@ class _LogFile:
     __slots__ = ("view", "durable", "pending", "durable_exists")
 
     def __init__(self) -> None:
-        self.view: list = []
-        self.durable: list = []
+        self.view: list[object] = []
+        self.durable: list[object] = []
         # (now_ms, kind, arg): kind _APPEND with the item, or _TRUNCATE with the kept length.
         self.pending: deque[tuple[int, int, object]] = deque()
         # Whether the file itself (its creation) has reached the disk.
@@ -170,7 +171,7 @@ class _LogFile:
                 if kind == _APPEND:
                     durable.append(arg)
                 else:
-                    del durable[arg:]
+                    del durable[cast(int, arg):]
             pending.clear()
         self.durable_exists = True
 
@@ -185,7 +186,7 @@ class _LogFile:
             if kind == _APPEND:
                 durable.append(arg)
             else:
-                del durable[arg:]
+                del durable[cast(int, arg):]
         self.durable_exists = True
 
 
@@ -256,7 +257,7 @@ class SimDisk:
                       and corrupted[id(item)] is item), None)
         if first is None:
             return []
-        size = lambda item: getattr(item, "size_bytes", 1)  # noqa: E731
+        size: Callable[[object], int] = lambda item: getattr(item, "size_bytes", 1)  # noqa: E731
         start = sum(size(item) for item in view[:first])
         end = start + sum(size(item) for item in view[first:])
         drop = LoadDrop(path, start, end, len(view) - first,
@@ -283,7 +284,7 @@ class SimDisk:
         f.view.append(item)
         f.pending.append((now_ms, _APPEND, item))
 
-    def append_many(self, path: str, items: list, now_ms: int) -> None:
+    def append_many(self, path: str, items: Sequence[object], now_ms: int) -> None:
         """Append ``items`` in order (one write: nothing happens between them in the simulation)."""
         if self.full and items:
             raise disk_full_error(path)
@@ -300,17 +301,17 @@ class SimDisk:
         del f.view[length:]
         f.pending.append((now_ms, _TRUNCATE, length))
 
-    def read(self, path: str) -> list:
+    def read(self, path: str) -> list[object]:
         """The page-cache contents of ``path`` (the live list: do not mutate), ``[]`` if missing."""
         f = self._files.get(path)
         return f.view if f is not None else []
 
-    def read_range(self, path: str, start: int, stop: int) -> list:
+    def read_range(self, path: str, start: int, stop: int) -> list[object]:
         """Items ``start`` .. ``stop - 1`` of ``path`` from the page-cache view (a new list slice)."""
         f = self._files.get(path)
         return f.view[start:stop] if f is not None else []
 
-    def scan(self, path: str) -> Iterator:
+    def scan(self, path: str) -> Iterator[object]:
         """Iterate over the page-cache items of ``path`` (do not change the file meanwhile)."""
         f = self._files.get(path)
         return iter(f.view) if f is not None else iter(())
@@ -365,10 +366,8 @@ class SimDisk:
             return
         if self.list(dst_prefix):
             raise FileExistsError(f"rename_dir: {dst!r} already holds files")
-        for table in (self._files, self._values):
-            moved = [p for p in table if p.startswith(src_prefix)]
-            for p in moved:
-                table[dst_prefix + p[len(src_prefix):]] = table.pop(p)
+        _move_prefix(self._files, src_prefix, dst_prefix)
+        _move_prefix(self._values, src_prefix, dst_prefix)
 
     def crash(self, lose: str, now_ms: int) -> None:
         """Simulate a machine crash at ``now_ms`` and the restart that follows.
@@ -410,3 +409,13 @@ class SimDisk:
         out.extend(p for p in self._values if p.startswith(prefix))
         out.sort()
         return out
+
+
+_V = TypeVar("_V")
+
+
+def _move_prefix(table: dict[str, _V], src_prefix: str, dst_prefix: str) -> None:
+    """Rename every key of ``table`` starting with ``src_prefix`` to start with ``dst_prefix`` instead."""
+    moved = [p for p in table if p.startswith(src_prefix)]
+    for p in moved:
+        table[dst_prefix + p[len(src_prefix):]] = table.pop(p)

@@ -196,7 +196,7 @@ class LeaderEpochCache:
 
     def entries(self) -> list[tuple[int, int]]:
         """A copy of the entries, (epoch, start offset) in increasing order."""
-        return list(zip(self._epochs, self._starts))
+        return list(zip(self._epochs, self._starts, strict=True))
 
     def __len__(self) -> int:
         return len(self._epochs)

@@ -21,13 +21,14 @@ by default only the OS writeback makes data durable.
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Iterable, Iterator
+from typing import cast
 
 from ..protocol.records import Record, RecordBatch
 from .disk import Disk, LoadDrop
-from .producer_state import ProducerStateManager
 from .epoch_cache import LeaderEpochCache
+from .producer_state import ProducerStateManager
 
 __all__ = ["LogConfig", "PartitionLog", "SEGMENT_FILE", "EPOCH_CHECKPOINT_FILE"]
 
@@ -130,7 +131,7 @@ class PartitionLog:
         expected = self.log_start_offset
         torn = None
         position = 0
-        for b in disk.scan(self.segment_path):
+        for b in _scan(disk, self.segment_path):
             if b.base_offset != expected or b.record_count <= 0:
                 torn = (f"offset gap: the batch at byte {position} starts at offset {b.base_offset} where "
                         f"{expected} was expected" if b.base_offset != expected
@@ -158,7 +159,7 @@ class PartitionLog:
 
         cache = LeaderEpochCache(disk, f"{directory}/{EPOCH_CHECKPOINT_FILE}", now_ms)
         cache.truncate_from_end(expected, now_ms)
-        derived = list(zip(epochs, epoch_starts))
+        derived = list(zip(epochs, epoch_starts, strict=True))
         if cache.entries() != derived:
             cache.clear(now_ms)
             for epoch, start in derived:
@@ -283,12 +284,12 @@ class PartitionLog:
             if total > max_bytes:
                 break
             j += 1
-        return tuple(self._disk.read_range(self.segment_path, i, j))
+        return tuple(_read_range(self._disk, self.segment_path, i, j))
 
     def batches(self) -> Iterator[RecordBatch]:
         """Iterate over the stored batches in offset order, read from the disk (for checkers and tools;
         do not change the log meanwhile)."""
-        return self._disk.scan(self.segment_path)
+        return _scan(self._disk, self.segment_path)
 
     def record_at(self, offset: int) -> tuple[Record, int] | None:
         """(record, partition leader epoch of its batch) at ``offset``, None outside [start, LEO)."""
@@ -297,7 +298,7 @@ class PartitionLog:
         i = bisect_right(self._bases, offset) - 1
         if i < 0:
             return None
-        (b,) = self._disk.read_range(self.segment_path, i, i + 1)
+        (b,) = _read_range(self._disk, self.segment_path, i, i + 1)
         return (b.records[offset - b.base_offset], b.partition_leader_epoch)
 
     def _count(self, i: int) -> int:
@@ -326,7 +327,7 @@ class PartitionLog:
         path = self.segment_path
         head = None
         if keep and bases[keep - 1] + self._count(keep - 1) > offset:
-            (straddling,) = disk.read_range(path, keep - 1, keep)
+            (straddling,) = _read_range(disk, path, keep - 1, keep)
             head = straddling.truncated_before(offset)
             keep -= 1
         disk.truncate(path, keep, now_ms)
@@ -338,7 +339,7 @@ class PartitionLog:
             sizes.append(head.size_bytes)
         self.log_end_offset = offset
         self.epoch_cache.truncate_from_end(offset, now_ms)
-        self.producer_state.rebuild(disk.scan(path))
+        self.producer_state.rebuild(_scan(disk, path))
         if self.high_watermark > offset:
             self.high_watermark = offset
         if self.recovery_point > offset:
@@ -371,3 +372,12 @@ class PartitionLog:
     def __repr__(self) -> str:
         return (f"PartitionLog({self.directory!r}, leo={self.log_end_offset}, hwm={self.high_watermark}, "
                 f"batches={len(self._bases)}, epochs={self.epoch_cache.entries()})")
+
+
+# A partition's segment file holds RecordBatch items only (the Disk interface stores any object).
+def _scan(disk: Disk, path: str) -> Iterator[RecordBatch]:
+    return cast(Iterator[RecordBatch], disk.scan(path))
+
+
+def _read_range(disk: Disk, path: str, start: int, stop: int) -> Sequence[RecordBatch]:
+    return cast(Sequence[RecordBatch], disk.read_range(path, start, stop))

@@ -23,9 +23,11 @@ from __future__ import annotations
 
 import base64
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
 from random import Random
-from typing import Mapping
+
+from .disk import Disk
 
 __all__ = [
     "META_PROPERTIES",
@@ -98,20 +100,20 @@ def new_directory_id(rng: Random) -> uuid.UUID:
             return u
 
 
-def format_disk(disk, identity: MetaProperties, now_ms: int) -> None:
+def format_disk(disk: Disk, identity: MetaProperties, now_ms: int) -> None:
     """Format a node's Disk (``kafka-storage.sh format``): write :data:`META_PROPERTIES` atomically.
     The caller decides that the directory is new; a node never formats itself."""
     disk.write_atomic(META_PROPERTIES, encode_properties(identity.to_properties()), now_ms)
 
 
-def read_identity(disk, node_id, cluster_id: str) -> MetaProperties:
+def read_identity(disk: Disk, node_id: int | str, cluster_id: str) -> MetaProperties:
     """The verified identity of the node ``node_id`` of cluster ``cluster_id`` from its Disk's
     :data:`META_PROPERTIES` (a value file: no I/O of this module's own); raises
     :class:`NodeIdentityError` as :func:`verify_ensemble` does."""
     return verify_ensemble({"": disk.read_value(META_PROPERTIES)}, node_id, cluster_id)[""]
 
 
-def verify_ensemble(texts: Mapping[str, object], node_id, cluster_id: str) -> dict[str, MetaProperties]:
+def verify_ensemble(texts: Mapping[str, object], node_id: int | str, cluster_id: str) -> dict[str, MetaProperties]:
     """Kafka's ``MetaPropertiesEnsemble.verify`` over the directories of one node.
 
     ``texts``: directory name -> the text of its ``meta.properties`` (None when missing). Returns directory
@@ -173,17 +175,17 @@ def encode_properties(props: Mapping[str, object]) -> str:
     """``meta.properties`` text (``java.util.Properties.store``'s escaping): ``version=1`` first, then
     ``cluster.id``, ``node.id``, then the other keys in the caller's order; values are str()-ed.
     ValueError when ``cluster.id`` or ``node.id`` is missing or ``version`` is given and not ``1``."""
-    props = {str(k): str(v) for k, v in props.items()}
-    version = props.pop("version", VERSION)
+    text = {str(k): str(v) for k, v in props.items()}
+    version = text.pop("version", VERSION)
     if version != VERSION:
         raise ValueError(f"meta.properties version {version!r} is not supported (only {VERSION})")
-    missing = [k for k in _REQUIRED if k not in props]
+    missing = [k for k in _REQUIRED if k not in text]
     if missing:
         raise ValueError(f"meta.properties needs {', '.join(missing)}")
     ordered = {"version": version}
     for k in _REQUIRED:
-        ordered[k] = props.pop(k)
-    ordered.update(props)
+        ordered[k] = text.pop(k)
+    ordered.update(text)
     lines = ["#", "#Written by kraftlog (Kafka meta.properties format)"]
     lines.extend(f"{_escape(k, True)}={_escape(v, False)}" for k, v in ordered.items())
     return "\n".join(lines) + "\n"

@@ -19,6 +19,7 @@ retried batch from a new one:
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from ..protocol.errors import Errors
@@ -48,7 +49,7 @@ class ProducerEntry:
     """``batches``: (first sequence, last sequence, base offset) of the newest batches, oldest first."""
 
     epoch: int
-    batches: deque = field(default_factory=lambda: deque(maxlen=BATCHES_TO_RETAIN))
+    batches: deque[tuple[int, int, int]] = field(default_factory=lambda: deque(maxlen=BATCHES_TO_RETAIN))
 
     @property
     def last_sequence(self) -> int:
@@ -94,7 +95,7 @@ class ProducerStateManager:
             entry = self.producers[pid] = ProducerEntry(batch.producer_epoch)
         entry.batches.append((batch.base_sequence, batch_last_sequence(batch), batch.base_offset))
 
-    def rebuild(self, batches) -> None:
+    def rebuild(self, batches: Iterable[RecordBatch]) -> None:
         """Recompute from the log (after loading it, or after a truncation)."""
         self.producers = {}
         for b in batches:

@@ -18,6 +18,7 @@ own entities, raising ``kio.index.UnknownEntity`` for any other (API key, versio
 from __future__ import annotations
 
 from kio.index import UnknownEntity
+from kio.static.protocol import RequestPayload, ResponsePayload
 
 from .elect_leaders.v3 import request as _elect_leaders_v3_request
 from .elect_leaders.v3 import response as _elect_leaders_v3_response
@@ -27,18 +28,18 @@ from .get_replica_log_info.v0 import response as _get_replica_log_info_v0_respon
 __all__ = ["REQUESTS", "RESPONSES", "load_request_schema", "load_response_schema"]
 
 #: (API key, version) -> request payload entity.
-REQUESTS: dict[tuple[int, int], type] = {
+REQUESTS: dict[tuple[int, int], type[RequestPayload]] = {
     (43, 3): _elect_leaders_v3_request.ElectLeadersRequest,
     (93, 0): _get_replica_log_info_v0_request.GetReplicaLogInfoRequest,
 }
 #: (API key, version) -> response payload entity.
-RESPONSES: dict[tuple[int, int], type] = {
+RESPONSES: dict[tuple[int, int], type[ResponsePayload]] = {
     (43, 3): _elect_leaders_v3_response.ElectLeadersResponse,
     (93, 0): _get_replica_log_info_v0_response.GetReplicaLogInfoResponse,
 }
 
 
-def load_request_schema(api_key: int, version: int) -> type:
+def load_request_schema(api_key: int, version: int) -> type[RequestPayload]:
     """The request payload entity for (API key, version), as ``kio.index.load_request_schema``."""
     try:
         return REQUESTS[(api_key, version)]
@@ -46,7 +47,7 @@ def load_request_schema(api_key: int, version: int) -> type:
         raise UnknownEntity(f"kio_extra has no request schema for ({api_key=}, {version=})") from None
 
 
-def load_response_schema(api_key: int, version: int) -> type:
+def load_response_schema(api_key: int, version: int) -> type[ResponsePayload]:
     """The response payload entity for (API key, version), as ``kio.index.load_response_schema``."""
     try:
         return RESPONSES[(api_key, version)]

@@ -17,18 +17,13 @@ default: like Kafka's generated Java (an empty list), this one defaults to ().
 """
 
 import datetime
-
-from dataclasses import dataclass
-from dataclasses import field
+from dataclasses import dataclass, field
 from typing import ClassVar
 
 from kio.schema.request_header.v2.header import RequestHeader
 from kio.schema.types import TopicName
 from kio.static.constants import EntityType
-from kio.static.primitive import i8
-from kio.static.primitive import i16
-from kio.static.primitive import i32
-from kio.static.primitive import i32Timedelta
+from kio.static.primitive import i8, i16, i32, i32Timedelta
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -8,17 +8,14 @@ version). kio's ``entity_reader`` / ``entity_writer`` read and write it like any
 :mod:`kraftlog.protocol.kio_extra` indexes it by (API key, version).
 """
 
-from dataclasses import dataclass
-from dataclasses import field
+from dataclasses import dataclass, field
 from typing import ClassVar
 
 from kio.schema.errors import ErrorCode
 from kio.schema.response_header.v1.header import ResponseHeader
 from kio.schema.types import TopicName
 from kio.static.constants import EntityType
-from kio.static.primitive import i16
-from kio.static.primitive import i32
-from kio.static.primitive import i32Timedelta
+from kio.static.primitive import i16, i32, i32Timedelta
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -16,15 +16,12 @@ Where the KIP and trunk differ, this follows trunk:
 """
 
 import uuid
-
-from dataclasses import dataclass
-from dataclasses import field
+from dataclasses import dataclass, field
 from typing import ClassVar
 
 from kio.schema.request_header.v2.header import RequestHeader
 from kio.static.constants import EntityType
-from kio.static.primitive import i16
-from kio.static.primitive import i32
+from kio.static.primitive import i16, i32
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -20,18 +20,13 @@ Where the KIP and trunk differ, this follows trunk:
 """
 
 import uuid
-
-from dataclasses import dataclass
-from dataclasses import field
+from dataclasses import dataclass, field
 from typing import ClassVar
 
 from kio.schema.errors import ErrorCode
 from kio.schema.response_header.v1.header import ResponseHeader
 from kio.static.constants import EntityType
-from kio.static.primitive import i16
-from kio.static.primitive import i32
-from kio.static.primitive import i32Timedelta
-from kio.static.primitive import i64
+from kio.static.primitive import i16, i32, i32Timedelta, i64
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

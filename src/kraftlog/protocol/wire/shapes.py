@@ -1,0 +1,228 @@
+"""Whole-message shapes that really differ between the core and Kafka, mapped by hand: the KRaft metadata
+fetch (Fetch v15 of ``__cluster_metadata``), OffsetFetch v8's groups, FindCoordinator before v4. Other
+versions of these types map through the table (:mod:`.apis`). See :mod:`kraftlog.protocol.wire`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from kio.schema.errors import ErrorCode
+
+from ...metadata.codec import MetadataRecordError, decode_metadata_record, encode_metadata_record
+from .. import messages as m
+from ..errors import Errors, WireError
+from ..records import (
+    Record,
+    RecordBatch,
+    decode_batches,
+    encode_batches,
+)
+from .apis import _API, _pairs_from, _pairs_to, _schema
+from .mapper import UnsupportedVersionError, _code, _ec, _from_plan, _ms, _td, _to_plan
+
+T = TypeVar("T")
+
+
+# ------------------------------------------------ whole-message shapes that really differ
+# The metadata log fetch: the core's MetadataFetchRequest/Response is a KRaft observer's Fetch of
+# ``__cluster_metadata`` partition 0 (Fetch v15, the only version a broker sends the controller):
+# one fixed topic and partition, and the records are metadata records as JSON values of one v2
+# batch -- nothing here is a field-for-field copy.
+_METADATA_MIN_BYTES = 1
+_METADATA_PARTITION_MAX_BYTES = 1048576
+#: Timestamp and partition leader epoch of the batch that carries metadata records: the core's
+#: metadata log has neither, so the wire form fixes them.
+_METADATA_BATCH_TIMESTAMP = 0
+_METADATA_BATCH_LEADER_EPOCH = 0
+
+
+def _metadata_fetch_request_to_kio(msg: m.MetadataFetchRequest, version: int) -> Any:
+    f_req = _schema(m.FetchRequest.API_KEY, version, request=True)
+    mod = sys.modules[f_req.__module__]
+    return f_req(
+        cluster_id=msg.cluster_id,
+        replica_state=mod.ReplicaState(replica_id=msg.replica_id, replica_epoch=msg.replica_epoch),
+        max_wait=_td(msg.max_wait_ms),
+        min_bytes=_METADATA_MIN_BYTES,
+        topics=(
+            mod.FetchTopic(
+                topic_id=m.METADATA_TOPIC_ID,
+                partitions=(
+                    mod.FetchPartition(
+                        partition=0, current_leader_epoch=-1, fetch_offset=msg.fetch_offset,
+                        last_fetched_epoch=-1, log_start_offset=-1,
+                        partition_max_bytes=_METADATA_PARTITION_MAX_BYTES,
+                    ),
+                ),
+            ),
+        ),
+        forgotten_topics_data=(),
+        rack_id="",
+    )
+
+
+def _metadata_fetch_request_from_kio(e: Any) -> m.MetadataFetchRequest:
+    parts = [p for t in e.topics if t.topic_id == m.METADATA_TOPIC_ID for p in t.partitions]
+    if len(parts) != 1 or parts[0].partition != 0:
+        raise WireError("a metadata fetch names exactly __cluster_metadata partition 0")
+    return m.MetadataFetchRequest(
+        replica_id=e.replica_state.replica_id,
+        replica_epoch=e.replica_state.replica_epoch,
+        fetch_offset=parts[0].fetch_offset,
+        max_wait_ms=_ms(e.max_wait),
+        cluster_id=e.cluster_id,
+    )
+
+
+def _metadata_fetch_response_to_kio(msg: m.MetadataFetchResponse, version: int) -> Any:
+    f_resp = _schema(m.FetchRequest.API_KEY, version, request=False)
+    mod = sys.modules[f_resp.__module__]
+    if msg.error_code == Errors.INCONSISTENT_CLUSTER_ID:
+        # KafkaRaftClient.handleFetchRequest: a request-level error, no partition data (read back with
+        # high watermark and base offset -1).
+        return f_resp(throttle_time=_td(0), error_code=_ec(msg.error_code), session_id=0, responses=())
+    if msg.records:
+        batch = RecordBatch(
+            base_offset=msg.base_offset,
+            partition_leader_epoch=_METADATA_BATCH_LEADER_EPOCH,
+            records=tuple(
+                Record(_METADATA_BATCH_TIMESTAMP, None, encode_metadata_record(r))
+                for r in msg.records
+            ),
+        )
+        records = encode_batches((batch,))
+        # The metadata log has no transactions: its LSO is its HWM.
+        last_stable_offset = msg.high_watermark
+    else:
+        records = b""
+        # No batch carries the base offset; the (otherwise unused) LSO does.
+        last_stable_offset = msg.base_offset
+    return f_resp(
+        throttle_time=_td(0),
+        error_code=ErrorCode.none,
+        session_id=0,
+        responses=(
+            mod.FetchableTopicResponse(
+                topic_id=m.METADATA_TOPIC_ID,
+                partitions=(
+                    mod.PartitionData(
+                        partition_index=0,
+                        error_code=_ec(msg.error_code),
+                        high_watermark=msg.high_watermark,
+                        last_stable_offset=last_stable_offset,
+                        log_start_offset=0,
+                        aborted_transactions=None,
+                        records=records,
+                    ),
+                ),
+            ),
+        ),
+    )
+
+
+def _metadata_fetch_response_from_kio(e: Any) -> m.MetadataFetchResponse:
+    parts = [p for t in e.responses if t.topic_id == m.METADATA_TOPIC_ID for p in t.partitions]
+    if not parts:
+        return m.MetadataFetchResponse(
+            error_code=_code(e.error_code), high_watermark=-1, base_offset=-1
+        )
+    if len(parts) != 1:
+        raise WireError("a metadata fetch response holds exactly __cluster_metadata partition 0")
+    p = parts[0]
+    error_code = e.error_code if e.error_code != ErrorCode.none else p.error_code
+    batches = decode_batches(p.records)
+    try:
+        records = tuple(
+            decode_metadata_record(r.value) for b in batches for r in b.records  # type: ignore[arg-type]
+        )
+    except MetadataRecordError as exc:
+        raise WireError(str(exc)) from exc
+    base_offset = batches[0].base_offset if batches else p.last_stable_offset
+    return m.MetadataFetchResponse(
+        error_code=_code(error_code),
+        high_watermark=p.high_watermark,
+        base_offset=base_offset,
+        records=records,
+    )
+
+
+def _is_metadata_fetch(topics: Any) -> bool:
+    return len(topics) == 1 and getattr(topics[0], "topic_id", None) == m.METADATA_TOPIC_ID
+
+
+# OffsetFetch v8 is the multi-group form (KIP-709): ``Groups[]`` in the request and the response.
+# The core message carries one group, which maps to a one-element ``Groups``; decoding bytes with
+# any other number of groups raises WireError. The response's group entity maps generically (the
+# core response minus throttle time); the request's partitions are (topic, partition) pairs, so
+# they are grouped here. The core request's ``partitions`` None ("every committed partition") is
+# Kafka's null ``Topics``; an empty tuple is an empty (non-null) list. A request topic with no
+# partition indexes has no flat core form and decodes to nothing.
+def _one_group(groups: tuple[T, ...], what: str) -> T:
+    if len(groups) != 1:
+        raise WireError(f"{what} with {len(groups)} groups: kraftlog maps exactly one group")
+    return groups[0]
+
+
+def _offset_fetch_request_to_kio(msg: m.OffsetFetchRequest, version: int) -> Any:
+    of_req = _schema(m.OffsetFetchRequest.API_KEY, version, request=True)
+    mod = sys.modules[of_req.__module__]
+    topics = _pairs_to(msg, mod.OffsetFetchRequestTopics)
+    return of_req(
+        groups=(mod.OffsetFetchRequestGroup(group_id=msg.group_id, topics=topics),),
+        require_stable=msg.require_stable,
+    )
+
+
+def _offset_fetch_request_from_kio(e: Any) -> m.OffsetFetchRequest:
+    g = _one_group(e.groups, "OffsetFetch request")
+    return m.OffsetFetchRequest(
+        group_id=g.group_id, require_stable=e.require_stable, **_pairs_from(g)
+    )
+
+
+def _offset_fetch_response_to_kio(msg: m.OffsetFetchResponse, version: int) -> Any:
+    of_resp = _schema(m.OffsetFetchRequest.API_KEY, version, request=False)
+    group_type = sys.modules[of_resp.__module__].OffsetFetchResponseGroup
+    return of_resp(throttle_time=_td(msg.throttle_time_ms),
+                   groups=(_to_plan(_API[m.OffsetFetchRequest], type(msg), group_type)(msg),))
+
+
+def _offset_fetch_response_from_kio(e: Any) -> m.OffsetFetchResponse:
+    g = _one_group(e.groups, "OffsetFetch response")
+    out: m.OffsetFetchResponse = _from_plan(_API[m.OffsetFetchRequest], m.OffsetFetchResponse, type(g))(g)
+    out.throttle_time_ms = _ms(e.throttle_time)
+    return out
+
+
+def _single_coordinator_to_kio(msg: m.FindCoordinatorResponse, version: int) -> Any:
+    kio_type = _schema(m.FindCoordinatorRequest.API_KEY, version, request=False)
+    if len(msg.coordinators) != 1:
+        raise UnsupportedVersionError("FindCoordinator before v4 answers exactly one coordinator")
+    entity = _to_plan(_API[m.FindCoordinatorRequest], m.Coordinator, kio_type)(msg.coordinators[0])
+    if version >= 1:  # ThrottleTimeMs is v1+
+        entity = dataclasses.replace(entity, throttle_time=_td(msg.throttle_time_ms))
+    return entity
+
+
+def _single_coordinator_from_kio(e: Any) -> m.FindCoordinatorResponse:
+    coordinator = _from_plan(_API[m.FindCoordinatorRequest], m.Coordinator, type(e))(e)
+    throttle = getattr(e, "throttle_time", None)
+    return m.FindCoordinatorResponse((coordinator,), 0 if throttle is None else _ms(throttle))
+
+
+#: Core type -> (the versions mapped by hand, to kio at a version, from kio); other versions of the
+#: type map through the table. The metadata fetch is Fetch v15 only.
+_WHOLE: dict[type, tuple[range, Callable[[Any, int], Any], Callable[[Any], Any]]] = {
+    m.MetadataFetchRequest: (range(15, 16), _metadata_fetch_request_to_kio,
+                             _metadata_fetch_request_from_kio),
+    m.MetadataFetchResponse: (range(15, 16), _metadata_fetch_response_to_kio,
+                              _metadata_fetch_response_from_kio),
+    m.OffsetFetchRequest: (range(8, 9), _offset_fetch_request_to_kio, _offset_fetch_request_from_kio),
+    m.OffsetFetchResponse: (range(8, 9), _offset_fetch_response_to_kio,
+                            _offset_fetch_response_from_kio),
+    m.FindCoordinatorResponse: (range(0, 4), _single_coordinator_to_kio, _single_coordinator_from_kio),
+}
