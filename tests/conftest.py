@@ -155,6 +155,7 @@ def pytest_addoption(parser) -> None:
                      help="rewrite tests/golden/ from this run (tests/test_golden.py) instead of comparing")
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the xdist_group marks (its own hook of this name)
 def pytest_collection_modifyitems(config, items) -> None:
     """Tests that use a module-scoped fixture run on one pytest-xdist worker (``--dist loadgroup``), so that
     the fixture (a campaign on Spark, a real cluster) is made once, not once per worker. Tests that share
