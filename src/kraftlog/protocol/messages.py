@@ -362,7 +362,8 @@ class MetadataFetchRequest:
     replica_id: int
     #: ``replica_state.replica_epoch``: The epoch of this follower, or -1 if not available.
     replica_epoch: int
-    #: ``topics[].partitions[].fetch_offset``: The message offset.
+    #: ``topics[].partitions[].fetch_offset``: The next metadata log offset to fetch (the one partition of
+    #: ``__cluster_metadata``).
     fetch_offset: int
     #: ``max_wait``: The maximum time in milliseconds to wait for the response.
     max_wait_ms: int
@@ -384,7 +385,8 @@ class MetadataFetchResponse:
     high_watermark: int
     #: the offset of ``records[0]`` (the metadata batch's base offset)
     base_offset: int
-    #: ``responses[].partitions[].records``: The record data.
+    #: ``responses[].partitions[].records``: The metadata records, decoded (``kraftlog.protocol.wire`` maps them to
+    #: one batch's records).
     records: tuple[MetadataRecord, ...] = ()
 
 

@@ -273,8 +273,8 @@ APIS: tuple[Api, ...] = (
             "INCONSISTENT_CLUSTER_ID."), fields=(
             F("replica_id", "replica_state.replica_id", default=REQUIRED),
             F("replica_epoch", "replica_state.replica_epoch", default=REQUIRED),
-            # one partition: its offset
-            F("fetch_offset", "topics.partitions.fetch_offset", type="int"),
+            F("fetch_offset", "topics.partitions.fetch_offset", type="int", doc=(
+                "The next metadata log offset to fetch (the one partition of ``__cluster_metadata``).")),
             F("max_wait_ms"),
             F("cluster_id"),
         )),
@@ -284,8 +284,8 @@ APIS: tuple[Api, ...] = (
             F("error_code"),
             F("high_watermark", "responses.partitions.high_watermark", type="int"),
             Extra("base_offset", "int", "the offset of ``records[0]`` (the metadata batch's base offset)"),
-            # decoded metadata records, not batches (kraftlog.protocol.wire maps them)
-            F("records", "responses.partitions.records", type="tuple[MetadataRecord, ...]", default=()),
+            F("records", "responses.partitions.records", type="tuple[MetadataRecord, ...]", default=(), doc=(
+                "The metadata records, decoded (``kraftlog.protocol.wire`` maps them to one batch's records).")),
         )),
     )),
     Api("Produce", 0, 9, Kio(9), title="Produce (API key 0, v9)", classes=(
