@@ -15,9 +15,9 @@ from kraftlog.client.position import FetchPosition
 from kraftlog.protocol import messages as m
 from kraftlog.protocol.errors import Errors
 from kraftlog.protocol.records import Record, RecordBatch
+from kraftlog.scenario import load_scenario
 from kraftlog.scenario.result import RunResult
 from kraftlog.sim.runner import ScenarioRun
-from kraftlog.scenario import load_scenario
 
 ROOT = Path(__file__).resolve().parents[1]
 TID = uuid.UUID(int=5)

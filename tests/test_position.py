@@ -12,8 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kraftlog.client.position import (EpochEndOffset, FetchPosition, PositionValidation, Validation,
-                                      validate_position)
+from kraftlog.client.position import EpochEndOffset, FetchPosition, PositionValidation, Validation, validate_position
 from kraftlog.protocol.errors import Errors
 
 offsets = st.integers(min_value=0, max_value=10**12)
@@ -113,12 +112,11 @@ def test_the_consumer_and_the_spark_source_read_an_answer_alike(offset, epoch, a
     and OffsetForLeaderEpoch answer: both find a truncation or neither; at the same divergence offset
     (unknown: -1 for the consumer, None for the source); the consumer raises LogTruncationError exactly
     when the source raises DataLossError; with a policy and a known divergence both go on from it."""
-    from test_consumer import consumer_at, validate_with
-    from test_spark_source import K, _FakeClient, _stream_reader
-
     from kraftlog.client.consumer import LogTruncationError
     from kraftlog.protocol import messages as m
     from kraftlog.spark.offsets import DataLossError
+    from test_consumer import consumer_at, validate_with
+    from test_spark_source import K, _FakeClient, _stream_reader
 
     c = consumer_at(offset, epoch, reset="earliest" if policy else "none")
     validate_with(c, m.OffsetForLeaderEpochPartitionResponse("t", 0, Errors.NONE, answer_epoch, end))

@@ -14,10 +14,13 @@ from dataclasses import dataclass
 from random import Random
 
 from ..protocol.errors import Errors
+from ..protocol.messages import Envelope
 from ..protocol.node import earliest
 from .network import NetworkClient
 
 CONTROLLER = "controller"
+#: What an admin request waits under in NodeBase's in-flight table: ("req", call id).
+AdminContext = tuple[str, int]
 
 
 @dataclass(slots=True)
@@ -41,7 +44,7 @@ class Admin(NetworkClient):
     ``retry.backoff.ms`` 100, and NetworkClient's ``connection_configs``."""
 
     def __init__(self, client_id: str = "admin", rng: Random | None = None, *, request_timeout_ms: int = 30000,
-                 retry_backoff_ms: int = 100, **connection_configs) -> None:
+                 retry_backoff_ms: int = 100, **connection_configs: int) -> None:
         super().__init__(client_id, rng if rng is not None else Random(f"admin:{client_id}"),
                          request_timeout_ms=request_timeout_ms, **connection_configs)
         self.retry_backoff_ms = retry_backoff_ms
@@ -50,7 +53,7 @@ class Admin(NetworkClient):
         self._next_call = 0
         self._worked_ms = -1
 
-    def submit(self, request, now_ms: int, timeout_ms: int = 30000, dst=CONTROLLER) -> int:
+    def submit(self, request: object, now_ms: int, timeout_ms: int = 30000, dst: object = CONTROLLER) -> int:
         """Send ``request`` to ``dst``, answered within ``timeout_ms``; returns the id under which
         ``results`` will hold the answer."""
         self._next_call += 1
@@ -72,15 +75,15 @@ class Admin(NetworkClient):
                 d = earliest(d, call.next_attempt_ms)
         return d
 
-    def on_request(self, now_ms, envelope) -> None:
+    def on_request(self, now_ms: int, envelope: Envelope) -> None:
         pass
 
-    def on_response(self, now_ms: int, context, message) -> None:
+    def on_response(self, now_ms: int, context: AdminContext, message: object) -> None:
         rid = context[1]
         if self.calls.pop(rid, None) is not None:
             self.results[rid] = message
 
-    def on_timeout(self, now_ms: int, context) -> None:
+    def on_timeout(self, now_ms: int, context: AdminContext) -> None:
         call = self.calls.get(context[1])
         if call is not None:
             call.inflight = False

@@ -26,18 +26,31 @@ coordinator in backoff is forgotten and looked up again (Kafka's ``coordinatorUn
 
 from __future__ import annotations
 
-from random import Random
+import uuid
 from dataclasses import dataclass
+from random import Random
+from typing import Literal
 
 from ..protocol import messages as m
 from ..protocol.errors import Errors
-
-#: Kafka\'s NONE error code, bound once (attribute access on the enum class is slow on hot paths).
-NONE = Errors.NONE
 from ..protocol.node import earliest
-from .metadata import ClientMetadata
+from .metadata import ClientMetadata, PartitionInfo
 from .network import NetworkClient
 from .position import EpochEndOffset, FetchPosition, Validation, validate_position
+
+#: Kafka's NONE error code, bound once (attribute access on the enum class is slow on hot paths).
+NONE = Errors.NONE
+
+#: What a request waits under in NodeBase's in-flight table (the partitions as (topic, index) keys):
+#: a Fetch with its leader, partitions and the offsets sent; a ListOffsets or an OffsetForLeaderEpoch
+#: (with the position validated) for one partition; Metadata; the group's requests (an OffsetCommit
+#: with the partitions committed).
+FetchContext = tuple[Literal["fetch"], int, tuple[tuple[str, int], ...], tuple[int, ...]]
+ListOffsetsContext = tuple[Literal["list_offsets"], int, tuple[tuple[str, int], ...]]
+ValidateContext = tuple[Literal["validate"], int, tuple[tuple[str, int], ...], FetchPosition]
+GroupContext = (tuple[Literal["find_coordinator"]] | tuple[Literal["offset_fetch"]]
+                | tuple[Literal["offset_commit"], tuple[m.OffsetCommitPartition, ...]])
+ConsumerContext = tuple[Literal["metadata"]] | FetchContext | ListOffsetsContext | ValidateContext | GroupContext
 
 
 @dataclass(slots=True)
@@ -105,10 +118,12 @@ class Consumer(NetworkClient):
     ``socket.connection.setup.timeout.ms`` 10000, ``socket.connection.setup.timeout.max.ms`` 30000).
     ``rng`` (seeded) draws backoff jitter and the start of the least-loaded-node scan."""
 
+    metadata: ClientMetadata
+
     def __init__(self, client_id: str, bootstrap: list[int], partitions: list[tuple[str, int]], reset: str,
                  rng: Random, *, validate_positions: bool = True, fetch_max_wait_ms: int = 500,
                  request_timeout_ms: int = 30000, retry_backoff_ms: int = 100, group_id: str | None = None,
-                 auto_commit_interval_ms: int = 5000, **connection_configs) -> None:
+                 auto_commit_interval_ms: int = 5000, **connection_configs: int) -> None:
         super().__init__(client_id, rng, request_timeout_ms=request_timeout_ms, **connection_configs)
         #: Kafka's ``group.id``: committed offsets (with their leader epochs) live at its coordinator.
         self.group_id = group_id
@@ -151,8 +166,8 @@ class Consumer(NetworkClient):
             found, self._unreported = self._unreported, []
             raise LogTruncationError(found)
         if self._out_of_range:
-            found, self._out_of_range = self._out_of_range, []
-            raise OffsetOutOfRangeError(found)
+            out_of_range, self._out_of_range = self._out_of_range, []
+            raise OffsetOutOfRangeError(out_of_range)
         return self.take_records()
 
     @property
@@ -192,30 +207,33 @@ class Consumer(NetworkClient):
                          else max(self.next_commit_ms, self.group_backoff_until))
         return d
 
-    def on_request(self, now_ms, envelope) -> None:
+    def on_request(self, now_ms: int, envelope: m.Envelope) -> None:
         pass
 
-    def on_response(self, now_ms: int, context, message) -> None:
-        kind = context[0]
-        if kind == "metadata":
+    def on_response(self, now_ms: int, context: ConsumerContext, message: object) -> None:
+        if context[0] == "metadata":
+            assert isinstance(message, m.MetadataResponse), message
             for key in self.metadata.update(message):
                 st = self.state.get(key)
                 if st is not None and st.position is not None and self.validate_positions:
                     st.awaiting_validation = True
-        elif kind == "fetch":
+        elif context[0] == "fetch":
+            assert isinstance(message, m.FetchResponse), message
             self._on_fetch(now_ms, context, message)
-        elif kind == "list_offsets":
+        elif context[0] == "list_offsets":
+            assert isinstance(message, m.ListOffsetsResponse), message
             self._on_list_offsets(now_ms, context, message)
-        elif kind == "validate":
+        elif context[0] == "validate":
+            assert isinstance(message, m.OffsetForLeaderEpochResponse), message
             self._on_validate(now_ms, context, message)
-        elif kind in ("find_coordinator", "offset_fetch", "offset_commit"):
-            self._on_group(now_ms, kind, context, message)
+        else:
+            self._on_group(now_ms, context, message)
         self._work(now_ms)
 
-    def on_timeout(self, now_ms: int, context) -> None:
+    def on_timeout(self, now_ms: int, context: ConsumerContext) -> None:
         if context[0] == "metadata":
             self.metadata.failed(now_ms, self.retry_backoff_ms)
-        elif context[0] in ("find_coordinator", "offset_fetch", "offset_commit"):
+        elif context[0] == "find_coordinator" or context[0] == "offset_fetch" or context[0] == "offset_commit":
             self._group_failed(now_ms)
         else:
             for key in context[2]:
@@ -223,7 +241,7 @@ class Consumer(NetworkClient):
         self._work(now_ms)
 
     # ---------------------------------------------------------------- internals
-    def _fail(self, now_ms: int, key) -> None:
+    def _fail(self, now_ms: int, key: tuple[str, int]) -> None:
         st = self.state[key]
         st.inflight = False
         st.backoff_until = now_ms + self.retry_backoff_ms
@@ -268,15 +286,17 @@ class Consumer(NetworkClient):
                 self.send_request(self.coordinator, m.OffsetCommitRequest(self.group_id, parts), now_ms,
                                   self.request_timeout_ms, ("offset_commit", parts))
 
-    def _on_group(self, now_ms: int, kind: str, context, resp) -> None:
+    def _on_group(self, now_ms: int, context: GroupContext, resp: object) -> None:
         self.group_inflight = False
-        if kind == "find_coordinator":
+        if context[0] == "find_coordinator":
+            assert isinstance(resp, m.FindCoordinatorResponse), resp
             c = resp.coordinators[0] if resp.coordinators else None
             if c is None or c.error_code != NONE or c.node_id < 0:
                 self._group_failed(now_ms)
             else:
                 self.coordinator = c.node_id
-        elif kind == "offset_fetch":
+        elif context[0] == "offset_fetch":
+            assert isinstance(resp, m.OffsetFetchResponse), resp
             if resp.error_code != NONE:
                 self._group_failed(now_ms)
                 return
@@ -288,18 +308,19 @@ class Consumer(NetworkClient):
                     self.committed[key] = FetchPosition.from_wire(p.committed_offset, p.committed_leader_epoch)
             self.group_ready = True
         else:
+            assert isinstance(resp, m.OffsetCommitResponse), resp
             if any(p.error_code != NONE for p in resp.partitions):
                 self._group_failed(now_ms)
                 return
-            for p in context[1]:
-                self.committed[(p.topic, p.partition)] = FetchPosition.from_wire(p.committed_offset,
-                                                                                 p.committed_leader_epoch)
+            for cp in context[1]:
+                self.committed[(cp.topic, cp.partition)] = FetchPosition.from_wire(cp.committed_offset,
+                                                                                   cp.committed_leader_epoch)
 
     def _work(self, now_ms: int) -> None:
         self._worked_ms = now_ms
         self._wake_ms = None
         self._group_work(now_ms)
-        fetch_by_leader: dict[int, list] = {}
+        fetch_by_leader: dict[int, list[tuple[tuple[str, int], PartitionInfo]]] = {}
         for key in sorted(self.state):
             st = self.state[key]
             if st.inflight or st.backoff_until > now_ms or not self.group_ready:
@@ -329,12 +350,15 @@ class Consumer(NetworkClient):
                 fetch_by_leader.setdefault(info.leader, []).append((key, info))
         for leader, parts in fetch_by_leader.items():
             fps = []
+            sent: list[int] = []
             for key, info in parts:
                 st = self.state[key]
                 st.inflight = True
+                assert st.position is not None  # fetched only with a position (above)
                 fps.append(m.FetchPartition(info.topic_id, key[1], info.leader_epoch, st.position.offset))
+                sent.append(st.position.offset)
             keys = tuple([k for k, _ in parts])
-            offsets = tuple([self.state[k].position.offset for k in keys])
+            offsets = tuple(sent)
             self.send_request(leader, m.FetchRequest(-1, -1, self.fetch_max_wait_ms, 1, tuple(fps)), now_ms,
                               self.request_timeout_ms + self.fetch_max_wait_ms, ("fetch", leader, keys, offsets))
         if self.metadata.stale and not self.metadata.inflight and now_ms >= self.metadata.next_refresh_ms:
@@ -344,7 +368,7 @@ class Consumer(NetworkClient):
                 self.send_request(node, self.metadata.request(topics), now_ms, self.request_timeout_ms,
                                   ("metadata",))
 
-    def _on_fetch(self, now_ms: int, context, resp: m.FetchResponse) -> None:
+    def _on_fetch(self, now_ms: int, context: FetchContext, resp: m.FetchResponse) -> None:
         _, leader, keys, offsets = context
         state = self.state
         for key in keys:
@@ -353,16 +377,17 @@ class Consumer(NetworkClient):
             for key in keys:
                 self._fail(now_ms, key)
             return
-        sent = dict(zip(keys, offsets))
-        by_id = {}
+        sent = dict(zip(keys, offsets, strict=True))
+        by_id: dict[tuple[uuid.UUID, int], tuple[str, int]] = {}
         for key in keys:
             info = self.metadata.partitions.get(key)
             if info is not None:
                 by_id[(info.topic_id, key[1])] = key
         for pr in resp.partitions:
-            key = by_id.get((pr.topic_id, pr.partition))
-            if key is None:
+            answered = by_id.get((pr.topic_id, pr.partition))
+            if answered is None:
                 continue
+            key = answered
             st = state[key]
             if pr.error_code != NONE:
                 self._on_fetch_error(now_ms, key, st, pr.error_code, sent[key])
@@ -388,7 +413,8 @@ class Consumer(NetworkClient):
                 # KIP-320: the position carries the leader epoch of the last consumed record
                 st.position = FetchPosition.from_wire(next_offset, last_epoch)
 
-    def _on_fetch_error(self, now_ms: int, key, st: PartitionFetchState, error: int, sent_offset: int) -> None:
+    def _on_fetch_error(self, now_ms: int, key: tuple[str, int], st: PartitionFetchState, error: int,
+                        sent_offset: int) -> None:
         """A partition error in a Fetch response: validate the position after a leader change
         (FENCED/UNKNOWN_LEADER_EPOCH, NOT_LEADER_OR_FOLLOWER), reset or report an out-of-range
         position, back off and refresh metadata otherwise."""
@@ -406,7 +432,8 @@ class Consumer(NetworkClient):
         else:
             self._fail(now_ms, key)
 
-    def _single_answer(self, now_ms: int, context, resp):
+    def _single_answer(self, now_ms: int, context: ListOffsetsContext,
+                       resp: m.ListOffsetsResponse) -> m.ListOffsetsPartitionResponse | None:
         """The one partition answer of a ListOffsets request, or None after an
         error (which backs the partition off and refreshes metadata)."""
         key = context[2][0]
@@ -417,7 +444,7 @@ class Consumer(NetworkClient):
             return None
         return pr
 
-    def _on_list_offsets(self, now_ms: int, context, resp: m.ListOffsetsResponse) -> None:
+    def _on_list_offsets(self, now_ms: int, context: ListOffsetsContext, resp: m.ListOffsetsResponse) -> None:
         pr = self._single_answer(now_ms, context, resp)
         if pr is None:
             return
@@ -426,7 +453,7 @@ class Consumer(NetworkClient):
         st.awaiting_reset = False
         st.awaiting_validation = False
 
-    def _on_validate(self, now_ms: int, context, resp: m.OffsetForLeaderEpochResponse) -> None:
+    def _on_validate(self, now_ms: int, context: ValidateContext, resp: m.OffsetForLeaderEpochResponse) -> None:
         """An OffsetForLeaderEpoch answer for the position sent (``context[3]``), judged by KIP-320's
         rule (:func:`~kraftlog.client.position.validate_position`; ``reset`` other than none is an auto
         reset policy). An answer for a position that has moved since (another offset) is dropped, as

@@ -7,6 +7,7 @@ Which broker it asks is the client's choice (``NetworkClient.least_loaded_node``
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass
 
 from ..protocol import messages as m
@@ -15,11 +16,11 @@ from ..protocol.errors import Errors
 
 @dataclass(slots=True)
 class PartitionInfo:
-    """Leader id (-1 none) and leader epoch of a partition as the client last learned them."""
+    """Leader id (-1 none), leader epoch and topic id of a partition as the client last learned them."""
 
     leader: int
     leader_epoch: int
-    topic_id: object = None
+    topic_id: uuid.UUID
 
 
 class ClientMetadata:
@@ -45,7 +46,7 @@ class ClientMetadata:
     def update(self, resp: m.MetadataResponse) -> list[tuple[str, int]]:
         """Take a Metadata response; returns partitions whose leader epoch increased."""
         self.inflight = False
-        bumped = []
+        bumped: list[tuple[str, int]] = []
         if resp.brokers:
             self.brokers = sorted(b.node_id for b in resp.brokers)
         complete = True

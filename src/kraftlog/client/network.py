@@ -43,6 +43,7 @@ from random import Random
 
 from ..protocol.messages import Envelope
 from ..protocol.node import CONNECTION_SETUP, NodeBase, earliest
+from .metadata import ClientMetadata
 
 #: Connection states (Kafka's ``ConnectionState``: DISCONNECTED, CONNECTING, READY).
 DISCONNECTED, CONNECTING, READY = 0, 1, 2
@@ -61,7 +62,7 @@ DEFAULT_SOCKET_CONNECTION_SETUP_TIMEOUT_MAX_MS = 30_000
 DEFAULT_REQUEST_TIMEOUT_MS = 30_000
 
 #: The context under which a connection setup waits in ``NodeBase._inflight`` (never shown to subclasses).
-SETUP_CONTEXT = ("connection-setup",)
+SETUP_CONTEXT: tuple[str] = ("connection-setup",)
 
 
 class ExponentialBackoff:
@@ -120,49 +121,49 @@ class ClusterConnectionStates:
         self.setup_deadlines: dict[object, int] = {}
 
     # ---------------------------------------------------------------- queries
-    def state(self, node) -> int:
+    def state(self, node: object) -> int:
         st = self.nodes.get(node)
         return DISCONNECTED if st is None else st.state
 
-    def can_connect(self, node, now_ms: int) -> bool:
+    def can_connect(self, node: object, now_ms: int) -> bool:
         """Not connected, and the reconnect backoff since the last attempt has passed (Kafka's ``canConnect``)."""
         st = self.nodes.get(node)
         return st is None or (st.state == DISCONNECTED
                               and now_ms - st.last_connect_attempt_ms >= st.reconnect_backoff_ms)
 
-    def is_blacked_out(self, node, now_ms: int) -> bool:
+    def is_blacked_out(self, node: object, now_ms: int) -> bool:
         """Disconnected and still in reconnect backoff (Kafka's ``isBlackedOut``)."""
         st = self.nodes.get(node)
         return (st is not None and st.state == DISCONNECTED
                 and now_ms - st.last_connect_attempt_ms < st.reconnect_backoff_ms)
 
-    def reconnect_at(self, node) -> int:
+    def reconnect_at(self, node: object) -> int:
         """When (ms) a new connection to ``node`` may be attempted (0: at any time)."""
         st = self.nodes.get(node)
         if st is None or st.state != DISCONNECTED:
             return 0
         return st.last_connect_attempt_ms + st.reconnect_backoff_ms
 
-    def last_connect_attempt_ms(self, node) -> int:
+    def last_connect_attempt_ms(self, node: object) -> int:
         st = self.nodes.get(node)
         return 0 if st is None else st.last_connect_attempt_ms
 
-    def connection_setup_timeout_ms(self, node) -> int:
+    def connection_setup_timeout_ms(self, node: object) -> int:
         """The setup timeout (ms) the node's current or next connection attempt gets."""
         st = self.nodes.get(node)
         return self.connection_setup_timeout.initial_ms if st is None else st.connection_setup_timeout_ms
 
-    def reconnect_backoff_ms(self, node) -> int:
+    def reconnect_backoff_ms(self, node: object) -> int:
         st = self.nodes.get(node)
         return 0 if st is None else st.reconnect_backoff_ms
 
-    def timed_out_setups(self, now_ms: int) -> list:
+    def timed_out_setups(self, now_ms: int) -> list[object]:
         """CONNECTING nodes whose setup deadline is <= ``now_ms``, in (deadline, node) order."""
         return sorted((n for n, d in self.setup_deadlines.items() if d <= now_ms),
                       key=lambda n: (self.setup_deadlines[n], str(n)))
 
     # ---------------------------------------------------------------- transitions
-    def connecting(self, node, now_ms: int) -> None:
+    def connecting(self, node: object, now_ms: int) -> None:
         """A connection attempt starts now (Kafka's ``connecting``): a node seen for the first time gets
         the base reconnect backoff and setup timeout (two draws), a known one keeps its current ones."""
         st = self.nodes.get(node)
@@ -176,7 +177,7 @@ class ClusterConnectionStates:
             st.last_connect_attempt_ms = now_ms
         self.setup_deadlines[node] = now_ms + st.connection_setup_timeout_ms
 
-    def ready(self, node) -> None:
+    def ready(self, node: object) -> None:
         """The node answered: the connection is established (Kafka's ``ready``); reconnect backoff and
         setup timeout go back to their base values."""
         st = self.nodes[node]
@@ -187,7 +188,7 @@ class ClusterConnectionStates:
         st.connection_setup_timeout_ms = self.connection_setup_timeout.backoff(0, self.rng)
         self.setup_deadlines.pop(node, None)
 
-    def disconnected(self, node, now_ms: int) -> None:
+    def disconnected(self, node: object, now_ms: int) -> None:
         """The connection closed or the attempt failed (Kafka's ``disconnected``): the reconnect backoff
         grows with each consecutive failure; a failed setup also grows the setup timeout, the close of
         an established connection resets it."""
@@ -221,7 +222,7 @@ class NetworkClient(NodeBase):
     ``_network_deadline()`` into ``next_deadline``; ``metadata`` (a ClientMetadata, optional) lists
     the nodes and is marked stale on every disconnect."""
 
-    def __init__(self, client_id, rng: Random, *, request_timeout_ms: int = DEFAULT_REQUEST_TIMEOUT_MS,
+    def __init__(self, client_id: str, rng: Random, *, request_timeout_ms: int = DEFAULT_REQUEST_TIMEOUT_MS,
                  reconnect_backoff_ms: int = DEFAULT_RECONNECT_BACKOFF_MS,
                  reconnect_backoff_max_ms: int = DEFAULT_RECONNECT_BACKOFF_MAX_MS,
                  socket_connection_setup_timeout_ms: int = DEFAULT_SOCKET_CONNECTION_SETUP_TIMEOUT_MS,
@@ -233,13 +234,13 @@ class NetworkClient(NodeBase):
             rng, reconnect_backoff_ms=reconnect_backoff_ms, reconnect_backoff_max_ms=reconnect_backoff_max_ms,
             connection_setup_timeout_ms=socket_connection_setup_timeout_ms,
             connection_setup_timeout_max_ms=socket_connection_setup_timeout_max_ms)
-        self.metadata = None
+        self.metadata: ClientMetadata | None = None
         self._setup_ids = 0  # connection setups are numbered -1, -2, ... (apart from Kafka's correlation ids)
         #: the earliest end (ms) of a reconnect backoff that kept the last work pass from sending
         self._wake_ms: int | None = None
 
     # ---------------------------------------------------------------- connections
-    def is_unavailable(self, node, now_ms: int) -> bool:
+    def is_unavailable(self, node: object, now_ms: int) -> bool:
         """True while ``node`` is in reconnect backoff (Kafka's ``NetworkClientUtils.isUnavailable``):
         nothing may be sent to it, and the client wakes when the backoff ends."""
         st = self.connections.nodes.get(node)
@@ -256,7 +257,7 @@ class NetworkClient(NodeBase):
         if self._wake_ms is None or t < self._wake_ms:
             self._wake_ms = t
 
-    def least_loaded_node(self, now_ms: int):
+    def least_loaded_node(self, now_ms: int) -> int | None:
         """The node to send a Metadata (or InitProducerId, FindCoordinator) request to, or None when every
         node is in reconnect backoff (the client then wakes when the first backoff ends).
 
@@ -267,13 +268,15 @@ class NetworkClient(NodeBase):
         nodes = self.metadata.nodes() if self.metadata is not None else []
         if not nodes:
             return None
-        inflight: dict = {}
+        inflight: dict[object, int] = {}
         for context, dst in self._inflight.values():
             if context is not SETUP_CONTEXT:
                 inflight[dst] = inflight.get(dst, 0) + 1
         conns = self.connections
-        fewest = None
-        found_ready = found_connecting = found_can_connect = None
+        fewest: int | None = None
+        found_ready: int | None = None
+        found_connecting: int | None = None
+        found_can_connect: int | None = None
         n = len(nodes)
         offset = self.rng.randrange(n)
         for i in range(n):
@@ -297,7 +300,7 @@ class NetworkClient(NodeBase):
         self._note_wake(self.reconnect_at_earliest())
         return None
 
-    def _metadata_node(self, now_ms: int):
+    def _metadata_node(self, now_ms: int) -> int | None:
         """``least_loaded_node`` for a metadata refresh; when none is available the refresh waits for
         the first reconnect backoff to end (Kafka's ``maybeUpdate`` then waits ``reconnect.backoff.ms``)."""
         node = self.least_loaded_node(now_ms)
@@ -310,7 +313,7 @@ class NetworkClient(NodeBase):
         nodes = self.metadata.nodes() if self.metadata is not None else []
         return min((self.connections.reconnect_at(node) for node in nodes), default=0)
 
-    def send_request(self, dst, message, now_ms: int, timeout_ms: int, context) -> int:
+    def send_request(self, dst: object, message: object, now_ms: int, timeout_ms: int, context: object) -> int:
         """Queue ``message`` for ``dst`` (see NodeBase), opening the connection first if there is none
         (Kafka's ``initiateConnect``); ``dst`` must not be in reconnect backoff."""
         st = self.connections.nodes.get(dst)
@@ -318,7 +321,7 @@ class NetworkClient(NodeBase):
             self._connect(dst, now_ms)
         return NodeBase.send_request(self, dst, message, now_ms, timeout_ms, context)
 
-    def send_without_response(self, dst, message, now_ms: int) -> None:
+    def send_without_response(self, dst: object, message: object, now_ms: int) -> None:
         """Queue a request that gets no response (Produce with acks=0), opening the connection first
         if there is none; ``dst`` must not be in reconnect backoff."""
         st = self.connections.nodes.get(dst)
@@ -326,7 +329,7 @@ class NetworkClient(NodeBase):
             self._connect(dst, now_ms)
         self._outbox.append(Envelope(self.node_id, dst, 0, message, False))
 
-    def _connect(self, dst, now_ms: int) -> None:
+    def _connect(self, dst: object, now_ms: int) -> None:
         assert self.connections.can_connect(dst, now_ms), f"{self.node_id}: {dst} is in reconnect backoff"
         self.connections.connecting(dst, now_ms)
         self._setup_ids -= 1
@@ -334,7 +337,7 @@ class NetworkClient(NodeBase):
         self._inflight[corr] = (SETUP_CONTEXT, dst)
         self._outbox.append(Envelope(self.node_id, dst, corr, CONNECTION_SETUP, False))
 
-    def _disconnect(self, now_ms: int, node) -> None:
+    def _disconnect(self, now_ms: int, node: object) -> None:
         """Close the connection to ``node`` (Kafka's ``processDisconnection``): reconnect backoff, a
         metadata refresh, and every request in flight to it failed through ``on_timeout``, in
         correlation-id order."""
@@ -370,7 +373,7 @@ class NetworkClient(NodeBase):
         if entry is not None:
             self._disconnect(now_ms, entry[1])
 
-    def peer_disconnected(self, now_ms: int, peer) -> None:
+    def peer_disconnected(self, now_ms: int, peer: object) -> None:
         """The connection to ``peer`` was reset (its process died): disconnect, if there was one."""
         if self.connections.state(peer) != DISCONNECTED:
             self._disconnect(now_ms, peer)

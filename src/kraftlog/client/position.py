@@ -52,7 +52,7 @@ class FetchPosition:
     offset_epoch: int | None = None
 
     @classmethod
-    def from_wire(cls, offset: int, leader_epoch: int) -> "FetchPosition":
+    def from_wire(cls, offset: int, leader_epoch: int) -> FetchPosition:
         """A position from a wire epoch (OffsetFetch's committed leader epoch, a batch's partition leader
         epoch): a negative epoch (-1, no epoch) is None."""
         return cls(offset, leader_epoch if leader_epoch >= 0 else None)

@@ -21,19 +21,20 @@ InitProducerId go to the least-loaded node that is not in backoff.
 
 from __future__ import annotations
 
-from random import Random
 from collections import deque
 from dataclasses import dataclass
+from random import Random
+from typing import Literal
 
 from ..protocol import messages as m
 from ..protocol.errors import Errors, is_retriable
-
-#: Kafka\'s NONE error code, bound once (attribute access on the enum class is slow on hot paths).
-NONE = Errors.NONE
 from ..protocol.node import earliest
 from ..protocol.records import Record, RecordBatch
 from .metadata import ClientMetadata
 from .network import NetworkClient
+
+#: Kafka's NONE error code, bound once (attribute access on the enum class is slow on hot paths).
+NONE = Errors.NONE
 
 
 @dataclass(slots=True)
@@ -59,6 +60,12 @@ class Completion:
     time_ms: int
 
 
+#: What a request waits under in NodeBase's in-flight table: a Metadata or InitProducerId request, or a
+#: Produce request with its partition and the records of its batch.
+ProduceContext = tuple[Literal["produce"], tuple[str, int], list[PendingRecord]]
+ProducerContext = tuple[Literal["metadata"]] | tuple[Literal["init"]] | ProduceContext
+
+
 class Producer(NetworkClient):
     """Producer ``client_id`` with ``acks`` in {0, 1, -1}; times in ms. Kafka's configs and defaults:
     ``request.timeout.ms`` 30000, ``delivery.timeout.ms`` 120000, ``retry.backoff.ms`` 100;
@@ -66,9 +73,11 @@ class Producer(NetworkClient):
     1000, ``socket.connection.setup.timeout.ms`` 10000, ``socket.connection.setup.timeout.max.ms``
     30000). ``rng`` (seeded) draws backoff jitter and the start of the least-loaded-node scan."""
 
+    metadata: ClientMetadata
+
     def __init__(self, client_id: str, bootstrap: list[int], acks: int, rng: Random, *,
                  request_timeout_ms: int = 30000, delivery_timeout_ms: int = 120000,
-                 retry_backoff_ms: int = 100, batch_size: int = 100, **connection_configs) -> None:
+                 retry_backoff_ms: int = 100, batch_size: int = 100, **connection_configs: int) -> None:
         super().__init__(client_id, rng, request_timeout_ms=request_timeout_ms, **connection_configs)
         self.acks = acks
         self.metadata = ClientMetadata(bootstrap)
@@ -150,13 +159,15 @@ class Producer(NetworkClient):
             d = earliest(d, self.metadata.next_refresh_ms)
         return d
 
-    def on_request(self, now_ms, envelope) -> None:
+    def on_request(self, now_ms: int, envelope: m.Envelope) -> None:
         pass
 
-    def on_response(self, now_ms: int, context, message) -> None:
+    def on_response(self, now_ms: int, context: ProducerContext, message: object) -> None:
         if context[0] == "metadata":
+            assert isinstance(message, m.MetadataResponse), message
             self.metadata.update(message)
         elif context[0] == "init":
+            assert isinstance(message, m.InitProducerIdResponse), message
             self.init_inflight = False
             if message.error_code == NONE:
                 self.producer_id, self.producer_epoch = message.producer_id, message.producer_epoch
@@ -164,10 +175,11 @@ class Producer(NetworkClient):
             else:
                 self.metadata.stale = True
         else:
+            assert isinstance(message, m.ProduceResponse), message
             self._on_produce(now_ms, context, message)
         self._drain(now_ms)
 
-    def on_timeout(self, now_ms: int, context) -> None:
+    def on_timeout(self, now_ms: int, context: ProducerContext) -> None:
         if context[0] == "metadata":
             self.metadata.failed(now_ms, self.retry_backoff_ms)
         elif context[0] == "init":
@@ -255,13 +267,13 @@ class Producer(NetworkClient):
                 self.send_request(node, self.metadata.request(topics), now_ms, self.request_timeout_ms,
                                   ("metadata",))
 
-    def _numbered(self, key, records: tuple[Record, ...]) -> RecordBatch:
+    def _numbered(self, key: tuple[str, int], records: tuple[Record, ...]) -> RecordBatch:
         """A batch of ``records`` stamped with the producer id, epoch and the partition's next sequence."""
         seq = self.next_sequence.get(key, 0)
         self.next_sequence[key] = seq + len(records)
         return RecordBatch(-1, -1, records, self.producer_id, self.producer_epoch, seq)
 
-    def _on_produce(self, now_ms: int, context, resp: m.ProduceResponse) -> None:
+    def _on_produce(self, now_ms: int, context: ProduceContext, resp: m.ProduceResponse) -> None:
         _, key, records = context
         self.inflight.discard(key)
         pr = resp.partitions[0]
@@ -273,7 +285,7 @@ class Producer(NetworkClient):
         else:
             self._retry(now_ms, key, records, pr.error_code)
 
-    def _retry(self, now_ms: int, key, records, error: int) -> None:
+    def _retry(self, now_ms: int, key: tuple[str, int], records: list[PendingRecord], error: int) -> None:
         self.inflight.discard(key)
         if self.idempotent and error in (Errors.OUT_OF_ORDER_SEQUENCE_NUMBER, Errors.INVALID_PRODUCER_EPOCH,
                                          Errors.UNKNOWN_PRODUCER_ID):

@@ -9,7 +9,7 @@ Durations are ms (ints); booleans are the strings ``"true"``/``"false"`` as in K
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from ..level import Level
 
@@ -131,7 +131,7 @@ def _is_int(value: str, minimum: int) -> bool:
 
 #: Config name (broker or topic-level) -> (check(value) -> ok, what a valid value is): the configs level
 #: urm brought, with the messages scenario files have always had for them.
-_VALIDATORS: dict = {
+_VALIDATORS: dict[str, tuple[Callable[[str], bool], str]] = {
     "unclean.recovery.strategy": (
         lambda v: parse_strategy(v) is not None, "one of None, Balanced, Aggressive"),
     "unclean.recovery.manager.enabled": (_is_bool, "true or false"),

@@ -8,14 +8,24 @@ checker can hold an image while the controller moves on.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
-from .topic_names import validate_topic_name
 from . import config as cfg
 from .records import (
-    NO_LEADER, RECOVERED, RECOVERING, BrokerRegistrationChangeRecord, ClearElrRecord, ConfigRecord,
-    PartitionChangeRecord, PartitionRecord, RegisterBrokerRecord, RemoveTopicRecord, TopicRecord,
+    NO_LEADER,
+    RECOVERED,
+    RECOVERING,
+    BrokerRegistrationChangeRecord,
+    ClearElrRecord,
+    ConfigRecord,
+    PartitionChangeRecord,
+    PartitionRecord,
+    RegisterBrokerRecord,
+    RemoveTopicRecord,
+    TopicRecord,
 )
+from .topic_names import validate_topic_name
 
 RESOURCE_TOPIC = 2
 RESOURCE_BROKER = 4
@@ -101,7 +111,7 @@ class PartitionRegistration:
     last_known_elr: tuple[int, ...] = ()
     last_known_leader: int = -1
 
-    def merge(self, change: PartitionChangeRecord) -> "PartitionRegistration":
+    def merge(self, change: PartitionChangeRecord) -> PartitionRegistration:
         """Apply a PartitionChangeRecord: a leader change bumps the leader epoch; the partition
         epoch is always bumped (Kafka's ``PartitionRegistration.merge``)."""
         leader, leader_epoch = self.leader, self.leader_epoch
@@ -147,13 +157,13 @@ class MetadataDelta:
     ``TopicsDelta.deletedTopicIds``). A deleted topic's partitions and name leave ``partitions`` and
     ``topics`` (Kafka's ``changedTopics`` drops a deleted topic); its config resource is in ``configs``."""
 
-    partitions: set = field(default_factory=set)
-    brokers: set = field(default_factory=set)
-    topics: set = field(default_factory=set)
-    configs: set = field(default_factory=set)
-    deleted_topics: dict = field(default_factory=dict)
+    partitions: set[tuple[str, int]] = field(default_factory=set)
+    brokers: set[int] = field(default_factory=set)
+    topics: set[str] = field(default_factory=set)
+    configs: set[tuple[int, str]] = field(default_factory=set)
+    deleted_topics: dict[uuid.UUID, str] = field(default_factory=dict)
     #: (offset, record, reason) of every record that could not be applied (skipped; see ``replay``).
-    errors: list = field(default_factory=list)
+    errors: list[tuple[int, object, str]] = field(default_factory=list)
 
     def __bool__(self) -> bool:
         return bool(self.partitions or self.brokers or self.topics or self.configs or self.deleted_topics)
@@ -166,17 +176,18 @@ class MetadataImage:
     ``partitions`` is keyed by (topic name, partition index); ``configs`` by (resource type, name)."""
 
     offset: int = -1
-    brokers: dict = field(default_factory=dict)
-    topics: dict = field(default_factory=dict)
-    topic_names: dict = field(default_factory=dict)
-    partitions: dict = field(default_factory=dict)
-    configs: dict = field(default_factory=dict)
+    brokers: dict[int, BrokerRegistration] = field(default_factory=dict)
+    topics: dict[str, TopicImage] = field(default_factory=dict)
+    topic_names: dict[uuid.UUID, str] = field(default_factory=dict)
+    partitions: dict[tuple[str, int], PartitionRegistration] = field(default_factory=dict)
+    #: (resource type, resource name) -> config name -> value (ConfigRecords replayed)
+    configs: dict[tuple[int, str], dict[str, str]] = field(default_factory=dict)
 
     # ----------------------------------------------------------------- queries
     def broker(self, broker_id: int) -> BrokerRegistration | None:
         return self.brokers.get(broker_id)
 
-    def snapshot(self) -> dict:
+    def snapshot(self) -> dict[str, object]:
         """The image as JSON-able data, what a node reports of its committed state (the controller's is
         what the simulator's conditions read): ``{"offset", "brokers": {"<id>": {"fenced",
         "in_controlled_shutdown", "broker_epoch", "log_dir_offline"}}, "partitions": {"<topic>-<p>": {"replicas", "isr",
@@ -214,10 +225,10 @@ class MetadataImage:
         b = self.brokers.get(broker_id)
         return b is not None and not b.fenced and not b.in_controlled_shutdown and b.has_online_log_dir
 
-    def config(self, name: str, topic: str | None = None, static: dict | None = None) -> str:
+    def config(self, name: str, topic: str | None = None, static: Mapping[str, str] | None = None) -> str:
         """Resolve a broker config ``name`` for ``topic``: topic override → cluster default → the
         node's static config → Kafka's default."""
-        layers = []
+        layers: list[Mapping[str, str] | None] = []
         if topic is not None:
             tconf = self.configs.get((RESOURCE_TOPIC, topic))
             if tconf:
@@ -228,14 +239,14 @@ class MetadataImage:
         layers.append(static)
         return cfg.lookup(name, *layers)
 
-    def unclean_recovery_strategy(self, topic: str | None, static: dict | None = None) -> str:
+    def unclean_recovery_strategy(self, topic: str | None, static: Mapping[str, str] | None = None) -> str:
         """``None``/``Balanced``/``Aggressive`` for ``topic`` (KIP-966): topic configs, then cluster-level
         dynamic configs, then the static config, each layer's explicit strategy before its mapped
         ``unclean.leader.election.enable`` (:func:`kraftlog.metadata.config.unclean_recovery_strategy`)."""
         topic_layer = self.configs.get((RESOURCE_TOPIC, topic)) if topic is not None else None
         return cfg.unclean_recovery_strategy(topic_layer, self.configs.get((RESOURCE_BROKER, "")), static)
 
-    def min_isr(self, topic: str, static: dict | None = None) -> int:
+    def min_isr(self, topic: str, static: Mapping[str, str] | None = None) -> int:
         """Effective min ISR = min(min.insync.replicas, replication factor) (KIP-966)."""
         configured = int(self.config("min.insync.replicas", topic, static))
         t = self.topics.get(topic)
@@ -245,7 +256,7 @@ class MetadataImage:
         return max(1, min(configured, rf))
 
     # ----------------------------------------------------------------- replay
-    def replay(self, records, base_offset: int) -> tuple["MetadataImage", MetadataDelta]:
+    def replay(self, records: Iterable[object], base_offset: int) -> tuple[MetadataImage, MetadataDelta]:
         """Apply ``records`` (the first at ``base_offset``) and return (new image, delta).
 
         A record that cannot be applied is skipped and named in ``delta.errors`` as (offset, record,
@@ -258,24 +269,26 @@ class MetadataImage:
         raised)."""
         brokers, topics, topic_names, partitions, configs = (
             self.brokers, self.topics, self.topic_names, self.partitions, self.configs)
-        copied = set()
+        copied: set[str] = set()
         delta = MetadataDelta()
         offset = self.offset
         for i, rec in enumerate(records):
             offset = base_offset + i
-            kind = type(rec)
             try:
-                if kind is PartitionChangeRecord:
+                if type(rec) is PartitionChangeRecord:
                     if "p" not in copied:
-                        partitions = dict(partitions); copied.add("p")
+                        partitions = dict(partitions)
+                        copied.add("p")
                     key = (topic_names.get(rec.topic_id), rec.partition_id)
                     if key not in partitions:
-                        raise _Unapplicable(f"PartitionChangeRecord for unknown partition {rec.topic_id}:{rec.partition_id}")
+                        raise _Unapplicable(
+                            f"PartitionChangeRecord for unknown partition {rec.topic_id}:{rec.partition_id}")
                     partitions[key] = partitions[key].merge(rec)
                     delta.partitions.add(key)
-                elif kind is RegisterBrokerRecord:
+                elif type(rec) is RegisterBrokerRecord:
                     if "b" not in copied:
-                        brokers = dict(brokers); copied.add("b")
+                        brokers = dict(brokers)
+                        copied.add("b")
                     brokers[rec.broker_id] = BrokerRegistration(
                         broker_id=rec.broker_id, broker_epoch=rec.broker_epoch,
                         incarnation_id=rec.incarnation_id, fenced=rec.fenced,
@@ -283,12 +296,13 @@ class MetadataImage:
                         previous_broker_epoch=rec.previous_broker_epoch, rack=rec.rack,
                         listeners=rec.listeners, log_dirs=rec.log_dirs)
                     delta.brokers.add(rec.broker_id)
-                elif kind is BrokerRegistrationChangeRecord:
+                elif type(rec) is BrokerRegistrationChangeRecord:
                     old = brokers.get(rec.broker_id)
                     if old is None or old.broker_epoch != rec.broker_epoch:
                         continue  # a change for an older registration: Kafka ignores it
                     if "b" not in copied:
-                        brokers = dict(brokers); copied.add("b")
+                        brokers = dict(brokers)
+                        copied.add("b")
                     brokers[rec.broker_id] = replace(
                         old,
                         fenced=old.fenced if rec.fenced is None else rec.fenced,
@@ -296,9 +310,10 @@ class MetadataImage:
                                                 else rec.in_controlled_shutdown),
                         log_dirs=old.log_dirs if rec.log_dirs is None else rec.log_dirs)
                     delta.brokers.add(rec.broker_id)
-                elif kind is PartitionRecord:
+                elif type(rec) is PartitionRecord:
                     if "p" not in copied:
-                        partitions = dict(partitions); copied.add("p")
+                        partitions = dict(partitions)
+                        copied.add("p")
                     name = topic_names.get(rec.topic_id)
                     if name is None or rec.partition_id < 0:
                         raise _Unapplicable(f"PartitionRecord for unknown topic id {rec.topic_id} "
@@ -310,30 +325,34 @@ class MetadataImage:
                         elr=rec.eligible_leader_replicas, last_known_elr=rec.last_known_elr,
                         last_known_leader=rec.last_known_leader)
                     if "t" not in copied:
-                        topics = dict(topics); copied.add("t")
+                        topics = dict(topics)
+                        copied.add("t")
                     t = topics[name]
                     topics[name] = replace(t, partition_count=max(t.partition_count, rec.partition_id + 1))
                     delta.partitions.add(key)
-                elif kind is TopicRecord:
+                elif type(rec) is TopicRecord:
                     problem = validate_topic_name(rec.name)
                     if problem is not None:
                         raise _Unapplicable(problem)
                     if rec.name in topics or rec.topic_id in topic_names:
                         raise _Unapplicable(f"topic {rec.name} (id {rec.topic_id}) exists already")
                     if "t" not in copied:
-                        topics = dict(topics); copied.add("t")
+                        topics = dict(topics)
+                        copied.add("t")
                     if "n" not in copied:
-                        topic_names = dict(topic_names); copied.add("n")
+                        topic_names = dict(topic_names)
+                        copied.add("n")
                     topics[rec.name] = TopicImage(rec.name, rec.topic_id, 0)
                     topic_names[rec.topic_id] = rec.name
                     delta.topics.add(rec.name)
-                elif kind is ConfigRecord:
+                elif type(rec) is ConfigRecord:
                     if rec.value is not None and rec.name in cfg.KNOWN_CONFIGS:
                         problem = cfg.invalid_value(rec.name, rec.value)
                         if problem is not None:
                             raise _Unapplicable(problem)
                     if "c" not in copied:
-                        configs = dict(configs); copied.add("c")
+                        configs = dict(configs)
+                        copied.add("c")
                     res = (rec.resource_type, rec.resource_name)
                     entry = dict(configs.get(res, {}))
                     if rec.value is None:
@@ -342,7 +361,7 @@ class MetadataImage:
                         entry[rec.name] = rec.value
                     configs[res] = entry
                     delta.configs.add(res)
-                elif kind is RemoveTopicRecord:
+                elif type(rec) is RemoveTopicRecord:
                     # Kafka's TopicsDelta.replay(RemoveTopicRecord) and ConfigurationsDelta.replay: the topic,
                     # its partitions and its topic-level configs go; its name is free for a new topic.
                     name = topic_names.get(rec.topic_id)
@@ -350,11 +369,14 @@ class MetadataImage:
                         # Kafka: "Unable to delete topic with id ...: no such topic found."
                         raise _Unapplicable(f"RemoveTopicRecord for unknown topic id {rec.topic_id}")
                     if "t" not in copied:
-                        topics = dict(topics); copied.add("t")
+                        topics = dict(topics)
+                        copied.add("t")
                     if "n" not in copied:
-                        topic_names = dict(topic_names); copied.add("n")
+                        topic_names = dict(topic_names)
+                        copied.add("n")
                     if "p" not in copied:
-                        partitions = dict(partitions); copied.add("p")
+                        partitions = dict(partitions)
+                        copied.add("p")
                     count = topics.pop(name).partition_count
                     del topic_names[rec.topic_id]
                     for index in range(count):
@@ -365,12 +387,14 @@ class MetadataImage:
                     res = (RESOURCE_TOPIC, name)
                     if res in configs:
                         if "c" not in copied:
-                            configs = dict(configs); copied.add("c")
+                            configs = dict(configs)
+                            copied.add("c")
                         del configs[res]
                         delta.configs.add(res)
-                elif kind is ClearElrRecord:
+                elif type(rec) is ClearElrRecord:
                     if "p" not in copied:
-                        partitions = dict(partitions); copied.add("p")
+                        partitions = dict(partitions)
+                        copied.add("p")
                     for key, part in list(partitions.items()):
                         if rec.topic_name is not None and key[0] != rec.topic_name:
                             continue
@@ -381,7 +405,7 @@ class MetadataImage:
                                                       partition_epoch=part.partition_epoch + 1)
                             delta.partitions.add(key)
                 else:
-                    raise _Unapplicable(f"unknown metadata record {kind.__name__}")
+                    raise _Unapplicable(f"unknown metadata record {type(rec).__name__}")
             except _Unapplicable as exc:
                 delta.errors.append((offset, rec, str(exc)))
             except AssertionError:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
+from typing import TypeAlias
 
 NO_LEADER = -1
 
@@ -121,6 +122,12 @@ class ClearElrRecord:
 
     topic_name: str | None = None
 
+
+#: Any metadata record (what the ``__cluster_metadata`` log holds).
+MetadataRecord: TypeAlias = (
+    RegisterBrokerRecord | BrokerRegistrationChangeRecord | TopicRecord | PartitionRecord
+    | PartitionChangeRecord | ConfigRecord | ClearElrRecord | RemoveTopicRecord
+)
 
 METADATA_RECORD_TYPES: tuple[type, ...] = (
     RegisterBrokerRecord, BrokerRegistrationChangeRecord, TopicRecord, PartitionRecord,
