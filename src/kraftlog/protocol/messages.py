@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from ..metadata.records import MetadataRecord
+from .node import Envelope as Envelope  # the typed Envelope (protocol/node.py), where callers have found it
 from .records import RecordBatch
 
 #: Kafka's fixed topic id of ``__cluster_metadata`` (``Uuid.METADATA_TOPIC_ID``).
@@ -1683,23 +1684,3 @@ API_NAMES: frozenset[str] = frozenset({
     "GetReplicaLogInfo", "Heartbeat", "IncrementalAlterConfigs", "InitProducerId", "JoinGroup", "LeaveGroup",
     "ListOffsets", "Metadata", "OffsetCommit", "OffsetFetch", "OffsetForLeaderEpoch", "Produce", "SyncGroup",
 })
-
-
-@dataclass(slots=True)
-class Envelope:
-    """A message in transit: ``src``/``dst`` are node ids (broker int, ``"controller"`` or a client id),
-    ``correlation_id`` matches a response to its request, ``is_response`` tells which it is."""
-
-    src: object
-    dst: object
-    correlation_id: int
-    message: object
-    is_response: bool = False
-    #: The listener a request arrived on (Kafka's ``RequestContext.listenerName``): the TCP driver sets it
-    #: ("CLIENT", "INTERNAL", "CONTROLLER"); None in the simulator, where every link is internal.
-    listener: str | None = None
-    #: The client id of the request header (Kafka's ``RequestHeader.clientId``); None when unknown.
-    client_id: str | None = None
-    #: The request's API version as the client sent it (the TCP driver; None in the simulator: the request class's
-    #: VERSION).
-    api_version: int | None = None

@@ -773,22 +773,3 @@ APIS: tuple[Api, ...] = (
 )
 
 #: kraftlog's own classes after the APIs (not Kafka messages): the message in transit.
-ENVELOPE = Struct("Envelope", "", "", doc=(
-    "A message in transit: ``src``/``dst`` are node ids (broker int, ``\"controller\"`` or a client id),\n"
-    "``correlation_id`` matches a response to its request, ``is_response`` tells which it is."), fields=(
-    Extra("src", "object", ""),
-    Extra("dst", "object", ""),
-    Extra("correlation_id", "int", ""),
-    Extra("message", "object", ""),
-    Extra("is_response", "bool", "", default=False),
-    Extra("listener", "str | None", (
-        "The listener a request arrived on (Kafka's ``RequestContext.listenerName``): the TCP driver sets "
-        "it (\"CLIENT\", \"INTERNAL\", \"CONTROLLER\"); None in the simulator, where every link is internal."),
-        default=None),
-    Extra("client_id", "str | None", (
-        "The client id of the request header (Kafka's ``RequestHeader.clientId``); None when unknown."),
-        default=None),
-    Extra("api_version", "int | None", (
-        "The request's API version as the client sent it (the TCP driver; None in the simulator: the "
-        "request class's VERSION)."), default=None),
-))
