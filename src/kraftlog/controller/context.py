@@ -39,23 +39,18 @@ class ControllerContext(Protocol):
     @property
     def image(self) -> MetadataImage:
         """The image replayed from the whole metadata log (replaced by every ``append``)."""
-        ...
 
     @property
     def end_offset(self) -> int:
         """The metadata log end offset (the next record's offset; a RegisterBrokerRecord's is its broker
         epoch)."""
-        ...
 
     def append(self, records: Sequence[MetadataRecord], now_ms: int) -> None:
         """Commit ``records`` as one batch and replay them into ``image`` (nothing for an empty list);
         raises ``MetadataLogFailure`` when the log cannot be written (the controller has stopped)."""
-        ...
 
     def send_response(self, request: m.Envelope, message: m.ElectLeadersResponse) -> None:
         """Queue the response to ``request`` (an ElectLeaders request answered once its recoveries ended)."""
-        ...
 
     def cancel_request(self, correlation_id: int) -> None:
         """Forget an in-flight request of the controller's: its answer, if any, is not read."""
-        ...
