@@ -16,14 +16,19 @@ import pytest
 
 from kraftlog.controller.controller import CONTROLLER, QuorumController
 from kraftlog.controller.partition_change import Election, build_partition_change
+from kraftlog.level import Level
 from kraftlog.metadata.image import PartitionRegistration
 from kraftlog.metadata.records import (
-    NO_LEADER, RECOVERED, RECOVERING, PartitionChangeRecord, PartitionRecord, TopicRecord,
+    NO_LEADER,
+    RECOVERED,
+    RECOVERING,
+    PartitionChangeRecord,
+    PartitionRecord,
     RegisterBrokerRecord,
+    TopicRecord,
 )
 from kraftlog.protocol import messages as m
 from kraftlog.protocol.errors import Errors
-from kraftlog.level import Level
 from kraftlog.storage.disk import SimDisk
 
 SESSION_MS = 9000  # Kafka's default broker.session.timeout.ms

@@ -10,12 +10,16 @@ import pytest
 
 from kraftlog.check.checkers import partition_state_violations
 from kraftlog.controller.partition_change import Election, build_partition_change
+from kraftlog.level import Level
 from kraftlog.metadata.image import MetadataImage, PartitionRegistration
 from kraftlog.metadata.records import (
-    RECOVERING, ConfigRecord, PartitionRecord, RegisterBrokerRecord, TopicRecord,
+    RECOVERING,
     ClearElrRecord,
+    ConfigRecord,
+    PartitionRecord,
+    RegisterBrokerRecord,
+    TopicRecord,
 )
-from kraftlog.level import Level
 from kraftlog.scenario import load_scenario
 
 ROOT = Path(__file__).resolve().parents[1]

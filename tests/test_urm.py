@@ -13,9 +13,10 @@ from __future__ import annotations
 import uuid
 
 import pytest
-from test_controller import Harness
 
+from conftest import SCENARIO_DIR
 from kraftlog.controller.unclean_recovery import UncleanRecoveryManager
+from kraftlog.level import DEFAULT, Level
 from kraftlog.metadata import config as cfg
 from kraftlog.metadata.image import RESOURCE_BROKER, RESOURCE_TOPIC, MetadataImage, PartitionRegistration
 from kraftlog.metadata.records import NO_LEADER, RECOVERED, RECOVERING
@@ -23,11 +24,10 @@ from kraftlog.protocol import listeners as lst
 from kraftlog.protocol import messages as m
 from kraftlog.protocol import wire
 from kraftlog.protocol.errors import Errors
-from kraftlog.level import DEFAULT, Level
-from kraftlog.sim.cluster import SimCluster
 from kraftlog.scenario import load_scenario, parse_scenario
+from kraftlog.sim.cluster import SimCluster
 from kraftlog.sim.runner import run_scenario
-from conftest import SCENARIO_DIR
+from test_controller import Harness
 
 
 def _timeline(result, partition: str, step: str) -> list[str]:
@@ -424,7 +424,7 @@ def test_the_elect_leaders_partition_limit_applies_to_v3_over_the_wire_and_not_t
     PARTITION). The in-process tests above deliver without a version (None, which the controller limits
     as v3).
 
-    Shown to fail when ``env.api_version >= 3`` in ``QuorumController._handle_elect_leaders`` becomes
+    Shown to fail when ``env.api_version >= 3`` in ``ReplicationControlManager.handle_elect_leaders`` becomes
     ``>= 0`` (v0-v2 limited) and when the version condition is replaced by ``env.api_version is None``
     (v3 over the wire not limited)."""
     h = _leaderless(config={"max.request.partition.size.limit": "1"})
@@ -486,14 +486,14 @@ def test_a_new_incarnation_refused_registration_still_invalidates_the_old_answer
 # ======================================================================= safety net (issue 39)
 def test_a_recovery_is_dropped_once_its_partition_gets_a_clean_leader_and_later_answers_never_depose_it():
     """Issue 39 rule 1 (KIP-966 "Unclean Recovery": the URM works only on leaderless partitions;
-    ``QuorumController._consider_recoveries`` drops a recovery once its partition has a leader). Fenced ELR
+    ``ReplicationControlManager.consider_recoveries`` drops a recovery once its partition has a leader). Fenced ELR
     members only, strategy Aggressive: a recovery starts and asks every replica; ELR member 1 comes back and
     is elected cleanly; broker 2 then answers (current leader epoch, a longer log), is unfenced, and
     unclean.recovery.timeout.ms (5 s here) passes. The recovery must be gone: leader 1 stays, ISR [1]
     RECOVERED, nothing unclean.
 
     Shown to fail when ``part.leader != NO_LEADER`` is dropped from the first loop's drop condition in
-    ``_consider_recoveries``: the leftover recovery deposes leader 1 with broker 2 (ISR [2], RECOVERING)."""
+    ``consider_recoveries``: the leftover recovery deposes leader 1 with broker 2 (ISR [2], RECOVERING)."""
     h = Harness(Level.URM, {"min.insync.replicas": "2", "unclean.recovery.strategy": "Aggressive",
                             "unclean.recovery.timeout.ms": "5000"})
     h.start_brokers(0, 1, 2)

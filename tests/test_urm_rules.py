@@ -22,17 +22,25 @@ from __future__ import annotations
 import uuid
 
 import pytest
-from test_controller import Harness
 
 from kraftlog.controller.unclean_recovery import (
-    AGGRESSIVE, BALANCED, NONE, Decision, RecoveryTask, ReplicaLogInfo, UncleanRecoveryManager, choose_leader,
-    ready_to_elect, recovery_decision,
+    AGGRESSIVE,
+    BALANCED,
+    NONE,
+    Decision,
+    RecoveryTask,
+    ReplicaLogInfo,
+    UncleanRecoveryManager,
+    choose_leader,
+    ready_to_elect,
+    recovery_decision,
 )
+from kraftlog.level import Level
 from kraftlog.metadata.image import RESOURCE_BROKER, RESOURCE_TOPIC, PartitionRegistration
 from kraftlog.metadata.records import NO_LEADER
 from kraftlog.protocol import messages as m
 from kraftlog.protocol.errors import Errors
-from kraftlog.level import Level
+from test_controller import Harness
 
 STRATEGIES = (NONE, BALANCED, AGGRESSIVE)
 

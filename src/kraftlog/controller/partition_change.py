@@ -37,13 +37,13 @@ last known leader *in* the lastKnownElr field instead; the decisions are the sam
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from enum import Enum
 
+from ..level import Level
 from ..metadata.image import PartitionRegistration
 from ..metadata.records import NO_LEADER, RECOVERING, PartitionChangeRecord
-from ..level import Level
 
 
 class Election(Enum):
@@ -84,7 +84,7 @@ class _Builder:
         return self.level >= Level.ELR
 
 
-def _ordered(members, replicas) -> tuple[int, ...]:
+def _ordered(members: Iterable[int], replicas: tuple[int, ...]) -> tuple[int, ...]:
     """Members in assignment order (deterministic, like Kafka's replica-ordered lists)."""
     s = set(members)
     return tuple(r for r in replicas if r in s)

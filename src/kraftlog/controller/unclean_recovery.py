@@ -343,18 +343,19 @@ class UncleanRecoveryManager:
             task = self.tasks.get(key)
             if task is not None and broker not in task.answers:
                 task.failed.add(broker)
-                self._event(now_ms, "failed", task, f"no answer from broker {broker}; asking again on its next heartbeat")
+                self._event(now_ms, "failed", task,
+                            f"no answer from broker {broker}; asking again on its next heartbeat")
 
     def on_answer(self, now_ms: int, broker: int, keys: tuple[PartitionKey, ...],
                   resp: m.GetReplicaLogInfoResponse, image: MetadataImage) -> None:
         """Validate ``broker``'s answer for the partitions ``keys`` it was asked about (KIP-966: reject a
         stale broker epoch or a mismatched current leader epoch, and ask again)."""
         self.inflight.pop(broker, None)
-        by_key = {}
-        for info in resp.partitions:
-            name = image.topic_name(info.topic_id)
+        by_key: dict[PartitionKey, m.PartitionLogInfo] = {}
+        for answered in resp.partitions:
+            name = image.topic_name(answered.topic_id)
             if name is not None:
-                by_key[(name, info.partition)] = info
+                by_key[(name, answered.partition)] = answered
         for key in keys:
             task = self.tasks.get(key)
             part = image.partitions.get(key)
