@@ -15,7 +15,7 @@ from random import Random
 
 from ..protocol.errors import Errors
 from ..protocol.messages import Envelope
-from ..protocol.node import earliest
+from ..protocol.node import Address, Message, earliest
 from .network import NetworkClient
 
 CONTROLLER = "controller"
@@ -28,14 +28,14 @@ class AdminCall:
     """One submitted call: ``request`` for ``dst``, answered by ``deadline_ms`` or timed out; the next
     attempt waits for ``next_attempt_ms`` (ms)."""
 
-    request: object
-    dst: object
+    request: Message
+    dst: Address
     deadline_ms: int
     next_attempt_ms: int
     inflight: bool = False
 
 
-class Admin(NetworkClient):
+class Admin(NetworkClient[AdminContext]):
     """Sends admin requests on the driver's behalf; ``results`` maps a call id to its response, or to
     ``Errors.REQUEST_TIMED_OUT`` when none came by the call's deadline.
 
@@ -53,7 +53,7 @@ class Admin(NetworkClient):
         self._next_call = 0
         self._worked_ms = -1
 
-    def submit(self, request: object, now_ms: int, timeout_ms: int = 30000, dst: object = CONTROLLER) -> int:
+    def submit(self, request: Message, now_ms: int, timeout_ms: int = 30000, dst: Address = CONTROLLER) -> int:
         """Send ``request`` to ``dst``, answered within ``timeout_ms``; returns the id under which
         ``results`` will hold the answer."""
         self._next_call += 1
@@ -78,7 +78,7 @@ class Admin(NetworkClient):
     def on_request(self, now_ms: int, envelope: Envelope) -> None:
         pass
 
-    def on_response(self, now_ms: int, context: AdminContext, message: object) -> None:
+    def on_response(self, now_ms: int, context: AdminContext, message: Message) -> None:
         rid = context[1]
         if self.calls.pop(rid, None) is not None:
             self.results[rid] = message

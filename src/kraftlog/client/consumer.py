@@ -33,7 +33,7 @@ from typing import Literal
 
 from ..protocol import messages as m
 from ..protocol.errors import Errors
-from ..protocol.node import earliest
+from ..protocol.node import Message, earliest
 from .metadata import ClientMetadata, PartitionInfo
 from .network import NetworkClient
 from .position import EpochEndOffset, FetchPosition, Validation, validate_position
@@ -109,7 +109,7 @@ class PartitionFetchState:
     backoff_until: int = 0
 
 
-class Consumer(NetworkClient):
+class Consumer(NetworkClient[ConsumerContext]):
     """Consumer ``client_id`` assigned ``partitions``; ``reset`` is auto.offset.reset (none/earliest/latest).
 
     Kafka's configs and defaults, in ms: ``fetch.max.wait.ms`` 500, ``request.timeout.ms`` 30000,
@@ -210,7 +210,7 @@ class Consumer(NetworkClient):
     def on_request(self, now_ms: int, envelope: m.Envelope) -> None:
         pass
 
-    def on_response(self, now_ms: int, context: ConsumerContext, message: object) -> None:
+    def on_response(self, now_ms: int, context: ConsumerContext, message: Message) -> None:
         if context[0] == "metadata":
             assert isinstance(message, m.MetadataResponse), message
             for key in self.metadata.update(message):

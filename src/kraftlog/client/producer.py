@@ -28,7 +28,7 @@ from typing import Literal
 
 from ..protocol import messages as m
 from ..protocol.errors import Errors, is_retriable
-from ..protocol.node import earliest
+from ..protocol.node import Message, earliest
 from ..protocol.records import Record, RecordBatch
 from .metadata import ClientMetadata
 from .network import NetworkClient
@@ -66,7 +66,7 @@ ProduceContext = tuple[Literal["produce"], tuple[str, int], list[PendingRecord]]
 ProducerContext = tuple[Literal["metadata"]] | tuple[Literal["init"]] | ProduceContext
 
 
-class Producer(NetworkClient):
+class Producer(NetworkClient[ProducerContext]):
     """Producer ``client_id`` with ``acks`` in {0, 1, -1}; times in ms. Kafka's configs and defaults:
     ``request.timeout.ms`` 30000, ``delivery.timeout.ms`` 120000, ``retry.backoff.ms`` 100;
     ``connection_configs`` are NetworkClient's (``reconnect.backoff.ms`` 50, ``reconnect.backoff.max.ms``
@@ -162,7 +162,7 @@ class Producer(NetworkClient):
     def on_request(self, now_ms: int, envelope: m.Envelope) -> None:
         pass
 
-    def on_response(self, now_ms: int, context: ProducerContext, message: object) -> None:
+    def on_response(self, now_ms: int, context: ProducerContext, message: Message) -> None:
         if context[0] == "metadata":
             assert isinstance(message, m.MetadataResponse), message
             self.metadata.update(message)

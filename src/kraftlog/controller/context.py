@@ -10,27 +10,13 @@ records at once: a single-node quorum) and the node's outbox (for requests that 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol, TypeAlias
+from typing import Protocol
 
 from ..metadata.image import MetadataImage
-from ..metadata.records import (
-    BrokerRegistrationChangeRecord,
-    ClearElrRecord,
-    ConfigRecord,
-    PartitionChangeRecord,
-    PartitionRecord,
-    RegisterBrokerRecord,
-    RemoveTopicRecord,
-    TopicRecord,
-)
+from ..metadata.records import MetadataRecord
 from ..protocol import messages as m
 
-#: A record of the ``__cluster_metadata`` log (:data:`kraftlog.metadata.records.METADATA_RECORD_TYPES`; to be
-#: imported from ``metadata.records`` once that module names the union itself).
-MetadataRecord: TypeAlias = (
-    RegisterBrokerRecord | BrokerRegistrationChangeRecord | TopicRecord | PartitionRecord | PartitionChangeRecord
-    | ConfigRecord | ClearElrRecord | RemoveTopicRecord
-)
+__all__ = ["ControllerContext", "MetadataRecord"]
 
 
 class ControllerContext(Protocol):

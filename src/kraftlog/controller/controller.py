@@ -31,14 +31,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from random import Random
-from typing import TypeAlias
+from typing import TypeAlias, cast
 
 from ..level import Level
 from ..metadata import config as cfg
 from ..metadata.image import MetadataApplyErrors, MetadataImage
 from ..protocol import messages as m
 from ..protocol.errors import Errors
-from ..protocol.node import NodeBase, earliest
+from ..protocol.node import Message, NodeBase, earliest
 from ..storage.disk import Disk
 from ..storage.meta_properties import read_identity
 from .cluster_control import ClusterControlManager
@@ -61,7 +61,7 @@ class MetadataLogFailure(Exception):
     :meth:`QuorumController.append` to abandon the event that wanted the write."""
 
 
-class QuorumController(NodeBase):
+class QuorumController(NodeBase[LogInfoContext]):
     """The controller node. ``config``: static configs (Kafka names → strings); ``disk`` holds the
     metadata log; ``rng`` is seeded by the driver (topic ids, replica placement); ``cluster_id``: a
     BrokerRegistration or metadata Fetch carrying another gets INCONSISTENT_CLUSTER_ID (104).
@@ -82,7 +82,8 @@ class QuorumController(NodeBase):
         self.disk = disk
         self.rng = rng
         self.cluster_id = cluster_id
-        self.log: list[MetadataRecord] = list(disk.read(METADATA_LOG))
+        # the metadata log file holds what append() wrote: metadata records only
+        self.log = cast(list[MetadataRecord], list(disk.read(METADATA_LOG)))
         #: Metadata records this controller could not apply (Kafka's ``metadata-apply-error-count``; Kafka's
         #: controller exits on one, kraftlog's logs it, counts it and applies the rest: a metadata log
         #: written before CreateTopics validated names still loads).
@@ -201,7 +202,7 @@ class QuorumController(NodeBase):
         except MetadataLogFailure:
             pass  # stopped: the driver ends the process
 
-    def on_response(self, now_ms: int, context: LogInfoContext, message: object) -> None:
+    def on_response(self, now_ms: int, context: LogInfoContext, message: Message) -> None:
         """The controller's only requests: the URM's GetReplicaLogInfo (context ``("log_info", broker,
         partitions)``)."""
         _, broker, keys = context
@@ -231,7 +232,7 @@ class QuorumController(NodeBase):
                 self.send_response(env, response)
         self._after_event(now_ms)
 
-    def _dispatch(self, now_ms: int, req: object) -> object | None:
+    def _dispatch(self, now_ms: int, req: Message) -> Message | None:
         """The response of the manager that serves ``req``'s API, None for an API the controller does not
         serve."""
         if isinstance(req, m.BrokerHeartbeatRequest):

@@ -378,6 +378,7 @@ class ReplicationControlManager:
                 out.append(r)
                 continue
             name = image.topic_name(r.topic_id)
+            assert name is not None, r  # validated against this image above
             part = image.partitions[(name, r.partition)]
             out.append(m.AlterPartitionResponseItem(
                 r.topic_id, r.partition, Errors.NONE, leader_id=part.leader, leader_epoch=part.leader_epoch,

@@ -57,7 +57,7 @@ def encode_metadata_record(rec: object) -> bytes:
     return json.dumps(doc, separators=(",", ":")).encode()
 
 
-def decode_metadata_record(data: bytes) -> object:
+def decode_metadata_record(data: bytes) -> mdr.MetadataRecord:
     """Inverse of :func:`encode_metadata_record`. Raises :class:`MetadataRecordError` on malformed JSON or an
     unknown ``type``."""
     try:
@@ -79,6 +79,7 @@ def decode_metadata_record(data: bytes) -> object:
                 value = tuple(value)
         kwargs[name] = value
     try:
-        return cls(**kwargs)
+        record: mdr.MetadataRecord = cls(**kwargs)
+        return record
     except TypeError as exc:
         raise MetadataRecordError(f"bad {cls.__name__} metadata record: {exc}") from exc
