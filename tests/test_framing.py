@@ -15,12 +15,17 @@ from kio.serial import entity_reader
 
 from kraftlog.broker.broker import Broker
 from kraftlog.controller.controller import QuorumController
+from kraftlog.level import Level
 from kraftlog.protocol import messages as m
 from kraftlog.protocol import wire
 from kraftlog.protocol.framing import (
-    DEFAULT_MAX_REQUEST_BYTES, Close, Reply, Request, ResponseDecoder, ServerConnection,
+    DEFAULT_MAX_REQUEST_BYTES,
+    Close,
+    Reply,
+    Request,
+    ResponseDecoder,
+    ServerConnection,
 )
-from kraftlog.level import Level
 from kraftlog.protocol.records import Record, RecordBatch
 from kraftlog.storage.disk import SimDisk
 
@@ -149,7 +154,8 @@ def _fuzzed(rng: random.Random) -> bytes:
             base[rng.randrange(4, len(base))] = rng.randrange(256)
         data = base
     elif kind == 2:  # a lying size
-        struct.pack_into(">i", base, 0, rng.choice([0, 1, 7, len(base) - 4 + rng.randrange(-8, 9), -rng.randrange(1, 99)]))
+        lie = rng.choice([0, 1, 7, len(base) - 4 + rng.randrange(-8, 9), -rng.randrange(1, 99)])
+        struct.pack_into(">i", base, 0, lie)
         data = base
     elif kind == 3:  # unknown key or version
         struct.pack_into(">hh", base, 4, rng.choice([rng.randrange(-5, 200), 18, 3]), rng.randrange(-3, 40))
@@ -192,7 +198,7 @@ def test_ten_thousand_fuzzed_frames_never_crash_framing_decoding_or_a_node():
     for _ in range(10_000):
         data = _fuzzed(rng)
         cuts = sorted(rng.sample(range(1, len(data)), min(len(data) - 1, rng.randrange(0, 4)))) if len(data) > 1 else []
-        chunks = [b - a for a, b in zip([0] + cuts, cuts)]
+        chunks = [b - a for a, b in zip([0, *cuts], cuts, strict=False)]
         events = events_of(data, chunks)
         for i, e in enumerate(events):
             assert isinstance(e, (Request, Reply, Close))

@@ -25,20 +25,17 @@ import uuid
 import pytest
 
 from kraftlog.broker.broker import LOG_DIR, Broker
-from kraftlog.controller.controller import QuorumController
+from kraftlog.level import Level
 from kraftlog.metadata.records import BrokerRegistrationChangeRecord
 from kraftlog.net.disk import FileDisk, corrupt_segment, segment_batches
 from kraftlog.protocol import messages as m
 from kraftlog.protocol.errors import Errors
-from kraftlog.level import Level
 from kraftlog.protocol.records import Record, RecordBatch
+from kraftlog.scenario import corrupt_target, parse_scenario
 from kraftlog.sim.runner import ScenarioRun
-from kraftlog.scenario import corrupt_target, load_scenario, parse_scenario
 from kraftlog.storage.checkpoints import CLEAN_SHUTDOWN_FILE, read_clean_shutdown, write_clean_shutdown
 from kraftlog.storage.disk import SimDisk
 from kraftlog.storage.log import SEGMENT_FILE, LogConfig, PartitionLog
-
-from conftest import SCENARIO_DIR
 
 SEG = f"data/t-0/{SEGMENT_FILE}"
 

@@ -26,49 +26,99 @@ import uuid
 import pytest
 from kafka.protocol.admin.configs import (
     DescribeConfigsRequest as KpDescribeConfigsRequest,
+)
+from kafka.protocol.admin.configs import (
     DescribeConfigsResponse as KpDescribeConfigsResponse,
+)
+from kafka.protocol.admin.configs import (
     IncrementalAlterConfigsRequest as KpIncrementalAlterConfigsRequest,
+)
+from kafka.protocol.admin.configs import (
     IncrementalAlterConfigsResponse as KpIncrementalAlterConfigsResponse,
 )
 from kafka.protocol.admin.topics import (
     CreateTopicsRequest as KpCreateTopicsRequest,
+)
+from kafka.protocol.admin.topics import (
     CreateTopicsResponse as KpCreateTopicsResponse,
+)
+from kafka.protocol.admin.topics import (
     DeleteTopicsRequest as KpDeleteTopicsRequest,
+)
+from kafka.protocol.admin.topics import (
     DeleteTopicsResponse as KpDeleteTopicsResponse,
-    ElectLeadersRequest as KpElectLeadersRequest,
-    ElectLeadersResponse as KpElectLeadersResponse,
+)
+from kafka.protocol.admin.topics import (
     DescribeTopicPartitionsRequest as KpDescribeTopicPartitionsRequest,
+)
+from kafka.protocol.admin.topics import (
     DescribeTopicPartitionsResponse as KpDescribeTopicPartitionsResponse,
+)
+from kafka.protocol.admin.topics import (
+    ElectLeadersRequest as KpElectLeadersRequest,
+)
+from kafka.protocol.admin.topics import (
+    ElectLeadersResponse as KpElectLeadersResponse,
 )
 from kafka.protocol.consumer.fetch import FetchRequest as KpFetchRequest
 from kafka.protocol.consumer.fetch import FetchResponse as KpFetchResponse
 from kafka.protocol.consumer.group import (
     HeartbeatRequest as KpHeartbeatRequest,
+)
+from kafka.protocol.consumer.group import (
     HeartbeatResponse as KpHeartbeatResponse,
+)
+from kafka.protocol.consumer.group import (
     JoinGroupRequest as KpJoinGroupRequest,
+)
+from kafka.protocol.consumer.group import (
     JoinGroupResponse as KpJoinGroupResponse,
+)
+from kafka.protocol.consumer.group import (
     LeaveGroupRequest as KpLeaveGroupRequest,
+)
+from kafka.protocol.consumer.group import (
     LeaveGroupResponse as KpLeaveGroupResponse,
-    SyncGroupRequest as KpSyncGroupRequest,
-    SyncGroupResponse as KpSyncGroupResponse,
+)
+from kafka.protocol.consumer.group import (
     OffsetCommitRequest as KpOffsetCommitRequest,
+)
+from kafka.protocol.consumer.group import (
     OffsetCommitResponse as KpOffsetCommitResponse,
+)
+from kafka.protocol.consumer.group import (
     OffsetFetchRequest as KpOffsetFetchRequest,
+)
+from kafka.protocol.consumer.group import (
     OffsetFetchResponse as KpOffsetFetchResponse,
+)
+from kafka.protocol.consumer.group import (
+    SyncGroupRequest as KpSyncGroupRequest,
+)
+from kafka.protocol.consumer.group import (
+    SyncGroupResponse as KpSyncGroupResponse,
 )
 from kafka.protocol.consumer.offsets import (
     ListOffsetsRequest as KpListOffsetsRequest,
+)
+from kafka.protocol.consumer.offsets import (
     ListOffsetsResponse as KpListOffsetsResponse,
+)
+from kafka.protocol.consumer.offsets import (
     OffsetForLeaderEpochRequest as KpOffsetForLeaderEpochRequest,
+)
+from kafka.protocol.consumer.offsets import (
     OffsetForLeaderEpochResponse as KpOffsetForLeaderEpochResponse,
 )
 from kafka.protocol.metadata.api_versions import ApiVersionsRequest as KpApiVersionsRequest
 from kafka.protocol.metadata.api_versions import ApiVersionsResponse as KpApiVersionsResponse
-from kafka.protocol.metadata.metadata import MetadataRequest as KpMetadataRequest
 from kafka.protocol.metadata.find_coordinator import (
     FindCoordinatorRequest as KpFindCoordinatorRequest,
+)
+from kafka.protocol.metadata.find_coordinator import (
     FindCoordinatorResponse as KpFindCoordinatorResponse,
 )
+from kafka.protocol.metadata.metadata import MetadataRequest as KpMetadataRequest
 from kafka.protocol.metadata.metadata import MetadataResponse as KpMetadataResponse
 from kafka.protocol.producer.produce import ProduceRequest as KpProduceRequest
 from kafka.protocol.producer.produce import ProduceResponse as KpProduceResponse

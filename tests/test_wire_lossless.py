@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from kraftlog.level import Level
-from kraftlog.sim.runner import run_scenario
 from kraftlog.scenario import load_scenario
+from kraftlog.sim.runner import run_scenario
 
 SCENARIOS = sorted((Path(__file__).resolve().parent.parent / "scenarios").glob("*.yaml"))
 LEVELS = ("classic", "elr", "urm")

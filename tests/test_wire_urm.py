@@ -24,12 +24,11 @@ from kio.index import KioIndexError, load_request_schema, load_response_schema
 from kio.schema.elect_leaders.v2.request import ElectLeadersRequest as KioElectLeadersV2
 from kio.serial import entity_reader, entity_writer
 
-from kraftlog.protocol import kio_extra
+from kraftlog.level import Level
+from kraftlog.protocol import kio_extra, wire
 from kraftlog.protocol import listeners as lst
 from kraftlog.protocol import messages as m
-from kraftlog.protocol import wire
 from kraftlog.protocol.errors import Errors
-from kraftlog.level import Level
 
 T1 = uuid.UUID("5c1a7e0e-0000-4000-8000-000000000001")
 T2 = uuid.UUID("5c1a7e0e-0000-4000-8000-000000000002")

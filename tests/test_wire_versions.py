@@ -25,7 +25,6 @@ import pytest
 from kraftlog.protocol import messages as m
 from kraftlog.protocol import wire
 from kraftlog.protocol.errors import Errors
-
 from test_wire import KAFKA_PYTHON, SAMPLES, T1, T2
 
 #: The supported ranges this change puts in the table (issue 11, "APIs for clients").

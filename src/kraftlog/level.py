@@ -30,7 +30,7 @@ class Level(IntEnum):
         return self.name.lower()
 
     @classmethod
-    def parse(cls, text: str) -> "Level":
+    def parse(cls, text: str) -> Level:
         """Parse ``classic``/``kip903``/``elr``/``urm``.
 
         Raises ValueError naming the implemented levels when ``text`` is unknown or not implemented.

@@ -401,7 +401,8 @@ def _parse_header(payload: Frame, api_key: int, api_version: int) -> RequestHead
         try:
             try:
                 schema = load_request_schema(api_key, api_version).__header_schema__
-            except (KioIndexError, ImportError):  # KIP-966's schemas kio 0.6.5 lacks (GetReplicaLogInfo, ElectLeaders v3)
+            # KIP-966's schemas kio 0.6.5 lacks (GetReplicaLogInfo, ElectLeaders v3)
+            except (KioIndexError, ImportError):
                 schema = kio_extra.load_request_schema(api_key, api_version).__header_schema__
         except KioIndexError as exc:
             return f"no schema for API key {api_key} version {api_version}: {exc}"

@@ -66,6 +66,8 @@ class RecordLimits:
 
 
 DEFAULT_LIMITS = RecordLimits()
+#: Kafka's refusal of a Produce partition holding more than one batch (``LogValidator``).
+ONE_BATCH_PER_PARTITION = "Produce requests are only allowed to contain exactly one record batch per partition"
 
 
 def validate_produce_records(topic: str, partition: int, records: Sequence[RecordBatch | MalformedRecords],
@@ -103,7 +105,7 @@ def validate_produce_records(topic: str, partition: int, records: Sequence[Recor
     if isinstance(first, MalformedRecords):
         return _malformed(first, tp, limits)
     if len(records) > 1:
-        return Errors.INVALID_RECORD, "Produce requests are only allowed to contain exactly one record batch per partition"
+        return Errors.INVALID_RECORD, ONE_BATCH_PER_PARTITION
     batch: RecordBatch = first
     encoded = batch.is_encoded
     size = batch.size_bytes
@@ -194,7 +196,7 @@ def _malformed(records: MalformedRecords, tp: str, limits: RecordLimits) -> tupl
     if magic != 2:
         return Errors.INVALID_RECORD, "Produce requests are only allowed to contain record batches with magic version 2"
     if len(batches) > 1:
-        return Errors.INVALID_RECORD, "Produce requests are only allowed to contain exactly one record batch per partition"
+        return Errors.INVALID_RECORD, ONE_BATCH_PER_PARTITION
     size = end - start
     if size > limits.max_message_bytes:
         return Errors.MESSAGE_TOO_LARGE, (
@@ -203,4 +205,5 @@ def _malformed(records: MalformedRecords, tp: str, limits: RecordLimits) -> tupl
     if size < RECORD_BATCH_OVERHEAD:
         return Errors.CORRUPT_MESSAGE, f"Record is corrupt (a batch of {size} bytes) in topic partition {tp}."
     stored = int.from_bytes(data[start + 17:start + 21], "big")
-    return Errors.CORRUPT_MESSAGE, f"Record is corrupt (stored crc = {stored}) in topic partition {tp}: {records.reason}"
+    return (Errors.CORRUPT_MESSAGE,
+            f"Record is corrupt (stored crc = {stored}) in topic partition {tp}: {records.reason}")

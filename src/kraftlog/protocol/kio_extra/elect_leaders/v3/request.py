@@ -49,7 +49,10 @@ class ElectLeadersRequest:
     __api_key__: ClassVar[i16] = i16(43)
     __header_schema__: ClassVar[type[RequestHeader]] = RequestHeader
     election_type: i8 = field(metadata={"kafka_type": "int8"})
-    """Type of elections to conduct for the partition. A value of '0' elects the preferred replica. A value of '1' elects the first live replica if there are no in-sync replica. A value of '2' elects the replica with the longest log among the last known ELR. A value of '3' elects the replica with the longest log among the replicas that reply within a fixed time. A value of '4' elects the desired replicas."""
+    """Type of elections to conduct for the partition. A value of '0' elects the preferred replica. A value of
+    '1' elects the first live replica if there are no in-sync replica. A value of '2' elects the replica with the
+    longest log among the last known ELR. A value of '3' elects the replica with the longest log among the
+    replicas that reply within a fixed time. A value of '4' elects the desired replicas."""
     topic_partitions: tuple[TopicPartitions, ...] | None
     """The topic partitions to elect leaders."""
     timeout: i32Timedelta = field(

@@ -56,8 +56,10 @@ class ElectLeadersResponse:
     __api_key__: ClassVar[i16] = i16(43)
     __header_schema__: ClassVar[type[ResponseHeader]] = ResponseHeader
     throttle_time: i32Timedelta = field(metadata={"kafka_type": "timedelta_i32"})
-    """The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota."""
+    """The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the
+    request did not violate any quota."""
     error_code: ErrorCode = field(metadata={"kafka_type": "error_code"})
     """The top level response error code."""
     replica_election_results: tuple[ReplicaElectionResult, ...]
-    """The election results, or an empty array if the requester did not have permission and the request asks for all partitions."""
+    """The election results, or an empty array if the requester did not have permission and the request asks for
+    all partitions."""

@@ -69,10 +69,12 @@ class GetReplicaLogInfoResponse:
     __api_key__: ClassVar[i16] = i16(93)
     __header_schema__: ClassVar[type[ResponseHeader]] = ResponseHeader
     throttle_time: i32Timedelta = field(metadata={"kafka_type": "timedelta_i32"})
-    """The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota."""
+    """The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the
+    request did not violate any quota."""
     broker_epoch: i64 = field(metadata={"kafka_type": "int64"})
     """The epoch of the broker."""
     has_more_data: bool = field(metadata={"kafka_type": "bool"})
-    """True if response does not include all the topic partitions requested. Only the first 1000 topic partitions are returned."""
+    """True if response does not include all the topic partitions requested. Only the first 1000 topic partitions
+    are returned."""
     topic_partition_log_info_list: tuple[TopicPartitionLogInfo, ...]
     """The list of the partition log info."""
