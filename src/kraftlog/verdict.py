@@ -29,10 +29,12 @@ so its keys and their order are the drivers' (tests/golden/ holds it).
 """
 
 
-from typing import NotRequired, TypedDict
+from collections.abc import Mapping, Sized
+from typing import NotRequired, TypeAlias, TypedDict
 
 __all__ = [
     "Verdict",
+    "VerdictOrRow",
     "completed_and_held",
     "is_failure",
     "is_safe",
@@ -57,7 +59,7 @@ class Verdict(TypedDict):
     #: acks=all records acknowledged but missing at the end below their partition leader's HWM
     lost_acked: int
     #: each lost record: {"partition", "value", "client"}
-    lost_acked_records: list[dict]
+    lost_acked_records: list[dict[str, object]]
     #: partitions without a leader at the end (their records are not counted as lost)
     leaderless_partitions: list[str]
     hwm_regressions: int
@@ -70,9 +72,9 @@ class Verdict(TypedDict):
     invariant_violations: list[str]
     #: the message of each failed wait_until / expect
     failed_expectations: list[str]
-    metrics: dict
+    metrics: dict[str, object]
     #: {"partitions": {name: {...}}, "brokers": {id: {...}}}
-    final: dict
+    final: dict[str, object]
     passed: bool
     safe: bool
     #: "sha256:..." of the event history; None for a real run (real time does not replay)
@@ -84,23 +86,38 @@ class Verdict(TypedDict):
     #: ``kraftlog chaos``: no partition had more replicas down after an unclean shutdown than the budget
     within_budget: NotRequired[bool]
     #: ``kraftlog chaos``: the faults injected, and its event lines
-    faults: NotRequired[list[dict]]
+    faults: NotRequired[list[dict[str, object]]]
     events: NotRequired[list[str]]
 
 
-def _count(value) -> int:
+#: What the functions below read: a :class:`Verdict`, or a campaign results row (a plain dict with the
+#: campaign's columns; ``kraftlog.campaign.results.schema``).
+VerdictOrRow: TypeAlias = Verdict | Mapping[str, object]
+
+
+def _count(value: object) -> int:
     """A verdict's list (failed expectations, invariant violations) or a results row's count of it."""
-    return value if isinstance(value, int) else len(value)
+    if isinstance(value, int):
+        return value
+    assert isinstance(value, Sized), value
+    return len(value)
 
 
-def completed_and_held(completed: bool, failed_expectations) -> bool:
+def _int(v: VerdictOrRow, key: str) -> int:
+    """A count of a verdict or a row (``lost_acked``, ``undetected_truncations``...)."""
+    value = v[key]  # type: ignore[literal-required]  # a row is no TypedDict: any column name
+    assert isinstance(value, int), (key, value)
+    return value
+
+
+def completed_and_held(completed: bool, failed_expectations: object) -> bool:
     """SCENARIOS.md's ``passed`` as a driver decides it at the end of a run: the run ``completed`` (the
     cluster came up and every step ran) and no ``wait_until``/``expect`` failed (``failed_expectations``:
     their messages, or their count)."""
     return bool(completed) and _count(failed_expectations) == 0
 
 
-def passed(v: Verdict | dict) -> bool:
+def passed(v: VerdictOrRow) -> bool:
     """SCENARIOS.md's ``passed`` of a verdict or a results row: its ``passed`` key; a row without it
     (unset column) passed when it did not raise and no expectation failed."""
     value = v.get("passed")
@@ -109,25 +126,25 @@ def passed(v: Verdict | dict) -> bool:
     return not v.get("error") and completed_and_held(True, v["failed_expectations"])
 
 
-def is_safe(v: Verdict | dict) -> bool:
+def is_safe(v: VerdictOrRow) -> bool:
     """SCENARIOS.md's ``safe``: no acknowledged (acks=all) record lost, no invariant violated, no log
     truncation left undetected by a consumer. A results row of a run that raised (``error`` set) has no
     verdict, so nothing says it is safe: False."""
-    return bool(not v.get("error") and v["lost_acked"] == 0 and _count(v["invariant_violations"]) == 0
-                and v["undetected_truncations"] == 0)
+    return bool(not v.get("error") and _int(v, "lost_acked") == 0 and _count(v["invariant_violations"]) == 0
+                and _int(v, "undetected_truncations") == 0)
 
 
-def is_failure(v: Verdict | dict) -> bool:
+def is_failure(v: VerdictOrRow) -> bool:
     """A failing run (the campaign exports it as a scenario file): lost acknowledged records, invariant
     violations, a leader's HWM moving backwards (``leader_hwm_regressions``, which must always be 0:
     SCENARIOS.md), undetected truncations, failed expectations, or an exception (a row's ``error``).
     ``hwm_regressions`` (what consumers saw) is no failure: a Kafka consumer can see a lagging HWM after a
     leader change."""
-    return bool(v["lost_acked"] or _count(v["invariant_violations"]) or v["leader_hwm_regressions"]
-                or v["undetected_truncations"] or _count(v["failed_expectations"]) or v.get("error"))
+    return bool(_int(v, "lost_acked") or _count(v["invariant_violations"]) or _int(v, "leader_hwm_regressions")
+                or _int(v, "undetected_truncations") or _count(v["failed_expectations"]) or v.get("error"))
 
 
-def within_budget(v: Verdict | dict) -> bool:
+def within_budget(v: VerdictOrRow) -> bool:
     """Whether the run's faults stayed within the fault budget (KIP-966's promise holds for it): the
     row's or verdict's ``within_budget``, counted by the driver that injected the faults (the campaign:
     :func:`kraftlog.scenario.generator.within_budget` of the story; chaos: its fault history). A verdict
@@ -135,13 +152,13 @@ def within_budget(v: Verdict | dict) -> bool:
     return bool(v.get("within_budget"))
 
 
-def loss_within_budget(v: Verdict | dict) -> bool:
+def loss_within_budget(v: VerdictOrRow) -> bool:
     """Acknowledged records lost although the faults stayed within the budget: what KIP-966 promises
     never happens (at level elr and above, without unclean election)."""
-    return v["lost_acked"] > 0 and within_budget(v)
+    return _int(v, "lost_acked") > 0 and within_budget(v)
 
 
-def outcome_words(v: Verdict | dict) -> str:
+def outcome_words(v: VerdictOrRow) -> str:
     """The verdict in words, the same everywhere (scenario run, scenario library, chaos, the campaign
     report): whether the run passed (its expectations held) and, beside it, every safety finding — never
     a bare "passed" next to a loss. E.g. ``expectations held — 20 acknowledged records LOST, 1 invariant
@@ -151,11 +168,13 @@ def outcome_words(v: Verdict | dict) -> str:
         f"FAILED: {_count(v['failed_expectations'])} expectation(s) did not hold"
         if v["failed_expectations"] else "FAILED: the run did not complete")
     findings = []
-    if v["lost_acked"]:
-        findings.append(f"{v['lost_acked']} acknowledged record{'s' if v['lost_acked'] != 1 else ''} LOST")
+    lost = _int(v, "lost_acked")
+    if lost:
+        findings.append(f"{lost} acknowledged record{'s' if lost != 1 else ''} LOST")
     n = _count(v["invariant_violations"])
     if n:
         findings.append(f"{n} invariant violation{'s' if n != 1 else ''}")
-    if v["undetected_truncations"]:
-        findings.append(f"{v['undetected_truncations']} truncation(s) UNDETECTED by a consumer")
+    undetected = _int(v, "undetected_truncations")
+    if undetected:
+        findings.append(f"{undetected} truncation(s) UNDETECTED by a consumer")
     return head + (" — " + ", ".join(findings) if findings else " — safe: nothing acknowledged lost")

@@ -24,18 +24,65 @@ The TLA+ invariants checked while the run goes (before data is lost) are in
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from operator import itemgetter
+from typing import TypeAlias, TypedDict
+
+from ..metadata.image import MetadataImage
+
+#: A record's value as the checkers compare it (bytes in the simulator, text from real clients).
+Value: TypeAlias = Hashable
+#: (client, topic, partition, value, acks) of an acknowledged record; acks is "all", "1" or "0".
+Acked: TypeAlias = tuple[str, str, int, Value, str]
+#: {offset: (value, leader epoch)} of one partition's log below its HWM.
+PartitionLogView: TypeAlias = Mapping[int, tuple[Value, int]]
+#: {partition name: its final log, or None when the partition has no leader at the end}.
+FinalLogs: TypeAlias = Mapping[str, PartitionLogView | None]
+#: {partition name: {broker: (its log, its HWM)}} of the live replicas.
+ReplicaLogs: TypeAlias = Mapping[str, Mapping[int, tuple[PartitionLogView, int]]]
+#: (client, partition name, offset, value, time ms[, history position]) of a record a consumer read.
+Consumed: TypeAlias = tuple[str, str, int, Value, int] | tuple[str, str, int, Value, int, int]
+#: (client, partition name, position, divergence offset, time ms[, history position]) of a truncation a
+#: consumer reported.
+Truncation: TypeAlias = tuple[str, str, int, int, int] | tuple[str, str, int, int, int, int]
+#: (client, partition name, HWM offset, time ms) a consumer saw in a fetch response.
+HwmSeen: TypeAlias = tuple[str, str, int, int]
+#: (broker, partition name, leader epoch, HWM offset, time ms) of a leader's own HWM.
+LeaderHwm: TypeAlias = tuple[int, str, int, int, int]
+#: {partition name: {offset: (producer id, producer epoch, sequence)}}.
+Stamps: TypeAlias = Mapping[str, Mapping[int, tuple[int, int, int]]]
 
 
-def lost_acked(acked, final_logs) -> tuple[list, list]:
+class LostRecord(TypedDict):
+    """An acknowledged acks=all record missing from the final log."""
+
+    partition: str
+    value: Value
+    client: str
+
+
+class Judgement(TypedDict):
+    """:func:`judge`'s findings, the verdict's keys of the same names (SCENARIOS.md, "The verdict")."""
+
+    lost_acked: int
+    lost_acked_records: list[LostRecord]
+    leaderless_partitions: list[str]
+    hwm_regressions: int
+    leader_hwm_regressions: int
+    detected_truncations: int
+    undetected_truncations: int
+    anomalies: dict[str, int]
+
+
+def lost_acked(acked: Sequence[Acked], final_logs: FinalLogs) -> tuple[list[LostRecord], list[str]]:
     """Acknowledged acks=all records missing from the final leader log below its HWM.
 
     Returns (lost records as {"partition", "value"} dicts, leaderless partition names). Records of
     leaderless partitions are not counted as lost (SCENARIOS.md)."""
     present = {p: {v for v, _ in log.values()} for p, log in final_logs.items() if log is not None}
     leaderless = sorted(p for p, log in final_logs.items() if log is None)
-    lost = []
-    names = {}
+    lost: list[LostRecord] = []
+    names: dict[tuple[str, int], str] = {}
     for client, topic, partition, value, acks in acked:
         if acks != "all":
             continue
@@ -47,9 +94,9 @@ def lost_acked(acked, final_logs) -> tuple[list, list]:
     return lost, leaderless
 
 
-def log_matching(replica_logs) -> list[str]:
+def log_matching(replica_logs: ReplicaLogs) -> list[str]:
     """Log matching below the HWMs: two live replicas agree on every offset below both HWMs."""
-    out = []
+    out: list[str] = []
     for name in sorted(replica_logs):
         reps = replica_logs[name]
         ids = sorted(reps)
@@ -68,20 +115,20 @@ def log_matching(replica_logs) -> list[str]:
     return out
 
 
-def duplicates(final_logs) -> int:
+def duplicates(final_logs: FinalLogs) -> int:
     """Jepsen duplicate: a value stored at more than one offset of the final log."""
     count = 0
     for log in final_logs.values():
         if log is None:
             continue
-        seen = defaultdict(int)
+        seen: defaultdict[Value, int] = defaultdict(int)
         for value, _ in log.values():
             seen[value] += 1
         count += sum(n - 1 for n in seen.values() if n > 1)
     return count
 
 
-def duplicate_causes(final_logs, stamps) -> tuple[dict, list[str]]:
+def duplicate_causes(final_logs: FinalLogs, stamps: Stamps) -> tuple[dict[str, int], list[str]]:
     """Why each Jepsen duplicate of the final log is there, from the producer stamps of its copies.
 
     ``stamps``: {partition name: {offset: (producer id, producer epoch, sequence)}} of the records of
@@ -105,7 +152,7 @@ def duplicate_causes(final_logs, stamps) -> tuple[dict, list[str]]:
         if not log:
             continue
         stamp_of = stamps.get(name, {})
-        copies = defaultdict(list)
+        copies: defaultdict[Value, list[int]] = defaultdict(list)
         for offset in sorted(log):
             copies[log[offset][0]].append(offset)
         for value, offsets in copies.items():
@@ -126,7 +173,8 @@ def duplicate_causes(final_logs, stamps) -> tuple[dict, list[str]]:
     return counts, findings
 
 
-def consumer_anomalies(consumed, truncations, final_logs) -> dict:
+def consumer_anomalies(consumed: Sequence[Consumed], truncations: Sequence[Truncation],
+                       final_logs: FinalLogs) -> dict[str, int]:
     """Jepsen's consumer anomalies and KIP-320 truncation accounting, judged against the final log.
 
     For each consumer and partition, a read (offset o, value v) is *placed* when the final log holds v
@@ -149,16 +197,20 @@ def consumer_anomalies(consumed, truncations, final_logs) -> dict:
     result = {"inconsistent-offsets": 0, "nonmonotonic-poll": 0, "poll-skip": 0,
               "detected_truncations": len(truncations), "undetected_truncations": 0}
     log_end = {part: max(log, default=-1) + 1 for part, log in final_logs.items() if log is not None}
-    events = [(e[4], e[5] if len(e) > 5 else 1, 1, e[0], e[1], e[2], e[3]) for e in consumed]
+    # (time ms, history position, kind: 0 truncation / 1 read, client, partition, offset, value or divergence)
+    events: list[tuple[int, int, int, str, str, int, object]] = [
+        (e[4], e[5] if len(e) > 5 else 1, 1, e[0], e[1], e[2], e[3]) for e in consumed]
     events += [(e[4], e[5] if len(e) > 5 else 0, 0, e[0], e[1], e[2], e[3]) for e in truncations]
     events.sort(key=itemgetter(0, 1))
-    last = {}
-    by_offset = {}
-    invalid = set()
-    truncated_at = {}  # (client, partition) -> lowest offset of a truncated read not yet reported
-    for t, _, kind, client, part, off, x in events:
+    last: dict[tuple[str, str], int] = {}
+    by_offset: dict[tuple[str, int], object] = {}
+    invalid: set[tuple[str, str]] = set()
+    # (client, partition) -> lowest offset of a truncated read not yet reported
+    truncated_at: dict[tuple[str, str], int] = {}
+    for _t, _, kind, client, part, off, x in events:
         key = (client, part)
         if kind == 0:  # a truncation report: the consumer moved back to the divergence point
+            assert isinstance(x, int), x  # the divergence offset
             last.pop(key, None)
             if key in truncated_at and x <= truncated_at[key]:
                 del truncated_at[key]
@@ -191,7 +243,7 @@ def consumer_anomalies(consumed, truncations, final_logs) -> dict:
     return result
 
 
-def hwm_regressions(hwms, truncations) -> int:
+def hwm_regressions(hwms: Sequence[HwmSeen], truncations: Sequence[Truncation]) -> int:
     """HWM moving backwards as consumers observe it (unless the consumer was told of a truncation).
 
     ``hwms``: (client, partition name, hwm, time ms) from the consumers' fetch responses, in order;
@@ -200,9 +252,9 @@ def hwm_regressions(hwms, truncations) -> int:
     until its followers fetch in the new epoch; KIP-207's OFFSET_NOT_AVAILABLE applies to ListOffsets
     only). A leader's own HWM is :func:`leader_hwm_regressions`."""
     count = 0
-    best = {}
-    cut = defaultdict(list)
-    for c, p, _, div, t, *_ in truncations:
+    best: dict[tuple[str, str], tuple[int, int]] = {}
+    cut: defaultdict[tuple[str, str], list[int]] = defaultdict(list)
+    for c, p, _, _div, t, *_ in truncations:
         cut[(c, p)].append(t)
     for client, part, hwm, t in hwms:
         key = (client, part)
@@ -214,7 +266,7 @@ def hwm_regressions(hwms, truncations) -> int:
     return count
 
 
-def leader_hwm_regressions(samples) -> int:
+def leader_hwm_regressions(samples: Sequence[LeaderHwm]) -> int:
     """A leader's own HWM never moves backwards (per broker, partition and leader epoch): always 0.
 
     ``samples``: (broker, partition name, leader epoch, hwm offset, time ms) in the order observed, one
@@ -226,7 +278,7 @@ def leader_hwm_regressions(samples) -> int:
     ``Partition.maybeIncrementLeaderHW`` only ever raises the HWM (``newHighWatermark > oldHighWatermark``);
     KIP-966's strict HWM rule relies on it."""
     count = 0
-    best: dict = {}
+    best: dict[tuple[int, str, int], int] = {}
     for broker, part, epoch, hwm, _t in samples:
         key = (broker, part, epoch)
         prev = best.get(key)
@@ -237,12 +289,13 @@ def leader_hwm_regressions(samples) -> int:
     return count
 
 
-def partition_state_violations(image, now_ms: int, min_isr=None) -> list[tuple[str, str]]:
+def partition_state_violations(image: MetadataImage, now_ms: int,
+                               min_isr: Callable[[str], int] | None = None) -> list[tuple[str, str]]:
     """Invariants over the controller's committed partition state (checked after every change):
     a leader is in its ISR; a fenced broker is never in the ISR; KIP-966: ELR ∩ ISR = ∅ and
     ELR non-empty ⇒ |ISR| < min ISR (``min_isr(topic)`` gives the effective min ISR).
     Returns (key, message) pairs; the key deduplicates repeated findings."""
-    out = []
+    out: list[tuple[str, str]] = []
     for (topic, index), part in sorted(image.partitions.items()):
         name = f"{topic}-{index}"
         if part.elr:
@@ -266,7 +319,8 @@ def partition_state_violations(image, now_ms: int, min_isr=None) -> list[tuple[s
     return out
 
 
-def judge(acked, final_logs, consumed, truncations, hwms, leader_hwm_regressions: int = 0) -> dict:
+def judge(acked: Sequence[Acked], final_logs: FinalLogs, consumed: Sequence[Consumed],
+          truncations: Sequence[Truncation], hwms: Sequence[HwmSeen], leader_hwm_regressions: int = 0) -> Judgement:
     """The verdict's findings in the order SCENARIOS.md gives them, from this module's inputs (see the
     module doc): ``lost_acked``, ``lost_acked_records``, ``leaderless_partitions``, ``hwm_regressions``,
     ``leader_hwm_regressions`` (counted by the caller: only the simulator sees a leader's HWM at every

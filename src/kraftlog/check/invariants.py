@@ -33,6 +33,15 @@ the key deduplicates a finding repeated at every check, the message reads
 
 from __future__ import annotations
 
+from collections.abc import Callable, Collection, Mapping, Sequence
+
+from ..protocol.records import Record
+
+#: A finding: (deduplication key, message).
+Finding = tuple[str, str]
+#: An acknowledged acks=all record: (offset, value bytes).
+Acked = tuple[int, bytes | None]
+
 #: The specification's names, used as the first word of each message.
 CONTROLLER_ISR_HAS_UP_TO_TRUE_HWM = "ControllerIsrHasUpToTrueHWM"
 VALID_CONTROLLER_ISR_AND_ELR = "ValidControllerIsrAndElr"
@@ -41,8 +50,8 @@ LEADER_HAS_COMPLETE_COMMITTED_LOG = "LeaderHasCompleteCommittedLog"
 NO_METADATA_LOG_DIVERGENCE = "NoMetadataLogDivergence"
 
 
-def isr_elr_completeness(name: str, isr, elr, running_leo: dict, true_hwm: int,
-                         now_ms: int) -> list[tuple[str, str]]:
+def isr_elr_completeness(name: str, isr: Collection[int], elr: Collection[int], running_leo: Mapping[int, int],
+                         true_hwm: int, now_ms: int) -> list[Finding]:
     """No running member of the controller's ISR or ELR lacks a committed record.
 
     ``ControllerIsrHasUpToTrueHWM`` (ISR) and the ELR clause of ``ValidControllerIsrAndElr``:
@@ -52,7 +61,7 @@ def isr_elr_completeness(name: str, isr, elr, running_leo: dict, true_hwm: int,
     (offset)} of the members that are running (members missing from it are not checked);
     ``true_hwm``: the true HWM (offset, see the module docstring). Keys are
     ``<Invariant> <partition> <broker>``: one finding per member and partition."""
-    out = []
+    out: list[Finding] = []
     if true_hwm <= 0:
         return out
     for inv, role, members in ((CONTROLLER_ISR_HAS_UP_TO_TRUE_HWM, "ISR", isr),
@@ -67,8 +76,9 @@ def isr_elr_completeness(name: str, isr, elr, running_leo: dict, true_hwm: int,
     return out
 
 
-def leader_maximal_isr(name: str, broker: int, leader_isr, maximal_isr, pending: bool, controller_isr,
-                       controller_elr, min_isr: int, now_ms: int) -> list[tuple[str, str]]:
+def leader_maximal_isr(name: str, broker: int, leader_isr: Collection[int], maximal_isr: Collection[int],
+                       pending: bool, controller_isr: Collection[int], controller_elr: Collection[int], min_isr: int,
+                       now_ms: int) -> list[Finding]:
     """``ValidLeaderMaximalISR`` for one non-stale leader (``IsNonStaleLeader``: the broker leads the
     partition in the controller's current leader epoch).
 
@@ -83,7 +93,7 @@ def leader_maximal_isr(name: str, broker: int, leader_isr, maximal_isr, pending:
     ``pending``: an AlterPartition is in flight; ``controller_isr``/``controller_elr``: the
     controller's committed state; ``min_isr``: the effective min ISR. Keys:
     ``ValidLeaderMaximalISR <partition> <broker> <clause>``."""
-    out = []
+    out: list[Finding] = []
     maximal = set(maximal_isr)
     if not pending and maximal != set(leader_isr):
         out.append((f"{VALID_LEADER_MAXIMAL_ISR} {name} {broker} equal",
@@ -99,14 +109,15 @@ def leader_maximal_isr(name: str, broker: int, leader_isr, maximal_isr, pending:
     return out
 
 
-def missing_acked(acked: list, start: int, record_at) -> tuple[int, list]:
+def missing_acked(acked: Sequence[Acked], start: int,
+                  record_at: Callable[[int], tuple[Record, int] | None]) -> tuple[int, list[Acked]]:
     """Scan ``acked[start:]`` against a replica log.
 
     ``acked``: [(offset, value bytes)] of records acknowledged to acks=all producers, in ack order;
     ``record_at(offset)``: the log's (record, leader epoch) at that offset, or None (``PartitionLog.record_at``).
     Returns (``len(acked)``, the missing entries), a missing entry being an acknowledged record the log
     does not hold at its offset. Cost: one lookup per entry scanned (O(log batches) each)."""
-    missing = []
+    missing: list[Acked] = []
     for i in range(start, len(acked)):
         offset, value = acked[i]
         found = record_at(offset)
@@ -115,8 +126,8 @@ def missing_acked(acked: list, start: int, record_at) -> tuple[int, list]:
     return len(acked), missing
 
 
-def leader_complete_log(name: str, leader: int, leader_epoch: int, missing: list, acked_total: int,
-                        now_ms: int) -> list[tuple[str, str]]:
+def leader_complete_log(name: str, leader: int, leader_epoch: int, missing: Sequence[Acked], acked_total: int,
+                        now_ms: int) -> list[Finding]:
     """``LeaderHasCompleteCommittedLog``: the controller's leader holds every acknowledged record
     (``∀ v ∈ inv_pos_acked: ∃ offset: log[leader][offset].value = v``; here at the acknowledged offset).
 
@@ -132,7 +143,8 @@ def leader_complete_log(name: str, leader: int, leader_epoch: int, missing: list
              f"lacks {len(missing)} of {acked_total} acknowledged records, the first {shown!r} at offset {offset}")]
 
 
-def metadata_log_divergence(broker, broker_log, controller_log, start: int, now_ms: int) -> list[tuple[str, str]]:
+def metadata_log_divergence(broker: int, broker_log: Sequence[object], controller_log: Sequence[object], start: int,
+                            now_ms: int) -> list[Finding]:
     """``NoMetadataLogDivergence``: a broker's copy of the metadata log agrees with the controller's at
     every offset both hold (``~∃ offset ≤ Len(con_metadata_log): Len(broker_metadata_log[b]) >= offset ∧
     broker_metadata_log[b][offset] # con_metadata_log[offset]``), checked from offset ``start`` on.
