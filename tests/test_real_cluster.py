@@ -114,13 +114,19 @@ def shared(tmp_path_factory):
         _stop_everything(directory)
 
 
-@pytest.fixture
-def fresh(tmp_path):
+def fresh_cluster(tmp_path):
+    """A three-broker cluster of a test's own in ``tmp_path`` (this module's settings), stopped by PID afterwards:
+    the body of the ``fresh`` fixtures (here and in test_real_delete_topic.py)."""
     directory = str(tmp_path / "cluster")
     try:
         yield _start(directory)
     finally:
         _stop_everything(directory)
+
+
+@pytest.fixture
+def fresh(tmp_path):
+    yield from fresh_cluster(tmp_path)
 
 
 def _produce(bootstrap: str, topic: str, values: list[bytes], **config) -> list[tuple[int, int, bytes]]:

@@ -18,19 +18,14 @@ from kraftlog.broker.broker import PARTITION_METADATA_FILE, decode_partition_met
 from kraftlog.net.client import KafkaConnection
 from kraftlog.protocol import messages as m
 from kraftlog.protocol.errors import Errors
-from test_real_cluster import _consume, _produce, _start, _stop_everything, kraftlog
+from test_real_cluster import _consume, _produce, fresh_cluster, kraftlog
 
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture
 def fresh(tmp_path):
-    """A three-broker cluster of this test's own (test_real_cluster's settings), stopped by PID afterwards."""
-    directory = str(tmp_path / "cluster")
-    try:
-        yield _start(directory)
-    finally:
-        _stop_everything(directory)
+    yield from fresh_cluster(tmp_path)
 
 TOPIC = "doomed"
 PARTITIONS = 3
