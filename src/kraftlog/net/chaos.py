@@ -20,7 +20,7 @@ One run:
    :data:`RECOVERY_WAIT_S`) plus a seeded gap of 2-5 s. Kinds: ``kill`` (SIGKILL, restart),
    ``pause`` (SIGSTOP, SIGCONT: a long GC pause), ``shutdown`` (SIGTERM: a controlled shutdown,
    restart), ``lose_unflushed`` (SIGKILL, then every file restored to its state at its last fsync by
-   :func:`kraftlog.net.disk.restore_fsynced`, restart), ``isolate`` (a broker cut from everyone, through
+   :func:`kraftlog.net.shadow.restore_fsynced`, restart), ``isolate`` (a broker cut from everyone, through
    the nodes' link filters), ``cut`` (one direction of one link), ``partition`` (two groups),
    ``controller_kill`` (SIGKILL the controller, restart), ``disk_full`` (every write of the broker's
    FileDisk fails with ENOSPC for the fault's hold, injected over the control channel, so no root or real

@@ -9,7 +9,7 @@ real time: ``at:`` counts from the moment every partition has a leader (the simu
 to a fault on the real processes:
 
 * ``crash`` → SIGKILL by PID; ``lose: unflushed`` then gives every file its content at its last fsync
-  (:func:`kraftlog.net.disk.restore_fsynced`: SimDisk's ``writeback: never``), ``lose: all`` removes
+  (:func:`kraftlog.net.shadow.restore_fsynced`: SimDisk's ``writeback: never``), ``lose: all`` removes
   the node's data directory (a replaced disk); ``restart`` starts the process again (a broker's removed
   directory is formatted first, as an operator formats a new disk; the controller's is not: it refuses
   to start, as in the simulator, and the refusal is logged);
