@@ -21,9 +21,10 @@ level, the seed, the configs and the ports); ``NODE`` is ``controller`` or a bro
   could not apply,
 * in chaos mode (``"chaos": true`` in ``cluster.json``, ``kraftlog cluster up --chaos``): keeps the
   FileDisk's shadow (a :class:`~kraftlog.net.shadow.ShadowFileDisk`, so that a fault injector can give a
-  killed node its fsynced files back), runs the driver with a :class:`~kraftlog.net.driver.LinkFilter` whose rules start
-  as ``DIR/links.json`` says (the cluster-wide rules :func:`kraftlog.net.cluster.control_all` keeps there,
-  so a node restarted during a partition is still partitioned), and serves the driver's control channel
+  killed node its fsynced files back), runs the driver with a :class:`~kraftlog.net.link_filter.LinkFilter`
+  whose rules start as ``DIR/links.json`` says (the cluster-wide rules
+  :func:`kraftlog.net.cluster.control_all` keeps there, so a node restarted during a partition is still
+  partitioned), and serves the driver's control channel
   on 127.0.0.1, on a free port written to its run file as ``control_port``; a broker also answers
   ``{"cmd": "disk_full", "for_ms": N}`` there (every write of its FileDisk fails with ENOSPC for N ms:
   a full file system without root; ``{"cmd": "disk_full", "full": false}`` ends it),
@@ -37,7 +38,7 @@ level, the seed, the configs and the ports); ``NODE`` is ``controller`` or a bro
   owner exits (``prctl(PR_SET_PDEATHSIG)``, which reaches a paused node too); elsewhere, and as a second
   guard, the node shuts down at its next wake once the owner's PID is gone. A fault injector killed by
   SIGKILL thus leaves no node behind,
-* bounds its listeners as ``cluster.json``'s config says (:class:`~kraftlog.net.driver.ListenerLimits`:
+* bounds its listeners as ``cluster.json``'s config says (:class:`~kraftlog.net.listener_limits.ListenerLimits`:
   ``queued.max.request.bytes``, ``max.connections``, ``max.connections.per.ip``,
   ``connections.max.idle.ms``, ``kraftlog.request.receive.timeout.ms``, ``socket.request.max.bytes``; a
   bad value exits 2 naming it) and writes what they refused and closed to its run file (``listeners``),
@@ -69,7 +70,9 @@ from ..protocol import listeners as lst
 from ..protocol import wire
 from ..storage.meta_properties import NodeIdentityError
 from .disk import FileDisk
-from .driver import Clock, LinkFilter, ListenerLimits, NodeDriver
+from .driver import Clock, NodeDriver
+from .link_filter import LinkFilter
+from .listener_limits import ListenerLimits
 from .meta_properties import read_meta_properties
 from .shadow import ShadowFileDisk
 

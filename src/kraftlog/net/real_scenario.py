@@ -49,18 +49,18 @@ from random import Random
 
 from ..check import checkers
 from ..controller.controller import CONTROLLER
+from ..level import DEFAULT, Level
 from ..protocol import messages as m
 from ..protocol.errors import Errors
-from ..level import DEFAULT, Level
-from ..scenario.result import RunResult
 from ..scenario import AlterConfig, Condition, Crash, Elect, Produce, Scenario, Step
 from ..scenario.interpreter import ACKS, node_words, run_steps
+from ..scenario.result import RunResult
 from ..verdict import is_safe
 from . import cluster as cl
-from .chaos import end_state_violations, read_back, read_replica_disks
 from .client import ClientLoop, ConsumerRecorder, KafkaConnection
 from .faults import ProcessFaults
 from .node import HOST
+from .readback import end_state_violations, read_back, read_replica_disks
 
 __all__ = ["RealScenarioRun", "refusals"]
 
@@ -426,7 +426,8 @@ class RealScenarioRun(ProcessFaults):
                                    "epoch": s.broker_epoch}
                        for s in cl.status(self.directory) if s.role == "broker"}
             cl.down(self.directory)
-            names = [(t.name, i) for t in scn.topics for i in range(len(t.assignment) if t.assignment else t.partitions)]
+            names = [(t.name, i) for t in scn.topics
+                     for i in range(len(t.assignment) if t.assignment else t.partitions)]
             replica_logs, leos = read_replica_disks(self.directory, scn.brokers, names)
             for name, p in partitions.items():
                 p["leo"] = leos.get(name, {})
