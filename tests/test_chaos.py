@@ -34,10 +34,17 @@ from types import SimpleNamespace
 
 import pytest
 
-from conftest import (CLASSIC_STORY_GROUP, CLASSIC_STORY_RUN, DEFAULT_LEVEL_GROUP, DEFAULT_LEVEL_RUN, assert_all_gone,
-                      node_pids)
+from conftest import (
+    CLASSIC_STORY_GROUP,
+    CLASSIC_STORY_RUN,
+    DEFAULT_LEVEL_GROUP,
+    DEFAULT_LEVEL_RUN,
+    assert_all_gone,
+    node_pids,
+)
 from kraftlog.net import cluster as cl
-from kraftlog.net.chaos import FAULT_KINDS, ChaosRun, Fault, _Acked, plan_faults
+from kraftlog.net.chaos import ChaosRun, _Acked
+from kraftlog.net.chaos_plan import FAULT_KINDS, Fault, plan_faults
 
 KRAFTLOG = [sys.executable, "-m", "kraftlog.cli"]
 
@@ -134,7 +141,7 @@ _FAULT_VERBS = {  # each fault kind as scenario verbs (inject; heal): one fault 
 
 
 def test_every_fault_kind_is_a_sequence_of_scenario_steps():
-    from kraftlog.net.chaos import fault_steps
+    from kraftlog.net.chaos_plan import fault_steps
     assert set(_FAULT_VERBS) == set(FAULT_KINDS)
     for seed in range(40):
         for number, f in enumerate(plan_faults(seed, 3)):
@@ -150,7 +157,7 @@ def test_chaos_dry_run_prints_the_plan_as_scenario_steps_and_starts_nothing(tmp_
     """``kraftlog chaos --dry-run``: the seed's plan as the steps section of a scenario file (it parses, with
     the chaos topic, to the steps :func:`plan_steps` gives); the faults are plan_faults' in order; nothing
     starts (no directory, no process)."""
-    from kraftlog.net.chaos import plan_steps
+    from kraftlog.net.chaos_plan import plan_steps
     from kraftlog.scenario import dump_steps, parse_scenario
     r = subprocess.run(KRAFTLOG + ["chaos", "--dry-run", "--seed", "3", "--duration", "90s", "--dir",
                                    str(tmp_path / "c")], capture_output=True, text=True, timeout=60)

@@ -21,7 +21,7 @@ from kraftlog.broker.broker import LOG_DIR, PARTITION_METADATA_FILE, Broker, enc
 from kraftlog.controller.controller import CONTROLLER, QuorumController
 from kraftlog.level import Level
 from kraftlog.metadata.records import RemoveTopicRecord
-from kraftlog.net.disk import FileDisk, restore_fsynced
+from kraftlog.net.shadow import ShadowFileDisk, restore_fsynced
 from kraftlog.protocol import messages as m
 from kraftlog.protocol import wire
 from kraftlog.protocol.errors import Errors
@@ -332,7 +332,7 @@ def test_filedisk_rename_dir_is_a_durable_rename_and_the_shadow_follows(tmp_path
     along, so restore_fsynced still drops what was never fsynced."""
     node = tmp_path / "node"
     seg = "00000000000000000000.log"
-    d = FileDisk(node, shadow=True)
+    d = ShadowFileDisk(node)
     d.append(f"data/t-0/{seg}", batch(2).with_offsets(0, 0), 0)
     d.fsync(f"data/t-0/{seg}", 0)
     durable = os.path.getsize(node / "data" / "t-0" / seg)
@@ -401,7 +401,7 @@ def test_cluster_format_writes_a_new_identity_once_and_status_lists_strays(tmp_p
     formatting again is refused (exit 2), as kafka-storage.sh refuses a formatted directory. `strays` lists
     a broker's -stray directories, which status shows."""
     from kraftlog.net import cluster as cl
-    from kraftlog.net.disk import read_meta_properties
+    from kraftlog.net.meta_properties import read_meta_properties
     directory = str(tmp_path)
     cluster = {"cluster_id": "GeCTMmaFFeJxl0hRW3n7cQ", "brokers": 1,
                "nodes": [{"id": CONTROLLER, "role": "controller", "pid": None},

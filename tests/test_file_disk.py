@@ -29,19 +29,13 @@ from crc32c import crc32c
 
 import test_storage as storage_tests
 from kraftlog.controller.controller import METADATA_LOG, QuorumController
-from kraftlog.metadata import records as mdr
-from kraftlog.net.disk import (
-    LOCK_FILE,
-    META_PROPERTIES,
-    DirectoryLockedError,
-    FileDisk,
-    UndecodableLogError,
-    read_meta_properties,
-    write_meta_properties,
-)
 from kraftlog.level import DEFAULT
-from kraftlog.protocol.records import Record, RecordBatch
+from kraftlog.metadata import records as mdr
 from kraftlog.metadata.codec import decode_metadata_record
+from kraftlog.net.disk import LOCK_FILE, DirectoryLockedError, FileDisk
+from kraftlog.net.meta_properties import META_PROPERTIES, read_meta_properties, write_meta_properties
+from kraftlog.net.segment import UndecodableLogError
+from kraftlog.protocol.records import Record, RecordBatch
 from kraftlog.protocol.wire import decode_batches, encode_batches
 from kraftlog.storage import (
     Disk,
@@ -237,8 +231,8 @@ def test_append_many_is_one_write_so_a_killed_controller_keeps_a_whole_event(tmp
     d = FileDisk(tmp_path / "ctl")
     recs = meta_records()
     writes = []
-    real = file_disk._write_all
-    monkeypatch.setattr(file_disk, "_write_all", lambda fd, data: (writes.append(len(data)), real(fd, data)))
+    real = file_disk.write_all
+    monkeypatch.setattr(file_disk, "write_all", lambda fd, data: (writes.append(len(data)), real(fd, data)))
     d.append_many(METADATA_LOG, recs, 1)
     assert len(writes) == 1 and writes[0] == os.path.getsize(tmp_path / "ctl" / METADATA_LOG)
     d.close()
@@ -554,7 +548,7 @@ def test_segment_batches_stay_opaque_a_compressed_one_is_kept_and_decoded_only_w
     assert first.is_encoded and first.records == batch(0, b"a").records
     assert second.attributes & 0x07 == 4 and second.record_count == 1
     with pytest.raises(CorruptRecordError):
-        second.records
+        _ = second.records
     d.close()
 
 

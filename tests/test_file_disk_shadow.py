@@ -1,4 +1,4 @@
-"""FileDisk's shadow (kraftlog.net.disk, ``shadow=True``) and :func:`restore_fsynced`: a killed node's files
+"""FileDisk's shadow (kraftlog.net.shadow, :class:`ShadowFileDisk`) and :func:`restore_fsynced`: a killed node's files
 come back as a machine crash that lost the page cache leaves them, as SimDisk's ``crash("unflushed")``.
 
 * The issue-13 case: append + fsync, an unsynced truncate, other appends, SIGKILL: the restored log holds
@@ -24,13 +24,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kraftlog.metadata import records as mdr
-from kraftlog.net.disk import (
-    SHADOW_DIR,
-    DirectoryLockedError,
-    FileDisk,
-    ShadowStateError,
-    restore_fsynced,
-)
+from kraftlog.net.disk import SHADOW_DIR, DirectoryLockedError, FileDisk
+from kraftlog.net.shadow import ShadowFileDisk, ShadowStateError, restore_fsynced
 from kraftlog.protocol.records import Record, RecordBatch
 from kraftlog.storage import SimDisk
 
@@ -53,11 +48,11 @@ def shadow_files(root) -> list[str]:
 # =========================================================================== the issue's case, a real SIGKILL
 _WRITER = f"""
 import sys, time
-from kraftlog.net.disk import FileDisk
+from kraftlog.net.shadow import ShadowFileDisk
 from kraftlog.protocol.records import Record, RecordBatch
 def b(i, tag):
     return RecordBatch(i, 0, (Record(1700000000000 + i, None, tag + b"%d" % i * 20),))
-d = FileDisk(sys.argv[1], shadow=True)
+d = ShadowFileDisk(sys.argv[1])
 d.append_many({SEG!r}, [b(i, b"old") for i in range(5)], 1)
 d.fsync({SEG!r}, 1)
 d.truncate({SEG!r}, 2, 2)                                     # not fsynced
@@ -143,7 +138,7 @@ def _same(fdisk: FileDisk, sim: SimDisk) -> None:
 def test_a_restored_file_disk_reads_as_a_sim_disk_that_lost_its_unflushed_data(ops):
     root = tempfile.mkdtemp(prefix="kraftlog-shadow-")
     sim = SimDisk(writeback_ms=None)  # restore_fsynced: nothing was written back, only fsyncs count
-    fdisk = FileDisk(root, shadow=True)
+    fdisk = ShadowFileDisk(root)
     try:
         n = 0
         for now, op in enumerate(ops):
@@ -172,12 +167,12 @@ def test_a_restored_file_disk_reads_as_a_sim_disk_that_lost_its_unflushed_data(o
                 fdisk.delete(op[1], now)
             elif kind == "restart":
                 fdisk.close()
-                fdisk = FileDisk(root, shadow=True)
+                fdisk = ShadowFileDisk(root)
             else:
                 sim.crash("unflushed", now)
                 fdisk.close()  # like SIGKILL: nothing flushed, descriptors and lock released
                 restore_fsynced(root)
-                fdisk = FileDisk(root, shadow=True)
+                fdisk = ShadowFileDisk(root)
                 _same(fdisk, sim)
         sim.crash("unflushed", len(ops))
         fdisk.close()
@@ -195,14 +190,14 @@ def test_a_restored_file_disk_reads_as_a_sim_disk_that_lost_its_unflushed_data(o
 # =========================================================================== shadow lifecycle
 def test_the_shadow_outlives_a_process_restart_so_unsynced_changes_stay_unsynced(tmp_path):
     root = tmp_path / "node"
-    with FileDisk(root, shadow=True) as d:
+    with ShadowFileDisk(root) as d:
         d.append_many(SEG, [b(i, b"old") for i in range(4)], 1)
         d.fsync(SEG, 1)
         d.truncate(SEG, 3, 2)
-    with FileDisk(root, shadow=True) as d:  # restarted, no crash: the truncation is still not durable
+    with ShadowFileDisk(root) as d:  # restarted, no crash: the truncation is still not durable
         d.truncate(SEG, 1, 3)
         d.append(SEG, b(1, b"new"), 4)
-    with FileDisk(root, shadow=True) as d:
+    with ShadowFileDisk(root) as d:
         d.truncate(SEG, 0, 5)
     restore_fsynced(root)
     with FileDisk(root) as d:
@@ -211,7 +206,7 @@ def test_the_shadow_outlives_a_process_restart_so_unsynced_changes_stay_unsynced
 
 def test_fsync_makes_the_current_state_the_one_restored_and_drops_the_saved_bytes(tmp_path):
     root = tmp_path / "node"
-    with FileDisk(root, shadow=True) as d:
+    with ShadowFileDisk(root) as d:
         d.append_many(SEG, [b(i, b"old") for i in range(4)], 1)
         d.fsync(SEG, 1)
         d.truncate(SEG, 1, 2)
@@ -232,7 +227,7 @@ def test_a_file_found_at_load_counts_as_durable_and_a_deleted_one_stays_deleted(
     with FileDisk(root) as d:  # written without a shadow (e.g. before chaos mode)
         d.append_many(SEG, [b(i, b"old") for i in range(3)], 1)
         d.append(TAIL, b(0, b"t"), 1)
-    with FileDisk(root, shadow=True) as d:
+    with ShadowFileDisk(root) as d:
         d.truncate(SEG, 0, 2)
         d.append(SEG, b(0, b"new"), 3)
         d.delete(TAIL, 4)
@@ -246,7 +241,7 @@ def test_a_file_found_at_load_counts_as_durable_and_a_deleted_one_stays_deleted(
 def test_without_shadow_no_shadow_file_is_ever_written(tmp_path):
     root = tmp_path / "node"
     with FileDisk(root) as d:
-        assert d.shadow is False
+        assert not isinstance(d, ShadowFileDisk)
         d.append_many(SEG, [b(i, b"old") for i in range(4)], 1)
         d.fsync(SEG, 1)
         d.truncate(SEG, 1, 2)
@@ -262,7 +257,7 @@ def test_without_shadow_no_shadow_file_is_ever_written(tmp_path):
 
 
 def test_the_shadow_directory_is_reserved_and_never_listed(tmp_path):
-    with FileDisk(tmp_path / "node", shadow=True) as d:
+    with ShadowFileDisk(tmp_path / "node") as d:
         d.append(SEG, b(0, b"a"), 1)
         d.write_atomic("cleanly-shutdown", "{}", 1)
         assert os.path.isdir(os.path.join(d.root, SHADOW_DIR))
@@ -277,7 +272,7 @@ def test_the_shadow_directory_is_reserved_and_never_listed(tmp_path):
 
 def test_restore_is_refused_while_a_file_disk_holds_the_root(tmp_path):
     root = tmp_path / "node"
-    d = FileDisk(root, shadow=True)
+    d = ShadowFileDisk(root)
     try:
         d.append(SEG, b(0, b"a"), 1)
         with pytest.raises(DirectoryLockedError):
@@ -290,7 +285,7 @@ def test_restore_is_refused_while_a_file_disk_holds_the_root(tmp_path):
 
 def test_restore_refuses_a_shadow_that_does_not_describe_its_files_and_changes_nothing(tmp_path):
     root = tmp_path / "node"
-    with FileDisk(root, shadow=True) as d:
+    with ShadowFileDisk(root) as d:
         d.append_many(SEG, [b(i, b"old") for i in range(3)], 1)
         d.fsync(SEG, 1)
         d.append(TAIL, b(0, b"t"), 2)
@@ -300,7 +295,7 @@ def test_restore_refuses_a_shadow_that_does_not_describe_its_files_and_changes_n
     with pytest.raises(ShadowStateError):
         restore_fsynced(root)
     assert shadow_files(root) == before and os.path.exists(root / TAIL)
-    with FileDisk(root, shadow=True) as d, pytest.raises(ShadowStateError):
+    with ShadowFileDisk(root) as d, pytest.raises(ShadowStateError):
         d.read(SEG)  # a shadowed FileDisk refuses it too
 
 

@@ -20,7 +20,8 @@ import uuid
 
 import pytest
 
-from kraftlog.net.driver import ListenerLimits, NodeDriver, RequestMemory
+from kraftlog.net.driver import NodeDriver
+from kraftlog.net.listener_limits import ListenerLimits, RequestMemory
 from kraftlog.protocol import listeners as lst
 from kraftlog.protocol import messages as m
 from kraftlog.protocol import wire

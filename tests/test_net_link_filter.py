@@ -1,6 +1,6 @@
 """Issue 13, link faults on a real cluster: the TCP driver's link filter and its control channel.
 
-The rule object (:class:`kraftlog.net.driver.LinkFilter`) is checked against the simulator's own
+The rule object (:class:`kraftlog.net.link_filter.LinkFilter`) is checked against the simulator's own
 semantics (:class:`kraftlog.sim.cluster.SimCluster`): each verb on its own, then random sequences of
 verbs judged link by link by both. The driver's plumbing (held requests back in order at their
 connection, a dropped response does not block the connection) runs on a fake node, without sockets. The
@@ -19,13 +19,14 @@ import pytest
 
 from conftest import wait_for
 from kraftlog.controller.controller import CONTROLLER
+from kraftlog.level import DEFAULT
 from kraftlog.net import cluster as cl
-from kraftlog.net.driver import (CLIENTS, DROP, HOLD, PASS, Connection, LinkFilter, NodeDriver,
-                                 node_of_client_id)
+from kraftlog.net.connections import Connection
+from kraftlog.net.driver import NodeDriver
+from kraftlog.net.link_filter import CLIENTS, DROP, HOLD, PASS, LinkFilter, node_of_client_id
 from kraftlog.protocol import listeners as lst
 from kraftlog.protocol import messages as m
 from kraftlog.protocol.framing import ServerConnection
-from kraftlog.level import DEFAULT
 from kraftlog.sim.cluster import SimCluster
 
 C = CONTROLLER
@@ -198,8 +199,8 @@ def test_random_commands_judge_every_link_as_the_simulator(seed):
         f.apply(json.loads(json.dumps(command)))  # as it travels, through JSON
         _apply_to_sim(sim, command)
         f = LinkFilter.from_rules(json.loads(json.dumps(f.to_rules())))  # links.json keeps the same rules
-        for a, ea in zip(sim_ends, ENDPOINTS):
-            for b, eb in zip(sim_ends, ENDPOINTS):
+        for a, ea in zip(sim_ends, ENDPOINTS, strict=True):
+            for b, eb in zip(sim_ends, ENDPOINTS, strict=True):
                 if a == b:
                     continue
                 assert f.is_cut(ea, eb) == sim.is_cut(a, b), (command, a, b)

@@ -92,7 +92,7 @@ def test_brokers_restarted_into_a_cluster_that_does_not_know_their_topics_delete
     re-formatted under another cluster id: a broker refuses to start (its meta.properties is another
     cluster's) and its directory is left exactly as it was. A broker whose directory is gone is formatted
     by `cluster start` and rejoins."""
-    from kraftlog.net.disk import write_meta_properties
+    from kraftlog.net.meta_properties import write_meta_properties
     directory = str(tmp_path / "cluster")
     try:
         c = _start(directory)

@@ -31,15 +31,14 @@ import subprocess
 import sys
 import threading
 import time
-import uuid
 
 import pytest
 
 from conftest import ROOT, running_cluster, wait_for
 from kraftlog.controller.controller import CONTROLLER
 from kraftlog.net import cluster as cl
-from kraftlog.net.chaos import read_back
 from kraftlog.net.client import KafkaConnection
+from kraftlog.net.readback import read_back
 from kraftlog.protocol import messages as m
 from kraftlog.protocol.errors import Errors
 

@@ -27,7 +27,8 @@ import pytest
 from kraftlog.broker.broker import LOG_DIR, Broker
 from kraftlog.level import Level
 from kraftlog.metadata.records import BrokerRegistrationChangeRecord
-from kraftlog.net.disk import FileDisk, corrupt_segment, segment_batches
+from kraftlog.net.disk import FileDisk
+from kraftlog.net.segment import corrupt_segment, segment_batches
 from kraftlog.protocol import messages as m
 from kraftlog.protocol.errors import Errors
 from kraftlog.protocol.records import Record, RecordBatch

@@ -6,8 +6,8 @@ One run:
    with a control channel, FileDisk shadows) of ``brokers`` brokers and a controller on 127.0.0.1, owned
    by this process (every node dies with it, even when it is SIGKILLed: see :mod:`kraftlog.net.node`),
    with the short timeouts of :data:`CHAOS_CONFIG` so that ISR shrinks and recoveries happen inside a
-   short run. A topic :data:`TOPIC` of ``partitions`` partitions, replication factor min(3, brokers),
-   ``min.insync.replicas`` min(2, RF). librdkafka's log lines go to ``DIR/clients.log``.
+   short run. A topic :data:`~kraftlog.net.chaos_plan.TOPIC` of ``partitions`` partitions, replication
+   factor min(3, brokers), ``min.insync.replicas`` min(2, RF). librdkafka's log lines go to ``DIR/clients.log``.
 2. **Clients**, from the moment the cluster is ready to the end: a confluent-kafka (librdkafka)
    producer with ``acks=all`` and ``enable.idempotence=true``, a plain ``acks=1`` producer, each
    sending ``rate`` records/s round-robin over the partitions (values ``all-<n>`` / ``one-<n>``, unique),
@@ -15,12 +15,13 @@ One run:
    :class:`kraftlog.net.client.ClientLoop`) reading every partition from the start and validating its
    positions with OffsetForLeaderEpoch. An acknowledgement is a delivery report without error; a
    producer whose idempotence state librdkafka declares fatal is replaced (counted in ``metrics``).
-3. **Faults** (:func:`plan_faults`, drawn from ``random.Random(f"chaos:{seed}")`` only): one at a time,
-   each held 3-10 s, then healed; the next starts once every partition's ISR is complete again (at most
-   :data:`RECOVERY_WAIT_S`) plus a seeded gap of 2-5 s. Kinds: ``kill`` (SIGKILL, restart),
+3. **Faults** (:func:`~kraftlog.net.chaos_plan.plan_faults`, drawn from ``random.Random(f"chaos:{seed}")``
+   only): one at a time, each held 3-10 s, then healed; the next starts once every partition's ISR is
+   complete again (at most :data:`~kraftlog.net.chaos_plan.RECOVERY_WAIT_S`) plus a seeded gap of 2-5 s.
+   Kinds: ``kill`` (SIGKILL, restart),
    ``pause`` (SIGSTOP, SIGCONT: a long GC pause), ``shutdown`` (SIGTERM: a controlled shutdown,
    restart), ``lose_unflushed`` (SIGKILL, then every file restored to its state at its last fsync by
-   :func:`kraftlog.net.disk.restore_fsynced`, restart), ``isolate`` (a broker cut from everyone, through
+   :func:`kraftlog.net.shadow.restore_fsynced`, restart), ``isolate`` (a broker cut from everyone, through
    the nodes' link filters), ``cut`` (one direction of one link), ``partition`` (two groups),
    ``controller_kill`` (SIGKILL the controller, restart), ``disk_full`` (every write of the broker's
    FileDisk fails with ENOSPC for the fault's hold, injected over the control channel, so no root or real
@@ -29,10 +30,10 @@ One run:
    flipped in the middle batch of the broker's segment of one of its partitions, a start: its load drops
    that batch and every later one and, its clean-shutdown file notwithstanding, it registers as after an
    unclean shutdown). ``kinds`` restricts the plan to some kinds (``--faults``). Each fault is injected and
-   healed as scenario steps (:func:`fault_steps`) run by the scenario interpreter
+   healed as scenario steps (:func:`~kraftlog.net.chaos_plan.fault_steps`) run by the scenario interpreter
    (:func:`kraftlog.scenario.interpreter.run_step` over :class:`kraftlog.net.faults.ProcessFaults`, as
-   ``scenario run --real`` runs them): one fault vocabulary; :func:`plan_steps` gives a seed's plan as
-   steps (``kraftlog chaos --dry-run``). A *story* replaces the random plan with a
+   ``scenario run --real`` runs them): one fault vocabulary; :func:`~kraftlog.net.chaos_plan.plan_steps`
+   gives a seed's plan as steps (``kraftlog chaos --dry-run``). A *story* replaces the random plan with a
    pinned sequence: ``last-replica-standing`` (KIP-966's motivating story;
    :meth:`ChaosRun._story_last_replica_standing`).
 4. **Heal, settle, read back.** Every link healed, every node resumed or restarted, the brokers unfenced
@@ -77,159 +78,42 @@ from random import Random
 
 from ..check import checkers
 from ..controller.controller import CONTROLLER
+from ..level import DEFAULT, Level
 from ..protocol import messages as m
 from ..protocol.errors import Errors
-from ..level import DEFAULT, Level
 from ..scenario import (
-    Corrupt, Crash, Cut, DiskFull, Heal, Isolate, Partition, Pause, Restart, Resume, Shutdown, Step,
+    Step,
 )
 from ..scenario.interpreter import run_step
 from ..verdict import is_safe
 from . import cluster as cl
-from .faults import ProcessFaults
+from .chaos_plan import (
+    RECOVERY_WAIT_S,
+    STEADY_S,
+    STORIES,
+    TOPIC,
+    UNCLEAN,
+    Fault,
+    fault_steps,
+    plan_faults,
+)
 from .client import ClientLoop, ConsumerRecorder, KafkaConnection
-from .node import HOST, node_name, write_json
+from .faults import ProcessFaults
+from .node import HOST, write_json
+from .readback import ChaosError, end_state_violations, read_back, read_replica_disks
 
-__all__ = ["Fault", "ChaosRun", "ChaosError", "plan_faults", "fault_steps", "plan_steps", "FAULT_KINDS", "STORIES", "TOPIC",
-           "CHAOS_CONFIG", "run_chaos"]
+__all__ = ["ChaosRun", "ChaosError", "CHAOS_CONFIG", "run_chaos"]
 
-#: The topic every client writes to and reads from.
-TOPIC = "chaos"
 #: Cluster configs of a chaos run (Kafka's names): lag-driven ISR shrinks within 5 s and replica
 #: fetches that time out within 3 s, as the campaign's stories use, so a fault plays out in seconds.
 CHAOS_CONFIG = {"replica.lag.time.max.ms": "5000", "replica.socket.timeout.ms": "3000"}
-#: The fault kinds of a random plan, with their weights.
-FAULT_KINDS = {"kill": 2.0, "pause": 2.0, "shutdown": 1.5, "lose_unflushed": 1.5, "isolate": 2.0, "cut": 1.0,
-               "partition": 1.0, "controller_kill": 0.7, "disk_full": 1.0, "corrupt": 1.0}
-#: Faults after which the broker restarted as after an unclean shutdown and may have lost data (KIP-966:
-#: it leaves the ELR): a crash, and a corrupted log (the fault budget counts both as data-losing; a full
-#: disk loses nothing acknowledged and counts as none).
-UNCLEAN = ("kill", "lose_unflushed", "corrupt")
-#: Pinned fault sequences (``--story``).
-STORIES = ("random", "last-replica-standing")
-#: How long (s) the run waits after a heal for every ISR to be complete before the next fault.
-RECOVERY_WAIT_S = 30.0
 #: How long (s) the end of a run waits for every broker to be unfenced and every ISR complete.
 SETTLE_S = 45.0
 #: Bounds on the producers' flush and the consumer's catch-up at the end (s).
 FLUSH_S = 30.0
 CATCH_UP_S = 30.0
-#: Seconds of steady traffic before the first fault.
-STEADY_S = 5.0
 #: Seconds between progress lines.
 PROGRESS_EVERY_S = 5.0
-
-
-@dataclass
-class Fault:
-    """One fault: ``kind`` (a key of :data:`FAULT_KINDS`) on ``node`` (a broker id; ``"controller"``
-    for controller_kill), ``peer`` (the other end of a ``cut``; the other group of a ``partition`` is
-    everyone else), held ``hold_ms`` ms then healed. ``gap_ms``: the pause after the recovery before the
-    next fault. Filled while the run goes (ms from cluster ready): ``at_ms``, ``healed_ms``,
-    ``recovered_ms`` (every ISR complete again; None if not within RECOVERY_WAIT_S), ``detail``."""
-
-    kind: str
-    node: object
-    hold_ms: int
-    gap_ms: int
-    peer: object = None
-    at_ms: int | None = None
-    healed_ms: int | None = None
-    recovered_ms: int | None = None
-    detail: str = ""
-
-    def describe(self) -> str:
-        who = node_name(self.node)
-        if self.kind == "cut":
-            return f"cut {who} -> {node_name(self.peer)}"
-        if self.kind == "partition":
-            return f"partition {who} from the rest"
-        return f"{self.kind} {who}"
-
-
-def plan_faults(seed: int, brokers: int, count: int = 64, kinds: tuple[str, ...] | None = None) -> list[Fault]:
-    """The first ``count`` faults of seed ``seed``'s random plan (the run takes as many as its duration
-    allows): drawn from ``Random(f"chaos:{seed}")`` only, so the same seed and cluster size give the
-    same faults, in the same order, with the same holds and gaps (ms). ``kinds``: draw only these (keys of
-    :data:`FAULT_KINDS`; ValueError for another); None: all of them."""
-    rng = Random(f"chaos:{seed}")
-    if kinds is not None:
-        unknown = sorted(set(kinds) - set(FAULT_KINDS))
-        if unknown or not kinds:
-            raise ValueError(f"unknown fault kind(s) {', '.join(unknown) or '(none given)'} "
-                             f"(expected some of: {', '.join(sorted(FAULT_KINDS))})")
-    kinds = sorted(FAULT_KINDS if kinds is None else set(kinds))
-    weights = [FAULT_KINDS[k] for k in kinds]
-    out = []
-    for _ in range(count):
-        kind = rng.choices(kinds, weights)[0]
-        if brokers < 2 and kind in ("cut", "partition"):
-            kind = "isolate" if "isolate" in kinds else "pause"
-        node = CONTROLLER if kind == "controller_kill" else rng.randrange(brokers)
-        peer = None
-        if kind == "cut":
-            others = [b for b in range(brokers) if b != node] + [CONTROLLER]
-            peer = others[rng.randrange(len(others))]
-        out.append(Fault(kind, node, hold_ms=rng.randint(3000, 10000), gap_ms=rng.randint(2000, 5000), peer=peer))
-    return out
-
-
-def fault_steps(f: Fault, brokers: int, partitions: int, seed: int, number: int) -> tuple[tuple, tuple]:
-    """Fault ``f`` as scenario actions (:mod:`kraftlog.scenario.steps`, one fault vocabulary): the ones that
-    inject it and the ones that heal it, run by the scenario interpreter. ``number``: the fault's place in
-    the plan (0-based), from which a ``corrupt`` draws its partition of :data:`TOPIC` (Random of the seed and
-    ``number`` only: the plan's own draws are unchanged).
-
-    kill → crash (lose none), restart; controller_kill → the same on the controller; lose_unflushed →
-    crash (lose unflushed), restart; pause → pause, resume; shutdown → shutdown, restart; isolate →
-    isolate, heal; cut → cut, heal; partition → partition ([node] from the rest), heal; disk_full →
-    disk_full for the hold, then an operator's restart (shutdown, restart); corrupt → shutdown, corrupt (the
-    middle batch, 1 byte), restart."""
-    node = f.node
-    match f.kind:
-        case "kill" | "controller_kill":
-            return (Crash(node, "none"),), (Restart(node),)
-        case "lose_unflushed":
-            return (Crash(node, "unflushed"),), (Restart(node),)
-        case "pause":
-            return (Pause(node),), (Resume(node),)
-        case "shutdown":
-            return (Shutdown(node),), (Restart(node),)
-        case "isolate":
-            return (Isolate((node,)),), (Heal(None),)
-        case "cut":
-            return (Cut(node, f.peer),), (Heal(None),)
-        case "partition":
-            rest = tuple(b for b in range(brokers) if b != node) + (CONTROLLER,)
-            return (Partition(((node,), rest)),), (Heal(None),)
-        case "disk_full":
-            return (DiskFull(node, max(1, f.hold_ms)),), (Shutdown(node), Restart(node))
-        case "corrupt":
-            p = Random(f"chaos:{seed}:corrupt:{number}").randrange(partitions)
-            return (Shutdown(node), Corrupt(node, f"{TOPIC}-{p}", "middle", 1)), (Restart(node),)
-    raise ValueError(f"unknown fault kind {f.kind!r}")
-
-
-def plan_steps(seed: int, brokers: int, partitions: int = 3, duration_s: float = 120.0,
-               kinds: tuple[str, ...] | None = None) -> list[Step]:
-    """Seed ``seed``'s random plan as scenario steps (what ``kraftlog chaos --dry-run`` prints): the first
-    fault at :data:`STEADY_S`, each fault's heal ``after`` its hold, the next fault ``after`` its gap, as
-    many faults as fit in ``duration_s`` when every recovery is instant. A run also waits, after each heal,
-    until every ISR is complete (at most :data:`RECOVERY_WAIT_S`): its faults start later than here, and
-    fewer may fit."""
-    steps: list[Step] = []
-    t_ms, end_ms, gap_ms = int(STEADY_S * 1000), int(duration_s * 1000), 0
-    for number, f in enumerate(plan_faults(seed, brokers, kinds=kinds)):
-        if t_ms + f.hold_ms + 1000 > end_ms:
-            break
-        inject, heal = fault_steps(f, brokers, partitions, seed, number)
-        for i, action in enumerate(inject):  # the first fault at STEADY_S, each next one after the gap
-            at_ms, after_ms = (None, 0) if i else ((None, gap_ms) if steps else (t_ms, 0))
-            steps.append(Step(len(steps) + 1, 0, at_ms, after_ms, action))
-        for i, action in enumerate(heal):
-            steps.append(Step(len(steps) + 1, 0, None, 0 if i else f.hold_ms, action))
-        t_ms, gap_ms = t_ms + f.hold_ms + f.gap_ms, f.gap_ms
-    return steps
 
 
 def _file_logger(path: str):
@@ -251,10 +135,6 @@ def _now_ms(t0: float) -> int:
     return int((time.monotonic() - t0) * 1000)
 
 
-class ChaosError(Exception):
-    """The run could not go on (the cluster did not come up, a node would not restart)."""
-
-
 @dataclass
 class _Acked:
     producer: str
@@ -269,7 +149,7 @@ class _ProducerThread:
     """A confluent-kafka producer sending ``rate`` records/s round-robin over the partitions until
     stopped, recording every delivery report; replaced by a new one after a fatal error."""
 
-    def __init__(self, run: "ChaosRun", name: str, acks: str, rate: float) -> None:
+    def __init__(self, run: ChaosRun, name: str, acks: str, rate: float) -> None:
         self.run, self.name, self.acks, self.rate = run, name, acks, rate
         self.stop = threading.Event()
         self.errors: Counter = Counter()
@@ -344,7 +224,7 @@ class _ChaosFaults(ProcessFaults):
     paused or isolated (its clients skip them); the interpreter's lines are collected for the fault's
     ``detail``. Only fault verbs reach it (:func:`fault_steps`)."""
 
-    def __init__(self, run: "ChaosRun") -> None:
+    def __init__(self, run: ChaosRun) -> None:
         super().__init__(run.directory, run.seed)
         self.run = run
         self.lines: list[str] = []
@@ -780,17 +660,6 @@ class ChaosRun:
         pq.write_table(table, os.path.join(self.directory, "acks.parquet"))
 
 
-def end_state_violations(replica_logs: dict, partitions: dict) -> list[str]:
-    """The invariants a real run can check at its end (the simulator checks more, after every event):
-    log matching below the HWMs across the replicas' disks, and each partition's leader in its ISR
-    (``partitions``: {name: {"leader", "isr", ...}})."""
-    out = checkers.log_matching(replica_logs)
-    for name, p in sorted(partitions.items()):
-        if p["leader"] is not None and p["leader"] not in p["isr"]:
-            out.append(f"leader-in-isr {name}: leader {p['leader']} is not in its ISR {p['isr']}")
-    return out
-
-
 def _missing(acked: list, final_logs: dict, acks: str) -> int:
     """Acknowledged records with ``acks`` that the final log (below its HWM) does not hold."""
     present = {name: {v for v, _ in log.values()} for name, log in final_logs.items() if log is not None}
@@ -798,90 +667,14 @@ def _missing(acked: list, final_logs: dict, acks: str) -> int:
                and a.value not in present[f"{TOPIC}-{a.partition}"])
 
 
-def _epoch_at(final_logs: dict, a: "_Acked") -> int | None:
+def _epoch_at(final_logs: dict, a: _Acked) -> int | None:
     """The leader epoch of acknowledged record ``a`` in the final log, None when it is not at its offset."""
     log = final_logs.get(f"{TOPIC}-{a.partition}")
     entry = log.get(a.offset) if log else None
     return entry[1] if entry is not None and entry[0] == a.value else None
 
 
-def read_back(request, ports: dict, described: dict, stamps: dict | None = None) -> tuple[dict, dict]:
-    """Every partition of the topics of ``described`` read from its leader, offset 0 to its HWM, as a consumer may read it:
-    ``({"<topic>-<p>": {offset: (value, leader epoch)}} (None for a leaderless partition),
-    {"<topic>-<p>": HWM})``. ``request(message)``: an admin request to a reachable broker (None when none
-    answers); ``ports``: broker id -> client port; ``described``: {topic: its DescribeTopicPartitions
-    partitions}; ``stamps``, when given, is filled with each record's producer stamp,
-    ``{"<topic>-<p>": {offset: (producer id, producer epoch, sequence)}}`` (for
-    :func:`~kraftlog.check.checkers.duplicate_causes`). Raises ChaosError when a leader refuses."""
-    final_logs, hwms = {}, {}
-    topics = sorted(described)
-    md = request(m.MetadataRequest(tuple(topics)))
-    if md is None:
-        raise ChaosError("no broker answered Metadata at the end of the run")
-    ids = {t.name: t.topic_id for t in md.topics}
-    for topic in topics:
-        for p in described.get(topic) or []:
-            name = f"{topic}-{p.partition_index}"
-            if p.leader_id < 0:
-                final_logs[name] = None
-                continue
-            log, hwm = {}, None
-            with KafkaConnection(f"{HOST}:{ports[p.leader_id]}", timeout_s=10) as k:
-                offset = 0
-                while hwm is None or offset < hwm:
-                    resp = k.request(m.FetchRequest(-1, -1, 0, 1, (m.FetchPartition(
-                        ids[topic], p.partition_index, p.leader_epoch, offset),)))
-                    pr = resp.partitions[0]
-                    if pr.error_code != Errors.NONE:
-                        raise ChaosError(f"reading {name} back from broker {p.leader_id}: {Errors(pr.error_code).name}")
-                    hwm = pr.high_watermark
-                    before = offset
-                    for batch in pr.records:
-                        for i, rec in enumerate(batch.records):
-                            o = batch.base_offset + i
-                            if offset <= o < hwm:
-                                log[o] = (rec.value.decode(errors="replace") if rec.value is not None else None,
-                                          batch.partition_leader_epoch)
-                                if stamps is not None:
-                                    stamps.setdefault(name, {})[o] = (
-                                        batch.producer_id, batch.producer_epoch,
-                                        batch.base_sequence + i if batch.base_sequence >= 0 else -1)
-                        offset = max(offset, batch.base_offset + batch.record_count)
-                    if offset == before:
-                        break
-            final_logs[name] = log
-            hwms[name] = hwm
-    return final_logs, hwms
 
-
-def read_replica_disks(directory: str, brokers: int, partitions: list[tuple[str, int]]) -> tuple[dict, dict]:
-    """After a clean shutdown, every replica's log and HWM checkpoint from its files:
-    ``({"<topic>-<p>": {broker: ({offset: (value, epoch)}, HWM)}}, {"<topic>-<p>": {"<broker>": LEO}})``."""
-    from ..broker.broker import LOG_DIR
-    from ..storage.checkpoints import read_hwm_checkpoint
-    from ..storage.log import SEGMENT_FILE
-    from .disk import FileDisk
-    replica_logs: dict = {}
-    leos: dict = {}
-    for b in range(brokers):
-        root = os.path.join(directory, node_name(b))
-        with FileDisk(root) as disk:
-            checkpoint = read_hwm_checkpoint(disk, LOG_DIR)
-            for topic, p in partitions:
-                path = f"{LOG_DIR}/{topic}-{p}/{SEGMENT_FILE}"
-                if not os.path.exists(os.path.join(root, path)):
-                    continue
-                content = {}
-                end = 0
-                for batch in disk.scan(path):
-                    for i, rec in enumerate(batch.records):
-                        content[batch.base_offset + i] = (rec.value.decode(errors="replace") if rec.value is not None
-                                                          else None, batch.partition_leader_epoch)
-                    end = batch.base_offset + batch.record_count
-                name = f"{topic}-{p}"
-                replica_logs.setdefault(name, {})[b] = (content, checkpoint.get((topic, p), 0))
-                leos.setdefault(name, {})[str(b)] = end
-    return replica_logs, leos
 
 
 def run_chaos(directory: str, **kwargs) -> dict:

@@ -18,9 +18,9 @@ from rich.console import Console
 from rich.table import Table
 
 from ..cli_options import level_option, sigterm_interrupts
+from ..level import IMPLEMENTED, Level
 from ..protocol import messages as m
 from ..protocol.errors import Errors
-from ..level import IMPLEMENTED, Level
 from ..storage.meta_properties import kafka_uuid
 from . import cluster as cl
 
@@ -461,7 +461,8 @@ def _print_plan(seed: int, brokers: int, partitions: int, duration_s: float, sto
     """``chaos --dry-run``: the fault plan as the steps of a scenario file (exit 2 for a bad option or a
     story, whose steps depend on the running cluster)."""
     from ..scenario import dump_steps
-    from .chaos import RECOVERY_WAIT_S, ChaosRun, plan_steps
+    from .chaos import ChaosRun
+    from .chaos_plan import RECOVERY_WAIT_S, plan_steps
 
     if story != "random":
         _fail(f"--dry-run prints random plans only: the {story} story's steps depend on the running cluster "
@@ -473,8 +474,8 @@ def _print_plan(seed: int, brokers: int, partitions: int, duration_s: float, sto
         _fail(str(exc), 2)
     click.echo(f"# kraftlog chaos --seed {seed} --brokers {brokers} --partitions {partitions} "
                f"--duration {duration_s:g}s: the fault plan as scenario steps (topic chaos). After each heal\n"
-               f"# the run waits until every ISR is complete (at most {RECOVERY_WAIT_S:g}s), so its faults start later than "
-               "these times and fewer may fit.")
+               f"# the run waits until every ISR is complete (at most {RECOVERY_WAIT_S:g}s), so its faults start "
+               "later than these times and fewer may fit.")
     click.echo(dump_steps(steps), nl=False)
 
 
@@ -489,8 +490,10 @@ def _print_chaos(verdict: dict, directory: str) -> None:
         click.echo(f"  {f['at_ms'] / 1000:7.1f}s  {f['kind']:<16} {str(target):<16} healed {healed:>7}  "
                    f"ISRs complete {rec:>7}" + (f"  ({f['detail']})" if f["detail"] else ""))
     a = verdict["acked"]
-    click.echo(f"acknowledged: {a['all']:,} acks=all, {a['1']:,} acks=1; consumed {verdict['metrics']['records_consumed']:,}; "
-               f"truncations detected {verdict['detected_truncations']}, undetected {verdict['undetected_truncations']}")
+    click.echo(f"acknowledged: {a['all']:,} acks=all, {a['1']:,} acks=1; "
+               f"consumed {verdict['metrics']['records_consumed']:,}; "
+               f"truncations detected {verdict['detected_truncations']}, "
+               f"undetected {verdict['undetected_truncations']}")
     click.echo("anomalies: " + ", ".join(f"{k} {v}" for k, v in verdict["anomalies"].items()))
     for v in verdict["invariant_violations"]:
         click.echo(f"  invariant: {v}")

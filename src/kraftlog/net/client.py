@@ -73,7 +73,7 @@ class KafkaConnection:
     def close(self) -> None:
         self._sock.close()
 
-    def __enter__(self) -> "KafkaConnection":
+    def __enter__(self) -> KafkaConnection:
         return self
 
     def __exit__(self, *exc) -> None:

@@ -20,7 +20,7 @@ Chaos mode (``up(..., chaos=True)``, ``"chaos": true`` in cluster.json; issue 13
 FileDisk's shadow and serves a control channel on 127.0.0.1 (its port is ``control_port`` in its run
 file) through which :func:`control` and :func:`control_all` change its driver's link filter (the
 simulator's ``isolate``, ``partition``, ``cut``, ``heal``, ``hold``, ``release``; see
-:class:`kraftlog.net.driver.LinkFilter` and :meth:`kraftlog.net.driver.NodeDriver.control`);
+:class:`kraftlog.net.link_filter.LinkFilter` and :meth:`kraftlog.net.driver.NodeDriver.control`);
 ``links.json`` keeps the cluster-wide rules for nodes that start later. :func:`pause`, :func:`resume`
 and :func:`kill_node` are the process faults (SIGSTOP, SIGCONT, SIGKILL by PID).
 
@@ -53,11 +53,12 @@ from ..controller.controller import CONTROLLER
 from ..level import Level
 from ..storage.meta_properties import META_PROPERTIES, MetaProperties, format_disk, kafka_uuid, new_directory_id
 from .disk import FileDisk
-from .driver import LinkFilter
+from .link_filter import LinkFilter
 from .node import HOST, LINKS_FILE, node_name, read_links, write_json
 
 __all__ = ["ClusterError", "free_ports", "up", "down", "status", "start_broker", "stop_broker", "load", "NodeStatus",
-           "format_node", "strays", "READY_TIMEOUT_S", "pid_alive", "kill", "control", "control_all", "pause", "resume", "kill_node"]
+           "format_node", "strays", "READY_TIMEOUT_S", "pid_alive", "kill", "control", "control_all", "pause",
+           "resume", "kill_node"]
 
 #: The suffix of a stray partition directory (Kafka's ``LogManager.StrayDirSuffix``).
 STRAY_SUFFIX = "-stray"
@@ -264,8 +265,9 @@ def up(directory: str, brokers: int, port: int = 9092, level: Level | None = Non
     plain node would make stale). ``owned``: the nodes die with this process (``owner_pid`` in
     cluster.json; see :mod:`kraftlog.net.node`): for a fault injector that must leave no node behind
     when it is killed; it must then start and restart the nodes from its main thread (the kernel's
-    parent-death signal follows the thread that started a node). Every ``up`` starts with no link rule. Raises ClusterError (exit 2) on a
-    mismatch with an existing cluster or a cluster that is already running."""
+    parent-death signal follows the thread that started a node). Every ``up`` starts with no link rule.
+    Raises ClusterError (exit 2) on a mismatch with an existing cluster or a cluster that is already
+    running."""
     from ..level import DEFAULT
     if brokers < 1 or brokers > 50:
         raise ClusterError(f"--brokers must be within 1..50, got {brokers}", 2)
@@ -306,7 +308,7 @@ def up(directory: str, brokers: int, port: int = 9092, level: Level | None = Non
         # Every port not given (the controller's, the internal listeners', the client ones with --port 0)
         # is chosen now and kept, so that a restarted node binds the same one (free_ports).
         unset = [(e, k) for e in cluster["nodes"] for k in ("port", "internal_port") if e.get(k) == 0]
-        for (e, k), free in zip(unset, free_ports(len(unset))):
+        for (e, k), free in zip(unset, free_ports(len(unset)), strict=True):
             e[k] = free
         _save(directory, cluster)
         for e in cluster["nodes"]:  # a new cluster: every directory is new

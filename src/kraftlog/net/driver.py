@@ -22,10 +22,11 @@ messages are :mod:`kraftlog.protocol.wire`, authorization per listener is the no
   (Kafka stops reading a channel from the moment a request is complete until its response is sent;
   kraftlog goes on reading the next request while one is in flight, so that receiving it overlaps
   the wait for replication.)
-* **Bounds** (:class:`ListenerLimits`, from the node's config; kraftlog's defaults are bounded where
-  Kafka's are not): ``socket.request.max.bytes`` per request; ``queued.max.request.bytes`` across
-  connections (:class:`RequestMemory`: a large request's buffer grows as its bytes arrive and each step
-  is charged first; a connection whose step does not fit is not read until it does);
+* **Bounds** (:class:`~kraftlog.net.listener_limits.ListenerLimits`, from the node's config; kraftlog's
+  defaults are bounded where Kafka's are not): ``socket.request.max.bytes`` per request;
+  ``queued.max.request.bytes`` across connections (:class:`~kraftlog.net.listener_limits.RequestMemory`: a
+  large request's buffer grows as its bytes arrive and each step is charged first; a connection whose step
+  does not fit is not read until it does);
   ``max.connections`` / ``max.connections.per.ip`` per listener (one over is closed at once);
   ``connections.max.idle.ms``; ``kraftlog.request.receive.timeout.ms`` for a begun request. What the
   listeners refused and closed is counted (:meth:`NodeDriver.listener_stats`) and logged once a check.
@@ -45,39 +46,34 @@ messages are :mod:`kraftlog.protocol.wire`, authorization per listener is the no
   from the log, not copied into one response buffer (:func:`~kraftlog.protocol.wire.frame_response`).
 * **Time.** ``now_ms`` is wall-clock ms that never goes backwards (the wall clock at start plus the
   monotonic clock since), handed to the node as the simulator hands it virtual time.
-* **Link faults (chaos mode).** With a :class:`LinkFilter` (``link_filter=``), every message crossing
-  this node's edge is judged by the simulator's rules (:class:`~kraftlog.sim.cluster.SimCluster`'s
-  ``isolate``, ``partition``, ``cut_link``, ``heal``, ``hold``, ``release``): see :class:`LinkFilter`
-  for the rules and :meth:`NodeDriver.control` for the control channel that changes them.
+* **Link faults (chaos mode).** With a :class:`~kraftlog.net.link_filter.LinkFilter` (``link_filter=``),
+  every message crossing this node's edge is judged by the simulator's rules: the rules and where they
+  apply in :mod:`kraftlog.net.link_filter`, the control channel that changes them in
+  :mod:`kraftlog.net.control`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import itertools
-import json
 import time
 import traceback
-from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
 
-from ..controller.controller import CONTROLLER
-from ..links import LinkRules, matches
-from ..metadata import config as cfg
 from ..protocol import listeners as lst
 from ..protocol import messages as m
 from ..protocol import wire
-from ..protocol.framing import Close, Reply, Request, ResponseDecoder, ServerConnection
+from ..protocol.framing import Close, Reply, Request, ServerConnection
 from ..protocol.node import CONNECTION_SETUP, ConnectionSetup
+from .connections import DEFAULT_CHANNEL, Connection, ListenerProtocol, Peer, PeerProtocol, channel_of
+from .control import ControlChannel
+from .link_filter import CLIENTS, DROP, HOLD, PASS, LinkFilter, api_name, node_of_client_id
+from .listener_limits import ListenerLimits, RequestMemory
 
-__all__ = ["Clock", "NodeDriver", "Connection", "LinkFilter", "ListenerLimits", "CLIENTS", "PASS", "DROP",
-           "HOLD", "node_of_client_id"]
+__all__ = ["Clock", "NodeDriver"]
 
 #: How long (ms) an outbound connection attempt may take (Kafka's socket.connection.setup.timeout.ms).
 CONNECT_TIMEOUT_MS = 10_000
-#: The longest control command line (bytes) the control channel reads.
-CONTROL_LINE_BYTES = 64 * 1024
 
 
 class Clock:
@@ -90,423 +86,6 @@ class Clock:
 
     def now_ms(self) -> int:
         return self._wall0 + int((time.monotonic() - self._mono0) * 1000)
-
-
-# ====================================================================== link filter
-#: The endpoint every connection that is not a node's counts as (producers, consumers, admin tools: a
-#: connection on the CLIENT listener, or one whose client id names no node). Like the simulator's
-#: clients it is in no isolated set and no partition group: ``isolate([0])`` cuts broker 0 from it,
-#: a partition leaves it reaching every node. Commands cannot name it (the simulator's cannot either).
-CLIENTS = "clients"
-
-#: Verdicts of :meth:`LinkFilter.decide`.
-PASS, DROP, HOLD = "pass", "drop", "hold"
-
-_CUT_KEYS = (("from", "to"), ("src", "dst"))
-
-
-def node_of_client_id(client_id) -> object:
-    """The node a node process's own client id names (``controller``; ``broker-<id>``, as
-    :func:`kraftlog.net.node.node_name` spells it), else None."""
-    if client_id == CONTROLLER:
-        return CONTROLLER
-    if isinstance(client_id, str) and client_id.startswith("broker-"):
-        digits = client_id[len("broker-"):]
-        if digits.isascii() and digits.isdigit() and (digits == "0" or digits[0] != "0"):
-            return int(digits)
-    return None
-
-
-def _api(msg) -> str:
-    """The Kafka API name of a core message (its class's ``API``)."""
-    return getattr(msg, "API", None) or type(msg).__name__
-
-
-def _node_key(node) -> tuple:
-    return (isinstance(node, str), node if isinstance(node, int) else 0, str(node))
-
-
-def _sorted(nodes) -> list:
-    """Node ids in a stable order (brokers by id, then named nodes), for JSON."""
-    return sorted(nodes, key=_node_key)
-
-
-def _show_node(node) -> str:
-    return node if isinstance(node, str) else str(node)
-
-
-class LinkFilter(LinkRules):
-    """The simulator's network faults as rules on directed links, for one real node's edge.
-
-    A pure object (no sockets, no clock): the rules are a :class:`~kraftlog.links.LinkRules`, the very
-    class :class:`~kraftlog.sim.cluster.SimCluster` keeps its rules in, plus the held messages. Node ids
-    are the simulator's (broker ints, ``"controller"``); every ordinary client is :data:`CLIENTS`.
-
-    * ``isolate(nodes)``: every link between ``nodes`` and any other endpoint (clients included) is cut,
-      both ways; links inside ``nodes`` stay up;
-    * ``partition(groups)``: endpoints in different groups cannot reach each other; an endpoint in no
-      group (e.g. clients) reaches all;
-    * ``cut_link(src, dst)``: one direction only;
-    * ``heal(nodes)``: every cut, isolation and partition membership touching ``nodes`` goes away;
-      ``heal()`` restores everything (holds are not links: only ``release`` ends them);
-    * ``hold(api, src, dst)`` (each None = any): matching messages are set aside;
-      ``release(api, src, dst)`` removes the holds it matches (its None fields are wildcards) and returns
-      the held messages it matches, in the order they were held.
-
-    :meth:`decide` judges one message as the simulator does at delivery: a cut link drops it (checked
-    first), else a matching hold keeps it aside, else it passes. The caller keeps held messages here
-    (:meth:`hold_message`) so that :meth:`release` hands them back in their original order; a released
-    message is judged again by the caller (a cut made meanwhile drops it, another hold keeps it), as the
-    simulator re-checks released messages at their delivery."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.held: list[tuple] = []  # (api, src, dst, item) in the order held
-
-    def release(self, api=None, src=None, dst=None) -> list:
-        """End the matching holds; return the matching held items, in the order they were held."""
-        self.end_holds(api, src, dst)
-        keep, go = [], []
-        for entry in self.held:
-            if matches(api, src, dst, entry[0], entry[1], entry[2]):
-                go.append(entry[3])
-            else:
-                keep.append(entry)
-        self.held = keep
-        return go
-
-    # ------------------------------------------------------------------ judging messages
-    @property
-    def active(self) -> bool:
-        """Whether any rule is set (nothing to judge otherwise)."""
-        return bool(self.cut or self.isolated or self.partitioned or self.holds)
-
-    def decide(self, api: str, src, dst) -> str:
-        """:data:`DROP` (the link src -> dst is cut), :data:`HOLD` (a hold matches) or :data:`PASS`."""
-        if (self.cut or self.isolated or self.partitioned) and self.is_cut(src, dst):
-            return DROP
-        if self.holds and self.is_held(api, src, dst):
-            return HOLD
-        return PASS
-
-    def hold_message(self, api: str, src, dst, item) -> None:
-        """Keep ``item`` (whatever the caller needs to deliver it later) until a matching release."""
-        self.held.append((api, src, dst, item))
-
-    def forget(self, predicate) -> int:
-        """Drop the held items for which ``predicate(item)`` holds (their connection closed: TCP lost
-        them); returns how many."""
-        before = len(self.held)
-        self.held = [e for e in self.held if not predicate(e[3])]
-        return before - len(self.held)
-
-    # ------------------------------------------------------------------ commands (the control channel)
-    def apply(self, command) -> list:
-        """Apply one control command (a dict, see :meth:`NodeDriver.control`); returns the items a
-        ``release`` freed (empty otherwise). ValueError for a malformed command (nothing changed)."""
-        if not isinstance(command, dict):
-            raise ValueError(f"a command is a JSON object, got {type(command).__name__}")
-        cmd = command.get("cmd")
-        args = {k: v for k, v in command.items() if k != "cmd"}
-        if cmd == "status":
-            _only(args, ())
-            return []
-        if cmd == "isolate":
-            _only(args, ("nodes",))
-            self.isolate(_nodes(_required(args, "nodes", cmd), "nodes"))
-        elif cmd == "partition":
-            _only(args, ("groups",))
-            groups = _required(args, "groups", cmd)
-            if not isinstance(groups, list) or not groups:
-                raise ValueError("partition: groups must be a non-empty list of lists of nodes")
-            parsed, seen = [], set()
-            for i, g in enumerate(groups):
-                nodes = _nodes(g, f"groups[{i}]")
-                for n in nodes:
-                    if n in seen:
-                        raise ValueError(f"partition: node {_show_node(n)} is in more than one group")
-                    seen.add(n)
-                parsed.append(nodes)
-            self.partition(parsed)
-        elif cmd == "cut":
-            src, dst = _cut_ends(args)
-            self.cut_link(src, dst)
-        elif cmd == "heal":
-            _only(args, ("nodes",))
-            nodes = args.get("nodes")
-            self.heal(None if nodes is None else _nodes(nodes, "nodes"))
-        elif cmd in ("hold", "release"):
-            api, src, dst = _hold_args(cmd, args)
-            if cmd == "hold":
-                self.hold(api, src, dst)
-            else:
-                return self.release(api, src, dst)
-        else:
-            raise ValueError(f"unknown cmd {cmd!r} (expected one of: isolate, partition, cut, heal, hold, "
-                             "release, status)")
-        return []
-
-    def to_rules(self) -> dict:
-        """The rules as JSON-able data (:meth:`from_rules` reads them back; held messages are not rules)."""
-        return {
-            "cut": [[s, d] for s, d in sorted(self.cut, key=lambda link: (_node_key(link[0]), _node_key(link[1])))],
-            "isolated": [_sorted(g) for g in self.isolated],
-            "partitioned": [[_sorted(g) for g in groups] for groups in self.partitioned],
-            "holds": [{"api": a, "from": s, "to": d} for a, s, d in self.holds],
-        }
-
-    @classmethod
-    def from_rules(cls, rules: dict | None) -> "LinkFilter":
-        f = cls()
-        if rules:
-            f.cut = {(s, d) for s, d in rules.get("cut", ())}
-            f.isolated = [frozenset(g) for g in rules.get("isolated", ())]
-            f.partitioned = [[frozenset(g) for g in groups] for groups in rules.get("partitioned", ())]
-            f.holds = [(h.get("api"), h.get("from"), h.get("to")) for h in rules.get("holds", ())]
-        return f
-
-    def status(self) -> dict:
-        """The rules, the number of held messages and their count per (api, from, to)."""
-        counts: dict = {}
-        for api, src, dst, _ in self.held:
-            counts[(api, src, dst)] = counts.get((api, src, dst), 0) + 1
-        return {"rules": self.to_rules(), "held": len(self.held),
-                "held_by": [{"api": a, "from": s, "to": d, "count": c} for (a, s, d), c in counts.items()]}
-
-
-def _only(args: dict, allowed: tuple) -> None:
-    extra = sorted(set(args) - set(allowed))
-    if extra:
-        raise ValueError(f"unknown argument(s) {', '.join(map(repr, extra))}"
-                         + (f" (expected: {', '.join(allowed)})" if allowed else " (it takes none)"))
-
-
-def _required(args: dict, key: str, cmd: str):
-    if args.get(key) is None:
-        raise ValueError(f"{cmd}: {key} is required")
-    return args[key]
-
-
-def _node(value, what: str):
-    """A node id of a command: a broker id (int >= 0) or ``"controller"``."""
-    if value == CONTROLLER and isinstance(value, str):
-        return CONTROLLER
-    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
-        return value
-    raise ValueError(f"{what}: {value!r} is not a node (a broker id or {CONTROLLER!r})")
-
-
-def _nodes(value, what: str) -> tuple:
-    if not isinstance(value, list) or not value:
-        raise ValueError(f"{what} must be a non-empty list of nodes, got {value!r}")
-    out = []
-    for v in value:
-        n = _node(v, what)
-        if n in out:
-            raise ValueError(f"{what}: node {_show_node(n)} is listed twice")
-        out.append(n)
-    return tuple(out)
-
-
-def _ends(args: dict, cmd: str) -> tuple:
-    """``from``/``to`` (the scenario file's keys) or ``src``/``dst`` (SimCluster's arguments)."""
-    spelled = [keys for keys in _CUT_KEYS if any(k in args for k in keys)]
-    if len(spelled) > 1:
-        raise ValueError(f"{cmd}: give from/to or src/dst, not both")
-    keys = spelled[0] if spelled else _CUT_KEYS[0]
-    return keys, args.get(keys[0]), args.get(keys[1])
-
-
-def _cut_ends(args: dict) -> tuple:
-    keys, src, dst = _ends(args, "cut")
-    _only(args, keys)
-    if src is None or dst is None:
-        raise ValueError(f"cut: {keys[0]} and {keys[1]} are required")
-    src, dst = _node(src, keys[0]), _node(dst, keys[1])
-    if src == dst:
-        raise ValueError(f"cut: {keys[0]} and {keys[1]} are the same node {_show_node(src)}")
-    return src, dst
-
-
-def _hold_args(cmd: str, args: dict) -> tuple:
-    keys, src, dst = _ends(args, cmd)
-    _only(args, ("api",) + keys)
-    api = args.get("api")
-    if api is not None and api not in m.API_NAMES:
-        raise ValueError(f"{cmd}: unknown api {api!r} (expected one of: {', '.join(sorted(m.API_NAMES))})")
-    return (api, None if src is None else _node(src, keys[0]), None if dst is None else _node(dst, keys[1]))
-
-
-# ====================================================================== listener bounds
-#: ListenerLimits' fields and their configs (Kafka's names but the last, kraftlog's own); their defaults
-#: are :data:`kraftlog.metadata.config.DEFAULTS`', their types and lower bounds its ``invalid_value``'s.
-_LIMIT_CONFIGS = (
-    ("max_request_bytes", "socket.request.max.bytes"),
-    ("queued_max_request_bytes", "queued.max.request.bytes"),
-    ("max_connections", "max.connections"),
-    ("max_connections_per_ip", "max.connections.per.ip"),
-    ("connections_max_idle_ms", "connections.max.idle.ms"),
-    ("request_receive_timeout_ms", "kraftlog.request.receive.timeout.ms"),
-)
-
-
-@dataclass(frozen=True)
-class ListenerLimits:
-    """What one node's listeners allow a connection, in bytes, counts and ms. Kafka's names and meanings;
-    kraftlog's defaults (``metadata/config.py``) are bounded where Kafka's are not.
-
-    * ``max_request_bytes`` (``socket.request.max.bytes``, 104,857,600 as Kafka): the largest request
-      frame; a larger size closes the connection (Kafka's InvalidReceiveException).
-    * ``queued_max_request_bytes`` (``queued.max.request.bytes``; Kafka: -1, unbounded; kraftlog
-      268,435,456 = 256 MiB; -1 here too means unbounded): bytes of requests read but not yet handed to
-      the node, across the node's connections: the buffers of large requests being received and the
-      requests queued behind one in flight. A connection whose large request needs a bigger buffer than
-      what is left waits, not reading, until enough is handled (see :class:`RequestMemory`).
-    * ``max_connections`` / ``max_connections_per_ip`` (Kafka: 2,147,483,647 each; kraftlog 1,000
-      each): connections a listener holds at once, in all and from one address; one over the limit is
-      closed at once, counted and logged. Counted per listener, so clients filling the client listener
-      never lock the brokers out of the internal one (Kafka counts per broker and exempts its
-      inter-broker listener). On loopback every client has the same address, so the two are equal.
-    * ``connections_max_idle_ms`` (600,000 as Kafka): a connection with no byte read or written for
-      this long is closed.
-    * ``request_receive_timeout_ms`` (``kraftlog.request.receive.timeout.ms``, 30,000; Kafka has none):
-      a request whose first byte arrived must be received whole within this long while the connection
-      is read, else the connection is closed (a slow-loris client).
-
-    :meth:`from_config` reads them from a node's static config; ValueError names a bad value."""
-
-    max_request_bytes: int = int(cfg.DEFAULTS["socket.request.max.bytes"])
-    queued_max_request_bytes: int = int(cfg.DEFAULTS["queued.max.request.bytes"])
-    max_connections: int = int(cfg.DEFAULTS["max.connections"])
-    max_connections_per_ip: int = int(cfg.DEFAULTS["max.connections.per.ip"])
-    connections_max_idle_ms: int = int(cfg.DEFAULTS["connections.max.idle.ms"])
-    request_receive_timeout_ms: int = int(cfg.DEFAULTS["kraftlog.request.receive.timeout.ms"])
-
-    @classmethod
-    def from_config(cls, config) -> "ListenerLimits":
-        """The limits a static config (name -> value) sets, kraftlog's defaults for the rest. ValueError
-        with Kafka's wording (``Invalid value 0 for configuration max.connections: Value must be at least
-        1``) for a value of the wrong type or below its bound (:func:`kraftlog.metadata.config.invalid_value`),
-        or 0 for queued.max.request.bytes."""
-        values = {}
-        for attr, name in _LIMIT_CONFIGS:
-            text = str(cfg.lookup(name, config)).strip()
-            problem = cfg.invalid_value(name, text)
-            if problem is None and name == "queued.max.request.bytes" and int(text) == 0:
-                problem = f"Invalid value 0 for configuration {name}: must be -1 (unbounded) or at least 1"
-            if problem is not None:
-                raise ValueError(problem)
-            values[attr] = int(text)
-        return cls(**values)
-
-    def check_interval_ms(self) -> int:
-        """How often (ms) the driver looks for connections past their deadlines: every second, or a
-        quarter of the shorter deadline when that is shorter (a deadline is met to within this)."""
-        return max(10, min(1000, self.request_receive_timeout_ms // 4, self.connections_max_idle_ms // 4))
-
-
-class RequestMemory:
-    """``queued.max.request.bytes`` for one node: the bytes of requests read but not yet handed to the
-    node (``used``), across its listener connections, as Kafka's ``MemoryPool`` bounds the request
-    buffers of its ``SocketServer``. Pure bookkeeping; the driver charges and releases.
-
-    Charged: the buffer of a large request being received, before it is allocated or grown (a
-    :class:`~kraftlog.protocol.framing.ServerConnection`'s ``next_allocation``; ``frames`` of ``used``), and
-    every request queued behind the one in flight on its connection (until its queue empties). A request
-    that fits a connection's 64 KiB staging buffer is read whatever the budget (that buffer is the
-    connection's own, and muting bounds what queues behind it), so small requests -- a probe's
-    ApiVersions, a heartbeat -- are never held up by large ones.
-
-    A connection whose next buffer does not fit waits in ``waiting`` (FIFO) without reading; it goes on
-    when its buffer fits, or when every other large request holding part of the budget is itself waiting
-    (nothing else could free it: it then goes over, as Kafka's non-strict pool allocates past its limit
-    while any memory is left), so no set of half-received requests can wedge the listener. ``limit`` -1:
-    unbounded."""
-
-    def __init__(self, limit: int) -> None:
-        self.limit = limit
-        self.used = 0
-        self.frames = 0  # of used: buffers of large requests being received
-        self.waiting_frames = 0  # of frames: those of connections in ``waiting``
-        self.waiting: deque = deque()
-
-    def fits(self, nbytes: int, own_frame: int, own_waiting: bool) -> bool:
-        """Whether a connection holding ``own_frame`` bytes of frame buffer (in ``waiting`` or not) may
-        allocate ``nbytes`` more now."""
-        if self.limit < 0 or self.used + nbytes <= self.limit:
-            return True
-        others = self.frames - own_frame
-        others_waiting = self.waiting_frames - (own_frame if own_waiting else 0)
-        return others == others_waiting  # every other holder waits too: go over rather than wedge
-
-
-# ====================================================================== connections
-@dataclass(eq=False)
-class Connection:
-    """One accepted client or peer connection on a listener (the ``src`` of the requests it carries)."""
-
-    number: int
-    listener: str
-    peer: str
-    #: the connection's transport (``write``, ``writelines``, ``close``, ``pause_reading``, ...)
-    writer: asyncio.Transport
-    framing: ServerConnection
-    #: requests decoded but not yet handed to the node (the channel is muted while one is in flight)
-    queued: deque = field(default_factory=deque)
-    #: correlation id of the request the node is working on, with its API version; None when idle
-    inflight: tuple[int, int] | None = None
-    closed: bool = False
-    #: who is at the other end, for the link filter: the node named by the client id of its requests
-    #: (``broker-<id>``, ``controller``) on a node listener, else :data:`CLIENTS`
-    identity: object = CLIENTS
-    #: the address the connection comes from (``max.connections.per.ip``); "" when not counted
-    ip: str = ""
-    #: whether its transport is reading (False: muted or waiting, see :meth:`NodeDriver._update_reading`)
-    reading: bool = True
-    #: its transport's write buffer holds a response not yet written to the socket (``pause_writing``)
-    write_paused: bool = False
-    #: waiting in :class:`RequestMemory`'s queue for its next request buffer
-    memory_wait: bool = False
-    #: bytes charged to ``queued.max.request.bytes``: its large request's buffer, its queued requests
-    frame_charge: int = 0
-    queued_charge: int = 0
-    #: the driver's coarse clock (ms) at the last byte read or written, and at the first byte of the
-    #: request being received (None: none begun)
-    last_io_ms: int = 0
-    receive_started_ms: int | None = None
-
-    def __repr__(self) -> str:
-        return f"conn-{self.number}({self.listener} {self.peer})"
-
-
-_DEFAULT_CHANNEL = "default"
-_METADATA_CHANNEL = "metadata"
-
-
-def _channel(message: object) -> str:
-    """Which of a node's outbound connections to a peer carries ``message``. A receiving node serves one
-    request per connection at a time (muting), so the metadata log's fetch, a long poll held up to its
-    max wait (500 ms), has a connection of its own: an admin request a broker forwards to the controller,
-    a heartbeat or an AlterPartition never waits behind it. Kafka's broker likewise talks to the
-    controller over separate channels (the KRaft client's fetches, and NodeToControllerChannelManager's
-    forwarding, heartbeat and AlterPartition channels)."""
-    return _METADATA_CHANNEL if type(message) is m.MetadataFetchRequest else _DEFAULT_CHANNEL
-
-
-class _Peer:
-    """One outbound connection to a peer node (a node may have one per channel, :func:`_channel`): queued
-    frames, requests in flight (correlation id -> request type)."""
-
-    def __init__(self, peer) -> None:
-        self.peer = peer
-        self.writer: asyncio.Transport | None = None
-        self.pending: list[tuple[int, bytes]] = []  # (correlation id, frame) waiting for the connection
-        self.inflight: dict[int, type] = {}
-        self.connecting = False
-        #: counts this peer's connections: a response held on one connection is lost if it closed since
-        self.generation = 0
-        #: correlation ids of a client node's ConnectionSetups waiting for the connection
-        self.setups: list[int] = []
 
 
 def _wake_waiter(waiter: asyncio.Future) -> None:
@@ -551,107 +130,15 @@ class _Wake:
             timer.cancel()
             self._waiter = None
 
-
-class _ListenerProtocol(asyncio.BufferedProtocol):
-    """One accepted connection on a listener: the socket reads into the buffers its framing gives
-    (:meth:`ServerConnection.get_buffer`), the events go to :meth:`NodeDriver._on_events`."""
-
-    def __init__(self, driver: "NodeDriver", listener: str) -> None:
-        self.driver = driver
-        self.listener = listener
-        self.conn: Connection | None = None
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.conn = self.driver._accepted(self.listener, transport)  # type: ignore[arg-type]
-
-    def get_buffer(self, sizehint: int) -> memoryview:
-        return self.conn.framing.get_buffer()  # type: ignore[union-attr]
-
-    def buffer_updated(self, nbytes: int) -> None:
-        conn = self.conn
-        if not conn.closed:  # type: ignore[union-attr]
-            self.driver._on_read(conn, nbytes)  # type: ignore[arg-type]
-
-    def eof_received(self) -> bool:
-        return False  # the client closed its side: close ours (connection_lost follows)
-
-    def pause_writing(self) -> None:
-        if self.conn is not None:
-            self.driver._write_paused(self.conn, True)
-
-    def resume_writing(self) -> None:
-        if self.conn is not None:
-            self.driver._write_paused(self.conn, False)
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        if self.conn is not None:
-            self.driver._close(self.conn, None)
-
-
-class _PeerProtocol(asyncio.BufferedProtocol):
-    """The outbound connection to a peer node: the socket reads into the buffers its decoder gives
-    (:meth:`ResponseDecoder.get_buffer`), responses go to :meth:`NodeDriver._on_peer_data`; its loss to
-    :meth:`NodeDriver._peer_lost` once the driver attached it to the peer."""
-
-    def __init__(self, driver: "NodeDriver", peer: "_Peer") -> None:
-        self.driver = driver
-        self.peer = peer
-        self.decoder = ResponseDecoder()
-        self.transport: asyncio.Transport | None = None
-        self.attached = False  # the peer's writer is this connection (set by _connect)
-        self.lost = False
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport  # type: ignore[assignment]
-
-    def get_buffer(self, sizehint: int) -> memoryview:
-        return self.decoder.get_buffer()
-
-    def buffer_updated(self, nbytes: int) -> None:
-        if self.attached:
-            self.driver._on_peer_data(self, nbytes)
-
-    def eof_received(self) -> bool:
-        return False
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self.lost = True
-        self.driver._peer_lost(self)
-
-
 class NodeDriver:
     """Drives ``node`` over TCP. ``listeners``: name -> bound listening socket; ``address_of(peer)``:
     (host, port) of a peer node or None when unknown yet; ``log(text)``: one line to the node's log;
     ``client_id``: the client id of the node's own requests; ``after_event``: called after every event
     (the process entry point writes its status file from it); ``link_filter``: chaos mode's
-    :class:`LinkFilter` (None: every message passes, no rule is ever looked at).
+    :class:`~kraftlog.net.link_filter.LinkFilter` (None: every message passes, no rule is ever looked at).
 
-    Chaos mode, where the filter applies. Every message crossing this node's edge is judged, with
-    this node as its src (sending) or dst (receiving) and the other end as the peer node or
-    :data:`CLIENTS`: requests to peers (at :meth:`_send_request`, before any connection is made) and
-    their responses (as they are read), requests arriving on a listener (as they are handed to the
-    node) and the responses the node writes back (ApiVersions answered by the framing included). A
-    message between two nodes thus crosses two filters holding the same rules: a drop at either is the
-    same drop, and a message held by the sender and then by the receiver (when a release reaches the
-    sender first) still arrives in order, at the receiver's release. A command reaching the nodes one
-    after the other takes effect, for a node-to-node link, as soon as either end has it.
-
-    * **Drop**: the message is never written, or never handed to the node; the sender finds out only
-      by its own timeout, as in the simulator. TCP connections stay up across a cut (the faithful
-      choice: the simulator keeps no connection state to break; a real cut that reset connections
-      would fail requests at once, ``peer_disconnected``, which the simulator's cut never does).
-    * **Ordering.** Responses leave a listener connection in request order because the connection is
-      muted while the node works on one request. A response the filter drops or holds still unmutes
-      the connection (it counts as sent), so later requests on it go on; a held request is set aside
-      and later ones on its connection go on too, as in the simulator, where a hold never delays other
-      messages. Released requests go back to the front of their connection's queue in their original
-      order. So after a drop or a hold, a client may see responses out of request order or with a gap:
-      node peers match responses by correlation id and do not care; librdkafka does the same;
-      kafka-python closes the connection on a correlation id mismatch and reconnects.
-    * **Lost with the connection.** A held request or response whose connection closed before its
-      release is dropped (TCP lost it, as the simulator drops a held message of a restarted process);
-      a held *outbound* request has not touched a connection yet and is sent on release over whatever
-      connection the peer then has."""
+    Chaos mode, where the filter applies (every message crossing this node's edge) and what a drop or a
+    hold does to connections and ordering: :mod:`kraftlog.net.link_filter`."""
 
     def __init__(self, node, listeners: dict, address_of: Callable[[object], tuple[str, int] | None],
                  log: Callable[[str], None], client_id: str, clock: Clock | None = None,
@@ -670,8 +157,8 @@ class NodeDriver:
         self.memory = RequestMemory(self.limits.queued_max_request_bytes)
         self.supported = {name: None for name in listeners}
         self._numbers = itertools.count(1)
-        #: outbound connections by (peer node, channel): see :func:`_channel`
-        self._peers: dict[tuple[object, str], _Peer] = {}
+        #: outbound connections by (peer node, channel): see :func:`~kraftlog.net.connections.channel_of`
+        self._peers: dict[tuple[object, str], Peer] = {}
         self._wake = _Wake()
         self._servers: list[asyncio.base_events.Server] = []
         self._tasks: set[asyncio.Task] = set()
@@ -679,9 +166,10 @@ class NodeDriver:
         self._failed: list[int] = []  # correlation ids of requests that could not be encoded
         self.stopping = False
         self.link_filter = link_filter
-        #: chaos mode: control commands served by the process rather than the link filter (``disk_full``):
-        #: cmd -> handler(command) -> answer fields; ValueError for a malformed command
-        self.control_handlers = dict(control_handlers or {})
+        #: chaos mode's control channel; ``control_handlers``: the commands served by the process rather
+        #: than the link filter (``disk_full``): cmd -> handler(command) -> answer fields; ValueError for a
+        #: malformed command
+        self.control_channel = ControlChannel(self, control_handlers)
         self.control_port: int | None = None
         #: the clock (ms) as of the last deadline check: stamps connections' reads and writes (coarse, cheap)
         self._coarse_ms = self.clock.now_ms()
@@ -698,7 +186,7 @@ class NodeDriver:
         loop = asyncio.get_running_loop()
         for name, sock in self.listeners.items():
             self.supported[name] = versions_for(name)
-            server = await loop.create_server(lambda name=name: _ListenerProtocol(self, name), sock=sock)
+            server = await loop.create_server(lambda name=name: ListenerProtocol(self, name), sock=sock)
             self._servers.append(server)
         if self.listeners:
             self._spawn(self._check_deadlines_forever())
@@ -856,7 +344,7 @@ class NodeDriver:
                 continue
             corr, version, client_id, msg = item
             if lf is not None and lf.active:
-                api = _api(msg)
+                api = api_name(msg)
                 verdict = lf.decide(api, conn.identity, self.node.node_id)
                 if verdict is DROP:
                     continue
@@ -1072,7 +560,7 @@ class NodeDriver:
         version = conn.inflight[1] if current else None
         lf = self.link_filter
         if lf is not None and lf.active:
-            api = _api(env.message)
+            api = api_name(env.message)
             verdict = lf.decide(api, self.node.node_id, conn.identity)
             if verdict is not PASS:
                 if verdict is HOLD:
@@ -1106,14 +594,14 @@ class NodeDriver:
             return
         lf = self.link_filter
         if lf is not None and lf.active:
-            api = _api(env.message)
+            api = api_name(env.message)
             verdict = lf.decide(api, self.node.node_id, env.dst)
             if verdict is DROP:
                 return  # lost on the cut link: the node times the request out
             if verdict is HOLD:
                 lf.hold_message(api, self.node.node_id, env.dst, ("send", env))
                 return
-        peer = self._peer(env.dst, _channel(env.message))
+        peer = self._peer(env.dst, channel_of(env.message))
         try:
             frame = wire.frame(wire.encode_request(env.message, env.correlation_id, client_id=self.client_id))
         except Exception as exc:  # e.g. a forwarded admin request the wire cannot express at our version
@@ -1129,11 +617,11 @@ class NodeDriver:
             peer.connecting = True
             self._spawn(self._connect(peer))
 
-    def _peer(self, node, channel: str) -> _Peer:
+    def _peer(self, node, channel: str) -> Peer:
         """The outbound connection to ``node`` for ``channel`` (made on first use)."""
         peer = self._peers.get((node, channel))
         if peer is None:
-            peer = self._peers[(node, channel)] = _Peer(node)
+            peer = self._peers[(node, channel)] = Peer(node)
         return peer
 
     def _setup_connection(self, env: m.Envelope) -> None:
@@ -1141,7 +629,7 @@ class NodeDriver:
         connect on demand and never send one): answered once the TCP connection to ``env.dst`` is open,
         at once if it already is; a connection that cannot be made fails it (``connection_failed``), as
         the simulator's network does. No link rule applies: link faults are the nodes' own filters."""
-        peer = self._peer(env.dst, _DEFAULT_CHANNEL)
+        peer = self._peer(env.dst, DEFAULT_CHANNEL)
         if peer.writer is not None:
             self.node.deliver(self.clock.now_ms(), m.Envelope(env.dst, self.node.node_id, env.correlation_id,
                                                               env.message, True))
@@ -1156,16 +644,16 @@ class NodeDriver:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def _connect(self, peer: _Peer) -> None:
+    async def _connect(self, peer: Peer) -> None:
         address = self.address_of(peer.peer)
         try:
             if address is None:
                 raise ConnectionError(f"no address known for {peer.peer}")
             loop = asyncio.get_running_loop()
             transport, protocol = await asyncio.wait_for(
-                loop.create_connection(lambda: _PeerProtocol(self, peer), address[0], address[1]),
+                loop.create_connection(lambda: PeerProtocol(self, peer), address[0], address[1]),
                 CONNECT_TIMEOUT_MS / 1000)
-        except (OSError, asyncio.TimeoutError, ConnectionError):
+        except (TimeoutError, OSError, ConnectionError):
             peer.connecting = False
             failed = [corr for corr, _ in peer.pending] + peer.setups
             peer.pending.clear()
@@ -1192,7 +680,7 @@ class NodeDriver:
         if protocol.lost:  # closed before it was attached: lost now
             self._peer_lost(protocol)
 
-    def _on_peer_data(self, protocol: _PeerProtocol, nbytes: int) -> None:
+    def _on_peer_data(self, protocol: PeerProtocol, nbytes: int) -> None:
         """``nbytes`` from a peer: its responses, each to the request in flight with its correlation id.
         A broken stream or an undecodable response drops the connection."""
         peer = protocol.peer
@@ -1208,7 +696,7 @@ class NodeDriver:
             self.log(f"connection to {peer.peer} broken: {exc}")
             self._peer_lost(protocol)
 
-    def _peer_lost(self, protocol: _PeerProtocol) -> None:
+    def _peer_lost(self, protocol: PeerProtocol) -> None:
         """The connection to a peer closed or broke: every request in flight on it fails
         (``peer_disconnected``), as Kafka's NetworkClient does on a disconnect."""
         if not protocol.attached:
@@ -1227,10 +715,10 @@ class NodeDriver:
             self.node.peer_disconnected(self.clock.now_ms(), peer.peer)
             self._flush()
 
-    def _receive_response(self, peer: _Peer, generation: int, corr: int, msg) -> None:
+    def _receive_response(self, peer: Peer, generation: int, corr: int, msg) -> None:
         lf = self.link_filter
         if lf is not None and lf.active:
-            api = _api(msg)
+            api = api_name(msg)
             verdict = lf.decide(api, peer.peer, self.node.node_id)
             if verdict is DROP:
                 return  # lost on the cut link: the node times the request out
@@ -1240,60 +728,19 @@ class NodeDriver:
         self.node.deliver(self.clock.now_ms(), m.Envelope(peer.peer, self.node.node_id, corr, msg, True))
 
     # ------------------------------------------------------------------ chaos mode: the control channel
-    def control(self, command) -> dict:
-        """Apply one control command to the link filter and answer it (what the control channel sends
-        back): ``{"ok": true, "node", "cmd", "rules", "held", "held_by"}`` (plus ``"released"``, the
-        number of held messages a release freed), or ``{"ok": false, "node", "error"}`` for a malformed
-        command (nothing changed).
+    def control(self, command: object) -> dict[str, object]:
+        """Answer one control command (:meth:`kraftlog.net.control.ControlChannel.control`)."""
+        return self.control_channel.control(command)
 
-        Commands are cluster-wide: every node gets the same one and applies it to its own edge.
-        ``{"cmd": "isolate", "nodes": [0, "controller"]}``, ``{"cmd": "partition", "groups": [[0, 1],
-        [2, "controller"]]}``, ``{"cmd": "cut", "from": 0, "to": 1}``, ``{"cmd": "heal"}`` or
-        ``{"cmd": "heal", "nodes": [0]}``, ``{"cmd": "hold", "api": "AlterPartition", "from": 0, "to":
-        "controller"}`` (api/from/to optional, null = any), ``{"cmd": "release", ...}`` (the same
-        fields), ``{"cmd": "status"}``. ``src``/``dst`` may stand for ``from``/``to``. Nodes are broker
-        ids and ``"controller"``; clients are never named (they are in no group).
+    async def start_control(self, host: str, port: int = 0) -> int:
+        """Serve the control channel on ``host`` (loopback), closed with the listeners; returns its port
+        (:meth:`kraftlog.net.control.ControlChannel.start`)."""
+        server = await self.control_channel.start(host, port)
+        self._servers.append(server)
+        self.control_port = server.sockets[0].getsockname()[1]
+        return self.control_port
 
-        ``{"cmd": "state"}`` changes nothing and answers ``{"ok": true, "node", "cmd", "state"}`` with the
-        node's committed metadata (:meth:`kraftlog.metadata.image.MetadataImage.snapshot`): asked of the
-        controller, the state the simulator's scenario conditions read (``scenario run --real``).
-
-        Commands in ``control_handlers`` (the process's own: a broker's ``{"cmd": "disk_full", "for_ms":
-        N}``, see :mod:`kraftlog.net.node`) are answered by their handler."""
-        me = self.node.node_id
-        if self.link_filter is None:
-            return {"ok": False, "node": me, "error": "this node runs without a link filter (not in chaos mode)"}
-        cmd = command.get("cmd") if isinstance(command, dict) else None
-        handler = self.control_handlers.get(cmd) if isinstance(cmd, str) else None
-        if handler is not None:
-            try:
-                answer = handler(command)
-            except ValueError as exc:
-                return {"ok": False, "node": me, "error": str(exc)}
-            self.log(f"control: {json.dumps(command, sort_keys=True)}")
-            self.kick()  # the command may have made the node's next deadline due
-            return {"ok": True, "node": me, "cmd": cmd, **answer}
-        if cmd == "state" and len(command) == 1:
-            image = getattr(self.node, "image", None)
-            if image is None:
-                return {"ok": False, "node": me, "error": "this node keeps no metadata image"}
-            return {"ok": True, "node": me, "cmd": cmd, "state": image.snapshot()}
-        try:
-            released = self.link_filter.apply(command)
-        except ValueError as exc:
-            return {"ok": False, "node": me, "error": str(exc)}
-        if cmd != "status":
-            shown = {k: v for k, v in command.items() if k != "cmd"}
-            self.log(f"link filter: {cmd} {json.dumps(shown, sort_keys=True)}"
-                     + (f" ({len(released)} held messages released)" if cmd == "release" else ""))
-        if released:
-            self._deliver_released(released)
-        answer = {"ok": True, "node": me, "cmd": cmd, **self.link_filter.status()}
-        if cmd == "release":
-            answer["released"] = len(released)
-        return answer
-
-    def _deliver_released(self, items: list) -> None:
+    def deliver_released(self, items: list) -> None:
         """Put released messages back on their way, in their original order, each judged again."""
         requeue: dict[Connection, list] = {}
         for item in items:
@@ -1325,47 +772,9 @@ class NodeDriver:
 
     def _release_response(self, conn: Connection, env: m.Envelope, version: int | None) -> None:
         lf = self.link_filter
-        api = _api(env.message)
+        api = api_name(env.message)
         verdict = lf.decide(api, self.node.node_id, conn.identity)
         if verdict is HOLD:
             lf.hold_message(api, self.node.node_id, conn.identity, ("response", conn, env, version))
         elif verdict is PASS:
             self._write_response(conn, env, version)
-
-    async def start_control(self, host: str, port: int = 0) -> int:
-        """Serve the control channel on ``host`` (loopback) and return its port: JSON lines, one command
-        per line (:meth:`control`), one JSON answer per line; a line that is not JSON is answered with
-        ``ok: false``; a line longer than :data:`CONTROL_LINE_BYTES` closes the connection."""
-        server = await asyncio.start_server(self._serve_control, host, port, limit=CONTROL_LINE_BYTES)
-        self._servers.append(server)
-        self.control_port = server.sockets[0].getsockname()[1]
-        return self.control_port
-
-    async def _serve_control(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            while True:
-                try:
-                    line = await reader.readline()
-                except (ValueError, asyncio.LimitOverrunError):  # a line past the limit
-                    writer.write(b'{"ok": false, "error": "command line too long"}\n')
-                    break
-                if not line:
-                    break
-                if not line.strip():
-                    continue
-                try:
-                    command = json.loads(line)
-                except ValueError as exc:
-                    answer = {"ok": False, "node": self.node.node_id, "error": f"not JSON: {exc}"}
-                else:
-                    try:
-                        answer = self.control(command)
-                    except Exception:  # a bug (in the node, handed a released message): log it, answer
-                        self.log(f"control command {line!r} failed:\n{traceback.format_exc()}")
-                        answer = {"ok": False, "node": self.node.node_id, "error": "internal error (see the node log)"}
-                writer.write(json.dumps(answer).encode() + b"\n")
-                await writer.drain()
-        except (ConnectionError, OSError):
-            pass  # the harness went away (a timeout): the command was applied all the same
-        finally:
-            writer.close()

@@ -39,7 +39,7 @@ class ProcessFaults:
         self.paused.discard(node)
         root = os.path.join(self.directory, node_name(node))
         if lose == "unflushed":
-            from .disk import restore_fsynced
+            from .shadow import restore_fsynced
             restore_fsynced(root)
         elif lose == "all":
             shutil.rmtree(root, ignore_errors=True)
@@ -86,7 +86,7 @@ class ProcessFaults:
     def corrupt(self, step: Step, action: Corrupt) -> Corrupted | None:
         """Flip bytes in one batch of the stopped broker's segment file (the simulator's rule for which
         batch: :func:`~kraftlog.scenario.corrupt_target`; the bytes from the run's seed)."""
-        from .disk import corrupt_segment, segment_batches
+        from .segment import corrupt_segment, segment_batches
         topic, _, idx = action.partition.rpartition("-")
         path = os.path.join(self.directory, node_name(action.broker), "data", f"{topic}-{idx}",
                             "00000000000000000000.log")

@@ -20,10 +20,11 @@ level, the seed, the configs and the ports); ``NODE`` is ``controller`` or a bro
   at once when they change, else every second) for ``cluster status``, and logs each metadata record it
   could not apply,
 * in chaos mode (``"chaos": true`` in ``cluster.json``, ``kraftlog cluster up --chaos``): keeps the
-  FileDisk's shadow (``FileDisk(root, shadow=True)``, so that a fault injector can give a killed node its
-  fsynced files back), runs the driver with a :class:`~kraftlog.net.driver.LinkFilter` whose rules start
-  as ``DIR/links.json`` says (the cluster-wide rules :func:`kraftlog.net.cluster.control_all` keeps there,
-  so a node restarted during a partition is still partitioned), and serves the driver's control channel
+  FileDisk's shadow (a :class:`~kraftlog.net.shadow.ShadowFileDisk`, so that a fault injector can give a
+  killed node its fsynced files back), runs the driver with a :class:`~kraftlog.net.link_filter.LinkFilter`
+  whose rules start as ``DIR/links.json`` says (the cluster-wide rules
+  :func:`kraftlog.net.cluster.control_all` keeps there, so a node restarted during a partition is still
+  partitioned), and serves the driver's control channel
   on 127.0.0.1, on a free port written to its run file as ``control_port``; a broker also answers
   ``{"cmd": "disk_full", "for_ms": N}`` there (every write of its FileDisk fails with ENOSPC for N ms:
   a full file system without root; ``{"cmd": "disk_full", "full": false}`` ends it),
@@ -37,7 +38,7 @@ level, the seed, the configs and the ports); ``NODE`` is ``controller`` or a bro
   owner exits (``prctl(PR_SET_PDEATHSIG)``, which reaches a paused node too); elsewhere, and as a second
   guard, the node shuts down at its next wake once the owner's PID is gone. A fault injector killed by
   SIGKILL thus leaves no node behind,
-* bounds its listeners as ``cluster.json``'s config says (:class:`~kraftlog.net.driver.ListenerLimits`:
+* bounds its listeners as ``cluster.json``'s config says (:class:`~kraftlog.net.listener_limits.ListenerLimits`:
   ``queued.max.request.bytes``, ``max.connections``, ``max.connections.per.ip``,
   ``connections.max.idle.ms``, ``kraftlog.request.receive.timeout.ms``, ``socket.request.max.bytes``; a
   bad value exits 2 naming it) and writes what they refused and closed to its run file (``listeners``),
@@ -64,12 +65,16 @@ from random import Random
 
 from ..broker.broker import CONTROLLED_SHUTDOWN_MAX_MS, Broker
 from ..controller.controller import CONTROLLER, QuorumController
+from ..level import Level
 from ..protocol import listeners as lst
 from ..protocol import wire
-from ..level import Level
 from ..storage.meta_properties import NodeIdentityError
-from .disk import FileDisk, read_meta_properties
-from .driver import Clock, LinkFilter, ListenerLimits, NodeDriver
+from .disk import FileDisk
+from .driver import Clock, NodeDriver
+from .link_filter import LinkFilter
+from .listener_limits import ListenerLimits
+from .meta_properties import read_meta_properties
+from .shadow import ShadowFileDisk
 
 HOST = "127.0.0.1"
 #: In a chaos-mode cluster directory: the cluster-wide link rules (LinkFilter.to_rules), kept by
@@ -237,7 +242,7 @@ async def _main(directory: str, node) -> int:
         log(f"cluster.json: {exc}")
         return 2
     chaos = bool(cluster.get("chaos", False))
-    disk = FileDisk(root, log=log, shadow=chaos)
+    disk = (ShadowFileDisk if chaos else FileDisk)(root, log=log)
     clock = Clock()
     now = clock.now_ms()
     try:
@@ -273,7 +278,7 @@ async def _main(directory: str, node) -> int:
         if for_ms is not None and (not isinstance(for_ms, int) or isinstance(for_ms, bool) or for_ms < 1):
             raise ValueError(f"disk_full: for_ms must be an integer >= 1, got {for_ms!r}")
         disk.set_full(True, None if for_ms is None else for_ms / 1000)
-        log(f"injected ENOSPC: every write fails" + ("" if for_ms is None else f" for {for_ms} ms"))
+        log("injected ENOSPC: every write fails" + ("" if for_ms is None else f" for {for_ms} ms"))
         return {"full": True, "for_ms": for_ms}
 
     link_filter = None
@@ -394,7 +399,8 @@ async def _main(directory: str, node) -> int:
         write_status()
         await driver.close()
         disk.close()
-        log(f"stopped: {fatal}" if fatal else "stopped" + ("" if clean else " without completing the controlled shutdown"))
+        log(f"stopped: {fatal}" if fatal
+            else "stopped" + ("" if clean else " without completing the controlled shutdown"))
     return 1 if fatal else 0
 
 

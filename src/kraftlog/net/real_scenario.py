@@ -9,7 +9,7 @@ real time: ``at:`` counts from the moment every partition has a leader (the simu
 to a fault on the real processes:
 
 * ``crash`` → SIGKILL by PID; ``lose: unflushed`` then gives every file its content at its last fsync
-  (:func:`kraftlog.net.disk.restore_fsynced`: SimDisk's ``writeback: never``), ``lose: all`` removes
+  (:func:`kraftlog.net.shadow.restore_fsynced`: SimDisk's ``writeback: never``), ``lose: all`` removes
   the node's data directory (a replaced disk); ``restart`` starts the process again (a broker's removed
   directory is formatted first, as an operator formats a new disk; the controller's is not: it refuses
   to start, as in the simulator, and the refusal is logged);
@@ -49,18 +49,18 @@ from random import Random
 
 from ..check import checkers
 from ..controller.controller import CONTROLLER
+from ..level import DEFAULT, Level
 from ..protocol import messages as m
 from ..protocol.errors import Errors
-from ..level import DEFAULT, Level
-from ..scenario.result import RunResult
 from ..scenario import AlterConfig, Condition, Crash, Elect, Produce, Scenario, Step
 from ..scenario.interpreter import ACKS, node_words, run_steps
+from ..scenario.result import RunResult
 from ..verdict import is_safe
 from . import cluster as cl
-from .chaos import end_state_violations, read_back, read_replica_disks
 from .client import ClientLoop, ConsumerRecorder, KafkaConnection
 from .faults import ProcessFaults
 from .node import HOST
+from .readback import end_state_violations, read_back, read_replica_disks
 
 __all__ = ["RealScenarioRun", "refusals"]
 
@@ -426,7 +426,8 @@ class RealScenarioRun(ProcessFaults):
                                    "epoch": s.broker_epoch}
                        for s in cl.status(self.directory) if s.role == "broker"}
             cl.down(self.directory)
-            names = [(t.name, i) for t in scn.topics for i in range(len(t.assignment) if t.assignment else t.partitions)]
+            names = [(t.name, i) for t in scn.topics
+                     for i in range(len(t.assignment) if t.assignment else t.partitions)]
             replica_logs, leos = read_replica_disks(self.directory, scn.brokers, names)
             for name, p in partitions.items():
                 p["leo"] = leos.get(name, {})

@@ -1,0 +1,232 @@
+"""Kafka's ``.log`` segment framing in the file-backed disk (:mod:`kraftlog.net.disk`): v2 record batches
+concatenated, each with its length and CRC-32C; the recovery scan that tells a valid prefix from a torn
+tail (Kafka's ``LogSegment.recover``); the encoding of a log file's items; and, for fault injection, a
+segment's batch spans and a flipped byte inside one.
+
+File formats and the recovery rules: docs/DESIGN.md, "The file-backed disk".
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import struct
+
+from crc32c import crc32c
+
+from ..metadata.codec import decode_metadata_record, encode_metadata_record
+from ..metadata.records import METADATA_RECORD_TYPES
+from ..protocol.records import Record, RecordBatch
+from ..protocol.wire import encode_batches
+from .files import O_CLOEXEC
+
+__all__ = [
+    "BATCHES", "METADATA", "SCAN_CHUNK", "UndecodableLogError", "recover_log", "count_frames", "encode_item",
+    "BatchSpan", "segment_batches", "corrupt_segment",
+]
+
+# Kafka v2 batch framing: baseOffset int64, batchLength int32, partitionLeaderEpoch int32, magic int8,
+# crc uint32 (CRC-32C of everything after it: attributes .. end of the batch).
+_LOG_HEAD = struct.Struct(">qi")
+_LOG_OVERHEAD = 12  # baseOffset + batchLength: batchLength counts the bytes after them
+_MAGIC_POS = 16
+_CRC = struct.Struct(">I")
+_CRC_POS = 17
+_CRC_START = 21
+_RECORDS_COUNT = struct.Struct(">i")
+_RECORDS_COUNT_POS = 57  # recordsCount, the last field of the 61-byte header
+#: Kafka's ``RECORD_BATCH_OVERHEAD`` (61) minus ``LOG_OVERHEAD``: the smallest legal batchLength.
+_MIN_BATCH_LENGTH = 49
+_MAGIC = 2
+#: Partition leader epoch of a metadata-log batch (kraftlog's single-node quorum; the wire uses 0 too).
+_METADATA_LEADER_EPOCH = 0
+
+#: The two kinds of log file: a partition segment (RecordBatch items) and the metadata log (metadata records).
+BATCHES = 0
+METADATA = 1
+
+#: Bytes read per system call when recovering or scanning a segment.
+SCAN_CHUNK = 1 << 20
+
+class UndecodableLogError(ValueError):
+    """A log file holds a batch with a valid length and CRC-32C that cannot be decoded as this file's
+    items (e.g. an unsupported compression codec, an unknown metadata record type, a metadata batch
+    not at its offset). Not a torn tail: the file is left untouched and the node should not start."""
+
+
+class _ChunkReader:
+    """Sequential reads of a file through ``pread`` in chunks of at least ``SCAN_CHUNK`` bytes, so
+    recovering a segment costs bounded memory and few system calls."""
+
+    __slots__ = ("fd", "total", "buf", "buf_start")
+
+    def __init__(self, fd: int, total: int) -> None:
+        self.fd = fd
+        self.total = total
+        self.buf = b""
+        self.buf_start = 0
+
+    def get(self, pos: int, n: int) -> memoryview:
+        """Bytes ``pos`` .. ``pos + n`` of the file (the caller checked they lie within ``total``)."""
+        off = pos - self.buf_start
+        if off < 0 or off + n > len(self.buf):
+            want = min(max(n, SCAN_CHUNK), self.total - pos)
+            chunks = []
+            got = 0
+            while got < want:
+                chunk = os.pread(self.fd, want - got, pos + got)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                got += len(chunk)
+            self.buf = chunks[0] if len(chunks) == 1 else b"".join(chunks)
+            self.buf_start = pos
+            off = 0
+            if len(self.buf) < n:
+                raise OSError(f"short read: {len(self.buf)} of {n} bytes at {pos}")
+        return memoryview(self.buf)[off:off + n]
+
+
+def recover_log(fd: int, total: int, kind: int, path: str) -> tuple[list[object] | None, list[int], int, str | None]:
+    """Check the batches of a log file from its start, as Kafka's ``LogSegment.recover`` checks each
+    batch's size and CRC, reading it in bounded chunks.
+
+    Returns (the decoded metadata records for a metadata log, or None for a segment, whose records are
+    not decoded; the byte position of each batch; the length of the valid prefix in bytes; why the rest
+    is invalid, or None). Raises :class:`UndecodableLogError` for a batch with a valid length and CRC
+    that is not an item of this file's kind."""
+    reader = _ChunkReader(fd, total)
+    items: list[object] | None = [] if kind == METADATA else None
+    starts: list[int] = []
+    pos = 0
+    reason = None
+    while pos < total:
+        if total - pos < _LOG_OVERHEAD:
+            reason = f"{total - pos} trailing bytes, fewer than a batch's 12-byte offset and length"
+            break
+        _base, length = _LOG_HEAD.unpack_from(reader.get(pos, _LOG_OVERHEAD))
+        if length < _MIN_BATCH_LENGTH:
+            reason = f"batch length {length} below the v2 minimum of {_MIN_BATCH_LENGTH}"
+            break
+        end = pos + _LOG_OVERHEAD + length
+        if end > total:
+            reason = f"incomplete batch: its length {length} runs {end - total} bytes past the end of the file"
+            break
+        view = reader.get(pos, end - pos)
+        magic = view[_MAGIC_POS]
+        if magic != _MAGIC:
+            reason = f"batch magic {magic}, expected {_MAGIC}"
+            break
+        (crc,) = _CRC.unpack_from(view, _CRC_POS)
+        if crc32c(view[_CRC_START:]) != crc:
+            reason = "batch CRC-32C mismatch"
+            break
+        # Length and CRC are valid: the batch was written whole. Failing to read it is not a torn tail.
+        try:
+            if items is not None:
+                batch = RecordBatch.from_bytes(view, verify_crc=False)
+                if batch.base_offset != len(items) or batch.record_count != 1:
+                    raise ValueError(f"metadata batch at offset {batch.base_offset} with {batch.record_count} "
+                                     f"records where offset {len(items)} with one record was expected")
+                items.append(decode_metadata_record(batch.records[0].value))
+            else:
+                # A segment's batch is only checked, not kept: read its record count in place rather
+                # than copying the batch into a RecordBatch.
+                (count,) = _RECORDS_COUNT.unpack_from(view, _RECORDS_COUNT_POS)
+                if count <= 0:
+                    raise ValueError(f"batch with {count} records")
+        except Exception as exc:  # noqa: BLE001 -- any decoder failure on a CRC-valid batch
+            raise UndecodableLogError(
+                f"{path}: the batch at byte {pos} (item {len(starts)}) has a valid CRC-32C but cannot be "
+                f"read: {exc}") from exc
+        starts.append(pos)
+        pos = end
+    return items, starts, pos, reason
+
+
+def count_frames(fd: int, pos: int, total: int) -> int:
+    """How many batch-shaped frames (a 12-byte offset and length, then at least the v2 minimum) the bytes
+    ``[pos, total)`` of a log file hold, read by their length fields only: what a recovery truncation
+    that starts at ``pos`` drops (the first frame is the invalid one)."""
+    count = 0
+    while total - pos >= _LOG_OVERHEAD:
+        head = os.pread(fd, _LOG_OVERHEAD, pos)
+        if len(head) < _LOG_OVERHEAD:
+            break
+        _base, length = _LOG_HEAD.unpack(head)
+        if length < _MIN_BATCH_LENGTH or pos + _LOG_OVERHEAD + length > total:
+            break
+        count += 1
+        pos += _LOG_OVERHEAD + length
+    return count
+
+
+def encode_item(kind: int, item: object, index: int, now_ms: int) -> bytes:
+    """The bytes of ``item`` as the ``index``-th item of a log file of ``kind``: a partition segment's
+    RecordBatch verbatim (its own v2 bytes); a metadata record as the value of a one-record v2 batch at
+    base offset ``index``, partition leader epoch 0, timestamp ``now_ms`` (KRaft's layout, kraftlog's JSON
+    value). TypeError for an item that is not of the file's kind."""
+    if kind == BATCHES:
+        if not isinstance(item, RecordBatch):
+            raise TypeError(f"a partition log holds RecordBatch items, not {type(item).__name__}")
+        return item.data  # an encoded batch's own bytes, verbatim
+    if type(item) not in METADATA_RECORD_TYPES:
+        raise TypeError(f"the metadata log holds metadata records, not {type(item).__name__}")
+    value = encode_metadata_record(item)
+    return encode_batches((RecordBatch(index, _METADATA_LEADER_EPOCH, (Record(now_ms, None, value),)),))
+
+
+class BatchSpan:
+    """A batch of a segment file as :func:`kraftlog.scenario.corrupt_target` sees it: its offsets
+    (from its header) and its byte range."""
+
+    __slots__ = ("base_offset", "next_offset", "start", "end")
+
+    def __init__(self, base_offset: int, next_offset: int, start: int, end: int) -> None:
+        self.base_offset, self.next_offset, self.start, self.end = base_offset, next_offset, start, end
+
+
+_LAST_OFFSET_DELTA = struct.Struct(">i")
+_LAST_OFFSET_DELTA_POS = 23  # after baseOffset, batchLength, partitionLeaderEpoch, magic, crc, attributes
+
+
+def segment_batches(path: str | os.PathLike[str]) -> list[BatchSpan]:
+    """The batches of a partition segment file (Kafka's ``.log``, v2 batches) read from their headers only:
+    offsets and byte ranges, up to the first frame that is not a whole batch. For fault injection and
+    tools; no CRC is checked."""
+    spans = []
+    with open(path, "rb") as fh:
+        data = fh.read()
+    pos = 0
+    while len(data) - pos >= _RECORDS_COUNT_POS + 4:
+        base, length = _LOG_HEAD.unpack_from(data, pos)
+        end = pos + _LOG_OVERHEAD + length
+        if length < _MIN_BATCH_LENGTH or end > len(data):
+            break
+        (delta,) = _LAST_OFFSET_DELTA.unpack_from(data, pos + _LAST_OFFSET_DELTA_POS)
+        spans.append(BatchSpan(base, base + delta + 1, pos, end))
+        pos = end
+    return spans
+
+
+def corrupt_segment(path: str | os.PathLike[str], span: BatchSpan, nbytes: int, rng: random.Random) -> list[int]:
+    """Flip ``nbytes`` bytes (each XORed with 0xFF) at positions drawn from ``rng`` (a seeded
+    ``random.Random``) inside the CRC-32C-covered part of the batch ``span`` of the segment file ``path``
+    (attributes to the end of the batch), in place: the next load finds the batch's CRC wrong, as a
+    flipped bit on the medium. Bytes before the CRC (base offset, length, partition leader epoch) are
+    left alone: Kafka's v2 CRC does not cover them. Returns the byte positions flipped (sorted). The
+    broker must be stopped (its FileDisk holds the file's lock otherwise: DirectoryLockedError is not
+    checked here, the caller stops the node first)."""
+    first = span.start + _CRC_START
+    count = max(1, min(nbytes, span.end - first))
+    positions = sorted(rng.sample(range(first, span.end), count))
+    fd = os.open(path, os.O_RDWR | O_CLOEXEC)
+    try:
+        for p in positions:
+            (b,) = os.pread(fd, 1, p)
+            os.pwrite(fd, bytes((b ^ 0xFF,)), p)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    return positions
+
