@@ -1,7 +1,7 @@
 """Network faults as rules on directed links, shared by the two drivers.
 
 The simulator (:class:`kraftlog.sim.cluster.SimCluster`) and the TCP driver's link filter
-(:class:`kraftlog.net.driver.LinkFilter`, a chaos-mode node's edge) apply the same scenario verbs with
+(:class:`kraftlog.net.link_filter.LinkFilter`, a chaos-mode node's edge) apply the same scenario verbs with
 the same semantics, so they keep their rules in one :class:`LinkRules`. It is pure data and logic: no
 sockets, no clock; what happens to a dropped or held message is the driver's business.
 

@@ -50,7 +50,7 @@ DEFAULTS: dict[str, str] = {
     # The real cluster (net/): a broker's endpoints, Kafka's "NAME://host:port,..." (empty in the
     # simulator, whose nodes need none).
     "advertised.listeners": "",
-    # The listeners' bounds (net/driver.py's ListenerLimits; static, read at start). Kafka's names and
+    # The listeners' bounds (net/listener_limits.py's ListenerLimits; static, read at start). Kafka's names and
     # meanings; kraftlog's defaults are bounded where Kafka's are not (Kafka: queued.max.request.bytes -1,
     # max.connections and max.connections.per.ip 2147483647, no deadline for receiving a request).
     "socket.request.max.bytes": "104857600",

@@ -16,7 +16,7 @@ The core nodes read the file as a value file of their :class:`~kraftlog.storage.
 (:data:`META_PROPERTIES` at the root) through :func:`read_identity`; the drivers (``kraftlog cluster``,
 the simulator's ``SimCluster``) format with :func:`format_disk`. The properties codec here
 (:func:`encode_properties`, :func:`decode_properties`) is ``java.util.Properties``'s ``store``/``load``
-for the ISO 8859-1 text Kafka writes; ``kraftlog.net.disk`` uses it for the files of a real node.
+for the ISO 8859-1 text Kafka writes; ``kraftlog.net.meta_properties`` uses it for the files of a real node.
 """
 
 from __future__ import annotations
