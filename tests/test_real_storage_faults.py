@@ -126,7 +126,7 @@ class Producers:
             p.poll(self.interval_s)
         assert p.flush(60) == 0
 
-    def __enter__(self) -> "Producers":
+    def __enter__(self) -> Producers:
         for t in self.threads:
             t.start()
         return self
@@ -198,7 +198,8 @@ def test_a_lasting_full_disk_moves_leadership_keeps_the_broker_up_and_a_restart_
     HWM checkpoint's ENOSPC killed the process. Now leadership moves at once, the broker stays up (the
     HWM checkpoint, every second here, fails quietly: the directory is already offline) serving metadata, and after
     a restart with space it rejoins the ISR and can lead again (a preferred election)."""
-    with running_cluster(str(tmp_path / "c"), 3, config={**CONFIG, "replica.high.watermark.checkpoint.interval.ms": "1000"}, chaos=True) as directory:
+    config = {**CONFIG, "replica.high.watermark.checkpoint.interval.ms": "1000"}
+    with running_cluster(str(tmp_path / "c"), 3, config=config, chaos=True) as directory:
         _create(directory)
         wait_for("leader 0, ISR [0, 1, 2]", lambda: _isr_is(directory, (0, 1, 2), leader=0))
         with Producers(_bootstrap(directory), count=1, interval_s=0.01) as producers:

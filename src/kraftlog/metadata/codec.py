@@ -1,7 +1,7 @@
 """The metadata-record codec: a metadata record (:mod:`kraftlog.metadata.records`) as the compact JSON value a
 KRaft ``__cluster_metadata`` batch carries, and back. The wire layer (a MetadataFetch response) and the
-file-backed metadata log (``net/disk.py``, ``net/segment.py``) both use it. Kafka encodes these records with its generated
-``ApiMessageAndVersion`` serde; kraftlog's records are its own dataclasses, so their value is JSON."""
+file-backed metadata log (``net/disk.py``, ``net/segment.py``) both use it. Kafka encodes these records with
+its generated ``ApiMessageAndVersion`` serde; kraftlog's records are its own dataclasses, so their value is JSON."""
 
 from __future__ import annotations
 
