@@ -15,13 +15,13 @@ from kraftlog.broker.broker import Broker
 from kraftlog.broker.partition import Partition
 from kraftlog.client.admin import Admin
 from kraftlog.controller.controller import CONTROLLER, QuorumController
+from kraftlog.level import Level
 from kraftlog.metadata.image import PartitionRegistration
 from kraftlog.protocol import messages as m
 from kraftlog.protocol.errors import Errors
-from kraftlog.level import Level
 from kraftlog.protocol.records import Record, RecordBatch
-from kraftlog.sim.runner import ScenarioRun
 from kraftlog.scenario import parse_scenario
+from kraftlog.sim.runner import ScenarioRun
 from kraftlog.storage.disk import SimDisk
 from kraftlog.storage.log import LogConfig, PartitionLog
 

@@ -149,7 +149,7 @@ def test_v0_join_uses_the_session_timeout_as_rebalance_timeout():
     [(_, first)] = gc.take_responses()
     gc.handle(0, Tok("s"), "c", sync_req(first.member_id, 1, {}), version=0)
     gc.handle(10, Tok("b"), "c", join_req(rebalance=99_999), version=0)  # a second member: rebalance
-    assert gc._timers[("join", G)][0] == 10 + SESSION  # the DelayedJoin: the session timeout
+    assert gc.timers.entries[("join", G)][0] == 10 + SESSION  # the DelayedJoin: the session timeout
 
 
 def test_member_ids_come_from_the_injected_rng():
@@ -692,7 +692,7 @@ def test_static_members_that_do_not_rejoin_keep_the_join_waiting_until_their_ses
     # the rebalance timeout passed: a static member is not dropped, and with no member rejoined there
     # is no next generation: another rebalance timeout starts
     assert gc.describe(G).state == PREPARING_REBALANCE and gc.describe(G).members == (a,)
-    assert gc._timers[("join", G)][0] == now + 2 * REBALANCE
+    assert gc.timers.entries[("join", G)][0] == now + 2 * REBALANCE
     assert gc.take_responses() == []
     gc.tick(now + REBALANCE + SESSION)  # a stops heartbeating: its session ends, the group is Empty
     assert gc.describe(G).members == ()
@@ -831,11 +831,11 @@ def test_next_deadline_and_tick_agree():
     # every deadline reported is one where tick changes something, and nothing happens before it
     snapshots = []
     while (deadline := gc.next_deadline()) is not None and deadline < 10 * REBALANCE:
-        before = (gc.describe(G), list(gc._timers.items()))
+        before = (gc.describe(G), list(gc.timers.entries.items()))
         gc.tick(deadline - 1)
-        assert (gc.describe(G), list(gc._timers.items())) == before and gc.take_responses() == []
+        assert (gc.describe(G), list(gc.timers.entries.items())) == before and gc.take_responses() == []
         gc.tick(deadline)
-        after = (gc.describe(G), list(gc._timers.items()), gc.take_responses())
+        after = (gc.describe(G), list(gc.timers.entries.items()), gc.take_responses())
         assert after[:2] != before or after[2]
         snapshots.append((deadline, gc.describe(G).state, len(gc.describe(G).members)))
     # the initial delay completes the join; the member never syncs nor heartbeats: its session (and

@@ -44,7 +44,7 @@ from .channel import (
     RegisterContext,
 )
 from .config import BrokerConfig, parse_listeners
-from .group_coordinator import GroupCoordinator, OffsetStore
+from .group_coordinator import GroupCoordinator
 from .lifecycle import (
     CONTROLLED_SHUTDOWN_MAX_MS,
     PENDING_CONTROLLED_SHUTDOWN,
@@ -65,6 +65,7 @@ from .log_manager import (
 )
 from .metadata_cache import MetadataCache
 from .metadata_publisher import BrokerMetadataPublisher, MetadataLoader
+from .offset_store import OffsetStore
 from .partition import Partition
 from .replica_fetcher import ReplicaFetcherManager
 from .replica_manager import DelayedProduce, ReplicaManager

@@ -14,10 +14,10 @@ from ..protocol.errors import Errors
 from ..storage.meta_properties import kafka_uuid
 from .channel import CONTROLLER, BrokerChannel, LogDirFailureHandler, MetadataFetchContext
 from .config import BrokerConfig
-from .group_coordinator import OffsetStore
 from .lifecycle import PENDING_CONTROLLED_SHUTDOWN, BrokerLifecycleManager
 from .log_manager import LogManager
 from .metadata_cache import MetadataCache
+from .offset_store import OffsetStore
 from .replica_fetcher import ReplicaFetcherManager
 from .replica_manager import ReplicaManager
 

@@ -24,10 +24,10 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
+from ..level import Level
 from ..metadata.image import PartitionRegistration
 from ..metadata.records import NO_LEADER, RECOVERED
 from ..protocol import messages as m
-from ..level import Level
 from ..storage.log import PartitionLog
 
 
