@@ -68,7 +68,7 @@ def java_string_hash(text: str) -> int:
 
 def coordinator_for(group_id: str, image: MetadataImage) -> int:
     """The broker id coordinating ``group_id`` in ``image``, or -1 when no broker is active."""
-    ids = sorted(image.brokers)
+    ids: list[int] = sorted(image.brokers)
     if not ids:
         return -1
     start = abs(java_string_hash(group_id)) % len(ids)
@@ -235,7 +235,7 @@ class GroupCoordinator(Generic[T]):
         if not member.is_new and (member.awaiting_join or member.awaiting_sync):
             self.timers.cancel(key)
         else:
-            self.timers.set(key, now_ms + (member.session_timeout_ms if timeout_ms is None else timeout_ms))
+            self.timers.schedule(key, now_ms + (member.session_timeout_ms if timeout_ms is None else timeout_ms))
 
     # ================================================================= answering parked requests
     def _respond(self, token: T, response: Message) -> None:
@@ -380,7 +380,7 @@ class GroupCoordinator(Generic[T]):
         elif version >= 4:
             new_id = self._new_member_id(client_id)
             group.pending_members[new_id] = None
-            self.timers.set((_PENDING, group.group_id, new_id), now_ms + req.session_timeout_ms)
+            self.timers.schedule((_PENDING, group.group_id, new_id), now_ms + req.session_timeout_ms)
             self._respond(token, join_error(new_id, Errors.MEMBER_ID_REQUIRED))
         else:
             new_id = self._new_member_id(client_id)
@@ -475,6 +475,7 @@ class GroupCoordinator(Generic[T]):
         group.members = {(new_id if mid == old_id else mid): mb for mid, mb in group.members.items()}
         if group.leader == old_id:
             group.leader = new_id
+        assert req.group_instance_id is not None  # a static member rejoins
         group.static_members[req.group_instance_id] = new_id
         if old_id in group.pending_sync:
             group.pending_sync = {(new_id if mid == old_id else mid): None for mid in group.pending_sync}
@@ -519,11 +520,11 @@ class GroupCoordinator(Generic[T]):
             group.initial_join = True
             group.initial_delay_ms = delay
             group.initial_remaining_ms = max(group.rebalance_timeout_ms() - delay, 0)
-            self.timers.set(key, now_ms + delay)
+            self.timers.schedule(key, now_ms + delay)
             group.state = PREPARING_REBALANCE
         else:
             group.initial_join = False
-            self.timers.set(key, now_ms + group.rebalance_timeout_ms())
+            self.timers.schedule(key, now_ms + group.rebalance_timeout_ms())
             group.state = PREPARING_REBALANCE
             self._try_complete_join(now_ms, group)
 
@@ -542,7 +543,7 @@ class GroupCoordinator(Generic[T]):
             delay = min(self.initial_rebalance_delay_ms, group.initial_remaining_ms)
             group.initial_remaining_ms = max(group.initial_remaining_ms - group.initial_delay_ms, 0)
             group.initial_delay_ms = delay
-            self.timers.set((_JOIN, group.group_id), now_ms + delay)
+            self.timers.schedule((_JOIN, group.group_id), now_ms + delay)
         else:
             self._complete_join(now_ms, group)
 
@@ -558,7 +559,7 @@ class GroupCoordinator(Generic[T]):
         for mb in [mb for mb in group.members.values() if not mb.awaiting_join and mb.group_instance_id is None]:
             self._remove(group, mb.member_id)
         if group.members and not group.maybe_elect_new_joined_leader():
-            self.timers.set((_JOIN, group.group_id), now_ms + group.rebalance_timeout_ms())
+            self.timers.schedule((_JOIN, group.group_id), now_ms + group.rebalance_timeout_ms())
             return
         group.generation_id += 1
         self._clear_pending_sync(group)
@@ -574,7 +575,7 @@ class GroupCoordinator(Generic[T]):
             mb.is_new = False
             group.pending_sync[mb.member_id] = None
         group.sync_generation = group.generation_id
-        self.timers.set((_SYNC, group.group_id), now_ms + group.rebalance_timeout_ms())
+        self.timers.schedule((_SYNC, group.group_id), now_ms + group.rebalance_timeout_ms())
 
     def _remove_member_and_update_group(self, now_ms: int, group: GroupMetadata[T], member: MemberMetadata[T]) -> None:
         """``GroupCoordinator.removeMemberAndUpdateGroup``: a parked JoinGroup is answered
@@ -731,6 +732,7 @@ class GroupCoordinator(Generic[T]):
         group = self._groups.get(req.group_id)
         results = []
         for ident in req.members:
+            error: int | None
             if group is None:
                 error = Errors.UNKNOWN_MEMBER_ID
             elif ident.member_id == "":

@@ -246,12 +246,14 @@ class GroupTimers:
         self._heap: list[tuple[int, int, TimerKey]] = []
         self._seq = 0
 
-    def set(self, key: TimerKey, deadline: int) -> None:
+    def schedule(self, key: TimerKey, deadline: int) -> None:
+        """Fire ``key`` at ``deadline`` (ms), replacing the deadline it had."""
         self._seq += 1
         self.entries[key] = (deadline, self._seq)
         heapq.heappush(self._heap, (deadline, self._seq, key))
 
     def cancel(self, key: TimerKey) -> None:
+        """Forget ``key``'s timer, if any."""
         self.entries.pop(key, None)
 
     def next_deadline(self) -> int | None:
@@ -275,6 +277,7 @@ class GroupTimers:
         return key
 
     def clear(self) -> None:
+        """Forget every timer."""
         self.entries.clear()
         self._heap.clear()
 

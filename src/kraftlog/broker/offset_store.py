@@ -46,6 +46,8 @@ class OffsetStore:
         self.groups: dict[str, dict[tuple[str, int], tuple[int, int, str | None]]] = {}
         for path in disk.list(self.prefix):
             raw = disk.read_value(path)
+            if not isinstance(raw, (str, bytes, bytearray)):
+                continue  # not a file of ours (json.loads would raise TypeError)
             try:
                 data = json.loads(raw)
             except (TypeError, ValueError):

@@ -409,11 +409,10 @@ class ReplicaManager:
             return
         self._alter_answered(context)
         seqs = dict(context.items)
-        by_key = {}
+        by_key: dict[tuple[str | None, int], m.AlterPartitionResponseItem] = {}
         image = self.cache.image
-        for item in resp.partitions:
-            name = image.topic_name(item.topic_id)
-            by_key[(name, item.partition)] = item
+        for answered in resp.partitions:
+            by_key[(image.topic_name(answered.topic_id), answered.partition)] = answered
         for key, seq in seqs.items():
             p = self.partitions.get(key)
             item = by_key.get(key)

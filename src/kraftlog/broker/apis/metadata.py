@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import uuid
 
-from ...metadata.image import MetadataImage
+from ...metadata.image import BrokerRegistration, MetadataImage
 from ...metadata.records import NO_LEADER
 from ...protocol import messages as m
 from ...protocol.errors import Errors
@@ -24,7 +24,8 @@ def endpoint(image: MetadataImage, broker_id: int, listener: str | None) -> tupl
     placeholder ``broker-<id>:9092`` when there is no listener."""
     if listener is None:
         return f"broker-{broker_id}", 9092
-    return image.brokers[broker_id].endpoint(listener)
+    registration: BrokerRegistration = image.brokers[broker_id]
+    return registration.endpoint(listener)
 
 
 class MetadataApis:

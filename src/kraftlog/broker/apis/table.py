@@ -9,17 +9,17 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TypeAlias, TypeVar, cast
 
-from ...protocol.node import Envelope, Request
+from ...protocol.node import Envelope, Message, Request
 
 #: A request handler: ``(now_ms, envelope)``.
 Handler: TypeAlias = Callable[[int, Envelope], None]
 #: A dispatch table (a family's, or KafkaApis' whole one).
-HandlerTable: TypeAlias = dict[type[Request], Handler]
+HandlerTable: TypeAlias = dict[type[Message], Handler]
 
 R = TypeVar("R", bound=Request)
 
 
-def entry(kind: type[R], handler: Callable[[int, Envelope[R]], None]) -> tuple[type[Request], Handler]:
+def entry(kind: type[R], handler: Callable[[int, Envelope[R]], None]) -> tuple[type[Message], Handler]:
     """One row of a dispatch table: requests of type ``kind`` go to ``handler``. The table is looked up by
     the request's exact type, so ``handler`` only ever sees an ``Envelope[R]``."""
     return kind, cast(Handler, handler)
