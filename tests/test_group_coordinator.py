@@ -79,7 +79,7 @@ def joined_group(gc: GroupCoordinator, n: int, now: int = 0, **kw):
     (member ids in join order, their join tokens, the join responses by token, time reached)."""
     ids = [new_member_id(gc, now, client=f"c{i}", **kw) for i in range(n)]
     toks = [Tok(f"j{i}") for i in range(n)]
-    for mid, tok in zip(ids, toks):
+    for mid, tok in zip(ids, toks, strict=True):
         assert gc.handle(now, tok, "c", join_req(mid, **kw)) is None
     joined: dict = {}
     while not joined:  # the initial delay, extended once when several members joined during it
@@ -202,7 +202,7 @@ def test_protocol_is_chosen_by_vote_among_protocols_every_member_supports():
              (("range", b"3"), ("roundrobin", b"3"), ("sticky", b"3"))]
     ids = [new_member_id(gc, 0, protocols=p) for p in prefs]
     toks = [Tok(str(i)) for i in range(3)]
-    for mid, tok, p in zip(ids, toks, prefs):
+    for mid, tok, p in zip(ids, toks, prefs, strict=True):
         gc.handle(0, tok, "c", join_req(mid, protocols=p))
     gc.tick(DELAY)
     gc.tick(2 * DELAY)
