@@ -160,8 +160,8 @@ def test_isr_expansion_requires_fetch_in_current_epoch_and_leo_at_least_hwm_and_
 def follower_with(entries, leo, hwm=0) -> Partition:
     """A follower replica whose log has leader epochs ``entries`` [(epoch, start)] up to ``leo``."""
     log = PartitionLog(SimDisk(None), "data/t-0", LogConfig(), 0)
-    bounds = [s for _, s in entries[1:]] + [leo]
-    for (epoch, start), end in zip(entries, bounds, strict=True):
+    bounds = [s for _, s in entries[1:]] + [leo]  # one more bound than entries when there are none
+    for (epoch, start), end in zip(entries, bounds, strict=False):
         log.append_as_follower([batch(end - start).with_offsets(start, epoch)], 0)
     log.update_high_watermark(hwm)
     assert log.epoch_cache.entries() == list(entries) and log.log_end_offset == leo
