@@ -15,13 +15,13 @@ from kraftlog.broker.broker import Broker
 from kraftlog.broker.partition import Partition
 from kraftlog.client.admin import Admin
 from kraftlog.controller.controller import CONTROLLER, QuorumController
+from kraftlog.level import Level
 from kraftlog.metadata.image import PartitionRegistration
 from kraftlog.protocol import messages as m
 from kraftlog.protocol.errors import Errors
-from kraftlog.level import Level
 from kraftlog.protocol.records import Record, RecordBatch
-from kraftlog.sim.runner import ScenarioRun
 from kraftlog.scenario import parse_scenario
+from kraftlog.sim.runner import ScenarioRun
 from kraftlog.storage.disk import SimDisk
 from kraftlog.storage.log import LogConfig, PartitionLog
 
@@ -160,8 +160,8 @@ def test_isr_expansion_requires_fetch_in_current_epoch_and_leo_at_least_hwm_and_
 def follower_with(entries, leo, hwm=0) -> Partition:
     """A follower replica whose log has leader epochs ``entries`` [(epoch, start)] up to ``leo``."""
     log = PartitionLog(SimDisk(None), "data/t-0", LogConfig(), 0)
-    bounds = [s for _, s in entries[1:]] + [leo]
-    for (epoch, start), end in zip(entries, bounds):
+    bounds = [s for _, s in entries[1:]] + [leo]  # one more bound than entries when there are none
+    for (epoch, start), end in zip(entries, bounds, strict=False):
         log.append_as_follower([batch(end - start).with_offsets(start, epoch)], 0)
     log.update_high_watermark(hwm)
     assert log.epoch_cache.entries() == list(entries) and log.log_end_offset == leo
@@ -350,7 +350,10 @@ def test_broker_ineligible_replica_answer_reverts_to_committed_isr_and_hwm_follo
     for env in c.ctl.poll():
         if type(env.message) is m.AlterPartitionResponse:
             answers.append(env.message.partitions[0].error_code)
-        c.b.deliver(c.now, env) if env.dst == 0 and type(env.message) is not m.MetadataFetchResponse else c.held.append(env)
+        if env.dst == 0 and type(env.message) is not m.MetadataFetchResponse:
+            c.b.deliver(c.now, env)
+        else:
+            c.held.append(env)
     c.pump()
     assert answers == [Errors.INELIGIBLE_REPLICA]
     assert p.isr == (0, 1) and p.maximal_isr == {0, 1}
@@ -389,7 +392,7 @@ def test_acks_all_is_not_enough_replicas_after_append_when_the_maximal_isr_fell_
     below min ISR). The positive side (the maximal ISR counts) is
     ``test_fidelity.test_not_enough_replicas_after_append_counts_the_maximal_isr``.
 
-    Shown to fail when the min-ISR comparison in ``Broker._complete_delayed_produces`` is dropped (the
+    Shown to fail when the min-ISR comparison in ``ReplicaManager.complete_delayed_produces`` is dropped (the
     part's error set to NONE whenever the HWM reaches it)."""
     c = MiniCluster(level=level, config={"replica.lag.time.max.ms": "1000", "min.insync.replicas": "2"})
     p = c.p
@@ -526,7 +529,8 @@ def test_offset_for_leader_epoch_answers_per_epoch_cache(epochs_run, requested, 
     cache {0: 0, 2: 5}, LEO 8: (floor epoch, next epoch's start offset), latest → (epoch, LEO),
     undefined → (-1, -1)."""
     run, probe, _ = epochs_run
-    resp = ask(run, probe, 0, m.OffsetForLeaderEpochRequest(-1, (m.OffsetForLeaderEpochPartition("t", 0, 2, requested),)))
+    resp = ask(run, probe, 0,
+               m.OffsetForLeaderEpochRequest(-1, (m.OffsetForLeaderEpochPartition("t", 0, 2, requested),)))
     r = resp.partitions[0]
     assert r.error_code == Errors.NONE
     assert (r.leader_epoch, r.end_offset) == expected

@@ -114,7 +114,7 @@ def test_a_forwarded_request_the_controller_never_answers_times_out(c):
                                   False, lst.CLIENT))
     c.pump()
     assert len(c.held) == 1 and not c.inbox.get("client")
-    c.now += c.b.request_timeout_ms
+    c.now += c.b.config.request_timeout_ms
     c.b.tick(c.now)
     c.pump()
     (resp,) = [e.message for e in c.inbox["client"] if e.correlation_id == corr]

@@ -79,7 +79,7 @@ def joined_group(gc: GroupCoordinator, n: int, now: int = 0, **kw):
     (member ids in join order, their join tokens, the join responses by token, time reached)."""
     ids = [new_member_id(gc, now, client=f"c{i}", **kw) for i in range(n)]
     toks = [Tok(f"j{i}") for i in range(n)]
-    for mid, tok in zip(ids, toks):
+    for mid, tok in zip(ids, toks, strict=True):
         assert gc.handle(now, tok, "c", join_req(mid, **kw)) is None
     joined: dict = {}
     while not joined:  # the initial delay, extended once when several members joined during it
@@ -149,7 +149,7 @@ def test_v0_join_uses_the_session_timeout_as_rebalance_timeout():
     [(_, first)] = gc.take_responses()
     gc.handle(0, Tok("s"), "c", sync_req(first.member_id, 1, {}), version=0)
     gc.handle(10, Tok("b"), "c", join_req(rebalance=99_999), version=0)  # a second member: rebalance
-    assert gc._timers[("join", G)][0] == 10 + SESSION  # the DelayedJoin: the session timeout
+    assert gc.timers.entries[("join", G)][0] == 10 + SESSION  # the DelayedJoin: the session timeout
 
 
 def test_member_ids_come_from_the_injected_rng():
@@ -202,7 +202,7 @@ def test_protocol_is_chosen_by_vote_among_protocols_every_member_supports():
              (("range", b"3"), ("roundrobin", b"3"), ("sticky", b"3"))]
     ids = [new_member_id(gc, 0, protocols=p) for p in prefs]
     toks = [Tok(str(i)) for i in range(3)]
-    for mid, tok, p in zip(ids, toks, prefs):
+    for mid, tok, p in zip(ids, toks, prefs, strict=True):
         gc.handle(0, tok, "c", join_req(mid, protocols=p))
     gc.tick(DELAY)
     gc.tick(2 * DELAY)
@@ -692,7 +692,7 @@ def test_static_members_that_do_not_rejoin_keep_the_join_waiting_until_their_ses
     # the rebalance timeout passed: a static member is not dropped, and with no member rejoined there
     # is no next generation: another rebalance timeout starts
     assert gc.describe(G).state == PREPARING_REBALANCE and gc.describe(G).members == (a,)
-    assert gc._timers[("join", G)][0] == now + 2 * REBALANCE
+    assert gc.timers.entries[("join", G)][0] == now + 2 * REBALANCE
     assert gc.take_responses() == []
     gc.tick(now + REBALANCE + SESSION)  # a stops heartbeating: its session ends, the group is Empty
     assert gc.describe(G).members == ()
@@ -831,11 +831,11 @@ def test_next_deadline_and_tick_agree():
     # every deadline reported is one where tick changes something, and nothing happens before it
     snapshots = []
     while (deadline := gc.next_deadline()) is not None and deadline < 10 * REBALANCE:
-        before = (gc.describe(G), list(gc._timers.items()))
+        before = (gc.describe(G), list(gc.timers.entries.items()))
         gc.tick(deadline - 1)
-        assert (gc.describe(G), list(gc._timers.items())) == before and gc.take_responses() == []
+        assert (gc.describe(G), list(gc.timers.entries.items())) == before and gc.take_responses() == []
         gc.tick(deadline)
-        after = (gc.describe(G), list(gc._timers.items()), gc.take_responses())
+        after = (gc.describe(G), list(gc.timers.entries.items()), gc.take_responses())
         assert after[:2] != before or after[2]
         snapshots.append((deadline, gc.describe(G).state, len(gc.describe(G).members)))
     # the initial delay completes the join; the member never syncs nor heartbeats: its session (and

@@ -81,7 +81,7 @@ def _partition(
 def describe_topic_partitions(
     image: MetadataImage,
     request: m.DescribeTopicPartitionsRequest,
-    static_config: dict | None = None,
+    static_config: dict[str, str] | None = None,
 ) -> m.DescribeTopicPartitionsResponse:
     """Answer a DescribeTopicPartitions v0 request from ``image`` (KIP-966; Kafka's
     ``DescribeTopicPartitionsRequestHandler``). Pure: reads the image, returns the response.
@@ -168,7 +168,7 @@ def describe_topic_partitions(
 TOPIC_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 1, 3, 4, 5
 
 
-def _config_entry(image: MetadataImage, static: dict, broker_name: str, topic: str | None,
+def _config_entry(image: MetadataImage, static: dict[str, str], broker_name: str, topic: str | None,
                   shown_name: str) -> m.DescribeConfigsResourceResult:
     """One config, resolved as Kafka's ``ConfigHelper`` does: the topic's own value, else the cluster-wide
     dynamic default, else the node's static config, else Kafka's default (the source says which)."""
@@ -187,7 +187,7 @@ def _config_entry(image: MetadataImage, static: dict, broker_name: str, topic: s
     return m.DescribeConfigsResourceResult(shown_name, value if value != "" else None, False, DEFAULT_CONFIG)
 
 
-def describe_configs(image: MetadataImage, req: m.DescribeConfigsRequest, static: dict,
+def describe_configs(image: MetadataImage, req: m.DescribeConfigsRequest, static: dict[str, str],
                      broker_id: int) -> m.DescribeConfigsResponse:
     """DescribeConfigs (Kafka's ``ConfigHelper.describeConfigs``) from the broker's image: a topic resource
     (type 2) lists the topic-level configs kraftlog knows (``flush.messages``, ``min.insync.replicas``,

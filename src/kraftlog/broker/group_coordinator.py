@@ -1,15 +1,10 @@
-"""The group coordinator: Kafka's classic consumer-group protocol and its offset store.
+"""The group coordinator: Kafka's classic consumer-group protocol over the offset store.
 
 Which broker coordinates a group: Kafka hashes the group id onto a ``__consumer_offsets`` partition
 (``abs(groupId.hashCode) % offsets.topic.num.partitions``) and uses its leader. kraftlog keeps no
 internal offsets topic: the same Java hash picks a starting broker id, and the coordinator is the
 first active (registered, unfenced, not shutting down) broker from there in id order, as every broker
-computes it from its MetadataImage.
-
-Committed offsets (with the leader epoch of the last consumed record, KIP-320) are kept per group and
-written through the broker's Disk with an atomic, durable write on every commit. They are *not*
-replicated: when the coordinator moves to another broker, that broker knows only what was committed
-to it. (Kafka replicates them through ``__consumer_offsets``.)
+computes it from its MetadataImage. Committed offsets: :mod:`kraftlog.broker.offset_store`.
 
 Group membership (:class:`GroupCoordinator`) follows Kafka's classic protocol (JoinGroup, SyncGroup,
 Heartbeat, LeaveGroup; ``kafka.coordinator.group.GroupCoordinator`` / ``GroupMetadata`` of Kafka 3.x,
@@ -17,42 +12,50 @@ which Kafka 4.x's ``GroupMetadataManager.classicGroup*`` keeps), sans-I/O: time 
 randomness (member ids) from an injected ``random.Random``, and the requests Kafka parks in its join
 and sync purgatories come back later through :meth:`GroupCoordinator.take_responses`. Membership is
 kept in memory only (Kafka also writes it to ``__consumer_offsets``): a coordinator that takes over a
-group starts it Empty, and its members rejoin.
+group starts it Empty, and its members rejoin. One group's state: :mod:`kraftlog.broker.group_metadata`.
 """
 
 from __future__ import annotations
 
-import heapq
-import hashlib
-import json
-from urllib.parse import quote
-from random import Random
 import uuid
-from dataclasses import dataclass
-from typing import ClassVar
+from collections.abc import Iterable
+from random import Random
+from typing import ClassVar, Generic, TypeAlias, TypeVar
 
-from ..metadata import config as _config
 from ..metadata.image import MetadataImage
 from ..protocol import messages as m
 from ..protocol.errors import Errors
-from ..storage.disk import Disk
+from ..protocol.node import Message
+from .group_metadata import (
+    CAN_REBALANCE,
+    COMPLETING_REBALANCE,
+    DEAD,
+    EMPTY,
+    GROUP_CONFIGS,
+    NEW_MEMBER_JOIN_TIMEOUT_MS,
+    PREPARING_REBALANCE,
+    STABLE,
+    GroupMetadata,
+    GroupSummary,
+    GroupTimers,
+    MemberMetadata,
+    Protocols,
+    group_config,
+    join_error,
+    protocols_of,
+)
+from .offset_store import OFFSETS_DIR, OffsetStore, file_of_group
 
-OFFSETS_DIR = "__consumer_offsets"
+__all__ = [  # what callers import from here (the offset store's names too)
+    "GroupCoordinator", "coordinator_for", "java_string_hash", "OffsetStore", "OFFSETS_DIR", "file_of_group",
+    "GroupSummary", "GROUP_CONFIGS", "group_config", "NEW_MEMBER_JOIN_TIMEOUT_MS", "EMPTY", "PREPARING_REBALANCE",
+    "COMPLETING_REBALANCE", "STABLE", "DEAD",
+]
 
-
-#: The longest file name the store writes (bytes; Linux allows 255).
-MAX_FILE_NAME = 200
-
-
-def file_of_group(group_id: str) -> str:
-    """The file name holding ``group_id``'s offsets: the id percent-encoded (dots too), so that any group
-    id a client sends (``..``, ``a/b``, ``x.tmp``, "") is one plain file name; an id whose encoding would
-    be longer than MAX_FILE_NAME is named by its SHA-256 (the file itself names the group)."""
-    name = quote(group_id, safe="").replace(".", "%2E") or "%"
-    if len(name) > MAX_FILE_NAME:
-        name = "%H" + hashlib.sha256(group_id.encode("utf-8", "surrogatepass")).hexdigest()
-    return name
-
+T = TypeVar("T")
+#: The requests the group coordinator handles.
+GroupRequest: TypeAlias = (m.JoinGroupRequest | m.SyncGroupRequest | m.HeartbeatRequest | m.LeaveGroupRequest
+                           | m.OffsetCommitRequest | m.OffsetFetchRequest)
 
 def java_string_hash(text: str) -> int:
     """Java's ``String.hashCode`` (UTF-16 code units, 32-bit wrap), as Kafka uses for group ids."""
@@ -65,7 +68,7 @@ def java_string_hash(text: str) -> int:
 
 def coordinator_for(group_id: str, image: MetadataImage) -> int:
     """The broker id coordinating ``group_id`` in ``image``, or -1 when no broker is active."""
-    ids = sorted(image.brokers)
+    ids: list[int] = sorted(image.brokers)
     if not ids:
         return -1
     start = abs(java_string_hash(group_id)) % len(ids)
@@ -76,88 +79,6 @@ def coordinator_for(group_id: str, image: MetadataImage) -> int:
     return -1
 
 
-class OffsetStore:
-    """Committed offsets of the groups this broker coordinates, persisted at
-    ``{log_dir}/__consumer_offsets/{file_of_group(group)}`` as JSON ``{"group_id": group, "offsets":
-    {"topic-partition": [offset, leader_epoch, metadata]}}``."""
-
-    def __init__(self, disk: Disk, log_dir: str) -> None:
-        self.disk = disk
-        self.prefix = f"{log_dir}/{OFFSETS_DIR}/"
-        self.groups: dict[str, dict[tuple[str, int], tuple[int, int, str | None]]] = {}
-        for path in disk.list(self.prefix):
-            raw = disk.read_value(path)
-            try:
-                data = json.loads(raw)
-            except (TypeError, ValueError):
-                continue
-            if not isinstance(data, dict) or not isinstance(data.get("group_id"), str):
-                continue
-            offsets = {}
-            for name, (offset, epoch, meta) in data.get("offsets", {}).items():
-                topic, _, idx = name.rpartition("-")
-                offsets[(topic, int(idx))] = (int(offset), int(epoch), meta)
-            self.groups[data["group_id"]] = offsets
-
-    def commit(self, req: m.OffsetCommitRequest, now_ms: int) -> m.OffsetCommitResponse:
-        """Store the offsets (a durable write) and answer NONE per partition."""
-        offsets = self.groups.setdefault(req.group_id, {})
-        for p in req.partitions:
-            offsets[(p.topic, p.partition)] = (p.committed_offset, p.committed_leader_epoch, p.committed_metadata)
-        data = {"group_id": req.group_id,
-                "offsets": {f"{t}-{i}": list(v) for (t, i), v in sorted(offsets.items())}}
-        self.disk.write_atomic(self.prefix + file_of_group(req.group_id), json.dumps(data, sort_keys=True), now_ms)
-        return m.OffsetCommitResponse(tuple(m.OffsetCommitPartitionResponse(p.topic, p.partition, Errors.NONE)
-                                            for p in req.partitions))
-
-    def delete_topics(self, topics, now_ms: int) -> None:
-        """Forget every committed offset of the deleted ``topics`` (names), in every group: Kafka's
-        ``GroupCoordinator.onPartitionsDeleted``, which ``BrokerMetadataPublisher`` calls with the deleted
-        topics' partitions and ``OffsetMetadataManager.onPartitionsDeleted`` turns into one offset tombstone
-        per committed partition. A group left with offsets is rewritten (a durable write); a group left with
-        none loses its file (its offsets are all tombstoned; Kafka's periodic group cleanup drops such a group
-        later)."""
-        gone = set(topics)
-        for group_id in sorted(self.groups):
-            offsets = self.groups[group_id]
-            if not any(t in gone for t, _ in offsets):
-                continue
-            kept = {k: v for k, v in offsets.items() if k[0] not in gone}
-            path = self.prefix + file_of_group(group_id)
-            if kept:
-                self.groups[group_id] = kept
-                data = {"group_id": group_id, "offsets": {f"{t}-{i}": list(v) for (t, i), v in sorted(kept.items())}}
-                self.disk.write_atomic(path, json.dumps(data, sort_keys=True), now_ms)
-            else:
-                del self.groups[group_id]
-                self.disk.delete(path, now_ms)
-
-    def fetch(self, req: m.OffsetFetchRequest) -> m.OffsetFetchResponse:
-        """Committed (offset, leader epoch, metadata) per partition; -1 where nothing is committed."""
-        offsets = self.groups.get(req.group_id, {})
-        keys = sorted(offsets) if req.partitions is None else list(req.partitions)
-        out = []
-        for topic, index in keys:
-            offset, epoch, meta = offsets.get((topic, index), (-1, -1, None))
-            out.append(m.OffsetFetchPartition(topic, index, offset, epoch, meta))
-        return m.OffsetFetchResponse(req.group_id, Errors.NONE, tuple(out))
-
-
-# ======================================================================= classic group membership
-#: Kafka's ``GroupCoordinator.NewMemberJoinTimeoutMs`` (ms): how long a new member's JoinGroup may wait
-#: in a rebalance before the member is dropped (its session timeout does not apply until it has joined).
-NEW_MEMBER_JOIN_TIMEOUT_MS = 5 * 60 * 1000
-
-# Group states (Kafka's ``GroupState`` names, as DescribeGroups reports them).
-EMPTY = "Empty"
-PREPARING_REBALANCE = "PreparingRebalance"
-COMPLETING_REBALANCE = "CompletingRebalance"
-STABLE = "Stable"
-DEAD = "Dead"
-
-#: Kafka's ``PreparingRebalance.validPreviousStates`` (``GroupMetadata.canRebalance``).
-_CAN_REBALANCE = frozenset((STABLE, COMPLETING_REBALANCE, EMPTY))
-
 # timer kinds (the first element of a timer key)
 _JOIN = "join"  # (kind, group): DelayedJoin / InitialDelayedJoin of a group in PreparingRebalance
 _SYNC = "sync"  # (kind, group): DelayedSync (KAFKA-13213) after a join completed
@@ -165,171 +86,7 @@ _HEARTBEAT = "heartbeat"  # (kind, group, member): DelayedHeartbeat, the member'
 _PENDING = "pending"  # (kind, group, member id): DelayedHeartbeat(isPending) of a KIP-394 pending member
 
 
-#: The group coordinator's configs (Kafka's names; defaults in ``kraftlog.metadata.config.DEFAULTS``:
-#: 6000, 1800000, 3000 and Int.MaxValue, Kafka's).
-GROUP_CONFIGS = ("group.min.session.timeout.ms", "group.max.session.timeout.ms",
-                 "group.initial.rebalance.delay.ms", "group.max.size")
-
-
-def group_config(name: str, config: dict[str, str] | None) -> int:
-    """An int group-coordinator config (one of :data:`GROUP_CONFIGS`): ``config[name]`` if set, else
-    Kafka's default (``kraftlog.metadata.config.lookup``)."""
-    return int(_config.lookup(name, config))
-
-
-@dataclass(slots=True, frozen=True)
-class GroupSummary:
-    """A read-only view of one group (the shape of Kafka's ``GroupMetadata.summary``): ``state`` one of
-    the state names above, ``members`` the member ids in join order, ``leader`` "" when none."""
-
-    group_id: str
-    state: str
-    generation_id: int
-    protocol_type: str | None
-    protocol_name: str | None
-    leader: str
-    members: tuple[str, ...]
-
-
-class _Member:
-    """Kafka's ``MemberMetadata``: one member of a classic group. Times are ms.
-
-    ``protocols``: ``((name, metadata), ...)`` in the member's order of preference. A parked JoinGroup
-    (``awaiting_join``, Kafka's ``awaitingJoinCallback``) or SyncGroup (``awaiting_sync``) keeps the
-    driver's token until it is answered."""
-
-    __slots__ = ("member_id", "group_instance_id", "client_id", "rebalance_timeout_ms", "session_timeout_ms",
-                 "protocol_type", "protocols", "assignment", "awaiting_join", "join_token", "awaiting_sync",
-                 "sync_token", "is_new")
-
-    def __init__(self, member_id: str, group_instance_id: str | None, client_id: str, rebalance_timeout_ms: int,
-                 session_timeout_ms: int, protocol_type: str, protocols: tuple[tuple[str, bytes], ...]) -> None:
-        self.member_id = member_id
-        self.group_instance_id = group_instance_id
-        self.client_id = client_id
-        self.rebalance_timeout_ms = rebalance_timeout_ms
-        self.session_timeout_ms = session_timeout_ms
-        self.protocol_type = protocol_type
-        self.protocols = protocols
-        self.assignment = b""
-        self.awaiting_join = False
-        self.join_token: object = None
-        self.awaiting_sync = False
-        self.sync_token: object = None
-        self.is_new = False
-
-    def metadata(self, protocol: str) -> bytes:
-        """The member's metadata for ``protocol`` (``MemberMetadata.metadata``)."""
-        for name, meta in self.protocols:
-            if name == protocol:
-                return meta
-        raise ValueError(f"member {self.member_id} does not support protocol {protocol}")  # pragma: no cover
-
-    def vote(self, candidates: set[str]) -> str:
-        """The member's most preferred protocol among ``candidates`` (``MemberMetadata.vote``)."""
-        for name, _ in self.protocols:
-            if name in candidates:
-                return name
-        raise ValueError(  # pragma: no cover - supportsProtocols admits members with a common protocol
-            f"member {self.member_id} does not support any of the candidates {sorted(candidates)}")
-
-
-class _Group:
-    """Kafka's ``GroupMetadata`` (membership part) of one classic group.
-
-    ``members`` is in join order (dicts keep insertion order): the leader's JoinGroup response lists the
-    members in that order and a new leader is the first remaining member. ``pending_members`` (KIP-394)
-    and ``pending_sync`` (KAFKA-13213) are ordered sets (dicts with None values)."""
-
-    __slots__ = ("group_id", "state", "generation_id", "protocol_type", "protocol_name", "leader", "members",
-                 "static_members", "pending_members", "pending_sync", "protocol_counts", "new_member_added",
-                 "initial_join", "initial_delay_ms", "initial_remaining_ms", "sync_generation")
-
-    def __init__(self, group_id: str) -> None:
-        self.group_id = group_id
-        self.state = EMPTY
-        self.generation_id = 0
-        self.protocol_type: str | None = None
-        self.protocol_name: str | None = None
-        self.leader: str | None = None
-        self.members: dict[str, _Member] = {}
-        self.static_members: dict[str, str] = {}  # group.instance.id -> member id
-        self.pending_members: dict[str, None] = {}
-        self.pending_sync: dict[str, None] = {}
-        #: protocol name -> how many members support it (``GroupMetadata.supportedProtocols``)
-        self.protocol_counts: dict[str, int] = {}
-        #: a member joined while the first rebalance (generation 0) waits (``newMemberAdded``)
-        self.new_member_added = False
-        #: the running join timer is an InitialDelayedJoin (which never completes early) with these
-        #: ``delayMs`` and ``remainingMs``
-        self.initial_join = False
-        self.initial_delay_ms = 0
-        self.initial_remaining_ms = 0
-        #: the generation the DelayedSync timer was started for
-        self.sync_generation = -1
-
-    # ---------------------------------------------------------------- GroupMetadata
-    def rebalance_timeout_ms(self) -> int:
-        """Max of the members' rebalance timeouts, 0 without members (``GroupMetadata.rebalanceTimeoutMs``)."""
-        return max((mb.rebalance_timeout_ms for mb in self.members.values()), default=0)
-
-    def supports_protocols(self, protocol_type: str, names: list[str]) -> bool:
-        """``GroupMetadata.supportsProtocols``: an Empty group takes any non-empty protocol type with at
-        least one protocol; otherwise the type must match and one protocol be supported by every member."""
-        if self.state == EMPTY:
-            return bool(protocol_type) and bool(names)
-        size = len(self.members)
-        return self.protocol_type == protocol_type and any(self.protocol_counts.get(n, 0) == size for n in names)
-
-    def all_joined(self) -> bool:
-        """``GroupMetadata.hasAllMembersJoined``: every member has a JoinGroup parked and no KIP-394 pending
-        member is still expected."""
-        return not self.pending_members and all(mb.awaiting_join for mb in self.members.values())
-
-    def select_protocol(self) -> str:
-        """``GroupMetadata.selectProtocol``: the candidates are the protocols every member supports; each
-        member votes for its most preferred candidate and the most votes win. Kafka breaks a tie by
-        HashMap order; here the protocol first voted for (in join order) wins, deterministically."""
-        size = len(self.members)
-        candidates = {name for name, count in self.protocol_counts.items() if count == size}
-        votes: dict[str, int] = {}
-        for mb in self.members.values():
-            choice = mb.vote(candidates)
-            votes[choice] = votes.get(choice, 0) + 1
-        best = max(votes.values())
-        return next(name for name, count in votes.items() if count == best)
-
-    def count_protocols(self, member: _Member, delta: int) -> None:
-        for name, _ in member.protocols:
-            self.protocol_counts[name] = self.protocol_counts.get(name, 0) + delta
-
-    def current_member_metadata(self) -> tuple[m.JoinGroupResponseMember, ...]:
-        """The leader's member list (``GroupMetadata.currentMemberMetadata``): every member with its
-        metadata for the chosen protocol, in join order."""
-        name = self.protocol_name or ""
-        return tuple(m.JoinGroupResponseMember(mb.member_id, mb.metadata(name), mb.group_instance_id)
-                     for mb in self.members.values())
-
-    def summary(self) -> GroupSummary:
-        return GroupSummary(self.group_id, self.state, self.generation_id, self.protocol_type, self.protocol_name,
-                            self.leader or "", tuple(self.members))
-
-
-def _join_error(member_id: str, error: int) -> m.JoinGroupResponse:
-    """Kafka's ``JoinGroupResult(memberId, error)``: no generation (-1), protocol or leader."""
-    return m.JoinGroupResponse(error, member_id)
-
-
-def _protocols(req: m.JoinGroupRequest) -> tuple[tuple[str, bytes], ...]:
-    """The request's protocols as ``((name, metadata), ...)``, first occurrence of a name kept (Kafka's
-    ``JoinGroupRequestProtocolCollection`` is keyed by name)."""
-    seen: dict[str, bytes] = {}
-    for p in req.protocols:
-        seen.setdefault(p.name, bytes(p.metadata))
-    return tuple(seen.items())
-
-
-class GroupCoordinator:
+class GroupCoordinator(Generic[T]):
     """Kafka's classic consumer-group coordinator (``kafka.coordinator.group.GroupCoordinator``), sans-I/O.
 
     Driver interface (the broker's):
@@ -357,7 +114,7 @@ class GroupCoordinator:
     """
 
     #: The API versions whose semantics ``handle`` applies by default (the message classes' ``VERSION``).
-    VERSION: ClassVar[dict[type, int]] = {
+    VERSION: ClassVar[dict[type[GroupRequest], int]] = {
         m.JoinGroupRequest: m.JoinGroupRequest.VERSION,
         m.SyncGroupRequest: m.SyncGroupRequest.VERSION,
         m.HeartbeatRequest: m.HeartbeatRequest.VERSION,
@@ -373,32 +130,30 @@ class GroupCoordinator:
         self.max_session_timeout_ms = group_config("group.max.session.timeout.ms", config)
         self.initial_rebalance_delay_ms = group_config("group.initial.rebalance.delay.ms", config)
         self.max_size = group_config("group.max.size", config)
-        self._groups: dict[str, _Group] = {}
-        self._responses: list[tuple[object, object]] = []
-        #: timer key -> (deadline ms, sequence number); the heap holds (deadline, seq, key) entries, an
-        #: entry being live while ``_timers[key]`` still equals its (deadline, seq)
-        self._timers: dict[tuple, tuple[int, int]] = {}
-        self._heap: list[tuple[int, int, tuple]] = []
-        self._seq = 0
+        self._groups: dict[str, GroupMetadata[T]] = {}
+        self._responses: list[tuple[T, Message]] = []
+        self.timers = GroupTimers()
 
     # ================================================================== driver interface
-    def handle(self, now_ms: int, token: object, client_id: str, request, version: int | None = None):
-        """Handle one group request at ``now_ms``; the response, or None if parked (see the class doc)."""
+    def handle(self, now_ms: int, token: T, client_id: str, request: GroupRequest,
+               version: int | None = None) -> Message | None:
+        """Handle one group request at ``now_ms``; the response, or None if parked (see the class doc).
+        Raises TypeError for another request."""
         kind = type(request)
         if kind not in self.VERSION:
             raise TypeError(f"not a group request: {kind.__name__}")
         if version is None:
             version = self.VERSION[kind]
-        if kind is m.OffsetFetchRequest:
+        if isinstance(request, m.OffsetFetchRequest):
             return self.offsets.fetch(request)  # GroupCoordinator.handleFetchOffsets: no membership check
-        if kind is m.OffsetCommitRequest:
+        if isinstance(request, m.OffsetCommitRequest):
             return self._offset_commit(now_ms, request)
-        if kind is m.HeartbeatRequest:
+        if isinstance(request, m.HeartbeatRequest):
             return self._heartbeat(now_ms, request)
-        if kind is m.LeaveGroupRequest:
+        if isinstance(request, m.LeaveGroupRequest):
             return self._leave_group(now_ms, request, version)
         start = len(self._responses)
-        if kind is m.JoinGroupRequest:
+        if isinstance(request, m.JoinGroupRequest):
             self._join_group(now_ms, token, client_id or "", request, version)
         else:
             self._sync_group(now_ms, token, request, version)
@@ -408,7 +163,7 @@ class GroupCoordinator:
                 return self._responses.pop(i)[1]
         return None
 
-    def take_responses(self) -> list[tuple[object, object]]:
+    def take_responses(self) -> list[tuple[T, Message]]:
         """``[(token, response), ...]`` for parked requests answered since the last call, oldest first."""
         out = self._responses
         self._responses = []
@@ -416,24 +171,12 @@ class GroupCoordinator:
 
     def next_deadline(self) -> int | None:
         """The earliest time (ms) at which :meth:`tick` has a timer to fire, None when none is set."""
-        heap = self._heap
-        timers = self._timers
-        while heap:
-            deadline, seq, key = heap[0]
-            if timers.get(key) == (deadline, seq):
-                return deadline
-            heapq.heappop(heap)  # cancelled or rescheduled
-        return None
+        return self.timers.next_deadline()
 
     def tick(self, now_ms: int) -> None:
         """Fire every timer due at ``now_ms`` (deadline <= now_ms), in deadline order (ties: the order
         they were set)."""
-        while True:
-            deadline = self.next_deadline()
-            if deadline is None or deadline > now_ms:
-                return
-            _, _, key = heapq.heappop(self._heap)
-            del self._timers[key]
+        while (key := self.timers.pop_due(now_ms)) is not None:
             group = self._groups.get(key[1])
             if group is None:  # pragma: no cover - timers are cancelled with their group
                 continue
@@ -446,7 +189,7 @@ class GroupCoordinator:
             else:
                 self._on_expire_pending_sync(now_ms, group)
 
-    def resign(self, now_ms: int, group_ids=None) -> None:
+    def resign(self, now_ms: int, group_ids: Iterable[str] | None = None) -> None:
         """Stop coordinating ``group_ids`` (every group when None): ``GroupCoordinator.onGroupUnloaded``.
         A group in PreparingRebalance answers its parked JoinGroups NOT_COORDINATOR, one in
         CompletingRebalance or Stable its parked SyncGroups; then the group is Dead and forgotten (its
@@ -458,16 +201,13 @@ class GroupCoordinator:
             group.state = DEAD
             for mb in group.members.values():
                 if previous == PREPARING_REBALANCE and mb.awaiting_join:
-                    self._answer_join(mb, _join_error(mb.member_id, Errors.NOT_COORDINATOR))
+                    self._answer_join(mb, join_error(mb.member_id, Errors.NOT_COORDINATOR))
                 elif previous in (STABLE, COMPLETING_REBALANCE) and mb.awaiting_sync:
                     self._answer_sync(mb, m.SyncGroupResponse(Errors.NOT_COORDINATOR))
         if group_ids is None:
-            self._timers.clear()
-            self._heap.clear()
+            self.timers.clear()
         else:
-            gone = set(ids)
-            for key in [k for k in self._timers if k[1] in gone]:
-                del self._timers[key]
+            self.timers.drop_groups(set(ids))
 
     @property
     def busy(self) -> bool:
@@ -485,49 +225,44 @@ class GroupCoordinator:
         return None if group is None else group.summary()
 
     # ======================================================================= timers
-    def _set_timer(self, key: tuple, deadline: int) -> None:
-        self._seq += 1
-        self._timers[key] = (deadline, self._seq)
-        heapq.heappush(self._heap, (deadline, self._seq, key))
-
-    def _cancel_timer(self, key: tuple) -> None:
-        self._timers.pop(key, None)
-
-    def _schedule_heartbeat(self, now_ms: int, group: _Group, member: _Member, timeout_ms: int | None = None) -> None:
+    def _schedule_heartbeat(self, now_ms: int, group: GroupMetadata[T], member: MemberMetadata[T],
+                            timeout_ms: int | None = None) -> None:
         """``GroupCoordinator.completeAndScheduleNextExpiration``: the member's session restarts, expiring
         ``timeout_ms`` (default: its session timeout) from now. A member (not new) with a JoinGroup or
         SyncGroup parked satisfies its heartbeat (``MemberMetadata.hasSatisfiedHeartbeat``), so Kafka's
         expiration would do nothing: no timer is set; it is set again when the parked request is answered."""
         key = (_HEARTBEAT, group.group_id, member.member_id)
         if not member.is_new and (member.awaiting_join or member.awaiting_sync):
-            self._cancel_timer(key)
+            self.timers.cancel(key)
         else:
-            self._set_timer(key, now_ms + (member.session_timeout_ms if timeout_ms is None else timeout_ms))
+            self.timers.schedule(key, now_ms + (member.session_timeout_ms if timeout_ms is None else timeout_ms))
 
     # ================================================================= answering parked requests
-    def _respond(self, token: object, response: object) -> None:
+    def _respond(self, token: T, response: Message) -> None:
         self._responses.append((token, response))
 
-    def _answer_join(self, member: _Member, response: m.JoinGroupResponse) -> None:
+    def _answer_join(self, member: MemberMetadata[T], response: m.JoinGroupResponse) -> None:
         """``GroupMetadata.maybeInvokeJoinCallback``."""
         if member.awaiting_join:
             token = member.join_token
+            assert token is not None  # a parked JoinGroup keeps its token
             member.awaiting_join = False
             member.join_token = None
             self._respond(token, response)
 
-    def _answer_sync(self, member: _Member, response: m.SyncGroupResponse) -> bool:
+    def _answer_sync(self, member: MemberMetadata[T], response: m.SyncGroupResponse) -> bool:
         """``GroupMetadata.maybeInvokeSyncCallback``: True when a SyncGroup was parked."""
         if not member.awaiting_sync:
             return False
         token = member.sync_token
+        assert token is not None  # a parked SyncGroup keeps its token
         member.awaiting_sync = False
         member.sync_token = None
         self._respond(token, response)
         return True
 
     # ======================================================================= membership
-    def _add_member(self, group: _Group, member: _Member) -> None:
+    def _add_member(self, group: GroupMetadata[T], member: MemberMetadata[T]) -> None:
         """``GroupMetadata.add``: the first member sets the group's protocol type; the leader is the first
         member; the member is no longer pending."""
         if member.group_instance_id is not None:
@@ -539,9 +274,9 @@ class GroupCoordinator:
         group.members[member.member_id] = member
         group.count_protocols(member, 1)
         group.pending_members.pop(member.member_id, None)
-        self._cancel_timer((_PENDING, group.group_id, member.member_id))
+        self.timers.cancel((_PENDING, group.group_id, member.member_id))
 
-    def _remove(self, group: _Group, member_id: str) -> None:
+    def _remove(self, group: GroupMetadata[T], member_id: str) -> None:
         """``GroupMetadata.remove`` (and the end of the member's heartbeat): a removed leader is replaced
         by the first remaining member."""
         member = group.members.pop(member_id, None)
@@ -549,16 +284,17 @@ class GroupCoordinator:
             group.count_protocols(member, -1)
             if member.group_instance_id is not None:
                 group.static_members.pop(member.group_instance_id, None)
-            self._cancel_timer((_HEARTBEAT, group.group_id, member_id))
+            self.timers.cancel((_HEARTBEAT, group.group_id, member_id))
         if group.leader == member_id:
             group.leader = next(iter(group.members), None)
         if member_id in group.pending_members:
             del group.pending_members[member_id]
-            self._cancel_timer((_PENDING, group.group_id, member_id))
+            self.timers.cancel((_PENDING, group.group_id, member_id))
         self._remove_pending_sync(group, member_id)
 
-    def _update_member(self, now_ms: int, group: _Group, member: _Member, protocols, rebalance_timeout_ms: int,
-                       session_timeout_ms: int, token: object) -> None:
+    def _update_member(self, now_ms: int, group: GroupMetadata[T], member: MemberMetadata[T], protocols: Protocols,
+                       rebalance_timeout_ms: int,
+                       session_timeout_ms: int, token: T) -> None:
         """``GroupMetadata.updateMember``: new protocols and timeouts; the JoinGroup is parked."""
         group.count_protocols(member, -1)
         member.protocols = protocols
@@ -569,26 +305,13 @@ class GroupCoordinator:
         member.join_token = token
         self._schedule_heartbeat(now_ms, group, member)  # parked: satisfied (unless new)
 
-    def _validate_current_member(self, group: _Group, member_id: str, group_instance_id: str | None) -> int | None:
-        """``GroupCoordinator.validateCurrentMember``: a static member's instance id must map to
-        ``member_id`` (else FENCED_INSTANCE_ID, or UNKNOWN_MEMBER_ID when unmapped); a member id must
-        be known (UNKNOWN_MEMBER_ID)."""
-        if group_instance_id is not None:
-            current = group.static_members.get(group_instance_id)
-            if current is None:
-                return Errors.UNKNOWN_MEMBER_ID
-            if current != member_id:
-                return Errors.FENCED_INSTANCE_ID
-            return None
-        return None if member_id in group.members else Errors.UNKNOWN_MEMBER_ID
-
     def _new_member_id(self, prefix: str) -> str:
         """``GroupMetadata.generateMemberId``: ``f"{client id or group.instance.id}-{uuid4}"``, the uuid
         drawn from the injected rng."""
         return f"{prefix}-{uuid.UUID(int=self.rng.getrandbits(128), version=4)}"
 
     # ======================================================================= JoinGroup
-    def _join_group(self, now_ms: int, token: object, client_id: str, req: m.JoinGroupRequest, version: int) -> None:
+    def _join_group(self, now_ms: int, token: T, client_id: str, req: m.JoinGroupRequest, version: int) -> None:
         """``GroupCoordinator.handleJoinGroup`` (and ``KafkaApis.handleJoinGroupRequest``'s version rules:
         v0 has no rebalance timeout, so the session timeout is used; MEMBER_ID_REQUIRED only from v4).
 
@@ -599,24 +322,24 @@ class GroupCoordinator:
         current one."""
         member_id = req.member_id
         if not req.group_id:
-            self._respond(token, _join_error(member_id, Errors.INVALID_GROUP_ID))
+            self._respond(token, join_error(member_id, Errors.INVALID_GROUP_ID))
             return
         session = req.session_timeout_ms
         if session < self.min_session_timeout_ms or session > self.max_session_timeout_ms:
-            self._respond(token, _join_error(member_id, Errors.INVALID_SESSION_TIMEOUT))
+            self._respond(token, join_error(member_id, Errors.INVALID_SESSION_TIMEOUT))
             return
         rebalance = req.rebalance_timeout_ms if version >= 1 and req.rebalance_timeout_ms >= 0 else session
-        protocols = _protocols(req)
+        protocols = protocols_of(req)
         is_unknown = member_id == ""
         group = self._groups.get(req.group_id)
         if group is None:
             if not is_unknown:  # GroupMetadataManager.getOrMaybeCreateGroup
-                self._respond(token, _join_error(member_id, Errors.UNKNOWN_MEMBER_ID))
+                self._respond(token, join_error(member_id, Errors.UNKNOWN_MEMBER_ID))
                 return
-            group = self._groups[req.group_id] = _Group(req.group_id)
+            group = self._groups[req.group_id] = GroupMetadata(req.group_id)
         if not self._accept_joining_member(group, member_id):
             self._remove(group, member_id)
-            self._respond(token, _join_error("", Errors.GROUP_MAX_SIZE_REACHED))
+            self._respond(token, join_error("", Errors.GROUP_MAX_SIZE_REACHED))
         elif is_unknown:
             self._join_new_member(now_ms, token, client_id, group, req, version, protocols, rebalance)
         else:
@@ -624,7 +347,7 @@ class GroupCoordinator:
         if group.state == PREPARING_REBALANCE:
             self._try_complete_join(now_ms, group)
 
-    def _accept_joining_member(self, group: _Group, member_id: str) -> bool:
+    def _accept_joining_member(self, group: GroupMetadata[T], member_id: str) -> bool:
         """``GroupCoordinator.acceptJoiningMember`` (group.max.size): Empty accepts all; PreparingRebalance
         a member already rejoined, or anyone while fewer than max have rejoined; CompletingRebalance and
         Stable a current member, or anyone while the group is smaller than max."""
@@ -636,16 +359,16 @@ class GroupCoordinator:
             return (member is not None and member.awaiting_join) or awaiting < self.max_size
         return member is not None or len(group.members) < self.max_size
 
-    def _join_new_member(self, now_ms: int, token: object, client_id: str, group: _Group, req: m.JoinGroupRequest,
-                         version: int, protocols, rebalance: int) -> None:
+    def _join_new_member(self, now_ms: int, token: T, client_id: str, group: GroupMetadata[T], req: m.JoinGroupRequest,
+                         version: int, protocols: Protocols, rebalance: int) -> None:
         """``GroupCoordinator.doNewMemberJoinGroup``: a static member (group.instance.id) joins at once; a
         dynamic one from JoinGroup v4+ (KIP-394) gets MEMBER_ID_REQUIRED with its new id, remembered as
         pending for a session timeout (``doDynamicNewMemberJoinGroup``); before v4 it joins at once."""
         names = [name for name, _ in protocols]
         if group.state == DEAD:  # pragma: no cover - a Dead group is never held
-            self._respond(token, _join_error("", Errors.COORDINATOR_NOT_AVAILABLE))
+            self._respond(token, join_error("", Errors.COORDINATOR_NOT_AVAILABLE))
         elif not group.supports_protocols(req.protocol_type, names):
-            self._respond(token, _join_error("", Errors.INCONSISTENT_GROUP_PROTOCOL))
+            self._respond(token, join_error("", Errors.INCONSISTENT_GROUP_PROTOCOL))
         elif req.group_instance_id is not None:
             new_id = self._new_member_id(req.group_instance_id)
             old_id = group.static_members.get(req.group_instance_id)
@@ -657,14 +380,14 @@ class GroupCoordinator:
         elif version >= 4:
             new_id = self._new_member_id(client_id)
             group.pending_members[new_id] = None
-            self._set_timer((_PENDING, group.group_id, new_id), now_ms + req.session_timeout_ms)
-            self._respond(token, _join_error(new_id, Errors.MEMBER_ID_REQUIRED))
+            self.timers.schedule((_PENDING, group.group_id, new_id), now_ms + req.session_timeout_ms)
+            self._respond(token, join_error(new_id, Errors.MEMBER_ID_REQUIRED))
         else:
             new_id = self._new_member_id(client_id)
             self._add_member_and_rebalance(now_ms, token, group, new_id, req, client_id, protocols, rebalance)
 
-    def _join_current_member(self, now_ms: int, token: object, client_id: str, group: _Group,
-                             req: m.JoinGroupRequest, protocols, rebalance: int) -> None:
+    def _join_current_member(self, now_ms: int, token: T, client_id: str, group: GroupMetadata[T],
+                             req: m.JoinGroupRequest, protocols: Protocols, rebalance: int) -> None:
         """``GroupCoordinator.doCurrentMemberJoinGroup``: a pending member (KIP-394) is added; a current
         member rejoins: in PreparingRebalance it is counted as joined; in CompletingRebalance, with
         unchanged protocols, it gets the current generation again (the leader with the member list), else
@@ -673,20 +396,20 @@ class GroupCoordinator:
         member_id = req.member_id
         names = [name for name, _ in protocols]
         if group.state == DEAD:  # pragma: no cover - a Dead group is never held
-            self._respond(token, _join_error(member_id, Errors.COORDINATOR_NOT_AVAILABLE))
+            self._respond(token, join_error(member_id, Errors.COORDINATOR_NOT_AVAILABLE))
             return
         if not group.supports_protocols(req.protocol_type, names):
-            self._respond(token, _join_error(member_id, Errors.INCONSISTENT_GROUP_PROTOCOL))
+            self._respond(token, join_error(member_id, Errors.INCONSISTENT_GROUP_PROTOCOL))
             return
         if member_id in group.pending_members:
             if req.group_instance_id is not None:  # Kafka: IllegalStateException
-                self._respond(token, _join_error(member_id, Errors.UNKNOWN_SERVER_ERROR))
+                self._respond(token, join_error(member_id, Errors.UNKNOWN_SERVER_ERROR))
                 return
             self._add_member_and_rebalance(now_ms, token, group, member_id, req, client_id, protocols, rebalance)
             return
-        error = self._validate_current_member(group, member_id, req.group_instance_id)
+        error = group.validate_current_member(member_id, req.group_instance_id)
         if error is not None:
-            self._respond(token, _join_error(member_id, error))
+            self._respond(token, join_error(member_id, error))
             return
         member = group.members[member_id]
         state = group.state
@@ -696,7 +419,7 @@ class GroupCoordinator:
             if member.protocols == protocols:
                 # the member missed its JoinGroup response: the current generation again
                 leader = group.leader == member_id
-                self._respond(token, self._join_result(group, member_id, with_members=leader))
+                self._respond(token, group.join_result(member_id, with_members=leader))
             else:
                 self._update_member_and_rebalance(now_ms, token, group, member, protocols, rebalance, req)
         elif state == STABLE:
@@ -704,25 +427,18 @@ class GroupCoordinator:
                 # the leader rejoins to rebalance on changes its metadata does not show (topic metadata)
                 self._update_member_and_rebalance(now_ms, token, group, member, protocols, rebalance, req)
             else:
-                self._respond(token, self._join_result(group, member_id, with_members=False))
+                self._respond(token, group.join_result(member_id, with_members=False))
         else:  # pragma: no cover - Empty holds no member to validate ("Group reaches unexpected state")
-            self._respond(token, _join_error(member_id, Errors.UNKNOWN_MEMBER_ID))
+            self._respond(token, join_error(member_id, Errors.UNKNOWN_MEMBER_ID))
 
-    def _join_result(self, group: _Group, member_id: str, with_members: bool,
-                     leader: str | None = None, skip_assignment: bool = False) -> m.JoinGroupResponse:
-        """A successful JoinGroup response for the current generation (``JoinGroupResult``)."""
-        return m.JoinGroupResponse(
-            Errors.NONE, member_id, group.generation_id, group.protocol_type, group.protocol_name,
-            (group.leader if leader is None else leader) or "",
-            group.current_member_metadata() if with_members else (), skip_assignment)
-
-    def _add_member_and_rebalance(self, now_ms: int, token: object, group: _Group, member_id: str,
-                                  req: m.JoinGroupRequest, client_id: str, protocols, rebalance: int) -> None:
+    def _add_member_and_rebalance(self, now_ms: int, token: T, group: GroupMetadata[T], member_id: str,
+                                  req: m.JoinGroupRequest, client_id: str, protocols: Protocols,
+                                  rebalance: int) -> None:
         """``GroupCoordinator.addMemberAndRebalance``: the member joins with its JoinGroup parked; while it
         is new its session is ``NEW_MEMBER_JOIN_TIMEOUT_MS``; a join during the first rebalance
         (generation 0) extends the initial delay (``newMemberAdded``)."""
-        member = _Member(member_id, req.group_instance_id, client_id, rebalance, req.session_timeout_ms,
-                         req.protocol_type, protocols)
+        member: MemberMetadata[T] = MemberMetadata(member_id, req.group_instance_id, client_id, rebalance,
+                                                   req.session_timeout_ms, req.protocol_type, protocols)
         member.is_new = True
         if group.state == PREPARING_REBALANCE and group.generation_id == 0:
             group.new_member_added = True
@@ -732,14 +448,14 @@ class GroupCoordinator:
         self._schedule_heartbeat(now_ms, group, member, NEW_MEMBER_JOIN_TIMEOUT_MS)
         self._maybe_prepare_rebalance(now_ms, group)
 
-    def _update_member_and_rebalance(self, now_ms: int, token: object, group: _Group, member: _Member, protocols,
-                                     rebalance: int, req: m.JoinGroupRequest) -> None:
+    def _update_member_and_rebalance(self, now_ms: int, token: T, group: GroupMetadata[T], member: MemberMetadata[T],
+                                     protocols: Protocols, rebalance: int, req: m.JoinGroupRequest) -> None:
         """``GroupCoordinator.updateMemberAndRebalance``."""
         self._update_member(now_ms, group, member, protocols, rebalance, req.session_timeout_ms, token)
         self._maybe_prepare_rebalance(now_ms, group)
 
-    def _update_static_member_and_rebalance(self, now_ms: int, token: object, group: _Group, old_id: str,
-                                            new_id: str, req: m.JoinGroupRequest, protocols, rebalance: int,
+    def _update_static_member_and_rebalance(self, now_ms: int, token: T, group: GroupMetadata[T], old_id: str,
+                                            new_id: str, req: m.JoinGroupRequest, protocols: Protocols, rebalance: int,
                                             version: int) -> None:
         """``GroupCoordinator.updateStaticMemberAndRebalance`` (KIP-345): a known group.instance.id rejoins
         with an empty member id. The old member id is replaced by ``new_id`` (a request parked under the
@@ -752,13 +468,14 @@ class GroupCoordinator:
         under the new one (Kafka leaves the old id among the pending-sync members)."""
         current_leader = group.leader
         member = group.members[old_id]
-        self._cancel_timer((_HEARTBEAT, group.group_id, old_id))
-        self._answer_join(member, _join_error(old_id, Errors.FENCED_INSTANCE_ID))
+        self.timers.cancel((_HEARTBEAT, group.group_id, old_id))
+        self._answer_join(member, join_error(old_id, Errors.FENCED_INSTANCE_ID))
         self._answer_sync(member, m.SyncGroupResponse(Errors.FENCED_INSTANCE_ID))
         member.member_id = new_id
         group.members = {(new_id if mid == old_id else mid): mb for mid, mb in group.members.items()}
         if group.leader == old_id:
             group.leader = new_id
+        assert req.group_instance_id is not None  # a static member rejoins
         group.static_members[req.group_instance_id] = new_id
         if old_id in group.pending_sync:
             group.pending_sync = {(new_id if mid == old_id else mid): None for mid in group.pending_sync}
@@ -768,9 +485,9 @@ class GroupCoordinator:
             if group.protocol_name == group.select_protocol():
                 if version >= 9:
                     is_leader = group.leader == new_id
-                    response = self._join_result(group, new_id, with_members=is_leader, skip_assignment=is_leader)
+                    response = group.join_result(new_id, with_members=is_leader, skip_assignment=is_leader)
                 else:
-                    response = self._join_result(group, new_id, with_members=False, leader=current_leader)
+                    response = group.join_result(new_id, with_members=False, leader=current_leader)
                 self._answer_join(member, response)
                 self._schedule_heartbeat(now_ms, group, member)
             else:
@@ -780,12 +497,12 @@ class GroupCoordinator:
         # PreparingRebalance: the member is counted as joined; Empty cannot hold a static member
 
     # ===================================================================== rebalance
-    def _maybe_prepare_rebalance(self, now_ms: int, group: _Group) -> None:
+    def _maybe_prepare_rebalance(self, now_ms: int, group: GroupMetadata[T]) -> None:
         """``GroupCoordinator.maybePrepareRebalance``: only from Stable, CompletingRebalance or Empty."""
-        if group.state in _CAN_REBALANCE:
+        if group.state in CAN_REBALANCE:
             self._prepare_rebalance(now_ms, group)
 
-    def _prepare_rebalance(self, now_ms: int, group: _Group) -> None:
+    def _prepare_rebalance(self, now_ms: int, group: GroupMetadata[T]) -> None:
         """``GroupCoordinator.prepareRebalance``: parked SyncGroups are answered REBALANCE_IN_PROGRESS
         (``resetAndPropagateAssignmentError``), the sync expiration is cancelled, and the group enters
         PreparingRebalance with a join timer: from Empty Kafka's ``InitialDelayedJoin``
@@ -803,21 +520,21 @@ class GroupCoordinator:
             group.initial_join = True
             group.initial_delay_ms = delay
             group.initial_remaining_ms = max(group.rebalance_timeout_ms() - delay, 0)
-            self._set_timer(key, now_ms + delay)
+            self.timers.schedule(key, now_ms + delay)
             group.state = PREPARING_REBALANCE
         else:
             group.initial_join = False
-            self._set_timer(key, now_ms + group.rebalance_timeout_ms())
+            self.timers.schedule(key, now_ms + group.rebalance_timeout_ms())
             group.state = PREPARING_REBALANCE
             self._try_complete_join(now_ms, group)
 
-    def _try_complete_join(self, now_ms: int, group: _Group) -> None:
+    def _try_complete_join(self, now_ms: int, group: GroupMetadata[T]) -> None:
         """``GroupCoordinator.tryCompleteJoin`` (a ``DelayedJoin``'s ``tryComplete``; an
         ``InitialDelayedJoin`` never completes early)."""
         if group.state == PREPARING_REBALANCE and not group.initial_join and group.all_joined():
             self._complete_join(now_ms, group)
 
-    def _on_expire_join(self, now_ms: int, group: _Group) -> None:
+    def _on_expire_join(self, now_ms: int, group: GroupMetadata[T]) -> None:
         """The join timer fired. ``InitialDelayedJoin.onComplete``: if members joined during the delay and
         rebalance time remains, wait ``min(delay, remaining)`` more; otherwise (and for a ``DelayedJoin``)
         the join completes without the members that did not rejoin."""
@@ -826,23 +543,23 @@ class GroupCoordinator:
             delay = min(self.initial_rebalance_delay_ms, group.initial_remaining_ms)
             group.initial_remaining_ms = max(group.initial_remaining_ms - group.initial_delay_ms, 0)
             group.initial_delay_ms = delay
-            self._set_timer((_JOIN, group.group_id), now_ms + delay)
+            self.timers.schedule((_JOIN, group.group_id), now_ms + delay)
         else:
             self._complete_join(now_ms, group)
 
-    def _complete_join(self, now_ms: int, group: _Group) -> None:
+    def _complete_join(self, now_ms: int, group: GroupMetadata[T]) -> None:
         """``GroupCoordinator.onCompleteJoin``: dynamic members that did not rejoin are removed; if no
         member rejoined (only static ones remain) another DelayedJoin waits; otherwise the next
         generation starts (``GroupMetadata.initNextGeneration``: generation + 1, the protocol chosen by
         vote, CompletingRebalance; Empty without members) and every parked JoinGroup is answered, the
         leader's with every member's metadata. Every member must then send SyncGroup within the
         rebalance timeout (``schedulePendingSync``)."""
-        self._cancel_timer((_JOIN, group.group_id))
+        self.timers.cancel((_JOIN, group.group_id))
         group.initial_join = False
         for mb in [mb for mb in group.members.values() if not mb.awaiting_join and mb.group_instance_id is None]:
             self._remove(group, mb.member_id)
-        if group.members and not self._maybe_elect_new_joined_leader(group):
-            self._set_timer((_JOIN, group.group_id), now_ms + group.rebalance_timeout_ms())
+        if group.members and not group.maybe_elect_new_joined_leader():
+            self.timers.schedule((_JOIN, group.group_id), now_ms + group.rebalance_timeout_ms())
             return
         group.generation_id += 1
         self._clear_pending_sync(group)
@@ -853,44 +570,31 @@ class GroupCoordinator:
         group.protocol_name = group.select_protocol()
         group.state = COMPLETING_REBALANCE
         for mb in group.members.values():
-            self._answer_join(mb, self._join_result(group, mb.member_id, with_members=group.leader == mb.member_id))
+            self._answer_join(mb, group.join_result(mb.member_id, with_members=group.leader == mb.member_id))
             self._schedule_heartbeat(now_ms, group, mb)
             mb.is_new = False
             group.pending_sync[mb.member_id] = None
         group.sync_generation = group.generation_id
-        self._set_timer((_SYNC, group.group_id), now_ms + group.rebalance_timeout_ms())
+        self.timers.schedule((_SYNC, group.group_id), now_ms + group.rebalance_timeout_ms())
 
-    @staticmethod
-    def _maybe_elect_new_joined_leader(group: _Group) -> bool:
-        """``GroupMetadata.maybeElectNewJoinedLeader``: keep the leader if it rejoined, else the first
-        member that did; False when none did."""
-        leader = group.members.get(group.leader) if group.leader is not None else None
-        if leader is not None and leader.awaiting_join:
-            return True
-        for mb in group.members.values():
-            if mb.awaiting_join:
-                group.leader = mb.member_id
-                return True
-        return False
-
-    def _remove_member_and_update_group(self, now_ms: int, group: _Group, member: _Member) -> None:
+    def _remove_member_and_update_group(self, now_ms: int, group: GroupMetadata[T], member: MemberMetadata[T]) -> None:
         """``GroupCoordinator.removeMemberAndUpdateGroup``: a parked JoinGroup is answered
         UNKNOWN_MEMBER_ID (member id ""), the member removed, and the group rebalances (from Stable or
         CompletingRebalance) or checks whether its join can now complete (PreparingRebalance)."""
-        self._answer_join(member, _join_error("", Errors.UNKNOWN_MEMBER_ID))
+        self._answer_join(member, join_error("", Errors.UNKNOWN_MEMBER_ID))
         self._remove(group, member.member_id)
         if group.state in (STABLE, COMPLETING_REBALANCE):
             self._maybe_prepare_rebalance(now_ms, group)
         elif group.state == PREPARING_REBALANCE:
             self._try_complete_join(now_ms, group)
 
-    def _remove_pending_member(self, now_ms: int, group: _Group, member_id: str) -> None:
+    def _remove_pending_member(self, now_ms: int, group: GroupMetadata[T], member_id: str) -> None:
         """``GroupCoordinator.removePendingMemberAndUpdateGroup``."""
         self._remove(group, member_id)
         if group.state == PREPARING_REBALANCE:
             self._try_complete_join(now_ms, group)
 
-    def _on_expire_heartbeat(self, now_ms: int, group: _Group, member_id: str) -> None:
+    def _on_expire_heartbeat(self, now_ms: int, group: GroupMetadata[T], member_id: str) -> None:
         """``GroupCoordinator.onExpireHeartbeat``: a member that neither heartbeat within its session
         timeout nor has a request parked (a new member: within ``NEW_MEMBER_JOIN_TIMEOUT_MS``) is removed
         and the group rebalances."""
@@ -900,25 +604,25 @@ class GroupCoordinator:
         if member.is_new or not (member.awaiting_join or member.awaiting_sync):
             self._remove_member_and_update_group(now_ms, group, member)
 
-    def _on_expire_pending_member(self, now_ms: int, group: _Group, member_id: str) -> None:
+    def _on_expire_pending_member(self, now_ms: int, group: GroupMetadata[T], member_id: str) -> None:
         """``onExpireHeartbeat(isPending = true)``: a KIP-394 pending member that did not rejoin within
         its session timeout is forgotten (a rebalance waiting for it can complete)."""
         self._remove_pending_member(now_ms, group, member_id)
 
     # ========================================================================= SyncGroup
-    def _clear_pending_sync(self, group: _Group) -> None:
+    def _clear_pending_sync(self, group: GroupMetadata[T]) -> None:
         """``GroupCoordinator.removeSyncExpiration``."""
         group.pending_sync.clear()
-        self._cancel_timer((_SYNC, group.group_id))
+        self.timers.cancel((_SYNC, group.group_id))
 
-    def _remove_pending_sync(self, group: _Group, member_id: str) -> None:
+    def _remove_pending_sync(self, group: GroupMetadata[T], member_id: str) -> None:
         """``GroupCoordinator.removePendingSyncMember``: the DelayedSync completes once all have synced."""
         if member_id in group.pending_sync:
             del group.pending_sync[member_id]
             if not group.pending_sync:
-                self._cancel_timer((_SYNC, group.group_id))
+                self.timers.cancel((_SYNC, group.group_id))
 
-    def _on_expire_pending_sync(self, now_ms: int, group: _Group) -> None:
+    def _on_expire_pending_sync(self, now_ms: int, group: GroupMetadata[T]) -> None:
         """``GroupCoordinator.onExpirePendingSync`` (KAFKA-13213): members that have not sent SyncGroup
         within the rebalance timeout after the join completed are removed and the group rebalances."""
         if group.sync_generation != group.generation_id or group.state not in (COMPLETING_REBALANCE, STABLE):
@@ -929,7 +633,7 @@ class GroupCoordinator:
         if late:
             self._prepare_rebalance(now_ms, group)
 
-    def _propagate_assignment(self, now_ms: int, group: _Group, error: int) -> None:
+    def _propagate_assignment(self, now_ms: int, group: GroupMetadata[T], error: int) -> None:
         """``GroupCoordinator.propagateAssignment``: answer every parked SyncGroup with its member's
         assignment (or ``error``) and restart those members' sessions."""
         for mb in group.members.values():
@@ -940,7 +644,7 @@ class GroupCoordinator:
             if self._answer_sync(mb, response):
                 self._schedule_heartbeat(now_ms, group, mb)
 
-    def _sync_group(self, now_ms: int, token: object, req: m.SyncGroupRequest, version: int) -> None:
+    def _sync_group(self, now_ms: int, token: T, req: m.SyncGroupRequest, version: int) -> None:
         """``GroupCoordinator.handleSyncGroup`` / ``doSyncGroup``. Errors: empty group id →
         INVALID_GROUP_ID; from v5 a missing protocol type or name → INCONSISTENT_GROUP_PROTOCOL
         (``KafkaApis``); unknown group or member → UNKNOWN_MEMBER_ID; static member fenced →
@@ -959,7 +663,7 @@ class GroupCoordinator:
         if group is None:
             self._respond(token, m.SyncGroupResponse(Errors.UNKNOWN_MEMBER_ID))
             return
-        error = self._validate_current_member(group, req.member_id, req.group_instance_id)
+        error = group.validate_current_member(req.member_id, req.group_instance_id)
         if error is None:
             if req.generation_id != group.generation_id:
                 error = Errors.ILLEGAL_GENERATION
@@ -1004,7 +708,7 @@ class GroupCoordinator:
         group = self._groups.get(req.group_id)
         if group is None:
             return m.HeartbeatResponse(Errors.UNKNOWN_MEMBER_ID)
-        error = self._validate_current_member(group, req.member_id, req.group_instance_id)
+        error = group.validate_current_member(req.member_id, req.group_instance_id)
         if error is None and req.generation_id != group.generation_id:
             error = Errors.ILLEGAL_GENERATION
         if error is not None:
@@ -1028,6 +732,7 @@ class GroupCoordinator:
         group = self._groups.get(req.group_id)
         results = []
         for ident in req.members:
+            error: int | None
             if group is None:
                 error = Errors.UNKNOWN_MEMBER_ID
             elif ident.member_id == "":
@@ -1042,7 +747,7 @@ class GroupCoordinator:
                 self._remove_pending_member(now_ms, group, ident.member_id)
                 error = Errors.NONE
             else:
-                error = self._validate_current_member(group, ident.member_id, ident.group_instance_id)
+                error = group.validate_current_member(ident.member_id, ident.group_instance_id)
                 if error is None:
                     self._remove_member_and_update_group(now_ms, group, group.members[ident.member_id])
                     error = Errors.NONE
@@ -1068,12 +773,12 @@ class GroupCoordinator:
         if group is None:
             if generation >= 0:
                 return self._commit_error(req, Errors.ILLEGAL_GENERATION)
-            group = self._groups[req.group_id] = _Group(req.group_id)
+            group = self._groups[req.group_id] = GroupMetadata(req.group_id)
         error = None
         if generation < 0 and group.state == EMPTY:
             pass
         elif generation >= 0 or req.member_id != "" or req.group_instance_id is not None:
-            error = self._validate_current_member(group, req.member_id, req.group_instance_id)
+            error = group.validate_current_member(req.member_id, req.group_instance_id)
             if error is None and generation != group.generation_id:
                 error = Errors.ILLEGAL_GENERATION
         elif group.state != EMPTY:

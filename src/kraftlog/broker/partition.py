@@ -22,12 +22,13 @@ diverging epoch truncate as Kafka's ``AbstractFetcherThread.getOffsetTruncationS
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 
+from ..level import Level
 from ..metadata.image import PartitionRegistration
 from ..metadata.records import NO_LEADER, RECOVERED
 from ..protocol import messages as m
-from ..level import Level
 from ..storage.log import PartitionLog
 
 
@@ -163,7 +164,7 @@ class Partition:
 
     # ============================================================ leader: HWM
     def maybe_increment_high_watermark(self, now_ms: int, min_isr: int, lag_max_ms: int,
-                                       isr_eligible=None) -> bool:
+                                       isr_eligible: Callable[[int, ReplicaState], bool] | None = None) -> bool:
         """Advance the HWM to the min LEO over the maximal ISR and the caught-up replicas that may still
         join the ISR (Kafka's ``maybeIncrementLeaderHW``: ``isr_eligible(replica)`` — not fenced, not
         shutting down, KIP-903 epoch match). True if it moved."""
@@ -252,6 +253,7 @@ class Partition:
 
     def alter_partition_item(self) -> m.AlterPartitionItem:
         p = self.pending
+        assert p is not None  # sent only while a change is pending
         return m.AlterPartitionItem(self.topic_id, self.index, self.leader_epoch, p.new_isr_with_epochs,
                                     self.partition_epoch, p.leader_recovery_state)
 

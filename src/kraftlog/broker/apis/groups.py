@@ -1,0 +1,117 @@
+"""The group and producer-id APIs a broker serves: FindCoordinator, the classic group protocol (JoinGroup,
+SyncGroup, Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch) routed to this broker's
+:class:`~kraftlog.broker.group_coordinator.GroupCoordinator` when it coordinates the group (Kafka's
+``KafkaApis`` over its ``GroupCoordinator``), and InitProducerId (Kafka's ``ProducerIdManager``)."""
+
+from __future__ import annotations
+
+from ...protocol import messages as m
+from ...protocol.errors import Errors
+from ...protocol.listeners import error_response
+from ...protocol.node import Envelope, Message
+from ..channel import BrokerChannel, LogDirFailureHandler
+from ..group_coordinator import GroupCoordinator, coordinator_for
+from ..lifecycle import BrokerLifecycleManager
+from ..log_manager import LogManager
+from ..metadata_cache import MetadataCache
+from .metadata import endpoint
+from .table import HandlerTable, entry
+
+#: The group coordinator's requests (routed by ``coordinator_for``).
+GROUP_APIS = (m.JoinGroupRequest, m.SyncGroupRequest, m.HeartbeatRequest, m.LeaveGroupRequest,
+              m.OffsetCommitRequest, m.OffsetFetchRequest)
+#: Producer ids per broker epoch (``broker_epoch << 20 | n``).
+PRODUCER_IDS_PER_EPOCH = 1 << 20
+
+
+class GroupApis:
+    """FindCoordinator, the group requests and InitProducerId for broker ``broker_id``, whose group
+    coordinator is ``groups``; ``fail``: the broker's log-directory failure handler."""
+
+    def __init__(self, broker_id: int, cache: MetadataCache, groups: GroupCoordinator[Envelope],
+                 logs: LogManager, lifecycle: BrokerLifecycleManager, channel: BrokerChannel,
+                 fail: LogDirFailureHandler) -> None:
+        self.broker_id = broker_id
+        self._cache = cache
+        self.groups = groups
+        self._logs = logs
+        self._lifecycle = lifecycle
+        self._channel = channel
+        self._fail = fail
+        self._next_producer_id = 0
+
+    def handlers(self) -> HandlerTable:
+        """This family's rows of the dispatch table."""
+        table = dict((entry(m.FindCoordinatorRequest, self.find_coordinator),
+                      entry(m.InitProducerIdRequest, self.init_producer_id)))
+        for kind in GROUP_APIS:
+            table[kind] = self.group_request
+        return table
+
+    def find_coordinator(self, now_ms: int, env: Envelope[m.FindCoordinatorRequest]) -> None:
+        """The coordinator of each group key with its endpoint on the request's listener (the simulator's
+        placeholder ``broker-<id>:9092`` without one); COORDINATOR_NOT_AVAILABLE when no broker is active or
+        the coordinator has no such listener."""
+        req = env.message
+        image = self._cache.image
+        out = []
+        for key in req.coordinator_keys:
+            node = coordinator_for(key, image) if req.key_type == m.COORDINATOR_GROUP else -1
+            address = endpoint(image, node, env.listener) if node >= 0 else None
+            if address is None:
+                out.append(m.Coordinator(key, -1, "", -1, Errors.COORDINATOR_NOT_AVAILABLE))
+            else:
+                out.append(m.Coordinator(key, node, address[0], address[1]))
+        self._channel.send_response(env, m.FindCoordinatorResponse(tuple(out)))
+
+    def group_request(self, now_ms: int, env: Envelope) -> None:
+        """JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch: NOT_COORDINATOR unless
+        this broker coordinates the group (``coordinator_for``), else the group coordinator's answer,
+        now or (a parked join or sync) later through :meth:`send_responses`."""
+        msg = env.message
+        assert isinstance(msg, GROUP_APIS)  # the dispatch table routes only these here
+        if coordinator_for(msg.group_id, self._cache.image) != self.broker_id:
+            self._channel.send_response(env, error_response(msg, Errors.NOT_COORDINATOR))
+            return
+        if self._logs.offline:  # the committed offsets live in the offline directory
+            self._channel.send_response(env, error_response(msg, Errors.NOT_COORDINATOR))
+            return
+        client_id = env.client_id if env.client_id is not None else str(env.src)
+        resp: Message | None
+        try:
+            resp = self.groups.handle(now_ms, env, client_id, msg, env.api_version)
+        except OSError as exc:  # an offset commit's write: Kafka's coordinator answers NOT_COORDINATOR
+            self._fail(now_ms, exc, "writing committed offsets")
+            resp = error_response(msg, Errors.NOT_COORDINATOR)
+        if resp is not None:
+            self._channel.send_response(env, resp)
+
+    def send_responses(self, now_ms: int) -> None:
+        """Answer the parked group requests the coordinator completed, and hand over the groups whose
+        coordinator moved to another broker (Kafka's ``onResignation``)."""
+        groups = self.groups
+        if groups.groups():
+            image = self._cache.image
+            moved = [g for g in groups.groups() if coordinator_for(g, image) != self.broker_id]
+            if moved:
+                groups.resign(now_ms, moved)
+        for env, resp in groups.take_responses():
+            self._channel.send_response(env, resp)
+
+    def init_producer_id(self, now_ms: int, env: Envelope[m.InitProducerIdRequest]) -> None:
+        """Allocate a producer id for an idempotent producer. Kafka brokers take id blocks from the
+        controller (AllocateProducerIds); kraftlog derives unique ids from this broker's epoch (an offset
+        of the metadata log, unique in the cluster) and a counter: ``broker_epoch << 20 | n``. A
+        transactional id is refused (no transactions); COORDINATOR_NOT_AVAILABLE while unregistered or
+        fenced, or once the epoch's ids ran out."""
+        req = env.message
+        lifecycle = self._lifecycle
+        if req.transactional_id is not None:
+            resp = m.InitProducerIdResponse(Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+        elif (lifecycle.broker_epoch < 0 or lifecycle.fenced
+              or self._next_producer_id >= PRODUCER_IDS_PER_EPOCH):
+            resp = m.InitProducerIdResponse(Errors.COORDINATOR_NOT_AVAILABLE)
+        else:
+            self._next_producer_id += 1
+            resp = m.InitProducerIdResponse(Errors.NONE, (lifecycle.broker_epoch << 20) | self._next_producer_id, 0)
+        self._channel.send_response(env, resp)

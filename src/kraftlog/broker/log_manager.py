@@ -1,0 +1,257 @@
+"""The broker's one log directory (Kafka's ``LogManager`` with its ``LogDirFailureChannel``): the partition
+logs loaded at start and created on first sight, the HWM checkpoint, the clean-shutdown file (KIP-966),
+each partition directory's ``partition.metadata`` (its topic id), stray directories, and whether the
+directory is offline after an I/O error.
+
+Storage faults (DESIGN.md, "Faults a real deployment meets"): an I/O error (an OSError from the Disk:
+ENOSPC, EIO) takes the directory offline (:meth:`LogManager.fail`) until a restart. A log that dropped data
+at load while the clean-shutdown file vouched for it makes the registration unclean (PreviousBrokerEpoch -1,
+KIP-966).
+"""
+
+from __future__ import annotations
+
+import base64
+import uuid
+from collections.abc import Iterable
+from random import Random
+
+from ..storage.checkpoints import (
+    delete_clean_shutdown,
+    read_clean_shutdown,
+    read_hwm_checkpoint,
+    write_clean_shutdown,
+    write_hwm_checkpoint,
+)
+from ..storage.disk import Disk, LoadDrop
+from ..storage.log import PartitionLog
+from ..storage.meta_properties import (
+    META_PROPERTIES,
+    MetaProperties,
+    decode_properties,
+    kafka_uuid,
+    parse_kafka_uuid,
+)
+from .channel import LogDirFailureHandler, Note
+from .metadata_cache import MetadataCache
+
+#: The broker's one log directory on its Disk.
+LOG_DIR = "data"
+#: The file in a partition directory that names its topic id (Kafka's ``PartitionMetadataFile``).
+PARTITION_METADATA_FILE = "partition.metadata"
+
+
+class LogManager:
+    """The logs of ``disk``'s log directory :data:`LOG_DIR`, keyed (topic, partition). ``directory_id``: the
+    directory's id (KIP-858); ``stray_rng``: draws the names of stray directories; ``note`` adds a line to
+    the node's log; ``fail`` takes the directory offline (the broker's handler, which calls :meth:`fail`)."""
+
+    def __init__(self, disk: Disk, cache: MetadataCache, directory_id: uuid.UUID, stray_rng: Random,
+                 note: Note, fail: LogDirFailureHandler) -> None:
+        self.disk = disk
+        self.cache = cache
+        self.directory_id = directory_id
+        self.logs: dict[tuple[str, int], PartitionLog] = {}
+        self._stray_rng = stray_rng
+        self._note = note
+        self._fail = fail
+        #: Partition directories renamed ``-stray`` by this incarnation, in order: (directory, new name,
+        #: reason), for the driver's log (Kafka logs each stray log dir it finds).
+        self.strays: list[tuple[str, str, str]] = []
+        #: The directory failed (an OSError from the disk): every partition here is offline until a
+        #: restart. ``failure``: what failed, for the log and ``cluster status``.
+        self.offline = False
+        self.failure: str | None = None
+        #: Counters for ``cluster status`` (until metrics are exported): OSErrors met, data dropped at load.
+        self.storage_error_count = 0
+        self.dropped_at_load: list[LoadDrop] = []
+        #: Some log flushes by time (``flush.ms``): :meth:`maybe_flush` is due on every tick.
+        self.flush_by_time = False
+        #: The broker epoch of the clean-shutdown file found at start (KIP-966), -1 when none.
+        self.previous_broker_epoch = read_clean_shutdown(disk, LOG_DIR)
+
+    # ================================================================= start
+    def load(self, now_ms: int) -> None:
+        """Delete the clean-shutdown file, then load every partition directory (Kafka's
+        ``LogManager.loadLogs``) with its checkpointed HWM. A log that dropped data at load
+        (:attr:`PartitionLog.dropped_at_load`: a bad CRC, an incomplete batch, an offset gap) is logged and
+        counted; when the clean-shutdown file vouched for the logs, the registration then says the shutdown
+        was unclean (PreviousBrokerEpoch -1): KIP-966 keeps such a replica out of the ELR and Unclean Recovery
+        ranks it by the log it really has. (Kafka skips recovery after a clean shutdown; kraftlog checks
+        every batch and stays safe.) OSError propagates."""
+        disk = self.disk
+        delete_clean_shutdown(disk, LOG_DIR, now_ms)
+        hwms = read_hwm_checkpoint(disk, LOG_DIR)
+        dirs = sorted({p[len(LOG_DIR) + 1:].split("/", 1)[0] for p in disk.list(LOG_DIR + "/") if
+                       p.count("/") >= 2})
+        for d in dirs:
+            topic, _, idx = d.rpartition("-")
+            if not idx.isdigit():  # not <topic>-<partition>: a ``-stray`` directory is never loaded again
+                continue
+            key = (topic, int(idx))
+            log = PartitionLog(disk, f"{LOG_DIR}/{d}", self.cache.log_config(topic), now_ms)
+            log.update_high_watermark(min(hwms.get(key, 0), log.log_end_offset))
+            self.logs[key] = log
+            for drop in log.dropped_at_load:
+                self.dropped_at_load.append(drop)
+                self._note(f"log recovery of {topic}-{idx}: {drop}")
+        if self.dropped_at_load and self.previous_broker_epoch >= 0:
+            self._note(f"the clean-shutdown file (broker epoch {self.previous_broker_epoch}) vouched for logs that "
+                       f"dropped data at load: registering as after an unclean shutdown (PreviousBrokerEpoch -1)")
+            self.previous_broker_epoch = -1
+        self.update_flush_by_time()
+
+    def get_or_create(self, key: tuple[str, int], now_ms: int) -> PartitionLog:
+        """The log of ``key``, created empty on first sight. OSError propagates."""
+        log = self.logs.get(key)
+        if log is None:
+            log = PartitionLog(self.disk, f"{LOG_DIR}/{key[0]}-{key[1]}", self.cache.log_config(key[0]), now_ms)
+            self.logs[key] = log
+        return log
+
+    # ================================================================= flushes and checkpoints
+    def update_flush_by_time(self) -> None:
+        """Note whether any log flushes by time (``flush.ms``)."""
+        self.flush_by_time = any(log.config.flush_interval_ms is not None for log in self.logs.values())
+
+    def update_log_configs(self) -> None:
+        """Give every log its topic's flush configs again (after a config or partition change)."""
+        for key, log in self.logs.items():
+            log.config = self.cache.log_config(key[0])
+        self.update_flush_by_time()
+
+    def maybe_flush(self, now_ms: int) -> None:
+        """Flush the logs whose ``flush.ms`` ran out; an OSError takes the directory offline."""
+        try:
+            for log in self.logs.values():
+                log.maybe_flush(now_ms)
+        except OSError as exc:
+            self._fail(now_ms, exc, "flushing a log")
+
+    def checkpoint_hwms(self, now_ms: int) -> None:
+        """Write the HWM checkpoint (Kafka's ``replication-offset-checkpoint``). OSError propagates."""
+        write_hwm_checkpoint(self.disk, LOG_DIR, {k: log.high_watermark for k, log in sorted(self.logs.items())},
+                             now_ms)
+
+    def checkpoint_hwms_or_fail(self, now_ms: int) -> None:
+        """Write the HWM checkpoint unless the log directory is offline; a failure takes the directory
+        offline (Kafka: a checkpoint failure goes to the LogDirFailureChannel) and never raises."""
+        if self.offline:
+            return
+        try:
+            self.checkpoint_hwms(now_ms)
+        except OSError as exc:
+            self._fail(now_ms, exc, "writing the HWM checkpoint")
+
+    def shutdown(self, now_ms: int, broker_epoch: int) -> None:
+        """Flush every log, checkpoint HWMs and, registered (``broker_epoch`` >= 0), write the clean-shutdown
+        file. An offline directory gets none of it (Kafka's ``LogManager.shutdown`` writes the file for
+        online directories only), nor does one that fails meanwhile (taken offline, no raise)."""
+        if self.offline:
+            return
+        try:
+            for key in sorted(self.logs):
+                self.logs[key].flush(now_ms)
+            self.checkpoint_hwms(now_ms)
+            if broker_epoch >= 0:
+                write_clean_shutdown(self.disk, LOG_DIR, broker_epoch, now_ms)
+        except OSError as exc:
+            self._fail(now_ms, exc, "shutting down")
+
+    # ================================================================= failure
+    def fail(self, exc: OSError, what: str, hosted: Iterable[tuple[str, int]]) -> bool:
+        """Count an I/O error while doing ``what``; the first takes the directory offline (Kafka's
+        ``LogDirFailureChannel.maybeAddOfflineLogDir``): its logs are dropped (nothing more is read or
+        written there until a restart) and a line names the partitions (``hosted`` and the logs) that went
+        offline. True when it just went offline, False when it already was."""
+        self.storage_error_count += 1
+        if self.offline:
+            return False
+        self.offline = True
+        self.failure = f"{what}: {exc}"
+        offline = sorted(set(hosted) | set(self.logs))
+        self.logs.clear()
+        self.flush_by_time = False
+        self._note(f"log directory {LOG_DIR} (directory.id {self.directory_id}) failed while {what}: {exc}; "
+                   f"{len(offline)} partition(s) offline until a restart: "
+                   + (", ".join(f"{t}-{i}" for t, i in offline) or "none"))
+        return True
+
+    # ================================================================= partition directories
+    def record_topic_id(self, key: tuple[str, int], topic_id: uuid.UUID, now_ms: int) -> None:
+        """Write the log dir's ``partition.metadata`` (Kafka's ``PartitionMetadataFile``: ``version: 0`` and
+        the topic id, written atomically before the log takes data) unless it already holds ``topic_id``."""
+        if self.stored_topic_id(key) != topic_id:
+            self.disk.write_atomic(f"{LOG_DIR}/{key[0]}-{key[1]}/{PARTITION_METADATA_FILE}",
+                                   encode_partition_metadata(topic_id), now_ms)
+
+    def stored_topic_id(self, key: tuple[str, int]) -> uuid.UUID | None:
+        """The topic id in the log dir's ``partition.metadata``; None when missing or unreadable."""
+        path = f"{LOG_DIR}/{key[0]}-{key[1]}/{PARTITION_METADATA_FILE}"
+        return decode_partition_metadata(self.disk.read_value(path))
+
+    def remove_dir(self, key: tuple[str, int], delete: bool, reason: str, now_ms: int) -> None:
+        """Remove partition ``key``'s directory: ``delete`` every file (``LogManager.asyncDelete``), else
+        rename it ``<topic>-<partition>.<32 hex digits>-stray`` (Kafka 3.7+'s stray log dirs, ``LogManager``'s
+        ``StrayDirSuffix``), listed in :attr:`strays` with ``reason``. Nothing when it holds no file.
+        OSError propagates."""
+        directory = f"{LOG_DIR}/{key[0]}-{key[1]}"
+        files = self.disk.list(directory + "/")
+        if delete:
+            for path in files:
+                self.disk.delete(path, now_ms)
+        elif files:
+            stray = f"{key[0]}-{key[1]}.{uuid.UUID(int=self._stray_rng.getrandbits(128)).hex}-stray"
+            self.disk.rename_dir(directory, f"{LOG_DIR}/{stray}", now_ms)
+            self.strays.append((f"{key[0]}-{key[1]}", stray, reason))
+            self._note(f"stray partition directory {key[0]}-{key[1]} ({reason}): renamed {stray}, kept")
+
+
+# ================================================================= meta.properties
+def directory_id_of(disk: Disk, broker_id: int, identity: MetaProperties | None) -> uuid.UUID:
+    """The log directory's id: the ``directory.id`` of its verified ``meta.properties`` (written when the
+    directory was formatted), else of the file as it is (an unchecked Broker: unit tests), else a fixed id
+    derived from the broker id (a directory formatted without one; no random draw, so simulated
+    histories do not change)."""
+    if identity is not None and identity.directory_id is not None:
+        return identity.directory_id
+    text = disk.read_value(META_PROPERTIES)
+    if isinstance(text, str):
+        try:
+            return parse_kafka_uuid(decode_properties(text)["directory.id"])
+        except (KeyError, ValueError):
+            pass
+    return derived_directory_id(broker_id)
+
+
+def derived_directory_id(broker_id: int) -> uuid.UUID:
+    """The fixed directory id of broker ``broker_id``'s log dir when its meta.properties names none."""
+    return uuid.uuid5(uuid.NAMESPACE_URL, f"kraftlog:log-dir:broker-{broker_id}")
+
+
+# ================================================================= partition.metadata
+def encode_partition_metadata(topic_id: uuid.UUID) -> str:
+    """Kafka's ``PartitionMetadata.encode``: ``"version: 0\\ntopic_id: <id>"``, the id as Kafka's
+    ``Uuid.toString`` writes it (URL-safe base64 of the 16 bytes, no padding)."""
+    return "version: 0\ntopic_id: " + kafka_uuid(topic_id)
+
+
+def decode_partition_metadata(text: object) -> uuid.UUID | None:
+    """The topic id of a ``partition.metadata`` text (Kafka's ``PartitionMetadataReadBuffer``: a
+    ``version: N`` line with N >= 0, then ``topic_id: <id>``, not the zero id); None when ``text`` is None
+    or malformed."""
+    if not isinstance(text, str):
+        return None
+    lines = text.split("\n")
+    if len(lines) < 2:
+        return None
+    version, topic = lines[0].split(), lines[1].split()
+    if len(version) != 2 or not version[1].isdigit() or len(topic) != 2 or len(topic[1]) != 22:
+        return None
+    try:
+        raw = base64.urlsafe_b64decode(topic[1] + "==")
+    except ValueError:
+        return None
+    if len(raw) != 16 or raw == bytes(16):
+        return None
+    return uuid.UUID(bytes=raw)

@@ -1,0 +1,58 @@
+"""The broker's view of the metadata log (Kafka's ``KRaftMetadataCache``): the latest
+:class:`~kraftlog.metadata.image.MetadataImage` and what the broker derives from it per topic, cached per
+image (effective min ISR, the limits on produced batches, the log's flush configs)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ..metadata import config as cfg
+from ..metadata.image import MetadataDelta, MetadataImage
+from ..protocol.validation import RecordLimits
+from ..storage.log import LogConfig
+
+
+class MetadataCache:
+    """``image``: the metadata image replayed so far; ``static``: the broker's static config (Kafka names →
+    strings), the layer below the image's dynamic configs."""
+
+    def __init__(self, static: dict[str, str]) -> None:
+        self.static = static
+        self.image = MetadataImage()
+        self._min_isr: dict[str, int] = {}
+        self._limits: dict[str, RecordLimits] = {}
+
+    def replay(self, records: Sequence[object], base_offset: int) -> MetadataDelta:
+        """Replay ``records`` (the first at metadata offset ``base_offset``) into the image
+        (:meth:`MetadataImage.replay`) and forget what was derived from the previous one; the delta."""
+        self.image, delta = self.image.replay(records, base_offset)
+        self._min_isr.clear()
+        self._limits.clear()
+        return delta
+
+    def min_isr(self, topic: str) -> int:
+        """Effective min ISR of ``topic``: min(min.insync.replicas, RF) (KIP-966), cached per image."""
+        cached = self._min_isr.get(topic)
+        if cached is None:
+            cached = self._min_isr[topic] = self.image.min_isr(topic, self.static)
+        return cached
+
+    def record_limits(self, topic: str) -> RecordLimits:
+        """``topic``'s limits on produced batches (``max.message.bytes``, ``message.timestamp.*``, through the
+        broker defaults), cached per metadata image for the topics the image has."""
+        cached = self._limits.get(topic)
+        if cached is None:
+            def get(name: str) -> int:
+                return int(self.image.config(name, topic, self.static))
+            cached = RecordLimits(get("message.max.bytes"), get("log.message.timestamp.before.max.ms"),
+                                  get("log.message.timestamp.after.max.ms"))
+            if topic in self.image.topics:
+                self._limits[topic] = cached
+        return cached
+
+    def log_config(self, topic: str | None) -> LogConfig:
+        """The flush configs of ``topic``'s log (``flush.messages``/``flush.ms`` through
+        ``log.flush.interval.*``; None: never)."""
+        msgs = cfg.as_int(self.image.config("log.flush.interval.messages", topic, self.static))
+        ms = cfg.as_int(self.image.config("log.flush.interval.ms", topic, self.static))
+        return LogConfig(flush_interval_messages=msgs, flush_interval_ms=ms)
