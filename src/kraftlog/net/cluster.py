@@ -390,7 +390,7 @@ class NodeStatus:
 def strays(directory: str, broker: int) -> list[str]:
     """The ``-stray`` partition directories broker ``broker`` keeps (names under ``broker-<id>/data/``,
     sorted): partitions its metadata did not assign to it at startup, renamed and never deleted (see
-    :meth:`kraftlog.broker.broker.Broker._stop_deleted_partitions`)."""
+    :meth:`kraftlog.broker.broker.BrokerMetadataPublisher._stop_deleted_partitions`)."""
     from ..broker.broker import LOG_DIR
     try:
         names = os.listdir(os.path.join(_node_root(directory, broker), LOG_DIR))
