@@ -26,6 +26,21 @@ from __future__ import annotations
 from collections import defaultdict
 from operator import itemgetter
 
+#: An acknowledged record: (client, topic, partition, value, acks label ``all``/``1``/``0``).
+Acked = tuple[str, str, int, str, str]
+#: A consumed record: (client, partition name, offset, value, time ms, history seq).
+Consumed = tuple[str, str, int, str | None, int, int]
+#: A detected truncation: (client, partition name, position, divergence offset, time ms, history seq).
+Truncation = tuple[str, str, int, int, int, int]
+#: A HWM a consumer saw in a fetch response: (client, partition name, hwm, time ms).
+ObservedHwm = tuple[str, str, int, int]
+#: A log's content: {offset: (value, leader epoch)}.
+LogContent = dict[int, tuple[str | None, int]]
+#: {partition name: its final leader's log below the HWM, or None when it has no leader at the end}.
+FinalLogs = dict[str, LogContent | None]
+#: {partition name: {broker: (its log, its HWM)}} for live replicas.
+ReplicaLogs = dict[str, dict[int, tuple[LogContent, int]]]
+
 
 def lost_acked(acked, final_logs) -> tuple[list, list]:
     """Acknowledged acks=all records missing from the final leader log below its HWM.
