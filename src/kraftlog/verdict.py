@@ -29,9 +29,11 @@ so its keys and their order are the drivers' (tests/golden/ holds it).
 """
 
 
+from collections.abc import Sized
 from typing import NotRequired, TypedDict
 
 __all__ = [
+    "ResultsRow",
     "Verdict",
     "completed_and_held",
     "is_failure",
@@ -57,7 +59,7 @@ class Verdict(TypedDict):
     #: acks=all records acknowledged but missing at the end below their partition leader's HWM
     lost_acked: int
     #: each lost record: {"partition", "value", "client"}
-    lost_acked_records: list[dict]
+    lost_acked_records: list[dict[str, str]]
     #: partitions without a leader at the end (their records are not counted as lost)
     leaderless_partitions: list[str]
     hwm_regressions: int
@@ -70,9 +72,10 @@ class Verdict(TypedDict):
     invariant_violations: list[str]
     #: the message of each failed wait_until / expect
     failed_expectations: list[str]
-    metrics: dict
+    #: KIP-966 metrics and the run's counts (``partitions_under_min_isr``, ``unclean_elections``...)
+    metrics: dict[str, object]
     #: {"partitions": {name: {...}}, "brokers": {id: {...}}}
-    final: dict
+    final: dict[str, dict[str, dict[str, object]]]
     passed: bool
     safe: bool
     #: "sha256:..." of the event history; None for a real run (real time does not replay)
@@ -84,23 +87,37 @@ class Verdict(TypedDict):
     #: ``kraftlog chaos``: no partition had more replicas down after an unclean shutdown than the budget
     within_budget: NotRequired[bool]
     #: ``kraftlog chaos``: the faults injected, and its event lines
-    faults: NotRequired[list[dict]]
+    faults: NotRequired[list[dict[str, object]]]
     events: NotRequired[list[str]]
 
 
-def _count(value) -> int:
+class ResultsRow(TypedDict, total=False):
+    """The columns of a campaign results row that the functions below read (the row has more: see
+    :mod:`kraftlog.campaign.schema`): the verdict's lists as counts, ``error`` set when the run raised."""
+
+    passed: bool | None
+    error: str | None
+    lost_acked: int
+    invariant_violations: int
+    failed_expectations: int
+    undetected_truncations: int
+    leader_hwm_regressions: int
+    within_budget: bool | None
+
+
+def _count(value: int | Sized) -> int:
     """A verdict's list (failed expectations, invariant violations) or a results row's count of it."""
     return value if isinstance(value, int) else len(value)
 
 
-def completed_and_held(completed: bool, failed_expectations) -> bool:
+def completed_and_held(completed: bool, failed_expectations: int | Sized) -> bool:
     """SCENARIOS.md's ``passed`` as a driver decides it at the end of a run: the run ``completed`` (the
     cluster came up and every step ran) and no ``wait_until``/``expect`` failed (``failed_expectations``:
     their messages, or their count)."""
     return bool(completed) and _count(failed_expectations) == 0
 
 
-def passed(v: Verdict | dict) -> bool:
+def passed(v: Verdict | ResultsRow) -> bool:
     """SCENARIOS.md's ``passed`` of a verdict or a results row: its ``passed`` key; a row without it
     (unset column) passed when it did not raise and no expectation failed."""
     value = v.get("passed")
@@ -109,7 +126,7 @@ def passed(v: Verdict | dict) -> bool:
     return not v.get("error") and completed_and_held(True, v["failed_expectations"])
 
 
-def is_safe(v: Verdict | dict) -> bool:
+def is_safe(v: Verdict | ResultsRow) -> bool:
     """SCENARIOS.md's ``safe``: no acknowledged (acks=all) record lost, no invariant violated, no log
     truncation left undetected by a consumer. A results row of a run that raised (``error`` set) has no
     verdict, so nothing says it is safe: False."""
@@ -117,7 +134,7 @@ def is_safe(v: Verdict | dict) -> bool:
                 and v["undetected_truncations"] == 0)
 
 
-def is_failure(v: Verdict | dict) -> bool:
+def is_failure(v: Verdict | ResultsRow) -> bool:
     """A failing run (the campaign exports it as a scenario file): lost acknowledged records, invariant
     violations, a leader's HWM moving backwards (``leader_hwm_regressions``, which must always be 0:
     SCENARIOS.md), undetected truncations, failed expectations, or an exception (a row's ``error``).
@@ -127,7 +144,7 @@ def is_failure(v: Verdict | dict) -> bool:
                 or v["undetected_truncations"] or _count(v["failed_expectations"]) or v.get("error"))
 
 
-def within_budget(v: Verdict | dict) -> bool:
+def within_budget(v: Verdict | ResultsRow) -> bool:
     """Whether the run's faults stayed within the fault budget (KIP-966's promise holds for it): the
     row's or verdict's ``within_budget``, counted by the driver that injected the faults (the campaign:
     :func:`kraftlog.scenario.generator.within_budget` of the story; chaos: its fault history). A verdict
@@ -135,13 +152,13 @@ def within_budget(v: Verdict | dict) -> bool:
     return bool(v.get("within_budget"))
 
 
-def loss_within_budget(v: Verdict | dict) -> bool:
+def loss_within_budget(v: Verdict | ResultsRow) -> bool:
     """Acknowledged records lost although the faults stayed within the budget: what KIP-966 promises
     never happens (at level elr and above, without unclean election)."""
     return v["lost_acked"] > 0 and within_budget(v)
 
 
-def outcome_words(v: Verdict | dict) -> str:
+def outcome_words(v: Verdict | ResultsRow) -> str:
     """The verdict in words, the same everywhere (scenario run, scenario library, chaos, the campaign
     report): whether the run passed (its expectations held) and, beside it, every safety finding — never
     a bare "passed" next to a loss. E.g. ``expectations held — 20 acknowledged records LOST, 1 invariant

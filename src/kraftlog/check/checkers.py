@@ -24,14 +24,19 @@ The TLA+ invariants checked while the run goes (before data is lost) are in
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable, Mapping, Sequence
 from operator import itemgetter
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..metadata.image import MetadataImage
 
 #: An acknowledged record: (client, topic, partition, value, acks label ``all``/``1``/``0``).
 Acked = tuple[str, str, int, str, str]
-#: A consumed record: (client, partition name, offset, value, time ms, history seq).
-Consumed = tuple[str, str, int, str | None, int, int]
-#: A detected truncation: (client, partition name, position, divergence offset, time ms, history seq).
-Truncation = tuple[str, str, int, int, int, int]
+#: A consumed record: (client, partition name, offset, value, time ms[, history seq]).
+Consumed = tuple[str, str, int, str | None, int, int] | tuple[str, str, int, str | None, int]
+#: A detected truncation: (client, partition name, position, divergence offset, time ms[, history seq]).
+Truncation = tuple[str, str, int, int, int, int] | tuple[str, str, int, int, int]
 #: A HWM a consumer saw in a fetch response: (client, partition name, hwm, time ms).
 ObservedHwm = tuple[str, str, int, int]
 #: A log's content: {offset: (value, leader epoch)}.
@@ -40,9 +45,16 @@ LogContent = dict[int, tuple[str | None, int]]
 FinalLogs = dict[str, LogContent | None]
 #: {partition name: {broker: (its log, its HWM)}} for live replicas.
 ReplicaLogs = dict[str, dict[int, tuple[LogContent, int]]]
+#: A leader's HWM sample: (broker, partition name, leader epoch, hwm, time ms).
+LeaderHwmSample = tuple[int, str, int, int, int]
+#: A finding: (key it is deduplicated on, message).
+Finding = tuple[str, str]
+#: A lost record: {"partition", "value", "client"}.
+LostRecord = dict[str, str]
 
 
-def lost_acked(acked, final_logs) -> tuple[list, list]:
+def lost_acked(acked: Sequence[Acked], final_logs: Mapping[str, LogContent | None]
+               ) -> tuple[list[LostRecord], list[str]]:
     """Acknowledged acks=all records missing from the final leader log below its HWM.
 
     Returns (lost records as {"partition", "value"} dicts, leaderless partition names). Records of
@@ -50,7 +62,7 @@ def lost_acked(acked, final_logs) -> tuple[list, list]:
     present = {p: {v for v, _ in log.values()} for p, log in final_logs.items() if log is not None}
     leaderless = sorted(p for p, log in final_logs.items() if log is None)
     lost = []
-    names = {}
+    names: dict[tuple[str, int], str] = {}
     for client, topic, partition, value, acks in acked:
         if acks != "all":
             continue
@@ -62,7 +74,7 @@ def lost_acked(acked, final_logs) -> tuple[list, list]:
     return lost, leaderless
 
 
-def log_matching(replica_logs) -> list[str]:
+def log_matching(replica_logs: Mapping[str, Mapping[int, tuple[LogContent, int]]]) -> list[str]:
     """Log matching below the HWMs: two live replicas agree on every offset below both HWMs."""
     out = []
     for name in sorted(replica_logs):
@@ -83,20 +95,21 @@ def log_matching(replica_logs) -> list[str]:
     return out
 
 
-def duplicates(final_logs) -> int:
+def duplicates(final_logs: Mapping[str, LogContent | None]) -> int:
     """Jepsen duplicate: a value stored at more than one offset of the final log."""
     count = 0
     for log in final_logs.values():
         if log is None:
             continue
-        seen = defaultdict(int)
+        seen: defaultdict[str | None, int] = defaultdict(int)
         for value, _ in log.values():
             seen[value] += 1
         count += sum(n - 1 for n in seen.values() if n > 1)
     return count
 
 
-def duplicate_causes(final_logs, stamps) -> tuple[dict, list[str]]:
+def duplicate_causes(final_logs: Mapping[str, LogContent | None],
+                     stamps: Mapping[str, Mapping[int, tuple[int, int, int]]]) -> tuple[dict[str, int], list[str]]:
     """Why each Jepsen duplicate of the final log is there, from the producer stamps of its copies.
 
     ``stamps``: {partition name: {offset: (producer id, producer epoch, sequence)}} of the records of
@@ -120,7 +133,7 @@ def duplicate_causes(final_logs, stamps) -> tuple[dict, list[str]]:
         if not log:
             continue
         stamp_of = stamps.get(name, {})
-        copies = defaultdict(list)
+        copies: defaultdict[str | None, list[int]] = defaultdict(list)
         for offset in sorted(log):
             copies[log[offset][0]].append(offset)
         for value, offsets in copies.items():
@@ -141,7 +154,8 @@ def duplicate_causes(final_logs, stamps) -> tuple[dict, list[str]]:
     return counts, findings
 
 
-def consumer_anomalies(consumed, truncations, final_logs) -> dict:
+def consumer_anomalies(consumed: Sequence[Consumed], truncations: Sequence[Truncation],
+                       final_logs: Mapping[str, LogContent | None]) -> dict[str, int]:
     """Jepsen's consumer anomalies and KIP-320 truncation accounting, judged against the final log.
 
     For each consumer and partition, a read (offset o, value v) is *placed* when the final log holds v
@@ -164,16 +178,19 @@ def consumer_anomalies(consumed, truncations, final_logs) -> dict:
     result = {"inconsistent-offsets": 0, "nonmonotonic-poll": 0, "poll-skip": 0,
               "detected_truncations": len(truncations), "undetected_truncations": 0}
     log_end = {part: max(log, default=-1) + 1 for part, log in final_logs.items() if log is not None}
-    events = [(e[4], e[5] if len(e) > 5 else 1, 1, e[0], e[1], e[2], e[3]) for e in consumed]
+    # (time ms, seq, 0 truncation / 1 read, client, partition, offset, divergence offset / value read)
+    events: list[tuple[int, int, int, str, str, int, str | int | None]] = [
+        (e[4], e[5] if len(e) > 5 else 1, 1, e[0], e[1], e[2], e[3]) for e in consumed]
     events += [(e[4], e[5] if len(e) > 5 else 0, 0, e[0], e[1], e[2], e[3]) for e in truncations]
     events.sort(key=itemgetter(0, 1))
-    last = {}
-    by_offset = {}
-    invalid = set()
-    truncated_at = {}  # (client, partition) -> lowest offset of a truncated read not yet reported
+    last: dict[tuple[str, str], int] = {}
+    by_offset: dict[tuple[str, int], object] = {}
+    invalid: set[tuple[str, str]] = set()
+    truncated_at: dict[tuple[str, str], int] = {}  # (client, partition) -> lowest offset of a truncated read not yet reported
     for t, _, kind, client, part, off, x in events:
         key = (client, part)
         if kind == 0:  # a truncation report: the consumer moved back to the divergence point
+            assert isinstance(x, int)  # the divergence offset
             last.pop(key, None)
             if key in truncated_at and x <= truncated_at[key]:
                 del truncated_at[key]
@@ -206,7 +223,7 @@ def consumer_anomalies(consumed, truncations, final_logs) -> dict:
     return result
 
 
-def hwm_regressions(hwms, truncations) -> int:
+def hwm_regressions(hwms: Sequence[ObservedHwm], truncations: Sequence[Truncation]) -> int:
     """HWM moving backwards as consumers observe it (unless the consumer was told of a truncation).
 
     ``hwms``: (client, partition name, hwm, time ms) from the consumers' fetch responses, in order;
@@ -215,8 +232,8 @@ def hwm_regressions(hwms, truncations) -> int:
     until its followers fetch in the new epoch; KIP-207's OFFSET_NOT_AVAILABLE applies to ListOffsets
     only). A leader's own HWM is :func:`leader_hwm_regressions`."""
     count = 0
-    best = {}
-    cut = defaultdict(list)
+    best: dict[tuple[str, str], tuple[int, int]] = {}
+    cut: defaultdict[tuple[str, str], list[int]] = defaultdict(list)
     for c, p, _, div, t, *_ in truncations:
         cut[(c, p)].append(t)
     for client, part, hwm, t in hwms:
@@ -229,7 +246,7 @@ def hwm_regressions(hwms, truncations) -> int:
     return count
 
 
-def leader_hwm_regressions(samples) -> int:
+def leader_hwm_regressions(samples: Sequence[LeaderHwmSample]) -> int:
     """A leader's own HWM never moves backwards (per broker, partition and leader epoch): always 0.
 
     ``samples``: (broker, partition name, leader epoch, hwm offset, time ms) in the order observed, one
@@ -241,7 +258,7 @@ def leader_hwm_regressions(samples) -> int:
     ``Partition.maybeIncrementLeaderHW`` only ever raises the HWM (``newHighWatermark > oldHighWatermark``);
     KIP-966's strict HWM rule relies on it."""
     count = 0
-    best: dict = {}
+    best: dict[tuple[int, str, int], int] = {}
     for broker, part, epoch, hwm, _t in samples:
         key = (broker, part, epoch)
         prev = best.get(key)
@@ -252,12 +269,13 @@ def leader_hwm_regressions(samples) -> int:
     return count
 
 
-def partition_state_violations(image, now_ms: int, min_isr=None) -> list[tuple[str, str]]:
+def partition_state_violations(image: MetadataImage, now_ms: int,
+                               min_isr: Callable[[str], int] | None = None) -> list[Finding]:
     """Invariants over the controller's committed partition state (checked after every change):
     a leader is in its ISR; a fenced broker is never in the ISR; KIP-966: ELR ∩ ISR = ∅ and
     ELR non-empty ⇒ |ISR| < min ISR (``min_isr(topic)`` gives the effective min ISR).
     Returns (key, message) pairs; the key deduplicates repeated findings."""
-    out = []
+    out: list[Finding] = []
     for (topic, index), part in sorted(image.partitions.items()):
         name = f"{topic}-{index}"
         if part.elr:
@@ -281,7 +299,9 @@ def partition_state_violations(image, now_ms: int, min_isr=None) -> list[tuple[s
     return out
 
 
-def judge(acked, final_logs, consumed, truncations, hwms, leader_hwm_regressions: int = 0) -> dict:
+def judge(acked: Sequence[Acked], final_logs: Mapping[str, LogContent | None], consumed: Sequence[Consumed],
+          truncations: Sequence[Truncation], hwms: Sequence[ObservedHwm], leader_hwm_regressions: int = 0
+          ) -> dict[str, object]:
     """The verdict's findings in the order SCENARIOS.md gives them, from this module's inputs (see the
     module doc): ``lost_acked``, ``lost_acked_records``, ``leaderless_partitions``, ``hwm_regressions``,
     ``leader_hwm_regressions`` (counted by the caller: only the simulator sees a leader's HWM at every

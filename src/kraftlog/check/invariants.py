@@ -33,6 +33,17 @@ the key deduplicates a finding repeated at every check, the message reads
 
 from __future__ import annotations
 
+from collections.abc import Callable, Collection, Mapping, Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..protocol.records import Record
+
+#: A finding: (key it is deduplicated on, message).
+Finding = tuple[str, str]
+#: An acknowledged acks=all record: (offset, value bytes).
+AckedAt = tuple[int, bytes]
+
 #: The specification's names, used as the first word of each message.
 CONTROLLER_ISR_HAS_UP_TO_TRUE_HWM = "ControllerIsrHasUpToTrueHWM"
 VALID_CONTROLLER_ISR_AND_ELR = "ValidControllerIsrAndElr"
@@ -41,8 +52,8 @@ LEADER_HAS_COMPLETE_COMMITTED_LOG = "LeaderHasCompleteCommittedLog"
 NO_METADATA_LOG_DIVERGENCE = "NoMetadataLogDivergence"
 
 
-def isr_elr_completeness(name: str, isr, elr, running_leo: dict, true_hwm: int,
-                         now_ms: int) -> list[tuple[str, str]]:
+def isr_elr_completeness(name: str, isr: Sequence[int], elr: Sequence[int], running_leo: Mapping[int, int],
+                         true_hwm: int, now_ms: int) -> list[Finding]:
     """No running member of the controller's ISR or ELR lacks a committed record.
 
     ``ControllerIsrHasUpToTrueHWM`` (ISR) and the ELR clause of ``ValidControllerIsrAndElr``:
@@ -52,7 +63,7 @@ def isr_elr_completeness(name: str, isr, elr, running_leo: dict, true_hwm: int,
     (offset)} of the members that are running (members missing from it are not checked);
     ``true_hwm``: the true HWM (offset, see the module docstring). Keys are
     ``<Invariant> <partition> <broker>``: one finding per member and partition."""
-    out = []
+    out: list[Finding] = []
     if true_hwm <= 0:
         return out
     for inv, role, members in ((CONTROLLER_ISR_HAS_UP_TO_TRUE_HWM, "ISR", isr),
@@ -67,8 +78,9 @@ def isr_elr_completeness(name: str, isr, elr, running_leo: dict, true_hwm: int,
     return out
 
 
-def leader_maximal_isr(name: str, broker: int, leader_isr, maximal_isr, pending: bool, controller_isr,
-                       controller_elr, min_isr: int, now_ms: int) -> list[tuple[str, str]]:
+def leader_maximal_isr(name: str, broker: int, leader_isr: Collection[int], maximal_isr: Collection[int],
+                       pending: bool, controller_isr: Sequence[int], controller_elr: Sequence[int], min_isr: int,
+                       now_ms: int) -> list[Finding]:
     """``ValidLeaderMaximalISR`` for one non-stale leader (``IsNonStaleLeader``: the broker leads the
     partition in the controller's current leader epoch).
 
@@ -83,7 +95,7 @@ def leader_maximal_isr(name: str, broker: int, leader_isr, maximal_isr, pending:
     ``pending``: an AlterPartition is in flight; ``controller_isr``/``controller_elr``: the
     controller's committed state; ``min_isr``: the effective min ISR. Keys:
     ``ValidLeaderMaximalISR <partition> <broker> <clause>``."""
-    out = []
+    out: list[Finding] = []
     maximal = set(maximal_isr)
     if not pending and maximal != set(leader_isr):
         out.append((f"{VALID_LEADER_MAXIMAL_ISR} {name} {broker} equal",
@@ -99,7 +111,8 @@ def leader_maximal_isr(name: str, broker: int, leader_isr, maximal_isr, pending:
     return out
 
 
-def missing_acked(acked: list, start: int, record_at) -> tuple[int, list]:
+def missing_acked(acked: Sequence[AckedAt], start: int, record_at: Callable[[int], tuple[Record, int] | None]
+                  ) -> tuple[int, list[AckedAt]]:
     """Scan ``acked[start:]`` against a replica log.
 
     ``acked``: [(offset, value bytes)] of records acknowledged to acks=all producers, in ack order;
@@ -115,7 +128,7 @@ def missing_acked(acked: list, start: int, record_at) -> tuple[int, list]:
     return len(acked), missing
 
 
-def leader_complete_log(name: str, leader: int, leader_epoch: int, missing: list, acked_total: int,
+def leader_complete_log(name: str, leader: int, leader_epoch: int, missing: Sequence[AckedAt], acked_total: int,
                         now_ms: int) -> list[tuple[str, str]]:
     """``LeaderHasCompleteCommittedLog``: the controller's leader holds every acknowledged record
     (``∀ v ∈ inv_pos_acked: ∃ offset: log[leader][offset].value = v``; here at the acknowledged offset).
@@ -132,7 +145,8 @@ def leader_complete_log(name: str, leader: int, leader_epoch: int, missing: list
              f"lacks {len(missing)} of {acked_total} acknowledged records, the first {shown!r} at offset {offset}")]
 
 
-def metadata_log_divergence(broker, broker_log, controller_log, start: int, now_ms: int) -> list[tuple[str, str]]:
+def metadata_log_divergence(broker: int, broker_log: Sequence[object], controller_log: Sequence[object], start: int,
+                            now_ms: int) -> list[Finding]:
     """``NoMetadataLogDivergence``: a broker's copy of the metadata log agrees with the controller's at
     every offset both hold (``~∃ offset ≤ Len(con_metadata_log): Len(broker_metadata_log[b]) >= offset ∧
     broker_metadata_log[b][offset] # con_metadata_log[offset]``), checked from offset ``start`` on.

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from .model import CONTROLLER
+from .model import CONTROLLER, Node
 
 __all__ = ["EPISODES", "MIN_ISR", "RF", "TOPIC", "DrawnStep", "Episode", "Node", "StepArgs", "Story"]
 
@@ -23,8 +23,6 @@ TOPIC = "t"
 MIN_ISR = 2
 RF = 3
 
-#: A node of a story: a broker id or ``CONTROLLER``.
-Node = int | str
 #: A drawn step's arguments, as :func:`~kraftlog.scenario.steps.action_from_args` takes them.
 StepArgs = dict[str, object]
 #: A drawn step: (at ms, draw order, verb, arguments).

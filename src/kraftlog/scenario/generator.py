@@ -135,28 +135,8 @@ from collections.abc import Sequence
 from .episodes import EPISODES, MIN_ISR, RF, TOPIC, DrawnStep, Story
 from .model import CONTROLLER, ClientSpec, Scenario, TopicSpec
 from .steps import (
-    AlterConfig,
-    Corrupt,
-    Crash,
-    Cut,
-    DiskFull,
-    Elect,
-    Expect,
-    Heal,
-    Hold,
-    Isolate,
-    Partition,
-    Pause,
-    Produce,
-    Release,
-    Restart,
-    RestartController,
-    Resume,
-    RunFor,
-    Shutdown,
-    Step,
-    WaitUntil,
-    action_from_args,
+    AlterConfig, Corrupt, Crash, Cut, DiskFull, Elect, Expect, Heal, Hold, Isolate, Partition, Pause, Produce,
+    Release, Restart, RestartController, Resume, RunFor, Shutdown, Step, WaitUntil, action_from_args,
 )
 
 __all__ = [

@@ -29,15 +29,12 @@ from ..metadata.records import (
 )
 from ..protocol import messages as m
 from ..protocol.errors import Errors
+from ..scenario.result import Event
 
 if TYPE_CHECKING:
     from ..broker.broker import Broker
     from ..controller.controller import QuorumController
     from .cluster import SimCluster
-
-#: A timeline event (:data:`~kraftlog.scenario.result.EVENT_KINDS`): ``{"kind": ..., ...}``, and ``t``
-#: once recorded.
-Event = dict[str, object]
 
 #: KIP-966's controller gauges in the verdict's ``metrics`` (QuorumController.recovery_metrics).
 GAUGES = ("unclean_recovery_partitions_count", "manual_leader_election_required_partition_count",

@@ -50,13 +50,13 @@ from ..scenario import (
     corrupt_target,
 )
 from ..scenario.interpreter import ACKS, Corrupted, node_words, run_steps
-from ..scenario.result import RunResult
+from ..scenario.result import Event, RunResult
 from ..storage.log import SEGMENT_FILE
 from ..verdict import is_safe
 from . import cluster_state
 from .cluster import SimCluster
 from .online_checks import LeaderHwm, OnlineChecks
-from .recorder import Event, RunRecorder, leader_or_none
+from .recorder import RunRecorder, leader_or_none
 
 BOOTSTRAP_TIMEOUT_MS = 60000
 SHUTDOWN_WAIT_MS = 35000
