@@ -21,7 +21,8 @@ from kraftlog.report import plots
 from kraftlog.report.html import FailingRun, write_report
 from kraftlog.scenario import load_scenario
 from kraftlog.scenario.result import EVENT_KINDS
-from kraftlog.sim.runner import ScenarioRun, run_scenario
+from kraftlog.sim.recorder import RunRecorder
+from kraftlog.sim.runner import run_scenario
 
 SCENARIO_DIR = Path(__file__).resolve().parent.parent / "scenarios"
 #: KAFKA-14617 at classic: a cut link, a held AlterPartition released late, two crashes and restarts,
@@ -166,12 +167,12 @@ def test_a_heal_of_some_nodes_closes_only_their_faults():
 def test_rewording_the_timeline_leaves_the_tracks_unchanged(story, monkeypatch):
     """Every timeline line reworded (here: reversed, behind a prefix) gives the same events, hence the
     same tracks and the same drawing input; the plot module parses no text at all."""
-    original = ScenarioRun._log
+    original = RunRecorder.log
 
     def reworded(self, text, event=None):
         original(self, "reworded: " + text[::-1], event)
 
-    monkeypatch.setattr(ScenarioRun, "_log", reworded)
+    monkeypatch.setattr(RunRecorder, "log", reworded)
     again = run_scenario(load_scenario(STORY), Level.parse("classic"))
     assert again.timeline != story.timeline and all(line.split("ms  ", 1)[1].startswith("reworded: ")
                                                     for line in again.timeline)

@@ -102,7 +102,7 @@ def test_history_digest_is_sha256_over_its_documented_lines_whatever_the_batchin
     history = History()
     expected = hashlib.sha256()
     for i in range(FLUSH_LINES + 10):  # crosses a batch boundary
-        history.record(i, "ack", client="p1", offset=i)
+        history.record(i, "ack", {"client": "p1", "offset": i})
         expected.update(f"{i}|ack|{ {'client': 'p1', 'offset': i}!r}\n".encode())
     history.lines.append("7|0>1|3|FetchRequest\n")  # a delivered message, as the event loop feeds it
     expected.update(b"7|0>1|3|FetchRequest\n")

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 
 import yaml
 
@@ -16,7 +17,7 @@ from .steps import (
 __all__ = ["dump_scenario", "dump_step", "dump_steps"]
 
 
-def _dump_condition(condition: Condition) -> dict:
+def _dump_condition(condition: Condition) -> dict[str, object]:
     out: dict[str, object] = {condition.kind: condition.target}
     for key, value in condition.checks.items():
         if key == "leader" and value is None:
@@ -28,16 +29,16 @@ def _dump_condition(condition: Condition) -> dict:
     return out
 
 
-def _node_key(node) -> dict:
+def _node_key(node: int | str) -> dict[str, object]:
     """A crash or restart's node as written: ``broker: <id>``, or ``node: controller``."""
     return {"node": node} if node == CONTROLLER else {"broker": node}
 
 
-def _hold_args(api, src, dst) -> dict:
+def _hold_args(api: str | None, src: int | str | None, dst: int | str | None) -> dict[str, object]:
     return {k: v for k, v in (("api", api), ("from", src), ("to", dst)) if v is not None}
 
 
-def _dump_args(action: Action):
+def _dump_args(action: Action) -> object:
     """A step's action as the value of its verb's key."""
     match action:
         case Produce(topic, partition, count, acks, timeout_ms):
@@ -77,11 +78,11 @@ def _dump_args(action: Action):
     raise ValueError(f"cannot dump {action!r}")
 
 
-def _flow(value) -> str:
+def _flow(value: object) -> str:
     return yaml.safe_dump(value, default_flow_style=True, sort_keys=False, width=math.inf).strip()
 
 
-def _block(value: dict) -> str:
+def _block(value: dict[str, object]) -> str:
     return yaml.safe_dump(value, default_flow_style=False, sort_keys=False)
 
 
@@ -97,7 +98,7 @@ def dump_step(step: Step) -> str:
     return f"  - {_flow(item)}\n"
 
 
-def dump_steps(steps) -> str:
+def dump_steps(steps: Iterable[Step]) -> str:
     """``steps:`` and one :func:`dump_step` line per step: the steps section of a scenario file."""
     return "steps:\n" + "".join(dump_step(step) for step in steps)
 

@@ -21,7 +21,8 @@ from typing import Protocol
 
 from kraftlog.protocol.errors import Errors
 
-from .model import CONTROLLER, Condition, Scenario
+from .model import CONTROLLER, Condition, Node, Scenario
+from .result import Event
 from .steps import (
     AlterConfig, Corrupt, Crash, Cut, DiskFull, Elect, Expect, Heal, Hold, Isolate, Partition, Pause, Produce,
     Release, Restart, RestartController, Resume, RunFor, Shutdown, Step, WaitUntil,
@@ -34,16 +35,16 @@ __all__ = ["ACKS", "ClusterBackend", "Corrupted", "condition_data", "describe_co
 ACKS = {"all": -1, "1": 1, "0": 0}
 
 
-def node_words(node) -> str:
+def node_words(node: Node) -> str:
     """``broker N`` or ``the controller``, as the timeline names a crashed or restarted node."""
     return "the controller" if node == CONTROLLER else f"broker {node}"
 
 
-def _node(node) -> str:
+def _node(node: Node | None) -> str:
     return "*" if node is None else str(node)
 
 
-def plain(value):
+def plain(value: object) -> object:
     """A step argument as JSON data: tuples as lists, sets as sorted lists (dict keys kept)."""
     if isinstance(value, (frozenset, set)):
         return sorted(value, key=str)
@@ -54,7 +55,7 @@ def plain(value):
     return value
 
 
-def condition_data(cond: Condition) -> dict:
+def condition_data(cond: Condition) -> dict[str, object]:
     """A ``wait_until``/``expect`` condition as data, shaped like the scenario file's:
     ``{"partition": "t-0", "leader": 1, "isr": [0, 1]}`` or ``{"broker": 1, "fenced": True}``
     (``leader`` None is ``none``)."""
@@ -67,14 +68,14 @@ def describe_condition(cond: Condition) -> str:
     return f"{cond.kind} {cond.target}: {checks}"
 
 
-def step_event(step: Step) -> dict:
+def step_event(step: Step) -> Event:
     """The step's event (``kind`` ``step``, see :data:`kraftlog.scenario.result.EVENT_KINDS`): its index, verb and
     arguments as data (:attr:`Step.args`; a condition as :func:`condition_data`)."""
     args = step.args
-    ev = {"kind": "step", "index": step.index, "verb": step.verb,
-          **{k: plain(v) for k, v in args.items() if k != "condition"}}
-    if "condition" in args:
-        ev["condition"] = condition_data(args["condition"])
+    ev: Event = {"kind": "step", "index": step.index, "verb": step.verb,
+                 **{k: plain(v) for k, v in args.items() if k != "condition"}}
+    if isinstance(step.action, (WaitUntil, Expect)):  # the actions with a condition
+        ev["condition"] = condition_data(step.action.condition)
     return ev
 
 
@@ -104,10 +105,10 @@ class ClusterBackend(Protocol):
     def advance_to(self, t_ms: int) -> None:
         """Let the cluster run until scenario time ``t_ms`` (at once when it is past)."""
 
-    def log(self, text: str, event: dict | None = None) -> None:
+    def log(self, text: str, event: Event | None = None) -> None:
         """A timeline line, and the same story as data (``event``, without its time) when given."""
 
-    def fail(self, text: str, event: dict | None = None) -> None:
+    def fail(self, text: str, event: Event | None = None) -> None:
         """A failed expectation: recorded in the verdict and logged as :meth:`log` does."""
 
     def begin_step(self, step: Step) -> None:
@@ -116,28 +117,29 @@ class ClusterBackend(Protocol):
     def end_step(self, step: Step) -> None:
         """``step`` ran (the simulator checks its invariants and records the step in its history)."""
 
-    def alive(self, node) -> bool:
+    def alive(self, node: Node) -> bool:
         """Whether ``node``'s process runs."""
 
     def produce(self, step: Step, action: Produce) -> int:
         """Send ``action.count`` records ``s<index>-<i>`` with a new producer and wait (up to its timeout)
         until they are answered; returns how many were acknowledged."""
 
-    def crash(self, node, lose: str) -> None: ...
+    def crash(self, node: Node, lose: str) -> None:
+        """Kill ``node``'s process; ``lose`` (none, unflushed, all) applies to its disk."""
 
     def shutdown(self, broker: int) -> None:
         """A controlled shutdown, waited for."""
 
-    def restart(self, node) -> str | None:
+    def restart(self, node: Node) -> str | None:
         """Start ``node`` again; the reason it refused to start, or None."""
 
     def restart_controller(self) -> str | None:
         """Controller failover; the reason the controller refused to start again, or None."""
 
-    def pause(self, node) -> str | None:
+    def pause(self, node: Node) -> str | None:
         """Freeze the running ``node`` (no ticks, no deliveries); why not, when it is not running."""
 
-    def resume(self, node) -> str | None:
+    def resume(self, node: Node) -> str | None:
         """Unfreeze the paused ``node``; why not, when it is not paused."""
 
     def disk_full(self, broker: int, for_ms: int) -> str | None: ...
@@ -146,17 +148,23 @@ class ClusterBackend(Protocol):
         """Flip bytes in the stopped broker's batch :func:`~kraftlog.scenario.corrupt_target` picks; None
         when no batch is there."""
 
-    def isolate(self, nodes: tuple) -> None: ...
+    def isolate(self, nodes: tuple[Node, ...]) -> None:
+        """Cut every link between each of ``nodes`` and every other node."""
 
-    def partition(self, groups: tuple) -> None: ...
+    def partition(self, groups: tuple[tuple[Node, ...], ...]) -> None:
+        """Only nodes of the same group can talk."""
 
-    def cut(self, src, dst) -> None: ...
+    def cut(self, src: Node, dst: Node) -> None:
+        """Drop messages ``src`` -> ``dst``."""
 
-    def heal(self, nodes: tuple | None) -> None: ...
+    def heal(self, nodes: tuple[Node, ...] | None) -> None:
+        """Restore the links of ``nodes``, or every link."""
 
-    def hold(self, api: str | None, src, dst) -> None: ...
+    def hold(self, api: str | None, src: Node | None, dst: Node | None) -> None:
+        """Hold the matching messages (None: any) in the network."""
 
-    def release(self, api: str | None, src, dst) -> None: ...
+    def release(self, api: str | None, src: Node | None, dst: Node | None) -> None:
+        """Stop holding the matching messages and deliver the held ones."""
 
     def alter_config(self, action: AlterConfig) -> int:
         """IncrementalAlterConfigs; the error code (REQUEST_TIMED_OUT when unanswered)."""
@@ -277,7 +285,7 @@ def run_step(backend: ClusterBackend, step: Step) -> None:
             raise ValueError(f"{label}: no interpretation for {step.action!r}")
 
 
-def _done(b: ClusterBackend, label: str, refused: str | None, done: str, ev: dict) -> None:
+def _done(b: ClusterBackend, label: str, refused: str | None, done: str, ev: Event) -> None:
     """A fault's line: ``done``, or its refusal while running (a failed expectation)."""
     if refused is None:
         b.log(f"{label}: {done}", ev)
@@ -285,7 +293,7 @@ def _done(b: ClusterBackend, label: str, refused: str | None, done: str, ev: dic
         b.fail(f"{label}: refused: {refused}", {**ev, "done": False})
 
 
-def _restarted(b: ClusterBackend, label: str, node, refused: str | None, done: str, ev: dict) -> None:
+def _restarted(b: ClusterBackend, label: str, node: Node, refused: str | None, done: str, ev: Event) -> None:
     """A restart's line: ``done``, or the node's refusal to start (it stays down; not a failed expectation)."""
     if refused is None:
         b.log(f"{label}: {done}", ev)

@@ -8,8 +8,9 @@ one back is :mod:`kraftlog.scenario.dump`.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeGuard
 
 from kraftlog.level import Level
 from kraftlog.metadata.config import unknown_at_level
@@ -26,6 +27,7 @@ __all__ = [
     "RESETS",
     "ClientSpec",
     "Condition",
+    "Node",
     "Scenario",
     "ScenarioError",
     "TopicSpec",
@@ -34,6 +36,8 @@ __all__ = [
 
 #: The controller's node name; brokers are named by their int id.
 CONTROLLER = "controller"
+#: A node of the cluster: a broker id or ``CONTROLLER``.
+Node = int | str
 
 #: ``corrupt`` ``at`` values besides an offset: the batch holding the middle offset of the replica's
 #: log (LEO // 2), or its last batch.
@@ -125,11 +129,12 @@ class ScenarioError(Exception):
             where += f": step {step}" + (f" ({verb})" if verb is not None else "")
         super().__init__(f"{where}: {problem}")
 
-    def __reduce__(self):  # keep keyword-only fields across pickling (Spark executors)
+    def __reduce__(self) -> tuple[Callable[..., ScenarioError], tuple[str, str, int | None, int | None, str | None]]:
+        # keep keyword-only fields across pickling (Spark executors)
         return (_rebuild_error, (self.problem, self.source, self.line, self.step, self.verb))
 
 
-def _rebuild_error(problem, source, line, step, verb) -> ScenarioError:
+def _rebuild_error(problem: str, source: str, line: int | None, step: int | None, verb: str | None) -> ScenarioError:
     return ScenarioError(problem, source=source, line=line, step=step, verb=verb)
 
 
@@ -222,7 +227,7 @@ class Scenario:
 
 
 # ------------------------------------------------------------------------------- shared helpers
-def _show(value) -> str:
+def _show(value: object) -> str:
     """A value as the user would write it in YAML, for messages."""
     if value is None:
         return "null"
@@ -239,7 +244,8 @@ def _show(value) -> str:
     return str(value)
 
 
-def _is_int(value) -> bool:
+def _is_int(value: object) -> TypeGuard[int]:
+    """An int that is not a bool (YAML's true/false)."""
     return isinstance(value, int) and not isinstance(value, bool)
 
 

@@ -29,6 +29,7 @@ from __future__ import annotations
 import difflib
 import math
 import os
+from collections.abc import Collection
 from typing import NoReturn
 
 from kraftlog.level import Level
@@ -39,10 +40,10 @@ from kraftlog.protocol.messages import API_NAMES
 from .model import (
     _BROKER_CHECKS, _CLUSTER_KEYS, _CONSUMER_KEYS, _DEFAULT_DELAY_MS, _DEFAULT_INTERVAL_MS,
     _DEFAULT_PRODUCE_TIMEOUT_MS, _DEFAULT_WAIT_TIMEOUT_MS, _DEFAULT_WRITEBACK_MS, _DURATION_RE,
-    _DURATION_UNITS, _INT_CHECKS, _PARTITION_CHECKS, _PARTITION_RE, _PRODUCER_KEYS, _SET_CHECKS,
-    _SIM_KEYS, _TOP_KEYS, _TOPIC_KEYS, _TOPIC_RE, ACKS, CONTROLLER, CORRUPT_AT, ELECTION_TYPES, LOSE_MODES,
-    MAX_BROKERS, MAX_CORRUPT_BYTES, MAX_PARTITIONS, MAX_RECORDS_PER_PRODUCE, MAX_SIMULATED_MS, RESETS,
-    ClientSpec, Condition, Scenario, ScenarioError, TopicSpec, _is_int, _show,
+    _DURATION_UNITS, _INT_CHECKS, _PARTITION_CHECKS, _PARTITION_RE, _PRODUCER_KEYS, _SET_CHECKS, _SIM_KEYS,
+    _TOP_KEYS, _TOPIC_KEYS, _TOPIC_RE, ACKS, CONTROLLER, CORRUPT_AT, ELECTION_TYPES, LOSE_MODES, MAX_BROKERS,
+    MAX_CORRUPT_BYTES, MAX_PARTITIONS, MAX_RECORDS_PER_PRODUCE, MAX_SIMULATED_MS, RESETS, ClientSpec,
+    Condition, Node, Scenario, ScenarioError, TopicSpec, _is_int, _show,
 )
 from .steps import (
     VERBS, Action, AlterConfig, Corrupt, Crash, Cut, DiskFull, Elect, Expect, Heal, Hold, Isolate, Partition,
@@ -54,7 +55,7 @@ __all__ = ["load_scenario", "parse_duration", "parse_partition_name", "parse_sce
 
 
 # --------------------------------------------------------------------------- small public parsers
-def parse_duration(text: str) -> int:
+def parse_duration(text: object) -> int:
     """Parse a duration ``<int>ms``, ``<int>s`` or ``<int>m`` into int ms.
 
     Raises ValueError for anything else (a bare number, a negative or fractional value, other units).
@@ -68,7 +69,7 @@ def parse_duration(text: str) -> int:
     )
 
 
-def parse_partition_name(name: str) -> tuple[str, int]:
+def parse_partition_name(name: object) -> tuple[str, int]:
     """Split a partition name ``<topic>-<index>`` (``"t-0"``) into ``(topic, index)``.
 
     Topic names may contain ``-``: the split is on the last one. Raises ValueError when there is no
@@ -99,7 +100,12 @@ class _Parser:
     def fail(self, line: int | None, problem: str) -> NoReturn:
         raise ScenarioError(problem, source=self.source, line=line, step=self.step, verb=self.verb)
 
-    def mapping(self, value, line: int, what: str, *, optional: bool = False) -> LDict:
+    def step_verb(self) -> str:
+        """The verb of the step being parsed (set by :meth:`step_` before a ``verb_*`` method runs)."""
+        assert self.verb is not None
+        return self.verb
+
+    def mapping(self, value: object, line: int, what: str, *, optional: bool = False) -> LDict:
         if value is None and optional:
             empty = LDict()
             empty.line, empty.key_lines, empty.lines = line, {}, {}
@@ -108,12 +114,12 @@ class _Parser:
             self.fail(line, f"{what} must be a mapping, got {_show(value)}")
         return value
 
-    def sequence(self, value, line: int, what: str) -> LList:
+    def sequence(self, value: object, line: int, what: str) -> LList:
         if not isinstance(value, LList):
             self.fail(line, f"{what} must be a list, got {_show(value)}")
         return value
 
-    def keys(self, mapping: LDict, allowed, what: str) -> None:
+    def keys(self, mapping: LDict, allowed: Collection[str], what: str) -> None:
         for key in mapping:
             if key not in allowed:
                 self.fail(
@@ -121,14 +127,13 @@ class _Parser:
                     f"unknown key {_show(key)} in {what} (expected one of: {', '.join(allowed)})",
                 )
 
-    def require(self, mapping: LDict, key: str, what: str):
+    def require(self, mapping: LDict, key: str, what: str) -> object:
         if key not in mapping:
             self.fail(mapping.line, f"{what} needs {key!r}")
         return mapping[key]
 
-    def int_(self, value, line: int, what: str, minimum: int | None = None, maximum: int | None = None) -> int:
-        ok = _is_int(value) and (minimum is None or value >= minimum) and (maximum is None or value <= maximum)
-        if not ok:
+    def int_(self, value: object, line: int, what: str, minimum: int | None = None, maximum: int | None = None) -> int:
+        if not (_is_int(value) and (minimum is None or value >= minimum) and (maximum is None or value <= maximum)):
             if minimum is not None and maximum is not None:
                 expected = f"an integer in {minimum}..{maximum}"
             elif minimum is not None:
@@ -138,22 +143,22 @@ class _Parser:
             self.fail(line, f"{what} must be {expected}, got {_show(value)}")
         return value
 
-    def bool_(self, value, line: int, what: str) -> bool:
+    def bool_(self, value: object, line: int, what: str) -> bool:
         if not isinstance(value, bool):
             self.fail(line, f"{what} must be true or false, got {_show(value)}")
         return value
 
-    def str_(self, value, line: int, what: str) -> str:
+    def str_(self, value: object, line: int, what: str) -> str:
         if not isinstance(value, str) or not value.strip():
             self.fail(line, f"{what} must be a non-empty string, got {_show(value)}")
         return value
 
-    def choice(self, value, line: int, what: str, choices) -> str:
+    def choice(self, value: object, line: int, what: str, choices: Collection[str]) -> str:
         if not isinstance(value, str) or value not in choices:
             self.fail(line, f"{what} must be one of {', '.join(choices)}, got {_show(value)}")
         return value
 
-    def duration(self, value, line: int, what: str) -> int:
+    def duration(self, value: object, line: int, what: str) -> int:
         try:
             ms = parse_duration(value)
         except ValueError as exc:
@@ -166,14 +171,14 @@ class _Parser:
     def broker_range(self) -> str:
         return f"brokers 0..{self.brokers - 1}" if self.brokers > 1 else "broker 0"
 
-    def broker(self, value, line: int, what: str = "broker") -> int:
+    def broker(self, value: object, line: int, what: str = "broker") -> int:
         if not _is_int(value):
             self.fail(line, f"{what} must be a broker id (an integer), got {_show(value)}")
         if not 0 <= value < self.brokers:
             self.fail(line, f"{what} {value} is not in the cluster ({self.broker_range()})")
         return value
 
-    def node(self, value, line: int, what: str = "node"):
+    def node(self, value: object, line: int, what: str = "node") -> Node:
         if value == CONTROLLER and isinstance(value, str):
             return CONTROLLER
         if not _is_int(value):
@@ -182,11 +187,11 @@ class _Parser:
             self.fail(line, f"{what} {value} is not in the cluster ({self.broker_range()}, or {CONTROLLER!r})")
         return value
 
-    def nodes(self, value, line: int, what: str) -> tuple:
+    def nodes(self, value: object, line: int, what: str) -> tuple[Node, ...]:
         items = self.sequence(value, line, what)
         if not items:
             self.fail(line, f"{what} must not be empty")
-        out = []
+        out: list[Node] = []
         for i, item in enumerate(items):
             node = self.node(item, items.item_line(i))
             if node in out:
@@ -194,7 +199,7 @@ class _Parser:
             out.append(node)
         return tuple(out)
 
-    def brokers_set(self, value, line: int, what: str) -> frozenset[int]:
+    def brokers_set(self, value: object, line: int, what: str) -> frozenset[int]:
         items = self.sequence(value, line, what)
         out: list[int] = []
         for i, item in enumerate(items):
@@ -204,7 +209,7 @@ class _Parser:
             out.append(broker)
         return frozenset(out)
 
-    def config(self, value, line: int, what: str, *, allow_empty: bool = True) -> dict[str, str]:
+    def config(self, value: object, line: int, what: str, *, allow_empty: bool = True) -> dict[str, str]:
         if value is None and allow_empty:
             return {}
         mapping = self.mapping(value, line, what)
@@ -235,7 +240,7 @@ class _Parser:
                 self.fail(item_line, f"{problem} (in {what})")
         return out
 
-    def topic_ref(self, value, line: int, what: str = "topic") -> TopicSpec:
+    def topic_ref(self, value: object, line: int, what: str = "topic") -> TopicSpec:
         name = self.str_(value, line, what)
         spec = self.topics.get(name)
         if spec is None:
@@ -243,7 +248,7 @@ class _Parser:
             self.fail(line, f"unknown topic {name!r} (topics: {known})")
         return spec
 
-    def partition_index(self, spec: TopicSpec, value, line: int) -> int:
+    def partition_index(self, spec: TopicSpec, value: object, line: int) -> int:
         index = self.int_(value, line, "partition", minimum=0)
         if index >= spec.partitions:
             self.fail(
@@ -253,7 +258,7 @@ class _Parser:
             )
         return index
 
-    def partition_name(self, value, line: int) -> str:
+    def partition_name(self, value: object, line: int) -> str:
         try:
             topic, index = parse_partition_name(value)
         except ValueError as exc:
@@ -263,7 +268,7 @@ class _Parser:
         return f"{topic}-{index}"
 
     # ---------------------------------------------------------------------------- top level
-    def scenario(self, data) -> Scenario:
+    def scenario(self, data: object) -> Scenario:
         if data is None:
             self.fail(None, "the scenario file is empty")
         doc = self.mapping(data, 1, "a scenario file")
@@ -356,7 +361,7 @@ class _Parser:
             source=self.source,
         )
 
-    def level(self, value, line: int) -> str:
+    def level(self, value: object, line: int) -> str:
         if not isinstance(value, str):
             self.fail(line, f"level must be a string, got {_show(value)}")
         try:
@@ -370,7 +375,7 @@ class _Parser:
                     return known.label
             self.fail(line, str(exc))
 
-    def delay(self, value, line: int) -> tuple[int, int]:
+    def delay(self, value: object, line: int) -> tuple[int, int]:
         what = "sim network_delay (a duration or a range like 1ms-5ms)"
         if isinstance(value, str) and value.count("-") == 1:
             low_text, high_text = value.split("-")
@@ -383,7 +388,7 @@ class _Parser:
         return low, high
 
     # ------------------------------------------------------------------------- topics, clients
-    def topic(self, value, line: int, position: int) -> TopicSpec:
+    def topic(self, value: object, line: int, position: int) -> TopicSpec:
         item = self.mapping(value, line, f"topics[{position}]")
         self.keys(item, _TOPIC_KEYS, f"topics[{position}]")
         name = self.str_(self.require(item, "name", f"topics[{position}]"), item.value_line("name"), "topic name")
@@ -428,11 +433,11 @@ class _Parser:
         config = self.config(item.get("config"), item.value_line("config"), f"{what} config")
         return TopicSpec(name, partitions if partitions is not None else 1, rf, assignment, config)
 
-    def assignment(self, value, line: int, what: str) -> tuple[tuple[int, ...], ...]:
+    def assignment(self, value: object, line: int, what: str) -> tuple[tuple[int, ...], ...]:
         lists = self.sequence(value, line, f"{what}: assignment")
         if not lists:
             self.fail(line, f"{what}: assignment must not be empty")
-        out = []
+        out: list[tuple[int, ...]] = []
         for p, replicas_value in enumerate(lists):
             p_line = lists.item_line(p)
             replicas = self.sequence(replicas_value, p_line, f"{what}: assignment for partition {p}")
@@ -457,7 +462,7 @@ class _Parser:
             out.append(tuple(ids))
         return tuple(out)
 
-    def client(self, value, line: int, position: int) -> ClientSpec:
+    def client(self, value: object, line: int, position: int) -> ClientSpec:
         where = f"clients[{position}]"
         item = self.mapping(value, line, where)
         client_id = self.str_(self.require(item, "id", where), item.value_line("id"), f"{where} id")
@@ -484,7 +489,7 @@ class _Parser:
             reset = self.choice(item["reset"], item.value_line("reset"), f"{where} reset", RESETS)
         return ClientSpec(client_id, kind, spec.name, partition, acks, interval_ms, reset)
 
-    def acks(self, value, line: int) -> str:
+    def acks(self, value: object, line: int) -> str:
         if _is_int(value) and value in (0, 1):
             return str(value)
         if isinstance(value, str) and value in ACKS:
@@ -492,7 +497,7 @@ class _Parser:
         self.fail(line, f"acks must be one of all, 1, 0, got {_show(value)}")
 
     # ----------------------------------------------------------------------------------- steps
-    def step_(self, value, line: int, index: int, until_ms: int | None) -> Step:
+    def step_(self, value: object, line: int, index: int, until_ms: int | None) -> Step:
         self.step, self.verb = index, None
         item = self.mapping(value, line, "a step")
         line = item.line
@@ -525,15 +530,15 @@ class _Parser:
         action = getattr(self, "verb_" + verb)(item[verb], item.value_line(verb))
         return Step(index=index, line=line, at_ms=at_ms, after_ms=after_ms, action=action)
 
-    def args(self, value, line: int, allowed, *, optional: bool = False) -> LDict:
+    def args(self, value: object, line: int, allowed: Collection[str], *, optional: bool = False) -> LDict:
         what = f"the arguments of {self.verb}"
         if value is None and not optional:
             self.fail(line, f"{self.verb} needs arguments ({', '.join(allowed)})")
         mapping = self.mapping(value, line, what, optional=optional)
-        self.keys(mapping, allowed, self.verb)
+        self.keys(mapping, allowed, self.step_verb())
         return mapping
 
-    def verb_produce(self, value, line: int) -> Action:
+    def verb_produce(self, value: object, line: int) -> Action:
         a = self.args(value, line, ("topic", "partition", "count", "acks", "timeout"))
         spec = self.topic_ref(self.require(a, "topic", "produce"), a.value_line("topic"))
         partition = 0
@@ -559,7 +564,7 @@ class _Parser:
             return self.broker(a["broker"], a.value_line("broker"))
         return self.node(a["node"], a.value_line("node"))
 
-    def verb_crash(self, value, line: int) -> Action:
+    def verb_crash(self, value: object, line: int) -> Action:
         a = self.args(value, line, ("broker", "node", "lose"))
         out = self.target(a)
         lose = "none"
@@ -567,25 +572,25 @@ class _Parser:
             lose = self.choice(a["lose"], a.value_line("lose"), "lose", LOSE_MODES)
         return Crash(out, lose)
 
-    def verb_shutdown(self, value, line: int) -> Action:
+    def verb_shutdown(self, value: object, line: int) -> Action:
         a = self.args(value, line, ("broker",))
-        return Shutdown(self.broker(self.require(a, "broker", self.verb), a.value_line("broker")))
+        return Shutdown(self.broker(self.require(a, "broker", self.step_verb()), a.value_line("broker")))
 
-    def verb_restart(self, value, line: int) -> Action:
+    def verb_restart(self, value: object, line: int) -> Action:
         return Restart(self.target(self.args(value, line, ("broker", "node"))))
 
-    def verb_pause(self, value, line: int) -> Action:
+    def verb_pause(self, value: object, line: int) -> Action:
         return (Pause if self.verb == "pause" else Resume)(self.target(self.args(value, line, ("broker", "node"))))
 
     verb_resume = verb_pause
 
-    def verb_restart_controller(self, value, line: int) -> Action:
+    def verb_restart_controller(self, value: object, line: int) -> Action:
         a = self.mapping(value, line, "the arguments of restart_controller", optional=True)
         if a:
             self.fail(a.key_line(next(iter(a))), "restart_controller takes no arguments")
         return RestartController()
 
-    def verb_disk_full(self, value, line: int) -> Action:
+    def verb_disk_full(self, value: object, line: int) -> Action:
         a = self.args(value, line, ("broker", "for"))
         broker = self.broker(self.require(a, "broker", "disk_full"), a.value_line("broker"))
         duration = self.duration(self.require(a, "for", "disk_full"), a.value_line("for"), "for")
@@ -593,7 +598,7 @@ class _Parser:
             self.fail(a.value_line("for"), "for must be at least 1ms")
         return DiskFull(broker, duration)
 
-    def verb_corrupt(self, value, line: int) -> Action:
+    def verb_corrupt(self, value: object, line: int) -> Action:
         a = self.args(value, line, ("broker", "partition", "at", "bytes"))
         broker = self.broker(self.require(a, "broker", "corrupt"), a.value_line("broker"))
         p_line = a.value_line("partition")
@@ -603,29 +608,30 @@ class _Parser:
         if spec.assignment and broker not in spec.assignment[index]:
             self.fail(a.value_line("broker"), f"broker {broker} holds no replica of {partition} "
                                                f"(replicas {list(spec.assignment[index])})")
-        at: object = "middle"
+        at: int | str = "middle"
         if "at" in a:
-            at = a["at"]
-            if not (at in CORRUPT_AT or (_is_int(at) and at >= 0)):
+            given = a["at"]
+            if not ((isinstance(given, str) and given in CORRUPT_AT) or (_is_int(given) and given >= 0)):
                 self.fail(a.value_line("at"), f"at must be one of {', '.join(CORRUPT_AT)} or an offset "
-                                              f"(an integer >= 0), got {_show(at)}")
+                                              f"(an integer >= 0), got {_show(given)}")
+            at = given
         nbytes = 1
         if "bytes" in a:
             nbytes = self.int_(a["bytes"], a.value_line("bytes"), "bytes", minimum=1, maximum=MAX_CORRUPT_BYTES)
         return Corrupt(broker, partition, at, nbytes)
 
-    def verb_isolate(self, value, line: int) -> Action:
+    def verb_isolate(self, value: object, line: int) -> Action:
         a = self.args(value, line, ("nodes",))
         return Isolate(self.nodes(self.require(a, "nodes", "isolate"), a.value_line("nodes"), "nodes"))
 
-    def verb_partition(self, value, line: int) -> Action:
+    def verb_partition(self, value: object, line: int) -> Action:
         a = self.args(value, line, ("groups",))
         g_line = a.value_line("groups")
         groups = self.sequence(self.require(a, "groups", "partition"), g_line, "groups")
         if not groups:
             self.fail(g_line, "groups must not be empty")
-        out: list[tuple] = []
-        seen: set = set()
+        out: list[tuple[Node, ...]] = []
+        seen: set[Node] = set()
         for i, group in enumerate(groups):
             nodes = self.nodes(group, groups.item_line(i), f"groups[{i}]")
             for node in nodes:
@@ -635,7 +641,7 @@ class _Parser:
             out.append(nodes)
         return Partition(tuple(out))
 
-    def verb_cut(self, value, line: int) -> Action:
+    def verb_cut(self, value: object, line: int) -> Action:
         a = self.args(value, line, ("from", "to"))
         src = self.node(self.require(a, "from", "cut"), a.value_line("from"), "from")
         dst = self.node(self.require(a, "to", "cut"), a.value_line("to"), "to")
@@ -643,23 +649,26 @@ class _Parser:
             self.fail(a.value_line("to"), f"from and to are the same node {_show(src)}")
         return Cut(src, dst)
 
-    def verb_heal(self, value, line: int) -> Action:
+    def verb_heal(self, value: object, line: int) -> Action:
         a = self.args(value, line, ("nodes",), optional=True)
         nodes = None
         if a.get("nodes") is not None:
             nodes = self.nodes(a["nodes"], a.value_line("nodes"), "nodes")
         return Heal(nodes)
 
-    def verb_hold(self, value, line: int) -> Action:
+    def verb_hold(self, value: object, line: int) -> Action:
         a = self.args(value, line, ("api", "from", "to"), optional=True)
-        api = src = dst = None
+        api: str | None = None
+        src: Node | None = None
+        dst: Node | None = None
         if a.get("api") is not None:
-            api = a["api"]
-            if not isinstance(api, str) or api not in API_NAMES:
+            given = a["api"]
+            if not isinstance(given, str) or given not in API_NAMES:
                 self.fail(
                     a.value_line("api"),
-                    f"unknown api {_show(api)} (expected one of: {', '.join(sorted(API_NAMES))})",
+                    f"unknown api {_show(given)} (expected one of: {', '.join(sorted(API_NAMES))})",
                 )
+            api = given
         if a.get("from") is not None:
             src = self.node(a["from"], a.value_line("from"), "from")
         if a.get("to") is not None:
@@ -668,7 +677,7 @@ class _Parser:
 
     verb_release = verb_hold
 
-    def verb_alter_config(self, value, line: int) -> Action:
+    def verb_alter_config(self, value: object, line: int) -> Action:
         a = self.args(value, line, ("topic", "config"))
         topic = None
         if a.get("topic") is not None:
@@ -678,7 +687,7 @@ class _Parser:
         )
         return AlterConfig(topic, config)
 
-    def verb_elect(self, value, line: int) -> Action:
+    def verb_elect(self, value: object, line: int) -> Action:
         a = self.args(value, line, ("partition", "type", "leader"))
         partition = self.partition_name(self.require(a, "partition", "elect"), a.value_line("partition"))
         kind = self.choice(self.require(a, "type", "elect"), a.value_line("type"), "type", ELECTION_TYPES)
@@ -689,7 +698,7 @@ class _Parser:
             self.fail(a.key_line("leader"), f"leader is only given with type designation, not {kind}")
         return Elect(partition, kind, leader)
 
-    def verb_wait_until(self, value, line: int) -> Action:
+    def verb_wait_until(self, value: object, line: int) -> Action:
         a = self.mapping(value, line, "the condition of wait_until")
         timeout_ms = _DEFAULT_WAIT_TIMEOUT_MS
         if "timeout" in a:
@@ -697,11 +706,11 @@ class _Parser:
         condition = self.condition(a, extra=("timeout",))
         return WaitUntil(condition, timeout_ms)
 
-    def verb_expect(self, value, line: int) -> Action:
+    def verb_expect(self, value: object, line: int) -> Action:
         a = self.mapping(value, line, "the condition of expect")
         return Expect(self.condition(a))
 
-    def verb_run_for(self, value, line: int) -> Action:
+    def verb_run_for(self, value: object, line: int) -> Action:
         return RunFor(self.duration(value, line, "run_for"))
 
     # ------------------------------------------------------------------------------ conditions
@@ -712,6 +721,7 @@ class _Parser:
         kind = kinds[0]
         allowed = (kind, *(_PARTITION_CHECKS if kind == "partition" else _BROKER_CHECKS), *extra)
         self.keys(a, allowed, f"a {kind} condition")
+        target: str | int
         if kind == "partition":
             target = self.partition_name(a["partition"], a.value_line("partition"))
         else:
@@ -758,7 +768,7 @@ def parse_scenario(text: str, source: str = "<string>") -> Scenario:
     return _Parser(source).scenario(data)
 
 
-def load_scenario(path: str | os.PathLike) -> Scenario:
+def load_scenario(path: str | os.PathLike[str]) -> Scenario:
     """Read and parse the scenario file at ``path`` (UTF-8).
 
     Raises :class:`ScenarioError` when the file cannot be read or is invalid.

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-__all__ = ["EVENT_KINDS", "RunResult"]
+__all__ = ["EVENT_KINDS", "Event", "RunResult"]
 
 #: The kinds of ``RunResult.events``. Every event is a JSON-serialisable dict ``{"t": ms, "kind": str,
 #: ...fields}``; ``t`` is the simulated time in ms since the cluster was ready (negative during the
@@ -56,6 +56,9 @@ __all__ = ["EVENT_KINDS", "RunResult"]
 #:   ``last_known_elr``, ``offline``.
 #: * ``storage`` (a broker's storage fault: its log directory failed, data dropped at load, it stopped
 #:   because the failure was not acknowledged): ``broker``, ``detail`` (text).
+#: One event of ``RunResult.events`` (``t`` is added when it is recorded).
+Event = dict[str, object]
+
 EVENT_KINDS = ("ready", "partition", "broker", "step", "recovery", "invariant", "truncation",
                "alter_partition_error", "described", "storage")
 
@@ -65,7 +68,7 @@ class RunResult:
     """The verdict (SCENARIOS.md's JSON object), the readable timeline, the exit code (0 or 1) and the
     timeline's events as data (:data:`EVENT_KINDS`)."""
 
-    verdict: dict
+    verdict: dict[str, object]
     timeline: list[str] = field(default_factory=list)
     exit_code: int = 0
     wall_ms: float = 0.0
@@ -74,4 +77,4 @@ class RunResult:
     unavailable_ms: int = 0
     #: The run's events ({"t": ms since the cluster was ready, "kind": ..., ...}), one per timeline line
     #: that tells the story, in timeline order (:data:`EVENT_KINDS`).
-    events: list[dict] = field(default_factory=list)
+    events: list[Event] = field(default_factory=list)

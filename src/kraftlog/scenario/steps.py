@@ -17,14 +17,16 @@ whether the file wrote ``broker: 1`` or ``node: 1`` (``node: controller`` for th
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields
-from typing import Any, ClassVar
+from typing import ClassVar, Protocol, TypeVar
 
 from .model import CONTROLLER, Condition
 
 __all__ = [
-    "Action",
     "ACTIONS",
+    "VERBS",
+    "Action",
     "AlterConfig",
     "Corrupt",
     "Crash",
@@ -45,7 +47,6 @@ __all__ = [
     "RunFor",
     "Shutdown",
     "Step",
-    "VERBS",
     "action_from_args",
     "corrupt_target",
 ]
@@ -61,7 +62,7 @@ class Action:
     VERB: ClassVar[str] = ""
 
     @property
-    def args(self) -> dict[str, Any]:
+    def args(self) -> dict[str, object]:
         """The arguments as a plain dict keyed as the file names them (the normalised shape
         :func:`~kraftlog.scenario.parse_scenario` documents)."""
         return {_FILE_NAMES.get(f.name, f.name): getattr(self, f.name) for f in fields(self)}
@@ -74,8 +75,8 @@ class _Targeted(Action):
     __slots__ = ()
 
     @property
-    def args(self) -> dict[str, Any]:
-        out = Action.args.fget(self)
+    def args(self) -> dict[str, object]:
+        out = super().args  # Action.args
         node = out.pop("node")
         return {("node" if node == CONTROLLER else "broker"): node, **out}
 
@@ -174,7 +175,7 @@ class Isolate(Action):
     """``isolate``: cut every link between each of ``nodes`` and every other node."""
 
     VERB: ClassVar[str] = "isolate"
-    nodes: tuple
+    nodes: tuple[int | str, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,7 +184,7 @@ class Partition(Action):
     tuple of node tuples) can talk."""
 
     VERB: ClassVar[str] = "partition"
-    groups: tuple
+    groups: tuple[tuple[int | str, ...], ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -200,7 +201,7 @@ class Heal(Action):
     """``heal``: restore the links of ``nodes``, or every link when None."""
 
     VERB: ClassVar[str] = "heal"
-    nodes: tuple | None = None
+    nodes: tuple[int | str, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -278,7 +279,7 @@ ACTIONS: dict[str, type[Action]] = {cls.VERB: cls for cls in (
 VERBS: tuple[str, ...] = tuple(ACTIONS)
 
 
-def action_from_args(verb: str, args: dict) -> Action:
+def action_from_args(verb: str, args: Mapping[str, object]) -> Action:
     """The action of ``verb`` from its arguments keyed as the file names them (the inverse of
     :attr:`Action.args`; a crash or restart may name its node ``broker`` or ``node``). Lists become
     tuples. Raises KeyError for an unknown verb, TypeError for missing or unknown arguments."""
@@ -288,8 +289,10 @@ def action_from_args(verb: str, args: dict) -> Action:
     if issubclass(cls, _Targeted) and "broker" in kwargs:
         kwargs["node"] = kwargs.pop("broker")
     for key in ("nodes", "groups"):
-        if kwargs.get(key) is not None:
-            kwargs[key] = tuple(tuple(g) if isinstance(g, (list, tuple)) else g for g in kwargs[key])
+        value = kwargs.get(key)
+        if value is not None:
+            assert isinstance(value, (list, tuple)), f"{key} is a list"
+            kwargs[key] = tuple(tuple(g) if isinstance(g, (list, tuple)) else g for g in value)
     return cls(**kwargs)
 
 
@@ -314,7 +317,7 @@ class Step:
         return self.action.VERB
 
     @property
-    def args(self) -> dict[str, Any]:
+    def args(self) -> dict[str, object]:
         """The action's arguments as a plain dict (:attr:`Action.args`)."""
         return self.action.args
 
@@ -324,19 +327,34 @@ class Step:
         return f"step {self.index} ({self.verb})"
 
 
-def corrupt_target(batches, at) -> tuple[int, object] | None:
+class BatchSpan(Protocol):
+    """What :func:`corrupt_target` reads of a record batch."""
+
+    @property
+    def base_offset(self) -> int:
+        """The batch's first offset."""
+
+    @property
+    def next_offset(self) -> int:
+        """The offset after its last record."""
+
+
+B = TypeVar("B", bound=BatchSpan)
+
+
+def corrupt_target(batches: Iterable[B], at: int | str) -> tuple[int, B] | None:
     """Which batch a ``corrupt`` step damages in a replica log holding ``batches`` (record batches in
     offset order, each with ``base_offset`` and ``next_offset``): ``at`` ``"middle"`` takes the batch
     holding offset LEO // 2 (LEO = the last batch's next offset), ``"last"`` the last batch, an int the
     batch holding that offset. Returns (index in ``batches``, batch), or None when the log is empty or
     no batch holds the offset. The same rule for the simulator and for real processes."""
-    batches = list(batches)
-    if not batches:
+    listed = list(batches)
+    if not listed:
         return None
     if at == "last":
-        return len(batches) - 1, batches[-1]
-    offset = batches[-1].next_offset // 2 if at == "middle" else int(at)
-    for i, b in enumerate(batches):
+        return len(listed) - 1, listed[-1]
+    offset = listed[-1].next_offset // 2 if at == "middle" else int(at)
+    for i, b in enumerate(listed):
         if b.base_offset <= offset < b.next_offset:
             return i, b
     return None

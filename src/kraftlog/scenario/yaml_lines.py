@@ -5,8 +5,7 @@ duplicate mapping keys (a typo never passes silently). Errors are :class:`~kraft
 
 from __future__ import annotations
 
-from collections.abc import Hashable
-from typing import Any
+from collections.abc import Hashable, Iterator
 
 import yaml
 
@@ -15,24 +14,32 @@ from .model import ScenarioError, _show
 __all__ = ["LDict", "LList", "load_yaml"]
 
 
-class LDict(dict):
+class LDict(dict[object, object]):
     """A YAML mapping that remembers 1-based lines: its own, each key's and each value's."""
 
     __slots__ = ("line", "key_lines", "lines")
+    line: int
+    key_lines: dict[object, int]
+    lines: dict[object, int]
 
-    def key_line(self, key) -> int:
+    def key_line(self, key: object) -> int:
+        """The line of ``key``, or the mapping's own when it has no such key."""
         return self.key_lines.get(key, self.line)
 
-    def value_line(self, key) -> int:
+    def value_line(self, key: object) -> int:
+        """The line of ``key``'s value, or the mapping's own when it has no such key."""
         return self.lines.get(key, self.line)
 
 
-class LList(list):
+class LList(list[object]):
     """A YAML sequence that remembers 1-based lines: its own and each item's."""
 
     __slots__ = ("line", "lines")
+    line: int
+    lines: list[int]
 
     def item_line(self, index: int) -> int:
+        """The line of item ``index``, or the sequence's own past its end."""
         return self.lines[index] if index < len(self.lines) else self.line
 
 
@@ -42,13 +49,13 @@ class _Loader(yaml.SafeLoader):
     source = "<string>"
 
 
-def _construct_map(loader: _Loader, node: yaml.MappingNode):
+def _construct_map(loader: _Loader, node: yaml.MappingNode) -> Iterator[LDict]:
     data = LDict()
     data.line = node.start_mark.line + 1
     data.key_lines = {}
     data.lines = {}
     yield data
-    seen: dict[Any, int] = {}
+    seen: dict[Hashable, int] = {}
     for key_node, _ in node.value:
         if key_node.tag == "tag:yaml.org,2002:merge":
             continue
@@ -69,7 +76,7 @@ def _construct_map(loader: _Loader, node: yaml.MappingNode):
         data.lines[key] = value_node.start_mark.line + 1
 
 
-def _construct_seq(loader: _Loader, node: yaml.SequenceNode):
+def _construct_seq(loader: _Loader, node: yaml.SequenceNode) -> Iterator[LList]:
     data = LList()
     data.line = node.start_mark.line + 1
     data.lines = [item.start_mark.line + 1 for item in node.value]
@@ -81,7 +88,7 @@ _Loader.add_constructor("tag:yaml.org,2002:map", _construct_map)
 _Loader.add_constructor("tag:yaml.org,2002:seq", _construct_seq)
 
 
-def load_yaml(text: str, source: str):
+def load_yaml(text: str, source: str) -> object:
     """Parse YAML ``text`` into plain values with :class:`LDict`/:class:`LList` containers; raises
     ScenarioError (``invalid YAML: ...`` with the line) for bad YAML or a duplicate key."""
     loader = _Loader(text)

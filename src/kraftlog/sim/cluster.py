@@ -160,7 +160,7 @@ class SimCluster:
         self.scheduled.pop(node_id, None)
         self.paused.pop(node_id, None)  # SIGKILL ends a stopped process too; what waited for it is gone
         self.disks[node_id].crash(lose, self.now)
-        self.history.record(self.now, "crash", node=str(node_id), lose=lose)
+        self.history.record(self.now, "crash", {"node": str(node_id), "lose": lose})
         # The process died: its TCP connections are reset, so peers fail their requests to it at once
         # (after one network delay), unless the link is cut (then they time out).
         self.call_at(self.now + self.delay_min, lambda sim: sim._peer_gone(node_id))
@@ -186,7 +186,7 @@ class SimCluster:
         :attr:`refused`: it stays down). A running node is left as it is (True)."""
         if node_id in self.nodes:
             return True
-        self.history.record(self.now, "restart", node=str(node_id))
+        self.history.record(self.now, "restart", {"node": str(node_id)})
         try:
             if node_id == CONTROLLER:
                 self.start_controller()
@@ -194,7 +194,7 @@ class SimCluster:
                 self.start_broker(node_id)
         except NodeIdentityError as exc:
             self.refused.append((self.now, node_id, str(exc)))
-            self.history.record(self.now, "refused", node=str(node_id), reason=str(exc))
+            self.history.record(self.now, "refused", {"node": str(node_id), "reason": str(exc)})
             return False
         return True
 
@@ -203,11 +203,11 @@ class SimCluster:
         runs or not), then the file system has space again."""
         disk = self.disks[broker_id]
         disk.set_full(True)
-        self.history.record(self.now, "disk_full", node=str(broker_id), for_ms=for_ms)
+        self.history.record(self.now, "disk_full", {"node": str(broker_id), "for_ms": for_ms})
 
         def space(sim: "SimCluster") -> None:
             disk.set_full(False)
-            sim.history.record(sim.now, "disk_space", node=str(broker_id))
+            sim.history.record(sim.now, "disk_space", {"node": str(broker_id)})
 
         self.call_at(self.now + for_ms, space)
 
@@ -215,7 +215,7 @@ class SimCluster:
         """Flip bytes in item ``index`` of the log file ``path`` on broker ``broker_id``'s disk (its process
         must be down: the caller checks). Returns False when there is no such item."""
         done = self.disks[broker_id].corrupt(path, index)
-        self.history.record(self.now, "corrupt", node=str(broker_id), path=path, index=index, done=done)
+        self.history.record(self.now, "corrupt", {"node": str(broker_id), "path": path, "index": index, "done": done})
         return done
 
     def _exited(self, node_id) -> None:
@@ -227,7 +227,7 @@ class SimCluster:
             obs(self, node_id)
         del self.nodes[node_id]
         self.scheduled.pop(node_id, None)
-        self.history.record(self.now, "exit", node=str(node_id))
+        self.history.record(self.now, "exit", {"node": str(node_id)})
         self.call_at(self.now + self.delay_min, lambda sim: sim._peer_gone(node_id))
 
     def restart_controller(self) -> bool:
@@ -244,7 +244,7 @@ class SimCluster:
         if broker_id in self.paused:  # SIGTERM to a stopped process is handled when it runs again
             self.paused[broker_id].append((CALL, lambda sim: sim.shutdown(broker_id)))
             return
-        self.history.record(self.now, "shutdown", node=str(broker_id))
+        self.history.record(self.now, "shutdown", {"node": str(broker_id)})
         node.begin_controlled_shutdown(self.now)
         self._after(broker_id, node)
 
@@ -257,7 +257,7 @@ class SimCluster:
             return False
         if node_id not in self.paused:
             self.paused[node_id] = []
-            self.history.record(self.now, "pause", node=str(node_id))
+            self.history.record(self.now, "pause", {"node": str(node_id)})
         return True
 
     def resume(self, node_id) -> bool:
@@ -266,7 +266,7 @@ class SimCluster:
         waiting = self.paused.pop(node_id, None)
         if waiting is None:
             return False
-        self.history.record(self.now, "resume", node=str(node_id), waiting=len(waiting))
+        self.history.record(self.now, "resume", {"node": str(node_id), "waiting": len(waiting)})
         for kind, payload in waiting:
             self._push(self.now, kind, payload)
         self.scheduled.pop(node_id, None)
@@ -276,39 +276,41 @@ class SimCluster:
     def isolate(self, nodes) -> None:
         """Cut every link between ``nodes`` and all other nodes, including nodes added later."""
         self.links.isolate(nodes)
-        self.history.record(self.now, "isolate", nodes=[str(n) for n in nodes])
+        self.history.record(self.now, "isolate", {"nodes": [str(n) for n in nodes]})
 
     def partition(self, groups) -> None:
         """Nodes only reach nodes of their own group (nodes in no group, e.g. clients, reach all)."""
         self.links.partition(groups)
-        self.history.record(self.now, "partition", groups=[[str(n) for n in g] for g in groups])
+        self.history.record(self.now, "partition", {"groups": [[str(n) for n in g] for g in groups]})
 
     def cut_link(self, src, dst) -> None:
         self.links.cut_link(src, dst)
-        self.history.record(self.now, "cut", src=str(src), dst=str(dst))
+        self.history.record(self.now, "cut", {"src": str(src), "dst": str(dst)})
 
     def heal(self, nodes=None) -> None:
         """Restore every link that touches ``nodes``, or all links."""
         self.links.heal(nodes)
-        self.history.record(self.now, "heal", nodes=None if nodes is None else [str(n) for n in nodes])
+        self.history.record(self.now, "heal", {"nodes": None if nodes is None else [str(n) for n in nodes]})
 
     def is_cut(self, src, dst) -> bool:
         """Is the directed link src -> dst down?"""
         return self.links.is_cut(src, dst)
 
-    def hold(self, api=None, src=None, dst=None) -> None:
+    def hold(self, api: str | None = None, src: int | str | None = None, dst: int | str | None = None) -> None:
         self.links.hold(api, src, dst)
-        self.history.record(self.now, "hold", api=api, src=str(src), dst=str(dst))
+        self.history.record(self.now, "hold", {"api": api, "src": str(src), "dst": str(dst)})
 
-    def release(self, api=None, src=None, dst=None) -> None:
+    def release(self, api: str | None = None, src: int | str | None = None,
+                dst: int | str | None = None) -> None:
         """Stop holding matching messages and deliver the held ones, in their original order."""
         self.links.end_holds(api, src, dst)
-        keep, go = [], []
+        keep: list = []
+        go: list = []
         for payload in self.held:
             env = payload[0]
             (go if matches(api, src, dst, env.message.API, env.src, env.dst) else keep).append(payload)
         self.held = keep
-        self.history.record(self.now, "release", api=api, src=str(src), dst=str(dst), count=len(go))
+        self.history.record(self.now, "release", {"api": api, "src": str(src), "dst": str(dst), "count": len(go)})
         for payload in go:
             self._push(self.now, DELIVER, payload)
 

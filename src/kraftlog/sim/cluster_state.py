@@ -1,0 +1,218 @@
+"""Reading a simulated cluster's state for a scenario run: the committed metadata, the conditions of
+``wait_until``/``expect`` (SCENARIOS.md), the final state of the verdict and the replicas' logs.
+
+Everything here reads the cluster and changes nothing (no history event, no digest moves).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..broker.broker import LOG_DIR
+from ..metadata.image import MetadataImage
+from ..storage.epoch_cache import parse_epoch_checkpoint
+from ..storage.log import EPOCH_CHECKPOINT_FILE, SEGMENT_FILE
+
+if TYPE_CHECKING:
+    from ..check.checkers import FinalLogs, LogContent, ReplicaLogs
+    from ..controller.controller import QuorumController
+    from ..scenario import Condition
+    from .cluster import SimCluster
+
+
+def committed_image(sim: SimCluster, brokers: int, last_controller: QuorumController | None) -> MetadataImage:
+    """The committed metadata that conditions and the verdict read: the controller's image; while
+    the controller is down (it refused to start), the newest image a live broker holds (the metadata
+    the cluster still serves; the lowest broker id among equals), else the last controller's
+    (``last_controller``), else an empty image."""
+    ctl = sim.controller
+    if ctl is not None:
+        return ctl.image
+    best = None
+    for b in range(brokers):
+        node = sim.broker(b)
+        if node is not None and (best is None or node.image.offset > best.offset):
+            best = node.image
+    if best is not None:
+        return best
+    return last_controller.image if last_controller is not None else MetadataImage()
+
+
+def leader_hwm(sim: SimCluster, image: MetadataImage, topic: str, index: int) -> int | None:
+    """The HWM of partition ``topic``-``index`` on its leader in ``image``, if that broker runs and leads
+    it; else None."""
+    part = image.partitions.get((topic, index))
+    if part is None or part.leader < 0:
+        return None
+    b = sim.broker(part.leader)
+    if b is None:
+        return None
+    p = b.partitions.get((topic, index))
+    if p is None or not p.is_leader:
+        return None
+    return p.log.high_watermark
+
+
+def holds(sim: SimCluster, image: MetadataImage, cond: Condition) -> bool:
+    """Evaluate a condition against the committed ``image`` (and the leader's HWM)."""
+    checks = cond.checks
+    if cond.kind == "partition":
+        topic, _, idx = str(cond.target).rpartition("-")
+        part = image.partitions.get((topic, int(idx)))
+        if part is None:
+            return False
+        for key, want in checks.items():
+            if key == "leader":
+                if (part.leader if part.leader >= 0 else None) != want:
+                    return False
+            elif key == "isr":
+                if frozenset(part.isr) != want:
+                    return False
+            elif key == "elr":
+                if frozenset(part.elr) != want:
+                    return False
+            elif key == "last_known_elr":
+                if frozenset(part.last_known_elr) != want:
+                    return False
+            elif key == "leader_epoch_at_least":
+                assert isinstance(want, int)  # Condition: an int
+                if part.leader_epoch < want:
+                    return False
+            elif key == "recovering":
+                if part.recovering != want:
+                    return False
+            elif key in ("hwm", "hwm_at_least"):
+                assert isinstance(want, int)  # Condition: an int
+                hwm = leader_hwm(sim, image, topic, int(idx))
+                if hwm is None or (hwm != want if key == "hwm" else hwm < want):
+                    return False
+        return True
+    broker = int(cond.target)
+    reg = image.brokers.get(broker)
+    for key, want in checks.items():
+        if key == "alive":
+            if sim.alive(broker) != want:
+                return False
+        elif key == "fenced":
+            if (reg is None or reg.fenced) != want:
+                return False
+        elif key == "in_controlled_shutdown":
+            if (reg is not None and reg.in_controlled_shutdown) != want:
+                return False
+        elif key == "log_dir_offline":
+            if (reg is not None and not reg.has_online_log_dir) != want:
+                return False
+    return True
+
+
+def observed(sim: SimCluster, image: MetadataImage, cond: Condition) -> str:
+    """What the condition's target looks like in ``image`` (for a condition that did not hold)."""
+    if cond.kind == "partition":
+        topic, _, idx = str(cond.target).rpartition("-")
+        part = image.partitions.get((topic, int(idx)))
+        if part is None:
+            return "no such partition"
+        hwm = leader_hwm(sim, image, topic, int(idx))
+        return (f"leader={part.leader if part.leader >= 0 else None}, isr={list(part.isr)}, elr={list(part.elr)}, "
+                f"last_known_elr={list(part.last_known_elr)}, leader_epoch={part.leader_epoch}, hwm={hwm}, "
+                f"recovering={part.recovering}")
+    reg = image.brokers.get(int(cond.target))
+    return (f"alive={sim.alive(int(cond.target))}, fenced={reg.fenced if reg else None}, "
+            f"in_controlled_shutdown={reg.in_controlled_shutdown if reg else None}, "
+            f"log_dir_offline={(not reg.has_online_log_dir) if reg else None}")
+
+
+def final_state(sim: SimCluster, image: MetadataImage, brokers: int
+                ) -> tuple[dict[str, dict[str, dict[str, object]]], FinalLogs, ReplicaLogs]:
+    """The verdict's ``final`` (``{"partitions": {...}, "brokers": {...}}``, SCENARIOS.md), the final
+    leader logs below their HWMs and every live replica's log (shapes in :mod:`kraftlog.check.checkers`),
+    read from the committed ``image`` and the running brokers."""
+    partitions: dict[str, dict[str, object]] = {}
+    final_logs: FinalLogs = {}
+    replica_logs: ReplicaLogs = {}
+    # {offset: (value, leader epoch)} per distinct log. In the simulator replicas append the very
+    # batch objects they fetched, so a log holding the same batches as one already read is read once.
+    contents: dict[tuple[int, ...], LogContent] = {}
+    for (topic, idx) in sorted(image.partitions):
+        part = image.partitions[(topic, idx)]
+        name = f"{topic}-{idx}"
+        leos: dict[str, int] = {}
+        logs: dict[int, tuple[LogContent, int]] = {}
+        for r in part.replicas:
+            b = sim.broker(r)
+            p = b.partitions.get((topic, idx)) if b is not None else None
+            if p is None:
+                continue
+            leos[str(r)] = p.log.log_end_offset
+            batches = list(p.log.batches())
+            same_batches = tuple(map(id, batches))
+            content = contents.get(same_batches)
+            if content is None:
+                content = contents[same_batches] = {}
+                for batch in batches:
+                    epoch = batch.partition_leader_epoch
+                    values = [(rec.value.decode() if rec.value is not None else None, epoch)
+                              for rec in batch.records]
+                    content.update(zip(range(batch.base_offset, batch.base_offset + len(values)), values))
+            logs[r] = (content, p.log.high_watermark)
+        replica_logs[name] = logs
+        hwm = None
+        if part.leader >= 0 and part.leader in logs:
+            leader = sim.broker(part.leader)
+            assert leader is not None  # it holds a log: it runs
+            if leader.partitions[(topic, idx)].is_leader:
+                content, hwm = logs[part.leader]
+                final_logs[name] = {o: v for o, v in content.items() if o < hwm}
+        if name not in final_logs:
+            final_logs[name] = None
+        partitions[name] = {
+            "leader": part.leader if part.leader >= 0 else None, "leader_epoch": part.leader_epoch,
+            "partition_epoch": part.partition_epoch, "isr": list(part.isr), "elr": list(part.elr),
+            "last_known_elr": list(part.last_known_elr),
+            "last_known_leader": part.last_known_leader if part.last_known_leader >= 0 else None,
+            "recovering": part.recovering, "hwm": hwm, "leo": leos}
+    registrations: dict[str, dict[str, object]] = {}
+    for broker in range(brokers):
+        reg = image.brokers.get(broker)
+        registrations[str(broker)] = {"alive": sim.alive(broker), "fenced": reg.fenced if reg else True,
+                                      "epoch": reg.broker_epoch if reg else -1}
+    return {"partitions": partitions, "brokers": registrations}, final_logs, replica_logs
+
+
+def dump_logs(sim: SimCluster, image: MetadataImage) -> dict[str, dict[str, dict[str, object]]]:
+    """Every replica's log at the end, like ``kafka-dump-log --print-data-log``: ``{partition: {broker:
+    {"alive", "state", "leo", "hwm", "leader_epoch_cache": [[epoch, start offset], ...], "batches":
+    [{"base_offset", "last_offset", "count", "leader_epoch", "producer_id", "producer_epoch",
+    "base_sequence", "size_bytes", "values"}, ...]}}}``. A broker that is down shows what its disk holds
+    (what it will recover on restart; ``hwm`` None)."""
+    out: dict[str, dict[str, dict[str, object]]] = {}
+    for (topic, idx) in sorted(image.partitions):
+        part = image.partitions[(topic, idx)]
+        replicas: dict[str, dict[str, object]] = {}
+        for r in part.replicas:
+            b = sim.broker(r)
+            p = b.partitions.get((topic, idx)) if b is not None else None
+            hwm: int | None
+            if p is not None:
+                batches, cache = list(p.log.batches()), p.log.epoch_cache.entries()
+                leo, hwm = p.log.log_end_offset, p.log.high_watermark
+                state = "leader" if p.is_leader else "follower"
+            else:
+                disk, directory = sim.disks[r], f"{LOG_DIR}/{topic}-{idx}"
+                batches = list(disk.scan(f"{directory}/{SEGMENT_FILE}"))
+                text = disk.read_value(f"{directory}/{EPOCH_CHECKPOINT_FILE}")
+                cache = parse_epoch_checkpoint(text) if text else []
+                leo, hwm = (batches[-1].next_offset if batches else 0), None
+                state = "down (its disk)" if b is None else "no replica"
+            replicas[str(r)] = {
+                "alive": b is not None, "state": state, "leo": leo, "hwm": hwm,
+                "leader_epoch_cache": [list(entry) for entry in cache],
+                "batches": [{"base_offset": batch.base_offset, "last_offset": batch.last_offset,
+                             "count": batch.record_count, "leader_epoch": batch.partition_leader_epoch,
+                             "producer_id": batch.producer_id, "producer_epoch": batch.producer_epoch,
+                             "base_sequence": batch.base_sequence, "size_bytes": batch.size_bytes,
+                             "values": [rec.value.decode(errors="replace") if rec.value is not None else None
+                                        for rec in batch.records]}
+                            for batch in batches]}
+        out[f"{topic}-{idx}"] = replicas
+    return out
