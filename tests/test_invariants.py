@@ -17,12 +17,12 @@ import re
 from types import SimpleNamespace
 
 import pytest
-from conftest import LIBRARY
 
+from conftest import LIBRARY
 from kraftlog.check import invariants
 from kraftlog.level import DEFAULT, Level
-from kraftlog.sim.runner import ScenarioRun, run_scenario
 from kraftlog.scenario import parse_scenario
+from kraftlog.sim.runner import ScenarioRun, run_scenario
 
 #: The invariant names of the TLA+ specification (the first word after ``t=<ms>ms`` in a message).
 TLA_NAMES = {invariants.CONTROLLER_ISR_HAS_UP_TO_TRUE_HWM, invariants.VALID_CONTROLLER_ISR_AND_ELR,

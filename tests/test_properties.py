@@ -31,11 +31,11 @@ from hypothesis import strategies as st
 
 from kraftlog.broker.partition import Partition
 from kraftlog.controller.partition_change import Election, build_partition_change
+from kraftlog.level import IMPLEMENTED, Level
 from kraftlog.metadata.image import PartitionRegistration
 from kraftlog.metadata.records import NO_LEADER, RECOVERED, RECOVERING
 from kraftlog.protocol import messages as m
 from kraftlog.protocol.errors import Errors
-from kraftlog.level import IMPLEMENTED, Level
 from kraftlog.protocol.records import Record, RecordBatch
 from kraftlog.storage.disk import SimDisk
 from kraftlog.storage.log import LogConfig, PartitionLog

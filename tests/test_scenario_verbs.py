@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from kraftlog.level import Level
+from kraftlog.scenario import load_scenario, parse_scenario
 from kraftlog.scenario.result import RunResult
 from kraftlog.sim.runner import ScenarioRun, run_scenario
-from kraftlog.scenario import load_scenario, parse_scenario
 from kraftlog.storage.checkpoints import read_clean_shutdown
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -14,9 +14,9 @@ import pytest
 from kraftlog.check import checkers
 from kraftlog.protocol import messages as m
 from kraftlog.protocol.node import NodeBase
+from kraftlog.scenario import parse_scenario
 from kraftlog.sim.history import FLUSH_LINES, History
 from kraftlog.sim.runner import ScenarioRun, cyclic_gc_paused
-from kraftlog.scenario import parse_scenario
 
 
 class Recorder(NodeBase):
@@ -184,8 +184,8 @@ def test_no_node_asks_to_be_woken_again_at_once_after_its_tick(monkeypatch, leve
     no longer follows, a consumer backoff or producer retry time while waiting for metadata) made the
     driver tick the node every millisecond: ten times more events than messages in fault stories."""
     from kraftlog.level import Level
-    from kraftlog.sim import cluster
     from kraftlog.scenario import generator as faults
+    from kraftlog.sim import cluster
 
     spins = []
     ticks = [0]

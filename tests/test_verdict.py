@@ -13,7 +13,14 @@ from pathlib import Path
 import pytest
 
 from kraftlog.verdict import (
-    Verdict, completed_and_held, is_failure, is_safe, loss_within_budget, outcome_words, passed, within_budget,
+    Verdict,
+    completed_and_held,
+    is_failure,
+    is_safe,
+    loss_within_budget,
+    outcome_words,
+    passed,
+    within_budget,
 )
 
 ROOT = Path(__file__).resolve().parents[1]

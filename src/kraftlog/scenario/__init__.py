@@ -1,8 +1,8 @@
-"""The scenario language, driver-neutral: the model (:mod:`.model`: specs, conditions, the scenario), the
-steps (:mod:`.steps`: one class per verb), the YAML loader with line tracking (:mod:`.yaml_lines`), the
-parser (:mod:`.parser`), ``dump`` (:mod:`.dump`), and the campaign's story generator
-(:mod:`kraftlog.scenario.generator`, drawing from the episodes of :mod:`.episodes`). docs/SCENARIOS.md is the format; the simulator (``kraftlog.sim``) and
-the real-process driver (``kraftlog.net``) run what this parses, through one step interpreter
+"""The scenario language, driver-neutral: the model (:mod:`.model`: specs, conditions, the scenario), the steps
+(:mod:`.steps`: one class per verb), the YAML loader with line tracking (:mod:`.yaml_lines`), the parser
+(:mod:`.parser`), ``dump`` (:mod:`.dump`), and the campaign's story generator (:mod:`kraftlog.scenario.generator`,
+drawing from the episodes of :mod:`.episodes`). docs/SCENARIOS.md is the format; the simulator (``kraftlog.sim``)
+and the real-process driver (``kraftlog.net``) run what this parses, through one step interpreter
 (:mod:`.interpreter`), and each hands back a :class:`~kraftlog.scenario.result.RunResult`."""
 
 from .dump import *  # noqa: F403

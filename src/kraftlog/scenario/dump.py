@@ -10,8 +10,28 @@ import yaml
 
 from .model import CONTROLLER, Condition, Scenario, _ms
 from .steps import (
-    Action, AlterConfig, Corrupt, Crash, Cut, DiskFull, Elect, Expect, Heal, Hold, Isolate, Partition, Pause,
-    Produce, Release, Restart, RestartController, Resume, RunFor, Shutdown, Step, WaitUntil,
+    Action,
+    AlterConfig,
+    Corrupt,
+    Crash,
+    Cut,
+    DiskFull,
+    Elect,
+    Expect,
+    Heal,
+    Hold,
+    Isolate,
+    Partition,
+    Pause,
+    Produce,
+    Release,
+    Restart,
+    RestartController,
+    Resume,
+    RunFor,
+    Shutdown,
+    Step,
+    WaitUntil,
 )
 
 __all__ = ["dump_scenario", "dump_step", "dump_steps"]

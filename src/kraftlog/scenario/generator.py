@@ -37,7 +37,8 @@ module or ``hash()``), a random cluster and a fault schedule:
       elected), then B 2-6 s later (into LastKnownELR too: ISR and ELR are empty). Level ``elr`` then
       elects the last known leader L and loses the acknowledged records L lost; level ``urm``
       (Balanced) waits for both LastKnownELR members, and for A or ``unclean.recovery.timeout.ms``, and
-      elects B, the longest log. A comes back 1-4 s after B (60 %) or in the heal phase. 2 or 3 data-losing shutdowns: always beyond the budget;
+      elects B, the longest log. A comes back 1-4 s after B (60 %) or in the heal phase. 2 or 3 data-losing
+      shutdowns: always beyond the budget;
     - ``fenced_only_elr`` — the ISR empties by fencing, so only fenced ELR members remain: A leaves
       (isolation 40 %, clean shutdown 30 %, crash ``lose: none`` 30 %), 10-13 s later B leaves and
       10-13 s later L leaves (each by isolation 55 %, clean shutdown 20 %, crash ``lose: none`` 25 %);
@@ -135,8 +136,28 @@ from collections.abc import Sequence
 from .episodes import EPISODES, MIN_ISR, RF, TOPIC, DrawnStep, Story
 from .model import CONTROLLER, ClientSpec, Scenario, TopicSpec
 from .steps import (
-    AlterConfig, Corrupt, Crash, Cut, DiskFull, Elect, Expect, Heal, Hold, Isolate, Partition, Pause, Produce,
-    Release, Restart, RestartController, Resume, RunFor, Shutdown, Step, WaitUntil, action_from_args,
+    AlterConfig,
+    Corrupt,
+    Crash,
+    Cut,
+    DiskFull,
+    Elect,
+    Expect,
+    Heal,
+    Hold,
+    Isolate,
+    Partition,
+    Pause,
+    Produce,
+    Release,
+    Restart,
+    RestartController,
+    Resume,
+    RunFor,
+    Shutdown,
+    Step,
+    WaitUntil,
+    action_from_args,
 )
 
 __all__ = [

@@ -24,8 +24,27 @@ from kraftlog.protocol.errors import Errors
 from .model import CONTROLLER, Condition, Node, Scenario
 from .result import Event
 from .steps import (
-    AlterConfig, Corrupt, Crash, Cut, DiskFull, Elect, Expect, Heal, Hold, Isolate, Partition, Pause, Produce,
-    Release, Restart, RestartController, Resume, RunFor, Shutdown, Step, WaitUntil,
+    AlterConfig,
+    Corrupt,
+    Crash,
+    Cut,
+    DiskFull,
+    Elect,
+    Expect,
+    Heal,
+    Hold,
+    Isolate,
+    Partition,
+    Pause,
+    Produce,
+    Release,
+    Restart,
+    RestartController,
+    Resume,
+    RunFor,
+    Shutdown,
+    Step,
+    WaitUntil,
 )
 
 __all__ = ["ACKS", "ClusterBackend", "Corrupted", "condition_data", "describe_condition", "node_words",

@@ -19,8 +19,8 @@ Every problem raises :class:`ScenarioError`, whose message names the file, the 1
 the step (``step 3 (crash)``) when the problem is in a step, and the problem. Unknown keys are errors
 at every level, so a typo never passes silently; duplicate mapping keys are errors too.
 
-:func:`~kraftlog.scenario.dump_scenario` writes a :class:`Scenario` back in the same format, with durations as ``<n>ms``;
-``parse_scenario(dump_scenario(s)) == s`` (``Scenario.source`` and ``Step.line`` are excluded from
+:func:`~kraftlog.scenario.dump_scenario` writes a :class:`Scenario` back in the same format, with durations as
+``<n>ms``; ``parse_scenario(dump_scenario(s)) == s`` (``Scenario.source`` and ``Step.line`` are excluded from
 equality).
 """
 
@@ -37,18 +37,20 @@ from kraftlog.metadata.config import KNOWN_CONFIGS, unknown_at_level
 from kraftlog.metadata.config import invalid_value as invalid_config_value
 from kraftlog.protocol.messages import API_NAMES
 
+from . import model, steps
 from .model import (
-    _BROKER_CHECKS, _CLUSTER_KEYS, _CONSUMER_KEYS, _DEFAULT_DELAY_MS, _DEFAULT_INTERVAL_MS,
-    _DEFAULT_PRODUCE_TIMEOUT_MS, _DEFAULT_WAIT_TIMEOUT_MS, _DEFAULT_WRITEBACK_MS, _DURATION_RE,
-    _DURATION_UNITS, _INT_CHECKS, _PARTITION_CHECKS, _PARTITION_RE, _PRODUCER_KEYS, _SET_CHECKS, _SIM_KEYS,
-    _TOP_KEYS, _TOPIC_KEYS, _TOPIC_RE, ACKS, CONTROLLER, CORRUPT_AT, ELECTION_TYPES, LOSE_MODES, MAX_BROKERS,
-    MAX_CORRUPT_BYTES, MAX_PARTITIONS, MAX_RECORDS_PER_PRODUCE, MAX_SIMULATED_MS, RESETS, ClientSpec,
-    Condition, Node, Scenario, ScenarioError, TopicSpec, _is_int, _show,
+    CONTROLLER,
+    MAX_SIMULATED_MS,
+    ClientSpec,
+    Condition,
+    Node,
+    Scenario,
+    ScenarioError,
+    TopicSpec,
+    _is_int,
+    _show,
 )
-from .steps import (
-    VERBS, Action, AlterConfig, Corrupt, Crash, Cut, DiskFull, Elect, Expect, Heal, Hold, Isolate, Partition,
-    Pause, Produce, Release, Restart, RestartController, Resume, RunFor, Shutdown, Step, WaitUntil,
-)
+from .steps import VERBS, Action, RunFor, Step
 from .yaml_lines import LDict, LList, load_yaml
 
 __all__ = ["load_scenario", "parse_duration", "parse_partition_name", "parse_scenario"]
@@ -61,9 +63,9 @@ def parse_duration(text: object) -> int:
     Raises ValueError for anything else (a bare number, a negative or fractional value, other units).
     """
     if isinstance(text, str):
-        match = _DURATION_RE.fullmatch(text.strip())
+        match = model._DURATION_RE.fullmatch(text.strip())
         if match:
-            return int(match.group(1)) * _DURATION_UNITS[match.group(2)]
+            return int(match.group(1)) * model._DURATION_UNITS[match.group(2)]
     raise ValueError(
         f"bad duration {_show(text)} (expected <int>ms, <int>s or <int>m, e.g. 500ms, 5s, 2m)"
     )
@@ -76,7 +78,7 @@ def parse_partition_name(name: object) -> tuple[str, int]:
     ``-<index>`` suffix or the index is not a non-negative int without leading zeros.
     """
     if isinstance(name, str):
-        match = _PARTITION_RE.fullmatch(name.strip())
+        match = model._PARTITION_RE.fullmatch(name.strip())
         if match:
             return match.group(1), int(match.group(2))
     raise ValueError(f"bad partition name {_show(name)} (expected <topic>-<index>, e.g. t-0)")
@@ -272,7 +274,7 @@ class _Parser:
         if data is None:
             self.fail(None, "the scenario file is empty")
         doc = self.mapping(data, 1, "a scenario file")
-        self.keys(doc, _TOP_KEYS, "the scenario")
+        self.keys(doc, model._TOP_KEYS, "the scenario")
 
         name = self.str_(self.require(doc, "name", "the scenario"), doc.value_line("name"), "name")
         description = doc.get("description")
@@ -291,19 +293,20 @@ class _Parser:
             self.level_ = next(lv for lv in Level if lv.label == level)
 
         cluster = self.mapping(self.require(doc, "cluster", "the scenario"), doc.value_line("cluster"), "cluster")
-        self.keys(cluster, _CLUSTER_KEYS, "cluster")
+        self.keys(cluster, model._CLUSTER_KEYS, "cluster")
         self.brokers = self.int_(
             self.require(cluster, "brokers", "cluster"), cluster.value_line("brokers"), "cluster brokers", minimum=1,
-            maximum=MAX_BROKERS)
+            maximum=model.MAX_BROKERS)
         config = self.config(cluster.get("config"), cluster.value_line("config"), "cluster config")
 
-        writeback_ms: int | None = _DEFAULT_WRITEBACK_MS
-        delay_min_ms, delay_max_ms = _DEFAULT_DELAY_MS
+        writeback_ms: int | None = model._DEFAULT_WRITEBACK_MS
+        delay_min_ms, delay_max_ms = model._DEFAULT_DELAY_MS
         sim = self.mapping(doc.get("sim"), doc.value_line("sim"), "sim", optional=True)
-        self.keys(sim, _SIM_KEYS, "sim")
+        self.keys(sim, model._SIM_KEYS, "sim")
         if "writeback" in sim:
             value, line = sim["writeback"], sim.value_line("writeback")
-            writeback_ms = None if value == "never" else self.duration(value, line, "sim writeback (never or a duration)")
+            writeback_ms = (None if value == "never"
+                            else self.duration(value, line, "sim writeback (never or a duration)"))
         if "network_delay" in sim:
             delay_min_ms, delay_max_ms = self.delay(sim["network_delay"], sim.value_line("network_delay"))
 
@@ -330,13 +333,13 @@ class _Parser:
         if doc.get("until") is not None:
             until_ms = self.duration(doc["until"], doc.value_line("until"), "until")
 
-        steps = []
+        parsed_steps = []
         if doc.get("steps") is not None:
             items = self.sequence(doc["steps"], doc.value_line("steps"), "steps")
             least_ms = 0  # the least simulated time the steps take: at/after offsets and run_for
             for i, item in enumerate(items):
                 step = self.step_(item, items.item_line(i), i + 1, until_ms)
-                steps.append(step)
+                parsed_steps.append(step)
                 least_ms = (max(least_ms, step.at_ms) if step.at_ms is not None else least_ms + step.after_ms) + (
                     step.action.duration_ms if isinstance(step.action, RunFor) else 0)
                 if least_ms > MAX_SIMULATED_MS:
@@ -356,7 +359,7 @@ class _Parser:
             delay_max_ms=delay_max_ms,
             topics=tuple(topics),
             clients=tuple(clients),
-            steps=tuple(steps),
+            steps=tuple(parsed_steps),
             until_ms=until_ms,
             source=self.source,
         )
@@ -390,9 +393,9 @@ class _Parser:
     # ------------------------------------------------------------------------- topics, clients
     def topic(self, value: object, line: int, position: int) -> TopicSpec:
         item = self.mapping(value, line, f"topics[{position}]")
-        self.keys(item, _TOPIC_KEYS, f"topics[{position}]")
+        self.keys(item, model._TOPIC_KEYS, f"topics[{position}]")
         name = self.str_(self.require(item, "name", f"topics[{position}]"), item.value_line("name"), "topic name")
-        if not _TOPIC_RE.fullmatch(name) or name in (".", ".."):
+        if not model._TOPIC_RE.fullmatch(name) or name in (".", ".."):
             self.fail(
                 item.value_line("name"),
                 f"topic name {name!r} is not a legal Kafka topic name "
@@ -405,13 +408,14 @@ class _Parser:
         partitions = None
         if item.get("partitions") is not None:
             partitions = self.int_(item["partitions"], item.value_line("partitions"), f"{what}: partitions", minimum=1,
-                                   maximum=MAX_PARTITIONS)
+                                   maximum=model.MAX_PARTITIONS)
         rf = None
         if item.get("replication_factor") is not None:
             line_rf = item.value_line("replication_factor")
             rf = self.int_(item["replication_factor"], line_rf, f"{what}: replication_factor", minimum=1)
             if rf > self.brokers:
-                self.fail(line_rf, f"{what}: replication_factor {rf} is larger than the cluster ({self.broker_range()})")
+                self.fail(line_rf,
+                          f"{what}: replication_factor {rf} is larger than the cluster ({self.broker_range()})")
         assignment = None
         if item.get("assignment") is not None:
             assignment = self.assignment(item["assignment"], item.value_line("assignment"), what)
@@ -447,7 +451,8 @@ class _Parser:
             for r, replica in enumerate(replicas):
                 r_line = replicas.item_line(r)
                 if not _is_int(replica):
-                    self.fail(r_line, f"{what}: assignment for partition {p}: replica {_show(replica)} is not a broker id")
+                    self.fail(r_line,
+                              f"{what}: assignment for partition {p}: replica {_show(replica)} is not a broker id")
                 if not 0 <= replica < self.brokers:
                     self.fail(
                         r_line,
@@ -473,12 +478,12 @@ class _Parser:
         if len(kinds) != 1:
             self.fail(line, f"{where} needs exactly one of 'producer: <topic>' or 'consumer: <topic>'")
         kind = kinds[0]
-        self.keys(item, _PRODUCER_KEYS if kind == "producer" else _CONSUMER_KEYS, f"{where} ({kind})")
+        self.keys(item, model._PRODUCER_KEYS if kind == "producer" else model._CONSUMER_KEYS, f"{where} ({kind})")
         spec = self.topic_ref(item[kind], item.value_line(kind), f"{where} topic")
         partition = None
         if item.get("partition") is not None:
             partition = self.partition_index(spec, item["partition"], item.value_line("partition"))
-        acks, interval_ms, reset = "all", _DEFAULT_INTERVAL_MS, "none"
+        acks, interval_ms, reset = "all", model._DEFAULT_INTERVAL_MS, "none"
         if "acks" in item:
             acks = self.acks(item["acks"], item.value_line("acks"))
         if "interval" in item:
@@ -486,13 +491,13 @@ class _Parser:
             if interval_ms < 1:
                 self.fail(item.value_line("interval"), f"{where} interval must be at least 1ms")
         if "reset" in item:
-            reset = self.choice(item["reset"], item.value_line("reset"), f"{where} reset", RESETS)
+            reset = self.choice(item["reset"], item.value_line("reset"), f"{where} reset", model.RESETS)
         return ClientSpec(client_id, kind, spec.name, partition, acks, interval_ms, reset)
 
     def acks(self, value: object, line: int) -> str:
         if _is_int(value) and value in (0, 1):
             return str(value)
-        if isinstance(value, str) and value in ACKS:
+        if isinstance(value, str) and value in model.ACKS:
             return value
         self.fail(line, f"acks must be one of all, 1, 0, got {_show(value)}")
 
@@ -545,16 +550,16 @@ class _Parser:
         if "partition" in a:
             partition = self.partition_index(spec, a["partition"], a.value_line("partition"))
         count = self.int_(self.require(a, "count", "produce"), a.value_line("count"), "count", minimum=1,
-                          maximum=MAX_RECORDS_PER_PRODUCE)
+                          maximum=model.MAX_RECORDS_PER_PRODUCE)
         acks = self.acks(a["acks"], a.value_line("acks")) if "acks" in a else "all"
-        timeout_ms = _DEFAULT_PRODUCE_TIMEOUT_MS
+        timeout_ms = model._DEFAULT_PRODUCE_TIMEOUT_MS
         if "timeout" in a:
             timeout_ms = self.duration(a["timeout"], a.value_line("timeout"), "timeout")
-        return Produce(spec.name, partition, count, acks, timeout_ms)
+        return steps.Produce(spec.name, partition, count, acks, timeout_ms)
 
     def target(self, a: LDict) -> int | str:
-        """The node of a crash, restart, pause or resume: exactly one of ``broker: <id>`` and ``node: <id> | controller``;
-        a broker id (either spelling) or ``"controller"``."""
+        """The node of a crash, restart, pause or resume: exactly one of ``broker: <id>`` and
+        ``node: <id> | controller``; a broker id (either spelling) or ``"controller"``."""
         given = [k for k in ("broker", "node") if k in a]
         if not given:
             self.fail(a.line, f"{self.verb} needs 'broker' (or 'node: <id> | {CONTROLLER}')")
@@ -569,18 +574,19 @@ class _Parser:
         out = self.target(a)
         lose = "none"
         if "lose" in a:
-            lose = self.choice(a["lose"], a.value_line("lose"), "lose", LOSE_MODES)
-        return Crash(out, lose)
+            lose = self.choice(a["lose"], a.value_line("lose"), "lose", model.LOSE_MODES)
+        return steps.Crash(out, lose)
 
     def verb_shutdown(self, value: object, line: int) -> Action:
         a = self.args(value, line, ("broker",))
-        return Shutdown(self.broker(self.require(a, "broker", self.step_verb()), a.value_line("broker")))
+        return steps.Shutdown(self.broker(self.require(a, "broker", self.step_verb()), a.value_line("broker")))
 
     def verb_restart(self, value: object, line: int) -> Action:
-        return Restart(self.target(self.args(value, line, ("broker", "node"))))
+        return steps.Restart(self.target(self.args(value, line, ("broker", "node"))))
 
     def verb_pause(self, value: object, line: int) -> Action:
-        return (Pause if self.verb == "pause" else Resume)(self.target(self.args(value, line, ("broker", "node"))))
+        node = self.target(self.args(value, line, ("broker", "node")))
+        return steps.Pause(node) if self.verb == "pause" else steps.Resume(node)
 
     verb_resume = verb_pause
 
@@ -588,7 +594,7 @@ class _Parser:
         a = self.mapping(value, line, "the arguments of restart_controller", optional=True)
         if a:
             self.fail(a.key_line(next(iter(a))), "restart_controller takes no arguments")
-        return RestartController()
+        return steps.RestartController()
 
     def verb_disk_full(self, value: object, line: int) -> Action:
         a = self.args(value, line, ("broker", "for"))
@@ -596,7 +602,7 @@ class _Parser:
         duration = self.duration(self.require(a, "for", "disk_full"), a.value_line("for"), "for")
         if duration < 1:
             self.fail(a.value_line("for"), "for must be at least 1ms")
-        return DiskFull(broker, duration)
+        return steps.DiskFull(broker, duration)
 
     def verb_corrupt(self, value: object, line: int) -> Action:
         a = self.args(value, line, ("broker", "partition", "at", "bytes"))
@@ -611,18 +617,18 @@ class _Parser:
         at: int | str = "middle"
         if "at" in a:
             given = a["at"]
-            if not ((isinstance(given, str) and given in CORRUPT_AT) or (_is_int(given) and given >= 0)):
-                self.fail(a.value_line("at"), f"at must be one of {', '.join(CORRUPT_AT)} or an offset "
+            if not ((isinstance(given, str) and given in model.CORRUPT_AT) or (_is_int(given) and given >= 0)):
+                self.fail(a.value_line("at"), f"at must be one of {', '.join(model.CORRUPT_AT)} or an offset "
                                               f"(an integer >= 0), got {_show(given)}")
             at = given
         nbytes = 1
         if "bytes" in a:
-            nbytes = self.int_(a["bytes"], a.value_line("bytes"), "bytes", minimum=1, maximum=MAX_CORRUPT_BYTES)
-        return Corrupt(broker, partition, at, nbytes)
+            nbytes = self.int_(a["bytes"], a.value_line("bytes"), "bytes", minimum=1, maximum=model.MAX_CORRUPT_BYTES)
+        return steps.Corrupt(broker, partition, at, nbytes)
 
     def verb_isolate(self, value: object, line: int) -> Action:
         a = self.args(value, line, ("nodes",))
-        return Isolate(self.nodes(self.require(a, "nodes", "isolate"), a.value_line("nodes"), "nodes"))
+        return steps.Isolate(self.nodes(self.require(a, "nodes", "isolate"), a.value_line("nodes"), "nodes"))
 
     def verb_partition(self, value: object, line: int) -> Action:
         a = self.args(value, line, ("groups",))
@@ -639,7 +645,7 @@ class _Parser:
                     self.fail(groups.item_line(i), f"node {_show(node)} is in more than one group")
                 seen.add(node)
             out.append(nodes)
-        return Partition(tuple(out))
+        return steps.Partition(tuple(out))
 
     def verb_cut(self, value: object, line: int) -> Action:
         a = self.args(value, line, ("from", "to"))
@@ -647,14 +653,14 @@ class _Parser:
         dst = self.node(self.require(a, "to", "cut"), a.value_line("to"), "to")
         if src == dst:
             self.fail(a.value_line("to"), f"from and to are the same node {_show(src)}")
-        return Cut(src, dst)
+        return steps.Cut(src, dst)
 
     def verb_heal(self, value: object, line: int) -> Action:
         a = self.args(value, line, ("nodes",), optional=True)
         nodes = None
         if a.get("nodes") is not None:
             nodes = self.nodes(a["nodes"], a.value_line("nodes"), "nodes")
-        return Heal(nodes)
+        return steps.Heal(nodes)
 
     def verb_hold(self, value: object, line: int) -> Action:
         a = self.args(value, line, ("api", "from", "to"), optional=True)
@@ -673,7 +679,7 @@ class _Parser:
             src = self.node(a["from"], a.value_line("from"), "from")
         if a.get("to") is not None:
             dst = self.node(a["to"], a.value_line("to"), "to")
-        return (Hold if self.verb == "hold" else Release)(api, src, dst)
+        return (steps.Hold if self.verb == "hold" else steps.Release)(api, src, dst)
 
     verb_release = verb_hold
 
@@ -685,30 +691,31 @@ class _Parser:
         config = self.config(
             self.require(a, "config", "alter_config"), a.value_line("config"), "config", allow_empty=False
         )
-        return AlterConfig(topic, config)
+        return steps.AlterConfig(topic, config)
 
     def verb_elect(self, value: object, line: int) -> Action:
         a = self.args(value, line, ("partition", "type", "leader"))
         partition = self.partition_name(self.require(a, "partition", "elect"), a.value_line("partition"))
-        kind = self.choice(self.require(a, "type", "elect"), a.value_line("type"), "type", ELECTION_TYPES)
+        kind = self.choice(self.require(a, "type", "elect"), a.value_line("type"), "type", model.ELECTION_TYPES)
         leader = None
         if kind == "designation":
-            leader = self.broker(self.require(a, "leader", "elect with type designation"), a.value_line("leader"), "leader")
+            leader = self.broker(self.require(a, "leader", "elect with type designation"), a.value_line("leader"),
+                                 "leader")
         elif "leader" in a:
             self.fail(a.key_line("leader"), f"leader is only given with type designation, not {kind}")
-        return Elect(partition, kind, leader)
+        return steps.Elect(partition, kind, leader)
 
     def verb_wait_until(self, value: object, line: int) -> Action:
         a = self.mapping(value, line, "the condition of wait_until")
-        timeout_ms = _DEFAULT_WAIT_TIMEOUT_MS
+        timeout_ms = model._DEFAULT_WAIT_TIMEOUT_MS
         if "timeout" in a:
             timeout_ms = self.duration(a["timeout"], a.value_line("timeout"), "timeout")
         condition = self.condition(a, extra=("timeout",))
-        return WaitUntil(condition, timeout_ms)
+        return steps.WaitUntil(condition, timeout_ms)
 
     def verb_expect(self, value: object, line: int) -> Action:
         a = self.mapping(value, line, "the condition of expect")
-        return Expect(self.condition(a))
+        return steps.Expect(self.condition(a))
 
     def verb_run_for(self, value: object, line: int) -> Action:
         return RunFor(self.duration(value, line, "run_for"))
@@ -719,7 +726,7 @@ class _Parser:
         if len(kinds) != 1:
             self.fail(a.line, "a condition names exactly one 'partition: <topic>-<index>' or 'broker: <id>'")
         kind = kinds[0]
-        allowed = (kind, *(_PARTITION_CHECKS if kind == "partition" else _BROKER_CHECKS), *extra)
+        allowed = (kind, *(model._PARTITION_CHECKS if kind == "partition" else model._BROKER_CHECKS), *extra)
         self.keys(a, allowed, f"a {kind} condition")
         target: str | int
         if kind == "partition":
@@ -733,9 +740,9 @@ class _Parser:
             value, line = a[key], a.value_line(key)
             if key == "leader":
                 checks[key] = None if value in ("none", None) else self.broker(value, line, "leader")
-            elif key in _SET_CHECKS:
+            elif key in model._SET_CHECKS:
                 checks[key] = self.brokers_set(value, line, key)
-            elif key in _INT_CHECKS:
+            elif key in model._INT_CHECKS:
                 checks[key] = self.int_(value, line, key, minimum=0)
             else:
                 checks[key] = self.bool_(value, line, key)

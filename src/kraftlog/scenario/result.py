@@ -37,11 +37,11 @@ __all__ = ["EVENT_KINDS", "Event", "RunResult"]
 #:   ``NONE`` on success), ``holds`` (wait_until, expect; when False also ``observed``, and for wait_until
 #:   ``timed_out`` True), ``refused`` (restart, restart_controller: the node refused to start on its disk,
 #:   the one-line reason; it stays down), ``done`` False (a pause, resume or corrupt refused: a failed
-#:   expectation; corrupt: also when no batch was there; True with ``base_offset``/``last_offset``). A step is recorded when its line is logged, at its end. A ``shutdown`` is
-#:   recorded once: ``t`` is when the broker stopped (or was stopped after SHUTDOWN_WAIT_MS), and
-#:   ``started_t`` (ms, same clock) when its controlled shutdown began — from then on it hands its
-#:   leaderships over and is leaving, so the report draws it down from ``started_t``. ``run_for`` logs no
-#:   line and records no event.
+#:   expectation; corrupt: also when no batch was there; True with ``base_offset``/``last_offset``). A step is
+#:   recorded when its line is logged, at its end. A ``shutdown`` is recorded once: ``t`` is when the broker
+#:   stopped (or was stopped after SHUTDOWN_WAIT_MS), and ``started_t`` (ms, same clock) when its controlled
+#:   shutdown began — from then on it hands its leaderships over and is leaving, so the report draws it down from
+#:   ``started_t``. ``run_for`` logs no line and records no event.
 #: * ``recovery`` (level urm, an unclean recovery's step): ``partition``, ``step`` (started, queried,
 #:   answered, rejected, failed, elected, abandoned), ``detail`` (text).
 #: * ``invariant``: ``name`` (the invariant, e.g. ``LeaderHasCompleteCommittedLog``), ``key`` (what the

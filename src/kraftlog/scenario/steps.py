@@ -274,8 +274,8 @@ class RunFor(Action):
 
 #: Step verbs, in the order of the SCENARIOS.md table, and their classes.
 ACTIONS: dict[str, type[Action]] = {cls.VERB: cls for cls in (
-    Produce, Crash, Shutdown, Restart, RestartController, Pause, Resume, DiskFull, Corrupt, Isolate, Partition, Cut, Heal,
-    Hold, Release, AlterConfig, Elect, WaitUntil, Expect, RunFor)}
+    Produce, Crash, Shutdown, Restart, RestartController, Pause, Resume, DiskFull, Corrupt, Isolate, Partition, Cut,
+    Heal, Hold, Release, AlterConfig, Elect, WaitUntil, Expect, RunFor)}
 VERBS: tuple[str, ...] = tuple(ACTIONS)
 
 

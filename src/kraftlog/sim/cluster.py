@@ -31,12 +31,17 @@ import random
 from ..broker.broker import Broker, derived_directory_id
 from ..controller.controller import CONTROLLER, QuorumController
 from ..level import Level
+from ..links import LinkRules, matches
 from ..protocol.messages import Envelope
 from ..protocol.node import ConnectionSetup
-from ..links import LinkRules, matches
 from ..storage.disk import SimDisk
 from ..storage.meta_properties import (
-    META_PROPERTIES, MetaProperties, NodeIdentityError, format_disk, kafka_uuid, new_directory_id,
+    META_PROPERTIES,
+    MetaProperties,
+    NodeIdentityError,
+    format_disk,
+    kafka_uuid,
+    new_directory_id,
 )
 from .history import FLUSH_LINES, History
 
@@ -205,7 +210,7 @@ class SimCluster:
         disk.set_full(True)
         self.history.record(self.now, "disk_full", {"node": str(broker_id), "for_ms": for_ms})
 
-        def space(sim: "SimCluster") -> None:
+        def space(sim: SimCluster) -> None:
             disk.set_full(False)
             sim.history.record(sim.now, "disk_space", {"node": str(broker_id)})
 
@@ -468,7 +473,8 @@ class SimCluster:
                 self.now = t
             if kind == DELIVER:
                 env = payload[0]
-                if (links.cut or links.isolated or links.partitioned or links.holds) and self._stopped_in_network(payload):
+                if ((links.cut or links.isolated or links.partitioned or links.holds)
+                        and self._stopped_in_network(payload)):
                     pass
                 elif paused and env.dst in paused and (env.is_response or type(env.message) is not setup):
                     # A paused node reads nothing: the message waits (its kernel still answers a

@@ -153,7 +153,7 @@ def final_state(sim: SimCluster, image: MetadataImage, brokers: int
                     epoch = batch.partition_leader_epoch
                     values = [(rec.value.decode() if rec.value is not None else None, epoch)
                               for rec in batch.records]
-                    content.update(zip(range(batch.base_offset, batch.base_offset + len(values)), values))
+                    content.update(zip(range(batch.base_offset, batch.base_offset + len(values)), values, strict=True))
             logs[r] = (content, p.log.high_watermark)
         replica_logs[name] = logs
         hwm = None

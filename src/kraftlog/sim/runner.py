@@ -402,7 +402,8 @@ class ScenarioRun:
         resp = self._admin_call(m.ElectLeadersRequest(m.ELECTION_TYPES[action.type], (m.ElectLeadersPartition(
             topic, int(idx), action.leader if action.leader is not None else -1),)))
         err = resp if isinstance(resp, int) else (resp.error_code or resp.results[0].error_code)
-        self.sim.history.record(self.sim.now, "elect", {"partition": action.partition, "type": action.type, "error": int(err)})
+        self.sim.history.record(self.sim.now, "elect",
+                                {"partition": action.partition, "type": action.type, "error": int(err)})
         return err
 
     def wait_until(self, cond: Condition, timeout_ms: int) -> bool:
@@ -427,8 +428,9 @@ class ScenarioRun:
             if not self.failed:
                 self.failed.append("bootstrap: the cluster did not become ready within 60s of simulated time")
         else:
-            self.recorder.log(f"cluster ready: {self.scenario.brokers} brokers, level {self.level.label}, seed {self.seed}",
-                              {"kind": "ready", "brokers": self.scenario.brokers, "level": self.level.label, "seed": self.seed})
+            self.recorder.log(
+                f"cluster ready: {self.scenario.brokers} brokers, level {self.level.label}, seed {self.seed}",
+                {"kind": "ready", "brokers": self.scenario.brokers, "level": self.level.label, "seed": self.seed})
             self._start_clients()
             self.checks.where = "before the first step"
             run_steps(self, self.scenario)
@@ -462,13 +464,15 @@ class ScenarioRun:
             return
         for t in resp.topics:
             for p in t.partitions:
-                self.recorder.log(f"described by broker {brokers[0]}: {t.name}-{p.partition_index} leader {p.leader_id} "
-                                  f"(epoch {p.leader_epoch}), ISR {list(p.isr_nodes)}, ELR {list(p.eligible_leader_replicas)}, "
-                                  f"LastKnownELR {list(p.last_known_elr)}, offline {list(p.offline_replicas)}",
-                                  {"kind": "described", "broker": brokers[0], "partition": f"{t.name}-{p.partition_index}",
-                                   "leader": leader_or_none(p.leader_id), "leader_epoch": p.leader_epoch,
-                                   "isr": list(p.isr_nodes), "elr": list(p.eligible_leader_replicas),
-                                   "last_known_elr": list(p.last_known_elr), "offline": list(p.offline_replicas)})
+                name = f"{t.name}-{p.partition_index}"
+                self.recorder.log(
+                    f"described by broker {brokers[0]}: {name} leader {p.leader_id} (epoch {p.leader_epoch}), "
+                    f"ISR {list(p.isr_nodes)}, ELR {list(p.eligible_leader_replicas)}, "
+                    f"LastKnownELR {list(p.last_known_elr)}, offline {list(p.offline_replicas)}",
+                    {"kind": "described", "broker": brokers[0], "partition": name,
+                     "leader": leader_or_none(p.leader_id), "leader_epoch": p.leader_epoch,
+                     "isr": list(p.isr_nodes), "elr": list(p.eligible_leader_replicas),
+                     "last_known_elr": list(p.last_known_elr), "offline": list(p.offline_replicas)})
 
     # ================================================================= verdict
     def final_state(self) -> tuple[dict[str, dict[str, dict[str, object]]], checkers.FinalLogs,
