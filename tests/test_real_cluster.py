@@ -485,7 +485,7 @@ def test_kip320_real_consumers_report_truncation_after_an_unclean_election(fresh
     rdlog = _LibrdkafkaLog()
     ck = Consumer({"bootstrap.servers": fresh.bootstrap, "group.id": "k320-ck", "auto.offset.reset": "error",
                    "enable.auto.commit": False, "topic.metadata.refresh.interval.ms": 1000,
-                   "debug": "consumer,topic,fetch,metadata"}, logger=rdlog)
+                   "debug": "consumer,cgrp,topic,fetch,metadata"}, logger=rdlog)
     try:
         read = 0
         deadline = time.monotonic() + 30
@@ -551,8 +551,23 @@ def test_kip320_real_consumers_report_truncation_after_an_unclean_election(fresh
         # the old leader truncated its diverged records 100..199 and follows the new leader
         fresh.wait_for("the old leader back in the ISR", lambda: leader in fresh.describe("k320")[0]["isr"])
     finally:
-        ck.close()
+        _close_within(ck, 30, rdlog)
         kp.close()
+
+
+def _close_within(consumer, timeout_s: float, log) -> None:
+    """``consumer.close()`` (confluent-kafka) bounded: librdkafka's close waits for its group's coordinator
+    requests, and once in a CI run it never returned after this story (the worker hung until it was killed).
+    A close still running after ``timeout_s`` is left to its daemon thread and reported as a warning with
+    librdkafka's log; the test's verdict is what it asserted before."""
+    import threading
+    import warnings
+    closer = threading.Thread(target=consumer.close, name="confluent-kafka close", daemon=True)
+    closer.start()
+    closer.join(timeout_s)
+    if closer.is_alive():
+        warnings.warn(f"confluent-kafka's Consumer.close() did not return within {timeout_s:.0f} s; its log:\n"
+                      f"{log.tail()}", stacklevel=2)
 
 
 def test_foreground_cluster_up_shows_status_and_ctrl_c_shuts_down_cleanly(tmp_path):
