@@ -464,6 +464,7 @@ class ProduceResponse:
 # ---------------------------------------------------------------------- ListOffsets (API key 2, v7)
 EARLIEST_TIMESTAMP = -2
 LATEST_TIMESTAMP = -1
+MAX_TIMESTAMP = -3
 
 
 @dataclass(slots=True)

@@ -8,6 +8,7 @@ from __future__ import annotations
 from ...protocol import messages as m
 from ...protocol.errors import Errors
 from ...protocol.node import Envelope
+from ...storage.log import PartitionLog
 from ..channel import BrokerChannel
 from ..lifecycle import BrokerLifecycleManager
 from ..log_manager import LogManager
@@ -48,8 +49,9 @@ class ReplicationApis:
 
     def list_offsets(self, now_ms: int, env: Envelope[m.ListOffsetsRequest]) -> None:
         """ListOffsets: the earliest offset, the latest (the HWM; OFFSET_NOT_AVAILABLE while the HWM lags the
-        leader epoch's start offset, KIP-207), or the first offset whose timestamp reaches the requested one
-        below the HWM, each with its leader epoch; leader-epoch fencing first (KIP-320)."""
+        leader epoch's start offset, KIP-207), the record with the largest timestamp (MAX_TIMESTAMP, KIP-734),
+        or the first offset whose timestamp reaches the requested one below the HWM, each with its leader
+        epoch; leader-epoch fencing first (KIP-320)."""
         req = env.message
         replicas = self._replicas
         out = []
@@ -70,6 +72,10 @@ class ReplicationApis:
                     continue
                 offset = log.high_watermark
                 epoch = log.epoch_cache.latest_epoch()
+            elif lp.timestamp == m.MAX_TIMESTAMP:
+                offset, epoch, found = self._max_timestamp(log)
+                out.append(m.ListOffsetsPartitionResponse(lp.topic, lp.partition, NONE, found, offset, epoch))
+                continue
             else:
                 offset, epoch = -1, -1
                 for batch in log.batches():
@@ -86,6 +92,27 @@ class ReplicationApis:
             out.append(m.ListOffsetsPartitionResponse(lp.topic, lp.partition, NONE, lp.timestamp, offset,
                                                       epoch))
         self._channel.send_response(env, m.ListOffsetsResponse(tuple(out)))
+
+    @staticmethod
+    def _max_timestamp(log: PartitionLog) -> tuple[int, int, int]:
+        """ListOffsets MAX_TIMESTAMP (KIP-734, v7): ``(offset, leader_epoch, timestamp)`` of the first record
+        carrying the largest timestamp below the HWM (Kafka's ``offsetOfMaxTimestampSoFar``: a later record
+        with an equal timestamp does not replace it); ``(-1, -1, -1)`` when no record is below the HWM.
+        Kafka filters the log-wide answer by ``offset < lastFetchableOffset``; searching below the HWM
+        instead answers the largest timestamp a consumer can read rather than nothing."""
+        hwm = log.high_watermark
+        offset, epoch, found = -1, -1, -1
+        for batch in log.batches():
+            if batch.base_offset >= hwm:
+                break
+            if batch.max_timestamp <= found and batch.base_offset + batch.record_count <= hwm:
+                continue  # Kafka's time index: a batch whose maxTimestamp cannot win is not decoded
+            for i, rec in enumerate(batch.records):
+                if batch.base_offset + i >= hwm:
+                    break
+                if rec.timestamp > found or offset < 0:
+                    offset, epoch, found = batch.base_offset + i, batch.partition_leader_epoch, rec.timestamp
+        return offset, epoch, found
 
     def offset_for_leader_epoch(self, now_ms: int, env: Envelope[m.OffsetForLeaderEpochRequest]) -> None:
         """OffsetForLeaderEpoch (KIP-320): the leader-epoch cache's ``endOffsetFor`` of each requested epoch,

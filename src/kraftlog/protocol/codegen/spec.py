@@ -318,7 +318,8 @@ APIS: tuple[Api, ...] = (
         )),
     )),
     Api("ListOffsets", 2, 7, Kio(7), constants=(
-        Const("EARLIEST_TIMESTAMP", "-2"), Const("LATEST_TIMESTAMP", "-1")), classes=(
+        Const("EARLIEST_TIMESTAMP", "-2"), Const("LATEST_TIMESTAMP", "-1"),
+        Const("MAX_TIMESTAMP", "-3")), classes=(  # KIP-734 (v7)
         Struct("ListOffsetsPartition", REQUEST, "topics.partitions", fields=(
             F("topic", "../name", doc=_TOPIC_BY_NAME),
             F("partition", "partition_index"),
