@@ -38,6 +38,8 @@ shuts the nodes down cleanly) and is stopped by its PID, never by name. Ports ar
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
 import signal
@@ -93,7 +95,34 @@ def load(directory: str) -> dict:
 
 
 def _save(directory: str, cluster: dict) -> None:
-    write_json(_cluster_path(directory), cluster)
+    with _locked(directory):
+        write_json(_cluster_path(directory), cluster)
+
+
+@contextlib.contextmanager
+def _locked(directory: str):
+    """Hold the exclusive lock of ``directory``'s cluster.json (``fcntl.flock`` on ``cluster.json.lock``)
+    for a read-modify-write: parallel ``cluster start --broker N`` runs each see the others' updates
+    (issue 28 item 6). Not re-entrant: hold it once per process."""
+    with open(os.path.join(directory, "cluster.json.lock"), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _update_entry(directory: str, node, **changes) -> dict:
+    """Re-read cluster.json under its lock, apply ``changes`` to ``node``'s entry (and ``bootstrap`` when
+    broker 0's client port changes), write it back atomically; return the updated cluster dict."""
+    with _locked(directory):
+        cluster = load(directory)
+        entry = _entry(cluster, node)
+        entry.update(changes)
+        if node == 0 and "port" in changes:
+            cluster["bootstrap"] = f"{HOST}:{changes['port']}"
+        write_json(_cluster_path(directory), cluster)
+        return cluster
 
 
 def _entry(cluster: dict, node) -> dict:
@@ -208,17 +237,25 @@ def _tail(directory: str, node, lines: int = 15) -> str:
 
 
 def _start_node(directory: str, cluster: dict, node) -> subprocess.Popen:
-    entry = _entry(cluster, node)
-    entry["incarnation"] = entry.get("incarnation", 0) + 1  # seeds the node's Random (kraftlog.net.node)
-    _save(directory, cluster)
-    proc = _launch(directory, node)
-    entry["pid"] = proc.pid  # known at once: a node that refuses to start shows as REFUSED in ``status``
-    _save(directory, cluster)
+    """Launch ``node`` and record it in cluster.json. The running check, the incarnation bump, the launch
+    and the PID are one step under cluster.json's lock, and every write re-reads the file: parallel
+    starts neither lose each other's PIDs (orphans ``cluster down`` would not stop) nor start one node
+    twice. ClusterError (exit 2) when the node already runs. ``cluster`` is updated in place."""
+    with _locked(directory):
+        fresh = load(directory)
+        entry = _entry(fresh, node)
+        if pid_alive(entry.get("pid")):
+            what = "the controller" if node == CONTROLLER else f"broker-{node}"
+            raise ClusterError(f"{what} is already running (pid {entry['pid']})", 2)
+        entry["incarnation"] = entry.get("incarnation", 0) + 1  # seeds the node's Random (kraftlog.net.node)
+        write_json(_cluster_path(directory), fresh)
+        proc = _launch(directory, node)
+        entry["pid"] = proc.pid  # known at once: a node that refuses to start shows as REFUSED in ``status``
+        write_json(_cluster_path(directory), fresh)
     run = _wait_started(directory, node, proc)
-    entry.update(pid=proc.pid, port=run["port"], internal_port=run["internal_port"])
-    if node == 0:
-        cluster["bootstrap"] = f"{HOST}:{run['port']}"
-    _save(directory, cluster)
+    fresh = _update_entry(directory, node, pid=proc.pid, port=run["port"], internal_port=run["internal_port"])
+    cluster.clear()
+    cluster.update(fresh)
     return proc
 
 
