@@ -31,6 +31,8 @@ import typing
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..annotations import field_type
+
 #: ``SchemaField.default`` when the field has none (Kafka's JSON without ``"default"``; a kio field
 #: without a dataclass default).
 NO_DEFAULT: object = type("NoDefault", (), {"__repr__": lambda self: "NO_DEFAULT"})()
@@ -110,17 +112,10 @@ def kio_struct(entity: type) -> SchemaStruct:
     hints = typing.get_type_hints(entity)
     out: dict[str, SchemaField] = {}
     for f in dataclasses.fields(entity):
-        tp = hints[f.name]
-        nullable = False
-        if typing.get_origin(tp) in (types.UnionType, typing.Union):
-            args = [a for a in typing.get_args(tp) if a is not type(None)]
-            nullable = len(args) != len(typing.get_args(tp))
-            tp = args[0]
-        array = typing.get_origin(tp) is tuple
-        inner = typing.get_args(tp)[0] if array else tp
-        struct = kio_struct(inner) if dataclasses.is_dataclass(inner) and isinstance(inner, type) else None
+        ft = field_type(hints[f.name])
+        struct = kio_struct(ft.inner) if ft.inner is not None else None
         kafka_type = "struct" if struct is not None else str(f.metadata["kafka_type"])
-        out[f.name] = SchemaField(f.name, kafka_type, array, nullable, _kio_default(f, kafka_type),
+        out[f.name] = SchemaField(f.name, kafka_type, ft.array, ft.optional, _kio_default(f, kafka_type),
                                   docs.get((entity.__name__, f.name), ""), struct)
     return SchemaStruct(entity.__name__, module.__name__, out)
 

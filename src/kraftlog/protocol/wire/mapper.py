@@ -9,7 +9,6 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import operator
-import types
 import typing
 import uuid
 from collections.abc import Callable, Iterable
@@ -19,6 +18,7 @@ from typing import Any, TypeVar
 from kio.schema.errors import ErrorCode
 from kio.serial._implicit_defaults import get_implicit_default
 
+from ..annotations import FieldType, field_type
 from ..errors import Errors, WireError
 from ..node import Message, Request
 from ..records import (
@@ -176,27 +176,9 @@ _FROM_KIO_BY_KAFKA_TYPE: dict[str, Callable[[Any], Any]] = {
 }
 
 
-@dataclass(frozen=True, slots=True)
-class _TypeInfo:
-    """What a field annotation says: nullable, an array, and the dataclass inside (if any)."""
-
-    optional: bool
-    array: bool
-    inner: type[Any] | None
-    base: Any
-
-
-def _type_info(annotation: Any) -> _TypeInfo:
-    optional = False
-    tp = annotation
-    if typing.get_origin(tp) in (types.UnionType, typing.Union):
-        args = [a for a in typing.get_args(tp) if a is not type(None)]
-        optional = len(args) != len(typing.get_args(tp))
-        tp = args[0]
-    array = typing.get_origin(tp) is tuple
-    inner = typing.get_args(tp)[0] if array else tp
-    return _TypeInfo(optional, array, inner if isinstance(inner, type) and dataclasses.is_dataclass(inner) else None,
-                     inner)
+#: the mapper's names for the shared reading of a field annotation (protocol/annotations.py)
+_TypeInfo = FieldType
+_type_info = field_type
 
 
 def _dataclass(info: _TypeInfo) -> type[Any]:
@@ -232,7 +214,7 @@ def _kio_default(f: dataclasses.Field[Any], info: _TypeInfo) -> Any:
         return False
     if info.base is ErrorCode:
         return ErrorCode.none
-    return get_implicit_default(info.base)
+    return get_implicit_default(typing.cast(Any, info.base))  # kio types its argument as a kio field type
 
 
 def _has_default(f: dataclasses.Field[Any]) -> bool:
@@ -243,7 +225,8 @@ def _core_null(info: _TypeInfo) -> Any:
     """The core value for a kio null where the core field is not nullable (None: no such value)."""
     if info.array:
         return ()
-    return {uuid.UUID: _ZERO_UUID, str: ""}.get(info.base)
+    nulls: dict[object, object] = {uuid.UUID: _ZERO_UUID, str: ""}
+    return nulls.get(info.base)
 
 
 def _kio_name(api: _Api, core_name: str, kio_fields: dict[str, dataclasses.Field[Any]]) -> str | None:
