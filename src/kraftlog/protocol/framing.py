@@ -14,7 +14,9 @@ Connection rules, as Kafka's ``SocketServer`` / ``NetworkReceive`` / ``RequestCo
   the connection is closed at once, before any of the body is buffered.
 * A request starts with its API key (int16), API version (int16) and correlation id (int32); a frame
   shorter than that, an unknown API key, or a header that does not parse (e.g. a client id running past
-  the frame) is an ``InvalidRequestException``: the connection is closed.
+  the frame) is an ``InvalidRequestException``: the connection is closed. The reason names an API
+  kraftlog deliberately leaves out (:data:`NOT_BUILT_APIS`: transactions, KIP-848's consumer groups) and
+  what to use instead.
 * ApiVersions at a version the broker does not support is answered, not refused (KIP-511): a v0-format
   ApiVersionsResponse with UNSUPPORTED_VERSION (35) and the supported ranges, so the client can pick a
   version. Any other API at an unsupported version closes the connection.
@@ -48,13 +50,31 @@ from . import kio_extra
 
 __all__ = [
     "DEFAULT_MAX_REQUEST_BYTES", "API_VERSIONS_KEY", "RequestHeader", "Request", "Reply", "Close",
-    "ServerConnection", "ResponseDecoder", "api_versions_error_reply",
+    "ServerConnection", "ResponseDecoder", "api_versions_error_reply", "NOT_BUILT_APIS",
 ]
 
 #: Kafka's ``socket.request.max.bytes`` default (bytes).
 DEFAULT_MAX_REQUEST_BYTES = 104_857_600
 #: The API key of ApiVersions.
 API_VERSIONS_KEY = 18
+
+_TRANSACTIONS = "kraftlog has no transactions; use an idempotent producer without transactional.id"
+_KIP_848 = ("KIP-848's consumer group protocol (group.protocol=consumer) is not built; "
+            "use group.protocol=classic")
+#: API key -> (Kafka's API name, why it is refused): the APIs kraftlog deliberately does not serve (nor
+#: advertise), named in the reason the connection is closed when a client sends one anyway -- the broker's
+#: log line says what to use instead of "unknown API key".
+NOT_BUILT_APIS: dict[int, tuple[str, str]] = {
+    24: ("AddPartitionsToTxn", _TRANSACTIONS),
+    25: ("AddOffsetsToTxn", _TRANSACTIONS),
+    26: ("EndTxn", _TRANSACTIONS),
+    27: ("WriteTxnMarkers", _TRANSACTIONS),
+    28: ("TxnOffsetCommit", _TRANSACTIONS),
+    65: ("DescribeTransactions", _TRANSACTIONS),
+    66: ("ListTransactions", _TRANSACTIONS),
+    68: ("ConsumerGroupHeartbeat", _KIP_848),
+    69: ("ConsumerGroupDescribe", _KIP_848),
+}
 
 _SIZE = struct.Struct(">i")
 _PEEK = struct.Struct(">hhi")  # api key, api version, correlation id
@@ -374,6 +394,9 @@ class ServerConnection:
         api_key, api_version, correlation_id = _PEEK.unpack_from(payload, 0)
         versions = self.supported.get(api_key)
         if versions is None:
+            not_built = NOT_BUILT_APIS.get(api_key)
+            if not_built is not None:
+                return Close(f"unknown or unsupported API key {api_key} ({not_built[0]}): {not_built[1]}")
             return Close(f"unknown or unsupported API key {api_key}")
         if not versions[0] <= api_version <= versions[1]:
             if api_key == API_VERSIONS_KEY and api_version > versions[1]:

@@ -1072,6 +1072,8 @@ class DescribeTopicPartitionsResponse:
 # ----------------------------------------------------- group coordinator: FindCoordinator (10, v4),
 # OffsetCommit (8, v8) and OffsetFetch (9, v8). KIP-320: committed offsets carry the leader epoch.
 COORDINATOR_GROUP = 0
+#: FindCoordinator's KeyType of a transactional id (Kafka's ``CoordinatorType.TRANSACTION``).
+COORDINATOR_TRANSACTION = 1
 
 
 @dataclass(slots=True)

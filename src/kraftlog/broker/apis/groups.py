@@ -24,6 +24,18 @@ GROUP_APIS = (m.JoinGroupRequest, m.SyncGroupRequest, m.HeartbeatRequest, m.Leav
 PRODUCER_IDS_PER_EPOCH = 1 << 20
 
 
+#: The answer to a FindCoordinator for a transactional id (:meth:`GroupApis.find_coordinator`).
+TRANSACTIONS_REFUSED = ("kraftlog does not support transactions (no transaction coordinator); "
+                        "use an idempotent producer without transactional.id")
+
+
+def _refused_coordinator(key: str, key_type: int) -> m.Coordinator:
+    """FindCoordinator's answer for a key type other than a group's (see :meth:`GroupApis.find_coordinator`)."""
+    if key_type == m.COORDINATOR_TRANSACTION:
+        return m.Coordinator(key, -1, "", -1, Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, TRANSACTIONS_REFUSED)
+    return m.Coordinator(key, -1, "", -1, Errors.INVALID_REQUEST, f"unknown coordinator key type {key_type}")
+
+
 class GroupApis:
     """FindCoordinator, the group requests and InitProducerId for broker ``broker_id``, whose group
     coordinator is ``groups``; ``fail``: the broker's log-directory failure handler."""
@@ -51,12 +63,23 @@ class GroupApis:
     def find_coordinator(self, now_ms: int, env: Envelope[m.FindCoordinatorRequest]) -> None:
         """The coordinator of each group key with its endpoint on the request's listener (the simulator's
         placeholder ``broker-<id>:9092`` without one); COORDINATOR_NOT_AVAILABLE when no broker is active or
-        the coordinator has no such listener."""
+        the coordinator has no such listener.
+
+        A transactional id (key type 1) is refused with TRANSACTIONAL_ID_AUTHORIZATION_FAILED and a message
+        saying why: kraftlog has no transaction coordinator, and this is the one FindCoordinator error that
+        librdkafka (``rd_kafka_txn_handle_FindCoordinator``), kafka-python (``FindCoordinatorHandler``) and
+        the Java producer (``TransactionManager.FindCoordinatorHandler``) treat as fatal, so
+        ``init_transactions()`` fails at once instead of retrying COORDINATOR_NOT_AVAILABLE until its
+        timeout. Any other key type is INVALID_REQUEST, as Kafka's ``KafkaApis.getCoordinator`` answers an
+        unknown ``CoordinatorType`` (a share group's, KIP-932, included: not built)."""
         req = env.message
         image = self._cache.image
         out = []
         for key in req.coordinator_keys:
-            node = coordinator_for(key, image) if req.key_type == m.COORDINATOR_GROUP else -1
+            if req.key_type != m.COORDINATOR_GROUP:
+                out.append(_refused_coordinator(key, req.key_type))
+                continue
+            node = coordinator_for(key, image)
             address = endpoint(image, node, env.listener) if node >= 0 else None
             if address is None:
                 out.append(m.Coordinator(key, -1, "", -1, Errors.COORDINATOR_NOT_AVAILABLE))

@@ -573,7 +573,9 @@ APIS: tuple[Api, ...] = (
     Api("FindCoordinator", 10, 4, Kio(4), title=(
         "group coordinator: FindCoordinator (10, v4),\n# OffsetCommit (8, v8) and OffsetFetch (9, v8). "
         "KIP-320: committed offsets carry the leader epoch."), constants=(
-        Const("COORDINATOR_GROUP", "0"),), classes=(
+        Const("COORDINATOR_GROUP", "0"),
+        Const("COORDINATOR_TRANSACTION", "1", "FindCoordinator's KeyType of a transactional id (Kafka's "
+              "``CoordinatorType.TRANSACTION``)."),), classes=(
         Struct("FindCoordinatorRequest", REQUEST, "", doc=(
             "FindCoordinator v4: ``key_type`` 0 = group; ``coordinator_keys`` are group ids."), fields=(
             F("coordinator_keys", default=REQUIRED),
