@@ -269,6 +269,17 @@ class _ChaosFaults(ProcessFaults):
         self.run.isolated.clear()
 
 
+def chaos_ports(port_base: int | None, brokers: int) -> dict[str, int]:
+    """``kraftlog chaos --port-base N``'s ports as :func:`kraftlog.net.cluster.up` takes them: the
+    controller on N, broker ``i``'s client listener on N+1+i and its internal one on N+1+brokers+i (2 x
+    brokers + 1 consecutive ports); None: free ports. ValueError when they do not fit under 65536."""
+    if port_base is None:
+        return {"port": 0}
+    if not 1 <= port_base <= 65535 - 2 * brokers:
+        raise ValueError(f"--port-base must be within 1..{65535 - 2 * brokers} for {brokers} brokers, got {port_base}")
+    return {"controller_port": port_base, "port": port_base + 1, "internal_port": port_base + 1 + brokers}
+
+
 class ChaosRun:
     """One ``kraftlog chaos`` run (see the module doc). ``directory``: the cluster directory (a new one,
     or one of an earlier chaos run with the same broker count and level: its data is reused);
@@ -278,7 +289,8 @@ class ChaosRun:
 
     def __init__(self, directory: str, brokers: int = 3, duration_s: float = 120.0, seed: int = 0,
                  level: Level | None = None, partitions: int = 3, rate: float = 100.0, story: str = "random",
-                 progress=lambda line: None, kinds: tuple[str, ...] | None = None) -> None:
+                 progress=lambda line: None, kinds: tuple[str, ...] | None = None,
+                 port_base: int | None = None) -> None:
         if brokers < 1 or brokers > 9:
             raise ValueError(f"--brokers must be within 1..9 for a chaos run, got {brokers}")
         if not 1 <= partitions <= 50:
@@ -293,6 +305,7 @@ class ChaosRun:
             raise ValueError("the last-replica-standing story needs at least 3 brokers")
         if kinds is not None:
             plan_faults(seed, brokers, 1, kinds)  # ValueError for an unknown kind
+        self.ports_given = chaos_ports(port_base, brokers)
         self.kinds = kinds
         self.directory = os.path.abspath(directory)
         self.brokers, self.duration_s, self.seed = brokers, duration_s, seed
@@ -462,8 +475,8 @@ class ChaosRun:
         try:
             self.progress(f"starting a {self.brokers}-broker chaos-mode cluster in {self.directory} "
                           f"(level {self.level.label}, seed {self.seed})")
-            cl.up(self.directory, self.brokers, port=0, level=self.level, seed=self.seed, config=dict(CHAOS_CONFIG),
-                  chaos=True, owned=True)
+            cl.up(self.directory, self.brokers, level=self.level, seed=self.seed, config=dict(CHAOS_CONFIG),
+                  chaos=True, owned=True, **self.ports_given)
             self.client_logger = _file_logger(os.path.join(self.directory, "clients.log"))
             info = cl.load(self.directory)
             self.ports = {e["id"]: e["port"] for e in info["nodes"]}

@@ -54,6 +54,10 @@ def cluster() -> None:
               help="Cluster directory (data, logs, cluster.json); reused if it holds this cluster.")
 @click.option("--port", type=int, default=9092, show_default=True,
               help="Client port of broker 0 (broker i: port+i); 0 picks free ports.")
+@click.option("--controller-port", type=int, default=None,
+              help="The controller's port (default: a free port, recorded).")
+@click.option("--internal-port", type=int, default=None,
+              help="Inter-broker port of broker 0 (broker i: internal-port+i; default: free ports, recorded).")
 @click.option("--level", callback=level_option, default=None,
               help=f"Protocol level: {', '.join(lv.label for lv in IMPLEMENTED)} (default: the highest).")
 @click.option("--seed", type=int, default=None, help="Seed of the nodes' Random (default: drawn, recorded).")
@@ -63,11 +67,13 @@ def cluster() -> None:
 @click.option("--chaos", is_flag=True,
               help="Chaos mode: every node serves a loopback control channel for link faults and keeps its "
                    "disk's shadow (for fault injectors such as `kraftlog chaos`).")
-def cluster_up(brokers: int, directory: str, port: int, level: Level | None, seed: int | None,
-               configs: tuple[str, ...], detach: bool, chaos: bool) -> None:
-    """Start the controller and N brokers as separate processes."""
+def cluster_up(brokers: int, directory: str, port: int, controller_port: int | None, internal_port: int | None,
+               level: Level | None, seed: int | None, configs: tuple[str, ...], detach: bool, chaos: bool) -> None:
+    """Start the controller and N brokers as separate processes. A port in use exits 2 naming the node and
+    the port."""
     try:
-        info = cl.up(directory, brokers, port, level, seed, _configs(configs), chaos=chaos)
+        info = cl.up(directory, brokers, port, level, seed, _configs(configs), chaos=chaos,
+                     controller_port=controller_port, internal_port=internal_port)
     except cl.ClusterError as exc:
         _fail(str(exc), exc.code)
     directory = os.path.abspath(directory)
@@ -391,6 +397,9 @@ def _duration_s(ctx, param, value: str) -> float:
 @click.option("--seed", type=int, default=None, help="Seed of the fault plan and the nodes (default: drawn, printed).")
 @click.option("--level", callback=level_option, default=None,
               help=f"Protocol level: {', '.join(lv.label for lv in IMPLEMENTED)} (default: the highest).")
+@click.option("--port-base", type=int, default=None,
+              help="Ports from N on: the controller N, broker i's client port N+1+i and internal port "
+                   "N+1+brokers+i (default: free ports).")
 @click.option("--partitions", type=int, default=3, show_default=True, help="Partitions of the chaos topic.")
 @click.option("--rate", type=float, default=100.0, show_default=True, help="Records/s of each producer.")
 @click.option("--story", type=click.Choice(["random", "last-replica-standing"]), default="random",
@@ -405,8 +414,8 @@ def _duration_s(ctx, param, value: str) -> float:
               help="Print the seed's fault plan as scenario steps (YAML, SCENARIOS.md's format) and exit: "
                    "nothing starts.")
 def chaos(directory: str | None, brokers: int, duration: float, seed: int | None, level: Level | None,
-          partitions: int, rate: float, story: str, kinds: str | None, as_json: bool, fail_on_loss: bool,
-          dry_run: bool) -> None:
+          port_base: int | None, partitions: int, rate: float, story: str, kinds: str | None, as_json: bool,
+          fail_on_loss: bool, dry_run: bool) -> None:
     """Start a real cluster, run real clients (a confluent-kafka idempotent acks=all producer, an acks=1
     producer, kraftlog's KIP-320 consumer) and inject seeded faults (SIGKILL, SIGSTOP, clean shutdown,
     lose-unflushed, isolation, cut links, partitions, controller kill, a full disk, a flipped byte in a
@@ -436,7 +445,8 @@ def chaos(directory: str | None, brokers: int, duration: float, seed: int | None
 
     try:
         run = ChaosRun(directory, brokers=brokers, duration_s=duration, seed=seed, level=level,
-                       partitions=partitions, rate=rate, story=story, progress=progress, kinds=kind_list)
+                       partitions=partitions, rate=rate, story=story, progress=progress, kinds=kind_list,
+                       port_base=port_base)
     except ValueError as exc:
         _fail(str(exc), 2)
     with sigterm_interrupts():

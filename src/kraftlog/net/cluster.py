@@ -141,18 +141,22 @@ def _ephemeral_range() -> tuple[int, int]:
         return 32768, 60999  # Linux's default
 
 
-def free_ports(count: int, low: int = 10000) -> list[int]:
-    """``count`` distinct ports on 127.0.0.1 that nothing listens on now, chosen below the kernel's
-    ephemeral range (``ip_local_port_range``). A port the kernel picked (``bind`` to 0) lies in that
+def free_ports(count: int, low: int = 10000, exclude: frozenset[int] = frozenset()) -> list[int]:
+    """``count`` distinct ports on 127.0.0.1, none of ``exclude``, that nothing listens on now, chosen
+    below the kernel's ephemeral range (``ip_local_port_range``). A port the kernel picked (``bind`` to 0) lies in that
     range, where it may be handed to an outgoing connection's local end while the node is down: its
     restart then fails with EADDRINUSE. Ports outside it are not reused that way. ClusterError when
     fewer than ``count`` can be found."""
+    if count <= 0:
+        return []
     start, _ = _ephemeral_range()
     candidates = list(range(low, start)) or list(range(1024, 65536))
     offset = SystemRandom().randrange(len(candidates))
     out: list[int] = []
     for i in range(len(candidates)):
         port = candidates[(offset + i) % len(candidates)]
+        if port in exclude:
+            continue
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
             try:
                 sock.bind((HOST, port))
@@ -218,6 +222,9 @@ def _wait_started(directory: str, node, proc: subprocess.Popen, timeout_s: float
         if run is not None and run.get("pid") == proc.pid:
             if run.get("refused"):
                 proc.wait(timeout=10)
+                if run.get("port_in_use") is not None:  # one line, exit 2: the operator's choice of port
+                    raise ClusterError(f"{node_name(node)}: port {run['port_in_use']} ({run.get('listener')} "
+                                       f"listener) on {HOST} is in use", 2)
                 raise ClusterError(f"{node_name(node)} refused to start (exit {proc.returncode}): {run['refused']}")
             return run
         if proc.poll() is not None:
@@ -291,13 +298,40 @@ def format_node(directory: str, node, cluster: dict | None = None) -> MetaProper
     return identity
 
 
+def check_ports(brokers: int, port: int, controller_port: int | None, internal_port: int | None) -> None:
+    """Validate ``up``'s port choices (0 or None: free ports): broker ``i``'s client port ``port + i``,
+    its internal port ``internal_port + i``, the controller's ``controller_port``, each range within
+    1..65535 and none overlapping another. ClusterError (exit 2) naming the option otherwise."""
+    spans = {"--port": (port, brokers), "--internal-port": (internal_port, brokers),
+             "--controller-port": (controller_port, 1)}
+    taken: list[tuple[str, range]] = []
+    for option, (base, count) in spans.items():
+        if not base:
+            continue
+        if not 1 <= base <= 65536 - count:
+            raise ClusterError(f"{option} must be within 1..{65536 - count} (0: free ports), got {base}", 2)
+        ports = range(base, base + count)
+        for other, theirs in taken:
+            if ports.start < theirs.stop and theirs.start < ports.stop:
+                raise ClusterError(f"{option} {_span(ports)} overlaps {other} {_span(theirs)}", 2)
+        taken.append((option, ports))
+
+
+def _span(ports: range) -> str:
+    return str(ports.start) if len(ports) == 1 else f"{ports.start}..{ports.stop - 1}"
+
+
 def up(directory: str, brokers: int, port: int = 9092, level: Level | None = None, seed: int | None = None,
-       config: dict | None = None, chaos: bool = False, owned: bool = False) -> dict:
+       config: dict | None = None, chaos: bool = False, owned: bool = False, controller_port: int | None = None,
+       internal_port: int | None = None) -> dict:
     """Start a controller and ``brokers`` brokers on 127.0.0.1 with data under ``directory`` (reused when
     it holds a cluster of the same size and level: the nodes recover their logs) and return cluster.json.
-    Broker ``i`` listens for clients on ``port + i``; ``port`` 0, the internal listeners and the
-    controller: free ports below the kernel's ephemeral range (:func:`free_ports`), recorded in
-    cluster.json so that a restarted node binds the same ones. ``chaos``: chaos mode (see
+    Broker ``i`` listens for clients on ``port + i`` and for brokers on ``internal_port + i``; the
+    controller on ``controller_port`` (:func:`check_ports`). Any of them 0 (None: the two latter's
+    default): free ports below the kernel's ephemeral range (:func:`free_ports`), recorded in
+    cluster.json so that a restarted node binds the same ones; a reused cluster keeps its recorded ports
+    but those ``controller_port`` and ``internal_port`` name. A port in use stops the start with
+    ClusterError (exit 2) naming the node and the port. ``chaos``: chaos mode (see
     the module's doc; an existing cluster may be switched to it, not back: its data has a shadow that a
     plain node would make stale). ``owned``: the nodes die with this process (``owner_pid`` in
     cluster.json; see :mod:`kraftlog.net.node`): for a fault injector that must leave no node behind
@@ -308,8 +342,7 @@ def up(directory: str, brokers: int, port: int = 9092, level: Level | None = Non
     from ..level import DEFAULT
     if brokers < 1 or brokers > 50:
         raise ClusterError(f"--brokers must be within 1..50, got {brokers}", 2)
-    if not 0 <= port <= 65535 - brokers:
-        raise ClusterError(f"--port must be within 0..{65535 - brokers}, got {port}", 2)
+    check_ports(brokers, port, controller_port, internal_port)
     os.makedirs(directory, exist_ok=True)
     directory = os.path.abspath(directory)
     if os.path.exists(_cluster_path(directory)):
@@ -330,6 +363,11 @@ def up(directory: str, brokers: int, port: int = 9092, level: Level | None = Non
         if config:
             cluster["config"].update(config)
         cluster["chaos"] = bool(chaos)
+        for e in cluster["nodes"]:  # ports named now replace the recorded ones
+            if e["role"] == "controller" and controller_port:
+                e["port"] = controller_port
+            elif e["role"] == "broker" and internal_port:
+                e["internal_port"] = internal_port + e["id"]
     else:
         level = level if level is not None else DEFAULT  # Level.CLASSIC is 0: falsy
         cluster = {
@@ -337,15 +375,16 @@ def up(directory: str, brokers: int, port: int = 9092, level: Level | None = Non
             "seed": seed if seed is not None else SystemRandom().randrange(2 ** 31),
             "cluster_id": kafka_uuid(uuid.UUID(int=SystemRandom().getrandbits(128))), "brokers": brokers,
             "config": dict(config or {}), "chaos": bool(chaos),
-            "nodes": [{"id": CONTROLLER, "role": "controller", "pid": None, "host": HOST, "port": 0,
+            "nodes": [{"id": CONTROLLER, "role": "controller", "pid": None, "host": HOST, "port": controller_port or 0,
                        "internal_port": None}]
             + [{"id": i, "role": "broker", "pid": None, "host": HOST, "port": port + i if port else 0,
-                "internal_port": 0} for i in range(brokers)],
+                "internal_port": internal_port + i if internal_port else 0} for i in range(brokers)],
         }
         # Every port not given (the controller's, the internal listeners', the client ones with --port 0)
         # is chosen now and kept, so that a restarted node binds the same one (free_ports).
         unset = [(e, k) for e in cluster["nodes"] for k in ("port", "internal_port") if e.get(k) == 0]
-        for (e, k), free in zip(unset, free_ports(len(unset)), strict=True):
+        given = frozenset(e[k] for e in cluster["nodes"] for k in ("port", "internal_port") if e.get(k))
+        for (e, k), free in zip(unset, free_ports(len(unset), exclude=given), strict=True):
             e[k] = free
         _save(directory, cluster)
         for e in cluster["nodes"]:  # a new cluster: every directory is new

@@ -11,7 +11,9 @@ level, the seed, the configs and the ports); ``NODE`` is ``controller`` or a bro
   directory that is missing, not formatted, or another node's or cluster's is refused: the process
   writes ``{"pid", "refused": <reason>}`` as its run file, prints ``<node> refused to start: <reason>``
   (one line) and exits with :data:`EXIT_REFUSED`, without creating anything. A controller thus never
-  comes back with an empty metadata log after its directory was lost,
+  comes back with an empty metadata log after its directory was lost. A listener port it cannot bind
+  (in use) is refused the same way, the run file naming the port (``port_in_use``) and the listener,
+  with exit status :data:`EXIT_PORT_IN_USE`,
 * seeds its ``Random`` with ``f"{seed}:{node}:{incarnation}"``, the incarnation being the start count
   the launcher keeps in ``cluster.json`` (every restart is a new incarnation, as a restarted Kafka
   broker has a new incarnation id),
@@ -90,6 +92,9 @@ FORCED_EXIT_MS = CONTROLLED_SHUTDOWN_MAX_MS + SHUTDOWN_GRACE_MS + 5000
 STATUS_INTERVAL_S = 1.0
 #: Exit status of a node that refuses to start on its directory (Kafka exits 1 on a fatal start error).
 EXIT_REFUSED = 1
+#: The exit status of a node that cannot bind a listener's port (in use, or not allowed): its run file
+#: names the port (``port_in_use``) and the listener, and the launcher exits 2 with one line naming both.
+EXIT_PORT_IN_USE = 2
 
 
 def node_name(node) -> str:
@@ -229,11 +234,19 @@ async def _main(directory: str, node) -> int:
     rng = Random(f"{cluster['seed']}:{node}:{incarnation}")
 
     socks = {}
-    if node == CONTROLLER:
-        socks[lst.CONTROLLER] = _bind(spec["port"] or 0)
-    else:
-        socks[lst.CLIENT] = _bind(spec["port"] or 0)
-        socks[lst.INTERNAL] = _bind(spec["internal_port"] or 0)
+    wanted = ({lst.CONTROLLER: spec["port"]} if node == CONTROLLER
+              else {lst.CLIENT: spec["port"], lst.INTERNAL: spec["internal_port"]})
+    for listener, port in wanted.items():
+        try:
+            socks[listener] = _bind(port or 0)
+        except OSError as exc:
+            for sock in socks.values():
+                sock.close()
+            reason = f"cannot bind its {listener} listener to {HOST}:{port}: {exc.strerror or exc}"
+            log(f"refused to start: {reason}")
+            write_json(run_path, {"pid": os.getpid(), "refused": reason, "port_in_use": port,
+                                  "listener": listener, "updated": time.time()})
+            return EXIT_PORT_IN_USE
     ports = {k: s.getsockname()[1] for k, s in socks.items()}
     config = {k: str(v) for k, v in cluster.get("config", {}).items()}
     try:
