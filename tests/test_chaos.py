@@ -100,6 +100,26 @@ def test_a_duplicate_with_one_non_idempotent_copy_is_not_idempotent():
     assert duplicate_causes(final_logs, stamps) == (
         {"same_producer_epoch": 0, "producer_epoch_bump": 0, "not_idempotent": 2}, [])
 
+def test_client_sends_count_failed_sends_and_timeouts_per_producer():
+    """Issue 28 item 7: the verdict's client_sends gives, per producer, what its sends became as the
+    client saw them: acknowledged, failed (delivery reports with an error), of them timed out, by error
+    name; a record librdkafka refused to queue is an error but not a failed send (it was never sent)."""
+    from collections import Counter
+    from types import SimpleNamespace
+
+    from kraftlog.net.chaos import client_sends
+    all_ = SimpleNamespace(name="producer-all", acks="all", sent=100, fatal=1, abandoned=3, unacked_at_end=2,
+                           errors=Counter({"_MSG_TIMED_OUT": 32, "NOT_ENOUGH_REPLICAS": 5}))
+    one = SimpleNamespace(name="producer-one", acks="1", sent=50, fatal=0, abandoned=0, unacked_at_end=0,
+                          errors=Counter({"REQUEST_TIMED_OUT": 4, "produce: queue full": 7}))
+    got = client_sends([all_, one], Counter({"producer-all": 58, "producer-one": 46}))
+    assert got["producer-all"] == {"acks": "all", "sent": 100, "acknowledged": 58, "failed": 37, "timed_out": 32,
+                                   "errors": {"NOT_ENOUGH_REPLICAS": 5, "_MSG_TIMED_OUT": 32}, "replaced": 1,
+                                   "abandoned": 3, "unacknowledged_at_end": 2}
+    assert (got["producer-one"]["failed"], got["producer-one"]["timed_out"]) == (4, 4)
+    assert got["producer-one"]["errors"]["produce: queue full"] == 7
+
+
 def test_fault_plan_with_one_broker_has_no_link_between_brokers():
     assert not {f.kind for s in range(40) for f in plan_faults(s, 1)} & {"cut", "partition"}
 
@@ -264,6 +284,13 @@ def test_a_30s_chaos_run_at_the_default_level_loses_nothing(chaos_runs):
     assert v["anomalies"] == {"lost-write": 0, "duplicate": 0, "inconsistent-offsets": 0, "nonmonotonic-poll": 0,
                               "poll-skip": 0}
     assert v["metrics"]["records_consumed"] > 0
+    sends = v["client_sends"]  # issue 28 item 7: the client's side of every send, per producer
+    assert set(sends) == {"producer-all", "producer-1"}, sends
+    for c in sends.values():
+        assert c["acknowledged"] == v["acked"][c["acks"]]
+        assert c["acknowledged"] + c["failed"] + c["abandoned"] + c["unacknowledged_at_end"] <= c["sent"]
+        assert 0 <= c["timed_out"] <= c["failed"] == sum(n for k, n in c["errors"].items()
+                                                         if not k.startswith("produce: "))
     assert v["metrics"]["duplicates_by_cause"] == {"same_producer_epoch": 0, "producer_epoch_bump": 0,
                                                    "not_idempotent": 0}
     with open(os.path.join(directory, "clients.log")) as f:  # the idempotent producer's eos debug log

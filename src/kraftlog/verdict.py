@@ -88,6 +88,9 @@ class Verdict(TypedDict):
     #: ``kraftlog chaos``: the faults injected, and its event lines
     faults: NotRequired[list[dict[str, object]]]
     events: NotRequired[list[str]]
+    #: ``kraftlog chaos``: per producer, its sends as the client saw them: acks, sent, acknowledged,
+    #: failed, timed_out, errors (by name), replaced, abandoned, unacknowledged_at_end
+    client_sends: NotRequired[dict[str, dict[str, object]]]
 
 
 #: What the functions below read: a :class:`Verdict`, or a campaign results row (a plain dict with the

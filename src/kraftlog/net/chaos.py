@@ -155,6 +155,8 @@ class _ProducerThread:
         self.errors: Counter = Counter()
         self.fatal = 0
         self.sent = 0
+        #: records a fatally failed producer still held when it was replaced (they get no delivery report)
+        self.abandoned = 0
         self.thread = threading.Thread(target=self._loop, name=name, daemon=True)
         self.unacked_at_end = 0
 
@@ -213,6 +215,7 @@ class _ProducerThread:
                 self.fatal += 1
                 self.run.event(f"{self.name}: fatal producer error, replaced by a new producer")
                 producer.flush(0)
+                self.abandoned += len(producer)
                 producer = self._producer()
                 self._fatal = False
         self.unacked_at_end = producer.flush(FLUSH_S)
@@ -267,6 +270,34 @@ class _ChaosFaults(ProcessFaults):
     def heal(self, nodes: tuple | None) -> None:
         super().heal(nodes)
         self.run.isolated.clear()
+
+
+#: librdkafka's delivery errors that are a send's timeout (``message.timeout.ms`` or ``request.timeout.ms``
+#: running out, locally or at the broker), not the broker's refusal.
+TIMEOUT_ERRORS = frozenset({"_MSG_TIMED_OUT", "_TIMED_OUT", "_TIMED_OUT_QUEUE", "REQUEST_TIMED_OUT"})
+
+
+def client_sends(producers, acked_by_producer: Counter) -> dict[str, dict[str, object]]:
+    """The verdict's ``client_sends``: per producer (its client id), what became of its sends as the
+    client saw them -- ``acks``, ``sent`` (records handed to librdkafka), ``acknowledged`` (delivery
+    reports without error), ``failed`` (delivery reports with an error), of them ``timed_out``
+    (:data:`TIMEOUT_ERRORS`), ``errors`` (failed sends by librdkafka's error name, plus ``produce: ...``
+    for a record librdkafka refused to queue, not counted in ``sent``), ``replaced`` (times the producer
+    hit a fatal error and was replaced), ``abandoned`` (records the replaced producers still held: no
+    report will come) and ``unacknowledged_at_end`` (still without a report when the run stopped).
+    ``sent`` = ``acknowledged`` + ``failed`` + ``abandoned`` + ``unacknowledged_at_end`` up to the
+    records the producer was sending as it was replaced or stopped."""
+    out: dict[str, dict[str, object]] = {}
+    for p in producers:
+        reported = {k: v for k, v in p.errors.items() if not k.startswith("produce: ")}
+        out[p.name] = {
+            "acks": p.acks, "sent": p.sent, "acknowledged": acked_by_producer[p.name],
+            "failed": sum(reported.values()),
+            "timed_out": sum(v for k, v in reported.items() if k in TIMEOUT_ERRORS),
+            "errors": dict(sorted(p.errors.items())), "replaced": p.fatal, "abandoned": p.abandoned,
+            "unacknowledged_at_end": p.unacked_at_end,
+        }
+    return out
 
 
 def chaos_ports(port_base: int | None, brokers: int) -> dict[str, int]:
@@ -642,6 +673,7 @@ class ChaosRun:
                 "sent": {p.name: p.sent for p in producers},
             },
             "final": {"partitions": partitions, "brokers": statuses},
+            "client_sends": client_sends(producers, Counter(a.producer for a in self.acked)),
             "fault_budget": max(0, self.min_isr - 1),
             "within_budget": self._within_budget(),
             "faults": [{k: v for k, v in asdict(f).items()} for f in self.faults],

@@ -504,6 +504,13 @@ def _print_chaos(verdict: dict, directory: str) -> None:
                f"consumed {verdict['metrics']['records_consumed']:,}; "
                f"truncations detected {verdict['detected_truncations']}, "
                f"undetected {verdict['undetected_truncations']}")
+    for name, c in verdict.get("client_sends", {}).items():
+        errors = ", ".join(f"{k} {v:,}" for k, v in c["errors"].items())
+        click.echo(f"  {name} (acks={c['acks']}): sent {c['sent']:,}, acknowledged {c['acknowledged']:,}, "
+                   f"failed {c['failed']:,} ({c['timed_out']:,} timed out), replaced {c['replaced']}, "
+                   f"unacknowledged at the end {c['unacknowledged_at_end']:,}"
+                   + (f", abandoned {c['abandoned']:,}" if c["abandoned"] else "")
+                   + (f"; errors: {errors}" if errors else ""))
     click.echo("anomalies: " + ", ".join(f"{k} {v}" for k, v in verdict["anomalies"].items()))
     for v in verdict["invariant_violations"]:
         click.echo(f"  invariant: {v}")
