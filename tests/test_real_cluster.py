@@ -170,7 +170,7 @@ def test_cluster_up_writes_cluster_json_and_every_broker_is_unfenced(shared):
     roles = [(n["id"], n["role"]) for n in info["nodes"]]
     assert roles == [("controller", "controller"), (0, "broker"), (1, "broker"), (2, "broker")]
     for n in info["nodes"]:
-        assert set(n) == {"id", "role", "pid", "host", "port", "internal_port", "incarnation"}
+        assert set(n) == {"id", "role", "pid", "host", "port", "internal_port", "metrics_port", "incarnation"}
         assert n["host"] == "127.0.0.1" and n["incarnation"] == 1  # started once
     status = json.loads(kraftlog("cluster", "status", "--dir", shared.dir, "--json").stdout)
     brokers = [s for s in status if s["role"] == "broker"]

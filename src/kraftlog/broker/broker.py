@@ -25,6 +25,7 @@ from random import Random
 
 from ..level import Level
 from ..metadata.image import MetadataApplyErrors, MetadataImage
+from ..metrics import KafkaMetrics
 from ..protocol import messages as m
 from ..protocol.errors import Errors
 from ..protocol.listeners import error_response
@@ -65,6 +66,7 @@ from .log_manager import (
 )
 from .metadata_cache import MetadataCache
 from .metadata_publisher import BrokerMetadataPublisher, MetadataLoader
+from .metrics import RequestMetrics, register_broker_metrics
 from .offset_store import OffsetStore
 from .partition import Partition
 from .replica_fetcher import ReplicaFetcherManager
@@ -138,6 +140,12 @@ class Broker(NodeBase[BrokerContext]):
             ReplicationApis(broker_id, self.cache, self.replica_manager, self.log_manager, self.lifecycle, self),
             MetadataApis(broker_id, cluster_id, self.cache, self), self.group_apis)
         self.next_hwm_checkpoint_ms = now_ms + self.config.hwm_checkpoint_interval_ms
+        #: Kafka's broker and request metrics (:mod:`.metrics`), over this node's clock
+        self.metrics = KafkaMetrics()
+        register_broker_metrics(self.metrics, self)
+        self.request_metrics = RequestMetrics(self.metrics)
+        #: the latest time (ms) the driver handed this broker: when a response is queued
+        self._now_ms = now_ms
         if load_error is not None:
             self._log_dir_failed(now_ms, load_error, "loading the logs")
 
@@ -302,6 +310,7 @@ class Broker(NodeBase[BrokerContext]):
             self._log_dir_failed(now_ms, exc, "ticking")
 
     def _tick(self, now_ms: int) -> None:
+        self._now_ms = now_ms
         lifecycle = self.lifecycle
         if lifecycle.log_dir_failure_deadline_ms is not None and now_ms >= lifecycle.log_dir_failure_deadline_ms:
             self._stop_after_failure()
@@ -356,6 +365,7 @@ class Broker(NodeBase[BrokerContext]):
 
     def _on_response(self, now_ms: int, context: BrokerContext, message: Message) -> None:
         """Hand a response to the component whose request it answers."""
+        self._now_ms = now_ms
         if isinstance(context, FetchContext):
             assert isinstance(message, m.FetchResponse)
             self.fetcher.on_fetch_response(now_ms, context, message)
@@ -382,6 +392,7 @@ class Broker(NodeBase[BrokerContext]):
     def on_timeout(self, now_ms: int, context: BrokerContext) -> None:
         if self.stopped:
             return
+        self._now_ms = now_ms
         if isinstance(context, FetchContext):
             self.fetcher.on_fetch_timeout(now_ms, context)
         elif isinstance(context, MetadataFetchContext):
@@ -398,6 +409,8 @@ class Broker(NodeBase[BrokerContext]):
     def on_request(self, now_ms: int, envelope: Envelope) -> None:
         if self.stopped:
             return
+        self._now_ms = now_ms
+        self.request_metrics.on_request(now_ms, envelope)
         try:
             if self.apis.handle(now_ms, envelope):
                 self._after_event(now_ms)
@@ -405,6 +418,11 @@ class Broker(NodeBase[BrokerContext]):
             self._log_dir_failed(now_ms, exc, f"handling a {type(envelope.message).__name__}")
             self.send_response(envelope, error_response(envelope.message, Errors.KAFKA_STORAGE_ERROR))
             self._after_event(now_ms)
+
+    def send_response(self, request: Envelope, message: Message) -> None:
+        """NodeBase's, counting the response in the request metrics (at the latest time seen)."""
+        self.request_metrics.on_response(self._now_ms, request, message)
+        super().send_response(request, message)
 
     def _after_event(self, now_ms: int) -> None:
         """Send what the event made due: pending AlterPartition items, follower fetches (each only when

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 from ..level import Level
 from ..metadata.image import PartitionRegistration
+from ..metrics import Meter
 from ..protocol import messages as m
 from ..protocol.errors import Errors
 from ..protocol.node import Envelope
@@ -93,6 +94,9 @@ class ReplicaManager:
         self.delayed_produces: list[DelayedProduce] = []
         self.next_isr_check_ms = now_ms + self.lag_max_ms // 2
         self.alter_dirty = False  # some partition may have an unsent AlterPartition
+        #: Kafka's ReplicaManager and BrokerTopicMetrics meters (:mod:`.metrics` registers them)
+        self.isr_shrinks, self.isr_expands = Meter(), Meter()
+        self.bytes_in, self.messages_in = Meter(), Meter()
 
     # ================================================================= errors
     def offline_error(self, topic: str, index: int) -> int | None:
@@ -420,7 +424,12 @@ class ReplicaManager:
                 continue
             err = item.error_code
             if err == NONE:
+                before = len(p.isr)
                 if p.commit(item):
+                    if len(p.isr) < before:  # Kafka's Partition marks them as the controller commits
+                        self.isr_shrinks.mark()
+                    elif len(p.isr) > before:
+                        self.isr_expands.mark()
                     self.maybe_increment_hwm(now_ms, p)
                 # else: a stale answer; stay pending until metadata overrides it (Kafka)
             elif err in (Errors.INELIGIBLE_REPLICA, Errors.OPERATION_NOT_ATTEMPTED):
@@ -500,6 +509,8 @@ class ReplicaManager:
                     break
                 first = stamped.base_offset if first is None else first
                 last = stamped.last_offset
+                self.bytes_in.count += stamped.size_bytes
+                self.messages_in.count += stamped.record_count
             if error != NONE:
                 results.append(m.ProducePartitionResponse(pp.topic, pp.partition, error))
                 continue

@@ -36,6 +36,7 @@ from typing import TypeAlias, cast
 from ..level import Level
 from ..metadata import config as cfg
 from ..metadata.image import MetadataApplyErrors, MetadataImage
+from ..metrics import KafkaMetrics
 from ..protocol import messages as m
 from ..protocol.errors import Errors
 from ..protocol.node import Message, NodeBase, earliest
@@ -44,6 +45,7 @@ from ..storage.meta_properties import read_identity
 from .cluster_control import ClusterControlManager
 from .configuration_control import ConfigurationControlManager
 from .context import MetadataRecord
+from .metrics import count_elections, register_controller_metrics
 from .replication_control import ReplicationControlManager
 from .unclean_recovery import PartitionKey, UncleanRecoveryManager
 
@@ -102,6 +104,9 @@ class QuorumController(NodeBase[LogInfoContext]):
         self.replication = ReplicationControlManager(self, level, self.configs, self.urm, rng)
         self.cluster = ClusterControlManager(self, level, self.configs, self.replication, self.urm, now_ms,
                                              cluster_id)
+        #: Kafka's controller metrics (:mod:`.metrics`); a failover's new instance starts them anew
+        self.metrics = KafkaMetrics()
+        register_controller_metrics(self.metrics, self)
 
     # ================================================================= the metadata log
     @property
@@ -124,6 +129,7 @@ class QuorumController(NodeBase[LogInfoContext]):
             self._outbox.clear()
             raise MetadataLogFailure(self.fatal_error) from exc
         self.log.extend(records)
+        count_elections(self.metrics, self.image, records)
         self._replay(records, base)
         if self.parked_fetches:
             parked, self.parked_fetches = self.parked_fetches, []

@@ -146,8 +146,9 @@ def cluster_down(directory: str) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the nodes as JSON.")
 def cluster_status(directory: str, as_json: bool) -> None:
     """cluster.json's nodes with alive, fenced, broker epoch and state per node (REFUSED: the node refused
-    to start on its directory, the reason below the table), and each broker's stray partition
-    directories (renamed ``-stray`` at startup, kept, never deleted)."""
+    to start on its directory, the reason below the table), each broker's stray partition
+    directories (renamed ``-stray`` at startup, kept, never deleted), and each running node's key gauges
+    (Kafka's names; every metric is on the node's /metrics)."""
     try:
         nodes = cl.status(directory)
     except cl.ClusterError as exc:
@@ -156,11 +157,12 @@ def cluster_status(directory: str, as_json: bool) -> None:
         click.echo(json.dumps([n.as_dict() for n in nodes], indent=1))
         return
     table = Table(title=f"cluster {os.path.abspath(directory)}")
-    for col in ("node", "pid", "port", "internal port", "alive", "fenced", "broker epoch", "state", "log dir",
-                "counters", "stray dirs"):
+    for col in ("node", "pid", "port", "internal port", "metrics port", "alive", "fenced", "broker epoch", "state",
+                "log dir", "counters", "stray dirs"):
         table.add_column(col)
     for n in nodes:
-        table.add_row(str(n.id), str(n.pid), str(n.port), str(n.internal_port or "-"), "yes" if n.alive else "NO",
+        table.add_row(str(n.id), str(n.pid), str(n.port), str(n.internal_port or "-"), str(n.metrics_port or "-"),
+                      "yes" if n.alive else "NO",
                       "-" if n.fenced is None else ("yes" if n.fenced else "no"),
                       "-" if n.broker_epoch is None else str(n.broker_epoch), n.state or "-",
                       "-" if n.log_dir_offline is None else (f"OFFLINE: {n.log_dir_failure}" if n.log_dir_offline
@@ -174,6 +176,10 @@ def cluster_status(directory: str, as_json: bool) -> None:
             click.echo(f"{name} refused to start: {n.refused}")
         for stray in n.strays:
             click.echo(f"{name} keeps stray partition directory data/{stray}")
+    for n in nodes:  # the key gauges of each running node (its /metrics has every metric)
+        if n.gauges:
+            name = "controller" if n.role == "controller" else f"broker-{n.id}"
+            click.echo(f"{name}: " + ", ".join(f"{k} {v}" for k, v in n.gauges.items()))
 
 
 @cluster.command("start")

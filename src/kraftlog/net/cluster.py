@@ -4,9 +4,10 @@ A cluster directory ``DIR`` holds
 
 * ``cluster.json``: ``{"bootstrap": "127.0.0.1:P", "level", "seed", "cluster_id", "brokers": N,
   "config": {...}, "chaos": bool, "nodes": [{"id": <int> or "controller", "role": "controller"|"broker",
-  "pid", "host", "port", "internal_port", "incarnation"}]}`` (``port`` = a broker's client listener, the
-  controller's listener for the controller; ``internal_port`` = a broker's inter-broker listener, null for
-  the controller; ``incarnation`` = how many times the node was started, which seeds its Random;
+  "pid", "host", "port", "internal_port", "metrics_port", "incarnation"}]}`` (``port`` = a broker's client
+  listener, the controller's listener for the controller; ``internal_port`` = a broker's inter-broker
+  listener, null for the controller; ``metrics_port`` = the node's ``/metrics`` endpoint,
+  :mod:`kraftlog.net.metrics_http`; ``incarnation`` = how many times the node was started, which seeds its Random;
   ``chaos`` absent = false);
 * ``controller/``, ``broker-<id>/``: each node's data (see :mod:`kraftlog.net.node`), formatted as
   ``kafka-storage.sh format`` does (a ``meta.properties`` with the cluster id, the node id and a random
@@ -298,6 +299,11 @@ def format_node(directory: str, node, cluster: dict | None = None) -> MetaProper
     return identity
 
 
+#: A node entry's ports in cluster.json: its listener (a broker's client one), a broker's inter-broker
+#: listener, its /metrics endpoint (kraftlog.net.metrics_http).
+PORT_KEYS = ("port", "internal_port", "metrics_port")
+
+
 def check_ports(brokers: int, port: int, controller_port: int | None, internal_port: int | None) -> None:
     """Validate ``up``'s port choices (0 or None: free ports): broker ``i``'s client port ``port + i``,
     its internal port ``internal_port + i``, the controller's ``controller_port``, each range within
@@ -363,6 +369,10 @@ def up(directory: str, brokers: int, port: int = 9092, level: Level | None = Non
         if config:
             cluster["config"].update(config)
         cluster["chaos"] = bool(chaos)
+        missing = [e for e in cluster["nodes"] if "metrics_port" not in e]  # a cluster.json of before /metrics
+        recorded = frozenset(e[k] for e in cluster["nodes"] for k in PORT_KEYS if e.get(k))
+        for e, free in zip(missing, free_ports(len(missing), exclude=recorded), strict=True):
+            e["metrics_port"] = free
         for e in cluster["nodes"]:  # ports named now replace the recorded ones
             if e["role"] == "controller" and controller_port:
                 e["port"] = controller_port
@@ -376,14 +386,15 @@ def up(directory: str, brokers: int, port: int = 9092, level: Level | None = Non
             "cluster_id": kafka_uuid(uuid.UUID(int=SystemRandom().getrandbits(128))), "brokers": brokers,
             "config": dict(config or {}), "chaos": bool(chaos),
             "nodes": [{"id": CONTROLLER, "role": "controller", "pid": None, "host": HOST, "port": controller_port or 0,
-                       "internal_port": None}]
+                       "internal_port": None, "metrics_port": 0}]
             + [{"id": i, "role": "broker", "pid": None, "host": HOST, "port": port + i if port else 0,
-                "internal_port": internal_port + i if internal_port else 0} for i in range(brokers)],
+                "internal_port": internal_port + i if internal_port else 0, "metrics_port": 0}
+               for i in range(brokers)],
         }
         # Every port not given (the controller's, the internal listeners', the client ones with --port 0)
         # is chosen now and kept, so that a restarted node binds the same one (free_ports).
-        unset = [(e, k) for e in cluster["nodes"] for k in ("port", "internal_port") if e.get(k) == 0]
-        given = frozenset(e[k] for e in cluster["nodes"] for k in ("port", "internal_port") if e.get(k))
+        unset = [(e, k) for e in cluster["nodes"] for k in PORT_KEYS if e.get(k) == 0]
+        given = frozenset(e[k] for e in cluster["nodes"] for k in PORT_KEYS if e.get(k))
         for (e, k), free in zip(unset, free_ports(len(unset), exclude=given), strict=True):
             e[k] = free
         _save(directory, cluster)
@@ -458,6 +469,10 @@ class NodeStatus:
     refused: str | None = None
     #: The broker's ``-stray`` partition directories (names under its ``data/``), sorted; [] otherwise.
     strays: list[str] = field(default_factory=list)
+    #: Its ``/metrics`` port (cluster.json's ``metrics_port``) and the key gauges its process last reported
+    #: (:data:`kraftlog.net.metrics_http.KEY_GAUGES`; None when it is not running).
+    metrics_port: int | None = None
+    gauges: dict | None = None
 
     def as_dict(self) -> dict:
         return dict(self.__dict__)
@@ -495,7 +510,8 @@ def status(directory: str) -> list[NodeStatus]:
             (run.get("log_dir_offline") if run and broker else None),
             (run.get("log_dir_failure") if run and broker else None),
             (run.get("counters") if run else None),
-            refused, strays(directory, e["id"]) if broker else []))
+            refused, strays(directory, e["id"]) if broker else [], e.get("metrics_port"),
+            (run.get("gauges") if run else None)))
     return out
 
 

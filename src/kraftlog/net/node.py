@@ -67,6 +67,7 @@ from random import Random
 
 from ..broker.broker import CONTROLLED_SHUTDOWN_MAX_MS, Broker
 from ..controller.controller import CONTROLLER, QuorumController
+from ..controller.metrics import EVENT_QUEUE_PROCESSING_TIME, EVENT_QUEUE_TIME
 from ..level import Level
 from ..protocol import listeners as lst
 from ..protocol import wire
@@ -76,6 +77,7 @@ from .driver import Clock, NodeDriver
 from .link_filter import LinkFilter
 from .listener_limits import ListenerLimits
 from .meta_properties import read_meta_properties
+from .metrics_http import MetricsEndpoint, key_gauges
 from .shadow import ShadowFileDisk
 
 HOST = "127.0.0.1"
@@ -92,6 +94,8 @@ FORCED_EXIT_MS = CONTROLLED_SHUTDOWN_MAX_MS + SHUTDOWN_GRACE_MS + 5000
 STATUS_INTERVAL_S = 1.0
 #: Exit status of a node that refuses to start on its directory (Kafka exits 1 on a fatal start error).
 EXIT_REFUSED = 1
+#: The metrics endpoint among the sockets a node binds (:mod:`kraftlog.net.metrics_http`).
+METRICS = "METRICS"
 #: The exit status of a node that cannot bind a listener's port (in use, or not allowed): its run file
 #: names the port (``port_in_use``) and the listener, and the launcher exits 2 with one line naming both.
 EXIT_PORT_IN_USE = 2
@@ -236,6 +240,8 @@ async def _main(directory: str, node) -> int:
     socks = {}
     wanted = ({lst.CONTROLLER: spec["port"]} if node == CONTROLLER
               else {lst.CLIENT: spec["port"], lst.INTERNAL: spec["internal_port"]})
+    if spec.get("metrics_port") is not None:  # cluster up records one per node (0: a free port)
+        wanted[METRICS] = spec["metrics_port"]
     for listener, port in wanted.items():
         try:
             socks[listener] = _bind(port or 0)
@@ -247,6 +253,7 @@ async def _main(directory: str, node) -> int:
             write_json(run_path, {"pid": os.getpid(), "refused": reason, "port_in_use": port,
                                   "listener": listener, "updated": time.time()})
             return EXIT_PORT_IN_USE
+    metrics_sock = socks.pop(METRICS, None)
     ports = {k: s.getsockname()[1] for k, s in socks.items()}
     config = {k: str(v) for k, v in cluster.get("config", {}).items()}
     try:
@@ -321,6 +328,7 @@ async def _main(directory: str, node) -> int:
         written["key"], written["at"] = key, now
         status = {"pid": os.getpid(), "port": port, "internal_port": internal, "incarnation": incarnation,
                   "started": started, "updated": time.time(), "chaos": chaos, "control_port": driver.control_port,
+                  "metrics_port": metrics_port, "gauges": key_gauges(core.metrics),
                   "counters": {"metadata-apply-error-count": errors},
                   "listeners": driver.listener_stats()}
         if node != CONTROLLER:
@@ -348,12 +356,18 @@ async def _main(directory: str, node) -> int:
             for ev in core.urm.take_events():  # the unclean recoveries' steps (KIP-966), into the node's log
                 log(f"unclean recovery of {ev.partition}: {ev.kind}: {ev.detail}")
 
+    if node == CONTROLLER:  # Kafka's ControllerEventManager histograms: only the driver sees an event wait and run
+        driver.event_timers = (core.metrics.histogram(EVENT_QUEUE_TIME),
+                               core.metrics.histogram(EVENT_QUEUE_PROCESSING_TIME))
+    endpoint = MetricsEndpoint(lambda: core.metrics)
+    metrics_port = await endpoint.start(metrics_sock) if metrics_sock is not None else None
     supported = wire.supported_api_versions(core.level)
     await driver.start(lambda listener: lst.listener_api_versions(listener, supported))
     if chaos:
         await driver.start_control(HOST)
     write_status()
     log(f"started (incarnation {incarnation}, level {cluster['level']}, ports {ports}, pid {os.getpid()}"
+        + (f", metrics on http://{HOST}:{metrics_port}/metrics" if metrics_port is not None else "")
         + (f", chaos mode, control port {driver.control_port})" if chaos else ")"))
 
     stop = {"requested_ms": None}
@@ -411,6 +425,7 @@ async def _main(directory: str, node) -> int:
                 log(line)
         write_status()
         await driver.close()
+        await endpoint.close()
         disk.close()
         log(f"stopped: {fatal}" if fatal
             else "stopped" + ("" if clean else " without completing the controlled shutdown"))

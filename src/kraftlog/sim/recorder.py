@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from ..check.checkers import Acked, Consumed, Truncation
 from ..client.consumer import Consumer, LogTruncationError, OffsetOutOfRangeError
 from ..client.producer import Producer
+from ..controller.metrics import KIP_966
 from ..metadata.image import MetadataImage
 from ..metadata.records import (
     RECOVERING,
@@ -36,7 +37,8 @@ if TYPE_CHECKING:
     from ..controller.controller import QuorumController
     from .cluster import SimCluster
 
-#: KIP-966's controller gauges in the verdict's ``metrics`` (QuorumController.recovery_metrics).
+#: KIP-966's controller gauges in the verdict's ``metrics`` (the controller's metrics,
+#: :data:`kraftlog.controller.metrics.KIP_966`).
 GAUGES = ("unclean_recovery_partitions_count", "manual_leader_election_required_partition_count",
           "electable_replicas_count")
 
@@ -205,9 +207,9 @@ class RunRecorder:
             sim.history.record(sim.now, "recovery", {"partition": ev.partition, "step": ev.kind, "detail": ev.detail})
             if ev.kind == "elected":
                 self._recoveries_finished += 1
-        values = node.recovery_metrics()
+        metrics = node.metrics  # the controller's own metrics, the ones its /metrics exports on a real node
         for name, gauge in self._gauges.items():
-            gauge[0] = values[name]
+            gauge[0] = int(metrics.value(KIP_966[name]))
             if gauge[0] > gauge[1]:
                 gauge[1] = gauge[0]
 

@@ -170,6 +170,11 @@ class PartitionLog:
 
     # ------------------------------------------------------------------ offsets
     @property
+    def size(self) -> int:
+        """Bytes of the batches the log holds (Kafka's ``UnifiedLog.size``, the ``Size`` gauge)."""
+        return sum(self._sizes)
+
+    @property
     def unflushed_messages(self) -> int:
         """Messages appended since the last flush: LEO - recovery point (Kafka's ``unflushedMessages``)."""
         return self.log_end_offset - self.recovery_point
