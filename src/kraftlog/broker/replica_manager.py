@@ -169,7 +169,10 @@ class ReplicaManager:
         if reg.leader == self.broker_id:
             # KIP-704 as Kafka does it: the leader marks its own state RECOVERED at once; the
             # controller's RECOVERING clears with the next ISR change (no AlterPartition of its own).
+            pending, before = p.pending, p.isr
             p.make_leader(reg, now_ms)
+            if pending is not None and p.pending is None and p.isr == pending.new_isr:
+                self._mark_isr_change(before, p.isr)  # the proposal committed, seen in metadata first
             self.maybe_increment_hwm(now_ms, p)
         else:
             if p.make_follower(reg):
@@ -424,12 +427,9 @@ class ReplicaManager:
                 continue
             err = item.error_code
             if err == NONE:
-                before = len(p.isr)
+                before = p.isr
                 if p.commit(item):
-                    if len(p.isr) < before:  # Kafka's Partition marks them as the controller commits
-                        self.isr_shrinks.mark()
-                    elif len(p.isr) > before:
-                        self.isr_expands.mark()
+                    self._mark_isr_change(before, p.isr)
                     self.maybe_increment_hwm(now_ms, p)
                 # else: a stale answer; stay pending until metadata overrides it (Kafka)
             elif err in (Errors.INELIGIBLE_REPLICA, Errors.OPERATION_NOT_ATTEMPTED):
@@ -438,6 +438,14 @@ class ReplicaManager:
                 pass  # stay pending; the next metadata update for the partition clears it
             else:
                 self._resend_after_backoff(now_ms, p)
+
+    def _mark_isr_change(self, before: tuple[int, ...], after: tuple[int, ...]) -> None:
+        """A shrink or expansion this leader proposed was committed: Kafka's ``Partition`` marks
+        ReplicaManager's IsrShrinksPerSec / IsrExpandsPerSec then."""
+        if len(after) < len(before):
+            self.isr_shrinks.mark()
+        elif len(after) > len(before):
+            self.isr_expands.mark()
 
     def _isr_eligible(self, replica_id: int, state: ReplicaState) -> bool:
         """May this replica still join the ISR? (KIP-841 / KIP-903, Kafka's ``isReplicaIsrEligible``)."""

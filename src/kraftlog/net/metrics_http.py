@@ -128,3 +128,65 @@ def key_gauges(metrics: KafkaMetrics) -> dict[str, int]:
     """The node's :data:`KEY_GAUGES` now, in that order (those it has)."""
     by_short = {(n.kip or n.name): read for n, read in metrics.gauges.items()}
     return {short: int(by_short[short]()) for short in KEY_GAUGES if short in by_short}
+
+
+def scrape(port: int, timeout_s: float = 2.0) -> dict[str, float]:
+    """One scrape of ``127.0.0.1:port/metrics``: sample name -> value of its unlabelled samples (OSError
+    when the node does not answer)."""
+    import urllib.request
+
+    from prometheus_client.parser import text_string_to_metric_families
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=timeout_s) as r:
+        text = r.read().decode()
+    return {s.name: s.value for family in text_string_to_metric_families(text) for s in family.samples
+            if not s.labels}
+
+
+class MetricsSampler:
+    """Scrapes a node's ``/metrics`` every ``every_s`` seconds in a thread of its own (``port_of()``: the
+    node's metrics port now, None while unknown; a node that does not answer -- down, restarting -- is
+    skipped), keeping each of ``names``' last and largest value: the ``{"final", "max"}`` that
+    ``scenario run --real`` reports as the simulator reports its gauges. :meth:`stop` scrapes once more and
+    returns them; a name never seen is left out."""
+
+    def __init__(self, port_of: Callable[[], int | None], names: tuple[str, ...], every_s: float = 0.2) -> None:
+        import threading
+        self._port_of, self.names, self.every_s = port_of, names, every_s
+        self.values: dict[str, dict[str, float]] = {}
+        self.scrapes = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="metrics-sampler", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def _sample(self) -> None:
+        port = self._port_of()
+        if port is None:
+            return
+        try:
+            got = scrape(port)
+        except (OSError, ValueError):
+            return
+        self.scrapes += 1
+        for name in self.names:
+            if name in got:
+                seen = self.values.setdefault(name, {"final": got[name], "max": got[name]})
+                seen["final"] = got[name]
+                seen["max"] = max(seen["max"], got[name])
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.every_s):
+            self._sample()
+
+    def close(self) -> None:
+        """Stop sampling, if not yet stopped (a thread scraping finishes its scrape on its own)."""
+        self._stop.set()
+
+    def stop(self) -> dict[str, dict[str, float]]:
+        """Stop sampling (at most 10 s for a scrape in progress), take a last sample, return the values."""
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(10)
+        self._sample()
+        return self.values

@@ -59,6 +59,7 @@ from ..verdict import is_safe
 from . import cluster as cl
 from .client import ClientLoop, ConsumerRecorder, KafkaConnection
 from .faults import ProcessFaults
+from .metrics_http import MetricsSampler
 from .node import HOST
 from .readback import end_state_violations, read_back, read_replica_disks
 
@@ -106,6 +107,8 @@ class RealScenarioRun(ProcessFaults):
         self.lock = threading.Lock()
         self.acked: list = []
         self.acked_counts = {"all": 0, "1": 0, "0": 0}
+        #: the controller's KIP-966 metrics sampled from its /metrics during the story (``real_metrics``)
+        self.sampled: dict[str, dict[str, float]] = {}
         self.reads = ConsumerRecorder(self._now)
         self.failed: list[str] = []
         self.timeline: list[str] = []
@@ -395,10 +398,15 @@ class RealScenarioRun(ProcessFaults):
         before this returns or raises."""
         wall = time.perf_counter()
         scn = self.scenario
+        sampler: MetricsSampler | None = None
         try:
             cl.up(self.directory, scn.brokers, port=0, level=self.level, seed=self.seed, config=dict(scn.config),
                   chaos=True, owned=True)
-            self.ports = {e["id"]: e["port"] for e in cl.load(self.directory)["nodes"] if e["role"] == "broker"}
+            nodes = cl.load(self.directory)["nodes"]
+            self.ports = {e["id"]: e["port"] for e in nodes if e["role"] == "broker"}
+            controller_metrics = next((e.get("metrics_port") for e in nodes if e["role"] == "controller"), None)
+            sampler = MetricsSampler(lambda: controller_metrics, tuple(REAL_GAUGES.values()))
+            sampler.start()
             ready = self._create_topics()
             self.t0 = time.monotonic()
             if ready:
@@ -407,6 +415,7 @@ class RealScenarioRun(ProcessFaults):
                 self._start_clients()
                 run_steps(self, scn)
             end_ms = self._now()
+            self.sampled = sampler.stop()
             for node in sorted(self.paused, key=str):  # the read-back needs every process to answer
                 self.resume(node)
                 self._log(f"end of the story: {node_words(node)} resumed to read the cluster back")
@@ -438,6 +447,8 @@ class RealScenarioRun(ProcessFaults):
             verdict["history_digest"] = None
             return RunResult(verdict, self.timeline, code, (time.perf_counter() - wall) * 1000)
         finally:
+            if sampler is not None:
+                sampler.close()
             for loop in self.loops:
                 loop.stop(2.0)
             try:
@@ -453,7 +464,36 @@ class RealScenarioRun(ProcessFaults):
             **checkers.judge(self.acked, final_logs, self.reads.consumed, self.reads.truncations, self.reads.hwms),
             "invariant_violations": end_state_violations(replica_logs, partitions),
             "failed_expectations": list(self.failed),
-            "metrics": {"records_consumed": len(self.reads.consumed)},
+            "metrics": {"records_consumed": len(self.reads.consumed), **real_metrics(self.sampled)},
             "final": {"partitions": partitions, "brokers": brokers},
         }
+
+
+#: The verdict's KIP-966 metrics (as the simulator's verdict names them) -> the controller's Prometheus
+#: sample each is read from when a real run scrapes its /metrics.
+REAL_GAUGES = {
+    "unclean_recovery_partitions_count": "kafka_controller_unclean_recovery_partitions_count",
+    "manual_leader_election_required_partition_count":
+        "kafka_controller_manual_leader_election_required_partition_count",
+    "electable_replicas_count": "kafka_controller_electable_replicas_count",
+    "unclean_recovery_finished_count": "kafka_controller_unclean_recovery_finished_count",
+    "partitions_under_min_isr": "kafka_controller_global_under_min_isr_partition_count",
+}
+#: Of those, the ones reported as a value at the end rather than ``{"final", "max"}`` (as the simulator does).
+_FINAL_ONLY = ("unclean_recovery_finished_count", "partitions_under_min_isr")
+
+
+def real_metrics(sampled: dict[str, dict[str, float]]) -> dict[str, object]:
+    """The verdict's KIP-966 metrics from the controller's /metrics sampled every 200 ms during a real run
+    (:class:`~kraftlog.net.metrics_http.MetricsSampler`): each gauge's ``{"final", "max"}``, the counter and
+    the under-min-ISR count at the end. The counter is the last controller's (Kafka's resets on a
+    failover; the simulator's sums every controller's)."""
+    out: dict[str, object] = {}
+    for key, name in REAL_GAUGES.items():
+        seen = sampled.get(name)
+        if seen is None:
+            continue
+        final, peak = int(seen["final"]), int(seen["max"])
+        out[key] = final if key in _FINAL_ONLY else {"final": final, "max": peak}
+    return out
 
