@@ -50,13 +50,16 @@ level, the seed, the configs and the ports); ``NODE`` is ``controller`` or a bro
   The signal is taken by a Python-level handler, which runs however busy the event loop is, and arms
   a timer: the process exits at the latest :data:`FORCED_EXIT_MS` after the signal.
 
-Logs go to stderr, one line per event, which the launcher sends to ``DIR/<node>.log``.
+Logs go through the :mod:`logging` module (:mod:`kraftlog.net.node_logging`: a logger per source, levels
+and the text or JSON format from ``cluster.json``'s ``log.*`` configs) to stderr, one line per event,
+which the launcher sends to ``DIR/<node>.log``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 import signal
 import socket
@@ -72,6 +75,7 @@ from ..level import Level
 from ..protocol import listeners as lst
 from ..protocol import wire
 from ..storage.meta_properties import NodeIdentityError
+from . import node_logging
 from .disk import FileDisk
 from .driver import Clock, NodeDriver
 from .link_filter import LinkFilter
@@ -104,13 +108,6 @@ EXIT_PORT_IN_USE = 2
 def node_name(node) -> str:
     """``controller`` or ``broker-<id>``: the name of a node's data directory, log and run files."""
     return CONTROLLER if node == CONTROLLER else f"broker-{node}"
-
-
-def _log(name: str):
-    def log(text: str) -> None:
-        stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime())
-        print(f"{stamp} [{name}] {text}", file=sys.stderr, flush=True)
-    return log
 
 
 def _bind(port: int) -> socket.socket:
@@ -210,9 +207,19 @@ def _spec_for(cluster: dict, node) -> dict:
 
 async def _main(directory: str, node) -> int:
     name = node_name(node)
-    log = _log(name)
     with open(os.path.join(directory, "cluster.json")) as f:
         cluster = json.load(f)
+    try:  # the logging module, as cluster.json's log.* configs say (kraftlog.net.node_logging)
+        node_log = node_logging.configure(name, {k: str(v) for k, v in cluster.get("config", {}).items()})
+    except ValueError as exc:
+        print(f"{name}: cluster.json: {exc}", file=sys.stderr, flush=True)
+        return 2
+    log = node_log.info
+    broker_log = logging.getLogger(node_logging.BROKER).info
+    metadata_log = logging.getLogger(node_logging.METADATA).error
+    recovery_log = logging.getLogger(node_logging.UNCLEAN_RECOVERY).info
+    driver_log = logging.getLogger(node_logging.DRIVER).info
+    storage_log = logging.getLogger(node_logging.STORAGE).warning
     spec = _spec_for(cluster, node)
     owner = cluster.get("owner_pid")
     if owner:
@@ -223,7 +230,7 @@ async def _main(directory: str, node) -> int:
     os.makedirs(os.path.dirname(run_path), exist_ok=True)
 
     def refuse(reason: str) -> int:
-        log(f"refused to start: {reason}")
+        node_log.error(f"refused to start: {reason}")
         write_json(run_path, {"pid": os.getpid(), "refused": reason, "updated": time.time()})
         return EXIT_REFUSED
 
@@ -249,7 +256,7 @@ async def _main(directory: str, node) -> int:
             for sock in socks.values():
                 sock.close()
             reason = f"cannot bind its {listener} listener to {HOST}:{port}: {exc.strerror or exc}"
-            log(f"refused to start: {reason}")
+            node_log.error(f"refused to start: {reason}")
             write_json(run_path, {"pid": os.getpid(), "refused": reason, "port_in_use": port,
                                   "listener": listener, "updated": time.time()})
             return EXIT_PORT_IN_USE
@@ -259,10 +266,10 @@ async def _main(directory: str, node) -> int:
     try:
         limits = ListenerLimits.from_config(config)
     except ValueError as exc:
-        log(f"cluster.json: {exc}")
+        node_log.error(f"cluster.json: {exc}")
         return 2
     chaos = bool(cluster.get("chaos", False))
-    disk = (ShadowFileDisk if chaos else FileDisk)(root, log=log)
+    disk = (ShadowFileDisk if chaos else FileDisk)(root, log=storage_log)
     clock = Clock()
     now = clock.now_ms()
     try:
@@ -298,15 +305,15 @@ async def _main(directory: str, node) -> int:
         if for_ms is not None and (not isinstance(for_ms, int) or isinstance(for_ms, bool) or for_ms < 1):
             raise ValueError(f"disk_full: for_ms must be an integer >= 1, got {for_ms!r}")
         disk.set_full(True, None if for_ms is None else for_ms / 1000)
-        log("injected ENOSPC: every write fails" + ("" if for_ms is None else f" for {for_ms} ms"))
+        storage_log("injected ENOSPC: every write fails" + ("" if for_ms is None else f" for {for_ms} ms"))
         return {"full": True, "for_ms": for_ms}
 
     link_filter = None
     if chaos:
         link_filter = LinkFilter.from_rules(read_links(directory))
         if link_filter.active:
-            log(f"link filter rules from {LINKS_FILE}: {json.dumps(link_filter.to_rules(), sort_keys=True)}")
-    driver = NodeDriver(core, socks, address_of, log, client_id=name, clock=clock, link_filter=link_filter,
+            driver_log(f"link filter rules from {LINKS_FILE}: {json.dumps(link_filter.to_rules(), sort_keys=True)}")
+    driver = NodeDriver(core, socks, address_of, driver_log, client_id=name, clock=clock, link_filter=link_filter,
                         control_handlers={"disk_full": disk_full} if chaos and node != CONTROLLER else None,
                         limits=limits)
     started = time.time()
@@ -348,13 +355,13 @@ async def _main(directory: str, node) -> int:
             on_signal(signal.SIGTERM)
         if node != CONTROLLER and core.log_lines:
             for line in core.take_log_lines():
-                log(line)
+                broker_log(line)
         for line in core.metadata_apply_errors.take():  # Kafka's metadata fault handler logs each one
-            log(f"ERROR {line}")
+            metadata_log(line)
         write_status(force=False)
         if node == CONTROLLER:
             for ev in core.urm.take_events():  # the unclean recoveries' steps (KIP-966), into the node's log
-                log(f"unclean recovery of {ev.partition}: {ev.kind}: {ev.detail}")
+                recovery_log(f"unclean recovery of {ev.partition}: {ev.kind}: {ev.detail}")
 
     if node == CONTROLLER:  # Kafka's ControllerEventManager histograms: only the driver sees an event wait and run
         driver.event_timers = (core.metrics.histogram(EVENT_QUEUE_TIME),
@@ -422,7 +429,7 @@ async def _main(directory: str, node) -> int:
         clean = node == CONTROLLER or (core.stopped and fatal is None)
         if node != CONTROLLER:
             for line in core.take_log_lines():
-                log(line)
+                broker_log(line)
         write_status()
         await driver.close()
         await endpoint.close()
