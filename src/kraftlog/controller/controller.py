@@ -247,6 +247,10 @@ class QuorumController(NodeBase[LogInfoContext]):
             return self.configs.handle_incremental_alter_configs(now_ms, req)
         if isinstance(req, m.DeleteTopicsRequest):
             return self.replication.handle_delete_topics(now_ms, req)
+        if isinstance(req, m.CreatePartitionsRequest):
+            return self.replication.handle_create_partitions(now_ms, req)
+        if isinstance(req, m.AlterConfigsRequest):
+            return self.configs.handle_legacy_alter_configs(now_ms, req)
         return None
 
     def _after_event(self, now_ms: int) -> None:
