@@ -52,7 +52,8 @@ def test_the_broker_sends_one_create_topics_while_one_is_in_flight():
     assert [(t.name, t.num_partitions, t.replication_factor) for t in sent.topics] == [("a", 1, 1), ("b", 1, 1)]
     c.hold = lambda env: False
     c.release()
-    assert c.b.apis.table[m.MetadataRequest].__self__.auto_topic_creation.inflight == {}
+    metadata_apis = c.b.apis.table[m.MetadataRequest].__self__  # the MetadataApis its handler is bound to
+    assert metadata_apis.auto_topic_creation.inflight == {}
     assert {"a", "b"} <= set(c.ctl.image.topics)
 
 
