@@ -1,7 +1,8 @@
 """Issue 28 item 2 on a real cluster with unmodified clients: producing to a topic that does not exist
-creates it (Kafka's automatic topic creation: confluent-kafka's producer and kcat), with ``num.partitions``
-partitions and the ``default.replication.factor`` that ``cluster up`` wrote (min(3, brokers)); a client
-that does not allow it (allow_auto_topic_creation false) creates nothing. In process: tests/test_auto_create.py."""
+creates it (Kafka's automatic topic creation: confluent-kafka's and kafka-python's producers, kcat), with
+``num.partitions`` partitions and the ``default.replication.factor`` that ``cluster up`` wrote (min(3,
+brokers)); a client that does not allow it (allow_auto_topic_creation false) creates nothing. In process:
+tests/test_auto_create.py."""
 
 from __future__ import annotations
 
@@ -47,6 +48,19 @@ def test_confluent_producer_to_a_new_topic_creates_it(bootstrap):
     assert delivered == [(None, 0)]
     t = topic_metadata(bootstrap, "auto-ck")
     assert t is not None and list(t.partitions) == [0] and len(t.partitions[0].replicas) == 2
+
+
+@pytest.mark.slow
+def test_kafka_python_producer_to_a_new_topic_creates_it(bootstrap):
+    """kafka-python 3's producer (allow_auto_create_topics, default true) likewise."""
+    from kafka import KafkaProducer
+    p = KafkaProducer(bootstrap_servers=bootstrap, acks="all")
+    try:
+        md = p.send("auto-kp", b"hello").get(timeout=30)
+    finally:
+        p.close(10)
+    assert (md.topic, md.partition, md.offset) == ("auto-kp", 0, 0)
+    assert topic_metadata(bootstrap, "auto-kp") is not None
 
 
 @pytest.mark.slow

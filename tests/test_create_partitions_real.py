@@ -120,3 +120,20 @@ def test_aiokafka_legacy_alter_configs_replaces_the_topics_configs(bootstrap):
     first, second = asyncio.run(run())
     assert [r[0] for r in first.resources] == [0] and [r[0] for r in second.resources] == [0]
     assert topic_configs(bootstrap, "conf-aio") == {"flush.ms": "100"}
+
+
+@pytest.mark.slow
+def test_kafka_python_create_partitions_and_legacy_alter_configs(bootstrap):
+    """kafka-python 3's KafkaAdminClient: create_partitions (v3 here) and alter_configs (the legacy API)."""
+    from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient, NewPartitions
+    create_topic(bootstrap, "kp")
+    client = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=20000)
+    try:
+        resp = client.create_partitions({"kp": NewPartitions(3)})
+        assert [(r.name, r.error_code) for r in resp.results] == [("kp", 0)]
+        assert client.alter_configs([ConfigResource(ConfigResourceType.TOPIC, "kp", {"flush.messages": "7"})]) == {
+            "topic": {"kp": "OK"}}
+    finally:
+        client.close()
+    assert len(admin(bootstrap).list_topics("kp", timeout=10).topics["kp"].partitions) == 3
+    assert topic_configs(bootstrap, "kp") == {"flush.messages": "7"}
