@@ -110,6 +110,14 @@ def test_an_assignment_of_fenced_brokers_only_is_invalid_replica_assignment():
         "factor of 3 cannot be reached because only 2 broker(s) are unfenced with an online log directory.")}
 
 
+def test_a_huge_count_is_policy_violation_and_creates_nothing(c):
+    """kraftlog's bound (CreateTopics' 10,000 partitions per request): a hostile count is refused at once."""
+    end = c.ctl.end_offset
+    assert grow(c, m.CreatePartitionsTopic("t", 2**31 - 1)) == {"t": (
+        Errors.POLICY_VIOLATION, "Excessively large number of partitions per request.")}
+    assert c.ctl.end_offset == end
+
+
 def test_validate_only_answers_without_creating(c):
     end = c.ctl.end_offset
     assert grow(c, m.CreatePartitionsTopic("t", 3), validate_only=True) == {"t": (Errors.NONE, None)}

@@ -16,6 +16,10 @@ The validation, per topic, in Kafka's order:
   brokers from a seeded start), with the topic's replication factor: more replicas than usable brokers is
   INVALID_REPLICATION_FACTOR.
 
+More than :data:`MAX_NEW_PARTITIONS_PER_REQUEST` new partitions in one request: every topic POLICY_VIOLATION,
+nothing created (kraftlog's bound, CreateTopics' ``MAX_PARTITIONS_PER_BATCH`` and message: Kafka's
+createPartitions has none, and a hostile count must not make the controller build billions of records).
+
 The records of every topic that passed are appended together (``ControllerResult.atomicOf``); with
 ``validate_only`` nothing is appended and the answers are the same.
 """
@@ -29,6 +33,9 @@ from ..metadata.records import PartitionRecord
 from ..protocol import messages as m
 from ..protocol.errors import Errors
 from .context import MetadataRecord
+
+#: The most partitions one CreatePartitions request may add (POLICY_VIOLATION beyond; module docstring).
+MAX_NEW_PARTITIONS_PER_REQUEST = 10_000
 
 
 class PartitionCreationError(Exception):
@@ -50,9 +57,14 @@ def create_partitions(image: MetadataImage, rng: Random, req: m.CreatePartitions
         counts[t.name] = counts.get(t.name, 0) + 1
     records: list[MetadataRecord] = []
     results = []
-    for t in req.topics:
-        if counts[t.name] > 1:
-            continue
+    unique = [t for t in req.topics if counts[t.name] == 1]
+    adding = sum(max(0, t.count - image.topics[t.name].partition_count) for t in unique if t.name in image.topics)
+    if adding > MAX_NEW_PARTITIONS_PER_REQUEST:
+        unique = []
+        results = [m.CreatePartitionsTopicResult(t.name, Errors.POLICY_VIOLATION,
+                                                 "Excessively large number of partitions per request.")
+                   for t in req.topics if counts[t.name] == 1]
+    for t in unique:
         try:
             new = new_partition_records(image, rng, t)
         except PartitionCreationError as exc:
