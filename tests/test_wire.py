@@ -347,6 +347,39 @@ SAMPLES: dict[type, object] = {
         ),
         throttle_time_ms=2,
     ),
+    m.CreatePartitionsRequest: m.CreatePartitionsRequest(
+        topics=(
+            m.CreatePartitionsTopic("orders", 3),
+            m.CreatePartitionsTopic("payments", 4, (m.CreatePartitionsAssignment((1, 2)),
+                                                    m.CreatePartitionsAssignment((2, 3)))),
+        ),
+        timeout_ms=15000,
+        validate_only=True,
+    ),
+    m.CreatePartitionsResponse: m.CreatePartitionsResponse(
+        results=(
+            m.CreatePartitionsTopicResult("orders", Errors.NONE),
+            m.CreatePartitionsTopicResult("payments", Errors.INVALID_PARTITIONS, "not an increase"),
+        ),
+        throttle_time_ms=2,
+    ),
+    m.AlterConfigsRequest: m.AlterConfigsRequest(
+        resources=(
+            m.LegacyAlterConfigsResource(m.RESOURCE_TOPIC, "orders", (
+                m.LegacyAlterableConfig("min.insync.replicas", "2"),
+                m.LegacyAlterableConfig("flush.messages", None),
+            )),
+            m.LegacyAlterConfigsResource(m.RESOURCE_BROKER, "", ()),
+        ),
+        validate_only=True,
+    ),
+    m.AlterConfigsResponse: m.AlterConfigsResponse(
+        responses=(
+            m.LegacyAlterConfigsResourceResponse(Errors.NONE, m.RESOURCE_TOPIC, "orders"),
+            m.LegacyAlterConfigsResourceResponse(Errors.INVALID_CONFIG, m.RESOURCE_BROKER, "", "bad value"),
+        ),
+        throttle_time_ms=2,
+    ),
     m.ElectLeadersRequest: m.ElectLeadersRequest(
         election_type=m.ELECTION_UNCLEAN,
         partitions=(

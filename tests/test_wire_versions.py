@@ -41,6 +41,8 @@ RANGES = {
     m.OffsetFetchRequest: range(1, 9),
     m.CreateTopicsRequest: range(2, 8),
     m.IncrementalAlterConfigsRequest: range(0, 2),
+    m.CreatePartitionsRequest: range(0, 4),
+    m.AlterConfigsRequest: range(0, 3),
     m.DescribeTopicPartitionsRequest: range(0, 1),
     m.ElectLeadersRequest: range(0, 4),  # v3 is KIP-966's (level urm, the default)
     m.GetReplicaLogInfoRequest: range(0, 1),  # KIP-966 part 2, the controller's query (level urm)
@@ -76,6 +78,7 @@ DROPS: list[tuple[type, range, str, Any]] = [
     (m.ListOffsetsRequest, range(0, 4), "partitions.current_leader_epoch", -1),
     (m.ListOffsetsResponse, range(0, 4), "partitions.leader_epoch", -1),
     (m.OffsetForLeaderEpochRequest, range(0, 3), "replica_id", -2),  # Kafka's consumer id
+    (m.MetadataRequest, range(0, 4), "allow_auto_topic_creation", True),  # Kafka: always allowed before v4
     (m.MetadataResponse, range(0, 2), "cluster_id", None),
     (m.MetadataResponse, range(0, 5), "topics.partitions.offline_replicas", ()),
     (m.MetadataResponse, range(0, 7), "topics.partitions.leader_epoch", -1),

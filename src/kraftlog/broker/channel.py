@@ -61,9 +61,20 @@ class ForwardContext:
     request: Envelope
 
 
+@dataclass(slots=True, frozen=True)
+class AutoTopicCreationContext:
+    """A CreateTopics the broker itself sent to the controller for the ``topics`` a Metadata request named
+    (Kafka's ``AutoTopicCreationManager``); ``on_done(topics)`` is called when the controller answers, which
+    the broker hands to the :class:`~kraftlog.broker.apis.forwarding.ForwardingManager` as it does every
+    controller answer it does not route itself."""
+
+    topics: tuple[str, ...]
+    on_done: Callable[[tuple[str, ...]], None]
+
+
 #: The context of any request a broker sends.
 BrokerContext: TypeAlias = (RegisterContext | HeartbeatContext | MetadataFetchContext | FetchContext
-                            | AlterPartitionContext | ForwardContext)
+                            | AlterPartitionContext | ForwardContext | AutoTopicCreationContext)
 
 
 class BrokerChannel(Protocol):

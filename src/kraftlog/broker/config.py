@@ -51,6 +51,12 @@ class BrokerConfig:
     log_dir_failure_timeout_ms: int
     #: ``advertised.listeners``, parsed (:func:`parse_listeners`)
     advertised_listeners: tuple[m.Listener, ...]
+    #: ``auto.create.topics.enable``
+    auto_create_topics_enable: bool = True
+    #: ``num.partitions`` (a topic this broker auto-creates)
+    num_partitions: int = 1
+    #: ``default.replication.factor`` (a topic this broker auto-creates)
+    default_replication_factor: int = 1
 
     @classmethod
     def from_static(cls, static: dict[str, str]) -> BrokerConfig:
@@ -69,4 +75,7 @@ class BrokerConfig:
             metadata_idle_ms=g("metadata.max.idle.interval.ms"),
             advertised_listeners=parse_listeners(cfg.lookup("advertised.listeners", static)),
             log_dir_failure_timeout_ms=g("log.dir.failure.timeout.ms"),
+            auto_create_topics_enable=cfg.as_bool(cfg.lookup("auto.create.topics.enable", static)),
+            num_partitions=g("num.partitions"),
+            default_replication_factor=g("default.replication.factor"),
         )

@@ -1,5 +1,6 @@
-"""Kafka's ``ConfigurationControlManager``: dynamic configs (IncrementalAlterConfigs → ConfigRecord), the
-validation of a new topic's configs, and the configs the other managers read as they are now.
+"""Kafka's ``ConfigurationControlManager``: dynamic configs (IncrementalAlterConfigs and the legacy
+AlterConfigs → ConfigRecord), the validation of a new topic's configs, and the configs the other managers
+read as they are now.
 
 A config resolves topic override → cluster-level dynamic value → the controller's static config →
 Kafka's default (:meth:`kraftlog.metadata.image.MetadataImage.config`); the effective min ISR is
@@ -157,16 +158,86 @@ class ConfigurationControlManager:
         return m.IncrementalAlterConfigsResponse(tuple(out))
 
     def _refused_min_isr_change(self, res: m.AlterConfigsResource) -> str | None:
+        """:meth:`_refused_min_isr_records` for an IncrementalAlterConfigs resource (DELETE: a None value)."""
+        return self._refused_min_isr_records(res.resource_type, res.resource_name, [
+            (c.name, None if c.config_operation == m.OP_DELETE else c.value) for c in res.configs])
+
+    def _refused_min_isr_records(self, resource_type: int, resource_name: str,
+                                 changes: list[tuple[str, str | None]]) -> str | None:
         """While ELR is enabled (level ``elr``+) Kafka refuses a broker-level ``min.insync.replicas`` and
         the removal of the cluster-level one with INVALID_CONFIG (``ConfigurationControlManager``
-        ``isDisallowedBrokerMinIsrTransition`` / ``isDisallowedClusterMinIsrTransition``); the message."""
-        if self.level < Level.ELR or res.resource_type != RESOURCE_BROKER:
+        ``isDisallowedBrokerMinIsrTransition`` / ``isDisallowedClusterMinIsrTransition``), over the config
+        records a request would write (``changes``: (name, value), None = removed); the message."""
+        if self.level < Level.ELR or resource_type != RESOURCE_BROKER:
             return None
-        for c in res.configs:
-            if c.name != "min.insync.replicas":
+        for name, value in changes:
+            if name != "min.insync.replicas":
                 continue
-            if res.resource_name != "":
+            if resource_name != "":
                 return "Broker-level min.insync.replicas cannot be altered while ELR is enabled."
-            if c.config_operation == m.OP_DELETE:
+            if value is None:
                 return "Cluster-level min.insync.replicas cannot be removed while ELR is enabled."
         return None
+
+    # ================================================================= AlterConfigs (legacy)
+    def handle_legacy_alter_configs(self, now_ms: int, req: m.AlterConfigsRequest) -> m.AlterConfigsResponse:
+        """The legacy AlterConfigs (API key 33; Kafka's ``ControllerApis.alterConfigs`` and
+        ``ConfigurationControlManager.legacyAlterConfigs``): each resource's configs *replace* its dynamic
+        configs: a ConfigRecord for each named config whose value changes, and a removal (value None) for
+        each current dynamic config not named. A resource named twice: INVALID_REQUEST "Duplicate resource."
+        (answered once, after the others, as ``ControllerApis`` does). Per resource, on the records it would
+        write: an unknown topic → UNKNOWN_TOPIC_OR_PARTITION; a resource type other than topic or broker →
+        INVALID_REQUEST; an unknown config name, one of a higher level or a value of the wrong type or range
+        → INVALID_CONFIG; a refused ``min.insync.replicas`` change (:meth:`_refused_min_isr_records`: the
+        cluster-level one cannot be dropped at level ``elr``+, even by leaving it out) → INVALID_CONFIG. A
+        null value removes the config. Unless ``validate_only``, the accepted resources' records are
+        appended together, with a ClearElrRecord per resource whose ``min.insync.replicas`` changes (level
+        ``elr``+, KIP-966), as for IncrementalAlterConfigs."""
+        counts: dict[tuple[int, str], int] = {}
+        for res in req.resources:
+            key = (res.resource_type, res.resource_name)
+            counts[key] = counts.get(key, 0) + 1
+        records: list[MetadataRecord] = []
+        out = []
+        for res in req.resources:
+            if counts[(res.resource_type, res.resource_name)] > 1:
+                continue
+            refused, new = self._legacy_alter_resource(res)
+            if refused is not None:
+                out.append(m.LegacyAlterConfigsResourceResponse(refused[0], res.resource_type, res.resource_name,
+                                                                refused[1]))
+                continue
+            records += new
+            out.append(m.LegacyAlterConfigsResourceResponse(Errors.NONE, res.resource_type, res.resource_name))
+        out += [m.LegacyAlterConfigsResourceResponse(Errors.INVALID_REQUEST, rtype, name, "Duplicate resource.")
+                for (rtype, name), n in counts.items() if n > 1]
+        if not req.validate_only:
+            self.ctx.append(records, now_ms)
+        return m.AlterConfigsResponse(tuple(out))
+
+    def _legacy_alter_resource(self, res: m.LegacyAlterConfigsResource
+                               ) -> tuple[tuple[int, str | None] | None, list[MetadataRecord]]:
+        """((error, message), []) for a refused resource, else (None, the records that replace its configs)
+        (:meth:`handle_legacy_alter_configs`)."""
+        if res.resource_type == RESOURCE_TOPIC and res.resource_name not in self.ctx.image.topics:
+            return (Errors.UNKNOWN_TOPIC_OR_PARTITION, None), []
+        if res.resource_type not in (RESOURCE_TOPIC, RESOURCE_BROKER):
+            return (Errors.INVALID_REQUEST, f"Unsupported resource type {res.resource_type}"), []
+        wanted: dict[str, str | None] = {c.name: c.value for c in res.configs}
+        current = self.ctx.image.configs.get((res.resource_type, res.resource_name)) or {}
+        changes = [(name, value) for name, value in wanted.items() if current.get(name) != value]
+        changes += [(name, None) for name in sorted(current) if name not in wanted]
+        bad = [name for name, _ in changes if name not in cfg.KNOWN_CONFIGS]
+        if bad:
+            return (Errors.INVALID_CONFIG, f"unknown configs {bad}"), []
+        problems = [cfg.unknown_at_level(name, self.level) for name, _ in changes]
+        problems += [cfg.invalid_value(name, value) for name, value in changes if value is not None]
+        problem = next((x for x in problems if x), None) or self._refused_min_isr_records(
+            res.resource_type, res.resource_name, changes)
+        if problem is not None:
+            return (Errors.INVALID_CONFIG, problem), []
+        records: list[MetadataRecord] = [ConfigRecord(res.resource_type, res.resource_name, name, value)
+                                         for name, value in changes]
+        if self.level >= Level.ELR and any(name == "min.insync.replicas" for name, _ in changes):
+            records.append(ClearElrRecord(res.resource_name if res.resource_type == RESOURCE_TOPIC else None))
+        return None, records

@@ -7,14 +7,14 @@ each an object owning its state (as Kafka's controller is split):
 
 * :class:`~.cluster_control.ClusterControlManager`: BrokerRegistration (broker epoch = offset of the
   RegisterBrokerRecord), BrokerHeartbeat (unfencing, session expiry, controlled shutdown);
-* :class:`~.replication_control.ReplicationControlManager`: CreateTopics, DeleteTopics, AlterPartition
-  with Kafka's validation order (DESIGN.md), leader elections through
+* :class:`~.replication_control.ReplicationControlManager`: CreateTopics, DeleteTopics, CreatePartitions,
+  AlterPartition with Kafka's validation order (DESIGN.md), leader elections through
   :func:`~.partition_change.build_partition_change`, the periodic unclean-election task, ElectLeaders
   and, at level ``urm`` (KIP-966 part 2), the unclean recoveries the
   :class:`~.unclean_recovery.UncleanRecoveryManager` runs (reconsidered on every heartbeat, registration
   and unfencing; ElectLeaders v3 drives it by hand);
-* :class:`~.configuration_control.ConfigurationControlManager`: IncrementalAlterConfigs → ConfigRecord,
-  and the configs the others read as they are now.
+* :class:`~.configuration_control.ConfigurationControlManager`: IncrementalAlterConfigs and the legacy
+  AlterConfigs → ConfigRecord, and the configs the others read as they are now.
 
 The controller's only requests are the URM's GetReplicaLogInfo, sent here after each event.
 
@@ -253,6 +253,10 @@ class QuorumController(NodeBase[LogInfoContext]):
             return self.configs.handle_incremental_alter_configs(now_ms, req)
         if isinstance(req, m.DeleteTopicsRequest):
             return self.replication.handle_delete_topics(now_ms, req)
+        if isinstance(req, m.CreatePartitionsRequest):
+            return self.replication.handle_create_partitions(now_ms, req)
+        if isinstance(req, m.AlterConfigsRequest):
+            return self.configs.handle_legacy_alter_configs(now_ms, req)
         return None
 
     def _after_event(self, now_ms: int) -> None:

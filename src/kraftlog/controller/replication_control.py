@@ -1,7 +1,8 @@
 """Kafka's ``ReplicationControlManager``: topics and partitions, and every change to a partition.
 
 * CreateTopics (name and config validation, manual assignments, round-robin placement), DeleteTopics
-  (one RemoveTopicRecord per deleted topic, written atomically; ``delete.topic.enable``);
+  (one RemoveTopicRecord per deleted topic, written atomically; ``delete.topic.enable``), CreatePartitions
+  (:mod:`.partition_creation`);
 * AlterPartition with Kafka's validation order (DESIGN.md, KIP-497 / KIP-903);
 * the partition changes a broker's state change brings (``handleBrokerFenced``, ``handleBrokerUnfenced``,
   ``handleBrokerInControlledShutdown``, ``handleBrokerShutdown`` for KIP-966's unclean shutdown,
@@ -45,6 +46,7 @@ from ..protocol.validation import (
 from .configuration_control import ConfigurationControlManager
 from .context import ControllerContext, MetadataRecord
 from .partition_change import Election, build_partition_change
+from .partition_creation import create_partitions
 from .unclean_recovery import (
     AGGRESSIVE,
     BALANCED,
@@ -267,6 +269,14 @@ class ReplicationControlManager:
         if seen != set(range(len(seen))):
             return "partitions should be a consecutive 0-based integer sequence"
         return None
+
+    # ================================================================= CreatePartitions
+    def handle_create_partitions(self, now_ms: int, req: m.CreatePartitionsRequest) -> m.CreatePartitionsResponse:
+        """CreatePartitions (:func:`~.partition_creation.create_partitions`: Kafka's validation, one
+        PartitionRecord per new partition, appended together unless ``validate_only``)."""
+        records, results = create_partitions(self.ctx.image, self.rng, req)
+        self.ctx.append(records, now_ms)
+        return m.CreatePartitionsResponse(tuple(results))
 
     # ================================================================= DeleteTopics
     def handle_delete_topics(self, now_ms: int, req: m.DeleteTopicsRequest) -> m.DeleteTopicsResponse:

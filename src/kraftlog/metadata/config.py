@@ -44,6 +44,9 @@ DEFAULTS: dict[str, str] = {
     "metadata.max.idle.interval.ms": "500",
     "default.replication.factor": "1",
     "num.partitions": "1",
+    # A Metadata request naming a topic that does not exist creates it (with num.partitions and
+    # default.replication.factor) when the client allows it (Kafka's KafkaApis / AutoTopicCreationManager).
+    "auto.create.topics.enable": "true",
     # Kafka's delete.topic.enable (a boolean): false makes the controller answer DeleteTopics with
     # TOPIC_DELETION_DISABLED (ControllerApis.deleteTopics).
     "delete.topic.enable": "true",
@@ -172,6 +175,7 @@ _TYPES: dict[str, tuple[str, int | None, bool]] = {
     "metadata.max.idle.interval.ms": (_INT, 0, False),
     "default.replication.factor": (_INT, None, False),
     "num.partitions": (_INT, 1, False),
+    "auto.create.topics.enable": (_BOOLEAN, None, False),
     "delete.topic.enable": (_BOOLEAN, None, False),
     "advertised.listeners": (_STRING, None, True),
     "group.min.session.timeout.ms": (_INT, None, False),

@@ -11,8 +11,9 @@ kraftlog applies that rule on the client listener: a replica Fetch (``replica_id
 fetch, AlterPartition, BrokerRegistration, BrokerHeartbeat and GetReplicaLogInfo (the controller's query of
 a replica's log, KIP-966) arriving there are answered with that
 error, never served. The internal listener serves everything a broker serves (as every Kafka listener
-does). Admin APIs (CreateTopics, DeleteTopics, IncrementalAlterConfigs, ElectLeaders) are served on the
-client listener: the broker forwards them to the controller (Kafka's ``ForwardingManager``).
+does). Admin APIs (CreateTopics, DeleteTopics, IncrementalAlterConfigs, ElectLeaders, CreatePartitions,
+the legacy AlterConfigs) are served on the client listener: the broker forwards them to the controller
+(Kafka's ``ForwardingManager``).
 
 This module is pure data and functions (no I/O): the core uses :func:`cluster_action_refusal` and
 :func:`error_response`; the TCP driver uses :func:`listener_api_versions` to build each listener's
@@ -46,6 +47,7 @@ BROKER_APIS: frozenset[type[Request]] = frozenset((
 #: Admin requests a broker forwards to the controller and whose answer it relays.
 FORWARDED_APIS: frozenset[type[Request]] = frozenset((
     m.CreateTopicsRequest, m.DeleteTopicsRequest, m.IncrementalAlterConfigsRequest, m.ElectLeadersRequest,
+    m.CreatePartitionsRequest, m.AlterConfigsRequest,
 ))
 #: Controller APIs that need CLUSTER_ACTION: refused on a broker's client listener.
 CLUSTER_ACTION_APIS: frozenset[type[Request]] = frozenset((
@@ -56,6 +58,7 @@ CLUSTER_ACTION_APIS: frozenset[type[Request]] = frozenset((
 CONTROLLER_APIS: frozenset[type[Request]] = frozenset((
     m.AlterPartitionRequest, m.BrokerRegistrationRequest, m.BrokerHeartbeatRequest, m.MetadataFetchRequest,
     m.CreateTopicsRequest, m.DeleteTopicsRequest, m.IncrementalAlterConfigsRequest, m.ElectLeadersRequest,
+    m.CreatePartitionsRequest, m.AlterConfigsRequest,
     m.ApiVersionsRequest,
 ))
 
@@ -100,6 +103,11 @@ def error_response(request: Message, code: int) -> Message:
     if type(request) is m.IncrementalAlterConfigsRequest:
         return m.IncrementalAlterConfigsResponse(tuple(
             m.AlterConfigsResourceResponse(code, r.resource_type, r.resource_name) for r in request.resources))
+    if type(request) is m.CreatePartitionsRequest:
+        return m.CreatePartitionsResponse(tuple(m.CreatePartitionsTopicResult(t.name, code) for t in request.topics))
+    if type(request) is m.AlterConfigsRequest:
+        return m.AlterConfigsResponse(tuple(
+            m.LegacyAlterConfigsResourceResponse(code, r.resource_type, r.resource_name) for r in request.resources))
     if type(request) is m.ElectLeadersRequest:
         return m.ElectLeadersResponse(code, tuple(
             m.ElectLeadersResult(p.topic, p.partition, code) for p in request.partitions))

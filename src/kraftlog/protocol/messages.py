@@ -14,11 +14,12 @@ Field conventions: offsets and epochs are ints (-1 = none), durations are ints i
 is Kafka's ``about`` text (or kraftlog's, where the core means more), prefixed by the field's path
 when the core flattens or renames it.
 
-Generated for the 24 APIs the core speaks, each holding the fields the protocol uses:
-AlterPartition, ApiVersions, BrokerHeartbeat, BrokerRegistration, CreateTopics, DeleteTopics,
-DescribeConfigs, DescribeTopicPartitions, ElectLeaders, Fetch, FindCoordinator, GetReplicaLogInfo,
-Heartbeat, IncrementalAlterConfigs, InitProducerId, JoinGroup, LeaveGroup, ListOffsets, Metadata,
-OffsetCommit, OffsetFetch, OffsetForLeaderEpoch, Produce, SyncGroup.
+Generated for the 26 APIs the core speaks, each holding the fields the protocol uses:
+AlterConfigs, AlterPartition, ApiVersions, BrokerHeartbeat, BrokerRegistration, CreatePartitions,
+CreateTopics, DeleteTopics, DescribeConfigs, DescribeTopicPartitions, ElectLeaders, Fetch,
+FindCoordinator, GetReplicaLogInfo, Heartbeat, IncrementalAlterConfigs, InitProducerId, JoinGroup,
+LeaveGroup, ListOffsets, Metadata, OffsetCommit, OffsetFetch, OffsetForLeaderEpoch, Produce,
+SyncGroup.
 The other APIs kio has are not generated: kraftlog neither sends nor
 serves them, kio's own entities already hold them in Kafka's shape, and a mirror nobody reads would
 only drift (DESIGN.md: kio stays at the edge).
@@ -602,6 +603,9 @@ class MetadataRequest:
     VERSION: ClassVar[int] = 12
     #: ``topics[].name``: The topic name.
     topics: tuple[str, ...] | None = None
+    #: If this is true, the broker may auto-create topics that we requested which do not already exist, if it is
+    #: configured to do so.
+    allow_auto_topic_creation: bool = False
 
 
 @dataclass(slots=True)
@@ -817,6 +821,133 @@ class IncrementalAlterConfigsResponse:
     API: ClassVar[str] = "IncrementalAlterConfigs"
     #: ``responses[]``: The responses for each resource.
     responses: tuple[AlterConfigsResourceResponse, ...]
+    #: ``throttle_time``: Duration in milliseconds for which the request was throttled due to a quota violation, or
+    #: zero if the request did not violate any quota.
+    throttle_time_ms: int = 0
+
+
+# ---------------------------------------------------------------- CreatePartitions (API key 37, v3)
+@dataclass(slots=True)
+class CreatePartitionsAssignment:
+    """From Kafka's CreatePartitionsRequest v3 ``topics[].assignments[]``
+    (``kio.schema.create_partitions.v3.request``)."""
+
+    #: ``broker_ids[]``: The assigned broker IDs.
+    broker_ids: tuple[int, ...] = ()
+
+
+@dataclass(slots=True)
+class CreatePartitionsTopic:
+    """``assignments``: each new partition's replicas, or None: placed as CreateTopics does.
+
+    From Kafka's CreatePartitionsRequest v3 ``topics[]`` (``kio.schema.create_partitions.v3.request``)."""
+
+    #: The topic name.
+    name: str
+    #: The new partition count.
+    count: int
+    #: ``assignments[]``: The new partition assignments.
+    assignments: tuple[CreatePartitionsAssignment, ...] | None = None
+
+
+@dataclass(slots=True)
+class CreatePartitionsRequest:
+    """From Kafka's CreatePartitionsRequest v3 (``kio.schema.create_partitions.v3.request``)."""
+
+    API: ClassVar[str] = "CreatePartitions"
+    API_KEY: ClassVar[int] = 37
+    VERSION: ClassVar[int] = 3
+    #: ``topics[]``: Each topic that we want to create new partitions inside.
+    topics: tuple[CreatePartitionsTopic, ...]
+    #: ``timeout``: The time in ms to wait for the partitions to be created.
+    timeout_ms: int = 30000
+    #: If true, then validate the request, but don't actually increase the number of partitions.
+    validate_only: bool = False
+
+
+@dataclass(slots=True)
+class CreatePartitionsTopicResult:
+    """From Kafka's CreatePartitionsResponse v3 ``results[]`` (``kio.schema.create_partitions.v3.response``)."""
+
+    #: The topic name.
+    name: str
+    #: The result error, or zero if there was no error.
+    error_code: int
+    #: The result message, or null if there was no error.
+    error_message: str | None = None
+
+
+@dataclass(slots=True)
+class CreatePartitionsResponse:
+    """From Kafka's CreatePartitionsResponse v3 (``kio.schema.create_partitions.v3.response``)."""
+
+    API: ClassVar[str] = "CreatePartitions"
+    #: ``results[]``: The partition creation results for each topic.
+    results: tuple[CreatePartitionsTopicResult, ...]
+    #: ``throttle_time``: The duration in milliseconds for which the request was throttled due to a quota violation,
+    #: or zero if the request did not violate any quota.
+    throttle_time_ms: int = 0
+
+
+# -------------------------------------------------------------------- AlterConfigs (API key 33, v2)
+@dataclass(slots=True)
+class LegacyAlterableConfig:
+    """From Kafka's AlterConfigsRequest v2 ``resources[].configs[]`` (``kio.schema.alter_configs.v2.request``)."""
+
+    #: The configuration key name.
+    name: str
+    #: The value to set for the configuration key.
+    value: str | None
+
+
+@dataclass(slots=True)
+class LegacyAlterConfigsResource:
+    """``configs`` replace the resource's dynamic configs (those not named are removed).
+
+    From Kafka's AlterConfigsRequest v2 ``resources[]`` (``kio.schema.alter_configs.v2.request``)."""
+
+    #: The resource type.
+    resource_type: int
+    #: The resource name.
+    resource_name: str
+    #: ``configs[]``: The configurations.
+    configs: tuple[LegacyAlterableConfig, ...]
+
+
+@dataclass(slots=True)
+class AlterConfigsRequest:
+    """From Kafka's AlterConfigsRequest v2 (``kio.schema.alter_configs.v2.request``)."""
+
+    API: ClassVar[str] = "AlterConfigs"
+    API_KEY: ClassVar[int] = 33
+    VERSION: ClassVar[int] = 2
+    #: ``resources[]``: The updates for each resource.
+    resources: tuple[LegacyAlterConfigsResource, ...]
+    #: True if we should validate the request, but not change the configurations.
+    validate_only: bool = False
+
+
+@dataclass(slots=True)
+class LegacyAlterConfigsResourceResponse:
+    """From Kafka's AlterConfigsResponse v2 ``responses[]`` (``kio.schema.alter_configs.v2.response``)."""
+
+    #: The resource error code.
+    error_code: int
+    #: The resource type.
+    resource_type: int
+    #: The resource name.
+    resource_name: str
+    #: The resource error message, or null if there was no error.
+    error_message: str | None = None
+
+
+@dataclass(slots=True)
+class AlterConfigsResponse:
+    """From Kafka's AlterConfigsResponse v2 (``kio.schema.alter_configs.v2.response``)."""
+
+    API: ClassVar[str] = "AlterConfigs"
+    #: ``responses[]``: The responses for each resource.
+    responses: tuple[LegacyAlterConfigsResourceResponse, ...]
     #: ``throttle_time``: Duration in milliseconds for which the request was throttled due to a quota violation, or
     #: zero if the request did not violate any quota.
     throttle_time_ms: int = 0
@@ -1675,15 +1806,16 @@ class DescribeConfigsResponse:
 REQUEST_TYPES: tuple[type, ...] = (
     FetchRequest, AlterPartitionRequest, BrokerRegistrationRequest, BrokerHeartbeatRequest,
     MetadataFetchRequest, ProduceRequest, ListOffsetsRequest, OffsetForLeaderEpochRequest, MetadataRequest,
-    CreateTopicsRequest, IncrementalAlterConfigsRequest, ElectLeadersRequest, GetReplicaLogInfoRequest,
-    DescribeTopicPartitionsRequest, FindCoordinatorRequest, OffsetCommitRequest, OffsetFetchRequest,
-    InitProducerIdRequest, JoinGroupRequest, SyncGroupRequest, HeartbeatRequest, LeaveGroupRequest,
-    ApiVersionsRequest, DeleteTopicsRequest, DescribeConfigsRequest,
+    CreateTopicsRequest, IncrementalAlterConfigsRequest, CreatePartitionsRequest, AlterConfigsRequest,
+    ElectLeadersRequest, GetReplicaLogInfoRequest, DescribeTopicPartitionsRequest, FindCoordinatorRequest,
+    OffsetCommitRequest, OffsetFetchRequest, InitProducerIdRequest, JoinGroupRequest, SyncGroupRequest,
+    HeartbeatRequest, LeaveGroupRequest, ApiVersionsRequest, DeleteTopicsRequest, DescribeConfigsRequest,
 )
 #: The Kafka API names a scenario's ``hold``/``release`` may name.
 API_NAMES: frozenset[str] = frozenset({
-    "AlterPartition", "ApiVersions", "BrokerHeartbeat", "BrokerRegistration", "CreateTopics", "DeleteTopics",
-    "DescribeConfigs", "DescribeTopicPartitions", "ElectLeaders", "Fetch", "FindCoordinator",
-    "GetReplicaLogInfo", "Heartbeat", "IncrementalAlterConfigs", "InitProducerId", "JoinGroup", "LeaveGroup",
-    "ListOffsets", "Metadata", "OffsetCommit", "OffsetFetch", "OffsetForLeaderEpoch", "Produce", "SyncGroup",
+    "AlterConfigs", "AlterPartition", "ApiVersions", "BrokerHeartbeat", "BrokerRegistration",
+    "CreatePartitions", "CreateTopics", "DeleteTopics", "DescribeConfigs", "DescribeTopicPartitions",
+    "ElectLeaders", "Fetch", "FindCoordinator", "GetReplicaLogInfo", "Heartbeat", "IncrementalAlterConfigs",
+    "InitProducerId", "JoinGroup", "LeaveGroup", "ListOffsets", "Metadata", "OffsetCommit", "OffsetFetch",
+    "OffsetForLeaderEpoch", "Produce", "SyncGroup",
 })

@@ -1,13 +1,14 @@
 """Kafka's ``ForwardingManager``: an admin request a client sent to a broker (CreateTopics, DeleteTopics,
-IncrementalAlterConfigs, ElectLeaders) goes to the controller, and its answer is relayed to the client;
-REQUEST_TIMED_OUT when none comes within ``request.timeout.ms``."""
+IncrementalAlterConfigs, ElectLeaders, CreatePartitions, the legacy AlterConfigs) goes to the controller,
+and its answer is relayed to the client; REQUEST_TIMED_OUT when none comes within ``request.timeout.ms``.
+The answer to a CreateTopics the broker sent itself (automatic topic creation) goes back to its sender."""
 
 from __future__ import annotations
 
 from ...protocol.errors import Errors
 from ...protocol.listeners import error_response
 from ...protocol.node import Envelope, Message
-from ..channel import CONTROLLER, BrokerChannel, ForwardContext
+from ..channel import CONTROLLER, AutoTopicCreationContext, BrokerChannel, ForwardContext
 
 
 class ForwardingManager:
@@ -21,8 +22,12 @@ class ForwardingManager:
         """Send the client's request in ``env`` to the controller."""
         self._channel.send_request(CONTROLLER, env.message, now_ms, self.request_timeout_ms, ForwardContext(env))
 
-    def on_response(self, context: ForwardContext, message: Message) -> None:
-        """Relay the controller's answer to the client."""
+    def on_response(self, context: ForwardContext | AutoTopicCreationContext, message: Message) -> None:
+        """Relay the controller's answer to the client; the answer to an automatic topic creation goes to
+        its sender (:class:`~kraftlog.broker.apis.auto_topic_creation.AutoTopicCreationManager`)."""
+        if isinstance(context, AutoTopicCreationContext):
+            context.on_done(context.topics)
+            return
         self._channel.send_response(context.request, message)
 
     def on_timeout(self, context: ForwardContext) -> None:

@@ -7,12 +7,15 @@ import uuid
 
 from ...metadata.image import BrokerRegistration, MetadataImage
 from ...metadata.records import NO_LEADER
+from ...metadata.topic_names import validate_topic_name
 from ...protocol import messages as m
 from ...protocol.errors import Errors
 from ...protocol.node import Envelope
 from ..channel import BrokerChannel
+from ..config import BrokerConfig
 from ..describe import describe_configs, describe_topic_partitions
 from ..metadata_cache import MetadataCache
+from .auto_topic_creation import AutoTopicCreationManager
 from .table import HandlerTable, entry
 
 NONE = Errors.NONE
@@ -30,13 +33,15 @@ def endpoint(image: MetadataImage, broker_id: int, listener: str | None) -> tupl
 
 class MetadataApis:
     """Metadata, DescribeTopicPartitions and DescribeConfigs for broker ``broker_id`` of cluster
-    ``cluster_id``."""
+    ``cluster_id``; ``auto_topic_creation`` creates the topics a Metadata request may create (configured
+    from the broker's static config, ``cache.static``)."""
 
     def __init__(self, broker_id: int, cluster_id: str, cache: MetadataCache, channel: BrokerChannel) -> None:
         self.broker_id = broker_id
         self.cluster_id = cluster_id
         self._cache = cache
         self._channel = channel
+        self.auto_topic_creation = AutoTopicCreationManager(channel, BrokerConfig.from_static(cache.static))
 
     def handlers(self) -> HandlerTable:
         """This family's rows of the dispatch table."""
@@ -47,10 +52,15 @@ class MetadataApis:
         ))
 
     def metadata(self, now_ms: int, env: Envelope[m.MetadataRequest]) -> None:
-        """Kafka's ``KafkaApis.handleTopicMetadataRequest`` without auto topic creation: brokers are the
-        unfenced ones, each with its endpoint on the listener the request arrived on (a broker without that
-        listener is left out, as Kafka's MetadataCache does); in the simulator (no listener) the placeholder
-        ``broker-<id>:9092``.
+        """Kafka's ``KafkaApis.handleTopicMetadataRequest``: brokers are the unfenced ones, each with its
+        endpoint on the listener the request arrived on (a broker without that listener is left out, as
+        Kafka's MetadataCache does); in the simulator (no listener) the placeholder ``broker-<id>:9092``.
+
+        A named topic the image lacks: when the request allows auto-creation (``allow_auto_topic_creation``;
+        a client's Metadata before v4 always does), names topics (not all of them) and
+        ``auto.create.topics.enable`` is true, it is created through the controller and answered as
+        :meth:`AutoTopicCreationManager.create_topics` says (LEADER_NOT_AVAILABLE while it is created);
+        otherwise INVALID_TOPIC_EXCEPTION for an illegal name, UNKNOWN_TOPIC_OR_PARTITION for a legal one.
 
         ``controller_id``: a broker of the response, as a KRaft broker answers (Kafka's
         ``KRaftMetadataCache.getControllerId`` names a random alive broker: clients send admin requests
@@ -68,11 +78,19 @@ class MetadataApis:
             if address is not None:
                 brokers.append(m.MetadataBroker(b, address[0], address[1], reg.rack))
         names = sorted(image.topics) if req.topics is None else list(req.topics)
+        missing = [name for name in names if name not in image.topics]
+        creating: dict[str, int] = {}
+        if missing and req.topics is not None and req.allow_auto_topic_creation and self.auto_topic_creation.enabled:
+            creating = self.auto_topic_creation.create_topics(now_ms, missing)
         topics = []
         for name in names:
             t = image.topics.get(name)
             if t is None:
-                topics.append(m.MetadataTopic(Errors.UNKNOWN_TOPIC_OR_PARTITION, name, uuid.UUID(int=0), ()))
+                error = creating.get(name)
+                if error is None:
+                    error = (Errors.UNKNOWN_TOPIC_OR_PARTITION if validate_topic_name(name) is None
+                             else Errors.INVALID_TOPIC_EXCEPTION)
+                topics.append(m.MetadataTopic(error, name, uuid.UUID(int=0), ()))
                 continue
             parts = []
             for i in range(t.partition_count):

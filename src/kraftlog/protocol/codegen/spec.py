@@ -371,6 +371,7 @@ APIS: tuple[Api, ...] = (
         Struct("MetadataRequest", REQUEST, "", doc="``topics`` None asks for every topic.", fields=(
             # topic names only: the core asks by name
             F("topics", "topics.name", type="tuple[str, ...] | None", default=None),
+            F("allow_auto_topic_creation", default=False),  # Kafka's true; the simulator's clients create nothing
         )),
         Struct("MetadataBroker", RESPONSE, "brokers", fields=(
             F("node_id"), F("host"), F("port"), F("rack"))),
@@ -448,6 +449,27 @@ APIS: tuple[Api, ...] = (
             F("error_code"), F("resource_type"), F("resource_name"), F("error_message", default=None))),
         Struct("IncrementalAlterConfigsResponse", RESPONSE, "", fields=(
             F("responses"), F("throttle_time_ms", default=0))),
+    )),
+    Api("CreatePartitions", 37, 3, Kio(3), classes=(
+        Struct("CreatePartitionsAssignment", REQUEST, "topics.assignments", fields=(F("broker_ids"),)),
+        Struct("CreatePartitionsTopic", REQUEST, "topics", doc="``assignments``: each new partition's replicas, "
+               "or None: placed as CreateTopics does.", fields=(F("name"), F("count"), F("assignments", default=None))),
+        Struct("CreatePartitionsRequest", REQUEST, "", fields=(
+            F("topics"), F("timeout_ms", default=30000), F("validate_only", default=False))),
+        Struct("CreatePartitionsTopicResult", RESPONSE, "results", fields=(
+            F("name"), F("error_code"), F("error_message", default=None))),
+        Struct("CreatePartitionsResponse", RESPONSE, "", fields=(F("results"), F("throttle_time_ms", default=0))),
+    )),
+    # Kafka's legacy AlterConfigs names its structs as IncrementalAlterConfigs does: the core's get "Legacy".
+    Api("AlterConfigs", 33, 2, Kio(2), classes=(
+        Struct("LegacyAlterableConfig", REQUEST, "resources.configs", fields=(F("name"), F("value"))),
+        Struct("LegacyAlterConfigsResource", REQUEST, "resources", fields=(
+            F("resource_type"), F("resource_name"), F("configs")), doc=(
+            "``configs`` replace the resource's dynamic configs (those not named are removed).")),
+        Struct("AlterConfigsRequest", REQUEST, "", fields=(F("resources"), F("validate_only", default=False))),
+        Struct("LegacyAlterConfigsResourceResponse", RESPONSE, "responses", fields=(
+            F("error_code"), F("resource_type"), F("resource_name"), F("error_message", default=None))),
+        Struct("AlterConfigsResponse", RESPONSE, "", fields=(F("responses"), F("throttle_time_ms", default=0))),
     )),
     Api("ElectLeaders", 43, 2, Json(3), title="ElectLeaders (API key 43, v2; v3 KIP-966)", constants=(
         Const("ELECTION_PREFERRED", "0", (

@@ -234,8 +234,10 @@ _APIS: tuple[_Api, ...] = (
                            key=("topic", "topic"))),
          absent={"replica_id": -2}),  # before v3 only consumers sent it: Kafka's CONSUMER_REPLICA_ID
     # Topic ids are v10+ (older versions answer with names alone: the core's ZERO_UUID).
+    # AllowAutoTopicCreation is v4+: Kafka's broker allows auto-creation for every older request.
     _Api(m.MetadataRequest, m.MetadataResponse, range(1, 13),
-         absent={"topic_id": _ZERO_UUID, "leader_epoch": -1},  # leader epochs are v7+
+         absent={"topic_id": _ZERO_UUID, "leader_epoch": -1,  # leader epochs are v7+
+                 "allow_auto_topic_creation": True},
          custom=(_Custom(m.MetadataRequest, "topics", ("topics",), _names_to("topics"),
                          _names_from("topics")),)),
     _Api(m.CreateTopicsRequest, m.CreateTopicsResponse, range(2, 8),
@@ -243,6 +245,10 @@ _APIS: tuple[_Api, ...] = (
                          _assignment_to, _assignment_from),
                  _Custom(m.CreatableTopic, "configs", ("configs",), _configs_to, _configs_from))),
     _Api(m.IncrementalAlterConfigsRequest, m.IncrementalAlterConfigsResponse, range(0, 2)),
+    # Kafka 4 serves CreatePartitions v0-v3 and AlterConfigs v0-v2 (kio has the same ranges); both are
+    # one-for-one with the core.
+    _Api(m.CreatePartitionsRequest, m.CreatePartitionsResponse, range(0, 4)),
+    _Api(m.AlterConfigsRequest, m.AlterConfigsResponse, range(0, 3)),
     # v3 is KIP-966's (kio_extra): election types 2..4 and DesiredLeaders beside Partitions, matched by
     # index. Mapped, not yet served or advertised (_NOT_ADVERTISED_UNTIL_URM).
     _Api(m.ElectLeadersRequest, m.ElectLeadersResponse, range(0, 4),
