@@ -71,11 +71,16 @@ def cluster_up(brokers: int, directory: str, port: int, controller_port: int | N
                level: Level | None, seed: int | None, configs: tuple[str, ...], detach: bool, chaos: bool) -> None:
     """Start the controller and N brokers as separate processes. A port in use exits 2 naming the node and
     the port."""
+    chosen = _configs(configs)
     try:
-        info = cl.up(directory, brokers, port, level, seed, _configs(configs), chaos=chaos,
+        info = cl.up(directory, brokers, port, level, seed, chosen, chaos=chaos,
                      controller_port=controller_port, internal_port=internal_port)
     except cl.ClusterError as exc:
         _fail(str(exc), exc.code)
+    if "default.replication.factor" not in chosen:
+        click.echo(f"kraftlog cluster up: default.replication.factor={info['config']['default.replication.factor']} "
+                   "in the cluster config (min(3, brokers); Kafka's default is 1; --config "
+                   "default.replication.factor=N to choose)")
     directory = os.path.abspath(directory)
     click.echo(f"kraftlog cluster up: {brokers} brokers, level {info['level']}, seed {info['seed']}, "
                f"bootstrap {info['bootstrap']}" + (", chaos mode" if chaos else ""))

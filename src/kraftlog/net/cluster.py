@@ -402,11 +402,9 @@ def up(directory: str, brokers: int, port: int = 9092, level: Level | None = Non
             if _blank(_node_root(directory, e["id"])):
                 format_node(directory, e["id"], cluster)
     # Kafka's default.replication.factor is 1 (an auto-created topic would then live on one broker); a
-    # cluster brought up here gets min(3, brokers) unless --config names it, and says so.
+    # cluster brought up here gets min(3, brokers) unless --config names it (`cluster up` says so).
     if "default.replication.factor" not in cluster["config"]:
         cluster["config"]["default.replication.factor"] = str(min(3, brokers))
-        print(f"kraftlog cluster up: default.replication.factor={min(3, brokers)} written into the cluster config "
-              f"(min(3, brokers); Kafka's default is 1; --config default.replication.factor=N to choose)", flush=True)
     for b in range(brokers):  # a replaced broker disk is formatted as an operator would; never the controller's
         if _blank(_node_root(directory, b)):
             format_node(directory, b, cluster)
