@@ -26,107 +26,26 @@ uses, not every field (DESIGN.md: kio stays at the edge).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from .spec_groups import GROUP_APIS
+from .spec_model import (
+    FROM_SCHEMA,
+    REQUEST,
+    REQUIRED,
+    RESPONSE,
+    Api,
+    Const,
+    Expr,
+    Extra,
+    F,
+    Json,
+    Kio,
+    Struct,
+)
 
+# The model's names, as the generator reads them from here, and the table.
+__all__ = ["FROM_SCHEMA", "REQUEST", "REQUIRED", "RESPONSE", "Api", "Const", "Expr", "Extra", "F", "Json", "Kio",
+           "Struct", "HEAD_CONSTANTS", "APIS", "GROUP_APIS"]
 
-class _Marker:
-    def __init__(self, name: str) -> None:
-        self._name = name
-
-    def __repr__(self) -> str:
-        return self._name
-
-
-#: ``F.default``: take the schema's default (none: the field is required).
-FROM_SCHEMA = _Marker("FROM_SCHEMA")
-#: ``F.default`` / ``Extra.default``: no default (the schema's, if any, is not the core's).
-REQUIRED = _Marker("REQUIRED")
-
-
-@dataclass(frozen=True, slots=True)
-class Expr:
-    """A default written as a Python expression (a constant's name)."""
-
-    source: str
-
-
-@dataclass(frozen=True, slots=True)
-class F:
-    """A core field read from the schema (see the module docstring)."""
-
-    name: str
-    kio: str | None = None
-    type: str | None = None
-    default: object = FROM_SCHEMA
-    nullable: bool | None = None
-    version: int | None = None
-    doc: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class Extra:
-    """kraftlog's own field, in no Kafka schema."""
-
-    name: str
-    type: str
-    doc: str
-    default: object = REQUIRED
-
-
-@dataclass(frozen=True, slots=True)
-class Struct:
-    """One core class made from the Kafka struct at ``at`` (``""``: the request/response itself)."""
-
-    name: str
-    side: str
-    at: str
-    fields: tuple[F | Extra, ...]
-    doc: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class Kio:
-    """Read the schema from kio's entities (``kio.index``) at ``version``."""
-
-    version: int
-
-
-@dataclass(frozen=True, slots=True)
-class Json:
-    """Read the schema from ``codegen/schemas/<Api>Request.json`` / ``...Response.json`` at ``version``."""
-
-    version: int
-
-
-@dataclass(frozen=True, slots=True)
-class Const:
-    """A module constant: ``name = source``, documented."""
-
-    name: str
-    source: str
-    doc: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class Api:
-    """One API: Kafka's ``name`` and ``key``, the ``version`` whose semantics the core carries (the
-    request's ``VERSION``), the schema ``source``, the ``title`` of its section's heading (None:
-    ``"<name> (API key <key>, v<version>)"``; ``""``: no heading, the section before goes on), the
-    section's ``note``, its ``constants`` and its classes (the root request class gets ``API``,
-    ``API_KEY`` and ``VERSION``; the root response class ``API``)."""
-
-    name: str
-    key: int
-    version: int
-    source: Kio | Json
-    classes: tuple[Struct, ...]
-    title: str | None = None
-    note: str = ""
-    constants: tuple[Const, ...] = ()
-
-
-REQUEST = "request"
-RESPONSE = "response"
 _TOPIC_BY_NAME = 'the topic\'s name (Kafka nests partitions by topic; the core flattens them).'
 
 #: Module constants before the first API.
@@ -592,155 +511,7 @@ APIS: tuple[Api, ...] = (
             F("throttle_time_ms", default=0),
         )),
     )),
-    Api("FindCoordinator", 10, 4, Kio(4), title=(
-        "group coordinator: FindCoordinator (10, v4),\n# OffsetCommit (8, v8) and OffsetFetch (9, v8). "
-        "KIP-320: committed offsets carry the leader epoch."), constants=(
-        Const("COORDINATOR_GROUP", "0"),
-        Const("COORDINATOR_TRANSACTION", "1", "FindCoordinator's KeyType of a transactional id (Kafka's "
-              "``CoordinatorType.TRANSACTION``)."),), classes=(
-        Struct("FindCoordinatorRequest", REQUEST, "", doc=(
-            "FindCoordinator v4: ``key_type`` 0 = group; ``coordinator_keys`` are group ids."), fields=(
-            F("coordinator_keys", default=REQUIRED),
-            F("key_type", default=Expr("COORDINATOR_GROUP")),
-        )),
-        Struct("Coordinator", RESPONSE, "coordinators", fields=(
-            F("key"), F("node_id"), F("host"), F("port"), F("error_code", default=0),
-            F("error_message", default=None))),
-        Struct("FindCoordinatorResponse", RESPONSE, "", fields=(
-            F("coordinators"), F("throttle_time_ms", default=0))),
-    )),
-    Api("OffsetCommit", 8, 8, Kio(8), title="", classes=(
-        Struct("OffsetCommitPartition", REQUEST, "topics.partitions", doc=(
-            "``committed_leader_epoch``: the leader epoch of the last consumed record (KIP-320), -1 if "
-            "unknown."), fields=(
-            F("topic", "../name", doc=_TOPIC_BY_NAME),
-            F("partition", "partition_index"),
-            F("committed_offset"),
-            F("committed_leader_epoch"),
-            F("committed_metadata", default=None),
-        )),
-        Struct("OffsetCommitRequest", REQUEST, "", doc=(
-            "OffsetCommit v8 for a consumer using ``assign()`` (generation -1, empty member id)."), fields=(
-            F("group_id"),
-            F("partitions", "topics.partitions"),
-            F("generation_id_or_member_epoch"),
-            F("member_id", default=""),
-            F("group_instance_id"),
-        )),
-        Struct("OffsetCommitPartitionResponse", RESPONSE, "topics.partitions", fields=(
-            F("topic", "../name", doc=_TOPIC_BY_NAME),
-            F("partition", "partition_index"),
-            F("error_code"),
-        )),
-        Struct("OffsetCommitResponse", RESPONSE, "", fields=(
-            F("partitions", "topics.partitions"), F("throttle_time_ms", default=0))),
-    )),
-    Api("OffsetFetch", 9, 8, Kio(8), title="", classes=(
-        Struct("OffsetFetchRequest", REQUEST, "", doc=(
-            "OffsetFetch v8 for one group; ``partitions`` None asks for every committed partition."), fields=(
-            F("group_id", "groups.group_id", type="str"),  # the one group of Groups
-            # (topic, partition) pairs of the one group
-            F("partitions", "groups.topics.partition_indexes", type="tuple[tuple[str, int], ...] | None"),
-            F("require_stable"),
-        )),
-        Struct("OffsetFetchPartition", RESPONSE, "groups.topics.partitions", doc=(
-            "``committed_offset`` -1 when nothing is committed."), fields=(
-            F("topic", "../name", doc=_TOPIC_BY_NAME),
-            F("partition", "partition_index"),
-            F("committed_offset"),
-            F("committed_leader_epoch"),
-            F("metadata", default=None),
-            F("error_code", default=0),
-        )),
-        Struct("OffsetFetchResponse", RESPONSE, "", fields=(
-            F("group_id", "groups.group_id", type="str"),
-            F("error_code", "groups.error_code", type="int", default=REQUIRED),
-            F("partitions", "groups.topics.partitions"),
-            F("throttle_time_ms", default=0),
-        )),
-    )),
-    Api("InitProducerId", 22, 4, Kio(4), classes=(
-        Struct("InitProducerIdRequest", REQUEST, "", doc=(
-            "InitProducerId v4 for an idempotent (non-transactional) producer."), fields=(
-            F("transactional_id", default=None),
-            F("transaction_timeout_ms", default=60000),
-            F("producer_id"),
-            F("producer_epoch"),
-        )),
-        Struct("InitProducerIdResponse", RESPONSE, "", fields=(
-            F("error_code"), F("producer_id"), F("producer_epoch", default=-1), F("throttle_time_ms", default=0))),
-    )),
-    Api("JoinGroup", 11, 9, Kio(9), title="classic consumer groups (JoinGroup key 11 ...)", classes=(
-        Struct("JoinGroupRequestProtocol", REQUEST, "protocols", doc=(
-            "One assignment protocol a member supports: ``name`` (e.g. ``\"range\"``) and its opaque metadata\n"
-            "(the client's subscription; the coordinator never decodes it)."), fields=(
-            F("name"), F("metadata"))),
-        Struct("JoinGroupRequest", REQUEST, "", doc=(
-            "JoinGroup v9 (classic group protocol). ``member_id`` \"\" on a first join: the coordinator "
-            "answers\nMEMBER_ID_REQUIRED with a new id (KIP-394); ``rebalance_timeout_ms`` -1 means the "
-            "session timeout\n(v0 has none)."), fields=(
-            F("group_id"),
-            F("session_timeout_ms"),
-            F("member_id"),
-            F("protocol_type"),
-            F("protocols"),
-            F("rebalance_timeout_ms"),
-            F("group_instance_id"),
-            F("reason"),
-        )),
-        Struct("JoinGroupResponseMember", RESPONSE, "members", doc=(
-            "A member and the metadata of the group's chosen protocol, sent to the group leader only."), fields=(
-            F("member_id"), F("metadata"), F("group_instance_id"))),
-        Struct("JoinGroupResponse", RESPONSE, "", fields=(
-            F("error_code"),
-            F("member_id"),
-            F("generation_id"),
-            F("protocol_type"),
-            F("protocol_name", default=None),
-            F("leader", default=""),
-            F("members", default=()),
-            F("skip_assignment"),
-            F("throttle_time_ms", default=0),
-        )),
-    )),
-    Api("SyncGroup", 14, 5, Kio(5), title="", classes=(
-        Struct("SyncGroupRequestAssignment", REQUEST, "assignments", fields=(F("member_id"), F("assignment"))),
-        Struct("SyncGroupRequest", REQUEST, "", doc=(
-            "SyncGroup v5: the leader sends every member's assignment (computed by the client's assignor);\n"
-            "the others send none and wait for theirs."), fields=(
-            F("group_id"),
-            F("generation_id"),
-            F("member_id"),
-            F("assignments", default=()),
-            F("group_instance_id"),
-            F("protocol_type"),
-            F("protocol_name"),
-        )),
-        Struct("SyncGroupResponse", RESPONSE, "", fields=(
-            F("error_code"),
-            F("assignment", default=b""),
-            F("protocol_type"),
-            F("protocol_name"),
-            F("throttle_time_ms", default=0),
-        )),
-    )),
-    Api("Heartbeat", 12, 4, Kio(4), title="", classes=(
-        Struct("HeartbeatRequest", REQUEST, "", doc=(
-            "Heartbeat v4: REBALANCE_IN_PROGRESS tells the member to rejoin."), fields=(
-            F("group_id"), F("generation_id"), F("member_id"), F("group_instance_id"))),
-        Struct("HeartbeatResponse", RESPONSE, "", fields=(F("error_code"), F("throttle_time_ms", default=0))),
-    )),
-    Api("LeaveGroup", 13, 5, Kio(5), title="", classes=(
-        Struct("MemberIdentity", REQUEST, "members", fields=(
-            F("member_id"), F("group_instance_id"), F("reason"))),
-        Struct("LeaveGroupRequest", REQUEST, "", doc=(
-            "LeaveGroup v5 (v0-v2 carry one ``member_id`` at the top level: one MemberIdentity here)."), fields=(
-            F("group_id"), F("members"))),
-        Struct("LeaveGroupMemberResponse", RESPONSE, "members", fields=(
-            F("member_id"), F("error_code"), F("group_instance_id", default=None))),
-        Struct("LeaveGroupResponse", RESPONSE, "", fields=(
-            F("error_code"), F("members", default=()), F("throttle_time_ms", default=0))),
-    )),
+    *GROUP_APIS,
     Api("ApiVersions", 18, 3, Kio(3), classes=(
         Struct("ApiVersionsRequest", REQUEST, "", doc="ApiVersions v3 (KIP-511: the client names its software).",
                fields=(F("client_software_name", default=""), F("client_software_version", default=""))),
