@@ -239,7 +239,7 @@ def _second_incarnation(directory: str, broker: int, tmp_path) -> tuple[subproce
     cluster["seed"] += 1  # the incarnation id comes from the seed: another seed, another incarnation
     for e in cluster["nodes"]:
         if e["id"] == broker:
-            e.update(pid=None, port=0, internal_port=0)
+            e.update(pid=None, port=0, internal_port=0, metrics_port=0)
     with open(os.path.join(other, "cluster.json"), "w") as f:
         json.dump(cluster, f)
     cl.format_node(other, broker)  # a node starts only on a formatted directory (issue 23)

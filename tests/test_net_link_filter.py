@@ -313,7 +313,7 @@ def _conn(number: int, identity, listener=lst.CONTROLLER) -> Connection:
 
 def _arrive(d: NodeDriver, conn: Connection, *requests: tuple[int, str]) -> None:
     for corr, api in requests:
-        conn.queued.append((corr, 0, "x", _Request(api)))
+        conn.queued.append((corr, 0, "x", _Request(api), 0))
     d._pump(conn)
     d._flush()
 

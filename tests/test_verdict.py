@@ -53,7 +53,8 @@ def test_the_verdict_type_names_every_key_of_a_scenario_run_verdict():
     body = text[text.index("\n{\n") + 1:text.rindex("\n}\n") + 2]
     keys = set(json.loads(body))
     assert set(Verdict.__required_keys__) == keys
-    assert set(Verdict.__optional_keys__) == {"real", "fault_budget", "within_budget", "faults", "events"}
+    assert set(Verdict.__optional_keys__) == {"real", "fault_budget", "within_budget", "faults", "events",
+                                              "client_sends"}
     doc = (ROOT / "docs" / "SCENARIOS.md").read_text()
     table = doc[doc.index("## The verdict"):doc.index("## Exit codes")]
     for key in keys:

@@ -347,6 +347,32 @@ SAMPLES: dict[type, object] = {
         ),
         throttle_time_ms=2,
     ),
+    m.ListGroupsRequest: m.ListGroupsRequest(("Stable", "Empty"), ("classic",)),
+    m.ListGroupsResponse: m.ListGroupsResponse(Errors.NONE, (
+        m.ListedGroup("orders-app", "consumer", "Stable", "classic"),
+        m.ListedGroup("audit", "", "Empty", "classic"),
+    ), throttle_time_ms=3),
+    m.DescribeGroupsRequest: m.DescribeGroupsRequest(("orders-app", "audit"), include_authorized_operations=True),
+    m.DescribeGroupsResponse: m.DescribeGroupsResponse((
+        m.DescribedGroup(Errors.NONE, "orders-app", "Stable", "consumer", "range", (
+            m.DescribedGroupMember("rdkafka-1", "rdkafka", "/127.0.0.1", b"\x00\x01sub", b"\x00\x01asg", "static-1"),
+            m.DescribedGroupMember("rdkafka-2", "rdkafka", "/127.0.0.1", b"", b""),
+        ), 123),
+        m.DescribedGroup(Errors.NOT_COORDINATOR, "audit"),
+    ), throttle_time_ms=4),
+    m.DeleteGroupsRequest: m.DeleteGroupsRequest(("orders-app", "audit")),
+    m.DeleteGroupsResponse: m.DeleteGroupsResponse((
+        m.DeletableGroupResult("orders-app", Errors.NON_EMPTY_GROUP),
+        m.DeletableGroupResult("audit", Errors.NONE),
+    ), throttle_time_ms=1),
+    m.OffsetDeleteRequest: m.OffsetDeleteRequest("orders-app", (
+        m.OffsetDeleteRequestPartition("orders", 0), m.OffsetDeleteRequestPartition("orders", 1),
+        m.OffsetDeleteRequestPartition("payments", 0),
+    )),
+    m.OffsetDeleteResponse: m.OffsetDeleteResponse(Errors.NONE, (
+        m.OffsetDeleteResponsePartition("orders", 0, Errors.GROUP_SUBSCRIBED_TO_TOPIC),
+        m.OffsetDeleteResponsePartition("payments", 0, Errors.NONE),
+    ), throttle_time_ms=2),
     m.CreatePartitionsRequest: m.CreatePartitionsRequest(
         topics=(
             m.CreatePartitionsTopic("orders", 3),

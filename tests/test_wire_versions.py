@@ -58,6 +58,11 @@ RANGES = {
     m.ApiVersionsRequest: range(0, 4),
     m.DeleteTopicsRequest: range(1, 7),
     m.DescribeConfigsRequest: range(1, 5),
+    # Group admin (issue 28): kafka-consumer-groups.sh's requests.
+    m.ListGroupsRequest: range(0, 6),
+    m.DescribeGroupsRequest: range(0, 6),
+    m.DeleteGroupsRequest: range(0, 3),
+    m.OffsetDeleteRequest: range(0, 1),
 }
 
 #: (core type, versions, field path, value it comes back as): what a version cannot carry.
@@ -119,6 +124,15 @@ DROPS: list[tuple[type, range, str, Any]] = [
     (m.DeleteTopicsResponse, range(0, 6), "responses.topic_id", None),
     (m.DeleteTopicsResponse, range(0, 5), "responses.error_message", None),
     (m.DescribeConfigsRequest, range(0, 3), "include_documentation", False),
+    (m.ListGroupsRequest, range(0, 4), "states_filter", ()),  # KIP-518
+    (m.ListGroupsRequest, range(0, 5), "types_filter", ()),  # KIP-848
+    (m.ListGroupsResponse, range(0, 1), "throttle_time_ms", 0),
+    (m.ListGroupsResponse, range(0, 4), "groups.group_state", ""),
+    (m.ListGroupsResponse, range(0, 5), "groups.group_type", ""),
+    (m.DescribeGroupsRequest, range(0, 3), "include_authorized_operations", False),
+    (m.DescribeGroupsResponse, range(0, 1), "throttle_time_ms", 0),
+    (m.DescribeGroupsResponse, range(0, 4), "groups.members.group_instance_id", None),  # KIP-345
+    (m.DescribeGroupsResponse, range(0, 3), "groups.authorized_operations", -2147483648),  # KIP-430
 ]
 
 #: Content a version cannot express at all gets a sample that fits it.

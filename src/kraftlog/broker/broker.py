@@ -33,7 +33,7 @@ from ..protocol.node import Envelope, Message, NodeBase
 from ..storage.disk import Disk, LoadDrop
 from ..storage.log import PartitionLog
 from ..storage.meta_properties import read_identity
-from .apis import ForwardingManager, GroupApis, KafkaApis, MetadataApis, ReplicationApis
+from .apis import ForwardingManager, GroupAdminApis, GroupApis, KafkaApis, MetadataApis, ReplicationApis
 from .channel import (
     CONTROLLER,
     AlterPartitionContext,
@@ -138,7 +138,8 @@ class Broker(NodeBase[BrokerContext]):
         self.apis = KafkaApis(
             self, ForwardingManager(self, self.config.request_timeout_ms),
             ReplicationApis(broker_id, self.cache, self.replica_manager, self.log_manager, self.lifecycle, self),
-            MetadataApis(broker_id, cluster_id, self.cache, self), self.group_apis)
+            MetadataApis(broker_id, cluster_id, self.cache, self), self.group_apis,
+            GroupAdminApis(broker_id, self.cache, self.groups, self.log_manager, self, self._log_dir_failed))
         self.next_hwm_checkpoint_ms = now_ms + self.config.hwm_checkpoint_interval_ms
         #: Kafka's broker and request metrics (:mod:`.metrics`), over this node's clock
         self.metrics = KafkaMetrics()

@@ -22,7 +22,6 @@ from collections.abc import Iterable
 from random import Random
 from typing import ClassVar, Generic, TypeAlias, TypeVar
 
-from ..metadata.image import MetadataImage
 from ..protocol import messages as m
 from ..protocol.errors import Errors
 from ..protocol.node import Message
@@ -40,7 +39,9 @@ from .group_metadata import (
     GroupTimers,
     MemberMetadata,
     Protocols,
+    coordinator_for,
     group_config,
+    java_string_hash,
     join_error,
     protocols_of,
 )
@@ -56,28 +57,6 @@ T = TypeVar("T")
 #: The requests the group coordinator handles.
 GroupRequest: TypeAlias = (m.JoinGroupRequest | m.SyncGroupRequest | m.HeartbeatRequest | m.LeaveGroupRequest
                            | m.OffsetCommitRequest | m.OffsetFetchRequest)
-
-def java_string_hash(text: str) -> int:
-    """Java's ``String.hashCode`` (UTF-16 code units, 32-bit wrap), as Kafka uses for group ids."""
-    data = text.encode("utf-16-be")
-    h = 0
-    for i in range(0, len(data), 2):
-        h = (31 * h + (data[i] << 8 | data[i + 1])) & 0xFFFFFFFF
-    return h - (1 << 32) if h >= (1 << 31) else h
-
-
-def coordinator_for(group_id: str, image: MetadataImage) -> int:
-    """The broker id coordinating ``group_id`` in ``image``, or -1 when no broker is active."""
-    ids: list[int] = sorted(image.brokers)
-    if not ids:
-        return -1
-    start = abs(java_string_hash(group_id)) % len(ids)
-    for i in range(len(ids)):
-        b = ids[(start + i) % len(ids)]
-        if image.is_active(b):
-            return b
-    return -1
-
 
 # timer kinds (the first element of a timer key)
 _JOIN = "join"  # (kind, group): DelayedJoin / InitialDelayedJoin of a group in PreparingRebalance
@@ -223,6 +202,22 @@ class GroupCoordinator(Generic[T]):
         """A snapshot of ``group_id``, None when this coordinator holds no such group."""
         group = self._groups.get(group_id)
         return None if group is None else group.summary()
+
+    def delete_group(self, now_ms: int, group_id: str) -> int:
+        """DeleteGroups for ``group_id`` (Kafka's ``GroupCoordinator.handleDeleteGroups``): a group with
+        members is NON_EMPTY_GROUP; an Empty one, or one known only by its committed offsets, is forgotten
+        with its offsets (NONE); GROUP_ID_NOT_FOUND otherwise. OSError from the offset store's write."""
+        group = self._groups.get(group_id)
+        if group is not None and group.members:
+            return Errors.NON_EMPTY_GROUP
+        if group is None and group_id not in self.offsets.groups:
+            return Errors.GROUP_ID_NOT_FOUND
+        self.offsets.delete_group(now_ms, group_id)
+        if group is not None:
+            group.state = DEAD
+            del self._groups[group_id]
+            self.timers.drop_groups({group_id})
+        return Errors.NONE
 
     # ======================================================================= timers
     def _schedule_heartbeat(self, now_ms: int, group: GroupMetadata[T], member: MemberMetadata[T],

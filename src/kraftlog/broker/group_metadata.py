@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Generic, TypeAlias, TypeVar
 
 from ..metadata import config as _config
+from ..metadata.image import MetadataImage
 from ..protocol import messages as m
 from ..protocol.errors import Errors
 
@@ -40,6 +41,29 @@ GROUP_CONFIGS = ("group.min.session.timeout.ms", "group.max.session.timeout.ms",
                  "group.initial.rebalance.delay.ms", "group.max.size")
 
 
+def java_string_hash(text: str) -> int:
+    """Java's ``String.hashCode`` (UTF-16 code units, 32-bit wrap), as Kafka uses for group ids."""
+    data = text.encode("utf-16-be")
+    h = 0
+    for i in range(0, len(data), 2):
+        h = (31 * h + (data[i] << 8 | data[i + 1])) & 0xFFFFFFFF
+    return h - (1 << 32) if h >= (1 << 31) else h
+
+
+def coordinator_for(group_id: str, image: MetadataImage) -> int:
+    """The broker id coordinating ``group_id`` in ``image``, or -1 when no broker is active."""
+    ids: list[int] = sorted(image.brokers)
+    if not ids:
+        return -1
+    start = abs(java_string_hash(group_id)) % len(ids)
+    for i in range(len(ids)):
+        b = ids[(start + i) % len(ids)]
+        if image.is_active(b):
+            return b
+    return -1
+
+
+
 def group_config(name: str, config: dict[str, str] | None) -> int:
     """An int group-coordinator config (one of :data:`GROUP_CONFIGS`): ``config[name]`` if set, else
     Kafka's default (``kraftlog.metadata.config.lookup``)."""
@@ -47,9 +71,22 @@ def group_config(name: str, config: dict[str, str] | None) -> int:
 
 
 @dataclass(slots=True, frozen=True)
+class MemberSummary:
+    """One member as DescribeGroups shows it (Kafka's ``MemberSummary``): ``metadata`` its subscription
+    for the group's chosen protocol (b"" while none is chosen), ``assignment`` what the leader gave it."""
+
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    metadata: bytes
+    assignment: bytes
+
+
+@dataclass(slots=True, frozen=True)
 class GroupSummary:
     """A read-only view of one group (the shape of Kafka's ``GroupMetadata.summary``): ``state`` one of
-    the state names above, ``members`` the member ids in join order, ``leader`` "" when none."""
+    the state names above, ``members`` the member ids in join order, ``leader`` "" when none,
+    ``member_details`` each member's :class:`MemberSummary` in the same order."""
 
     group_id: str
     state: str
@@ -58,6 +95,7 @@ class GroupSummary:
     protocol_name: str | None
     leader: str
     members: tuple[str, ...]
+    member_details: tuple[MemberSummary, ...] = ()
 
 
 class MemberMetadata(Generic[T]):
@@ -213,8 +251,12 @@ class GroupMetadata(Generic[T]):
         return False
 
     def summary(self) -> GroupSummary:
+        chosen = self.protocol_name
+        details = tuple(MemberSummary(mb.member_id, mb.group_instance_id, mb.client_id,
+                                      dict(mb.protocols).get(chosen, b"") if chosen else b"", bytes(mb.assignment))
+                        for mb in self.members.values())
         return GroupSummary(self.group_id, self.state, self.generation_id, self.protocol_type, self.protocol_name,
-                            self.leader or "", tuple(self.members))
+                            self.leader or "", tuple(self.members), details)
 
 
 def join_error(member_id: str, error: int) -> m.JoinGroupResponse:
@@ -285,3 +327,27 @@ class GroupTimers:
         """Cancel every timer of the groups ``gone``."""
         for key in [k for k in self.entries if k[1] in gone]:
             del self.entries[key]
+
+
+def subscribed_topics(metadata: bytes) -> set[str] | None:
+    """The topics of a consumer's subscription (the ``consumer`` protocol type's member metadata, Kafka's
+    ``ConsumerProtocolSubscription``: every version starts with an int16 version and the topics as an int32
+    count of int16-length strings), None when it does not parse. Kafka's ``GroupMetadata.isSubscribedToTopic``
+    reads it for OffsetDelete's GROUP_SUBSCRIBED_TO_TOPIC."""
+    try:
+        pos = 2
+        count = int.from_bytes(metadata[pos:pos + 4], "big", signed=True)
+        pos += 4
+        if count < 0 or count > len(metadata):
+            return None
+        topics = set()
+        for _ in range(count):
+            size = int.from_bytes(metadata[pos:pos + 2], "big", signed=True)
+            pos += 2
+            if size < 0 or pos + size > len(metadata):
+                return None
+            topics.add(metadata[pos:pos + size].decode("utf-8"))
+            pos += size
+        return topics
+    except (UnicodeDecodeError, ValueError):
+        return None

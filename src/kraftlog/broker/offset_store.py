@@ -93,6 +93,28 @@ class OffsetStore:
                 del self.groups[group_id]
                 self.disk.delete(path, now_ms)
 
+    def delete_group(self, now_ms: int, group_id: str) -> None:
+        """Forget every committed offset of ``group_id`` (DeleteGroups) and its file."""
+        if self.groups.pop(group_id, None) is not None:
+            self.disk.delete(self.prefix + file_of_group(group_id), now_ms)
+
+    def delete_offsets(self, now_ms: int, group_id: str, keys: Iterable[tuple[str, int]]) -> None:
+        """Forget ``group_id``'s committed offsets of the (topic, partition) ``keys`` (OffsetDelete, KIP-496):
+        the group's file is rewritten (a durable write), or deleted when nothing is left."""
+        offsets = self.groups.get(group_id)
+        gone = set(keys)
+        if not offsets or not gone & set(offsets):
+            return
+        kept = {k: v for k, v in offsets.items() if k not in gone}
+        path = self.prefix + file_of_group(group_id)
+        if kept:
+            self.groups[group_id] = kept
+            data = {"group_id": group_id, "offsets": {f"{t}-{i}": list(v) for (t, i), v in sorted(kept.items())}}
+            self.disk.write_atomic(path, json.dumps(data, sort_keys=True), now_ms)
+        else:
+            del self.groups[group_id]
+            self.disk.delete(path, now_ms)
+
     def fetch(self, req: m.OffsetFetchRequest) -> m.OffsetFetchResponse:
         """Committed (offset, leader epoch, metadata) per partition; -1 where nothing is committed."""
         offsets = self.groups.get(req.group_id, {})

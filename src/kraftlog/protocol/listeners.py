@@ -43,6 +43,7 @@ BROKER_APIS: frozenset[type[Request]] = frozenset((
     m.MetadataRequest, m.DescribeTopicPartitionsRequest, m.InitProducerIdRequest, m.FindCoordinatorRequest,
     m.OffsetCommitRequest, m.OffsetFetchRequest, m.JoinGroupRequest, m.SyncGroupRequest, m.HeartbeatRequest,
     m.LeaveGroupRequest, m.ApiVersionsRequest, m.DescribeConfigsRequest,
+    m.ListGroupsRequest, m.DescribeGroupsRequest, m.DeleteGroupsRequest, m.OffsetDeleteRequest,
 ))
 #: Admin requests a broker forwards to the controller and whose answer it relays.
 FORWARDED_APIS: frozenset[type[Request]] = frozenset((

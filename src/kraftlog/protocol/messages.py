@@ -14,12 +14,12 @@ Field conventions: offsets and epochs are ints (-1 = none), durations are ints i
 is Kafka's ``about`` text (or kraftlog's, where the core means more), prefixed by the field's path
 when the core flattens or renames it.
 
-Generated for the 26 APIs the core speaks, each holding the fields the protocol uses:
+Generated for the 30 APIs the core speaks, each holding the fields the protocol uses:
 AlterConfigs, AlterPartition, ApiVersions, BrokerHeartbeat, BrokerRegistration, CreatePartitions,
-CreateTopics, DeleteTopics, DescribeConfigs, DescribeTopicPartitions, ElectLeaders, Fetch,
-FindCoordinator, GetReplicaLogInfo, Heartbeat, IncrementalAlterConfigs, InitProducerId, JoinGroup,
-LeaveGroup, ListOffsets, Metadata, OffsetCommit, OffsetFetch, OffsetForLeaderEpoch, Produce,
-SyncGroup.
+CreateTopics, DeleteGroups, DeleteTopics, DescribeConfigs, DescribeGroups, DescribeTopicPartitions,
+ElectLeaders, Fetch, FindCoordinator, GetReplicaLogInfo, Heartbeat, IncrementalAlterConfigs,
+InitProducerId, JoinGroup, LeaveGroup, ListGroups, ListOffsets, Metadata, OffsetCommit,
+OffsetDelete, OffsetFetch, OffsetForLeaderEpoch, Produce, SyncGroup.
 The other APIs kio has are not generated: kraftlog neither sends nor
 serves them, kio's own entities already hold them in Kafka's shape, and a mirror nobody reads would
 only drift (DESIGN.md: kio stays at the edge).
@@ -1632,6 +1632,208 @@ class LeaveGroupResponse:
     throttle_time_ms: int = 0
 
 
+#  group admin: ListGroups (16, v5), DescribeGroups (15, v5), DeleteGroups (42, v2), OffsetDelete (47, v0)
+@dataclass(slots=True)
+class ListGroupsRequest:
+    """ListGroups v5: ``states_filter`` (KIP-518, v4+) and ``types_filter`` (KIP-848, v5+); empty: every group.
+
+    From Kafka's ListGroupsRequest v5 (``kio.schema.list_groups.v5.request``)."""
+
+    API: ClassVar[str] = "ListGroups"
+    API_KEY: ClassVar[int] = 16
+    VERSION: ClassVar[int] = 5
+    #: ``states_filter[]``: The states of the groups we want to list. If empty, all groups are returned with their
+    #: state.
+    states_filter: tuple[str, ...] = ()
+    #: ``types_filter[]``: The types of the groups we want to list. If empty, all groups are returned with their
+    #: type.
+    types_filter: tuple[str, ...] = ()
+
+
+@dataclass(slots=True)
+class ListedGroup:
+    """``group_state``: Kafka's state name (Empty, PreparingRebalance, CompletingRebalance, Stable, Dead);
+    ``group_type``: ``classic`` (v5+).
+
+    From Kafka's ListGroupsResponse v5 ``groups[]`` (``kio.schema.list_groups.v5.response``)."""
+
+    #: The group ID.
+    group_id: str
+    #: The group protocol type.
+    protocol_type: str
+    #: The group state name.
+    group_state: str = ""
+    #: The group type name.
+    group_type: str = ""
+
+
+@dataclass(slots=True)
+class ListGroupsResponse:
+    """From Kafka's ListGroupsResponse v5 (``kio.schema.list_groups.v5.response``)."""
+
+    API: ClassVar[str] = "ListGroups"
+    #: The error code, or 0 if there was no error.
+    error_code: int
+    #: ``groups[]``: Each group in the response.
+    groups: tuple[ListedGroup, ...] = ()
+    #: ``throttle_time``: The duration in milliseconds for which the request was throttled due to a quota violation,
+    #: or zero if the request did not violate any quota.
+    throttle_time_ms: int = 0
+
+
+@dataclass(slots=True)
+class DescribeGroupsRequest:
+    """From Kafka's DescribeGroupsRequest v5 (``kio.schema.describe_groups.v5.request``)."""
+
+    API: ClassVar[str] = "DescribeGroups"
+    API_KEY: ClassVar[int] = 15
+    VERSION: ClassVar[int] = 5
+    #: ``groups[]``: The names of the groups to describe.
+    groups: tuple[str, ...] = ()
+    #: Whether to include authorized operations.
+    include_authorized_operations: bool = False
+
+
+@dataclass(slots=True)
+class DescribedGroupMember:
+    """A member as its coordinator knows it: ``member_metadata`` is its subscription for the group's
+    protocol, ``member_assignment`` what the leader assigned it (both opaque to the coordinator).
+
+    From Kafka's DescribeGroupsResponse v5 ``groups[].members[]`` (``kio.schema.describe_groups.v5.response``)."""
+
+    #: The member id.
+    member_id: str
+    #: The client ID used in the member's latest join group request.
+    client_id: str
+    #: The client host.
+    client_host: str
+    #: The metadata corresponding to the current group protocol in use.
+    member_metadata: bytes
+    #: The current assignment provided by the group leader.
+    member_assignment: bytes
+    #: The unique identifier of the consumer instance provided by end user.
+    group_instance_id: str | None = None
+
+
+@dataclass(slots=True)
+class DescribedGroup:
+    """``protocol_data``: the chosen assignment protocol (``range``...), "" while rebalancing;
+    ``authorized_operations``: Kafka's -2^31 when not asked for.
+
+    From Kafka's DescribeGroupsResponse v5 ``groups[]`` (``kio.schema.describe_groups.v5.response``)."""
+
+    #: The describe error, or 0 if there was no error.
+    error_code: int
+    #: The group ID string.
+    group_id: str
+    #: The group state string, or the empty string.
+    group_state: str = ""
+    #: The group protocol type, or the empty string.
+    protocol_type: str = ""
+    #: The group protocol data, or the empty string.
+    protocol_data: str = ""
+    #: ``members[]``: The group members.
+    members: tuple[DescribedGroupMember, ...] = ()
+    #: 32-bit bitfield to represent authorized operations for this group.
+    authorized_operations: int = -2147483648
+
+
+@dataclass(slots=True)
+class DescribeGroupsResponse:
+    """From Kafka's DescribeGroupsResponse v5 (``kio.schema.describe_groups.v5.response``)."""
+
+    API: ClassVar[str] = "DescribeGroups"
+    #: ``groups[]``: Each described group.
+    groups: tuple[DescribedGroup, ...]
+    #: ``throttle_time``: The duration in milliseconds for which the request was throttled due to a quota violation,
+    #: or zero if the request did not violate any quota.
+    throttle_time_ms: int = 0
+
+
+@dataclass(slots=True)
+class DeleteGroupsRequest:
+    """From Kafka's DeleteGroupsRequest v2 (``kio.schema.delete_groups.v2.request``)."""
+
+    API: ClassVar[str] = "DeleteGroups"
+    API_KEY: ClassVar[int] = 42
+    VERSION: ClassVar[int] = 2
+    #: ``groups_names[]``: The group names to delete.
+    groups_names: tuple[str, ...] = ()
+
+
+@dataclass(slots=True)
+class DeletableGroupResult:
+    """From Kafka's DeleteGroupsResponse v2 ``results[]`` (``kio.schema.delete_groups.v2.response``)."""
+
+    #: The group id.
+    group_id: str
+    #: The deletion error, or 0 if the deletion succeeded.
+    error_code: int
+
+
+@dataclass(slots=True)
+class DeleteGroupsResponse:
+    """From Kafka's DeleteGroupsResponse v2 (``kio.schema.delete_groups.v2.response``)."""
+
+    API: ClassVar[str] = "DeleteGroups"
+    #: ``results[]``: The deletion results.
+    results: tuple[DeletableGroupResult, ...]
+    #: ``throttle_time``: The duration in milliseconds for which the request was throttled due to a quota violation,
+    #: or zero if the request did not violate any quota.
+    throttle_time_ms: int = 0
+
+
+@dataclass(slots=True)
+class OffsetDeleteRequestPartition:
+    """From Kafka's OffsetDeleteRequest v0 ``topics[].partitions[]`` (``kio.schema.offset_delete.v0.request``)."""
+
+    #: ``topics[].name``: the topic's name (Kafka nests partitions by topic; the core flattens them).
+    topic: str
+    #: ``partition_index``: The partition index.
+    partition: int
+
+
+@dataclass(slots=True)
+class OffsetDeleteRequest:
+    """OffsetDelete v0 (KIP-496): forget a group's committed offsets of these partitions.
+
+    From Kafka's OffsetDeleteRequest v0 (``kio.schema.offset_delete.v0.request``)."""
+
+    API: ClassVar[str] = "OffsetDelete"
+    API_KEY: ClassVar[int] = 47
+    VERSION: ClassVar[int] = 0
+    #: The unique group identifier.
+    group_id: str
+    #: ``topics[].partitions[]``: Each partition to delete offsets for.
+    partitions: tuple[OffsetDeleteRequestPartition, ...]
+
+
+@dataclass(slots=True)
+class OffsetDeleteResponsePartition:
+    """From Kafka's OffsetDeleteResponse v0 ``topics[].partitions[]`` (``kio.schema.offset_delete.v0.response``)."""
+
+    #: ``topics[].name``: the topic's name (Kafka nests partitions by topic; the core flattens them).
+    topic: str
+    #: ``partition_index``: The partition index.
+    partition: int
+    #: The error code, or 0 if there was no error.
+    error_code: int
+
+
+@dataclass(slots=True)
+class OffsetDeleteResponse:
+    """From Kafka's OffsetDeleteResponse v0 (``kio.schema.offset_delete.v0.response``)."""
+
+    API: ClassVar[str] = "OffsetDelete"
+    #: The top-level error code, or 0 if there was no error.
+    error_code: int
+    #: ``topics[].partitions[]``: The responses for each partition in the topic.
+    partitions: tuple[OffsetDeleteResponsePartition, ...] = ()
+    #: ``throttle_time``: The duration in milliseconds for which the request was throttled due to a quota violation,
+    #: or zero if the request did not violate any quota.
+    throttle_time_ms: int = 0
+
+
 # --------------------------------------------------------------------- ApiVersions (API key 18, v3)
 @dataclass(slots=True)
 class ApiVersionsRequest:
@@ -1809,13 +2011,14 @@ REQUEST_TYPES: tuple[type, ...] = (
     CreateTopicsRequest, IncrementalAlterConfigsRequest, CreatePartitionsRequest, AlterConfigsRequest,
     ElectLeadersRequest, GetReplicaLogInfoRequest, DescribeTopicPartitionsRequest, FindCoordinatorRequest,
     OffsetCommitRequest, OffsetFetchRequest, InitProducerIdRequest, JoinGroupRequest, SyncGroupRequest,
-    HeartbeatRequest, LeaveGroupRequest, ApiVersionsRequest, DeleteTopicsRequest, DescribeConfigsRequest,
+    HeartbeatRequest, LeaveGroupRequest, ListGroupsRequest, DescribeGroupsRequest, DeleteGroupsRequest,
+    OffsetDeleteRequest, ApiVersionsRequest, DeleteTopicsRequest, DescribeConfigsRequest,
 )
 #: The Kafka API names a scenario's ``hold``/``release`` may name.
 API_NAMES: frozenset[str] = frozenset({
     "AlterConfigs", "AlterPartition", "ApiVersions", "BrokerHeartbeat", "BrokerRegistration",
-    "CreatePartitions", "CreateTopics", "DeleteTopics", "DescribeConfigs", "DescribeTopicPartitions",
-    "ElectLeaders", "Fetch", "FindCoordinator", "GetReplicaLogInfo", "Heartbeat", "IncrementalAlterConfigs",
-    "InitProducerId", "JoinGroup", "LeaveGroup", "ListOffsets", "Metadata", "OffsetCommit", "OffsetFetch",
-    "OffsetForLeaderEpoch", "Produce", "SyncGroup",
+    "CreatePartitions", "CreateTopics", "DeleteGroups", "DeleteTopics", "DescribeConfigs", "DescribeGroups",
+    "DescribeTopicPartitions", "ElectLeaders", "Fetch", "FindCoordinator", "GetReplicaLogInfo", "Heartbeat",
+    "IncrementalAlterConfigs", "InitProducerId", "JoinGroup", "LeaveGroup", "ListGroups", "ListOffsets",
+    "Metadata", "OffsetCommit", "OffsetDelete", "OffsetFetch", "OffsetForLeaderEpoch", "Produce", "SyncGroup",
 })

@@ -1,7 +1,7 @@
 """Kafka's ``KafkaApis``: the requests a broker serves, one handler per API in a dispatch table (request
 type → handler), grouped by family: replication (:mod:`.replication`), metadata (:mod:`.metadata`), groups and
-producer ids (:mod:`.groups`); admin requests from clients are forwarded to the controller
-(:mod:`.forwarding`)."""
+producer ids (:mod:`.groups`), group admin (:mod:`.group_admin`); admin requests from clients are forwarded to
+the controller (:mod:`.forwarding`)."""
 
 from __future__ import annotations
 
@@ -10,13 +10,14 @@ from ...protocol.listeners import CLUSTER_ACTION_APIS, FORWARDED_APIS, cluster_a
 from ...protocol.node import Envelope
 from ..channel import BrokerChannel
 from .forwarding import ForwardingManager
+from .group_admin import GroupAdminApis
 from .groups import GroupApis
 from .metadata import MetadataApis
 from .replication import ReplicationApis
 from .table import Handler, HandlerTable
 
-__all__ = ["KafkaApis", "ForwardingManager", "GroupApis", "MetadataApis", "ReplicationApis", "Handler",
-           "HandlerTable"]
+__all__ = ["KafkaApis", "ForwardingManager", "GroupApis", "GroupAdminApis", "MetadataApis", "ReplicationApis",
+           "Handler", "HandlerTable"]
 
 
 class KafkaApis:
@@ -27,10 +28,11 @@ class KafkaApis:
     is forwarded to the controller."""
 
     def __init__(self, channel: BrokerChannel, forwarding: ForwardingManager, replication: ReplicationApis,
-                 metadata: MetadataApis, groups: GroupApis) -> None:
+                 metadata: MetadataApis, groups: GroupApis, group_admin: GroupAdminApis) -> None:
         self._channel = channel
         self.forwarding = forwarding
-        self.table: HandlerTable = {**replication.handlers(), **metadata.handlers(), **groups.handlers()}
+        self.table: HandlerTable = {**replication.handlers(), **metadata.handlers(), **groups.handlers(),
+                                    **group_admin.handlers()}
         for kind in sorted(CLUSTER_ACTION_APIS, key=lambda k: k.API_KEY):
             self.table.setdefault(kind, self._not_controller)
 

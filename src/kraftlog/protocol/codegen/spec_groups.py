@@ -157,4 +157,49 @@ GROUP_APIS: tuple[Api, ...] = (
         Struct("LeaveGroupResponse", RESPONSE, "", fields=(
             F("error_code"), F("members", default=()), F("throttle_time_ms", default=0))),
     )),
+    Api("ListGroups", 16, 5, Kio(5), title=(
+        "group admin: ListGroups (16, v5), DescribeGroups (15, v5), DeleteGroups (42, v2), OffsetDelete (47, v0)"),
+        classes=(
+        Struct("ListGroupsRequest", REQUEST, "", doc=(
+            "ListGroups v5: ``states_filter`` (KIP-518, v4+) and ``types_filter`` (KIP-848, v5+); empty: every "
+            "group."), fields=(F("states_filter", default=()), F("types_filter", default=()))),
+        Struct("ListedGroup", RESPONSE, "groups", doc=(
+            "``group_state``: Kafka's state name (Empty, PreparingRebalance, CompletingRebalance, Stable, Dead);\n"
+            "``group_type``: ``classic`` (v5+)."), fields=(
+            F("group_id"), F("protocol_type"), F("group_state", default=""), F("group_type", default=""))),
+        Struct("ListGroupsResponse", RESPONSE, "", fields=(
+            F("error_code"), F("groups", default=()), F("throttle_time_ms", default=0))),
+    )),
+    Api("DescribeGroups", 15, 5, Kio(5), title="", classes=(
+        Struct("DescribeGroupsRequest", REQUEST, "", fields=(
+            F("groups"), F("include_authorized_operations", default=False))),
+        Struct("DescribedGroupMember", RESPONSE, "groups.members", doc=(
+            "A member as its coordinator knows it: ``member_metadata`` is its subscription for the group's\n"
+            "protocol, ``member_assignment`` what the leader assigned it (both opaque to the coordinator)."),
+            fields=(F("member_id"), F("client_id"), F("client_host"), F("member_metadata"), F("member_assignment"),
+                    F("group_instance_id", default=None))),
+        Struct("DescribedGroup", RESPONSE, "groups", doc=(
+            "``protocol_data``: the chosen assignment protocol (``range``...), \"\" while rebalancing;\n"
+            "``authorized_operations``: Kafka's -2^31 when not asked for."), fields=(
+            F("error_code"), F("group_id"), F("group_state", default=""), F("protocol_type", default=""),
+            F("protocol_data", default=""), F("members", default=()),
+            F("authorized_operations", default=-2147483648))),
+        Struct("DescribeGroupsResponse", RESPONSE, "", fields=(F("groups"), F("throttle_time_ms", default=0))),
+    )),
+    Api("DeleteGroups", 42, 2, Kio(2), title="", classes=(
+        Struct("DeleteGroupsRequest", REQUEST, "", fields=(F("groups_names"),)),
+        Struct("DeletableGroupResult", RESPONSE, "results", fields=(F("group_id"), F("error_code"))),
+        Struct("DeleteGroupsResponse", RESPONSE, "", fields=(F("results"), F("throttle_time_ms", default=0))),
+    )),
+    Api("OffsetDelete", 47, 0, Kio(0), title="", classes=(
+        Struct("OffsetDeleteRequestPartition", REQUEST, "topics.partitions", fields=(
+            F("topic", "../name", doc=_TOPIC_BY_NAME), F("partition", "partition_index"))),
+        Struct("OffsetDeleteRequest", REQUEST, "", doc=(
+            "OffsetDelete v0 (KIP-496): forget a group's committed offsets of these partitions."), fields=(
+            F("group_id"), F("partitions", "topics.partitions"))),
+        Struct("OffsetDeleteResponsePartition", RESPONSE, "topics.partitions", fields=(
+            F("topic", "../name", doc=_TOPIC_BY_NAME), F("partition", "partition_index"), F("error_code"))),
+        Struct("OffsetDeleteResponse", RESPONSE, "", fields=(
+            F("error_code"), F("partitions", "topics.partitions", default=()), F("throttle_time_ms", default=0))),
+    )),
 )

@@ -293,6 +293,16 @@ _APIS: tuple[_Api, ...] = (
                  _Custom(m.LeaveGroupResponse, "error_code", ("error_code",),
                          _folded_leave_error_to, lambda e: {"error_code": _code(e.error_code)},
                          versions=range(0, 3)))),
+    # Group admin. librdkafka 2.x lists groups at ListGroups v4 (KIP-518's states filter) or v5 (KIP-848's
+    # types filter), describes at DescribeGroups v4/v5 and deletes at DeleteGroups v1; kafka-python and
+    # aiokafka use the older versions (their absent fields are the core's defaults: no filter, no state).
+    _Api(m.ListGroupsRequest, m.ListGroupsResponse, range(0, 6)),
+    _Api(m.DescribeGroupsRequest, m.DescribeGroupsResponse, range(0, 6)),
+    _Api(m.DeleteGroupsRequest, m.DeleteGroupsResponse, range(0, 3)),
+    _Api(m.OffsetDeleteRequest, m.OffsetDeleteResponse, range(0, 1),
+         renames={"partition": "partition_index"},
+         groups=(_by_topic(m.OffsetDeleteRequest, "partitions", "topics", "partitions"),
+                 _by_topic(m.OffsetDeleteResponse, "partitions", "topics", "partitions"))),
     # librdkafka asks at v3 (v0 if that fails); kafka-python at v4 first, then at the highest version
     # the v0-format UNSUPPORTED_VERSION answer (framing.api_versions_error_reply) lists. Every version's
     # response has response header v0 (KIP-511: a client must read it before it knows the version),
