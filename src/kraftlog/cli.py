@@ -256,6 +256,10 @@ main.add_command(topics)
 main.add_command(elect)
 main.add_command(chaos)
 
+from .net.groups_cli import groups  # noqa: E402  (consumer groups of a real cluster)
+
+main.add_command(groups)
+
 from .spark.audit import audit  # noqa: E402  (the audit job lives with the Spark jobs)
 
 main.add_command(audit)

@@ -334,6 +334,8 @@ def subscribed_topics(metadata: bytes) -> set[str] | None:
     ``ConsumerProtocolSubscription``: every version starts with an int16 version and the topics as an int32
     count of int16-length strings), None when it does not parse. Kafka's ``GroupMetadata.isSubscribedToTopic``
     reads it for OffsetDelete's GROUP_SUBSCRIBED_TO_TOPIC."""
+    if len(metadata) < 6:
+        return None
     try:
         pos = 2
         count = int.from_bytes(metadata[pos:pos + 4], "big", signed=True)
@@ -344,7 +346,7 @@ def subscribed_topics(metadata: bytes) -> set[str] | None:
         for _ in range(count):
             size = int.from_bytes(metadata[pos:pos + 2], "big", signed=True)
             pos += 2
-            if size < 0 or pos + size > len(metadata):
+            if size < 0 or pos > len(metadata) or pos + size > len(metadata):
                 return None
             topics.add(metadata[pos:pos + size].decode("utf-8"))
             pos += size

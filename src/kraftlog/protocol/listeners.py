@@ -125,6 +125,14 @@ def error_response(request: Message, code: int) -> Message:
         return m.HeartbeatResponse(code)
     if type(request) is m.LeaveGroupRequest:
         return m.LeaveGroupResponse(code)
+    if type(request) is m.ListGroupsRequest:
+        return m.ListGroupsResponse(code)
+    if type(request) is m.DescribeGroupsRequest:
+        return m.DescribeGroupsResponse(tuple(m.DescribedGroup(code, g) for g in request.groups))
+    if type(request) is m.DeleteGroupsRequest:
+        return m.DeleteGroupsResponse(tuple(m.DeletableGroupResult(g, code) for g in request.groups_names))
+    if type(request) is m.OffsetDeleteRequest:
+        return m.OffsetDeleteResponse(code)
     raise TypeError(f"no error response for {type(request).__name__}")
 
 
