@@ -65,9 +65,7 @@ class OffsetStore:
         offsets = self.groups.setdefault(req.group_id, {})
         for p in req.partitions:
             offsets[(p.topic, p.partition)] = (p.committed_offset, p.committed_leader_epoch, p.committed_metadata)
-        data = {"group_id": req.group_id,
-                "offsets": {f"{t}-{i}": list(v) for (t, i), v in sorted(offsets.items())}}
-        self.disk.write_atomic(self.prefix + file_of_group(req.group_id), json.dumps(data, sort_keys=True), now_ms)
+        self._store(now_ms, req.group_id, offsets, keep_empty=True)
         return m.OffsetCommitResponse(tuple(m.OffsetCommitPartitionResponse(p.topic, p.partition, Errors.NONE)
                                             for p in req.partitions))
 
@@ -83,15 +81,7 @@ class OffsetStore:
             offsets = self.groups[group_id]
             if not any(t in gone for t, _ in offsets):
                 continue
-            kept = {k: v for k, v in offsets.items() if k[0] not in gone}
-            path = self.prefix + file_of_group(group_id)
-            if kept:
-                self.groups[group_id] = kept
-                data = {"group_id": group_id, "offsets": {f"{t}-{i}": list(v) for (t, i), v in sorted(kept.items())}}
-                self.disk.write_atomic(path, json.dumps(data, sort_keys=True), now_ms)
-            else:
-                del self.groups[group_id]
-                self.disk.delete(path, now_ms)
+            self._store(now_ms, group_id, {k: v for k, v in offsets.items() if k[0] not in gone})
 
     def delete_group(self, now_ms: int, group_id: str) -> None:
         """Forget every committed offset of ``group_id`` (DeleteGroups) and its file."""
@@ -105,11 +95,17 @@ class OffsetStore:
         gone = set(keys)
         if not offsets or not gone & set(offsets):
             return
-        kept = {k: v for k, v in offsets.items() if k not in gone}
+        self._store(now_ms, group_id, {k: v for k, v in offsets.items() if k not in gone})
+
+    def _store(self, now_ms: int, group_id: str, offsets: dict[tuple[str, int], tuple[int, int, str | None]],
+               keep_empty: bool = False) -> None:
+        """Make ``offsets`` the group's committed offsets: its file rewritten atomically (a durable write), or
+        deleted with the group when there are none (unless ``keep_empty``: a commit of no partition still
+        writes the group's file, as before)."""
         path = self.prefix + file_of_group(group_id)
-        if kept:
-            self.groups[group_id] = kept
-            data = {"group_id": group_id, "offsets": {f"{t}-{i}": list(v) for (t, i), v in sorted(kept.items())}}
+        if offsets or keep_empty:
+            self.groups[group_id] = offsets
+            data = {"group_id": group_id, "offsets": {f"{t}-{i}": list(v) for (t, i), v in sorted(offsets.items())}}
             self.disk.write_atomic(path, json.dumps(data, sort_keys=True), now_ms)
         else:
             del self.groups[group_id]
