@@ -105,7 +105,6 @@ def test_client_sends_count_failed_sends_and_timeouts_per_producer():
     client saw them: acknowledged, failed (delivery reports with an error), of them timed out, by error
     name; a record librdkafka refused to queue is an error but not a failed send (it was never sent)."""
     from collections import Counter
-    from types import SimpleNamespace
 
     from kraftlog.net.chaos import client_sends
     all_ = SimpleNamespace(name="producer-all", acks="all", sent=100, fatal=1, abandoned=3, unacked_at_end=2,
@@ -205,7 +204,8 @@ def _chaos_verdict(tmp_path, final_logs: dict, stamps: dict) -> dict:
     for name, log in final_logs.items():
         for offset, (value, _) in sorted(log.items()):
             run.record_ack(_Acked("all", int(name.rsplit("-", 1)[1]), value, "all", offset, 10))
-    producer = SimpleNamespace(name="all", errors={}, fatal=0, unacked_at_end=0, sent=len(run.acked))
+    producer = SimpleNamespace(name="all", acks="all", errors={}, fatal=0, abandoned=0, unacked_at_end=0,
+                               sent=len(run.acked))
     hwms = {name: len(log) for name, log in final_logs.items()}
     return run.verdict(True, [producer], final_logs, hwms, {}, {}, [], {})
 
