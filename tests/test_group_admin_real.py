@@ -71,7 +71,7 @@ def test_confluent_kafka_lists_describes_deletes_groups_and_lists_their_offsets(
         described = admin.describe_consumer_groups(["ck-group"], request_timeout=20)["ck-group"].result(30)
         assert described.state == ConsumerGroupState.STABLE and described.partition_assignor
         (member,) = described.members
-        assert member.client_id == "ck-group-client"
+        assert member.client_id == "ck-group-client" and member.host == "/127.0.0.1"
         assert sorted(tp.partition for tp in member.assignment.topic_partitions) == [0, 1, 2]
         offsets = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions("ck-group")],
                                                     request_timeout=20)["ck-group"].result(30)
@@ -149,7 +149,7 @@ def test_kraftlog_groups_describe_shows_lag_and_reset_offsets_moves_an_inactive_
         for r in rows:
             assert r["log_end_offset"] == 30
             assert r["lag"] == (None if r["current_offset"] is None else 30 - r["current_offset"])
-            assert r["client_id"] == "cli-group-client" and r["consumer_id"]
+            assert r["client_id"] == "cli-group-client" and r["consumer_id"] and r["host"] == "/127.0.0.1"
         assert sum(r["current_offset"] or 0 for r in rows) >= 45
         table = _kraftlog("groups", "describe", "--bootstrap-server", bootstrap, "--group", "cli-group")
         assert table.stdout.splitlines()[0].split() == ["GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET",

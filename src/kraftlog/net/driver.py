@@ -356,7 +356,8 @@ class NodeDriver:
                     lf.hold_message(api, conn.identity, self.node.node_id, ("request", conn, item))
                     continue
             conn.inflight = (corr, version)
-            env = m.Envelope(conn, self.node.node_id, corr, msg, False, conn.listener, client_id, version)
+            env = m.Envelope(conn, self.node.node_id, corr, msg, False, conn.listener, client_id, version,
+                             f"/{conn.ip}" if conn.ip else None)
             timers = self.event_timers
             try:
                 if timers is None:

@@ -78,6 +78,9 @@ class Envelope(Generic[M_co]):
     #: The request's API version as the client sent it (the TCP driver; None in the simulator: the
     #: request class's VERSION).
     api_version: int | None = None
+    #: The client's address as Kafka's ``RequestContext.clientAddress`` prints it (``"/127.0.0.1"``): the
+    #: TCP driver sets it; None in the simulator. DescribeGroups shows it as each member's host.
+    client_host: str | None = None
 
 
 class ConnectionSetup:

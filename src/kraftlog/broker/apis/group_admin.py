@@ -11,6 +11,8 @@ members left, or the coordinator restarted: membership is not persisted) is Empt
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from ...protocol import messages as m
 from ...protocol.errors import Errors
 from ...protocol.listeners import error_response
@@ -33,8 +35,10 @@ class GroupAdminApis:
     coordinator ``groups``; ``fail``: the broker's log-directory failure handler (an offset file's write)."""
 
     def __init__(self, broker_id: int, cache: MetadataCache, groups: GroupCoordinator[Envelope], logs: LogManager,
-                 channel: BrokerChannel, fail: LogDirFailureHandler) -> None:
+                 channel: BrokerChannel, fail: LogDirFailureHandler,
+                 member_hosts: Callable[[], dict[tuple[str, str], str]] = dict) -> None:
         self.broker_id = broker_id
+        self._member_hosts = member_hosts
         self._cache = cache
         self.groups = groups
         self._logs = logs
@@ -83,8 +87,9 @@ class GroupAdminApis:
 
     def describe_groups(self, now_ms: int, env: Envelope[m.DescribeGroupsRequest]) -> None:
         """Each group's state, protocol and members (Kafka's ``GroupCoordinator.handleDescribeGroup``): a group
-        this coordinator does not know is Dead with no error, as Kafka answers; the members' client host is
-        "" (the core does not see the connection's address)."""
+        this coordinator does not know is Dead with no error, as Kafka answers; a member's client host is
+        the address its JoinGroup came from (``"/127.0.0.1"``; "" in the simulator)."""
+        hosts = self._member_hosts()
         out = []
         for gid in env.message.groups:
             if not self._coordinates(gid):
@@ -94,8 +99,9 @@ class GroupAdminApis:
             if summary is None:
                 out.append(m.DescribedGroup(Errors.NONE, gid, "Dead"))
                 continue
-            members = tuple(m.DescribedGroupMember(d.member_id, d.client_id, "", d.metadata, d.assignment,
-                                                   d.group_instance_id) for d in summary.member_details)
+            members = tuple(m.DescribedGroupMember(d.member_id, d.client_id, hosts.get((gid, d.member_id), ""),
+                                                   d.metadata, d.assignment, d.group_instance_id)
+                            for d in summary.member_details)
             out.append(m.DescribedGroup(Errors.NONE, gid, summary.state, summary.protocol_type or "",
                                         summary.protocol_name or "", members))
         self._channel.send_response(env, m.DescribeGroupsResponse(tuple(out)))
