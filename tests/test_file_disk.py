@@ -282,7 +282,7 @@ REUSED_STORAGE_TESTS = [
     "test_update_high_watermark_clamps_to_log_range",
     "test_reload_after_crash_keeps_durable_prefix_and_truncates_epoch_cache_to_leo",
     "test_flush_interval_messages_flushes_once_threshold_reached",
-    "test_flush_interval_ms_deadline_and_maybe_flush",
+    "test_flush_ms_is_checked_by_the_flush_scheduler",
     "test_default_config_never_flushes",
     "test_clean_shutdown_file_round_trip_and_delete",
     "test_hwm_checkpoint_round_trip",
@@ -684,7 +684,7 @@ def test_a_partition_log_rebuilt_from_its_files_has_the_same_leo_batches_and_epo
     expected = (log.log_end_offset, list(log.batches()), log.epoch_cache.entries())
     assert expected[0] == 13 and expected[2] == [(0, 0), (2, 10), (4, 12)]
     d = reopen(d)
-    again = PartitionLog(d, DIR, LogConfig(), 11)
+    again = PartitionLog(d, DIR, LogConfig(), 11, recovery_point=log.recovery_point)
     assert (again.log_end_offset, list(again.batches()), again.epoch_cache.entries()) == expected
     assert read_hwm_checkpoint(d, "data") == {("t", 0): 10}
     assert again.recovery_point == 13 and again.unflushed_messages == 0
