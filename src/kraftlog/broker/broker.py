@@ -331,8 +331,7 @@ class Broker(NodeBase[BrokerContext]):
         if now_ms >= self.next_hwm_checkpoint_ms:
             self.next_hwm_checkpoint_ms = now_ms + self.config.hwm_checkpoint_interval_ms
             self.log_manager.checkpoint_hwms_or_fail(now_ms)
-        if self.log_manager.flush_by_time:
-            self.log_manager.maybe_flush(now_ms)
+        self.log_manager.tick(now_ms)
         if self.groups.busy:
             self.groups.tick(now_ms)
             self.group_apis.send_responses(now_ms)
@@ -353,7 +352,8 @@ class Broker(NodeBase[BrokerContext]):
             g = self.groups.next_deadline()
             if g is not None and g < d:
                 d = g
-        d = self.replica_manager.next_deadline(d, self.log_manager.flush_by_time)
+        d = self.log_manager.next_deadline(d)
+        d = self.replica_manager.next_deadline(d)
         return self.fetcher.next_deadline(d)
 
     def on_response(self, now_ms: int, context: BrokerContext, message: Message) -> None:

@@ -171,17 +171,27 @@ TOPIC_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFI
 def _config_entry(image: MetadataImage, static: dict[str, str], broker_name: str, topic: str | None,
                   shown_name: str) -> m.DescribeConfigsResourceResult:
     """One config, resolved as Kafka's ``ConfigHelper`` does: the topic's own value, else the cluster-wide
-    dynamic default, else the node's static config, else Kafka's default (the source says which)."""
+    dynamic default, else the node's static config, else Kafka's default (the source says which). A topic
+    config reads its broker synonyms in Kafka's order (``log.retention.ms``, ``log.retention.minutes``,
+    ``log.retention.hours``: :data:`kraftlog.metadata.config.SYNONYM_FALLBACKS`), converted to ms; a broker
+    config shows its own value."""
+    cluster = image.configs.get((RESOURCE_BROKER, "")) or {}
     if topic is not None:
         tconf = image.configs.get((RESOURCE_TOPIC, topic)) or {}
         if shown_name in tconf:
             return m.DescribeConfigsResourceResult(shown_name, tconf[shown_name], False, TOPIC_CONFIG)
-    cluster = image.configs.get((RESOURCE_BROKER, "")) or {}
+        found = cfg.synonym_source(broker_name, cluster, static)
+        if found is not None:
+            layer, value = found
+            return m.DescribeConfigsResourceResult(
+                shown_name, value, False, DYNAMIC_DEFAULT_BROKER_CONFIG if layer == 0 else STATIC_BROKER_CONFIG)
+        value = cfg.lookup(broker_name)
+        return m.DescribeConfigsResourceResult(shown_name, value if value != "" else None, False, DEFAULT_CONFIG)
     if broker_name in cluster:
         return m.DescribeConfigsResourceResult(shown_name, cluster[broker_name], False,
                                                DYNAMIC_DEFAULT_BROKER_CONFIG)
     if static and broker_name in static:
-        return m.DescribeConfigsResourceResult(shown_name, str(static[broker_name]), topic is None,
+        return m.DescribeConfigsResourceResult(shown_name, str(static[broker_name]), True,
                                                STATIC_BROKER_CONFIG)
     value = cfg.DEFAULTS[broker_name]
     return m.DescribeConfigsResourceResult(shown_name, value if value != "" else None, False, DEFAULT_CONFIG)

@@ -16,12 +16,17 @@ import uuid
 from collections.abc import Iterable
 from random import Random
 
+from ..metadata import config as cfg
 from ..storage.checkpoints import (
+    LOG_START_OFFSET_CHECKPOINT_FILE,
+    RECOVERY_POINT_CHECKPOINT_FILE,
     delete_clean_shutdown,
     read_clean_shutdown,
     read_hwm_checkpoint,
+    read_offset_checkpoint,
     write_clean_shutdown,
     write_hwm_checkpoint,
+    write_offset_checkpoint,
 )
 from ..storage.disk import Disk, LoadDrop
 from ..storage.log import PartitionLog
@@ -39,6 +44,16 @@ from .metadata_cache import MetadataCache
 LOG_DIR = "data"
 #: The file in a partition directory that names its topic id (Kafka's ``PartitionMetadataFile``).
 PARTITION_METADATA_FILE = "partition.metadata"
+#: Kafka's ``LogManager.InitialTaskDelayMs``: the log manager's periodic tasks (retention, the flush
+#: scheduler, the checkpoints) first run this long after start.
+INITIAL_TASK_DELAY_MS = 30_000
+#: A period at or above this is "never" (Kafka's Long.MAX_VALUE defaults).
+_NEVER_MS = 1 << 62
+
+
+def _period(static: dict[str, str], name: str) -> int | None:
+    value = cfg.as_int(cfg.lookup(name, static))
+    return None if value is None or value >= _NEVER_MS else value
 
 
 class LogManager:
@@ -65,23 +80,39 @@ class LogManager:
         #: Counters for ``cluster status`` (until metrics are exported): OSErrors met, data dropped at load.
         self.storage_error_count = 0
         self.dropped_at_load: list[LoadDrop] = []
-        #: Some log flushes by time (``flush.ms``): :meth:`maybe_flush` is due on every tick.
-        self.flush_by_time = False
         #: The broker epoch of the clean-shutdown file found at start (KIP-966), -1 when none.
         self.previous_broker_epoch = read_clean_shutdown(disk, LOG_DIR)
+        # Kafka's LogManager tasks (static broker configs), in ms; None: never.
+        static = cache.static
+        self.retention_check_interval_ms = _period(static, "log.retention.check.interval.ms")
+        self.flush_check_interval_ms = _period(static, "log.flush.scheduler.interval.ms")
+        self.recovery_checkpoint_interval_ms = _period(static, "log.flush.offset.checkpoint.interval.ms")
+        self.start_checkpoint_interval_ms = _period(static, "log.flush.start.offset.checkpoint.interval.ms")
+        #: When each task runs next (ms; None: never): set by :meth:`load`.
+        self.next_task_ms: dict[str, int | None] = {}
+        #: segment.jitter.ms draws: a Random of the directory's own, so that no other draw depends on them
+        self._jitter_rng = Random(directory_id.int)
+        #: Segments deleted by retention since start, and the last deletion's line (``cluster status``).
+        self.segments_deleted = 0
+        #: Batches read and checked at load (every log), for ``cluster status``.
+        self.batches_loaded = 0
 
     # ================================================================= start
     def load(self, now_ms: int) -> None:
         """Delete the clean-shutdown file, then load every partition directory (Kafka's
-        ``LogManager.loadLogs``) with its checkpointed HWM. A log that dropped data at load
+        ``LogManager.loadLogs``) with its checkpointed HWM, log start offset and recovery point (the LEO after
+        a clean shutdown, as Kafka's ``LogLoader``). A log that dropped data at load
         (:attr:`PartitionLog.dropped_at_load`: a bad CRC, an incomplete batch, an offset gap) is logged and
         counted; when the clean-shutdown file vouched for the logs, the registration then says the shutdown
         was unclean (PreviousBrokerEpoch -1): KIP-966 keeps such a replica out of the ELR and Unclean Recovery
         ranks it by the log it really has. (Kafka skips recovery after a clean shutdown; kraftlog checks
-        every batch and stays safe.) OSError propagates."""
+        every batch and stays safe.) OSError propagates; a malformed checkpoint file raises ValueError."""
         disk = self.disk
+        clean = self.previous_broker_epoch >= 0
         delete_clean_shutdown(disk, LOG_DIR, now_ms)
         hwms = read_hwm_checkpoint(disk, LOG_DIR)
+        starts = read_offset_checkpoint(disk, f"{LOG_DIR}/{LOG_START_OFFSET_CHECKPOINT_FILE}")
+        recovery = read_offset_checkpoint(disk, f"{LOG_DIR}/{RECOVERY_POINT_CHECKPOINT_FILE}")
         dirs = sorted({p[len(LOG_DIR) + 1:].split("/", 1)[0] for p in disk.list(LOG_DIR + "/") if
                        p.count("/") >= 2})
         for d in dirs:
@@ -89,9 +120,12 @@ class LogManager:
             if not idx.isdigit():  # not <topic>-<partition>: a ``-stray`` directory is never loaded again
                 continue
             key = (topic, int(idx))
-            log = PartitionLog(disk, f"{LOG_DIR}/{d}", self.cache.log_config(topic), now_ms)
+            log = PartitionLog(disk, f"{LOG_DIR}/{d}", self.cache.log_config(topic), now_ms,
+                               log_start_offset=starts.get(key, 0),
+                               recovery_point=(1 << 62) if clean else recovery.get(key, 0), rng=self._jitter_rng)
             log.update_high_watermark(min(hwms.get(key, 0), log.log_end_offset))
             self.logs[key] = log
+            self.batches_loaded += log.batches_loaded
             for drop in log.dropped_at_load:
                 self.dropped_at_load.append(drop)
                 self._note(f"log recovery of {topic}-{idx}: {drop}")
@@ -99,34 +133,102 @@ class LogManager:
             self._note(f"the clean-shutdown file (broker epoch {self.previous_broker_epoch}) vouched for logs that "
                        f"dropped data at load: registering as after an unclean shutdown (PreviousBrokerEpoch -1)")
             self.previous_broker_epoch = -1
-        self.update_flush_by_time()
+        first = now_ms + INITIAL_TASK_DELAY_MS
+        self.next_task_ms = {
+            "retention": first if self.retention_check_interval_ms is not None else None,
+            "flush": first if self.flush_check_interval_ms is not None else None,
+            "recovery-checkpoint": first if self.recovery_checkpoint_interval_ms is not None else None,
+            "start-checkpoint": first if self.start_checkpoint_interval_ms is not None else None,
+        }
 
     def get_or_create(self, key: tuple[str, int], now_ms: int) -> PartitionLog:
         """The log of ``key``, created empty on first sight. OSError propagates."""
         log = self.logs.get(key)
         if log is None:
-            log = PartitionLog(self.disk, f"{LOG_DIR}/{key[0]}-{key[1]}", self.cache.log_config(key[0]), now_ms)
+            log = PartitionLog(self.disk, f"{LOG_DIR}/{key[0]}-{key[1]}", self.cache.log_config(key[0]), now_ms,
+                               rng=self._jitter_rng)
             self.logs[key] = log
         return log
 
-    # ================================================================= flushes and checkpoints
-    def update_flush_by_time(self) -> None:
-        """Note whether any log flushes by time (``flush.ms``)."""
-        self.flush_by_time = any(log.config.flush_interval_ms is not None for log in self.logs.values())
-
+    # ================================================================= periodic tasks and checkpoints
     def update_log_configs(self) -> None:
-        """Give every log its topic's flush configs again (after a config or partition change)."""
+        """Give every log its topic's configs again (after a config or partition change)."""
         for key, log in self.logs.items():
             log.config = self.cache.log_config(key[0])
-        self.update_flush_by_time()
+
+    def next_deadline(self, d: int) -> int:
+        """The earlier of ``d`` and the next periodic task (ms)."""
+        if self.offline:
+            return d
+        for t in self.next_task_ms.values():
+            if t is not None and t < d:
+                d = t
+        return d
+
+    def tick(self, now_ms: int) -> None:
+        """Run the periodic tasks that are due (Kafka's ``LogManager.startup`` schedule): retention every
+        ``log.retention.check.interval.ms`` (:meth:`cleanup_logs`), the flush scheduler every
+        ``log.flush.scheduler.interval.ms`` (:meth:`maybe_flush`), the recovery-point and log-start-offset
+        checkpoints every ``log.flush.offset.checkpoint.interval.ms`` /
+        ``log.flush.start.offset.checkpoint.interval.ms``. An OSError takes the directory offline."""
+        if self.offline:
+            return
+        tasks = self.next_task_ms
+        for name, period in (("retention", self.retention_check_interval_ms),
+                             ("flush", self.flush_check_interval_ms),
+                             ("recovery-checkpoint", self.recovery_checkpoint_interval_ms),
+                             ("start-checkpoint", self.start_checkpoint_interval_ms)):
+            due = tasks.get(name)
+            if due is None or now_ms < due or period is None:
+                continue
+            tasks[name] = now_ms + max(1, period)
+            try:
+                if name == "retention":
+                    self.cleanup_logs(now_ms)
+                elif name == "flush":
+                    self.maybe_flush(now_ms)
+                elif name == "recovery-checkpoint":
+                    self.checkpoint_recovery_points(now_ms)
+                else:
+                    self.checkpoint_log_start_offsets(now_ms)
+            except OSError as exc:
+                self._fail(now_ms, exc, f"running the log manager's {name} task")
+            if self.offline:
+                return
+
+    def cleanup_logs(self, now_ms: int) -> int:
+        """Retention of every log (Kafka's ``LogManager.cleanupLogs``: :meth:`PartitionLog.delete_old_segments`),
+        each deletion noted. Returns the segments deleted. OSError propagates."""
+        deleted = 0
+        for key in sorted(self.logs):
+            log = self.logs[key]
+            n, reason = log.delete_old_segments(now_ms)
+            if n:
+                deleted += n
+                self._note(f"{key[0]}-{key[1]}: deleted {n} segment(s) breaching the {reason}; log start offset "
+                           f"{log.log_start_offset}")
+        self.segments_deleted += deleted
+        return deleted
 
     def maybe_flush(self, now_ms: int) -> None:
-        """Flush the logs whose ``flush.ms`` ran out; an OSError takes the directory offline."""
-        try:
-            for log in self.logs.values():
-                log.maybe_flush(now_ms)
-        except OSError as exc:
-            self._fail(now_ms, exc, "flushing a log")
+        """The flush scheduler (Kafka's ``flushDirtyLogs``): flush the logs whose ``flush.ms`` ran out. OSError
+        propagates."""
+        for key in sorted(self.logs):
+            self.logs[key].maybe_flush(now_ms)
+
+    def checkpoint_recovery_points(self, now_ms: int) -> None:
+        """Write ``recovery-point-offset-checkpoint`` (Kafka's ``checkpointLogRecoveryOffsets``). OSError
+        propagates."""
+        write_offset_checkpoint(self.disk, f"{LOG_DIR}/{RECOVERY_POINT_CHECKPOINT_FILE}",
+                                {k: log.recovery_point for k, log in self.logs.items()}, now_ms)
+
+    def checkpoint_log_start_offsets(self, now_ms: int) -> None:
+        """Write ``log-start-offset-checkpoint`` (Kafka's ``checkpointLogStartOffsetsInDir``: the logs whose start
+        offset lies above their first segment's base; a load takes the first segment's base otherwise).
+        OSError propagates."""
+        write_offset_checkpoint(self.disk, f"{LOG_DIR}/{LOG_START_OFFSET_CHECKPOINT_FILE}",
+                                {k: log.log_start_offset for k, log in self.logs.items()
+                                 if log.log_start_offset > log.segments[0].base_offset}, now_ms)
 
     def checkpoint_hwms(self, now_ms: int) -> None:
         """Write the HWM checkpoint (Kafka's ``replication-offset-checkpoint``). OSError propagates."""
@@ -143,16 +245,29 @@ class LogManager:
         except OSError as exc:
             self._fail(now_ms, exc, "writing the HWM checkpoint")
 
+    def checkpoint_log_start_offsets_or_fail(self, now_ms: int) -> None:
+        """Write the log-start-offset checkpoint at once (after DeleteRecords moved a log start offset) unless
+        the directory is offline; a failure takes it offline and never raises."""
+        if self.offline:
+            return
+        try:
+            self.checkpoint_log_start_offsets(now_ms)
+        except OSError as exc:
+            self._fail(now_ms, exc, "writing the log-start-offset checkpoint")
+
     def shutdown(self, now_ms: int, broker_epoch: int) -> None:
-        """Flush every log, checkpoint HWMs and, registered (``broker_epoch`` >= 0), write the clean-shutdown
-        file. An offline directory gets none of it (Kafka's ``LogManager.shutdown`` writes the file for
-        online directories only), nor does one that fails meanwhile (taken offline, no raise)."""
+        """Flush every log, checkpoint HWMs, recovery points and log start offsets and, registered
+        (``broker_epoch`` >= 0), write the clean-shutdown file. An offline directory gets none of it (Kafka's
+        ``LogManager.shutdown`` writes the file for online directories only), nor does one that fails
+        meanwhile (taken offline, no raise)."""
         if self.offline:
             return
         try:
             for key in sorted(self.logs):
                 self.logs[key].flush(now_ms)
             self.checkpoint_hwms(now_ms)
+            self.checkpoint_recovery_points(now_ms)
+            self.checkpoint_log_start_offsets(now_ms)
             if broker_epoch >= 0:
                 write_clean_shutdown(self.disk, LOG_DIR, broker_epoch, now_ms)
         except OSError as exc:
@@ -171,7 +286,6 @@ class LogManager:
         self.failure = f"{what}: {exc}"
         offline = sorted(set(hosted) | set(self.logs))
         self.logs.clear()
-        self.flush_by_time = False
         self._note(f"log directory {LOG_DIR} (directory.id {self.directory_id}) failed while {what}: {exc}; "
                    f"{len(offline)} partition(s) offline until a restart: "
                    + (", ".join(f"{t}-{i}" for t, i in offline) or "none"))

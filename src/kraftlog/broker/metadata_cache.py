@@ -51,8 +51,26 @@ class MetadataCache:
         return cached
 
     def log_config(self, topic: str | None) -> LogConfig:
-        """The flush configs of ``topic``'s log (``flush.messages``/``flush.ms`` through
-        ``log.flush.interval.*``; None: never)."""
-        msgs = cfg.as_int(self.image.config("log.flush.interval.messages", topic, self.static))
-        ms = cfg.as_int(self.image.config("log.flush.interval.ms", topic, self.static))
-        return LogConfig(flush_interval_messages=msgs, flush_interval_ms=ms)
+        """``topic``'s log configs (Kafka's ``LogConfig``) through their broker synonyms
+        (``flush.messages``/``log.flush.interval.messages``, ``retention.ms``/``log.retention.ms``/``minutes``/
+        ``hours``, ...): None for a flush policy that never runs (unset or Kafka's Long.MAX_VALUE)."""
+        image, static = self.image, self.static
+
+        def get(name: str) -> int | None:
+            value = cfg.as_int(image.config(name, topic, static))
+            return None if value is None or value >= _NEVER else value
+
+        def need(name: str) -> int:  # a config with a default (through its synonyms)
+            return int(image.config(name, topic, static))
+
+        return LogConfig(flush_interval_messages=get("log.flush.interval.messages"),
+                         flush_interval_ms=get("log.flush.interval.ms"),
+                         segment_bytes=need("log.segment.bytes"), segment_ms=need("log.roll.ms"),
+                         segment_jitter_ms=need("log.roll.jitter.ms"),
+                         segment_index_bytes=need("log.index.size.max.bytes"),
+                         index_interval_bytes=need("log.index.interval.bytes"),
+                         retention_ms=need("log.retention.ms"), retention_bytes=need("log.retention.bytes"))
+
+
+#: A flush policy at or above this (Kafka's Long.MAX_VALUE defaults) never runs.
+_NEVER = 1 << 62

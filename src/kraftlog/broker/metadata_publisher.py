@@ -156,7 +156,6 @@ class BrokerMetadataPublisher:
         if not stale:
             return
         self._replicas.remove_partitions(now_ms, {key for key, _reason in stale})
-        logs.update_flush_by_time()
         logs.checkpoint_hwms_or_fail(now_ms)
 
     def _stray_reason(self, key: tuple[str, int], image: MetadataImage) -> str | None:

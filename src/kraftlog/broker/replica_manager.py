@@ -588,9 +588,9 @@ class ReplicaManager:
                     part.error = Errors.NOT_LEADER_OR_FOLLOWER
 
     # ================================================================= timers
-    def next_deadline(self, d: int, flush_by_time: bool) -> int:
+    def next_deadline(self, d: int) -> int:
         """The earlier of ``d`` and this manager's timers (ms): ISR checks, parked requests, AlterPartition
-        retries and (``flush_by_time``) log flushes."""
+        retries."""
         if self.partitions and self.next_isr_check_ms < d:
             d = self.next_isr_check_ms
         for deadline, _ in self.delayed_fetches:
@@ -599,12 +599,8 @@ class ReplicaManager:
         for dp in self.delayed_produces:
             if dp.deadline_ms < d:
                 d = dp.deadline_ms
-        if self.alter_dirty or flush_by_time:
+        if self.alter_dirty:
             for p in self.partitions.values():
                 if p.pending is not None and not p.pending.sent and p.pending.retry_at_ms < d:
                     d = p.pending.retry_at_ms
-                if flush_by_time:
-                    fd = p.log.next_flush_deadline()
-                    if fd is not None and fd < d:
-                        d = fd
         return d

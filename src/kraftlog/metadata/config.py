@@ -40,7 +40,29 @@ DEFAULTS: dict[str, str] = {
     # (no heartbeat answered since) stops.
     "log.dir.failure.timeout.ms": "30000",
     "log.flush.interval.messages": "",  # empty: never (Kafka: Long.MAX_VALUE)
-    "log.flush.interval.ms": "",  # empty: never (Kafka: null)
+    # empty: unset (Kafka: null), so flush.ms falls back to log.flush.scheduler.interval.ms (SYNONYM_FALLBACKS)
+    "log.flush.interval.ms": "",
+    # How often the flush scheduler checks flush.ms (Kafka's LogManager "kafka-log-flusher"); Kafka's default
+    # Long.MAX_VALUE: never, so by default no log is flushed by time.
+    "log.flush.scheduler.interval.ms": "9223372036854775807",
+    # Segmented storage (Kafka's ServerLogConfigs; topic names in TOPIC_SYNONYMS). "" = unset (Kafka: null):
+    # the next synonym of SYNONYM_FALLBACKS is used.
+    "log.segment.bytes": "1073741824",
+    "log.roll.ms": "",
+    "log.roll.hours": "168",
+    "log.roll.jitter.ms": "",
+    "log.roll.jitter.hours": "0",
+    "log.index.size.max.bytes": "10485760",
+    "log.index.interval.bytes": "4096",
+    "log.retention.bytes": "-1",
+    "log.retention.ms": "",
+    "log.retention.minutes": "",
+    "log.retention.hours": "168",
+    # How often retention runs (Kafka's "kafka-log-retention" task) and the log manager's checkpoints of
+    # recovery points and log start offsets are written.
+    "log.retention.check.interval.ms": "300000",
+    "log.flush.offset.checkpoint.interval.ms": "60000",
+    "log.flush.start.offset.checkpoint.interval.ms": "60000",
     "metadata.max.idle.interval.ms": "500",
     "default.replication.factor": "1",
     "num.partitions": "1",
@@ -82,9 +104,27 @@ TOPIC_SYNONYMS: dict[str, str] = {
     "unclean.recovery.strategy": "unclean.recovery.strategy",
     "log.flush.interval.messages": "flush.messages",
     "log.flush.interval.ms": "flush.ms",
+    "log.segment.bytes": "segment.bytes",
+    "log.roll.ms": "segment.ms",
+    "log.roll.jitter.ms": "segment.jitter.ms",
+    "log.index.size.max.bytes": "segment.index.bytes",
+    "log.index.interval.bytes": "index.interval.bytes",
+    "log.retention.bytes": "retention.bytes",
+    "log.retention.ms": "retention.ms",
     "message.max.bytes": "max.message.bytes",
     "log.message.timestamp.before.max.ms": "message.timestamp.before.max.ms",
     "log.message.timestamp.after.max.ms": "message.timestamp.after.max.ms",
+}
+
+#: A topic config's further broker synonyms after its first (TOPIC_SYNONYMS' key), in Kafka's order of
+#: precedence (``ServerTopicConfigSynonyms.ALL_TOPIC_CONFIG_SYNONYMS``), each with the factor that turns its
+#: value into the first one's unit (hours and minutes to ms). The first synonym set wins, whichever layer
+#: (dynamic cluster default or static config) sets it, as Kafka merges the layers before reading them.
+SYNONYM_FALLBACKS: dict[str, tuple[tuple[str, int], ...]] = {
+    "log.roll.ms": (("log.roll.hours", 3_600_000),),
+    "log.roll.jitter.ms": (("log.roll.jitter.hours", 3_600_000),),
+    "log.retention.ms": (("log.retention.minutes", 60_000), ("log.retention.hours", 3_600_000)),
+    "log.flush.interval.ms": (("log.flush.scheduler.interval.ms", 1),),
 }
 
 #: Every config name a scenario or AlterConfigs may set (broker names and topic-level names).
@@ -170,6 +210,30 @@ _TYPES: dict[str, tuple[str, int | None, bool]] = {
     "request.timeout.ms": (_INT, 0, False),
     "log.flush.interval.messages": (_LONG, 1, True),
     "log.flush.interval.ms": (_LONG, 0, True),
+    "log.flush.scheduler.interval.ms": (_LONG, 0, False),
+    # segment.bytes: Kafka 3.x's lower bound (LegacyRecord.RECORD_OVERHEAD_V0, 14 bytes). Kafka 4.0 (KIP-1030)
+    # raised it to 1 MiB; kraftlog keeps 3.x's so that a simulated story can roll segments in seconds.
+    "log.segment.bytes": (_INT, 14, False),
+    "segment.bytes": (_INT, 14, False),
+    "log.roll.ms": (_LONG, 1, True),
+    "log.roll.hours": (_INT, 1, False),
+    "segment.ms": (_LONG, 1, False),
+    "log.roll.jitter.ms": (_LONG, 0, True),
+    "log.roll.jitter.hours": (_INT, 0, False),
+    "segment.jitter.ms": (_LONG, 0, False),
+    "log.index.size.max.bytes": (_INT, 4, False),
+    "segment.index.bytes": (_INT, 4, False),
+    "log.index.interval.bytes": (_INT, 0, False),
+    "index.interval.bytes": (_INT, 0, False),
+    "log.retention.bytes": (_LONG, None, False),
+    "retention.bytes": (_LONG, None, False),
+    "log.retention.ms": (_LONG, -1, True),
+    "log.retention.minutes": (_INT, None, True),
+    "log.retention.hours": (_INT, None, False),
+    "retention.ms": (_LONG, -1, False),
+    "log.retention.check.interval.ms": (_LONG, 1, False),
+    "log.flush.offset.checkpoint.interval.ms": (_INT, 0, False),
+    "log.flush.start.offset.checkpoint.interval.ms": (_INT, 0, False),
     "flush.messages": (_LONG, 1, True),
     "flush.ms": (_LONG, 0, True),
     "metadata.max.idle.interval.ms": (_INT, 0, False),
@@ -268,13 +332,46 @@ def unclean_recovery_strategy(*layers: Mapping[str, str] | None) -> str:
 
 
 def lookup(name: str, *layers: Mapping[str, str] | None) -> str:
-    """The value of broker config ``name`` from the first layer that sets it, else Kafka's default.
+    """The value of broker config ``name`` from the first layer that sets it, else Kafka's default. A name
+    with further synonyms (:data:`SYNONYM_FALLBACKS`: ``log.retention.ms`` then ``log.retention.minutes``
+    then ``log.retention.hours``) takes the first synonym any layer sets, converted to ``name``'s unit, else
+    the first non-empty default among them (``log.retention.hours``' 168, as 604800000 ms).
 
     Raises KeyError for a name kraftlog does not know."""
-    for layer in layers:
-        if layer and name in layer:
-            return str(layer[name])
-    return DEFAULTS[name]
+    fallbacks = SYNONYM_FALLBACKS.get(name)
+    if fallbacks is None:
+        for layer in layers:
+            if layer and name in layer:
+                return str(layer[name])
+        return DEFAULTS[name]
+    chain = ((name, 1), *fallbacks)
+    for synonym, factor in chain:
+        for layer in layers:
+            if layer and synonym in layer and str(layer[synonym]).strip() != "":
+                return _scaled(str(layer[synonym]), factor)
+    for synonym, factor in chain:
+        if DEFAULTS[synonym] != "":
+            return _scaled(DEFAULTS[synonym], factor)
+    return ""
+
+
+def synonym_source(name: str, *layers: Mapping[str, str] | None) -> tuple[int, str] | None:
+    """Which layer sets broker config ``name`` (directly or through a :data:`SYNONYM_FALLBACKS` synonym),
+    as (position of the layer in ``layers``, the value in ``name``'s unit); None when only defaults apply.
+    For DescribeConfigs' source."""
+    chain = ((name, 1), *SYNONYM_FALLBACKS.get(name, ()))
+    for synonym, factor in chain:
+        for i, layer in enumerate(layers):
+            if layer and synonym in layer and (factor == 1 or str(layer[synonym]).strip() != ""):
+                return i, _scaled(str(layer[synonym]), factor) if factor != 1 else str(layer[synonym])
+    return None
+
+
+def _scaled(value: str, factor: int) -> str:
+    """``value`` (an int config) times ``factor``, as a string; ``value`` as it is when factor is 1."""
+    if factor == 1:
+        return value
+    return str(int(value.strip()) * factor)
 
 
 def as_int(value: str) -> int | None:

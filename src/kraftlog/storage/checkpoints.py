@@ -3,6 +3,8 @@
 * ``replication-offset-checkpoint``: the HWM of every partition of the log dir, written atomically
   (Kafka's ``ReplicaManager`` checkpoints HWMs with tmp + fsync + rename). Value: Kafka's text format
   ``"0\\n<count>\\n<topic> <partition> <hwm>\\n..."``.
+* ``recovery-point-offset-checkpoint`` and ``log-start-offset-checkpoint``: each log's recovery point and
+  log start offset (Kafka's ``LogManager`` checkpoints), in the same format.
 * ``.kafka_cleanshutdown`` (KIP-966): JSON ``{"version":0,"brokerEpoch":N}`` written on a clean stop and
   deleted at log load; its broker epoch becomes the PreviousBrokerEpoch of the next registration, -1
   when missing or unreadable (an unclean shutdown).
@@ -18,6 +20,10 @@ from .disk import Disk
 
 __all__ = [
     "HWM_CHECKPOINT_FILE",
+    "RECOVERY_POINT_CHECKPOINT_FILE",
+    "LOG_START_OFFSET_CHECKPOINT_FILE",
+    "write_offset_checkpoint",
+    "read_offset_checkpoint",
     "CLEAN_SHUTDOWN_FILE",
     "write_hwm_checkpoint",
     "read_hwm_checkpoint",
@@ -28,6 +34,8 @@ __all__ = [
 
 #: Kafka's file names.
 HWM_CHECKPOINT_FILE = "replication-offset-checkpoint"
+RECOVERY_POINT_CHECKPOINT_FILE = "recovery-point-offset-checkpoint"
+LOG_START_OFFSET_CHECKPOINT_FILE = "log-start-offset-checkpoint"
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 
 _HWM_VERSION = 0
@@ -43,33 +51,35 @@ def _as_text(value: object) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def write_hwm_checkpoint(disk: Disk, log_dir: str, mapping: dict[tuple[str, int], int], now_ms: int) -> None:
-    """Atomically write ``{(topic, partition): hwm}`` to ``{log_dir}/replication-offset-checkpoint``.
+def write_offset_checkpoint(disk: Disk, path: str, mapping: dict[tuple[str, int], int], now_ms: int) -> None:
+    """Atomically write ``{(topic, partition): offset}`` to ``path`` in Kafka's ``OffsetCheckpointFile`` format
+    (``replication-offset-checkpoint``, ``recovery-point-offset-checkpoint``, ``log-start-offset-checkpoint``).
 
-    HWMs are offsets; entries are written sorted by (topic, partition) so the file is deterministic.
-    An entry whose topic name the format cannot hold (empty, or with whitespace or a line break: Kafka's
-    legal names never have them, but a log directory from before kraftlog validated names may) is left
-    out rather than failing the checkpoint: a checkpoint failure must never stop a broker (issue 24).
+    Entries are written sorted by (topic, partition) so the file is deterministic. An entry whose topic name
+    the format cannot hold (empty, or with whitespace or a line break: Kafka's legal names never have them,
+    but a log directory from before kraftlog validated names may) is left out rather than failing the
+    checkpoint: a checkpoint failure must never stop a broker (issue 24). OSError propagates.
     """
-    items = sorted(((topic, partition), hwm) for (topic, partition), hwm in mapping.items()
+    items = sorted(((topic, partition), offset) for (topic, partition), offset in mapping.items()
                    if isinstance(topic, str) and topic and not any(c.isspace() for c in topic))
     lines = [str(_HWM_VERSION), str(len(items))]
-    for (topic, partition), hwm in items:
-        lines.append(f"{topic} {partition} {hwm}")
-    disk.write_atomic(f"{log_dir}/{HWM_CHECKPOINT_FILE}", "\n".join(lines) + "\n", now_ms)
+    for (topic, partition), offset in items:
+        lines.append(f"{topic} {partition} {offset}")
+    disk.write_atomic(path, "\n".join(lines) + "\n", now_ms)
 
 
-def read_hwm_checkpoint(disk: Disk, log_dir: str) -> dict[tuple[str, int], int]:
-    """``{(topic, partition): hwm}`` from ``{log_dir}/replication-offset-checkpoint``; ``{}`` if missing.
+def read_offset_checkpoint(disk: Disk, path: str) -> dict[tuple[str, int], int]:
+    """``{(topic, partition): offset}`` from the offset checkpoint file ``path``; ``{}`` if missing.
 
-    Raises ValueError when the file is malformed (Kafka marks the log dir offline in that case).
+    Raises ValueError naming the file when it is malformed (Kafka marks the log dir offline in that case).
     """
-    value = disk.read_value(f"{log_dir}/{HWM_CHECKPOINT_FILE}")
+    value = disk.read_value(path)
     if value is None:
         return {}
+    name = path.rpartition("/")[2]
     text = _as_text(value)
     if text is None:
-        raise ValueError("replication-offset-checkpoint is not text")
+        raise ValueError(f"{name} is not text")
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()
@@ -81,11 +91,25 @@ def read_hwm_checkpoint(disk: Disk, log_dir: str) -> dict[tuple[str, int], int]:
             raise ValueError(f"expected {count} entries, found {len(lines) - 2}")
         out: dict[tuple[str, int], int] = {}
         for line in lines[2:]:
-            topic, partition, hwm = line.split()
-            out[(topic, int(partition))] = int(hwm)
+            topic, partition, offset = line.split()
+            out[(topic, int(partition))] = int(offset)
     except ValueError as e:
-        raise ValueError(f"malformed replication-offset-checkpoint: {e}") from None
+        raise ValueError(f"malformed {name}: {e}") from None
     return out
+
+
+def write_hwm_checkpoint(disk: Disk, log_dir: str, mapping: dict[tuple[str, int], int], now_ms: int) -> None:
+    """Atomically write ``{(topic, partition): hwm}`` to ``{log_dir}/replication-offset-checkpoint``
+    (:func:`write_offset_checkpoint`)."""
+    write_offset_checkpoint(disk, f"{log_dir}/{HWM_CHECKPOINT_FILE}", mapping, now_ms)
+
+
+def read_hwm_checkpoint(disk: Disk, log_dir: str) -> dict[tuple[str, int], int]:
+    """``{(topic, partition): hwm}`` from ``{log_dir}/replication-offset-checkpoint``; ``{}`` if missing.
+
+    Raises ValueError when the file is malformed (Kafka marks the log dir offline in that case).
+    """
+    return read_offset_checkpoint(disk, f"{log_dir}/{HWM_CHECKPOINT_FILE}")
 
 
 def write_clean_shutdown(disk: Disk, log_dir: str, broker_epoch: int, now_ms: int) -> None:
