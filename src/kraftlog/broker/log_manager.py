@@ -193,8 +193,7 @@ class LogManager:
                     self.checkpoint_log_start_offsets(now_ms)
             except OSError as exc:
                 self._fail(now_ms, exc, f"running the log manager's {name} task")
-            if self.offline:
-                return
+                return  # the directory is offline: no task runs until a restart
 
     def cleanup_logs(self, now_ms: int) -> int:
         """Retention of every log (Kafka's ``LogManager.cleanupLogs``: :meth:`PartitionLog.delete_old_segments`),

@@ -620,7 +620,8 @@ class PartitionLog:
             head = straddling.truncated_before(offset)
             keep -= 1
         disk.truncate(seg.path, keep, now_ms)
-        seg.truncate_index(keep, bases[keep] if keep < len(bases) else seg.next_offset, self.config.index_interval_bytes)
+        end = bases[keep] if keep < len(bases) else seg.next_offset
+        seg.truncate_index(keep, end, self.config.index_interval_bytes)
         if head is not None:
             disk.append(seg.path, head, now_ms)
             seg.index(head, head.max_timestamp, now_ms, self.config.index_interval_bytes)
