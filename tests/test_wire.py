@@ -24,6 +24,12 @@ import struct
 import uuid
 
 import pytest
+from kafka.protocol.admin import (
+    DeleteRecordsRequest as KpDeleteRecordsRequest,
+)
+from kafka.protocol.admin import (
+    DeleteRecordsResponse as KpDeleteRecordsResponse,
+)
 from kafka.protocol.admin.configs import (
     DescribeConfigsRequest as KpDescribeConfigsRequest,
 )
@@ -281,6 +287,22 @@ SAMPLES: dict[type, object] = {
             m.ListOffsetsPartitionResponse("payments", 0, Errors.NONE, 1_700_000_000_003, 17, 2),
         ),
         throttle_time_ms=0,
+    ),
+    m.DeleteRecordsRequest: m.DeleteRecordsRequest(
+        partitions=(
+            m.DeleteRecordsPartition("orders", 0, 100),
+            m.DeleteRecordsPartition("orders", 1, -1),
+            m.DeleteRecordsPartition("payments", 0, 7),
+        ),
+        timeout_ms=30_000,
+    ),
+    m.DeleteRecordsResponse: m.DeleteRecordsResponse(
+        partitions=(
+            m.DeleteRecordsPartitionResponse("orders", 0, 100),
+            m.DeleteRecordsPartitionResponse("orders", 1, -1, Errors.OFFSET_OUT_OF_RANGE),
+            m.DeleteRecordsPartitionResponse("payments", 0, 7),
+        ),
+        throttle_time_ms=3,
     ),
     m.OffsetForLeaderEpochRequest: m.OffsetForLeaderEpochRequest(
         replica_id=2,
@@ -982,6 +1004,8 @@ KAFKA_PYTHON = [
     (m.ProduceResponse, KpProduceResponse, False),
     (m.ListOffsetsRequest, KpListOffsetsRequest, True),
     (m.ListOffsetsResponse, KpListOffsetsResponse, False),
+    (m.DeleteRecordsRequest, KpDeleteRecordsRequest, True),
+    (m.DeleteRecordsResponse, KpDeleteRecordsResponse, False),
     (m.OffsetForLeaderEpochRequest, KpOffsetForLeaderEpochRequest, True),
     (m.OffsetForLeaderEpochResponse, KpOffsetForLeaderEpochResponse, False),
     (m.MetadataRequest, KpMetadataRequest, True),

@@ -33,6 +33,7 @@ RANGES = {
     m.FetchRequest: range(4, 16),  # 4-12 name topics (FetchPartition.topic), 13-15 use topic ids
     m.MetadataFetchRequest: range(15, 16),
     m.ListOffsetsRequest: range(1, 8),
+    m.DeleteRecordsRequest: range(0, 3),
     m.OffsetForLeaderEpochRequest: range(2, 5),
     m.MetadataRequest: range(1, 13),
     m.InitProducerIdRequest: range(0, 5),

@@ -327,6 +327,7 @@ class Broker(NodeBase[BrokerContext]):
         replicas.complete_due_fetches(now_ms)
         if replicas.delayed_produces:
             replicas.complete_delayed_produces(now_ms)
+        replicas.delete_records.try_complete(now_ms)
         replicas.maybe_shrink_isrs(now_ms)
         if now_ms >= self.next_hwm_checkpoint_ms:
             self.next_hwm_checkpoint_ms = now_ms + self.config.hwm_checkpoint_interval_ms

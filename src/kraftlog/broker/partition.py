@@ -42,6 +42,8 @@ class ReplicaState:
     last_fetch_leader_leo: int = -1
     broker_epoch: int = -1
     fetch_leader_epoch: int = -1
+    #: the follower's log start offset from its last Fetch (Kafka's ``ReplicaState.logStartOffset``)
+    log_start_offset: int = -1
 
 
 @dataclass(slots=True)
@@ -193,8 +195,9 @@ class Partition:
 
     # ============================================================ leader: follower fetch
     def update_follower_fetch_state(self, replica_id: int, fetch_offset: int, broker_epoch: int,
-                                    fetch_leader_epoch: int, now_ms: int) -> None:
-        """Kafka's ``Replica.updateFetchStateOrThrow``: LEO and last-caught-up time of a follower."""
+                                    fetch_leader_epoch: int, now_ms: int, log_start_offset: int = -1) -> None:
+        """Kafka's ``Replica.updateFetchStateOrThrow``: LEO, log start offset and last-caught-up time of a
+        follower."""
         st = self.followers.get(replica_id)
         if st is None:
             st = self.followers[replica_id] = ReplicaState()
@@ -210,6 +213,7 @@ class Partition:
         st.last_fetch_leader_leo = leo
         st.broker_epoch = broker_epoch
         st.fetch_leader_epoch = fetch_leader_epoch
+        st.log_start_offset = log_start_offset
 
     def isr_candidate(self, replica_id: int, metadata_broker_epoch: int | None, broker_active: bool) -> bool:
         """May ``replica_id`` be proposed for the ISR now? (DESIGN.md: ISR expansion rules)."""

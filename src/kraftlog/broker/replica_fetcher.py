@@ -18,6 +18,7 @@ from .replica_manager import ReplicaManager
 
 NONE = Errors.NONE
 FENCED_LEADER_EPOCH = Errors.FENCED_LEADER_EPOCH
+OFFSET_OUT_OF_RANGE = Errors.OFFSET_OUT_OF_RANGE
 
 
 class ReplicaFetcherManager:
@@ -108,10 +109,20 @@ class ReplicaFetcherManager:
             if pr.error_code == FENCED_LEADER_EPOCH:
                 p.fetch_failed_epoch = p.leader_epoch  # our epoch is stale: wait for metadata
                 continue
+            log = p.log
+            if pr.error_code == OFFSET_OUT_OF_RANGE and log.log_end_offset < pr.log_start_offset:
+                # Kafka's AbstractFetcherThread.handleOutOfRangeError / fetchOffsetAndTruncate: retention or
+                # DeleteRecords moved the leader's log start offset past our LEO; what we have is below it, so
+                # the log restarts empty at the leader's log start (truncateFullyAndStartAt) and fetches on.
+                try:
+                    log.truncate_fully_and_start_at(pr.log_start_offset, now_ms)
+                except OSError as exc:
+                    self._fail(now_ms, exc, f"restarting {key[0]}-{key[1]} at the leader's log start offset")
+                    return
+                continue
             if pr.error_code != NONE:
                 backoff = True
                 continue
-            log = p.log
             try:
                 if pr.diverging_epoch is not None:
                     log.truncate_to(p.truncation_offset(pr.diverging_epoch), now_ms)
@@ -129,6 +140,14 @@ class ReplicaFetcherManager:
                 return
             if pr.high_watermark >= 0:
                 log.update_high_watermark(pr.high_watermark)  # follower HWM = min(leader HWM, LEO)
+            if pr.log_start_offset > log.log_start_offset:
+                # Kafka's ReplicaFetcherThread.processPartitionData: the follower takes the leader's log start
+                # offset (LeaderOffsetIncremented), never past its own HWM; retention deletes below it.
+                try:
+                    log.maybe_increment_log_start_offset(min(pr.log_start_offset, log.high_watermark), now_ms)
+                except OSError as exc:
+                    self._fail(now_ms, exc, f"moving the log start offset of {key[0]}-{key[1]}")
+                    return
         if backoff:
             self.fetch_backoff_until[leader] = now_ms + self.config.fetch_backoff_ms
 

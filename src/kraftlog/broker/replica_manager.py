@@ -26,8 +26,10 @@ from ..protocol import messages as m
 from ..protocol.errors import Errors
 from ..protocol.node import Envelope
 from ..protocol.validation import validate_produce_records
+from ..storage.log import RecordBatchTooLargeError
 from .channel import CONTROLLER, AlterPartitionContext, BrokerChannel, LogDirFailureHandler
 from .config import BrokerConfig
+from .delete_records import DeleteRecordsManager
 from .lifecycle import BrokerLifecycleManager
 from .log_manager import LogManager
 from .metadata_cache import MetadataCache
@@ -92,11 +94,18 @@ class ReplicaManager:
         self.partitions: dict[tuple[str, int], Partition] = {}
         self.delayed_fetches: list[tuple[int, Envelope[m.FetchRequest]]] = []
         self.delayed_produces: list[DelayedProduce] = []
+        #: DeleteRecords on the leaders here, parked until the low watermarks reach them
+        self.delete_records = DeleteRecordsManager(self.partitions, self.fetch_partition_error, self._alive_brokers,
+                                                   channel, fail)
         self.next_isr_check_ms = now_ms + self.lag_max_ms // 2
         self.alter_dirty = False  # some partition may have an unsent AlterPartition
         #: Kafka's ReplicaManager and BrokerTopicMetrics meters (:mod:`.metrics` registers them)
         self.isr_shrinks, self.isr_expands = Meter(), Meter()
         self.bytes_in, self.messages_in = Meter(), Meter()
+
+    def _alive_brokers(self) -> set[int]:
+        """The ids of the registered, unfenced brokers (Kafka's ``metadataCache.hasAliveBroker``)."""
+        return {b for b, reg in self.cache.image.brokers.items() if not reg.fenced}
 
     # ================================================================= errors
     def offline_error(self, topic: str, index: int) -> int | None:
@@ -154,6 +163,7 @@ class ReplicaManager:
                         part.error = Errors.KAFKA_STORAGE_ERROR
             self.complete_delayed_produces(now_ms)
         self.wake_delayed_fetches(now_ms)
+        self.delete_records.try_complete(now_ms)
 
     # ================================================================= roles
     def apply_partition(self, now_ms: int, key: tuple[str, int], reg: PartitionRegistration) -> None:
@@ -177,6 +187,7 @@ class ReplicaManager:
         else:
             if p.make_follower(reg):
                 self._fail_delayed_produces(key)
+                self.delete_records.try_complete(now_ms)
 
     def remove_partitions(self, now_ms: int, removed: set[tuple[str, int]]) -> None:
         """Partitions ``removed`` from this broker (deleted or stray) end the requests waiting on them:
@@ -189,6 +200,7 @@ class ReplicaManager:
         if self.delayed_produces:
             self.complete_delayed_produces(now_ms)
         self.wake_delayed_fetches(now_ms)
+        self.delete_records.try_complete(now_ms)
 
     # ================================================================= Fetch (leader side)
     def handle_fetch(self, now_ms: int, env: Envelope[m.FetchRequest], may_park: bool) -> None:
@@ -260,7 +272,7 @@ class ReplicaManager:
                 continue
             if is_follower:
                 p.update_follower_fetch_state(req.replica_id, fp.fetch_offset, req.replica_epoch,
-                                              fp.current_leader_epoch, now_ms)
+                                              fp.current_leader_epoch, now_ms, fp.log_start_offset)
                 if p.pending is None and req.replica_id not in p.isr:
                     self.maybe_expand_isr(now_ms, p, req.replica_id)
                 if self.maybe_increment_hwm(now_ms, p, wake=False):
@@ -282,6 +294,8 @@ class ReplicaManager:
             self._channel.send_response(env, m.FetchResponse(NONE, tuple(out)))
         if hw_changed:
             self._on_hwm_changed(now_ms)
+        if is_follower and self.delete_records.parked:  # followers report their log start offsets
+            self.delete_records.try_complete(now_ms)
 
     def complete_due_fetches(self, now_ms: int) -> None:
         """Answer the parked fetches whose ``max_wait_ms`` ran out (DelayedFetch.onExpiration)."""
@@ -496,9 +510,19 @@ class ReplicaManager:
             if req.acks == -1 and len(p.isr) < self.cache.min_isr(pp.topic):
                 results.append(m.ProducePartitionResponse(pp.topic, pp.partition, Errors.NOT_ENOUGH_REPLICAS))
                 continue
+            size = sum(b.size_bytes for b in pp.records)
+            if size > p.log.config.segment_bytes:
+                # Kafka's UnifiedLog.append: the partition's records must fit one segment (RecordBatchTooLarge).
+                results.append(m.ProducePartitionResponse(
+                    pp.topic, pp.partition, Errors.RECORD_LIST_TOO_LARGE,
+                    error_message=f"Message batch size is {size} bytes in append to partition {pp.topic}-"
+                                  f"{pp.partition} which exceeds the maximum configured segment size of "
+                                  f"{p.log.config.segment_bytes}."))
+                continue
             first: int | None = None
             last = -1
             error: int = NONE
+            message: str | None = None
             for batch in pp.records:
                 error, duplicate_of = p.log.producer_state.check(batch)
                 if error != NONE:
@@ -511,6 +535,9 @@ class ReplicaManager:
                     continue
                 try:
                     stamped = p.log.append_as_leader(batch, p.leader_epoch, now_ms)
+                except RecordBatchTooLargeError as exc:  # larger than segment.bytes: refused, nothing appended
+                    error, message = Errors.RECORD_LIST_TOO_LARGE, str(exc)
+                    break
                 except OSError as exc:  # nothing was indexed or acknowledged: the directory goes offline
                     self._fail(now_ms, exc, f"appending to {pp.topic}-{pp.partition}")
                     error = Errors.KAFKA_STORAGE_ERROR
@@ -520,7 +547,7 @@ class ReplicaManager:
                 self.bytes_in.count += stamped.size_bytes
                 self.messages_in.count += stamped.record_count
             if error != NONE:
-                results.append(m.ProducePartitionResponse(pp.topic, pp.partition, error))
+                results.append(m.ProducePartitionResponse(pp.topic, pp.partition, error, error_message=message))
                 continue
             assert first is not None  # a produce partition carries at least one batch (validated above)
             appended = True
@@ -599,6 +626,7 @@ class ReplicaManager:
         for dp in self.delayed_produces:
             if dp.deadline_ms < d:
                 d = dp.deadline_ms
+        d = self.delete_records.next_deadline(d)
         if self.alter_dirty:
             for p in self.partitions.values():
                 if p.pending is not None and not p.pending.sent and p.pending.retry_at_ms < d:

@@ -39,7 +39,7 @@ CONTROLLER = "CONTROLLER"
 
 #: Requests a broker answers itself (on its client listener and its internal one).
 BROKER_APIS: frozenset[type[Request]] = frozenset((
-    m.FetchRequest, m.ProduceRequest, m.ListOffsetsRequest, m.OffsetForLeaderEpochRequest,
+    m.FetchRequest, m.ProduceRequest, m.ListOffsetsRequest, m.OffsetForLeaderEpochRequest, m.DeleteRecordsRequest,
     m.MetadataRequest, m.DescribeTopicPartitionsRequest, m.InitProducerIdRequest, m.FindCoordinatorRequest,
     m.OffsetCommitRequest, m.OffsetFetchRequest, m.JoinGroupRequest, m.SyncGroupRequest, m.HeartbeatRequest,
     m.LeaveGroupRequest, m.ApiVersionsRequest, m.DescribeConfigsRequest,
@@ -133,6 +133,9 @@ def error_response(request: Message, code: int) -> Message:
         return m.DeleteGroupsResponse(tuple(m.DeletableGroupResult(g, code) for g in request.groups_names))
     if type(request) is m.OffsetDeleteRequest:
         return m.OffsetDeleteResponse(code)
+    if type(request) is m.DeleteRecordsRequest:
+        return m.DeleteRecordsResponse(tuple(m.DeleteRecordsPartitionResponse(p.topic, p.partition, -1, code)
+                                             for p in request.partitions))
     raise TypeError(f"no error response for {type(request).__name__}")
 
 

@@ -14,12 +14,12 @@ Field conventions: offsets and epochs are ints (-1 = none), durations are ints i
 is Kafka's ``about`` text (or kraftlog's, where the core means more), prefixed by the field's path
 when the core flattens or renames it.
 
-Generated for the 30 APIs the core speaks, each holding the fields the protocol uses:
+Generated for the 31 APIs the core speaks, each holding the fields the protocol uses:
 AlterConfigs, AlterPartition, ApiVersions, BrokerHeartbeat, BrokerRegistration, CreatePartitions,
-CreateTopics, DeleteGroups, DeleteTopics, DescribeConfigs, DescribeGroups, DescribeTopicPartitions,
-ElectLeaders, Fetch, FindCoordinator, GetReplicaLogInfo, Heartbeat, IncrementalAlterConfigs,
-InitProducerId, JoinGroup, LeaveGroup, ListGroups, ListOffsets, Metadata, OffsetCommit,
-OffsetDelete, OffsetFetch, OffsetForLeaderEpoch, Produce, SyncGroup.
+CreateTopics, DeleteGroups, DeleteRecords, DeleteTopics, DescribeConfigs, DescribeGroups,
+DescribeTopicPartitions, ElectLeaders, Fetch, FindCoordinator, GetReplicaLogInfo, Heartbeat,
+IncrementalAlterConfigs, InitProducerId, JoinGroup, LeaveGroup, ListGroups, ListOffsets, Metadata,
+OffsetCommit, OffsetDelete, OffsetFetch, OffsetForLeaderEpoch, Produce, SyncGroup.
 The other APIs kio has are not generated: kraftlog neither sends nor
 serves them, kio's own entities already hold them in Kafka's shape, and a mirror nobody reads would
 only drift (DESIGN.md: kio stays at the edge).
@@ -526,6 +526,65 @@ class ListOffsetsResponse:
     API: ClassVar[str] = "ListOffsets"
     #: ``topics[].partitions[]``: Each partition in the response.
     partitions: tuple[ListOffsetsPartitionResponse, ...]
+    #: ``throttle_time``: The duration in milliseconds for which the request was throttled due to a quota violation,
+    #: or zero if the request did not violate any quota.
+    throttle_time_ms: int = 0
+
+
+# ------------------------------------------------------------------- DeleteRecords (API key 21, v2)
+@dataclass(slots=True)
+class DeleteRecordsPartition:
+    """``offset``: delete every record below it (the new log start offset); -1: up to the HWM.
+
+    From Kafka's DeleteRecordsRequest v2 ``topics[].partitions[]`` (``kio.schema.delete_records.v2.request``)."""
+
+    #: ``topics[].name``: the topic's name (Kafka nests partitions by topic; the core flattens them).
+    topic: str
+    #: ``partition_index``: The partition index.
+    partition: int
+    #: The deletion offset. -1 means that records should be truncated to the high watermark.
+    offset: int
+
+
+@dataclass(slots=True)
+class DeleteRecordsRequest:
+    """DeleteRecords v2: move each partition's log start offset up (Kafka's ``deleteRecords``); the
+    answer waits up to ``timeout_ms`` until every live replica's log start offset reached it.
+
+    From Kafka's DeleteRecordsRequest v2 (``kio.schema.delete_records.v2.request``)."""
+
+    API: ClassVar[str] = "DeleteRecords"
+    API_KEY: ClassVar[int] = 21
+    VERSION: ClassVar[int] = 2
+    #: ``topics[].partitions[]``: Each partition that we want to delete records from.
+    partitions: tuple[DeleteRecordsPartition, ...]
+    #: ``timeout``: How long to wait for the deletion to complete, in milliseconds.
+    timeout_ms: int
+
+
+@dataclass(slots=True)
+class DeleteRecordsPartitionResponse:
+    """``low_watermark``: the least log start offset among the partition's live replicas.
+
+    From Kafka's DeleteRecordsResponse v2 ``topics[].partitions[]`` (``kio.schema.delete_records.v2.response``)."""
+
+    #: ``topics[].name``: the topic's name (Kafka nests partitions by topic; the core flattens them).
+    topic: str
+    #: ``partition_index``: The partition index.
+    partition: int
+    #: The partition low water mark.
+    low_watermark: int = -1
+    #: The deletion error code, or 0 if the deletion succeeded.
+    error_code: int = 0
+
+
+@dataclass(slots=True)
+class DeleteRecordsResponse:
+    """From Kafka's DeleteRecordsResponse v2 (``kio.schema.delete_records.v2.response``)."""
+
+    API: ClassVar[str] = "DeleteRecords"
+    #: ``topics[].partitions[]``: Each partition that we wanted to delete records from.
+    partitions: tuple[DeleteRecordsPartitionResponse, ...]
     #: ``throttle_time``: The duration in milliseconds for which the request was throttled due to a quota violation,
     #: or zero if the request did not violate any quota.
     throttle_time_ms: int = 0
@@ -2007,18 +2066,19 @@ class DescribeConfigsResponse:
 #: Every request class, keyed by API name (MetadataFetchRequest shares "Fetch").
 REQUEST_TYPES: tuple[type, ...] = (
     FetchRequest, AlterPartitionRequest, BrokerRegistrationRequest, BrokerHeartbeatRequest,
-    MetadataFetchRequest, ProduceRequest, ListOffsetsRequest, OffsetForLeaderEpochRequest, MetadataRequest,
-    CreateTopicsRequest, IncrementalAlterConfigsRequest, CreatePartitionsRequest, AlterConfigsRequest,
-    ElectLeadersRequest, GetReplicaLogInfoRequest, DescribeTopicPartitionsRequest, FindCoordinatorRequest,
-    OffsetCommitRequest, OffsetFetchRequest, InitProducerIdRequest, JoinGroupRequest, SyncGroupRequest,
-    HeartbeatRequest, LeaveGroupRequest, ListGroupsRequest, DescribeGroupsRequest, DeleteGroupsRequest,
-    OffsetDeleteRequest, ApiVersionsRequest, DeleteTopicsRequest, DescribeConfigsRequest,
+    MetadataFetchRequest, ProduceRequest, ListOffsetsRequest, DeleteRecordsRequest, OffsetForLeaderEpochRequest,
+    MetadataRequest, CreateTopicsRequest, IncrementalAlterConfigsRequest, CreatePartitionsRequest,
+    AlterConfigsRequest, ElectLeadersRequest, GetReplicaLogInfoRequest, DescribeTopicPartitionsRequest,
+    FindCoordinatorRequest, OffsetCommitRequest, OffsetFetchRequest, InitProducerIdRequest, JoinGroupRequest,
+    SyncGroupRequest, HeartbeatRequest, LeaveGroupRequest, ListGroupsRequest, DescribeGroupsRequest,
+    DeleteGroupsRequest, OffsetDeleteRequest, ApiVersionsRequest, DeleteTopicsRequest, DescribeConfigsRequest,
 )
 #: The Kafka API names a scenario's ``hold``/``release`` may name.
 API_NAMES: frozenset[str] = frozenset({
     "AlterConfigs", "AlterPartition", "ApiVersions", "BrokerHeartbeat", "BrokerRegistration",
-    "CreatePartitions", "CreateTopics", "DeleteGroups", "DeleteTopics", "DescribeConfigs", "DescribeGroups",
-    "DescribeTopicPartitions", "ElectLeaders", "Fetch", "FindCoordinator", "GetReplicaLogInfo", "Heartbeat",
-    "IncrementalAlterConfigs", "InitProducerId", "JoinGroup", "LeaveGroup", "ListGroups", "ListOffsets",
-    "Metadata", "OffsetCommit", "OffsetDelete", "OffsetFetch", "OffsetForLeaderEpoch", "Produce", "SyncGroup",
+    "CreatePartitions", "CreateTopics", "DeleteGroups", "DeleteRecords", "DeleteTopics", "DescribeConfigs",
+    "DescribeGroups", "DescribeTopicPartitions", "ElectLeaders", "Fetch", "FindCoordinator",
+    "GetReplicaLogInfo", "Heartbeat", "IncrementalAlterConfigs", "InitProducerId", "JoinGroup", "LeaveGroup",
+    "ListGroups", "ListOffsets", "Metadata", "OffsetCommit", "OffsetDelete", "OffsetFetch",
+    "OffsetForLeaderEpoch", "Produce", "SyncGroup",
 })

@@ -1,7 +1,7 @@
 """The replication APIs a broker serves (Kafka's ``KafkaApis`` handlers over its ``ReplicaManager``): Fetch and
 Produce (answered by the :class:`~kraftlog.broker.replica_manager.ReplicaManager`, parked when they must
-wait), ListOffsets, OffsetForLeaderEpoch (KIP-320's leader-epoch fencing), and GetReplicaLogInfo (KIP-966
-part 2)."""
+wait), DeleteRecords (:mod:`kraftlog.broker.delete_records`), ListOffsets, OffsetForLeaderEpoch (KIP-320's
+leader-epoch fencing), and GetReplicaLogInfo (KIP-966 part 2)."""
 
 from __future__ import annotations
 
@@ -39,6 +39,7 @@ class ReplicationApis:
             entry(m.FetchRequest, self.fetch),
             entry(m.ProduceRequest, self._replicas.handle_produce),
             entry(m.ListOffsetsRequest, self.list_offsets),
+            entry(m.DeleteRecordsRequest, self._replicas.delete_records.handle),
             entry(m.OffsetForLeaderEpochRequest, self.offset_for_leader_epoch),
             entry(m.GetReplicaLogInfoRequest, self.get_replica_log_info),
         ))

@@ -263,6 +263,31 @@ APIS: tuple[Api, ...] = (
             F("throttle_time_ms", default=0),
         )),
     )),
+    Api("DeleteRecords", 21, 2, Kio(2), classes=(
+        Struct("DeleteRecordsPartition", REQUEST, "topics.partitions", doc=(
+            "``offset``: delete every record below it (the new log start offset); -1: up to the HWM."), fields=(
+            F("topic", "../name", doc=_TOPIC_BY_NAME),
+            F("partition", "partition_index"),
+            F("offset"),
+        )),
+        Struct("DeleteRecordsRequest", REQUEST, "", doc=(
+            "DeleteRecords v2: move each partition's log start offset up (Kafka's ``deleteRecords``); the\n"
+            "answer waits up to ``timeout_ms`` until every live replica's log start offset reached it."), fields=(
+            F("partitions", "topics.partitions"),
+            F("timeout_ms"),
+        )),
+        Struct("DeleteRecordsPartitionResponse", RESPONSE, "topics.partitions", doc=(
+            "``low_watermark``: the least log start offset among the partition's live replicas."), fields=(
+            F("topic", "../name", doc=_TOPIC_BY_NAME),
+            F("partition", "partition_index"),
+            F("low_watermark", default=-1),
+            F("error_code", default=0),
+        )),
+        Struct("DeleteRecordsResponse", RESPONSE, "", fields=(
+            F("partitions", "topics.partitions"),
+            F("throttle_time_ms", default=0),
+        )),
+    )),
     Api("OffsetForLeaderEpoch", 23, 4, Kio(4), classes=(
         Struct("OffsetForLeaderEpochPartition", REQUEST, "topics.partitions", fields=(
             F("topic", "../topic"),

@@ -227,6 +227,11 @@ _APIS: tuple[_Api, ...] = (
          renames={"partition": "partition_index"},
          groups=(_by_topic(m.ListOffsetsRequest, "partitions", "topics", "partitions"),
                  _by_topic(m.ListOffsetsResponse, "partitions", "topics", "partitions"))),
+    # DeleteRecords: kafka-python and librdkafka's admin clients (deleteRecords) send v0-v2.
+    _Api(m.DeleteRecordsRequest, m.DeleteRecordsResponse, range(0, 3),
+         renames={"partition": "partition_index"},
+         groups=(_by_topic(m.DeleteRecordsRequest, "partitions", "topics", "partitions"),
+                 _by_topic(m.DeleteRecordsResponse, "partitions", "topics", "partitions"))),
     _Api(m.OffsetForLeaderEpochRequest, m.OffsetForLeaderEpochResponse, range(2, 5),
          groups=(_by_topic(m.OffsetForLeaderEpochRequest, "partitions", "topics", "partitions",
                            key=("topic", "topic")),
