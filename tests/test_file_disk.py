@@ -27,6 +27,7 @@ from random import Random
 import pytest
 from crc32c import crc32c
 
+import test_segments as segments_tests
 import test_storage as storage_tests
 from kraftlog.controller.controller import METADATA_LOG, QuorumController
 from kraftlog.level import DEFAULT
@@ -308,6 +309,46 @@ def test_storage_behaviour_holds_on_a_file_disk(name, tmp_path, monkeypatch, req
         kwargs[param] = _kafka_cache()
     try:
         test(**kwargs)
+    finally:
+        for d in opened:
+            d.close()
+    assert opened, "the reused test never built a disk"
+
+
+#: tests/test_segments.py's cases that use the Disk interface only (no SimDisk fault or page-cache API), run
+#: on files: segment files named by base offset, rolled, read, truncated, deleted and reloaded.
+REUSED_SEGMENT_TESTS = [
+    "test_a_segment_rolls_before_a_batch_would_take_it_past_segment_bytes",
+    "test_a_leader_batch_larger_than_segment_bytes_is_refused_and_nothing_is_appended",
+    "test_a_follower_takes_a_batch_larger_than_its_segment_bytes_in_a_segment_of_its_own",
+    "test_a_segment_rolls_once_a_batch_timestamp_is_segment_ms_past_its_first_batch",
+    "test_segment_jitter_brings_the_roll_forward_by_a_per_segment_draw",
+    "test_a_full_offset_index_rolls_the_segment",
+    "test_a_read_locates_the_segment_and_returns_batches_of_that_segment_only",
+    "test_truncation_deletes_the_segments_above_the_offset_and_cuts_the_one_holding_it",
+    "test_truncation_below_the_first_segment_empties_the_log_and_starts_it_there",
+    "test_size_retention_deletes_whole_old_segments_below_the_high_watermark_only",
+    "test_time_retention_deletes_segments_whose_newest_record_is_older_than_retention_ms",
+    "test_retention_ms_minus_one_and_retention_bytes_minus_one_keep_everything",
+    "test_the_log_start_offset_moves_up_to_the_hwm_and_retention_deletes_the_segments_below_it",
+    "test_a_reload_keeps_the_checkpointed_log_start_offset_and_recovery_point",
+    "test_a_log_start_offset_beyond_the_recovered_log_end_starts_the_log_empty_there",
+]
+
+
+@pytest.mark.parametrize("name", REUSED_SEGMENT_TESTS)
+def test_segment_behaviour_holds_on_a_file_disk(name, tmp_path, monkeypatch):
+    counter = itertools.count()
+    opened: list[FileDisk] = []
+
+    def file_disk(writeback_ms=None):
+        d = EmulatedCrashFileDisk(tmp_path / f"disk{next(counter)}")
+        opened.append(d)
+        return d
+
+    monkeypatch.setattr(segments_tests, "SimDisk", file_disk)
+    try:
+        getattr(segments_tests, name)()
     finally:
         for d in opened:
             d.close()

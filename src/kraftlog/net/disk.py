@@ -276,6 +276,16 @@ class FileDisk:
         Nothing here."""
 
     # ------------------------------------------------------------------ log files
+    def create(self, path: str, now_ms: int) -> None:
+        """Create the log file ``path`` empty (with its directories) if missing; its creation is durable with
+        the next :meth:`fsync` of it. ValueError for a path that is not a log file; OSError (ENOSPC while
+        :meth:`set_full`)."""
+        if path in self._logs:
+            return
+        self._log_full(path)
+        self._check_space(path)
+        self._open(path, create=True)
+
     def append(self, path: str, item: object, now_ms: int) -> None:
         """Append ``item`` to the log file ``path`` (created, with its directories, if missing): one
         write(2) of its v2 batch bytes, in the page cache until :meth:`fsync`.

@@ -76,6 +76,8 @@ class Disk(Protocol):
 
     Log files (lists of items):
 
+    * ``create(path, now_ms)`` creates the log file empty if it is missing (a new segment: Kafka creates
+      its file at a roll); the file exists durably after :meth:`fsync`.
     * ``append(path, item, now_ms)`` appends one item (creates the file if missing); it reaches the page
       cache only, durable after :meth:`fsync` (or the OS's writeback).
     * ``append_many(path, items, now_ms)`` appends several items as one write: a crash of the process
@@ -116,6 +118,8 @@ class Disk(Protocol):
     leaves the file as it was (a caller must still treat the whole log directory as failed: Kafka's
     ``LogDirFailureChannel``). Reads of data written earlier do not fail this way.
     """
+
+    def create(self, path: str, now_ms: int) -> None: ...
 
     def append(self, path: str, item: object, now_ms: int) -> None: ...
 
@@ -271,6 +275,15 @@ class SimDisk:
             raise ValueError(f"{path!r} holds a value (write_atomic), not a list of items")
         f = self._files[path] = _LogFile()
         return f
+
+    def create(self, path: str, now_ms: int) -> None:
+        """Create the list file ``path`` empty if missing (ENOSPC while full); it survives a crash once
+        fsynced."""
+        if path in self._files:
+            return
+        if self.full:
+            raise disk_full_error(path)
+        self._new_file(path)
 
     def append(self, path: str, item: object, now_ms: int) -> None:
         """Append ``item`` to the list file ``path`` (created if missing); durable after fsync/writeback."""

@@ -327,7 +327,8 @@ class PartitionLog:
                 continue
             base = _base_of(path.rpartition("/")[2])
             assert base is not None
-            self.dropped_at_load.extend(disk.recover(path, now_ms))
+            drops = disk.recover(path, now_ms)
+            self.dropped_at_load.extend(drops)
             if expected is not None and base != expected:
                 self.dropped_at_load.append(LoadDrop(path, 0, 0, 0, f"segment base {base} where offset {expected} "
                                                      "was expected"))
@@ -356,6 +357,8 @@ class PartitionLog:
                 disk.truncate(path, kept, now_ms)
                 disk.fsync(path, now_ms)
                 broken = True
+            if drops:
+                broken = True  # the disk cut this segment's tail: the segments after it cannot follow on
             segments.append(seg)
             expected = seg.next_offset
         if not segments:
@@ -433,6 +436,7 @@ class PartitionLog:
             return active
         self.flush(now_ms)
         seg = LogSegment(self.directory, self.log_end_offset, now_ms, self._draw_jitter())
+        self._disk.create(seg.path, now_ms)
         self.segments.append(seg)
         self._segment_bases.append(seg.base_offset)
         return seg
@@ -646,6 +650,8 @@ class PartitionLog:
         for seg in self.segments:
             disk.delete(seg.path, now_ms)
         seg = LogSegment(self.directory, offset, now_ms, self._draw_jitter())
+        disk.create(seg.path, now_ms)
+        disk.fsync(seg.path, now_ms)  # Kafka's truncateFullyAndStartAt creates the new segment's file
         self.segments = [seg]
         self._segment_bases = [offset]
         self.log_end_offset = offset
@@ -732,6 +738,7 @@ class PartitionLog:
                 return total, reason
             if n == len(self.segments):
                 self._roll(now_ms)
+                self._disk.fsync(self.segments[-1].path, now_ms)  # the LEO survives the deletion below
             doomed = self.segments[:n]
             self.maybe_increment_log_start_offset(self.segments[n].base_offset, now_ms)
             del self.segments[:n]

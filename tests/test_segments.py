@@ -1,0 +1,312 @@
+"""Issue 30: a log of segments, as Kafka's ``UnifiedLog``/``LogSegment``/``LogLoader`` behave. Each test ports
+one of Kafka's cases (``UnifiedLogTest``, ``LogSegmentTest``, ``LogLoaderTest``) as a fact about kraftlog's
+:class:`~kraftlog.storage.log.PartitionLog` on a SimDisk (tests/test_file_disk.py runs the same log on files)."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from kraftlog.protocol.records import Record, RecordBatch
+from kraftlog.storage.checkpoints import read_offset_checkpoint
+from kraftlog.storage.disk import SimDisk
+from kraftlog.storage.log import (
+    LogConfig,
+    PartitionLog,
+    RecordBatchTooLargeError,
+    segment_file,
+    segment_paths,
+)
+
+DIR = "data/t-0"
+
+
+def rec_batch(n: int = 1, ts: int = 0, tag: str = "v", epoch: int = -1, base: int = -1, pid: int = -1,
+              seq: int = -1) -> RecordBatch:
+    return RecordBatch(base, epoch, tuple(Record(ts, None, f"{tag}{i:04d}".encode()) for i in range(n)),
+                       producer_id=pid, producer_epoch=0 if pid >= 0 else -1, base_sequence=seq)
+
+
+ONE = rec_batch().size_bytes  # one record's batch, in bytes
+
+
+def new_log(disk: SimDisk | None = None, now: int = 0, **cfg) -> PartitionLog:
+    return PartitionLog(disk if disk is not None else SimDisk(None), DIR, LogConfig(**cfg), now)
+
+
+def bases(log: PartitionLog) -> list[int]:
+    return [s.base_offset for s in log.segments]
+
+
+# =========================================================================== rolling (LogSegment.shouldRoll)
+def test_a_segment_rolls_before_a_batch_would_take_it_past_segment_bytes():
+    """UnifiedLogTest.testSizeBasedLogRoll: with room for three batches, the fourth starts a new segment named
+    by its base offset; every segment stays within segment.bytes."""
+    d = SimDisk(None)
+    log = new_log(d, segment_bytes=3 * ONE)
+    for i in range(7):
+        log.append_as_leader(rec_batch(), 0, i)
+    assert bases(log) == [0, 3, 6]
+    assert segment_paths(d, DIR) == [f"{DIR}/{segment_file(b)}" for b in (0, 3, 6)]
+    assert segment_file(3) == "00000000000000000003.log"
+    assert all(s.size <= 3 * ONE for s in log.segments)
+    assert [len(list(d.scan(s.path))) for s in log.segments] == [3, 3, 1]
+
+
+def test_a_leader_batch_larger_than_segment_bytes_is_refused_and_nothing_is_appended():
+    """UnifiedLogTest.testMessageSetSizeCheck: RecordBatchTooLargeException (RECORD_LIST_TOO_LARGE)."""
+    log = new_log(segment_bytes=ONE + 5)
+    with pytest.raises(RecordBatchTooLargeError, match="exceeds the maximum configured segment size"):
+        log.append_as_leader(rec_batch(2), 0, 1)
+    assert log.log_end_offset == 0 and log.epoch_cache.entries() == []
+
+
+def test_a_follower_takes_a_batch_larger_than_its_segment_bytes_in_a_segment_of_its_own():
+    log = new_log(segment_bytes=ONE + 5)
+    big = rec_batch(3, epoch=0, base=0).with_offsets(0, 0)
+    log.append_as_follower([rec_batch(1).with_offsets(0, 0)], 1)
+    log.append_as_follower([big.with_offsets(1, 0)], 2)
+    assert bases(log) == [0, 1] and log.log_end_offset == 4
+
+
+def test_a_segment_rolls_once_a_batch_timestamp_is_segment_ms_past_its_first_batch():
+    """UnifiedLogTest.testTimeBasedLogRoll: the roll is decided by the records' timestamps (the first batch's
+    max timestamp in the segment against the new batch's), not by the broker's clock."""
+    log = new_log(segment_ms=1000)
+    log.append_as_leader(rec_batch(ts=5000), 0, 5000)
+    log.append_as_leader(rec_batch(ts=6000), 0, 9999)  # 1000 ms after the first: not more than segment.ms
+    assert bases(log) == [0]
+    log.append_as_leader(rec_batch(ts=6001), 0, 6001)
+    assert bases(log) == [0, 2]
+    log.append_as_leader(rec_batch(ts=6002), 0, 10**9)  # the new segment's clock starts at 6001
+    assert bases(log) == [0, 2]
+
+
+def test_segment_jitter_brings_the_roll_forward_by_a_per_segment_draw():
+    """UnifiedLogTest.testTimeBasedLogRollJitter: each segment's roll time is segment.ms - jitter, the jitter
+    drawn in [0, min(segment.jitter.ms, segment.ms)) when the segment is created (a Random passed in)."""
+    log = PartitionLog(SimDisk(None), DIR, LogConfig(segment_ms=1000, segment_jitter_ms=500), 0,
+                       rng=random.Random(7))
+    jitter = log.active_segment.jitter_ms
+    assert 0 < jitter < 500
+    log.append_as_leader(rec_batch(ts=0), 0, 0)
+    log.append_as_leader(rec_batch(ts=1000 - jitter), 0, 1)
+    assert bases(log) == [0]
+    log.append_as_leader(rec_batch(ts=1001 - jitter), 0, 2)
+    assert bases(log) == [0, 2]
+
+
+def test_a_full_offset_index_rolls_the_segment():
+    """UnifiedLogTest.testIndexRebuild's cousin, LogSegment.shouldRoll's offsetIndex.isFull: with an index of
+    two 8-byte entries and an entry after every batch, the segment rolls once both are taken."""
+    log = new_log(segment_index_bytes=24, index_interval_bytes=0)
+    for i in range(6):
+        log.append_as_leader(rec_batch(), 0, i)
+    # Entries are added before the 2nd, 3rd and 4th batches (bytes since the last entry > 0): full after four.
+    # The time index (12-byte entries, two here) takes one entry: the timestamps never grow.
+    assert bases(log) == [0, 4] and log.segments[0].index_entries == 3
+    assert log.segments[0].time_index_entries == 1
+    rising = new_log(segment_index_bytes=24, index_interval_bytes=0)
+    for i in range(6):
+        rising.append_as_leader(rec_batch(ts=i), 0, i)
+    assert bases(rising) == [0, 3] and rising.segments[0].time_index_entries == 2  # the time index filled
+
+
+def test_a_batch_whose_offsets_overflow_the_relative_offset_starts_a_new_segment():
+    """LogSegment.canConvertToRelativeOffset: an offset more than Int.MaxValue past the base rolls."""
+    log = new_log()
+    log.truncate_fully_and_start_at(10, 0)
+    log.append_as_follower([rec_batch(1).with_offsets(10, 0)], 1)
+    far = 10 + 2**31  # a follower's fetched batch may start anywhere the leader put it (a compacted topic)
+    log.truncate_fully_and_start_at(10, 2)
+    log.append_as_follower([rec_batch(1).with_offsets(10, 0)], 3)
+    seg = log.active_segment
+    assert not seg.should_roll(log.config, ONE, 0, 10 + 2**31 - 1, 4)
+    assert seg.should_roll(log.config, ONE, 0, far, 4)
+
+
+def test_a_roll_flushes_the_segments_before_the_new_one_and_moves_the_recovery_point():
+    """Kafka's roll schedules flushUptoOffsetExclusive(newSegment.baseOffset): the rolled segment becomes
+    durable and the recovery point reaches the new segment's base; nothing else moves it but a flush."""
+    d = SimDisk(None)
+    log = new_log(d, segment_bytes=2 * ONE)
+    log.append_as_leader(rec_batch(), 0, 1)
+    log.append_as_leader(rec_batch(), 0, 2)
+    assert log.recovery_point == 0 and d.unflushed_items(log.segments[0].path) == 2
+    log.append_as_leader(rec_batch(), 0, 3)
+    assert bases(log) == [0, 2] and log.recovery_point == 2
+    assert d.unflushed_items(log.segments[0].path) == 0 and d.unflushed_items(log.segments[1].path) == 1
+    d.crash("unflushed", 4)
+    assert new_log(d, 5).log_end_offset == 2
+
+
+# =========================================================================== reads and truncation
+def test_a_read_locates_the_segment_and_returns_batches_of_that_segment_only():
+    """UnifiedLogTest.testReadAtLogGap / LogSegment.read: a fetch reads from one segment; the next fetch goes on
+    in the next one."""
+    log = new_log(segment_bytes=3 * ONE)
+    for i in range(8):
+        log.append_as_leader(rec_batch(tag=chr(97 + i)), 0, i)
+    got = log.read(1, 8, 10**6)
+    assert [b.base_offset for b in got] == [1, 2]
+    assert [b.base_offset for b in log.read(3, 8, 10**6)] == [3, 4, 5]
+    assert [b.base_offset for b in log.read(6, 7, 10**6)] == [6]
+    assert log.record_at(4)[0].value == b"e0000"
+
+
+def test_truncation_deletes_the_segments_above_the_offset_and_cuts_the_one_holding_it():
+    """UnifiedLogTest.testTruncateTo: segments whose base offset is above the target go; the segment holding
+    it is cut; one starting at the target is emptied and kept as the active segment."""
+    d = SimDisk(None)
+    log = new_log(d, segment_bytes=2 * ONE)
+    for i in range(7):
+        log.append_as_leader(rec_batch(), 0, i)
+    assert bases(log) == [0, 2, 4, 6]
+    log.truncate_to(3, 10)
+    assert bases(log) == [0, 2] and log.log_end_offset == 3 and log.active_segment.size == ONE
+    assert segment_paths(d, DIR) == [f"{DIR}/{segment_file(b)}" for b in (0, 2)]
+    log.truncate_to(2, 11)
+    assert bases(log) == [0, 2] and log.active_segment.size == 0 and log.log_end_offset == 2
+    log.append_as_leader(rec_batch(), 1, 12)
+    assert log.log_end_offset == 3 and log.epoch_cache.entries() == [(0, 0), (1, 2)]
+
+
+def test_truncation_below_the_first_segment_empties_the_log_and_starts_it_there():
+    """UnifiedLogTest: truncateTo below the first segment's base is truncateFullyAndStartAt."""
+    log = new_log(segment_bytes=2 * ONE, retention_bytes=0)
+    for i in range(5):
+        log.append_as_leader(rec_batch(), 0, i)
+    log.update_high_watermark(5)
+    log.delete_old_segments(10)  # retention.bytes 0: every segment goes, a new one is rolled at the LEO
+    assert bases(log) == [5] and log.log_start_offset == 5
+    log.truncate_to(2, 11)
+    assert bases(log) == [2] and (log.log_start_offset, log.log_end_offset, log.high_watermark) == (2, 2, 2)
+    assert log.epoch_cache.entries() == []
+
+
+# =========================================================================== retention (deleteOldSegments)
+def test_size_retention_deletes_whole_old_segments_below_the_high_watermark_only():
+    """UnifiedLogTest.testSizeBasedLogRetention: the oldest segments go while the log stays at least
+    retention.bytes; never a segment reaching above the HWM; the log start offset moves to the first kept
+    segment and the epoch cache is truncated from the start."""
+    log = new_log(segment_bytes=2 * ONE, retention_bytes=3 * ONE)
+    for i in range(4):
+        log.append_as_leader(rec_batch(), 0, i)
+    log.append_as_leader(rec_batch(), 1, 4)  # epoch 1 starts at offset 4
+    log.append_as_leader(rec_batch(), 1, 5)
+    assert bases(log) == [0, 2, 4]
+    assert log.delete_old_segments(100) == (0, "")  # HWM 0: nothing may go
+    log.update_high_watermark(3)
+    assert log.delete_old_segments(100) == (1, "retention.bytes")  # the second reaches the HWM
+    assert bases(log) == [2, 4] and log.log_start_offset == 2
+    log.update_high_watermark(6)
+    assert log.delete_old_segments(100) == (0, "")  # 4 batches left: one more would leave 2 < 3
+    assert log.epoch_cache.entries() == [(0, 2), (1, 4)]
+    assert log.read(1, 6, 10**6) == () and log.record_at(1) is None
+
+
+def test_time_retention_deletes_segments_whose_newest_record_is_older_than_retention_ms():
+    """UnifiedLogTest.testTimeBasedLogRetention: by the segment's largest timestamp; an expired active segment
+    is rolled first so that the log keeps a (new, empty) segment at the LEO (deleteSegments)."""
+    d = SimDisk(None)
+    log = new_log(d, segment_bytes=2 * ONE, retention_ms=1000)
+    for i, ts in enumerate((100, 200, 300, 5000, 5100)):
+        log.append_as_leader(rec_batch(ts=ts), 0, ts)
+    log.update_high_watermark(5)
+    assert bases(log) == [0, 2, 4]
+    assert log.delete_old_segments(1250) == (1, "retention.ms")  # 1250 - 200 > 1000; 1250 - 5000 < 0
+    assert bases(log) == [2, 4] and log.log_start_offset == 2
+    assert log.delete_old_segments(7000) == (2, "retention.ms")
+    assert bases(log) == [5] and (log.log_start_offset, log.log_end_offset) == (5, 5)
+    assert log.active_segment.size == 0 and segment_paths(d, DIR) == [f"{DIR}/{segment_file(5)}"]
+    assert log.delete_old_segments(10**7) == (0, "")  # an empty active segment is never deleted
+
+
+def test_retention_ms_minus_one_and_retention_bytes_minus_one_keep_everything():
+    log = new_log(segment_bytes=ONE, retention_ms=-1, retention_bytes=-1)
+    for i in range(3):
+        log.append_as_leader(rec_batch(ts=0), 0, i)
+    log.update_high_watermark(3)
+    assert log.delete_old_segments(10**12) == (0, "") and log.log_start_offset == 0
+
+
+def test_the_log_start_offset_moves_up_to_the_hwm_and_retention_deletes_the_segments_below_it():
+    """UnifiedLogTest.testDeleteOldSegments / maybeIncrementLogStartOffset: the log start offset moves at once
+    (reads below it get nothing), never above the HWM (OffsetOutOfRangeException); the segments wholly below
+    it go with the next retention pass, whatever retention.ms/bytes say."""
+    log = new_log(segment_bytes=2 * ONE, retention_ms=-1)
+    for i in range(6):
+        log.append_as_leader(rec_batch(), 0, i)
+    log.update_high_watermark(4)
+    with pytest.raises(ValueError, match="larger than the high watermark 4"):
+        log.maybe_increment_log_start_offset(5, 10)
+    assert log.maybe_increment_log_start_offset(3, 10) and not log.maybe_increment_log_start_offset(2, 11)
+    assert log.log_start_offset == 3 and log.read(2, 4, 10**6) == () and log.record_at(2) is None
+    assert [b.base_offset for b in log.read(3, 4, 10**6)] == [3]
+    assert log.delete_old_segments(12) == (1, "log start offset")
+    assert bases(log) == [2, 4] and log.log_start_offset == 3  # the segment holding 3 stays
+
+
+# =========================================================================== loading (LogLoader)
+def test_a_reload_keeps_the_checkpointed_log_start_offset_and_recovery_point():
+    """LogLoader: log start = max(checkpoint, first segment's base); recovery point = min(checkpoint, LEO)."""
+    d = SimDisk(None)
+    log = new_log(d, segment_bytes=2 * ONE)
+    for i in range(5):
+        log.append_as_leader(rec_batch(), 0, i)
+    log.flush(5)
+    again = PartitionLog(d, DIR, LogConfig(segment_bytes=2 * ONE), 6, log_start_offset=3, recovery_point=4)
+    assert bases(again) == [0, 2, 4] and again.log_start_offset == 3 and again.recovery_point == 4
+    assert again.epoch_cache.entries() == [(0, 3)]
+    assert PartitionLog(d, DIR, LogConfig(), 7, recovery_point=99).recovery_point == 5
+
+
+def test_a_log_start_offset_beyond_the_recovered_log_end_starts_the_log_empty_there():
+    """LogLoader.deleteSegmentsIfLogStartGreaterThanLogEnd: records below the checkpointed log start were
+    deleted before a crash cut the log shorter; the log restarts empty at the log start offset."""
+    d = SimDisk(None)
+    log = new_log(d)
+    log.append_as_leader(rec_batch(3), 0, 1)
+    log.flush(2)
+    log.append_as_leader(rec_batch(3), 0, 3)  # unflushed: lost below
+    d.crash("unflushed", 4)
+    again = PartitionLog(d, DIR, LogConfig(), 5, log_start_offset=5)
+    assert (again.log_start_offset, again.log_end_offset, bases(again)) == (5, 5, [5])
+
+
+def test_a_torn_batch_in_a_middle_segment_truncates_it_and_deletes_every_later_segment():
+    """LogLoaderTest.testCorruptLog / recoverLog: recovery stops at the first invalid batch; the segments after
+    it are deleted (Kafka's removeAndDeleteSegmentsAsync of the unflushed remainder); every drop is reported."""
+    d = SimDisk(None)
+    log = new_log(d, segment_bytes=2 * ONE)
+    for i in range(6):
+        log.append_as_leader(rec_batch(), 0, i)
+    log.flush(6)
+    assert d.corrupt(f"{DIR}/{segment_file(2)}", 1)
+    again = PartitionLog(d, DIR, LogConfig(segment_bytes=2 * ONE), 7)
+    assert bases(again) == [0, 2] and again.log_end_offset == 3
+    assert segment_paths(d, DIR) == [f"{DIR}/{segment_file(b)}" for b in (0, 2)]
+    reasons = [drop.reason for drop in again.dropped_at_load]
+    assert reasons[0].startswith("batch CRC-32C mismatch") and reasons[1] == "a segment after a truncated one"
+    assert again.batches_loaded == 3
+
+
+def test_the_log_manager_checkpoints_log_start_offsets_and_recovery_points_in_kafkas_format():
+    from kraftlog.broker.log_manager import LOG_DIR
+    from test_broker import MiniCluster, batch
+
+    c = MiniCluster(config={"log.segment.bytes": str(2 * batch(1).size_bytes),
+                            "log.flush.offset.checkpoint.interval.ms": "1000",
+                            "log.flush.start.offset.checkpoint.interval.ms": "1000"})
+    for _ in range(5):
+        c.produce(1)
+    c.fetch(1, 5, last_epoch=0)
+    c.fetch(2, 5, last_epoch=0)
+    log = c.p.log
+    assert log.high_watermark == 5 and [s.base_offset for s in log.segments] == [0, 2, 4]
+    log.maybe_increment_log_start_offset(3, c.now)
+    c.advance(c.now + 31_000)  # the log manager's tasks start 30 s in
+    assert read_offset_checkpoint(c.b.disk, f"{LOG_DIR}/log-start-offset-checkpoint") == {("t", 0): 3}
+    assert read_offset_checkpoint(c.b.disk, f"{LOG_DIR}/recovery-point-offset-checkpoint") == {("t", 0): 4}
+    assert c.b.disk.read_value(f"{LOG_DIR}/log-start-offset-checkpoint") == "0\n1\nt 0 3\n"
