@@ -211,7 +211,7 @@ def test_time_retention_deletes_segments_whose_newest_record_is_older_than_reten
     is rolled first so that the log keeps a (new, empty) segment at the LEO (deleteSegments)."""
     d = SimDisk(None)
     log = new_log(d, segment_bytes=2 * ONE, retention_ms=1000)
-    for i, ts in enumerate((100, 200, 300, 5000, 5100)):
+    for ts in (100, 200, 300, 5000, 5100):
         log.append_as_leader(rec_batch(ts=ts), 0, ts)
     log.update_high_watermark(5)
     assert bases(log) == [0, 2, 4]

@@ -29,8 +29,8 @@ from .channel import BrokerChannel, LogDirFailureHandler
 from .partition import Partition
 
 NONE = Errors.NONE
-#: ReplicaManager.fetch_partition_error's shape: (partition or None, current leader epoch, key) -> error code
-_ErrorOf = Callable[[Partition | None, int, tuple[str, int] | None], int]
+#: (hosted partition or None, its key) -> the error a leader-only request gets for it (NONE when led here)
+_ErrorOf = Callable[[Partition | None, tuple[str, int]], int]
 #: the ids of the live brokers now
 _Alive = Callable[[], set[int]]
 #: DeleteRecords' offset meaning "up to the high watermark" (Kafka's ``DeleteRecordsRequest.HIGH_WATERMARK``).
@@ -72,8 +72,8 @@ def low_watermark(p: Partition, alive: set[int]) -> int:
 
 class DeleteRecordsManager:
     """The DeleteRecords requests of one broker: answered at once or parked until the low watermarks
-    reach them. ``partitions``: the replica manager's hosted partitions; ``error_of``: its
-    ``fetch_partition_error`` for a partition (None when absent) and its key; ``alive``: the ids of the
+    reach them. ``partitions``: the replica manager's hosted partitions; ``error_of``: the error of a
+    partition (None when not hosted here) and its key for a request only its leader answers; ``alive``: the ids of the
     registered, unfenced brokers now; ``fail``: the broker's log-directory failure handler. Times in ms."""
 
     def __init__(self, partitions: dict[tuple[str, int], Partition], error_of: _ErrorOf, alive: _Alive,
@@ -94,7 +94,7 @@ class DeleteRecordsManager:
         for dp in req.partitions:
             key = (dp.topic, dp.partition)
             p = self._partitions.get(key)
-            error = self._error_of(p, -1, key)
+            error = self._error_of(p, key)
             if error != NONE or p is None:
                 results.append(m.DeleteRecordsPartitionResponse(dp.topic, dp.partition, -1, error))
                 continue
@@ -134,7 +134,7 @@ class DeleteRecordsManager:
         for dd in self.parked:
             for i, pend in list(dd.pending.items()):
                 p = self._partitions.get(pend.key)
-                error = self._error_of(p, -1, pend.key)
+                error = self._error_of(p, pend.key)
                 old = dd.results[i]
                 if error != NONE or p is None:
                     dd.results[i] = m.DeleteRecordsPartitionResponse(old.topic, old.partition, -1, error)

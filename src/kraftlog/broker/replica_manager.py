@@ -95,13 +95,21 @@ class ReplicaManager:
         self.delayed_fetches: list[tuple[int, Envelope[m.FetchRequest]]] = []
         self.delayed_produces: list[DelayedProduce] = []
         #: DeleteRecords on the leaders here, parked until the low watermarks reach them
-        self.delete_records = DeleteRecordsManager(self.partitions, self.fetch_partition_error, self._alive_brokers,
+        self.delete_records = DeleteRecordsManager(self.partitions, self.leader_error, self._alive_brokers,
                                                    channel, fail)
         self.next_isr_check_ms = now_ms + self.lag_max_ms // 2
         self.alter_dirty = False  # some partition may have an unsent AlterPartition
         #: Kafka's ReplicaManager and BrokerTopicMetrics meters (:mod:`.metrics` registers them)
         self.isr_shrinks, self.isr_expands = Meter(), Meter()
         self.bytes_in, self.messages_in = Meter(), Meter()
+
+    def leader_error(self, p: Partition | None, key: tuple[str, int]) -> int:
+        """The error of a request only the partition's leader answers, with no leader epoch (Kafka's
+        ``getPartitionOrException`` then ``localLogOrException``): :meth:`missing_partition_error` when
+        ``key`` is not hosted here, NOT_LEADER_OR_FOLLOWER when this replica follows, else NONE."""
+        if p is None:
+            return self.missing_partition_error(*key)
+        return self.fetch_partition_error(p, -1)
 
     def _alive_brokers(self) -> set[int]:
         """The ids of the registered, unfenced brokers (Kafka's ``metadataCache.hasAliveBroker``)."""
