@@ -331,3 +331,20 @@ def test_checker_does_not_count_a_reported_truncation_or_a_stalled_consumer():
     # read truncated records, then nothing more (still waiting when the run ended): not a broken promise
     r = consumer_anomalies(read_old, [], final)
     assert r["undetected_truncations"] == 0
+
+
+def test_a_position_below_the_log_start_offset_resets_by_auto_offset_reset_and_is_no_truncation():
+    """Issue 30: retention or DeleteRecords moved the log start offset past the consumer's position; the Fetch
+    answer is OFFSET_OUT_OF_RANGE and the consumer resets by ``auto.offset.reset`` (earliest: ListOffsets
+    EARLIEST, the new log start) without reporting a truncation (KIP-320 reports only diverging epochs)."""
+    c = consumer_at(3, 0, reset="earliest")
+    c.tick(2)
+    respond(c, 3, fetch_error(Errors.OFFSET_OUT_OF_RANGE))
+    assert c.state[("t", 0)].awaiting_reset
+    c.tick(4)
+    asked = [x for x in sent(c) if isinstance(x, m.ListOffsetsRequest)]
+    assert [p.timestamp for p in asked[0].partitions] == [m.EARLIEST_TIMESTAMP]
+    respond(c, 5, lambda req: m.ListOffsetsResponse((m.ListOffsetsPartitionResponse("t", 0, Errors.NONE, -2, 7, 0),))
+            if isinstance(req, m.ListOffsetsRequest) else None)
+    assert c.state[("t", 0)].position.offset == 7
+    assert c.take_truncations() == [] and c.poll_records() == []
