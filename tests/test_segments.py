@@ -289,7 +289,7 @@ def test_a_torn_batch_in_a_middle_segment_truncates_it_and_deletes_every_later_s
     assert segment_paths(d, DIR) == [f"{DIR}/{segment_file(b)}" for b in (0, 2)]
     reasons = [drop.reason for drop in again.dropped_at_load]
     assert reasons[0].startswith("batch CRC-32C mismatch") and reasons[1] == "a segment after a truncated one"
-    assert again.batches_loaded == 3
+    assert again.batches_recovered == 3 and again.batches_trusted == 0
 
 
 def test_the_log_manager_checkpoints_log_start_offsets_and_recovery_points_in_kafkas_format():
@@ -310,3 +310,21 @@ def test_the_log_manager_checkpoints_log_start_offsets_and_recovery_points_in_ka
     assert read_offset_checkpoint(c.b.disk, f"{LOG_DIR}/log-start-offset-checkpoint") == {("t", 0): 3}
     assert read_offset_checkpoint(c.b.disk, f"{LOG_DIR}/recovery-point-offset-checkpoint") == {("t", 0): 4}
     assert c.b.disk.read_value(f"{LOG_DIR}/log-start-offset-checkpoint") == "0\n1\nt 0 3\n"
+
+
+def test_after_an_unclean_shutdown_only_the_segments_from_the_recovery_point_on_are_recovered():
+    """LogLoader.recoverLog: without a clean shutdown, the segments holding offsets at or above the recovery
+    point are recovered batch by batch; the ones wholly below it are trusted (a flipped byte there goes unseen,
+    as in Kafka). After a clean shutdown kraftlog checks every batch (it finds that byte)."""
+    d = SimDisk(None)
+    log = new_log(d, segment_bytes=2 * ONE)
+    for i in range(7):
+        log.append_as_leader(rec_batch(), 0, i)  # segments 0, 2, 4, 6; the rolls flushed up to 6
+    assert log.recovery_point == 6
+    assert d.corrupt(f"{DIR}/{segment_file(0)}", 1)
+    unclean = PartitionLog(d, DIR, LogConfig(segment_bytes=2 * ONE), 8, recovery_point=5)
+    assert (unclean.batches_trusted, unclean.batches_recovered) == (4, 3)  # segments 0 and 2; 4 and 6
+    assert unclean.log_end_offset == 7 and unclean.dropped_at_load == [] and unclean.recovery_point == 5
+    clean = PartitionLog(d, DIR, LogConfig(segment_bytes=2 * ONE), 9, recovery_point=5, clean_shutdown=True)
+    assert clean.log_end_offset == 1 and clean.batches_recovered == 1 and clean.batches_trusted == 0
+    assert clean.dropped_at_load[0].reason.startswith("batch CRC-32C mismatch")

@@ -94,8 +94,10 @@ class LogManager:
         self._jitter_rng = Random(directory_id.int)
         #: Segments deleted by retention since start, and the last deletion's line (``cluster status``).
         self.segments_deleted = 0
-        #: Batches read and checked at load (every log), for ``cluster status``.
-        self.batches_loaded = 0
+        #: Batches checked one by one at load, and batches loaded by their lengths only (below the recovery
+        #: point after an unclean shutdown), every log: ``cluster status``.
+        self.batches_recovered = 0
+        self.batches_trusted = 0
 
     # ================================================================= start
     def load(self, now_ms: int) -> None:
@@ -121,11 +123,12 @@ class LogManager:
                 continue
             key = (topic, int(idx))
             log = PartitionLog(disk, f"{LOG_DIR}/{d}", self.cache.log_config(topic), now_ms,
-                               log_start_offset=starts.get(key, 0),
-                               recovery_point=(1 << 62) if clean else recovery.get(key, 0), rng=self._jitter_rng)
+                               log_start_offset=starts.get(key, 0), recovery_point=recovery.get(key, 0),
+                               rng=self._jitter_rng, clean_shutdown=clean)
             log.update_high_watermark(min(hwms.get(key, 0), log.log_end_offset))
             self.logs[key] = log
-            self.batches_loaded += log.batches_loaded
+            self.batches_recovered += log.batches_recovered
+            self.batches_trusted += log.batches_trusted
             for drop in log.dropped_at_load:
                 self.dropped_at_load.append(drop)
                 self._note(f"log recovery of {topic}-{idx}: {drop}")

@@ -466,7 +466,9 @@ class NodeStatus:
     log_dir_offline: bool | None = None
     log_dir_failure: str | None = None
     #: what the process counts (until metrics are exported): e.g. ``storage-error-count``,
-    #: ``dropped-at-load-count``, ``metadata-apply-error-count`` (every node: metadata records it could
+    #: ``dropped-at-load-count``, ``batches-recovered-at-load`` (checked one by one at start: after an unclean
+    #: shutdown, those from the recovery point on) and ``batches-trusted-at-load`` (below it, by length only),
+    #: ``segments-deleted`` (retention), ``metadata-apply-error-count`` (every node: metadata records it could
     #: not apply, Kafka's metric)
     counters: dict | None = None
     #: Why the node's last start was refused (its directory's identity), while it stays down; else None.

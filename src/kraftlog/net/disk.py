@@ -170,12 +170,13 @@ class FileDisk:
         if self._full_until is not None and self.full:
             raise disk_full_error(path)
 
-    def recover(self, path: str, now_ms: int) -> list[LoadDrop]:
-        """Load and recover the log file ``path`` (if not yet loaded: docs/DESIGN.md's recovery)
-        and return what its recovery truncated, once (:class:`~kraftlog.storage.disk.LoadDrop`, its bytes
-        and the number of batch-shaped frames in them); ``[]`` when nothing, when missing, or when
-        already returned."""
-        self._open(path, create=False)
+    def recover(self, path: str, now_ms: int, verify: bool = True) -> list[LoadDrop]:
+        """Load and recover the log file ``path`` (if not yet loaded: docs/DESIGN.md's recovery; without
+        ``verify`` the batches are framed by their lengths and not CRC-checked, Kafka's load of a segment
+        below the recovery point) and return what its recovery truncated, once
+        (:class:`~kraftlog.storage.disk.LoadDrop`, its bytes and the number of batch-shaped frames in them);
+        ``[]`` when nothing, when missing, or when already returned."""
+        self._open(path, create=False, verify=verify)
         return self._drops.pop(path, [])
 
     # ------------------------------------------------------------------ paths
@@ -213,7 +214,7 @@ class FileDisk:
         return METADATA if path.startswith(self.metadata_prefix) else BATCHES
 
     # ------------------------------------------------------------------ loading
-    def _open(self, path: str, create: bool) -> _LogFile | None:
+    def _open(self, path: str, create: bool, verify: bool = True) -> _LogFile | None:
         """The log file ``path``, loaded (and recovered) on first use; created empty when missing and
         ``create``; None when missing and not ``create``."""
         f = self._logs.get(path)
@@ -236,7 +237,7 @@ class FileDisk:
         try:
             total = os.fstat(fd).st_size
             self._loaded(path, total)
-            items, starts, valid, reason = recover_log(fd, total, kind, path)
+            items, starts, valid, reason = recover_log(fd, total, kind, path, verify_crc=verify or kind != BATCHES)
             if valid < total:
                 dropped = count_frames(fd, valid, total)
                 self._truncating(path, fd, valid)

@@ -343,6 +343,9 @@ async def _main(directory: str, node) -> int:
                           log_dir_offline=core.log_dir_offline, log_dir_failure=core.log_dir_failure,
                           counters={"storage-error-count": core.storage_error_count,
                                     "dropped-at-load-count": len(core.dropped_at_load),
+                                    "batches-recovered-at-load": core.log_manager.batches_recovered,
+                                    "batches-trusted-at-load": core.log_manager.batches_trusted,
+                                    "segments-deleted": core.log_manager.segments_deleted,
                                     "metadata-apply-error-count": errors,
                                     "stray-dir-count": len(core.strays)})
         else:

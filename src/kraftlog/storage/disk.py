@@ -91,9 +91,11 @@ class Disk(Protocol):
     * ``read(path)`` returns every item as a list (``[]`` if missing): for small logs (the metadata log)
       and tests; a partition log never calls it. Callers must not mutate it.
     * ``fsync(path, now_ms)`` makes every earlier append/truncate of ``path`` durable.
-    * ``recover(path, now_ms)`` checks the file as a log load does (once per file after the disk was
-      opened or the node restarted: batch lengths and CRCs), truncates an invalid tail and returns what
-      it dropped, as :class:`LoadDrop` entries (``[]`` when nothing); later calls return ``[]``.
+    * ``recover(path, now_ms, verify=True)`` checks the file as a log load does (once per file after the disk
+      was opened or the node restarted: batch lengths and, with ``verify``, CRCs), truncates an invalid tail
+      and returns what it dropped, as :class:`LoadDrop` entries (``[]`` when nothing); later calls return
+      ``[]``. ``verify=False`` is Kafka's load of a segment below the recovery point: its batches are
+      framed by their lengths only, their contents trusted.
 
     Checkpoint files (single values), durable at once:
 
@@ -135,7 +137,7 @@ class Disk(Protocol):
 
     def fsync(self, path: str, now_ms: int) -> None: ...
 
-    def recover(self, path: str, now_ms: int) -> list[LoadDrop]: ...
+    def recover(self, path: str, now_ms: int, verify: bool = True) -> list[LoadDrop]: ...
 
     def write_atomic(self, path: str, value: object, now_ms: int) -> None: ...
 
@@ -247,13 +249,14 @@ class SimDisk:
         self._corrupted[id(item)] = item  # kept referenced: the id stays this item's
         return True
 
-    def recover(self, path: str, now_ms: int) -> list[LoadDrop]:
-        """A log load's check of ``path``: from the first item :meth:`corrupt` damaged, every item is
+    def recover(self, path: str, now_ms: int, verify: bool = True) -> list[LoadDrop]:
+        """A log load's check of ``path`` (nothing without ``verify``: damaged bytes below the recovery
+        point go unseen, as in Kafka): from the first item :meth:`corrupt` damaged, every item is
         truncated away (not durable until fsync, as a file-backed disk's recovery truncation) and reported
         as one :class:`LoadDrop` (byte positions from the items' ``size_bytes``, or 1 byte per item for
         items without one); ``[]`` when no item of the file is damaged."""
         f = self._files.get(path)
-        if f is None or not self._corrupted:
+        if f is None or not self._corrupted or not verify:
             return []
         view = f.view
         corrupted = self._corrupted

@@ -38,7 +38,6 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
 from random import Random
 from typing import cast
 
@@ -46,6 +45,16 @@ from ..protocol.records import Record, RecordBatch
 from .disk import Disk, LoadDrop
 from .epoch_cache import LeaderEpochCache
 from .producer_state import ProducerStateManager
+from .segment import (
+    LOG_FILE_SUFFIX,
+    SEGMENT_FILE,
+    LogConfig,
+    LogSegment,
+    RecordBatchTooLargeError,
+    base_of,
+    segment_file,
+    segment_paths,
+)
 
 __all__ = [
     "LogConfig",
@@ -59,183 +68,8 @@ __all__ = [
     "segment_paths",
 ]
 
-#: A segment file's suffix, and its name: the base offset as 20 digits (Kafka's ``LogFileUtils``).
-LOG_FILE_SUFFIX = ".log"
-#: File names inside a partition directory (Kafka's): the first segment of a log that starts at 0.
-SEGMENT_FILE = "00000000000000000000.log"
+#: The partition's leader-epoch cache file (Kafka's).
 EPOCH_CHECKPOINT_FILE = "leader-epoch-checkpoint"
-
-#: Kafka's index entry sizes (``OffsetIndex``: relative offset int32 + position int32; ``TimeIndex``:
-#: timestamp int64 + relative offset int32).
-OFFSET_INDEX_ENTRY_BYTES = 8
-TIME_INDEX_ENTRY_BYTES = 12
-_MAX_RELATIVE_OFFSET = 2**31 - 1
-
-
-def segment_file(base_offset: int) -> str:
-    """A segment's file name: ``base_offset`` as 20 digits + ``.log`` (Kafka's ``LogFileUtils.logFile``)."""
-    return f"{base_offset:020d}{LOG_FILE_SUFFIX}"
-
-
-def segment_paths(disk: Disk, directory: str) -> list[str]:
-    """The segment files of the partition directory ``directory`` on ``disk``, in base-offset order."""
-    prefix = directory.rstrip("/") + "/"
-    return [p for p in disk.list(prefix) if _base_of(p[len(prefix):]) is not None]
-
-
-def _base_of(name: str) -> int | None:
-    """The base offset a segment file name carries, None for any other name."""
-    if len(name) != 20 + len(LOG_FILE_SUFFIX) or not name.endswith(LOG_FILE_SUFFIX) or not name[:20].isdigit():
-        return None
-    return int(name[:20])
-
-
-class RecordBatchTooLargeError(ValueError):
-    """A batch larger than ``segment.bytes`` (Kafka's ``RecordBatchTooLargeException``: the produce answer
-    is RECORD_LIST_TOO_LARGE). Nothing was appended."""
-
-
-@dataclass(slots=True, frozen=True)
-class LogConfig:
-    """A partition log's topic configs (Kafka's ``LogConfig``; sizes in bytes, times in ms).
-
-    ``flush_interval_messages``: ``flush.messages``: fsync once this many messages are unflushed (>= 1;
-    None = never, Kafka's default). ``flush_interval_ms``: ``flush.ms``: the flush scheduler fsyncs a log
-    whose last flush is this old (>= 0; None = never). ``segment_bytes`` (``segment.bytes``, 1 GiB),
-    ``segment_ms`` (``segment.ms``, 7 days), ``segment_jitter_ms`` (``segment.jitter.ms``, 0: each segment's
-    roll time is brought forward by a draw in [0, min(jitter, segment.ms))), ``segment_index_bytes``
-    (``segment.index.bytes``, 10 MiB: the size of each index, so its entry capacity), ``index_interval_bytes``
-    (``index.interval.bytes``, 4096), ``retention_ms`` (``retention.ms``, 7 days; -1: no time limit),
-    ``retention_bytes`` (``retention.bytes``, -1: no size limit), ``delete`` (``cleanup.policy`` holds
-    ``delete``: retention applies). ValueError for a value out of Kafka's range.
-    """
-
-    flush_interval_messages: int | None = None
-    flush_interval_ms: int | None = None
-    segment_bytes: int = 1 << 30
-    segment_ms: int = 604_800_000
-    segment_jitter_ms: int = 0
-    segment_index_bytes: int = 10 << 20
-    index_interval_bytes: int = 4096
-    retention_ms: int = 604_800_000
-    retention_bytes: int = -1
-    delete: bool = True
-
-    def __post_init__(self) -> None:
-        if self.flush_interval_messages is not None and self.flush_interval_messages < 1:
-            raise ValueError(f"flush_interval_messages must be >= 1 or None, got {self.flush_interval_messages}")
-        if self.flush_interval_ms is not None and self.flush_interval_ms < 0:
-            raise ValueError(f"flush_interval_ms must be >= 0 or None, got {self.flush_interval_ms}")
-        for name, low in (("segment_bytes", 14), ("segment_ms", 1), ("segment_jitter_ms", 0),
-                          ("segment_index_bytes", 4), ("index_interval_bytes", 0)):
-            if getattr(self, name) < low:
-                raise ValueError(f"{name} must be >= {low}, got {getattr(self, name)}")
-
-    @property
-    def max_index_entries(self) -> int:
-        """Entries the offset index holds (Kafka's ``maxEntries``: the index size over 8 bytes)."""
-        return self.segment_index_bytes // OFFSET_INDEX_ENTRY_BYTES
-
-    @property
-    def max_time_index_entries(self) -> int:
-        """Entries the time index holds (the index size over 12 bytes)."""
-        return self.segment_index_bytes // TIME_INDEX_ENTRY_BYTES
-
-
-class LogSegment:
-    """One segment of a log (Kafka's ``LogSegment``): the file ``path`` holding the batches from
-    ``base_offset``, its offset index in memory (``bases``/``sizes``: each batch's base offset and bytes) and
-    the bookkeeping of Kafka's sparse indexes (entry counts, to roll when either is full).
-
-    ``size``: bytes; ``next_offset``: the offset after its last record (its base when empty);
-    ``max_timestamp``: the largest batch max timestamp (-1 when none); ``rolling_timestamp``: the first
-    batch's max timestamp (``segment.ms`` counts from it; -1 when none); ``created_ms`` and
-    ``last_modified_ms``: when it was created (or loaded) and last appended to; ``jitter_ms``: this
-    segment's ``segment.jitter.ms`` draw."""
-
-    __slots__ = ("base_offset", "path", "bases", "sizes", "timestamps", "size", "next_offset", "max_timestamp",
-                 "rolling_timestamp", "created_ms", "last_modified_ms", "index_entries",
-                 "time_index_entries", "last_time_index_ts", "bytes_since_index", "jitter_ms")
-
-    def __init__(self, directory: str, base_offset: int, now_ms: int, jitter_ms: int = 0) -> None:
-        self.base_offset = base_offset
-        self.path = f"{directory}/{segment_file(base_offset)}"
-        self.bases: list[int] = []
-        self.sizes: list[int] = []
-        self.timestamps: list[int] = []  # each batch's max timestamp
-        self.size = 0
-        self.next_offset = base_offset
-        self.max_timestamp = -1
-        self.rolling_timestamp = -1
-        self.created_ms = now_ms
-        self.last_modified_ms = now_ms
-        self.index_entries = 0
-        self.time_index_entries = 0
-        self.last_time_index_ts = -1
-        self.bytes_since_index = 0
-        self.jitter_ms = jitter_ms
-
-    def index(self, batch: RecordBatch, max_timestamp: int, now_ms: int, index_interval_bytes: int) -> None:
-        """Account for ``batch`` just written at the end of the file (Kafka's ``LogSegment.append``): the
-        offset index, the max timestamp, an index entry once ``index.interval.bytes`` have passed."""
-        self._add(batch.base_offset, batch.size_bytes, max_timestamp, index_interval_bytes)
-        self.next_offset = batch.base_offset + batch.record_count
-        self.last_modified_ms = now_ms
-
-    def _add(self, base_offset: int, size: int, max_timestamp: int, index_interval_bytes: int) -> None:
-        if not self.bases:
-            self.rolling_timestamp = max_timestamp
-        if self.bytes_since_index > index_interval_bytes:
-            self.index_entries += 1
-            ts = max(self.max_timestamp, max_timestamp)
-            if ts > self.last_time_index_ts:
-                self.time_index_entries += 1
-                self.last_time_index_ts = ts
-            self.bytes_since_index = 0
-        if max_timestamp > self.max_timestamp:
-            self.max_timestamp = max_timestamp
-        self.bases.append(base_offset)
-        self.sizes.append(size)
-        self.timestamps.append(max_timestamp)
-        self.size += size
-        self.bytes_since_index += size
-
-    def truncate_index(self, keep: int, next_offset: int, index_interval_bytes: int) -> None:
-        """Forget every batch from index position ``keep`` on (the file was cut there) and recompute what
-        depends on them (size, max timestamp, index entry counts), as Kafka's ``LogSegment.truncateTo``
-        does; ``next_offset``: the offset after the last kept batch."""
-        sizes, timestamps = self.sizes[:keep], self.timestamps[:keep]
-        bases = self.bases[:keep]
-        self.bases, self.sizes, self.timestamps = [], [], []
-        self.size = self.index_entries = self.time_index_entries = self.bytes_since_index = 0
-        self.max_timestamp = self.rolling_timestamp = self.last_time_index_ts = -1
-        self.next_offset = self.base_offset
-        last_modified = self.last_modified_ms
-        for base, size, ts in zip(bases, sizes, timestamps, strict=True):
-            self._add(base, size, ts, index_interval_bytes)
-        if bases:
-            self.next_offset = next_offset
-        self.last_modified_ms = last_modified
-
-    def should_roll(self, config: LogConfig, size: int, max_timestamp: int, last_offset: int,
-                    now_ms: int) -> bool:
-        """Kafka's ``LogSegment.shouldRoll`` for a batch of ``size`` bytes with ``max_timestamp`` ending at
-        ``last_offset`` (module docstring)."""
-        ts = self.rolling_timestamp
-        waited = max_timestamp - ts if ts >= 0 else now_ms - self.created_ms
-        return (self.size > config.segment_bytes - size
-                or (self.size > 0 and waited > config.segment_ms - self.jitter_ms)
-                or self.index_entries >= config.max_index_entries
-                or self.time_index_entries >= config.max_time_index_entries
-                or not 0 <= last_offset - self.base_offset <= _MAX_RELATIVE_OFFSET)
-
-    def largest_timestamp(self) -> int:
-        """Kafka's ``LogSegment.largestTimestamp``: the largest record timestamp, else the last-modified time."""
-        return self.max_timestamp if self.max_timestamp >= 0 else self.last_modified_ms
-
-    def __repr__(self) -> str:
-        return f"LogSegment({self.path!r}, {self.base_offset}..{self.next_offset}, {self.size} bytes)"
-
 
 def _assign_derived(epochs: list[int], starts: list[int], e: int, base_offset: int) -> None:
     """Fold one batch's (epoch, base offset) into derived epoch entries (Kafka's assign rule)."""
@@ -251,17 +85,19 @@ def _assign_derived(epochs: list[int], starts: list[int], e: int, base_offset: i
 class PartitionLog:
     """The log of one partition replica over a :class:`Disk`.
 
-    ``PartitionLog(disk, directory, config, now_ms, log_start_offset=0, recovery_point=0, rng=None)``
-    recovers from the disk (Kafka's ``LogLoader``): every segment file of ``directory`` in base-offset
-    order gets the disk's own check (:meth:`Disk.recover`: lengths and CRC-32Cs, an invalid tail truncated),
+    ``PartitionLog(disk, directory, config, now_ms, log_start_offset=0, recovery_point=0, rng=None,
+    clean_shutdown=False)`` recovers from the disk (Kafka's ``LogLoader``): every segment file of ``directory``
+    in base-offset order gets the disk's own check (:meth:`Disk.recover`: lengths and CRC-32Cs, an invalid tail
+    truncated; lengths only for a segment wholly below ``recovery_point`` after an unclean shutdown, as Kafka
+    trusts what was flushed; after a ``clean_shutdown`` every segment is checked, kraftlog's rule),
     then its batches are read: the contiguous run of offsets from the first segment's base; at the first
     gap, empty batch or a segment that does not start where the previous one ended, the rest of that
     segment is truncated and every later segment deleted (Kafka's recovery deletes the segments after a
     corrupt one). Every truncation is kept in :attr:`dropped_at_load` (:class:`~kraftlog.storage.disk.LoadDrop`:
     a replica that dropped data at load after a clean shutdown is not clean, DESIGN.md). The log start
     offset is max(``log_start_offset``: the checkpointed one, the first segment's base); the recovery point
-    is min(``recovery_point``, LEO) (Kafka's ``LogLoader``: only a flush moves it; the log manager passes
-    the LEO after a clean shutdown). The epoch cache is truncated from the end to the LEO and from the start
+    is min(``recovery_point``, LEO), the LEO after a clean shutdown (Kafka's ``LogLoader``: only a flush moves
+    it). The epoch cache is truncated from the end to the LEO and from the start
     to the log start; if the remaining entries disagree with the recovered batches' epochs (only possible
     when a crash lost a truncation), it is rebuilt from the batches. ``rng`` draws each segment's
     ``segment.jitter.ms`` (needed only when that is > 0).
@@ -274,8 +110,8 @@ class PartitionLog:
     Attributes: ``log_end_offset`` (the LEO; a plain attribute, read on every fetch), ``log_start_offset``
     (the first offset a reader may ask for), ``high_watermark`` (set through :meth:`update_high_watermark`),
     ``epoch_cache``, ``recovery_point`` (offset below which the log is known durable), ``segments`` (oldest
-    first; the last is active), ``config``, ``dropped_at_load``, ``batches_loaded`` (batches read and
-    checked at load).
+    first; the last is active), ``config``, ``dropped_at_load``, ``batches_recovered`` and ``batches_trusted``
+    (batches checked one by one at load, and loaded by their lengths only).
     """
 
     __slots__ = (
@@ -292,19 +128,24 @@ class PartitionLog:
         "last_flush_ms",
         "log_end_offset",
         "dropped_at_load",
-        "batches_loaded",
+        "batches_recovered",
+        "batches_trusted",
         "_rng",
     )
 
     def __init__(self, disk: Disk, directory: str, config: LogConfig, now_ms: int, log_start_offset: int = 0,
-                 recovery_point: int = 0, rng: Random | None = None) -> None:
+                 recovery_point: int = 0, rng: Random | None = None, clean_shutdown: bool = False) -> None:
         self._disk = disk
         self.directory = directory
         self.config = config
         self._rng = rng
         self.high_watermark = 0
         self.last_flush_ms = now_ms
-        self.batches_loaded = 0
+        #: batches checked one by one at load (CRC-32C, offsets): the segments from the one holding the
+        #: recovery point on, or every segment after a clean shutdown
+        self.batches_recovered = 0
+        #: batches loaded by their lengths only (segments wholly below the recovery point, Kafka's rule)
+        self.batches_trusted = 0
 
         # Recovery, one batch at a time: the offset indexes, the epochs the batches carry and the producer
         # state are rebuilt from the contiguous run; the batches themselves are not kept.
@@ -315,9 +156,10 @@ class PartitionLog:
         self.dropped_at_load: list[LoadDrop] = []
         segments: list[LogSegment] = []
         paths = segment_paths(disk, directory)
+        path_bases = [base_of(p.rpartition("/")[2]) or 0 for p in paths]
         expected: int | None = None
         broken = False
-        for path in paths:
+        for k, path in enumerate(paths):
             if broken:
                 rest = list(disk.scan(path))
                 size = sum(getattr(b, "size_bytes", 0) for b in rest)
@@ -325,9 +167,13 @@ class PartitionLog:
                     self.dropped_at_load.append(LoadDrop(path, 0, size, len(rest), "a segment after a truncated one"))
                 disk.delete(path, now_ms)
                 continue
-            base = _base_of(path.rpartition("/")[2])
+            base = base_of(path.rpartition("/")[2])
             assert base is not None
-            drops = disk.recover(path, now_ms)
+            # Kafka's LogLoader.recoverLog: after an unclean shutdown the segments holding offsets at or above
+            # the recovery point are recovered batch by batch, the ones below it trusted. After a clean
+            # shutdown kraftlog checks every batch (Kafka skips recovery: DESIGN.md, storage faults).
+            verify = clean_shutdown or k + 1 == len(paths) or path_bases[k + 1] > recovery_point
+            drops = disk.recover(path, now_ms, verify)
             self.dropped_at_load.extend(drops)
             if expected is not None and base != expected:
                 self.dropped_at_load.append(LoadDrop(path, 0, 0, 0, f"segment base {base} where offset {expected} "
@@ -348,7 +194,10 @@ class PartitionLog:
                 position += b.size_bytes
                 _assign_derived(epochs, epoch_starts, b.partition_leader_epoch, b.base_offset)
                 producer_state.update(b)
-                self.batches_loaded += 1
+                if verify:
+                    self.batches_recovered += 1
+                else:
+                    self.batches_trusted += 1
             if torn is not None:
                 kept = len(seg.bases)
                 rest_items = disk.read_range(path, kept, 2**62)
@@ -368,7 +217,7 @@ class PartitionLog:
         leo = segments[-1].next_offset
         self.log_end_offset = leo
         self.log_start_offset = min(max(log_start_offset, segments[0].base_offset), leo)
-        self.recovery_point = min(max(recovery_point, self.log_start_offset), leo)
+        self.recovery_point = leo if clean_shutdown else min(max(recovery_point, self.log_start_offset), leo)
 
         cache = LeaderEpochCache(disk, f"{directory}/{EPOCH_CHECKPOINT_FILE}", now_ms)
         cache.truncate_from_end(leo, now_ms)

@@ -1,0 +1,194 @@
+"""A segment of a partition log (Kafka's ``LogSegment``) and the log's topic configs (Kafka's ``LogConfig``).
+
+A segment is the file ``<directory>/<20-digit base offset>.log`` holding RecordBatch items on a
+:class:`~kraftlog.storage.disk.Disk`; :class:`LogSegment` keeps its offset index in memory and decides when
+the log rolls (:meth:`LogSegment.should_roll`). The log itself: :mod:`kraftlog.storage.log`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..protocol.records import RecordBatch
+from .disk import Disk
+
+__all__ = [
+    "LOG_FILE_SUFFIX", "SEGMENT_FILE", "OFFSET_INDEX_ENTRY_BYTES", "TIME_INDEX_ENTRY_BYTES", "LogConfig",
+    "LogSegment", "RecordBatchTooLargeError", "segment_file", "segment_paths", "base_of",
+]
+
+#: A segment file's suffix, and its name: the base offset as 20 digits (Kafka's ``LogFileUtils``).
+LOG_FILE_SUFFIX = ".log"
+#: File names inside a partition directory (Kafka's): the first segment of a log that starts at 0.
+SEGMENT_FILE = "00000000000000000000.log"
+
+#: Kafka's index entry sizes (``OffsetIndex``: relative offset int32 + position int32; ``TimeIndex``:
+#: timestamp int64 + relative offset int32).
+OFFSET_INDEX_ENTRY_BYTES = 8
+TIME_INDEX_ENTRY_BYTES = 12
+_MAX_RELATIVE_OFFSET = 2**31 - 1
+
+
+def segment_file(base_offset: int) -> str:
+    """A segment's file name: ``base_offset`` as 20 digits + ``.log`` (Kafka's ``LogFileUtils.logFile``)."""
+    return f"{base_offset:020d}{LOG_FILE_SUFFIX}"
+
+
+def segment_paths(disk: Disk, directory: str) -> list[str]:
+    """The segment files of the partition directory ``directory`` on ``disk``, in base-offset order."""
+    prefix = directory.rstrip("/") + "/"
+    return [p for p in disk.list(prefix) if base_of(p[len(prefix):]) is not None]
+
+
+def base_of(name: str) -> int | None:
+    """The base offset a segment file name carries, None for any other name."""
+    if len(name) != 20 + len(LOG_FILE_SUFFIX) or not name.endswith(LOG_FILE_SUFFIX) or not name[:20].isdigit():
+        return None
+    return int(name[:20])
+
+
+class RecordBatchTooLargeError(ValueError):
+    """A batch larger than ``segment.bytes`` (Kafka's ``RecordBatchTooLargeException``: the produce answer
+    is RECORD_LIST_TOO_LARGE). Nothing was appended."""
+
+
+@dataclass(slots=True, frozen=True)
+class LogConfig:
+    """A partition log's topic configs (Kafka's ``LogConfig``; sizes in bytes, times in ms).
+
+    ``flush_interval_messages``: ``flush.messages``: fsync once this many messages are unflushed (>= 1;
+    None = never, Kafka's default). ``flush_interval_ms``: ``flush.ms``: the flush scheduler fsyncs a log
+    whose last flush is this old (>= 0; None = never). ``segment_bytes`` (``segment.bytes``, 1 GiB),
+    ``segment_ms`` (``segment.ms``, 7 days), ``segment_jitter_ms`` (``segment.jitter.ms``, 0: each segment's
+    roll time is brought forward by a draw in [0, min(jitter, segment.ms))), ``segment_index_bytes``
+    (``segment.index.bytes``, 10 MiB: the size of each index, so its entry capacity), ``index_interval_bytes``
+    (``index.interval.bytes``, 4096), ``retention_ms`` (``retention.ms``, 7 days; -1: no time limit),
+    ``retention_bytes`` (``retention.bytes``, -1: no size limit), ``delete`` (``cleanup.policy`` holds
+    ``delete``: retention applies). ValueError for a value out of Kafka's range.
+    """
+
+    flush_interval_messages: int | None = None
+    flush_interval_ms: int | None = None
+    segment_bytes: int = 1 << 30
+    segment_ms: int = 604_800_000
+    segment_jitter_ms: int = 0
+    segment_index_bytes: int = 10 << 20
+    index_interval_bytes: int = 4096
+    retention_ms: int = 604_800_000
+    retention_bytes: int = -1
+    delete: bool = True
+
+    def __post_init__(self) -> None:
+        if self.flush_interval_messages is not None and self.flush_interval_messages < 1:
+            raise ValueError(f"flush_interval_messages must be >= 1 or None, got {self.flush_interval_messages}")
+        if self.flush_interval_ms is not None and self.flush_interval_ms < 0:
+            raise ValueError(f"flush_interval_ms must be >= 0 or None, got {self.flush_interval_ms}")
+        for name, low in (("segment_bytes", 14), ("segment_ms", 1), ("segment_jitter_ms", 0),
+                          ("segment_index_bytes", 4), ("index_interval_bytes", 0)):
+            if getattr(self, name) < low:
+                raise ValueError(f"{name} must be >= {low}, got {getattr(self, name)}")
+
+    @property
+    def max_index_entries(self) -> int:
+        """Entries the offset index holds (Kafka's ``maxEntries``: the index size over 8 bytes)."""
+        return self.segment_index_bytes // OFFSET_INDEX_ENTRY_BYTES
+
+    @property
+    def max_time_index_entries(self) -> int:
+        """Entries the time index holds (the index size over 12 bytes)."""
+        return self.segment_index_bytes // TIME_INDEX_ENTRY_BYTES
+
+
+class LogSegment:
+    """One segment of a log (Kafka's ``LogSegment``): the file ``path`` holding the batches from
+    ``base_offset``, its offset index in memory (``bases``/``sizes``: each batch's base offset and bytes) and
+    the bookkeeping of Kafka's sparse indexes (entry counts, to roll when either is full).
+
+    ``size``: bytes; ``next_offset``: the offset after its last record (its base when empty);
+    ``max_timestamp``: the largest batch max timestamp (-1 when none); ``rolling_timestamp``: the first
+    batch's max timestamp (``segment.ms`` counts from it; -1 when none); ``created_ms`` and
+    ``last_modified_ms``: when it was created (or loaded) and last appended to; ``jitter_ms``: this
+    segment's ``segment.jitter.ms`` draw."""
+
+    __slots__ = ("base_offset", "path", "bases", "sizes", "timestamps", "size", "next_offset", "max_timestamp",
+                 "rolling_timestamp", "created_ms", "last_modified_ms", "index_entries",
+                 "time_index_entries", "last_time_index_ts", "bytes_since_index", "jitter_ms")
+
+    def __init__(self, directory: str, base_offset: int, now_ms: int, jitter_ms: int = 0) -> None:
+        self.base_offset = base_offset
+        self.path = f"{directory}/{segment_file(base_offset)}"
+        self.bases: list[int] = []
+        self.sizes: list[int] = []
+        self.timestamps: list[int] = []  # each batch's max timestamp
+        self.size = 0
+        self.next_offset = base_offset
+        self.max_timestamp = -1
+        self.rolling_timestamp = -1
+        self.created_ms = now_ms
+        self.last_modified_ms = now_ms
+        self.index_entries = 0
+        self.time_index_entries = 0
+        self.last_time_index_ts = -1
+        self.bytes_since_index = 0
+        self.jitter_ms = jitter_ms
+
+    def index(self, batch: RecordBatch, max_timestamp: int, now_ms: int, index_interval_bytes: int) -> None:
+        """Account for ``batch`` just written at the end of the file (Kafka's ``LogSegment.append``): the
+        offset index, the max timestamp, an index entry once ``index.interval.bytes`` have passed."""
+        self._add(batch.base_offset, batch.size_bytes, max_timestamp, index_interval_bytes)
+        self.next_offset = batch.base_offset + batch.record_count
+        self.last_modified_ms = now_ms
+
+    def _add(self, base_offset: int, size: int, max_timestamp: int, index_interval_bytes: int) -> None:
+        if not self.bases:
+            self.rolling_timestamp = max_timestamp
+        if self.bytes_since_index > index_interval_bytes:
+            self.index_entries += 1
+            ts = max(self.max_timestamp, max_timestamp)
+            if ts > self.last_time_index_ts:
+                self.time_index_entries += 1
+                self.last_time_index_ts = ts
+            self.bytes_since_index = 0
+        if max_timestamp > self.max_timestamp:
+            self.max_timestamp = max_timestamp
+        self.bases.append(base_offset)
+        self.sizes.append(size)
+        self.timestamps.append(max_timestamp)
+        self.size += size
+        self.bytes_since_index += size
+
+    def truncate_index(self, keep: int, next_offset: int, index_interval_bytes: int) -> None:
+        """Forget every batch from index position ``keep`` on (the file was cut there) and recompute what
+        depends on them (size, max timestamp, index entry counts), as Kafka's ``LogSegment.truncateTo``
+        does; ``next_offset``: the offset after the last kept batch."""
+        sizes, timestamps = self.sizes[:keep], self.timestamps[:keep]
+        bases = self.bases[:keep]
+        self.bases, self.sizes, self.timestamps = [], [], []
+        self.size = self.index_entries = self.time_index_entries = self.bytes_since_index = 0
+        self.max_timestamp = self.rolling_timestamp = self.last_time_index_ts = -1
+        self.next_offset = self.base_offset
+        last_modified = self.last_modified_ms
+        for base, size, ts in zip(bases, sizes, timestamps, strict=True):
+            self._add(base, size, ts, index_interval_bytes)
+        if bases:
+            self.next_offset = next_offset
+        self.last_modified_ms = last_modified
+
+    def should_roll(self, config: LogConfig, size: int, max_timestamp: int, last_offset: int,
+                    now_ms: int) -> bool:
+        """Kafka's ``LogSegment.shouldRoll`` for a batch of ``size`` bytes with ``max_timestamp`` ending at
+        ``last_offset`` (module docstring)."""
+        ts = self.rolling_timestamp
+        waited = max_timestamp - ts if ts >= 0 else now_ms - self.created_ms
+        return (self.size > config.segment_bytes - size
+                or (self.size > 0 and waited > config.segment_ms - self.jitter_ms)
+                or self.index_entries >= config.max_index_entries
+                or self.time_index_entries >= config.max_time_index_entries
+                or not 0 <= last_offset - self.base_offset <= _MAX_RELATIVE_OFFSET)
+
+    def largest_timestamp(self) -> int:
+        """Kafka's ``LogSegment.largestTimestamp``: the largest record timestamp, else the last-modified time."""
+        return self.max_timestamp if self.max_timestamp >= 0 else self.last_modified_ms
+
+    def __repr__(self) -> str:
+        return f"LogSegment({self.path!r}, {self.base_offset}..{self.next_offset}, {self.size} bytes)"
