@@ -44,9 +44,6 @@ from .metadata_cache import MetadataCache
 LOG_DIR = "data"
 #: The file in a partition directory that names its topic id (Kafka's ``PartitionMetadataFile``).
 PARTITION_METADATA_FILE = "partition.metadata"
-#: Kafka's ``LogManager.InitialTaskDelayMs``: the log manager's periodic tasks (retention, the flush
-#: scheduler, the checkpoints) first run this long after start.
-INITIAL_TASK_DELAY_MS = 30_000
 #: A period at or above this is "never" (Kafka's Long.MAX_VALUE defaults).
 _NEVER_MS = 1 << 62
 
@@ -88,6 +85,9 @@ class LogManager:
         self.flush_check_interval_ms = _period(static, "log.flush.scheduler.interval.ms")
         self.recovery_checkpoint_interval_ms = _period(static, "log.flush.offset.checkpoint.interval.ms")
         self.start_checkpoint_interval_ms = _period(static, "log.flush.start.offset.checkpoint.interval.ms")
+        #: ``log.initial.task.delay.ms`` (Kafka's InitialTaskDelayMs, 30 s): the tasks first run this long after
+        #: the logs are loaded
+        self.initial_task_delay_ms = int(cfg.lookup("log.initial.task.delay.ms", static))
         #: When each task runs next (ms; None: never): set by :meth:`load`.
         self.next_task_ms: dict[str, int | None] = {}
         #: segment.jitter.ms draws: a Random of the directory's own, so that no other draw depends on them
@@ -136,7 +136,7 @@ class LogManager:
             self._note(f"the clean-shutdown file (broker epoch {self.previous_broker_epoch}) vouched for logs that "
                        f"dropped data at load: registering as after an unclean shutdown (PreviousBrokerEpoch -1)")
             self.previous_broker_epoch = -1
-        first = now_ms + INITIAL_TASK_DELAY_MS
+        first = now_ms + self.initial_task_delay_ms
         self.next_task_ms = {
             "retention": first if self.retention_check_interval_ms is not None else None,
             "flush": first if self.flush_check_interval_ms is not None else None,

@@ -61,6 +61,8 @@ DEFAULTS: dict[str, str] = {
     # How often retention runs (Kafka's "kafka-log-retention" task) and the log manager's checkpoints of
     # recovery points and log start offsets are written.
     "log.retention.check.interval.ms": "300000",
+    # Kafka's LogManager InitialTaskDelayMs: its periodic tasks first run this long after start ("for testing").
+    "log.initial.task.delay.ms": "30000",
     "log.flush.offset.checkpoint.interval.ms": "60000",
     "log.flush.start.offset.checkpoint.interval.ms": "60000",
     "metadata.max.idle.interval.ms": "500",
@@ -232,6 +234,7 @@ _TYPES: dict[str, tuple[str, int | None, bool]] = {
     "log.retention.hours": (_INT, None, False),
     "retention.ms": (_LONG, -1, False),
     "log.retention.check.interval.ms": (_LONG, 1, False),
+    "log.initial.task.delay.ms": (_LONG, 0, False),
     "log.flush.offset.checkpoint.interval.ms": (_INT, 0, False),
     "log.flush.start.offset.checkpoint.interval.ms": (_INT, 0, False),
     "flush.messages": (_LONG, 1, True),

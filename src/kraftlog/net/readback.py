@@ -91,7 +91,7 @@ def read_replica_disks(directory: str, brokers: int, partitions: list[tuple[str,
     ``({"<topic>-<p>": {broker: ({offset: (value, epoch)}, HWM)}}, {"<topic>-<p>": {"<broker>": LEO}})``."""
     from ..broker.broker import LOG_DIR
     from ..storage.checkpoints import read_hwm_checkpoint
-    from ..storage.log import SEGMENT_FILE
+    from ..storage.segment import segment_paths
     from .disk import FileDisk
     replica_logs: dict = {}
     leos: dict = {}
@@ -100,12 +100,12 @@ def read_replica_disks(directory: str, brokers: int, partitions: list[tuple[str,
         with FileDisk(root) as disk:
             checkpoint = read_hwm_checkpoint(disk, LOG_DIR)
             for topic, p in partitions:
-                path = f"{LOG_DIR}/{topic}-{p}/{SEGMENT_FILE}"
-                if not os.path.exists(os.path.join(root, path)):
+                paths = segment_paths(disk, f"{LOG_DIR}/{topic}-{p}")
+                if not paths:
                     continue
                 content = {}
                 end = 0
-                for batch in disk.scan(path):
+                for batch in (b for path in paths for b in disk.scan(path)):
                     assert isinstance(batch, RecordBatch)  # a partition segment's items
                     for i, rec in enumerate(batch.records):
                         content[batch.base_offset + i] = (rec.value.decode(errors="replace") if rec.value is not None
