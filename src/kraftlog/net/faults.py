@@ -86,15 +86,16 @@ class ProcessFaults:
     def corrupt(self, step: Step, action: Corrupt) -> Corrupted | None:
         """Flip bytes in one batch of the stopped broker's segment file (the simulator's rule for which
         batch: :func:`~kraftlog.scenario.corrupt_target`; the bytes from the run's seed)."""
+        from ..storage.segment import base_of
         from .segment import corrupt_segment, segment_batches
         topic, _, idx = action.partition.rpartition("-")
-        path = os.path.join(self.directory, node_name(action.broker), "data", f"{topic}-{idx}",
-                            "00000000000000000000.log")
-        spans = segment_batches(path) if os.path.exists(path) else []
-        target = corrupt_target(spans, action.at)
+        part = os.path.join(self.directory, node_name(action.broker), "data", f"{topic}-{idx}")
+        names = sorted(n for n in os.listdir(part) if base_of(n) is not None) if os.path.isdir(part) else []
+        located = [(os.path.join(part, n), span) for n in names for span in segment_batches(os.path.join(part, n))]
+        target = corrupt_target([span for _path, span in located], action.at)
         if target is None:
             return None
-        span = target[1]
+        path, span = located[target[0]]
         flipped = corrupt_segment(path, span, action.bytes, Random(f"corrupt:{self.seed}:{step.index}"))
         return Corrupted(span.base_offset, span.next_offset - 1, len(flipped), f" (bytes {flipped})")
 

@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING
 from ..broker.broker import LOG_DIR
 from ..metadata.image import MetadataImage
 from ..storage.epoch_cache import parse_epoch_checkpoint
-from ..storage.log import EPOCH_CHECKPOINT_FILE, SEGMENT_FILE
+from ..storage.log import EPOCH_CHECKPOINT_FILE
+from ..storage.segment import segment_paths
 
 if TYPE_CHECKING:
     from ..check.checkers import FinalLogs, LogContent, ReplicaLogs
@@ -199,7 +200,7 @@ def dump_logs(sim: SimCluster, image: MetadataImage) -> dict[str, dict[str, dict
                 state = "leader" if p.is_leader else "follower"
             else:
                 disk, directory = sim.disks[r], f"{LOG_DIR}/{topic}-{idx}"
-                batches = list(disk.scan(f"{directory}/{SEGMENT_FILE}"))
+                batches = [b for path in segment_paths(disk, directory) for b in disk.scan(path)]
                 text = disk.read_value(f"{directory}/{EPOCH_CHECKPOINT_FILE}")
                 cache = parse_epoch_checkpoint(text) if text else []
                 leo, hwm = (batches[-1].next_offset if batches else 0), None

@@ -51,7 +51,7 @@ from ..scenario import (
 )
 from ..scenario.interpreter import ACKS, Corrupted, node_words, run_steps
 from ..scenario.result import Event, RunResult
-from ..storage.log import SEGMENT_FILE
+from ..storage.segment import segment_paths
 from ..verdict import is_safe
 from . import cluster_state
 from .cluster import SimCluster
@@ -363,11 +363,13 @@ class ScenarioRun:
         failed step, while the broker runs: a running process would overwrite nothing, but its reads are
         not what the step means to test)."""
         topic, _, idx = action.partition.rpartition("-")
-        path = f"{LOG_DIR}/{topic}-{idx}/{SEGMENT_FILE}"
-        target = corrupt_target(self.sim.disks[action.broker].read(path), action.at)
+        disk = self.sim.disks[action.broker]
+        located = [(path, i, batch) for path in segment_paths(disk, f"{LOG_DIR}/{topic}-{idx}")
+                   for i, batch in enumerate(disk.read(path))]
+        target = corrupt_target([batch for _path, _i, batch in located], action.at)
         if target is None:
             return None
-        index, batch = target
+        path, index, batch = located[target[0]]
         self.sim.corrupt(action.broker, path, index)
         return Corrupted(batch.base_offset, batch.next_offset - 1, action.bytes)
 
