@@ -328,3 +328,108 @@ def test_after_an_unclean_shutdown_only_the_segments_from_the_recovery_point_on_
     clean = PartitionLog(d, DIR, LogConfig(segment_bytes=2 * ONE), 9, recovery_point=5, clean_shutdown=True)
     assert clean.log_end_offset == 1 and clean.batches_recovered == 1 and clean.batches_trusted == 0
     assert clean.dropped_at_load[0].reason.startswith("batch CRC-32C mismatch")
+
+
+# =========================================================================== property
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_APPEND = st.tuples(st.just("append"), st.integers(1, 4), st.integers(0, 400))  # records, ms since the last op
+SEGMENT_OPS = st.lists(st.one_of(
+    _APPEND, _APPEND, _APPEND, _APPEND,  # appends weigh most: segments must fill and roll
+    st.tuples(st.just("flush")),
+    st.tuples(st.just("hwm"), st.integers(0, 100)),  # percent of the way from the HWM to the LEO
+    st.tuples(st.just("retention"), st.integers(0, 3000)),  # ms later
+    st.tuples(st.just("delete_records"), st.integers(0, 100)),  # percent of the way to the HWM
+    st.tuples(st.just("truncate"), st.integers(0, 100)),  # percent of the way from the HWM to the LEO
+    st.tuples(st.just("crash")),
+), min_size=10, max_size=60)
+
+
+@settings(derandomize=True, database=None, deadline=None, max_examples=250,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(SEGMENT_OPS, st.integers(1, 4), st.sampled_from([-1, 1000, 5000]), st.sampled_from([-1, 0, 4, 10]))
+def test_property_offsets_above_the_log_start_read_back_and_retention_never_passes_what_it_allows(
+        ops, per_segment, retention_ms, retention_batches):
+    """Random appends, flushes, HWM moves, retention passes, DeleteRecords, truncations above the HWM and crashes
+    that lose what was not flushed (the log reloaded with its checkpointed log start offset and recovery point,
+    as the log manager passes them). After every step:
+
+    * every offset in [log start, LEO) reads back the value written there (or, after a crash brought back data
+      whose truncation was not yet durable, a value once written there; below the recovery point at the crash,
+      exactly the one written last);
+    * a crash keeps every offset below the recovery point the log claimed (what a flush made durable);
+    * the log start offset never passes the HWM nor what ``retention.ms``, ``retention.bytes`` and DeleteRecords
+      allowed: the first record newer than the time cutoff, the first offset above which ``retention.bytes``
+      remain, the offset DeleteRecords asked for."""
+    size = rec_batch(1, tag="w").size_bytes  # every batch below holds records of one size
+    retention_bytes = -1 if retention_batches < 0 else retention_batches * size
+    cfg = LogConfig(segment_bytes=per_segment * 2 * size, retention_ms=retention_ms, retention_bytes=retention_bytes)
+    d = SimDisk(None)
+    now = 0
+    log = PartitionLog(d, DIR, cfg, now)
+    model: dict[int, tuple[bytes, int]] = {}  # offset -> (value, timestamp) as written last
+    ever: dict[int, set[bytes]] = {}
+    batches: list[tuple[int, int]] = []  # (base offset, bytes) of the batches the model holds
+    requested = 0  # the highest offset DeleteRecords asked for
+    serial = 0
+    for op in ops:
+        kind = op[0]
+        if kind == "append":
+            now += op[2]
+            n = op[1]
+            values = [b"w%05d" % (serial + i) for i in range(n)]
+            serial += n
+            b = RecordBatch(-1, -1, tuple(Record(now, None, v) for v in values))
+            stored = log.append_as_leader(b, 0, now)
+            batches.append((stored.base_offset, stored.size_bytes))
+            for i, v in enumerate(values):
+                model[stored.base_offset + i] = (v, now)
+                ever.setdefault(stored.base_offset + i, set()).add(v)
+        elif kind == "flush":
+            log.flush(now)
+        elif kind == "hwm":
+            log.update_high_watermark(log.high_watermark + (log.log_end_offset - log.high_watermark) * op[1] // 100)
+        elif kind == "delete_records":
+            target = log.log_start_offset + (log.high_watermark - log.log_start_offset) * op[1] // 100
+            requested = max(requested, target)
+            log.maybe_increment_log_start_offset(target, now)
+        elif kind == "retention":
+            now += op[1]
+            start = log.log_start_offset
+            allowed = max(start, requested)
+            if retention_ms >= 0:
+                newer = [o for o in sorted(model) if o >= start and not model[o][1] < now - retention_ms]
+                allowed = max(allowed, newer[0] if newer else log.log_end_offset)
+            if retention_bytes >= 0:
+                kept = [base for base in [b2 for b2, _ in batches] + [log.log_end_offset]
+                        if base >= start and sum(s for b2, s in batches if b2 >= base) >= retention_bytes]
+                allowed = max(allowed, kept[-1] if kept else start)
+            log.delete_old_segments(now)
+            assert log.log_start_offset <= min(allowed, log.high_watermark) or log.log_start_offset == start
+        elif kind == "truncate":
+            target = log.high_watermark + (log.log_end_offset - log.high_watermark) * op[1] // 100
+            log.truncate_to(target, now)
+            for o in [o for o in model if o >= target]:
+                del model[o]
+            batches = [(b2, s) for b2, s in batches if b2 < target]
+        elif kind == "crash":
+            durable, start = log.recovery_point, log.log_start_offset
+            d.crash("unflushed", now)
+            log = PartitionLog(d, DIR, cfg, now, log_start_offset=start, recovery_point=durable)
+            assert log.log_end_offset >= durable, "a crash lost what a flush made durable"
+            for o in range(max(start, log.log_start_offset), durable):
+                assert log.record_at(o)[0].value == model[o][0]
+            for o in [o for o in model if o >= log.log_end_offset]:
+                del model[o]
+            for o in range(log.log_start_offset, log.log_end_offset):  # data whose truncation was not durable
+                if o not in model or log.record_at(o)[0].value != model[o][0]:
+                    got = log.record_at(o)[0].value
+                    assert got in ever[o]
+                    model[o] = (got, now)
+            batches = [(b.base_offset, b.size_bytes) for b in log.batches()]
+            log.update_high_watermark(log.log_start_offset)
+        assert log.log_start_offset <= max(log.high_watermark, log.log_start_offset)
+        for o in range(log.log_start_offset, log.log_end_offset):
+            assert log.record_at(o)[0].value == model[o][0], (op, o)
+        assert log.record_at(log.log_start_offset - 1) is None
