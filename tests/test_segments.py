@@ -433,3 +433,67 @@ def test_property_offsets_above_the_log_start_read_back_and_retention_never_pass
         for o in range(log.log_start_offset, log.log_end_offset):
             assert log.record_at(o)[0].value == model[o][0], (op, o)
         assert log.record_at(log.log_start_offset - 1) is None
+
+
+# =========================================================================== producer snapshots
+def test_a_producer_snapshot_round_trips_in_kafkas_v1_format_and_a_damaged_one_is_refused():
+    """ProducerStateManagerTest.testTakeSnapshot / testLoadFromCorruptSnapshotFile: version 1, CRC-32C, the
+    last batch of each producer."""
+    from kraftlog.storage.producer_snapshot import decode_snapshot, encode_snapshot
+    from kraftlog.storage.producer_state import ProducerStateManager
+
+    state = ProducerStateManager()
+    state.update(rec_batch(3, ts=50, pid=7, seq=0).with_offsets(10, 0))
+    state.update(rec_batch(2, ts=60, pid=7, seq=3).with_offsets(13, 0))
+    data = encode_snapshot(state.producers)
+    assert data[:2] == b"\x00\x01" and len(data) == 2 + 4 + 4 + 46
+    (entry,) = decode_snapshot(data).values()
+    assert (entry.epoch, list(entry.batches), entry.last_timestamp) == (0, [(3, 4, 13)], 60)
+    with pytest.raises(ValueError, match="CRC-32C"):
+        decode_snapshot(data[:-1] + bytes([data[-1] ^ 1]))
+
+
+def test_idempotent_dedup_survives_retention_and_a_restart_through_the_producer_snapshot():
+    """ProducerStateManagerTest.testRecoverFromSnapshot...: retention deleted the segment holding a producer's
+    batch; after a crash the log rebuilds its producers from the latest snapshot (taken at the roll) and the
+    segments after it, so a retry of that batch is still recognised as a duplicate of its offsets."""
+    d = SimDisk(None)
+    cfg = LogConfig(segment_bytes=3 * ONE, retention_bytes=0)
+    log = PartitionLog(d, DIR, cfg, 0)
+    first = log.append_as_leader(rec_batch(1, pid=42, seq=0), 0, 1)
+    for i in range(5):
+        log.append_as_leader(rec_batch(), 0, 2 + i)  # no producer id: rolls the segments
+    log.update_high_watermark(log.log_end_offset)
+    log.delete_old_segments(10)
+    assert log.log_start_offset > first.base_offset
+    retry = rec_batch(1, pid=42, seq=0)
+    assert log.producer_state.check(retry) == (0, first.base_offset)
+    start, durable = log.log_start_offset, log.recovery_point
+    d.crash("unflushed", 11)
+    again = PartitionLog(d, DIR, cfg, 12, log_start_offset=start, recovery_point=durable)
+    assert again.producer_state.check(retry) == (0, first.base_offset)  # a duplicate: nothing appended
+    assert again.producer_state.remove_expired(86_400_001, 86_400_000) == [42]
+    assert again.producer_state.check(retry) == (0, -1)  # forgotten: any sequence is accepted (KIP-360)
+
+
+def test_snapshots_above_the_log_end_and_of_deleted_segments_are_removed():
+    """Kafka's truncateAndReload and deleteProducerSnapshots: a truncation below a snapshot's offset deletes it,
+    and so does retention deleting the segment it starts."""
+    from kraftlog.storage.producer_snapshot import snapshot_file
+
+    d = SimDisk(None)
+    log = new_log(d, segment_bytes=2 * ONE, retention_bytes=3 * ONE)
+    for i in range(7):
+        log.append_as_leader(rec_batch(pid=5, seq=i), 0, i)
+    names = lambda: [p.rpartition("/")[2] for p in d.list(DIR + "/") if p.endswith(".snapshot")]  # noqa: E731
+    assert names() == [snapshot_file(o) for o in (2, 4, 6)]
+    log.truncate_to(5, 8)
+    assert names() == [snapshot_file(o) for o in (2, 4)]
+    log.update_high_watermark(5)
+    log.delete_old_segments(9)
+    assert [s.base_offset for s in log.segments] == [2, 4] and names() == [snapshot_file(o) for o in (2, 4)]
+    log.append_as_leader(rec_batch(pid=5, seq=5), 0, 10)
+    log.append_as_leader(rec_batch(pid=5, seq=6), 0, 11)
+    log.update_high_watermark(7)
+    log.delete_old_segments(12)
+    assert [s.base_offset for s in log.segments] == [4, 6] and names() == [snapshot_file(o) for o in (4, 6)]

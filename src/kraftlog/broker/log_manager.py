@@ -88,6 +88,9 @@ class LogManager:
         #: ``log.initial.task.delay.ms`` (Kafka's InitialTaskDelayMs, 30 s): the tasks first run this long after
         #: the logs are loaded
         self.initial_task_delay_ms = int(cfg.lookup("log.initial.task.delay.ms", static))
+        #: ``producer.id.expiration.ms``, checked every ``producer.id.expiration.check.interval.ms``
+        self.producer_expiration_ms = int(cfg.lookup("producer.id.expiration.ms", static))
+        self.producer_expiration_check_ms = _period(static, "producer.id.expiration.check.interval.ms")
         #: When each task runs next (ms; None: never): set by :meth:`load`.
         self.next_task_ms: dict[str, int | None] = {}
         #: segment.jitter.ms draws: a Random of the directory's own, so that no other draw depends on them
@@ -142,6 +145,7 @@ class LogManager:
             "flush": first if self.flush_check_interval_ms is not None else None,
             "recovery-checkpoint": first if self.recovery_checkpoint_interval_ms is not None else None,
             "start-checkpoint": first if self.start_checkpoint_interval_ms is not None else None,
+            "producer-expiration": first if self.producer_expiration_check_ms is not None else None,
         }
 
     def get_or_create(self, key: tuple[str, int], now_ms: int) -> PartitionLog:
@@ -173,14 +177,16 @@ class LogManager:
         ``log.retention.check.interval.ms`` (:meth:`cleanup_logs`), the flush scheduler every
         ``log.flush.scheduler.interval.ms`` (:meth:`maybe_flush`), the recovery-point and log-start-offset
         checkpoints every ``log.flush.offset.checkpoint.interval.ms`` /
-        ``log.flush.start.offset.checkpoint.interval.ms``. An OSError takes the directory offline."""
+        ``log.flush.start.offset.checkpoint.interval.ms``, expired producers every
+        ``producer.id.expiration.check.interval.ms``. An OSError takes the directory offline."""
         if self.offline:
             return
         tasks = self.next_task_ms
         for name, period in (("retention", self.retention_check_interval_ms),
                              ("flush", self.flush_check_interval_ms),
                              ("recovery-checkpoint", self.recovery_checkpoint_interval_ms),
-                             ("start-checkpoint", self.start_checkpoint_interval_ms)):
+                             ("start-checkpoint", self.start_checkpoint_interval_ms),
+                             ("producer-expiration", self.producer_expiration_check_ms)):
             due = tasks.get(name)
             if due is None or now_ms < due or period is None:
                 continue
@@ -192,8 +198,10 @@ class LogManager:
                     self.maybe_flush(now_ms)
                 elif name == "recovery-checkpoint":
                     self.checkpoint_recovery_points(now_ms)
-                else:
+                elif name == "start-checkpoint":
                     self.checkpoint_log_start_offsets(now_ms)
+                else:
+                    self.remove_expired_producers(now_ms)
             except OSError as exc:
                 self._fail(now_ms, exc, f"running the log manager's {name} task")
                 return  # the directory is offline: no task runs until a restart
@@ -211,6 +219,12 @@ class LogManager:
                            f"{log.log_start_offset}")
         self.segments_deleted += deleted
         return deleted
+
+    def remove_expired_producers(self, now_ms: int) -> None:
+        """Forget, in every log, the idempotent producers whose last batch is ``producer.id.expiration.ms`` old
+        (Kafka's ``removeExpiredProducers``, run every ``producer.id.expiration.check.interval.ms``)."""
+        for key in sorted(self.logs):
+            self.logs[key].producer_state.remove_expired(now_ms, self.producer_expiration_ms)
 
     def maybe_flush(self, now_ms: int) -> None:
         """The flush scheduler (Kafka's ``flushDirtyLogs``): flush the logs whose ``flush.ms`` ran out. OSError
@@ -267,6 +281,7 @@ class LogManager:
         try:
             for key in sorted(self.logs):
                 self.logs[key].flush(now_ms)
+                self.logs[key].take_snapshot(now_ms)  # Kafka's LogManager.shutdown: producer state at the LEO
             self.checkpoint_hwms(now_ms)
             self.checkpoint_recovery_points(now_ms)
             self.checkpoint_log_start_offsets(now_ms)

@@ -37,13 +37,14 @@ below which the log is known durable) advances only on a flush.
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from random import Random
 from typing import cast
 
 from ..protocol.records import Record, RecordBatch
 from .disk import Disk, LoadDrop
 from .epoch_cache import LeaderEpochCache
+from .producer_snapshot import decode_snapshot, encode_snapshot, snapshot_file, snapshot_offset
 from .producer_state import ProducerStateManager
 from .segment import (
     LOG_FILE_SUFFIX,
@@ -230,12 +231,54 @@ class PartitionLog:
         if first is not None and first[1] < self.log_start_offset:
             cache.truncate_from_start(self.log_start_offset, now_ms)
         self.epoch_cache = cache
-        #: Idempotent-producer state rebuilt from the batches (Kafka rebuilds it on log load).
+        #: Idempotent-producer state rebuilt from the batches, plus the producers of the latest snapshot at or
+        #: below the LEO whose batches retention deleted (Kafka loads the snapshot, then the segments after it).
         self.producer_state = producer_state
+        self._load_snapshot(now_ms)
         if log_start_offset > leo:
             # Kafka's deleteSegmentsIfLogStartGreaterThanLogEnd: the records below the checkpointed log start
             # were deleted (DeleteRecords, retention) before a crash cut the log shorter: start empty there.
             self.truncate_fully_and_start_at(log_start_offset, now_ms)
+
+    # ------------------------------------------------------------------ producer snapshots
+    def _snapshots(self) -> list[tuple[int, str]]:
+        """(offset, path) of this log's producer snapshot files, by offset."""
+        prefix = self.directory + "/"
+        out = []
+        for path in self._disk.list(prefix):
+            offset = snapshot_offset(path[len(prefix):])
+            if offset is not None:
+                out.append((offset, path))
+        return out
+
+    def _load_snapshot(self, now_ms: int) -> None:
+        """Delete the snapshots above the LEO (Kafka's ``truncateAndReload``) and take from the latest other one
+        the producers the batches did not give; a snapshot that does not decode is deleted and the next older
+        one tried (Kafka: CorruptSnapshotException)."""
+        for offset, path in reversed(self._snapshots()):
+            if offset > self.log_end_offset:
+                self._disk.delete(path, now_ms)
+                continue
+            value = self._disk.read_value(path)
+            try:
+                data = value.encode() if isinstance(value, str) else bytes(cast(bytes, value))
+                entries = decode_snapshot(data)
+            except (ValueError, TypeError):
+                self._disk.delete(path, now_ms)
+                continue
+            self.producer_state.load_missing(entries)
+            return
+
+    def take_snapshot(self, now_ms: int) -> None:
+        """Write the producer state at the LEO as ``<LEO>.snapshot`` (Kafka's ``takeSnapshot``: at a roll and
+        at a clean shutdown). OSError propagates."""
+        self._disk.write_atomic(f"{self.directory}/{snapshot_file(self.log_end_offset)}",
+                                encode_snapshot(self.producer_state.producers), now_ms)
+
+    def _delete_snapshots(self, keep: Callable[[int], bool], now_ms: int) -> None:
+        for offset, path in self._snapshots():
+            if not keep(offset):
+                self._disk.delete(path, now_ms)
 
     def _draw_jitter(self) -> int:
         """A new segment's ``segment.jitter.ms`` draw (Kafka: a random int modulo min(jitter, segment.ms))."""
@@ -284,6 +327,7 @@ class PartitionLog:
         if not active.bases:
             return active
         self.flush(now_ms)
+        self.take_snapshot(now_ms)
         seg = LogSegment(self.directory, self.log_end_offset, now_ms, self._draw_jitter())
         self._disk.create(seg.path, now_ms)
         self.segments.append(seg)
@@ -480,7 +524,9 @@ class PartitionLog:
             seg.index(head, head.max_timestamp, now_ms, self.config.index_interval_bytes)
         self.log_end_offset = offset
         self.epoch_cache.truncate_from_end(offset, now_ms)
+        self._delete_snapshots(lambda o: o <= offset, now_ms)
         self.producer_state.rebuild(self.batches())
+        self._load_snapshot(now_ms)  # Kafka's rebuildProducerState: the snapshot, then the segments
         if self.log_start_offset > offset:
             self.log_start_offset = offset
         if self.high_watermark > offset:
@@ -508,6 +554,7 @@ class PartitionLog:
         self.high_watermark = offset
         self.recovery_point = offset
         self.epoch_cache.clear(now_ms)
+        self._delete_snapshots(lambda o: False, now_ms)
         self.producer_state.rebuild(())
 
     # ------------------------------------------------------------------ retention
@@ -594,6 +641,8 @@ class PartitionLog:
             del self._segment_bases[:n]
             for seg in doomed:
                 self._disk.delete(seg.path, now_ms)
+            first = self.segments[0].base_offset
+            self._delete_snapshots(lambda o: o >= first, now_ms)  # Kafka's deleteProducerSnapshots
             total += n
             reason = reason or rule
 

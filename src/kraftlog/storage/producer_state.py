@@ -50,6 +50,9 @@ class ProducerEntry:
 
     epoch: int
     batches: deque[tuple[int, int, int]] = field(default_factory=lambda: deque(maxlen=BATCHES_TO_RETAIN))
+    #: the max timestamp (ms) of its last batch (Kafka's ``lastTimestamp``: producer.id.expiration.ms counts
+    #: from it); -1 when unknown
+    last_timestamp: int = -1
 
     @property
     def last_sequence(self) -> int:
@@ -94,6 +97,26 @@ class ProducerStateManager:
         if entry is None or batch.producer_epoch > entry.epoch:
             entry = self.producers[pid] = ProducerEntry(batch.producer_epoch)
         entry.batches.append((batch.base_sequence, batch_last_sequence(batch), batch.base_offset))
+        entry.last_timestamp = batch.max_timestamp
+
+    def load_missing(self, entries: dict[int, ProducerEntry]) -> int:
+        """Take the producers of a snapshot (:mod:`.producer_snapshot`) that the log's batches did not give:
+        those whose batches retention deleted. A producer the batches know keeps what they say (they are
+        newer or as new, and remember more batches). Returns how many were taken."""
+        taken = 0
+        for pid, entry in entries.items():
+            if pid not in self.producers:
+                self.producers[pid] = entry
+                taken += 1
+        return taken
+
+    def remove_expired(self, now_ms: int, expiration_ms: int) -> list[int]:
+        """Forget the producers whose last batch is ``expiration_ms`` old or older (Kafka's
+        ``removeExpiredProducers`` with ``producer.id.expiration.ms``); the ids removed, sorted."""
+        gone = sorted(pid for pid, e in self.producers.items() if now_ms - e.last_timestamp >= expiration_ms)
+        for pid in gone:
+            del self.producers[pid]
+        return gone
 
     def rebuild(self, batches: Iterable[RecordBatch]) -> None:
         """Recompute from the log (after loading it, or after a truncation)."""
