@@ -641,8 +641,7 @@ class PartitionLog:
             del self._segment_bases[:n]
             for seg in doomed:
                 self._disk.delete(seg.path, now_ms)
-            self._delete_snapshots(lambda o, first=self.segments[0].base_offset: o >= first,
-                                   now_ms)  # Kafka's deleteProducerSnapshots
+            self._delete_snapshots(self.segments[0].base_offset.__le__, now_ms)  # Kafka's deleteProducerSnapshots
             total += n
             reason = reason or rule
 
