@@ -497,3 +497,43 @@ def test_snapshots_above_the_log_end_and_of_deleted_segments_are_removed():
     log.update_high_watermark(7)
     log.delete_old_segments(12)
     assert [s.base_offset for s in log.segments] == [4, 6] and names() == [snapshot_file(o) for o in (4, 6)]
+
+
+# =========================================================================== the clean-shutdown checksum
+def test_after_a_clean_shutdown_each_segment_is_checked_in_one_pass_against_its_checksum():
+    """kraftlog's addition (issue 30): a roll writes ``<base>.checksum`` (the sealed segment's CRC-32C), a clean
+    shutdown the active segment's; the next load checks each segment against it and reads the batches of a
+    matching one by their headers only. A flipped byte fails the check: that segment is recovered batch by batch
+    (dropping the damaged batch and what follows) and the mismatch is reported, for the broker to register as
+    after an unclean shutdown."""
+    d = SimDisk(None)
+    cfg = LogConfig(segment_bytes=2 * ONE)
+    log = PartitionLog(d, DIR, cfg, 0)
+    for i in range(5):
+        log.append_as_leader(rec_batch(), 0, i)
+    log.seal(6)
+    checksums = sorted(p.rpartition("/")[2] for p in d.list(DIR + "/") if p.endswith(".checksum"))
+    assert checksums == [f"{b:020d}.checksum" for b in (0, 2, 4)]
+    assert d.read_value(f"{DIR}/{checksums[0]}").startswith("crc32c ")
+    again = PartitionLog(d, DIR, cfg, 7, clean_shutdown=True)
+    assert (again.batches_trusted, again.batches_recovered, again.checksum_mismatches) == (5, 0, [])
+    assert again.recovery_point == 5 and again.log_end_offset == 5
+    assert d.corrupt(f"{DIR}/{segment_file(2)}", 1)
+    damaged = PartitionLog(d, DIR, cfg, 8, clean_shutdown=True)
+    assert damaged.checksum_mismatches == [f"{DIR}/{segment_file(2)}"]
+    assert damaged.log_end_offset == 3 and damaged.batches_trusted == 2 and damaged.batches_recovered == 1
+    assert damaged.dropped_at_load[0].reason.startswith("batch CRC-32C mismatch")
+
+
+def test_a_truncated_or_deleted_segment_loses_its_checksum():
+    d = SimDisk(None)
+    log = new_log(d, segment_bytes=2 * ONE, retention_bytes=0)
+    for i in range(5):
+        log.append_as_leader(rec_batch(), 0, i)
+    names = lambda: sorted(p.rpartition("/")[2][:20] for p in d.list(DIR + "/") if p.endswith(".checksum"))  # noqa: E731
+    assert names() == [f"{b:020d}" for b in (0, 2)]
+    log.truncate_to(3, 6)  # the segment at 2 changes: its checksum goes
+    assert names() == [f"{0:020d}"]
+    log.update_high_watermark(3)
+    log.delete_old_segments(7)
+    assert names() == []  # every segment went (2 sealed by the roll to 3 first): their checksums too

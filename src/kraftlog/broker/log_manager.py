@@ -77,6 +77,8 @@ class LogManager:
         #: Counters for ``cluster status`` (until metrics are exported): OSErrors met, data dropped at load.
         self.storage_error_count = 0
         self.dropped_at_load: list[LoadDrop] = []
+        #: Segments whose checksum did not match after a clean shutdown (PartitionLog.checksum_mismatches).
+        self.checksum_mismatches: list[str] = []
         #: The broker epoch of the clean-shutdown file found at start (KIP-966), -1 when none.
         self.previous_broker_epoch = read_clean_shutdown(disk, LOG_DIR)
         # Kafka's LogManager tasks (static broker configs), in ms; None: never.
@@ -135,9 +137,14 @@ class LogManager:
             for drop in log.dropped_at_load:
                 self.dropped_at_load.append(drop)
                 self._note(f"log recovery of {topic}-{idx}: {drop}")
-        if self.dropped_at_load and self.previous_broker_epoch >= 0:
+            for path in log.checksum_mismatches:
+                self.checksum_mismatches.append(path)
+                self._note(f"log recovery of {topic}-{idx}: {path} does not match the checksum written at its roll "
+                           "or at the clean shutdown: recovered batch by batch")
+        if (self.dropped_at_load or self.checksum_mismatches) and self.previous_broker_epoch >= 0:
             self._note(f"the clean-shutdown file (broker epoch {self.previous_broker_epoch}) vouched for logs that "
-                       f"dropped data at load: registering as after an unclean shutdown (PreviousBrokerEpoch -1)")
+                       f"dropped data or did not match their checksums at load: registering as after an unclean "
+                       f"shutdown (PreviousBrokerEpoch -1)")
             self.previous_broker_epoch = -1
         first = now_ms + self.initial_task_delay_ms
         self.next_task_ms = {
@@ -280,8 +287,7 @@ class LogManager:
             return
         try:
             for key in sorted(self.logs):
-                self.logs[key].flush(now_ms)
-                self.logs[key].take_snapshot(now_ms)  # Kafka's LogManager.shutdown: producer state at the LEO
+                self.logs[key].seal(now_ms)  # flush, producer snapshot at the LEO, the active segment's checksum
             self.checkpoint_hwms(now_ms)
             self.checkpoint_recovery_points(now_ms)
             self.checkpoint_log_start_offsets(now_ms)

@@ -21,10 +21,21 @@ import os
 import time
 from collections.abc import Callable, Iterator, Sequence
 
+from crc32c import crc32c
+
 from ..protocol.records import RecordBatch
 from ..storage.disk import LoadDrop, disk_full_error
 from .files import O_CLOEXEC, TMP_SUFFIX, atomic_write, dirs_to_sync, fsync_dir, make_dirs, write_all
-from .segment import BATCHES, METADATA, SCAN_CHUNK, count_frames, encode_item, recover_log
+from .segment import (
+    BATCHES,
+    METADATA,
+    SCAN_CHUNK,
+    count_frames,
+    encode_item,
+    file_checksum,
+    read_headers,
+    recover_log,
+)
 
 __all__ = [
     "FileDisk",
@@ -78,10 +89,12 @@ class _LogFile:
     ``tail_bytes`` their size. Followers fetch what the leader has just appended: served from here, the
     leader's fetch responses send the bytes it wrote, with no ``pread`` and no copy."""
 
-    __slots__ = ("fd", "kind", "items", "starts", "size", "durable", "sync_dirs", "tail", "tail_bytes")
+    __slots__ = ("fd", "kind", "items", "starts", "size", "durable", "sync_dirs", "tail", "tail_bytes", "crc")
 
     def __init__(self, fd: int, kind: int, items: list[object] | None, starts: list[int], size: int,
                  durable: int, sync_dirs: list[str]) -> None:
+        #: the CRC-32C of the file's bytes, kept up to date by appends (None: not known, read when asked)
+        self.crc: int | None = 0 if size == 0 else None
         self.fd = fd
         self.kind = kind
         self.items = items
@@ -315,8 +328,9 @@ class FileDisk:
             assert f is not None  # created
         chunks = [encode_item(f.kind, item, f.count() + i, now_ms) for i, item in enumerate(items)]
         size = f.size
+        joined = b"".join(chunks)
         try:
-            write_all(f.fd, b"".join(chunks))
+            write_all(f.fd, joined)
         except BaseException:
             try:
                 os.ftruncate(f.fd, size)
@@ -329,6 +343,8 @@ class FileDisk:
             f.starts.append(size)
             size += len(chunk)
         f.size = size
+        if f.crc is not None:
+            f.crc = crc32c(joined, f.crc)
         if f.items is None:
             self._cache_tail(f, chunks)
 
@@ -380,6 +396,7 @@ class FileDisk:
             del f.items[length:]
         del f.starts[length:]
         f.size = size
+        f.crc = None
         if f.durable > size:
             f.durable = size
 
@@ -428,6 +445,36 @@ class FileDisk:
         if f.items is not None:
             return iter(f.items)
         return self._scan_segment(f)
+
+    def scan_headers(self, path: str) -> Iterator[object]:
+        """The header fields of each batch of the partition segment ``path``
+        (:class:`~kraftlog.net.segment.BatchHeader`: 61 bytes read per batch, never the records); a metadata
+        log's items as :meth:`scan`. Empty when missing."""
+        f = self._open(path, create=False)
+        if f is None:
+            return iter(())
+        if f.items is not None:
+            return iter(f.items)
+        return iter(read_headers(f.fd, f.starts))
+
+    def checksum(self, path: str) -> int:
+        """The CRC-32C of the log file ``path``'s bytes (read in 1 MiB chunks); 0 when missing. A file not yet
+        loaded is read as it lies, without its load's recovery (a log load checks a segment this way before it
+        decides how to recover it)."""
+        f = self._logs.get(path)
+        if f is not None:
+            if f.crc is None:
+                f.crc = file_checksum(f.fd, f.size)
+            return f.crc
+        full = self._log_full(path)
+        try:
+            fd = os.open(full, os.O_RDONLY | O_CLOEXEC)
+        except FileNotFoundError:
+            return 0
+        try:
+            return file_checksum(fd, os.fstat(fd).st_size)
+        finally:
+            os.close(fd)
 
     def _scan_segment(self, f: _LogFile) -> Iterator[object]:
         starts = f.starts

@@ -21,6 +21,7 @@ from ..protocol.wire import encode_batches
 from .files import O_CLOEXEC
 
 __all__ = [
+    "BatchHeader", "read_headers", "file_checksum",
     "BATCHES", "METADATA", "SCAN_CHUNK", "UndecodableLogError", "recover_log", "count_frames", "encode_item",
     "BatchSpan", "segment_batches", "corrupt_segment",
 ]
@@ -152,6 +153,51 @@ def recover_log(fd: int, total: int, kind: int, path: str,
         starts.append(pos)
         pos = end
     return items, starts, pos, reason
+
+
+_HEADER = struct.Struct(">qiibIhiqqqhii")
+_HEADER_BYTES = 61
+
+
+class BatchHeader:
+    """A v2 batch's header fields (what a log load reads: :meth:`FileDisk.scan_headers`), without its records;
+    the names of :class:`~kraftlog.protocol.records.RecordBatch`."""
+
+    __slots__ = ("base_offset", "size_bytes", "partition_leader_epoch", "max_timestamp", "producer_id",
+                 "producer_epoch", "base_sequence", "record_count")
+
+    def __init__(self, data: bytes) -> None:
+        (self.base_offset, length, self.partition_leader_epoch, _magic, _crc, _attributes, _delta, _base_ts,
+         self.max_timestamp, self.producer_id, self.producer_epoch, self.base_sequence,
+         self.record_count) = _HEADER.unpack_from(data)
+        self.size_bytes = _LOG_OVERHEAD + length
+
+    @property
+    def next_offset(self) -> int:
+        return self.base_offset + self.record_count
+
+
+def read_headers(fd: int, starts: list[int]) -> list[BatchHeader]:
+    """The headers of the batches at byte positions ``starts`` of the file ``fd`` (61 bytes each, read in
+    runs of at most 1 MiB)."""
+    out = []
+    reader = _ChunkReader(fd, os.fstat(fd).st_size)
+    for pos in starts:
+        out.append(BatchHeader(bytes(reader.get(pos, _HEADER_BYTES))))
+    return out
+
+
+def file_checksum(fd: int, size: int) -> int:
+    """The CRC-32C of the first ``size`` bytes of the file ``fd``, read in chunks of ``SCAN_CHUNK``."""
+    crc = 0
+    pos = 0
+    while pos < size:
+        chunk = os.pread(fd, min(SCAN_CHUNK, size - pos), pos)
+        if not chunk:
+            raise OSError(f"short read at byte {pos} of {size}")
+        crc = crc32c(chunk, crc)
+        pos += len(chunk)
+    return crc
 
 
 def count_frames(fd: int, pos: int, total: int) -> int:

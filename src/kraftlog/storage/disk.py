@@ -31,10 +31,13 @@ file-backed disk finds a batch whose CRC-32C does not match.
 from __future__ import annotations
 
 import errno
+import struct
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Protocol, TypeVar, cast, runtime_checkable
+
+from crc32c import crc32c
 
 __all__ = ["Disk", "SimDisk", "CRASH_MODES", "LoadDrop", "disk_full_error"]
 
@@ -88,6 +91,12 @@ class Disk(Protocol):
       (page cache included): a sequence the caller must not mutate; shorter (or empty) past the end.
     * ``scan(path)`` iterates over every item in order (empty when missing); the file must not be
       changed while the iterator is in use. A file-backed disk reads it in bounded chunks.
+    * ``scan_headers(path)`` iterates over the items of a partition segment as objects carrying a batch's
+      header fields only (``base_offset``, ``record_count``, ``size_bytes``, ``partition_leader_epoch``,
+      ``max_timestamp``, ``producer_id``, ``producer_epoch``, ``base_sequence``): what a log load needs; a
+      file-backed disk reads 61 bytes per batch, never the records.
+    * ``checksum(path)`` is the CRC-32C of the file's bytes as the OS shows them (kraftlog's whole-segment
+      check after a clean shutdown); 0 for a missing file.
     * ``read(path)`` returns every item as a list (``[]`` if missing): for small logs (the metadata log)
       and tests; a partition log never calls it. Callers must not mutate it.
     * ``fsync(path, now_ms)`` makes every earlier append/truncate of ``path`` durable.
@@ -132,6 +141,10 @@ class Disk(Protocol):
     def read_range(self, path: str, start: int, stop: int) -> Sequence[object]: ...
 
     def scan(self, path: str) -> Iterator[object]: ...
+
+    def scan_headers(self, path: str) -> Iterator[object]: ...
+
+    def checksum(self, path: str) -> int: ...
 
     def read(self, path: str) -> list[object]: ...
 
@@ -331,6 +344,24 @@ class SimDisk:
         """Iterate over the page-cache items of ``path`` (do not change the file meanwhile)."""
         f = self._files.get(path)
         return iter(f.view) if f is not None else iter(())
+
+    def scan_headers(self, path: str) -> Iterator[object]:
+        """The items of ``path`` (a simulated segment's RecordBatch objects carry their header fields)."""
+        return self.scan(path)
+
+    def checksum(self, path: str) -> int:
+        """A CRC-32C standing for the bytes of ``path``: over each item's size (its ``size_bytes``) and base
+        offset, and a mark for each item :meth:`corrupt` damaged, so a flipped byte changes it as it changes
+        a file's; 0 when missing."""
+        f = self._files.get(path)
+        if f is None:
+            return 0
+        corrupted = self._corrupted
+        parts = []
+        for item in f.view:
+            mark = b"!" if id(item) in corrupted and corrupted[id(item)] is item else b""
+            parts.append(struct.pack(">qq", getattr(item, "base_offset", 0), getattr(item, "size_bytes", 1)) + mark)
+        return crc32c(b"".join(parts))
 
     def fsync(self, path: str, now_ms: int) -> None:
         """Make every append/truncate of ``path`` issued so far durable (no-op for missing/value files)."""

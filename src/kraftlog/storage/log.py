@@ -53,6 +53,9 @@ from .segment import (
     LogSegment,
     RecordBatchTooLargeError,
     base_of,
+    checksum_file,
+    format_checksum,
+    parse_checksum,
     segment_file,
     segment_paths,
 )
@@ -131,6 +134,7 @@ class PartitionLog:
         "dropped_at_load",
         "batches_recovered",
         "batches_trusted",
+        "checksum_mismatches",
         "_rng",
     )
 
@@ -145,8 +149,11 @@ class PartitionLog:
         #: batches checked one by one at load (CRC-32C, offsets): the segments from the one holding the
         #: recovery point on, or every segment after a clean shutdown
         self.batches_recovered = 0
-        #: batches loaded by their lengths only (segments wholly below the recovery point, Kafka's rule)
+        #: batches loaded by their lengths only (segments wholly below the recovery point, Kafka's rule, or
+        #: whose checksum matched after a clean shutdown)
         self.batches_trusted = 0
+        #: segments whose checksum did not match after a clean shutdown (recovered batch by batch)
+        self.checksum_mismatches: list[str] = []
 
         # Recovery, one batch at a time: the offset indexes, the epochs the batches carry and the producer
         # state are rebuilt from the contiguous run; the batches themselves are not kept.
@@ -170,10 +177,19 @@ class PartitionLog:
                 continue
             base = base_of(path.rpartition("/")[2])
             assert base is not None
-            # Kafka's LogLoader.recoverLog: after an unclean shutdown the segments holding offsets at or above
-            # the recovery point are recovered batch by batch, the ones below it trusted. After a clean
-            # shutdown kraftlog checks every batch (Kafka skips recovery: DESIGN.md, storage faults).
-            verify = clean_shutdown or k + 1 == len(paths) or path_bases[k + 1] > recovery_point
+            if clean_shutdown:
+                # Kafka skips recovery after a clean shutdown; kraftlog checks each segment with one CRC-32C pass
+                # against the checksum written when it rolled or at the shutdown. A mismatch (or no checksum)
+                # recovers it batch by batch; a mismatch also makes the shutdown count as unclean (DESIGN.md,
+                # storage faults).
+                stored = parse_checksum(disk.read_value(f"{directory}/{checksum_file(base)}"))
+                verify = stored is None or stored != disk.checksum(path)
+                if stored is not None and verify:
+                    self.checksum_mismatches.append(path)
+            else:
+                # Kafka's LogLoader.recoverLog: after an unclean shutdown the segments holding offsets at or
+                # above the recovery point are recovered batch by batch, the ones below it trusted.
+                verify = k + 1 == len(paths) or path_bases[k + 1] > recovery_point
             drops = disk.recover(path, now_ms, verify)
             self.dropped_at_load.extend(drops)
             if expected is not None and base != expected:
@@ -185,7 +201,7 @@ class PartitionLog:
             seg = LogSegment(directory, base, now_ms, self._draw_jitter())
             position = 0
             torn = None
-            for b in _scan(disk, path):
+            for b in _headers(disk, path):
                 if b.base_offset != seg.next_offset or b.record_count <= 0:
                     torn = (f"offset gap: the batch at byte {position} starts at offset {b.base_offset} where "
                             f"{seg.next_offset} was expected" if b.base_offset != seg.next_offset
@@ -275,6 +291,24 @@ class PartitionLog:
         self._disk.write_atomic(f"{self.directory}/{snapshot_file(self.log_end_offset)}",
                                 encode_snapshot(self.producer_state.producers), now_ms)
 
+    def _write_checksum(self, seg: LogSegment, now_ms: int) -> None:
+        self._disk.write_atomic(f"{self.directory}/{checksum_file(seg.base_offset)}",
+                                format_checksum(self._disk.checksum(seg.path), seg.size), now_ms)
+
+    def seal(self, now_ms: int) -> None:
+        """Flush, then write the active segment's checksum and the producer snapshot at the LEO: a clean
+        shutdown's last writes to the log, so that the next load checks each segment in one pass. OSError
+        propagates."""
+        self.flush(now_ms)
+        self.take_snapshot(now_ms)
+        self._write_checksum(self.segments[-1], now_ms)
+
+    def _delete_checksums(self, segments: Iterable[LogSegment], now_ms: int) -> None:
+        for seg in segments:
+            path = f"{self.directory}/{checksum_file(seg.base_offset)}"
+            if self._disk.exists(path):
+                self._disk.delete(path, now_ms)
+
     def _delete_snapshots(self, keep: Callable[[int], bool], now_ms: int) -> None:
         for offset, path in self._snapshots():
             if not keep(offset):
@@ -328,6 +362,7 @@ class PartitionLog:
             return active
         self.flush(now_ms)
         self.take_snapshot(now_ms)
+        self._write_checksum(active, now_ms)
         seg = LogSegment(self.directory, self.log_end_offset, now_ms, self._draw_jitter())
         self._disk.create(seg.path, now_ms)
         self.segments.append(seg)
@@ -502,6 +537,7 @@ class PartitionLog:
             return
         disk = self._disk
         k = self._segment_of(offset)
+        self._delete_checksums(self.segments[k:], now_ms)  # the segment holding the offset changes
         # Segments that start above the offset go (Kafka deletes the ones whose base > offset; one starting
         # exactly there is emptied and kept as the active segment).
         for seg in self.segments[k + 1:]:
@@ -542,6 +578,7 @@ class PartitionLog:
         if offset < 0:
             raise ValueError(f"cannot start a log at a negative offset ({offset})")
         disk = self._disk
+        self._delete_checksums(self.segments, now_ms)
         for seg in self.segments:
             disk.delete(seg.path, now_ms)
         seg = LogSegment(self.directory, offset, now_ms, self._draw_jitter())
@@ -639,6 +676,7 @@ class PartitionLog:
             self.maybe_increment_log_start_offset(self.segments[n].base_offset, now_ms)
             del self.segments[:n]
             del self._segment_bases[:n]
+            self._delete_checksums(doomed, now_ms)
             for seg in doomed:
                 self._disk.delete(seg.path, now_ms)
             self._delete_snapshots(self.segments[0].base_offset.__le__, now_ms)  # Kafka's deleteProducerSnapshots
@@ -676,6 +714,11 @@ class PartitionLog:
 # A partition's segment file holds RecordBatch items only (the Disk interface stores any object).
 def _scan(disk: Disk, path: str) -> Iterator[RecordBatch]:
     return cast(Iterator[RecordBatch], disk.scan(path))
+
+
+def _headers(disk: Disk, path: str) -> Iterator[RecordBatch]:
+    """The segment's batches as header fields only (:meth:`Disk.scan_headers`; RecordBatch's names)."""
+    return cast(Iterator[RecordBatch], disk.scan_headers(path))
 
 
 def _read_range(disk: Disk, path: str, start: int, stop: int) -> Sequence[RecordBatch]:
