@@ -30,6 +30,7 @@ from .segment import (
     BATCHES,
     METADATA,
     SCAN_CHUNK,
+    BatchHeader,
     count_frames,
     encode_item,
     file_checksum,
@@ -89,12 +90,15 @@ class _LogFile:
     ``tail_bytes`` their size. Followers fetch what the leader has just appended: served from here, the
     leader's fetch responses send the bytes it wrote, with no ``pread`` and no copy."""
 
-    __slots__ = ("fd", "kind", "items", "starts", "size", "durable", "sync_dirs", "tail", "tail_bytes", "crc")
+    __slots__ = ("fd", "kind", "items", "starts", "size", "durable", "sync_dirs", "tail", "tail_bytes", "crc",
+                 "headers")
 
     def __init__(self, fd: int, kind: int, items: list[object] | None, starts: list[int], size: int,
                  durable: int, sync_dirs: list[str]) -> None:
         #: the CRC-32C of the file's bytes, kept up to date by appends (None: not known, read when asked)
         self.crc: int | None = 0 if size == 0 else None
+        #: the batch headers its load read (a partition segment), until :meth:`FileDisk.scan_headers` takes them
+        self.headers: list[BatchHeader] | None = None
         self.fd = fd
         self.kind = kind
         self.items = items
@@ -189,7 +193,7 @@ class FileDisk:
         below the recovery point) and return what its recovery truncated, once
         (:class:`~kraftlog.storage.disk.LoadDrop`, its bytes and the number of batch-shaped frames in them);
         ``[]`` when nothing, when missing, or when already returned."""
-        self._open(path, create=False, verify=verify)
+        self._open(path, create=False, verify=verify, keep_headers=True)
         return self._drops.pop(path, [])
 
     # ------------------------------------------------------------------ paths
@@ -227,7 +231,7 @@ class FileDisk:
         return METADATA if path.startswith(self.metadata_prefix) else BATCHES
 
     # ------------------------------------------------------------------ loading
-    def _open(self, path: str, create: bool, verify: bool = True) -> _LogFile | None:
+    def _open(self, path: str, create: bool, verify: bool = True, keep_headers: bool = False) -> _LogFile | None:
         """The log file ``path``, loaded (and recovered) on first use; created empty when missing and
         ``create``; None when missing and not ``create``."""
         f = self._logs.get(path)
@@ -250,7 +254,9 @@ class FileDisk:
         try:
             total = os.fstat(fd).st_size
             self._loaded(path, total)
-            items, starts, valid, reason = recover_log(fd, total, kind, path, verify_crc=verify or kind != BATCHES)
+            headers: list[BatchHeader] | None = [] if kind == BATCHES and keep_headers else None
+            items, starts, valid, reason = recover_log(fd, total, kind, path, verify_crc=verify or kind != BATCHES,
+                                                       headers=headers)
             if valid < total:
                 dropped = count_frames(fd, valid, total)
                 self._truncating(path, fd, valid)
@@ -265,6 +271,7 @@ class FileDisk:
             os.close(fd)
             raise
         f = self._logs[path] = _LogFile(fd, kind, items, starts, valid, valid, [])
+        f.headers = headers
         return f
 
     # ------------------------------------------------------------------ hooks (ShadowFileDisk's)
@@ -455,6 +462,9 @@ class FileDisk:
             return iter(())
         if f.items is not None:
             return iter(f.items)
+        headers, f.headers = f.headers, None
+        if headers is not None and len(headers) == len(f.starts):
+            return iter(headers)  # read by the load's recovery a moment ago
         return iter(read_headers(f.fd, f.starts))
 
     def checksum(self, path: str) -> int:

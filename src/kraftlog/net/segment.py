@@ -42,6 +42,9 @@ _MAGIC = 2
 #: Partition leader epoch of a metadata-log batch (kraftlog's single-node quorum; the wire uses 0 too).
 _METADATA_LEADER_EPOCH = 0
 
+_HEADER = struct.Struct(">qiibIhiqqqhii")
+_HEADER_BYTES = 61
+
 #: The two kinds of log file: a partition segment (RecordBatch items) and the metadata log (metadata records).
 BATCHES = 0
 METADATA = 1
@@ -88,11 +91,13 @@ class _ChunkReader:
         return memoryview(self.buf)[off:off + n]
 
 
-def recover_log(fd: int, total: int, kind: int, path: str,
-                verify_crc: bool = True) -> tuple[list[object] | None, list[int], int, str | None]:
+def recover_log(fd: int, total: int, kind: int, path: str, verify_crc: bool = True,
+                headers: list[BatchHeader] | None = None) -> tuple[list[object] | None, list[int], int, str | None]:
     """Check the batches of a log file from its start, as Kafka's ``LogSegment.recover`` checks each
     batch's size and CRC, reading it in bounded chunks. Without ``verify_crc`` (a segment below the recovery
-    point) only the batches' lengths and magic frame them: reading 61-byte headers instead of whole batches.
+    point, or one whose checksum matched) only the batches' lengths and magic frame them: one 61-byte
+    ``pread`` per batch instead of the whole file. ``headers``, when given, receives each valid batch's
+    :class:`BatchHeader` (a segment's load reads them next).
 
     Returns (the decoded metadata records for a metadata log, or None for a segment, whose records are
     not decoded; the byte position of each batch; the length of the valid prefix in bytes; why the rest
@@ -107,6 +112,23 @@ def recover_log(fd: int, total: int, kind: int, path: str,
         if total - pos < _LOG_OVERHEAD:
             reason = f"{total - pos} trailing bytes, fewer than a batch's 12-byte offset and length"
             break
+        if not verify_crc:
+            head = os.pread(fd, _HEADER_BYTES, pos)
+            _base, length = _LOG_HEAD.unpack_from(head)
+            end = pos + _LOG_OVERHEAD + length
+            if length < _MIN_BATCH_LENGTH or end > total or len(head) < _HEADER_BYTES:
+                reason = (f"batch length {length} below the v2 minimum of {_MIN_BATCH_LENGTH}"
+                          if length < _MIN_BATCH_LENGTH else
+                          f"incomplete batch: its length {length} runs {end - total} bytes past the end of the file")
+                break
+            if head[_MAGIC_POS] != _MAGIC:
+                reason = f"batch magic {head[_MAGIC_POS]}, expected {_MAGIC}"
+                break
+            if headers is not None:
+                headers.append(BatchHeader(head))
+            starts.append(pos)
+            pos = end
+            continue
         _base, length = _LOG_HEAD.unpack_from(reader.get(pos, _LOG_OVERHEAD))
         if length < _MIN_BATCH_LENGTH:
             reason = f"batch length {length} below the v2 minimum of {_MIN_BATCH_LENGTH}"
@@ -115,14 +137,6 @@ def recover_log(fd: int, total: int, kind: int, path: str,
         if end > total:
             reason = f"incomplete batch: its length {length} runs {end - total} bytes past the end of the file"
             break
-        if not verify_crc:
-            magic = reader.get(pos + _MAGIC_POS, 1)[0]
-            if magic != _MAGIC:
-                reason = f"batch magic {magic}, expected {_MAGIC}"
-                break
-            starts.append(pos)
-            pos = end
-            continue
         view = reader.get(pos, end - pos)
         magic = view[_MAGIC_POS]
         if magic != _MAGIC:
@@ -146,6 +160,8 @@ def recover_log(fd: int, total: int, kind: int, path: str,
                 (count,) = _RECORDS_COUNT.unpack_from(view, _RECORDS_COUNT_POS)
                 if count <= 0:
                     raise ValueError(f"batch with {count} records")
+                if headers is not None:
+                    headers.append(BatchHeader(bytes(view[:_HEADER_BYTES])))
         except Exception as exc:  # noqa: BLE001 -- any decoder failure on a CRC-valid batch
             raise UndecodableLogError(
                 f"{path}: the batch at byte {pos} (item {len(starts)}) has a valid CRC-32C but cannot be "
@@ -153,10 +169,6 @@ def recover_log(fd: int, total: int, kind: int, path: str,
         starts.append(pos)
         pos = end
     return items, starts, pos, reason
-
-
-_HEADER = struct.Struct(">qiibIhiqqqhii")
-_HEADER_BYTES = 61
 
 
 class BatchHeader:
@@ -178,13 +190,9 @@ class BatchHeader:
 
 
 def read_headers(fd: int, starts: list[int]) -> list[BatchHeader]:
-    """The headers of the batches at byte positions ``starts`` of the file ``fd`` (61 bytes each, read in
-    runs of at most 1 MiB)."""
-    out = []
-    reader = _ChunkReader(fd, os.fstat(fd).st_size)
-    for pos in starts:
-        out.append(BatchHeader(bytes(reader.get(pos, _HEADER_BYTES))))
-    return out
+    """The headers of the batches at byte positions ``starts`` of the file ``fd`` (one 61-byte ``pread``
+    each)."""
+    return [BatchHeader(os.pread(fd, _HEADER_BYTES, pos)) for pos in starts]
 
 
 def file_checksum(fd: int, size: int) -> int:
