@@ -188,3 +188,38 @@ def test_describe_configs_resolves_retention_ms_through_log_retention_hours():
     r = ask(c, m.DescribeConfigsRequest((m.DescribeConfigsResource(2, "t", ("retention.ms",)),)))
     assert [(e.value, e.config_source) for e in r.results[0].configs] == [("1000", TOPIC_CONFIG)]
     assert c.p.log.config.retention_ms == 1000
+
+
+def test_the_checker_excuses_only_what_retention_was_entitled_to_delete():
+    """Issue 30, the checker knows retention: an acknowledged record missing from the final log below its log
+    start offset is retained (not lost) when retention.ms or retention.bytes allowed its deletion by the end of
+    the run; below the log start but newer than retention.ms allows, it is lost (retention went too far)."""
+    from kraftlog.check.checkers import judge, lost_acked
+
+    acked = [("p", "t", 0, f"v{i}", "all") for i in range(6)]
+    final = {"t-0": {o: (f"v{o}", 0) for o in range(3, 6)}}  # offsets 0..2 deleted, log start 3
+    base = {"log_start": 3, "retention_bytes": -1, "end_ms": 10_000,
+            "batches": [(o, 100) for o in range(3, 6)],
+            "acked_at": {f"v{o}": (o, 1000 * o) for o in range(6)}}
+    by_time = {"t-0": {**base, "retention_ms": 7_500}}  # records older than 2,500 ms (offsets 0..2) may go
+    retained: list = []
+    assert lost_acked(acked, final, by_time, retained)[0] == [] and len(retained) == 3
+    too_far = {"t-0": {**base, "retention_ms": 8_500}}  # only offsets 0 and 1 may go: 2 is lost
+    assert [r["value"] for r in lost_acked(acked, final, too_far)[0]] == ["v2"]
+    by_size = {"t-0": {**base, "retention_ms": -1, "retention_bytes": 300}}  # 3 batches after offset 2 remain
+    v = judge(acked, final, [], [], [], retention=by_size)
+    assert (v["lost_acked"], v["retained_acked"]) == (0, 3)
+    assert "retained_acked" not in judge(acked[3:], final, [], [], [])
+
+
+def test_the_retention_story_loses_nothing_and_its_follower_restarts_at_the_leaders_log_start(library):
+    """scenarios/retention-past-a-stopped-follower.yaml at every level: retention deletes segments while
+    follower 2 is stopped; it comes back below the leader's log start, restarts there and rejoins the ISR;
+    the verdict counts the deleted acknowledged records as retained, none lost, no invariant broken."""
+    for level in ("classic", "kip903", "elr", "urm"):
+        from kraftlog.level import Level
+
+        v = library.run("retention-past-a-stopped-follower", Level.parse(level)).verdict
+        assert v["passed"] and v["safe"] and v["lost_acked"] == 0, (level, v["invariant_violations"])
+        assert v["retained_acked"] > 500 and v["final"]["partitions"]["t-0"]["isr"] == [0, 1, 2]
+        assert v["undetected_truncations"] == 0 and v["anomalies"]["poll-skip"] == 0

@@ -139,12 +139,13 @@ class LogManager:
                 self._note(f"log recovery of {topic}-{idx}: {drop}")
             for path in log.checksum_mismatches:
                 self.checksum_mismatches.append(path)
-                self._note(f"log recovery of {topic}-{idx}: {path} does not match the checksum written at its roll "
-                           "or at the clean shutdown: recovered batch by batch")
+                if not any(drop.path == path for drop in log.dropped_at_load):  # (a drop is logged above)
+                    self._note(f"log recovery of {topic}-{idx}: {path} does not match the checksum written at its "
+                               "roll or at the clean shutdown, yet its batches are intact: recovered batch by batch")
         if (self.dropped_at_load or self.checksum_mismatches) and self.previous_broker_epoch >= 0:
+            what = "dropped data" if self.dropped_at_load else "did not match their checksums"
             self._note(f"the clean-shutdown file (broker epoch {self.previous_broker_epoch}) vouched for logs that "
-                       f"dropped data or did not match their checksums at load: registering as after an unclean "
-                       f"shutdown (PreviousBrokerEpoch -1)")
+                       f"{what} at load: registering as after an unclean shutdown (PreviousBrokerEpoch -1)")
             self.previous_broker_epoch = -1
         first = now_ms + self.initial_task_delay_ms
         self.next_task_ms = {

@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from operator import itemgetter
-from typing import TypeAlias, TypedDict
+from typing import NotRequired, TypeAlias, TypedDict
 
 from ..metadata.image import MetadataImage
 
@@ -53,6 +53,33 @@ LeaderHwm: TypeAlias = tuple[int, str, int, int, int]
 Stamps: TypeAlias = Mapping[str, Mapping[int, tuple[int, int, int]]]
 
 
+class Retention(TypedDict):
+    """What retention may have removed from one partition (issue 30): the final leader's ``log_start`` offset,
+    its ``retention_ms`` and ``retention_bytes`` (-1: no limit), the run's ``end_ms``, the final leader log's
+    batches as (base offset, bytes), and ``acked_at``: value -> (offset, record timestamp ms) of its acks=all
+    records."""
+
+    log_start: int
+    retention_ms: int
+    retention_bytes: int
+    end_ms: int
+    batches: list[tuple[int, int]]
+    acked_at: Mapping[Value, tuple[int, int]]
+
+
+def retention_allowed(r: Retention, offset: int, timestamp_ms: int) -> bool:
+    """Whether retention was entitled to delete the record at ``offset`` written at ``timestamp_ms`` at some
+    moment of the run (the weakest moment is its end: time only passes and the log only grows above it):
+    ``retention.ms`` once the record is older than it (Kafka deletes a segment whose newest record is), or
+    ``retention.bytes`` while the batches after it hold at least that many bytes (Kafka keeps at least that
+    much). DeleteRecords is not in the simulator's steps."""
+    if r["retention_ms"] >= 0 and 0 <= timestamp_ms < r["end_ms"] - r["retention_ms"]:
+        return True
+    if r["retention_bytes"] >= 0:
+        return sum(size for base, size in r["batches"] if base > offset) >= r["retention_bytes"]
+    return False
+
+
 class LostRecord(TypedDict):
     """An acknowledged acks=all record missing from the final log."""
 
@@ -72,13 +99,20 @@ class Judgement(TypedDict):
     detected_truncations: int
     undetected_truncations: int
     anomalies: dict[str, int]
+    #: acknowledged records retention was entitled to delete and did (only when some were)
+    retained_acked: NotRequired[int]
 
 
-def lost_acked(acked: Sequence[Acked], final_logs: FinalLogs) -> tuple[list[LostRecord], list[str]]:
-    """Acknowledged acks=all records missing from the final leader log below its HWM.
+def lost_acked(acked: Sequence[Acked], final_logs: FinalLogs, retention: Mapping[str, Retention] | None = None,
+               retained: list[LostRecord] | None = None) -> tuple[list[LostRecord], list[str]]:
+    """Acknowledged acks=all records missing from the final leader log between its log start offset and its
+    HWM.
 
     Returns (lost records as {"partition", "value"} dicts, leaderless partition names). Records of
-    leaderless partitions are not counted as lost (SCENARIOS.md)."""
+    leaderless partitions are not counted as lost (SCENARIOS.md). With ``retention`` (per partition name), a
+    missing record below the final log start offset that retention was entitled to delete
+    (:func:`retention_allowed`) is not lost: it goes to ``retained`` when given; one below the log start
+    that no rule allowed is lost (retention went too far)."""
     present = {p: {v for v, _ in log.values()} for p, log in final_logs.items() if log is not None}
     leaderless = sorted(p for p, log in final_logs.items() if log is None)
     lost: list[LostRecord] = []
@@ -90,12 +124,20 @@ def lost_acked(acked: Sequence[Acked], final_logs: FinalLogs) -> tuple[list[Lost
         if name is None:
             name = names[(topic, partition)] = f"{topic}-{partition}"
         if name in present and value not in present[name]:
+            r = retention.get(name) if retention is not None else None
+            at = r["acked_at"].get(value) if r is not None else None
+            if r is not None and at is not None and at[0] < r["log_start"] and retention_allowed(r, *at):
+                if retained is not None:
+                    retained.append({"partition": name, "value": value, "client": client})
+                continue
             lost.append({"partition": name, "value": value, "client": client})
     return lost, leaderless
 
 
 def log_matching(replica_logs: ReplicaLogs) -> list[str]:
-    """Log matching below the HWMs: two live replicas agree on every offset below both HWMs."""
+    """Log matching below the HWMs: two live replicas agree on every offset below both HWMs that both still
+    hold (from the higher of their first offsets: retention deletes a replica's oldest segments on its own
+    schedule, and a follower restarted at its leader's log start holds nothing below it)."""
     out: list[str] = []
     for name in sorted(replica_logs):
         reps = replica_logs[name]
@@ -104,7 +146,7 @@ def log_matching(replica_logs: ReplicaLogs) -> list[str]:
             for b in ids[i + 1:]:
                 log_a, hwm_a = reps[a]
                 log_b, hwm_b = reps[b]
-                below = range(min(hwm_a, hwm_b))
+                below = range(max(min(log_a, default=0), min(log_b, default=0)), min(hwm_a, hwm_b))
                 if log_a is log_b or list(map(log_a.get, below)) == list(map(log_b.get, below)):
                     continue  # the common case, compared in one pass
                 for off in below:
@@ -174,7 +216,7 @@ def duplicate_causes(final_logs: FinalLogs, stamps: Stamps) -> tuple[dict[str, i
 
 
 def consumer_anomalies(consumed: Sequence[Consumed], truncations: Sequence[Truncation],
-                       final_logs: FinalLogs) -> dict[str, int]:
+                       final_logs: FinalLogs, log_starts: Mapping[str, int] | None = None) -> dict[str, int]:
     """Jepsen's consumer anomalies and KIP-320 truncation accounting, judged against the final log.
 
     For each consumer and partition, a read (offset o, value v) is *placed* when the final log holds v
@@ -193,6 +235,9 @@ def consumer_anomalies(consumed: Sequence[Consumed], truncations: Sequence[Trunc
       that offset without having reported a truncation — KIP-320's "silently wrong" consumer. A consumer
       that read truncated records but has read nothing since (e.g. it was still waiting for metadata
       when the run ended) is not counted: those records show up as lost, not as a broken promise.
+
+    ``log_starts``: a partition's final log start offset when retention moved it: a read below it is neither
+    placed nor truncated (retention deleted it; a consumer reset past it is no skip).
     """
     result = {"inconsistent-offsets": 0, "nonmonotonic-poll": 0, "poll-skip": 0,
               "detected_truncations": len(truncations), "undetected_truncations": 0}
@@ -224,6 +269,8 @@ def consumer_anomalies(consumed: Sequence[Consumed], truncations: Sequence[Trunc
         log = final_logs.get(part)
         if log is None:
             continue
+        if log_starts is not None and off < log_starts.get(part, 0):
+            continue  # below the log start offset: retention removed it, not a truncation
         final = log.get(off)
         if final is None or final[0] != x:
             # the final log no longer holds this read at its offset: truncated under the consumer
@@ -320,16 +367,19 @@ def partition_state_violations(image: MetadataImage, now_ms: int,
 
 
 def judge(acked: Sequence[Acked], final_logs: FinalLogs, consumed: Sequence[Consumed],
-          truncations: Sequence[Truncation], hwms: Sequence[HwmSeen], leader_hwm_regressions: int = 0) -> Judgement:
+          truncations: Sequence[Truncation], hwms: Sequence[HwmSeen], leader_hwm_regressions: int = 0,
+          retention: Mapping[str, Retention] | None = None) -> Judgement:
     """The verdict's findings in the order SCENARIOS.md gives them, from this module's inputs (see the
     module doc): ``lost_acked``, ``lost_acked_records``, ``leaderless_partitions``, ``hwm_regressions``,
     ``leader_hwm_regressions`` (counted by the caller: only the simulator sees a leader's HWM at every
     step), ``detected_truncations``, ``undetected_truncations`` and Jepsen's ``anomalies``. One place
     for the simulator's runner and the real-process runners (``kraftlog chaos``, ``scenario run
     --real``), so the same history gets the same verdict everywhere."""
-    lost, leaderless = lost_acked(acked, final_logs)
-    anomalies = consumer_anomalies(consumed, truncations, final_logs)
-    return {
+    retained: list[LostRecord] = []
+    lost, leaderless = lost_acked(acked, final_logs, retention, retained)
+    starts = {name: r["log_start"] for name, r in retention.items()} if retention is not None else None
+    anomalies = consumer_anomalies(consumed, truncations, final_logs, starts)
+    judgement: Judgement = {
         "lost_acked": len(lost),
         "lost_acked_records": lost,
         "leaderless_partitions": leaderless,
@@ -341,3 +391,6 @@ def judge(acked: Sequence[Acked], final_logs: FinalLogs, consumed: Sequence[Cons
                       "inconsistent-offsets": anomalies["inconsistent-offsets"],
                       "nonmonotonic-poll": anomalies["nonmonotonic-poll"], "poll-skip": anomalies["poll-skip"]},
     }
+    if retained:
+        judgement["retained_acked"] = len(retained)
+    return judgement

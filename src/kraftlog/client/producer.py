@@ -45,6 +45,8 @@ class PendingRecord:
     partition: int
     value: bytes
     created_ms: int
+    #: the CreateTime its record carries once put in a batch (ms; -1 before)
+    timestamp_ms: int = -1
 
 
 @dataclass(slots=True)
@@ -58,6 +60,8 @@ class Completion:
     error: int
     offset: int
     time_ms: int
+    #: the record's CreateTime (ms; -1 when it was never put in a batch)
+    timestamp_ms: int = -1
 
 
 #: What a request waits under in NodeBase's in-flight table: a Metadata or InitProducerId request, or a
@@ -245,6 +249,8 @@ class Producer(NetworkClient[ProducerContext]):
                     current[key] = (batch, batch_records)
             else:
                 batch_records = [q.popleft() for _ in range(min(self.batch_size, len(q)))]
+                for r in batch_records:
+                    r.timestamp_ms = now_ms
                 records = tuple([Record(now_ms, None, r.value) for r in batch_records])
                 if self.idempotent:
                     batch = self._numbered(key, records)
@@ -281,7 +287,7 @@ class Producer(NetworkClient[ProducerContext]):
             self.current.pop(key, None)
             for i, r in enumerate(records):
                 self.completions.append(Completion(r.topic, r.partition, r.value, self.acks, NONE,
-                                                   pr.base_offset + i, now_ms))
+                                                   pr.base_offset + i, now_ms, r.timestamp_ms))
         else:
             self._retry(now_ms, key, records, pr.error_code)
 

@@ -15,7 +15,7 @@ from ..storage.log import EPOCH_CHECKPOINT_FILE
 from ..storage.segment import segment_paths
 
 if TYPE_CHECKING:
-    from ..check.checkers import FinalLogs, LogContent, ReplicaLogs
+    from ..check.checkers import FinalLogs, LogContent, ReplicaLogs, Retention
     from ..controller.controller import QuorumController
     from ..scenario import Condition
     from .cluster import SimCluster
@@ -123,6 +123,29 @@ def observed(sim: SimCluster, image: MetadataImage, cond: Condition) -> str:
             f"log_dir_offline={(not reg.has_online_log_dir) if reg else None}")
 
 
+def retention_view(sim: SimCluster, image: MetadataImage, end_ms: int,
+                   acked_at: dict[tuple[str, str], tuple[int, int]]) -> dict[str, Retention]:
+    """For each partition whose running leader's log start offset moved above 0 (retention or a log start
+    taken from a leader), what the checker needs to tell records retention was entitled to delete from lost
+    ones (:class:`kraftlog.check.checkers.Retention`): the leader's log start, its retention configs, the run's
+    end, its batches from the log start on and the partition's acks=all records' offsets and timestamps."""
+    out: dict[str, Retention] = {}
+    for (topic, idx) in sorted(image.partitions):
+        part = image.partitions[(topic, idx)]
+        leader = sim.broker(part.leader) if part.leader >= 0 else None
+        p = leader.partitions.get((topic, idx)) if leader is not None else None
+        if p is None or not p.is_leader or p.log.log_start_offset == 0:
+            continue
+        log = p.log
+        name = f"{topic}-{idx}"
+        out[name] = {"log_start": log.log_start_offset, "retention_ms": log.config.retention_ms,
+                     "retention_bytes": log.config.retention_bytes, "end_ms": end_ms,
+                     "batches": [(b.base_offset, b.size_bytes) for b in log.batches()
+                                 if b.base_offset + b.record_count > log.log_start_offset],
+                     "acked_at": {v: at for (n, v), at in acked_at.items() if n == name}}
+    return out
+
+
 def final_state(sim: SimCluster, image: MetadataImage, brokers: int
                 ) -> tuple[dict[str, dict[str, dict[str, object]]], FinalLogs, ReplicaLogs]:
     """The verdict's ``final`` (``{"partitions": {...}, "brokers": {...}}``, SCENARIOS.md), the final
@@ -163,7 +186,8 @@ def final_state(sim: SimCluster, image: MetadataImage, brokers: int
             assert leader is not None  # it holds a log: it runs
             if leader.partitions[(topic, idx)].is_leader:
                 content, hwm = logs[part.leader]
-                final_logs[name] = {o: v for o, v in content.items() if o < hwm}
+                start = leader.partitions[(topic, idx)].log.log_start_offset  # below it: deleted or unreadable
+                final_logs[name] = {o: v for o, v in content.items() if start <= o < hwm}
         if name not in final_logs:
             final_logs[name] = None
         partitions[name] = {

@@ -241,12 +241,32 @@ class OnlineChecks:
             n, missing = len(acked), acked[start:]
         else:
             n, missing = invariants.missing_acked(acked, start, log.record_at)
+            if missing and log.log_start_offset > 0:
+                missing = self._not_retained(name, log, missing)
         if missing:
             self._complete_upto[name] = (tag, -1)
             return invariants.leader_complete_log(name, part.leader, part.leader_epoch, missing, len(acked), now)
         if p is not None and p.is_leader and p.leader_epoch == part.leader_epoch:
             self._complete_upto[name] = (tag, n)
         return []
+
+    def _not_retained(self, name: str, log: PartitionLog, missing: list[tuple[int, bytes]]) -> list[tuple[int, bytes]]:
+        """``missing`` without the records below the log start offset that retention was entitled to delete by
+        now (:func:`kraftlog.check.checkers.retention_allowed`, the rule the final verdict applies)."""
+        start = log.log_start_offset
+        r: checkers.Retention = {
+            "log_start": start, "retention_ms": log.config.retention_ms,
+            "retention_bytes": log.config.retention_bytes, "end_ms": self.sim.now,
+            "batches": [(b.base_offset, b.size_bytes) for b in log.batches() if b.base_offset + b.record_count > start],
+            "acked_at": {}}
+        acked_at = self.recorder.acked_at
+        out = []
+        for offset, value in missing:
+            at = acked_at.get((name, value.decode() if isinstance(value, bytes) else value))
+            if offset < start and at is not None and checkers.retention_allowed(r, *at):
+                continue
+            out.append((offset, value))
+        return out
 
     def _record_violations(self, found: list[tuple[str, str]]) -> None:
         """Keep the first finding of each key, with the step the run was in; log it in the timeline."""

@@ -72,6 +72,9 @@ class RunRecorder:
         #: The timeline as data (:data:`~kraftlog.scenario.result.EVENT_KINDS`), recorded by :meth:`log`.
         self.events: list[Event] = []
         self.acked: list[Acked] = []
+        #: (partition name, value) -> (offset, record timestamp ms) of each acks=all record acknowledged with an
+        #: offset: what the checker's retention rule needs (:class:`kraftlog.check.checkers.Retention`)
+        self.acked_at: dict[tuple[str, str], tuple[int, int]] = {}
         self.acked_counts = {"all": 0, "1": 0, "0": 0}
         self.consumed: list[Consumed] = []
         self.truncations: list[Truncation] = []
@@ -129,6 +132,7 @@ class RunRecorder:
                                         "offset": c.offset})
                 if c.acks == -1 and c.offset >= 0:
                     acked_all.append((name, c.offset, c.value))
+                    self.acked_at[(name, value)] = (c.offset, c.timestamp_ms)
             else:
                 record(sim.now, "produce_failed", {"client": node_id, "partition": f"{c.topic}-{c.partition}",
                                                    "value": value, "error": int(c.error)})
