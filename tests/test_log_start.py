@@ -10,6 +10,7 @@ from kraftlog.broker.describe import STATIC_BROKER_CONFIG, TOPIC_CONFIG
 from kraftlog.protocol import messages as m
 from kraftlog.protocol.errors import Errors
 from kraftlog.protocol.records import RecordBatch
+from kraftlog.storage.disk import SimDisk
 from test_broker import MiniCluster, batch
 from test_broker_listeners import ask
 from test_delete_topics import create
@@ -223,3 +224,33 @@ def test_the_retention_story_loses_nothing_and_its_follower_restarts_at_the_lead
         assert v["passed"] and v["safe"] and v["lost_acked"] == 0, (level, v["invariant_violations"])
         assert v["retained_acked"] > 500 and v["final"]["partitions"]["t-0"]["isr"] == [0, 1, 2]
         assert v["undetected_truncations"] == 0 and v["anomalies"]["poll-skip"] == 0
+
+
+def test_a_roll_or_a_retention_pass_that_meets_an_io_error_takes_the_log_directory_offline(monkeypatch):
+    """Issue 30 item 7 (the Storage faults path): a roll on a full disk (the new segment file, the producer
+    snapshot) answers the produce KAFKA_STORAGE_ERROR and takes the directory offline, nothing acknowledged;
+    a retention pass whose deletion fails (EIO) does the same from the log manager's task."""
+    import errno
+
+    size = batch(1).size_bytes
+    c = MiniCluster(config={"log.segment.bytes": str(2 * size)})
+    c.produce(1)
+    c.produce(1)
+    c.b.disk.set_full(True)
+    r = c.produce(1)  # the third batch rolls the segment: ENOSPC
+    assert r.partitions[0].error_code == Errors.KAFKA_STORAGE_ERROR
+    assert c.b.log_dir_offline and "No space left on device" in c.b.log_dir_failure
+
+    c = MiniCluster(config={"log.segment.bytes": str(2 * size), "log.retention.bytes": "0",
+                            "log.retention.check.interval.ms": "1000", "log.initial.task.delay.ms": "1000"})
+    for _ in range(3):
+        c.produce(1)
+    for f in (1, 2):
+        follower_fetch(c, f, 3)
+
+    def failing_delete(self, path, now_ms):
+        raise OSError(errno.EIO, "Input/output error", path)
+
+    monkeypatch.setattr(SimDisk, "delete", failing_delete)
+    c.advance(c.now + 2000)
+    assert c.b.log_dir_offline and "retention task" in c.b.log_dir_failure
