@@ -219,7 +219,12 @@ def test_time_retention_deletes_segments_whose_newest_record_is_older_than_reten
     assert bases(log) == [2, 4] and log.log_start_offset == 2
     assert log.delete_old_segments(7000) == (2, "retention.ms")
     assert bases(log) == [5] and (log.log_start_offset, log.log_end_offset) == (5, 5)
-    assert log.active_segment.size == 0 and segment_paths(d, DIR) == [f"{DIR}/{segment_file(5)}"]
+    assert log.active_segment.size == 0 and log.read(0, 5, 10**6) == ()
+    # The deleted segments' files stay file.delete.delay.ms (60 s) longer (Kafka's asyncDelete).
+    assert segment_paths(d, DIR) == [f"{DIR}/{segment_file(b)}" for b in (0, 2, 4, 5)]
+    assert log.next_file_delete_ms() == 1250 + 60_000
+    assert log.delete_due_files(1250 + 59_999) == 0 and log.delete_due_files(7000 + 60_000) == 3
+    assert segment_paths(d, DIR) == [f"{DIR}/{segment_file(5)}"] and log.next_file_delete_ms() is None
     assert log.delete_old_segments(10**7) == (0, "")  # an empty active segment is never deleted
 
 
@@ -250,14 +255,17 @@ def test_the_log_start_offset_moves_up_to_the_hwm_and_retention_deletes_the_segm
 
 # =========================================================================== loading (LogLoader)
 def test_a_reload_keeps_the_checkpointed_log_start_offset_and_recovery_point():
-    """LogLoader: log start = max(checkpoint, first segment's base); recovery point = min(checkpoint, LEO)."""
+    """LogLoader: log start = max(checkpoint, first segment's base); recovery point = min(checkpoint, LEO); a
+    segment wholly below the checkpointed log start is removed at load (retention had deleted it and its file
+    was waiting for file.delete.delay.ms, Kafka's .deleted file)."""
     d = SimDisk(None)
     log = new_log(d, segment_bytes=2 * ONE)
     for i in range(5):
         log.append_as_leader(rec_batch(), 0, i)
     log.flush(5)
     again = PartitionLog(d, DIR, LogConfig(segment_bytes=2 * ONE), 6, log_start_offset=3, recovery_point=4)
-    assert bases(again) == [0, 2, 4] and again.log_start_offset == 3 and again.recovery_point == 4
+    assert bases(again) == [2, 4] and again.log_start_offset == 3 and again.recovery_point == 4
+    assert segment_paths(d, DIR) == [f"{DIR}/{segment_file(b)}" for b in (2, 4)]
     assert again.epoch_cache.entries() == [(0, 3)]
     assert PartitionLog(d, DIR, LogConfig(), 7, recovery_point=99).recovery_point == 5
 

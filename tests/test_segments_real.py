@@ -29,6 +29,7 @@ pytestmark = pytest.mark.slow
 
 #: Fast log-manager tasks (Kafka's settings "for testing"): retention and the checkpoints every 500 ms.
 TASKS = {"log.initial.task.delay.ms": "500", "log.retention.check.interval.ms": "500",
+         "log.segment.delete.delay.ms": "1000",
          "log.flush.offset.checkpoint.interval.ms": "500", "log.flush.start.offset.checkpoint.interval.ms": "500"}
 
 

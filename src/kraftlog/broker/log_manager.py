@@ -97,8 +97,10 @@ class LogManager:
         self.next_task_ms: dict[str, int | None] = {}
         #: segment.jitter.ms draws: a Random of the directory's own, so that no other draw depends on them
         self._jitter_rng = Random(directory_id.int)
-        #: Segments deleted by retention since start, and the last deletion's line (``cluster status``).
+        #: Segments deleted by retention since start (``cluster status``); some log has segment files waiting
+        #: for file.delete.delay.ms
         self.segments_deleted = 0
+        self.files_to_delete = False
         #: Batches checked one by one at load, and batches loaded by their lengths only (below the recovery
         #: point after an unclean shutdown), every log: ``cluster status``.
         self.batches_recovered = 0
@@ -172,12 +174,17 @@ class LogManager:
             log.config = self.cache.log_config(key[0])
 
     def next_deadline(self, d: int) -> int:
-        """The earlier of ``d`` and the next periodic task (ms)."""
+        """The earlier of ``d``, the next periodic task and the next segment file due for removal (ms)."""
         if self.offline:
             return d
         for t in self.next_task_ms.values():
             if t is not None and t < d:
                 d = t
+        if self.files_to_delete:
+            for log in self.logs.values():
+                t2 = log.next_file_delete_ms()
+                if t2 is not None and t2 < d:
+                    d = t2
         return d
 
     def tick(self, now_ms: int) -> None:
@@ -189,6 +196,15 @@ class LogManager:
         ``producer.id.expiration.check.interval.ms``. An OSError takes the directory offline."""
         if self.offline:
             return
+        if self.files_to_delete:
+            try:
+                self.files_to_delete = False
+                for key in sorted(self.logs):
+                    self.logs[key].delete_due_files(now_ms)
+                    self.files_to_delete = self.files_to_delete or bool(self.logs[key].pending_deletes)
+            except OSError as exc:
+                self._fail(now_ms, exc, "deleting the files of deleted segments")
+                return
         tasks = self.next_task_ms
         for name, period in (("retention", self.retention_check_interval_ms),
                              ("flush", self.flush_check_interval_ms),
@@ -223,6 +239,7 @@ class LogManager:
             n, reason = log.delete_old_segments(now_ms)
             if n:
                 deleted += n
+                self.files_to_delete = self.files_to_delete or bool(log.pending_deletes)
                 self._note(f"{key[0]}-{key[1]}: deleted {n} segment(s) breaching the {reason}; log start offset "
                            f"{log.log_start_offset}")
         self.segments_deleted += deleted

@@ -69,7 +69,8 @@ class MetadataCache:
                          segment_jitter_ms=need("log.roll.jitter.ms"),
                          segment_index_bytes=need("log.index.size.max.bytes"),
                          index_interval_bytes=need("log.index.interval.bytes"),
-                         retention_ms=need("log.retention.ms"), retention_bytes=need("log.retention.bytes"))
+                         retention_ms=need("log.retention.ms"), retention_bytes=need("log.retention.bytes"),
+                         file_delete_delay_ms=need("log.segment.delete.delay.ms"))
 
 
 #: A flush policy at or above this (Kafka's Long.MAX_VALUE defaults) never runs.

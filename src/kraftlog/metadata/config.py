@@ -61,6 +61,9 @@ DEFAULTS: dict[str, str] = {
     # How often retention runs (Kafka's "kafka-log-retention" task) and the log manager's checkpoints of
     # recovery points and log start offsets are written.
     "log.retention.check.interval.ms": "300000",
+    # How long a segment retention deleted stays on disk before its file is removed (Kafka renames it .deleted
+    # and removes it after this delay; reads already under way finish).
+    "log.segment.delete.delay.ms": "60000",
     # How long the idempotent-producer state of a producer outlives its last batch (Kafka's
     # TransactionLogConfigs), and how often expired producers are removed.
     "producer.id.expiration.ms": "86400000",
@@ -239,6 +242,8 @@ _TYPES: dict[str, tuple[str, int | None, bool]] = {
     "retention.ms": (_LONG, -1, False),
     "log.retention.check.interval.ms": (_LONG, 1, False),
     "log.initial.task.delay.ms": (_LONG, 0, False),
+    "log.segment.delete.delay.ms": (_LONG, 0, False),
+    "file.delete.delay.ms": (_LONG, 0, False),
     "producer.id.expiration.ms": (_INT, 1, False),
     "producer.id.expiration.check.interval.ms": (_INT, 1, False),
     "log.flush.offset.checkpoint.interval.ms": (_INT, 0, False),

@@ -135,6 +135,7 @@ class PartitionLog:
         "batches_recovered",
         "batches_trusted",
         "checksum_mismatches",
+        "pending_deletes",
         "_rng",
     )
 
@@ -154,6 +155,8 @@ class PartitionLog:
         self.batches_trusted = 0
         #: segments whose checksum did not match after a clean shutdown (recovered batch by batch)
         self.checksum_mismatches: list[str] = []
+        #: (due ms, path) of the files of segments retention deleted, removed after file.delete.delay.ms
+        self.pending_deletes: list[tuple[int, str]] = []
 
         # Recovery, one batch at a time: the offset indexes, the epochs the batches carry and the producer
         # state are rebuilt from the contiguous run; the batches themselves are not kept.
@@ -165,6 +168,11 @@ class PartitionLog:
         segments: list[LogSegment] = []
         paths = segment_paths(disk, directory)
         path_bases = [base_of(p.rpartition("/")[2]) or 0 for p in paths]
+        # Segments retention deleted before the restart whose files were still waiting for file.delete.delay.ms:
+        # wholly below the checkpointed log start offset (Kafka removes its .deleted files at load).
+        while len(paths) > 1 and path_bases[1] <= log_start_offset:
+            disk.delete(paths.pop(0), now_ms)
+            path_bases.pop(0)
         expected: int | None = None
         broken = False
         for k, path in enumerate(paths):
@@ -677,11 +685,29 @@ class PartitionLog:
             del self.segments[:n]
             del self._segment_bases[:n]
             self._delete_checksums(doomed, now_ms)
+            delay = self.config.file_delete_delay_ms
             for seg in doomed:
-                self._disk.delete(seg.path, now_ms)
+                if delay > 0:  # Kafka's asyncDelete: the file goes after file.delete.delay.ms
+                    self.pending_deletes.append((now_ms + delay, seg.path))
+                else:
+                    self._disk.delete(seg.path, now_ms)
             self._delete_snapshots(self.segments[0].base_offset.__le__, now_ms)  # Kafka's deleteProducerSnapshots
             total += n
             reason = reason or rule
+
+    def delete_due_files(self, now_ms: int) -> int:
+        """Remove the files of deleted segments whose ``file.delete.delay.ms`` ran out (Kafka's scheduled
+        ``deleteSegmentFiles``); how many. OSError propagates."""
+        due = [path for t, path in self.pending_deletes if t <= now_ms]
+        if due:
+            self.pending_deletes = [(t, path) for t, path in self.pending_deletes if t > now_ms]
+            for path in due:
+                self._disk.delete(path, now_ms)
+        return len(due)
+
+    def next_file_delete_ms(self) -> int | None:
+        """When (ms) the next deleted segment's file is due for removal; None when none waits."""
+        return min((t for t, _ in self.pending_deletes), default=None)
 
     # ------------------------------------------------------------------ flushing
     def flush(self, now_ms: int) -> None:

@@ -95,7 +95,8 @@ class LogConfig:
     (``segment.index.bytes``, 10 MiB: the size of each index, so its entry capacity), ``index_interval_bytes``
     (``index.interval.bytes``, 4096), ``retention_ms`` (``retention.ms``, 7 days; -1: no time limit),
     ``retention_bytes`` (``retention.bytes``, -1: no size limit), ``delete`` (``cleanup.policy`` holds
-    ``delete``: retention applies). ValueError for a value out of Kafka's range.
+    ``delete``: retention applies), ``file_delete_delay_ms`` (``file.delete.delay.ms``, 60 s: how long the file
+    of a segment retention deleted stays on disk). ValueError for a value out of Kafka's range.
     """
 
     flush_interval_messages: int | None = None
@@ -108,6 +109,7 @@ class LogConfig:
     retention_ms: int = 604_800_000
     retention_bytes: int = -1
     delete: bool = True
+    file_delete_delay_ms: int = 60_000
 
     def __post_init__(self) -> None:
         if self.flush_interval_messages is not None and self.flush_interval_messages < 1:
@@ -115,7 +117,7 @@ class LogConfig:
         if self.flush_interval_ms is not None and self.flush_interval_ms < 0:
             raise ValueError(f"flush_interval_ms must be >= 0 or None, got {self.flush_interval_ms}")
         for name, low in (("segment_bytes", 14), ("segment_ms", 1), ("segment_jitter_ms", 0),
-                          ("segment_index_bytes", 4), ("index_interval_bytes", 0)):
+                          ("segment_index_bytes", 4), ("index_interval_bytes", 0), ("file_delete_delay_ms", 0)):
             if getattr(self, name) < low:
                 raise ValueError(f"{name} must be >= {low}, got {getattr(self, name)}")
 
