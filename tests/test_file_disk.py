@@ -291,8 +291,9 @@ REUSED_STORAGE_TESTS = [
 ]
 
 
-@pytest.mark.parametrize("name", REUSED_STORAGE_TESTS)
-def test_storage_behaviour_holds_on_a_file_disk(name, tmp_path, monkeypatch, request):
+def _on_file_disks(module, name: str, tmp_path, monkeypatch, **kwargs) -> None:
+    """Run ``module``'s test ``name`` with its ``SimDisk`` replaced by a FileDisk on a fresh directory each
+    time it builds one (crashes emulated by :class:`EmulatedCrashFileDisk`); every disk closed after."""
     counter = itertools.count()
     opened: list[FileDisk] = []
 
@@ -301,18 +302,21 @@ def test_storage_behaviour_holds_on_a_file_disk(name, tmp_path, monkeypatch, req
         opened.append(d)
         return d
 
-    monkeypatch.setattr(storage_tests, "SimDisk", file_disk)
-    test = getattr(storage_tests, name)
-    kwargs = {}
-    for param in inspect.signature(test).parameters:
-        assert param == "kafka_cache", f"unexpected fixture {param}"
-        kwargs[param] = _kafka_cache()
+    monkeypatch.setattr(module, "SimDisk", file_disk)
     try:
-        test(**kwargs)
+        getattr(module, name)(**{k: make() for k, make in kwargs.items()})
     finally:
         for d in opened:
             d.close()
     assert opened, "the reused test never built a disk"
+
+
+@pytest.mark.parametrize("name", REUSED_STORAGE_TESTS)
+def test_storage_behaviour_holds_on_a_file_disk(name, tmp_path, monkeypatch):
+    params = inspect.signature(getattr(storage_tests, name)).parameters
+    assert set(params) <= {"kafka_cache"}, f"unexpected fixtures {set(params)}"
+    _on_file_disks(storage_tests, name, tmp_path, monkeypatch,
+                   **({"kafka_cache": _kafka_cache} if "kafka_cache" in params else {}))
 
 
 #: tests/test_segments.py's cases that use the Disk interface only (no SimDisk fault or page-cache API), run
@@ -338,21 +342,7 @@ REUSED_SEGMENT_TESTS = [
 
 @pytest.mark.parametrize("name", REUSED_SEGMENT_TESTS)
 def test_segment_behaviour_holds_on_a_file_disk(name, tmp_path, monkeypatch):
-    counter = itertools.count()
-    opened: list[FileDisk] = []
-
-    def file_disk(writeback_ms=None):
-        d = EmulatedCrashFileDisk(tmp_path / f"disk{next(counter)}")
-        opened.append(d)
-        return d
-
-    monkeypatch.setattr(segments_tests, "SimDisk", file_disk)
-    try:
-        getattr(segments_tests, name)()
-    finally:
-        for d in opened:
-            d.close()
-    assert opened, "the reused test never built a disk"
+    _on_file_disks(segments_tests, name, tmp_path, monkeypatch)
 
 
 def _kafka_cache():
