@@ -255,7 +255,7 @@ def test_list_offsets_by_timestamp_decodes_only_the_batch_whose_max_timestamp_re
     assert c.p.log.high_watermark == 9
     resp = c.send(m.ListOffsetsRequest(-1, (m.ListOffsetsPartition("t", 0, 2001),)), "client")
     (part,) = resp.partitions
-    assert (part.error_code, part.offset) == (Errors.NONE, 4)
+    assert (part.error_code, part.offset, part.timestamp) == (Errors.NONE, 4, 2001)  # the record's timestamp
     stored = list(c.b.disk.read_range(c.p.log.segment_path, 0, 3))  # SimDisk keeps the stored objects
     assert [b.is_encoded for b in stored] == [True, True, True]
     assert [b.max_timestamp for b in stored] == [1002, 2002, 3002]

@@ -105,12 +105,12 @@ def test_a_full_offset_index_rolls_the_segment():
         log.append_as_leader(rec_batch(), 0, i)
     # Entries are added before the 2nd, 3rd and 4th batches (bytes since the last entry > 0): full after four.
     # The time index (12-byte entries, two here) takes one entry: the timestamps never grow.
-    assert bases(log) == [0, 4] and log.segments[0].index_entries == 3
-    assert log.segments[0].time_index_entries == 1
+    assert bases(log) == [0, 4] and len(log.segments[0].offset_index) == 3
+    assert len(log.segments[0].time_index) == 1
     rising = new_log(segment_index_bytes=24, index_interval_bytes=0)
     for i in range(6):
         rising.append_as_leader(rec_batch(ts=i), 0, i)
-    assert bases(rising) == [0, 3] and rising.segments[0].time_index_entries == 2  # the time index filled
+    assert bases(rising) == [0, 3] and len(rising.segments[0].time_index) == 2  # the time index filled
 
 
 def test_a_batch_whose_offsets_overflow_the_relative_offset_starts_a_new_segment():
@@ -545,3 +545,62 @@ def test_a_truncated_or_deleted_segment_loses_its_checksum():
     log.update_high_watermark(3)
     log.delete_old_segments(7)
     assert names() == []  # every segment went (2 sealed by the roll to 3 first): their checksums too
+
+
+# =========================================================================== the sparse indexes
+def test_offset_index_lookup_append_and_truncate_as_kafkas_offset_index_test():
+    """OffsetIndexTest: lookup answers the largest entry at or below the target (the base offset and position 0
+    below the first); appends must grow; a full index refuses more; truncateTo drops the entries at or above;
+    the file is (relative offset, position) int32 pairs."""
+    from kraftlog.storage.index import OffsetIndex
+
+    idx = OffsetIndex(100, 3)
+    assert idx.lookup(150) == (100, 0)
+    idx.append(110, 4096)
+    idx.append(120, 8192)
+    assert [idx.lookup(t) for t in (109, 110, 119, 1000)] == [(100, 0), (110, 4096), (110, 4096), (120, 8192)]
+    with pytest.raises(ValueError, match="no larger than the last offset"):
+        idx.append(120, 9000)
+    idx.append(130, 12288)
+    assert idx.is_full
+    with pytest.raises(ValueError, match="full offset index"):
+        idx.append(140, 16384)
+    assert idx.encode() == bytes.fromhex("0000000a00001000" "0000001400002000" "0000001e00003000")
+    idx.truncate_to(120)
+    assert idx.lookup(1000) == (110, 4096) and len(idx) == 1
+    assert OffsetIndex.decode(100, 3, idx.encode()).offsets == [110]
+
+
+def test_time_index_keeps_growing_timestamps_only_as_kafkas_time_index_test():
+    """TimeIndexTest: maybeAppend adds an entry only when the timestamp grows; lookup answers the last entry at
+    or below the target timestamp ((-1, base offset) below the first)."""
+    from kraftlog.storage.index import TimeIndex
+
+    idx = TimeIndex(50, 4)
+    assert idx.maybe_append(1000, 55) and not idx.maybe_append(1000, 56) and not idx.maybe_append(900, 57)
+    assert idx.maybe_append(2000, 60)
+    assert [idx.lookup(t) for t in (999, 1000, 1999, 5000)] == [(-1, 50), (1000, 55), (1000, 55), (2000, 60)]
+    assert TimeIndex.decode(50, 4, idx.encode()).offsets == [55, 60] and len(idx.encode()) == 24
+
+
+def test_a_roll_writes_the_sealed_segments_index_files_and_list_offsets_reads_through_them():
+    """LogSegment.append's index entries (a batch's last offset and position, after index.interval.bytes) land
+    in Kafka's <base>.index and <base>.timeindex files when the segment rolls; a search by timestamp starts from
+    the segment whose largest timestamp reaches the target and decodes only batches that can hold it."""
+    from kraftlog.storage.index import OffsetIndex, TimeIndex, index_file, time_index_file
+
+    d = SimDisk(None)
+    log = new_log(d, segment_bytes=4 * ONE, index_interval_bytes=0)
+    for i in range(10):
+        log.append_as_leader(rec_batch(ts=1000 * i), 0, i)
+    assert bases(log) == [0, 4, 8]
+    idx = OffsetIndex.decode(4, 100, d.read_value(f"{DIR}/{index_file(4)}"))
+    assert idx.offsets == [5, 6, 7] and idx.positions == [ONE, 2 * ONE, 3 * ONE]
+    tidx = TimeIndex.decode(4, 100, d.read_value(f"{DIR}/{time_index_file(4)}"))
+    assert tidx.timestamps == [5000, 6000, 7000] and tidx.offsets == [5, 6, 7]
+    log.update_high_watermark(10)
+    assert log.offset_for_timestamp(5500, 10) == (6, 0, 6000)
+    assert log.offset_for_timestamp(0, 10) == (0, 0, 0)
+    assert log.offset_for_timestamp(9001, 10) is None and log.offset_for_timestamp(8000, 8) is None
+    log.truncate_to(6, 11)  # the segment at 4 changes: its index files go with its checksum
+    assert not d.exists(f"{DIR}/{index_file(4)}") and d.exists(f"{DIR}/{index_file(0)}")

@@ -44,6 +44,7 @@ from typing import cast
 from ..protocol.records import Record, RecordBatch
 from .disk import Disk, LoadDrop
 from .epoch_cache import LeaderEpochCache
+from .index import index_file, time_index_file
 from .producer_snapshot import decode_snapshot, encode_snapshot, snapshot_file, snapshot_offset
 from .producer_state import ProducerStateManager
 from .segment import (
@@ -206,7 +207,7 @@ class PartitionLog:
                 broken = True
                 disk.delete(path, now_ms)
                 continue
-            seg = LogSegment(directory, base, now_ms, self._draw_jitter())
+            seg = LogSegment(directory, base, now_ms, self._draw_jitter(), config)
             position = 0
             torn = None
             for b in _headers(disk, path):
@@ -236,7 +237,7 @@ class PartitionLog:
             segments.append(seg)
             expected = seg.next_offset
         if not segments:
-            segments.append(LogSegment(directory, max(0, log_start_offset), now_ms, self._draw_jitter()))
+            segments.append(LogSegment(directory, max(0, log_start_offset), now_ms, self._draw_jitter(), config))
         self.segments = segments
         self._segment_bases = [s.base_offset for s in segments]
         leo = segments[-1].next_offset
@@ -303,19 +304,29 @@ class PartitionLog:
         self._disk.write_atomic(f"{self.directory}/{checksum_file(seg.base_offset)}",
                                 format_checksum(self._disk.checksum(seg.path), seg.size), now_ms)
 
+    def _write_indexes(self, seg: LogSegment, now_ms: int) -> None:
+        """Kafka's ``<base>.index`` and ``<base>.timeindex`` of ``seg`` (:mod:`.index`)."""
+        self._disk.write_atomic(f"{self.directory}/{index_file(seg.base_offset)}", seg.offset_index.encode(), now_ms)
+        self._disk.write_atomic(f"{self.directory}/{time_index_file(seg.base_offset)}", seg.time_index.encode(),
+                                now_ms)
+
     def seal(self, now_ms: int) -> None:
-        """Flush, then write the active segment's checksum and the producer snapshot at the LEO: a clean
-        shutdown's last writes to the log, so that the next load checks each segment in one pass. OSError
+        """Flush, then write the active segment's checksum and indexes and the producer snapshot at the LEO: a
+        clean shutdown's last writes to the log, so that the next load checks each segment in one pass. OSError
         propagates."""
         self.flush(now_ms)
         self.take_snapshot(now_ms)
         self._write_checksum(self.segments[-1], now_ms)
+        self._write_indexes(self.segments[-1], now_ms)
 
     def _delete_checksums(self, segments: Iterable[LogSegment], now_ms: int) -> None:
+        """Delete the files beside each segment that describe its bytes: checksum, offset and time index."""
         for seg in segments:
-            path = f"{self.directory}/{checksum_file(seg.base_offset)}"
-            if self._disk.exists(path):
-                self._disk.delete(path, now_ms)
+            for name in (checksum_file(seg.base_offset), index_file(seg.base_offset),
+                         time_index_file(seg.base_offset)):
+                path = f"{self.directory}/{name}"
+                if self._disk.exists(path):
+                    self._disk.delete(path, now_ms)
 
     def _delete_snapshots(self, keep: Callable[[int], bool], now_ms: int) -> None:
         for offset, path in self._snapshots():
@@ -371,7 +382,8 @@ class PartitionLog:
         self.flush(now_ms)
         self.take_snapshot(now_ms)
         self._write_checksum(active, now_ms)
-        seg = LogSegment(self.directory, self.log_end_offset, now_ms, self._draw_jitter())
+        self._write_indexes(active, now_ms)
+        seg = LogSegment(self.directory, self.log_end_offset, now_ms, self._draw_jitter(), self.config)
         self._disk.create(seg.path, now_ms)
         self.segments.append(seg)
         self._segment_bases.append(seg.base_offset)
@@ -506,6 +518,36 @@ class PartitionLog:
             j += 1
         return tuple(_read_range(self._disk, seg.path, i, j))
 
+    def offset_for_timestamp(self, target_ms: int, max_offset: int) -> tuple[int, int, int] | None:
+        """(offset, leader epoch of its batch, timestamp) of the first record at or above the log start offset
+        and below ``max_offset`` whose timestamp is at least ``target_ms``; None when none is (ListOffsets by
+        timestamp). Kafka's ``fetchOffsetByTimestamp`` and ``LogSegment.findOffsetByTimestamp``: the first
+        segment whose largest timestamp reaches the target; its time index gives the offset to start from, its
+        offset index the batch holding it; from there only batches whose max timestamp reaches the target are
+        read and decoded. Later segments are searched when the records that qualify lie at or above
+        ``max_offset`` (the HWM)."""
+        start = self.log_start_offset
+        for seg in self.segments:
+            if not seg.bases or seg.max_timestamp < target_ms or seg.next_offset <= start:
+                continue
+            _ts, from_offset = seg.time_index.lookup(target_ms)
+            entry_offset, _position = seg.offset_index.lookup(max(from_offset, start))
+            bases = seg.bases
+            i = max(0, bisect_right(bases, entry_offset) - 1)
+            for j in range(i, len(bases)):
+                if bases[j] >= max_offset:
+                    return None
+                if seg.timestamps[j] < target_ms:
+                    continue  # this batch's records are all older: not read
+                (b,) = _read_range(self._disk, seg.path, j, j + 1)
+                for k, rec in enumerate(b.records):
+                    offset = b.base_offset + k
+                    if offset >= max_offset:
+                        return None
+                    if offset >= start and rec.timestamp >= target_ms:
+                        return offset, b.partition_leader_epoch, rec.timestamp
+        return None
+
     def batches(self) -> Iterator[RecordBatch]:
         """Iterate over the stored batches of every segment in offset order, read from the disk (for
         checkers and tools; do not change the log meanwhile). The first segment may hold batches below the
@@ -589,7 +631,7 @@ class PartitionLog:
         self._delete_checksums(self.segments, now_ms)
         for seg in self.segments:
             disk.delete(seg.path, now_ms)
-        seg = LogSegment(self.directory, offset, now_ms, self._draw_jitter())
+        seg = LogSegment(self.directory, offset, now_ms, self._draw_jitter(), self.config)
         disk.create(seg.path, now_ms)
         disk.fsync(seg.path, now_ms)  # Kafka's truncateFullyAndStartAt creates the new segment's file
         self.segments = [seg]

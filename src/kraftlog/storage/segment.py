@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from ..protocol.records import RecordBatch
 from .disk import Disk
+from .index import OffsetIndex, TimeIndex
 
 __all__ = [
     "LOG_FILE_SUFFIX", "SEGMENT_FILE", "OFFSET_INDEX_ENTRY_BYTES", "TIME_INDEX_ENTRY_BYTES", "LogConfig",
@@ -134,20 +135,24 @@ class LogConfig:
 
 class LogSegment:
     """One segment of a log (Kafka's ``LogSegment``): the file ``path`` holding the batches from
-    ``base_offset``, its offset index in memory (``bases``/``sizes``: each batch's base offset and bytes) and
-    the bookkeeping of Kafka's sparse indexes (entry counts, to roll when either is full).
+    ``base_offset``, its dense offset index in memory (``bases``/``sizes``/``timestamps``: each batch's base
+    offset, bytes and max timestamp) and Kafka's sparse indexes (:class:`~kraftlog.storage.index.OffsetIndex`,
+    :class:`~kraftlog.storage.index.TimeIndex`: ``offset_index``, ``time_index``), each holding what
+    ``segment.index.bytes`` holds when the segment is created (``config``).
 
     ``size``: bytes; ``next_offset``: the offset after its last record (its base when empty);
-    ``max_timestamp``: the largest batch max timestamp (-1 when none); ``rolling_timestamp``: the first
-    batch's max timestamp (``segment.ms`` counts from it; -1 when none); ``created_ms`` and
-    ``last_modified_ms``: when it was created (or loaded) and last appended to; ``jitter_ms``: this
-    segment's ``segment.jitter.ms`` draw."""
+    ``max_timestamp`` / ``max_timestamp_offset``: the largest batch max timestamp so far and the last offset of
+    its batch (-1 when none); ``rolling_timestamp``: the first batch's max timestamp (``segment.ms`` counts from
+    it; -1 when none); ``created_ms`` and ``last_modified_ms``: when it was created (or loaded) and last appended
+    to; ``jitter_ms``: this segment's ``segment.jitter.ms`` draw."""
 
     __slots__ = ("base_offset", "path", "bases", "sizes", "timestamps", "size", "next_offset", "max_timestamp",
-                 "rolling_timestamp", "created_ms", "last_modified_ms", "index_entries",
-                 "time_index_entries", "last_time_index_ts", "bytes_since_index", "jitter_ms")
+                 "max_timestamp_offset", "rolling_timestamp", "created_ms", "last_modified_ms", "offset_index",
+                 "time_index", "bytes_since_index", "jitter_ms")
 
-    def __init__(self, directory: str, base_offset: int, now_ms: int, jitter_ms: int = 0) -> None:
+    def __init__(self, directory: str, base_offset: int, now_ms: int, jitter_ms: int = 0,
+                 config: LogConfig | None = None) -> None:
+        cfg = config if config is not None else LogConfig()
         self.base_offset = base_offset
         self.path = f"{directory}/{segment_file(base_offset)}"
         self.bases: list[int] = []
@@ -156,34 +161,35 @@ class LogSegment:
         self.size = 0
         self.next_offset = base_offset
         self.max_timestamp = -1
+        self.max_timestamp_offset = -1
         self.rolling_timestamp = -1
         self.created_ms = now_ms
         self.last_modified_ms = now_ms
-        self.index_entries = 0
-        self.time_index_entries = 0
-        self.last_time_index_ts = -1
+        self.offset_index = OffsetIndex(base_offset, cfg.max_index_entries)
+        self.time_index = TimeIndex(base_offset, cfg.max_time_index_entries)
         self.bytes_since_index = 0
         self.jitter_ms = jitter_ms
 
     def index(self, batch: RecordBatch, max_timestamp: int, now_ms: int, index_interval_bytes: int) -> None:
-        """Account for ``batch`` just written at the end of the file (Kafka's ``LogSegment.append``): the
-        offset index, the max timestamp, an index entry once ``index.interval.bytes`` have passed."""
-        self._add(batch.base_offset, batch.size_bytes, max_timestamp, index_interval_bytes)
-        self.next_offset = batch.base_offset + batch.record_count
+        """Account for ``batch`` just written at the end of the file (Kafka's ``LogSegment.append``): the dense
+        index, the max timestamp, and a sparse index entry once more than ``index.interval.bytes`` were
+        appended since the last one."""
+        next_offset = batch.base_offset + batch.record_count
+        self._add(batch.base_offset, next_offset - 1, batch.size_bytes, max_timestamp, index_interval_bytes)
+        self.next_offset = next_offset
         self.last_modified_ms = now_ms
 
-    def _add(self, base_offset: int, size: int, max_timestamp: int, index_interval_bytes: int) -> None:
+    def _add(self, base_offset: int, last_offset: int, size: int, max_timestamp: int,
+             index_interval_bytes: int) -> None:
         if not self.bases:
             self.rolling_timestamp = max_timestamp
-        if self.bytes_since_index > index_interval_bytes:
-            self.index_entries += 1
-            ts = max(self.max_timestamp, max_timestamp)
-            if ts > self.last_time_index_ts:
-                self.time_index_entries += 1
-                self.last_time_index_ts = ts
-            self.bytes_since_index = 0
         if max_timestamp > self.max_timestamp:
-            self.max_timestamp = max_timestamp
+            self.max_timestamp, self.max_timestamp_offset = max_timestamp, last_offset
+        if self.bytes_since_index > index_interval_bytes:
+            # Kafka: offsetIndex.append(batch last offset, its position); timeIndex.maybeAppend(max so far)
+            self.offset_index.append(last_offset, self.size)
+            self.time_index.maybe_append(self.max_timestamp, self.max_timestamp_offset)
+            self.bytes_since_index = 0
         self.bases.append(base_offset)
         self.sizes.append(size)
         self.timestamps.append(max_timestamp)
@@ -192,17 +198,20 @@ class LogSegment:
 
     def truncate_index(self, keep: int, next_offset: int, index_interval_bytes: int) -> None:
         """Forget every batch from index position ``keep`` on (the file was cut there) and recompute what
-        depends on them (size, max timestamp, index entry counts), as Kafka's ``LogSegment.truncateTo``
-        does; ``next_offset``: the offset after the last kept batch."""
+        depends on them (size, max timestamp, the sparse indexes), as Kafka's ``LogSegment.truncateTo`` does;
+        ``next_offset``: the offset after the last kept batch."""
         sizes, timestamps = self.sizes[:keep], self.timestamps[:keep]
         bases = self.bases[:keep]
+        ends = bases[1:] + [next_offset] if bases else []
         self.bases, self.sizes, self.timestamps = [], [], []
-        self.size = self.index_entries = self.time_index_entries = self.bytes_since_index = 0
-        self.max_timestamp = self.rolling_timestamp = self.last_time_index_ts = -1
+        self.size = self.bytes_since_index = 0
+        self.max_timestamp = self.max_timestamp_offset = self.rolling_timestamp = -1
+        self.offset_index = OffsetIndex(self.base_offset, self.offset_index.max_entries)
+        self.time_index = TimeIndex(self.base_offset, self.time_index.max_entries)
         self.next_offset = self.base_offset
         last_modified = self.last_modified_ms
-        for base, size, ts in zip(bases, sizes, timestamps, strict=True):
-            self._add(base, size, ts, index_interval_bytes)
+        for base, end, size, ts in zip(bases, ends, sizes, timestamps, strict=True):
+            self._add(base, end - 1, size, ts, index_interval_bytes)
         if bases:
             self.next_offset = next_offset
         self.last_modified_ms = last_modified
@@ -215,8 +224,7 @@ class LogSegment:
         waited = max_timestamp - ts if ts >= 0 else now_ms - self.created_ms
         return (self.size > config.segment_bytes - size
                 or (self.size > 0 and waited > config.segment_ms - self.jitter_ms)
-                or self.index_entries >= config.max_index_entries
-                or self.time_index_entries >= config.max_time_index_entries
+                or self.offset_index.is_full or self.time_index.is_full
                 or not 0 <= last_offset - self.base_offset <= _MAX_RELATIVE_OFFSET)
 
     def largest_timestamp(self) -> int:

@@ -78,18 +78,12 @@ class ReplicationApis:
                 out.append(m.ListOffsetsPartitionResponse(lp.topic, lp.partition, NONE, found, offset, epoch))
                 continue
             else:
-                offset, epoch = -1, -1
-                for batch in log.batches():
-                    if batch.base_offset >= log.high_watermark:
-                        break
-                    if batch.max_timestamp < lp.timestamp:
-                        continue  # Kafka's time index: only a batch whose maxTimestamp reaches it is decoded
-                    for i, rec in enumerate(batch.records):
-                        if rec.timestamp >= lp.timestamp and batch.base_offset + i < log.high_watermark:
-                            offset, epoch = batch.base_offset + i, batch.partition_leader_epoch
-                            break
-                    if offset >= 0:
-                        break
+                # Through the segments' time and offset indexes (PartitionLog.offset_for_timestamp); Kafka
+                # answers the found record's timestamp, -1 with offset -1 when none qualifies.
+                hit = log.offset_for_timestamp(lp.timestamp, log.high_watermark)
+                at = hit if hit is not None else (-1, -1, -1)
+                out.append(m.ListOffsetsPartitionResponse(lp.topic, lp.partition, NONE, at[2], at[0], at[1]))
+                continue
             out.append(m.ListOffsetsPartitionResponse(lp.topic, lp.partition, NONE, lp.timestamp, offset,
                                                       epoch))
         self._channel.send_response(env, m.ListOffsetsResponse(tuple(out)))
