@@ -351,6 +351,7 @@ SEGMENT_OPS = st.lists(st.one_of(
     st.tuples(st.just("delete_records"), st.integers(0, 100)),  # percent of the way to the HWM
     st.tuples(st.just("truncate"), st.integers(0, 100)),  # percent of the way from the HWM to the LEO
     st.tuples(st.just("crash")),
+    st.tuples(st.just("restart")),  # a clean shutdown and start: sealed segments loaded from their files
 ), min_size=10, max_size=60)
 
 
@@ -421,6 +422,12 @@ def test_property_offsets_above_the_log_start_read_back_and_retention_never_pass
             for o in [o for o in model if o >= target]:
                 del model[o]
             batches = [(b2, s) for b2, s in batches if b2 < target]
+        elif kind == "restart":
+            leo, hwm, start = log.log_end_offset, log.high_watermark, log.log_start_offset
+            log.seal(now)
+            log = PartitionLog(d, DIR, cfg, now, log_start_offset=start, recovery_point=0, clean_shutdown=True)
+            assert (log.log_end_offset, log.recovery_point, log.checksum_mismatches) == (leo, leo, [])
+            log.update_high_watermark(hwm)
         elif kind == "crash":
             durable, start = log.recovery_point, log.log_start_offset
             d.crash("unflushed", now)
@@ -524,12 +531,17 @@ def test_after_a_clean_shutdown_each_segment_is_checked_in_one_pass_against_its_
     assert checksums == [f"{b:020d}.checksum" for b in (0, 2, 4)]
     assert d.read_value(f"{DIR}/{checksums[0]}").startswith("crc32c ")
     again = PartitionLog(d, DIR, cfg, 7, clean_shutdown=True)
-    assert (again.batches_trusted, again.batches_recovered, again.checksum_mismatches) == (5, 0, [])
-    assert again.recovery_point == 5 and again.log_end_offset == 5
+    # The sealed segments (0, 2) matched: loaded from their index files, their batches unread until used;
+    # the active one (4) read by its headers.
+    assert (again.segments_unread, again.batches_trusted, again.batches_recovered) == (2, 1, 0)
+    assert again.checksum_mismatches == [] and again.recovery_point == 5 and again.log_end_offset == 5
+    assert [s.loaded for s in again.segments] == [False, False, True] and again.size == log.size
+    assert [b.base_offset for b in again.read(2, 5, 10**6)] == [2, 3] and again.segments[1].loaded
+    assert again.record_at(0)[0].value == b"v0000" and again.segments[0].loaded
     assert d.corrupt(f"{DIR}/{segment_file(2)}", 1)
     damaged = PartitionLog(d, DIR, cfg, 8, clean_shutdown=True)
     assert damaged.checksum_mismatches == [f"{DIR}/{segment_file(2)}"]
-    assert damaged.log_end_offset == 3 and damaged.batches_trusted == 2 and damaged.batches_recovered == 1
+    assert damaged.log_end_offset == 3 and damaged.segments_unread == 1 and damaged.batches_recovered == 1
     assert damaged.dropped_at_load[0].reason.startswith("batch CRC-32C mismatch")
 
 

@@ -105,6 +105,8 @@ class LogManager:
         #: point after an unclean shutdown), every log: ``cluster status``.
         self.batches_recovered = 0
         self.batches_trusted = 0
+        #: sealed segments a clean start loaded from their checksum and index files, batches unread
+        self.segments_unread = 0
 
     # ================================================================= start
     def load(self, now_ms: int) -> None:
@@ -136,6 +138,7 @@ class LogManager:
             self.logs[key] = log
             self.batches_recovered += log.batches_recovered
             self.batches_trusted += log.batches_trusted
+            self.segments_unread += log.segments_unread
             for drop in log.dropped_at_load:
                 self.dropped_at_load.append(drop)
                 self._note(f"log recovery of {topic}-{idx}: {drop}")

@@ -345,6 +345,7 @@ async def _main(directory: str, node) -> int:
                                     "dropped-at-load-count": len(core.dropped_at_load),
                                     "batches-recovered-at-load": core.log_manager.batches_recovered,
                                     "batches-trusted-at-load": core.log_manager.batches_trusted,
+                                    "segments-unread-at-load": core.log_manager.segments_unread,
                                     "segments-deleted": core.log_manager.segments_deleted,
                                     "metadata-apply-error-count": errors,
                                     "stray-dir-count": len(core.strays)})

@@ -117,11 +117,12 @@ class TimeIndex:
     def is_full(self) -> bool:
         return len(self.timestamps) >= self.max_entries
 
-    def maybe_append(self, timestamp: int, offset: int) -> bool:
+    def maybe_append(self, timestamp: int, offset: int, skip_full_check: bool = False) -> bool:
         """Add (timestamp, offset) when the timestamp is larger than the last entry's (Kafka's
         ``maybeAppend``; the first entry needs a timestamp above -1). Returns whether it was added.
-        ValueError when full, or for an offset below the last entry's."""
-        if self.is_full:
+        ValueError when full (unless ``skip_full_check``: the entry a segment gets when it stops being active),
+        or for an offset below the last entry's."""
+        if self.is_full and not skip_full_check:
             raise ValueError(f"attempt to append to a full time index (size {len(self.timestamps)})")
         if self.offsets and offset < self.offsets[-1]:
             raise ValueError(f"attempt to append offset {offset} to the time index below {self.offsets[-1]}")

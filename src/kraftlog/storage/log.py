@@ -44,7 +44,6 @@ from typing import cast
 from ..protocol.records import Record, RecordBatch
 from .disk import Disk, LoadDrop
 from .epoch_cache import LeaderEpochCache
-from .index import index_file, time_index_file
 from .producer_snapshot import decode_snapshot, encode_snapshot, snapshot_file, snapshot_offset
 from .producer_state import ProducerStateManager
 from .segment import (
@@ -55,8 +54,7 @@ from .segment import (
     RecordBatchTooLargeError,
     base_of,
     checksum_file,
-    format_checksum,
-    parse_checksum,
+    parse_checksum_file,
     segment_file,
     segment_paths,
 )
@@ -137,6 +135,7 @@ class PartitionLog:
         "batches_trusted",
         "checksum_mismatches",
         "pending_deletes",
+        "segments_unread",
         "_rng",
     )
 
@@ -158,6 +157,8 @@ class PartitionLog:
         self.checksum_mismatches: list[str] = []
         #: (due ms, path) of the files of segments retention deleted, removed after file.delete.delay.ms
         self.pending_deletes: list[tuple[int, str]] = []
+        #: sealed segments loaded from their checksum and index files only (their batches read on first use)
+        self.segments_unread = 0
 
         # Recovery, one batch at a time: the offset indexes, the epochs the batches carry and the producer
         # state are rebuilt from the contiguous run; the batches themselves are not kept.
@@ -191,10 +192,18 @@ class PartitionLog:
                 # against the checksum written when it rolled or at the shutdown. A mismatch (or no checksum)
                 # recovers it batch by batch; a mismatch also makes the shutdown count as unclean (DESIGN.md,
                 # storage faults).
-                stored = parse_checksum(disk.read_value(f"{directory}/{checksum_file(base)}"))
-                verify = stored is None or stored != disk.checksum(path)
+                stored = parse_checksum_file(disk.read_value(f"{directory}/{checksum_file(base)}"))
+                verify = stored is None or stored[0] != disk.checksum(path)
                 if stored is not None and verify:
                     self.checksum_mismatches.append(path)
+                if stored is not None and not verify and k + 1 < len(paths) and expected in (None, base):
+                    # A sealed segment that matched: loaded from its index files, its batches read on first use.
+                    sealed = self._sealed_from_files(base, path_bases[k + 1], stored[1], now_ms)
+                    if sealed is not None:
+                        segments.append(sealed)
+                        expected = sealed.next_offset
+                        self.segments_unread += 1
+                        continue
             else:
                 # Kafka's LogLoader.recoverLog: after an unclean shutdown the segments holding offsets at or
                 # above the recovery point are recovered batch by batch, the ones below it trusted.
@@ -248,7 +257,9 @@ class PartitionLog:
         cache = LeaderEpochCache(disk, f"{directory}/{EPOCH_CHECKPOINT_FILE}", now_ms)
         cache.truncate_from_end(leo, now_ms)
         derived = list(zip(epochs, epoch_starts, strict=True))
-        if cache.entries() != derived:
+        # (With sealed segments left unread after a clean shutdown the checkpoint is trusted: it was written
+        # before the shutdown, and the batches read are only the later segments'.)
+        if cache.entries() != derived and not self.segments_unread:
             cache.clear(now_ms)
             for epoch, start in derived:
                 cache.assign(epoch, start, now_ms)
@@ -300,39 +311,31 @@ class PartitionLog:
         self._disk.write_atomic(f"{self.directory}/{snapshot_file(self.log_end_offset)}",
                                 encode_snapshot(self.producer_state.producers), now_ms)
 
-    def _write_checksum(self, seg: LogSegment, now_ms: int) -> None:
-        self._disk.write_atomic(f"{self.directory}/{checksum_file(seg.base_offset)}",
-                                format_checksum(self._disk.checksum(seg.path), seg.size), now_ms)
-
-    def _write_indexes(self, seg: LogSegment, now_ms: int) -> None:
-        """Kafka's ``<base>.index`` and ``<base>.timeindex`` of ``seg`` (:mod:`.index`)."""
-        self._disk.write_atomic(f"{self.directory}/{index_file(seg.base_offset)}", seg.offset_index.encode(), now_ms)
-        self._disk.write_atomic(f"{self.directory}/{time_index_file(seg.base_offset)}", seg.time_index.encode(),
-                                now_ms)
-
     def seal(self, now_ms: int) -> None:
-        """Flush, then write the active segment's checksum and indexes and the producer snapshot at the LEO: a
+        """Flush, then write the producer snapshot at the LEO and the active segment's checksum and indexes: a
         clean shutdown's last writes to the log, so that the next load checks each segment in one pass. OSError
         propagates."""
         self.flush(now_ms)
         self.take_snapshot(now_ms)
-        self._write_checksum(self.segments[-1], now_ms)
-        self._write_indexes(self.segments[-1], now_ms)
+        self.segments[-1].write_sidecars(self._disk, now_ms)
 
     def _delete_checksums(self, segments: Iterable[LogSegment], now_ms: int) -> None:
-        """Delete the files beside each segment that describe its bytes: checksum, offset and time index."""
         for seg in segments:
-            for name in (checksum_file(seg.base_offset), index_file(seg.base_offset),
-                         time_index_file(seg.base_offset)):
-                path = f"{self.directory}/{name}"
-                if self._disk.exists(path):
-                    self._disk.delete(path, now_ms)
+            seg.delete_sidecars(self._disk, now_ms)
 
     def _delete_snapshots(self, keep: Callable[[int], bool], now_ms: int) -> None:
         for offset, path in self._snapshots():
             if not keep(offset):
                 self._disk.delete(path, now_ms)
 
+    def _sealed_from_files(self, base: int, next_base: int, size: int, now_ms: int) -> LogSegment | None:
+        """:meth:`LogSegment.from_files` (Kafka's lazy segment load) with this log's jitter draw and config."""
+        return LogSegment.from_files(self._disk, self.directory, base, next_base, size, now_ms, self._draw_jitter(),
+                                     self.config)
+
+    def _ensure_loaded(self, seg: LogSegment) -> None:
+        if not seg.loaded:
+            seg.load_headers(self._disk, self.config)
     def _draw_jitter(self) -> int:
         """A new segment's ``segment.jitter.ms`` draw (Kafka: a random int modulo min(jitter, segment.ms))."""
         jitter = self.config.segment_jitter_ms
@@ -381,8 +384,7 @@ class PartitionLog:
             return active
         self.flush(now_ms)
         self.take_snapshot(now_ms)
-        self._write_checksum(active, now_ms)
-        self._write_indexes(active, now_ms)
+        active.write_sidecars(self._disk, now_ms)
         seg = LogSegment(self.directory, self.log_end_offset, now_ms, self._draw_jitter(), self.config)
         self._disk.create(seg.path, now_ms)
         self.segments.append(seg)
@@ -496,11 +498,13 @@ class PartitionLog:
         segments = self.segments
         k = self._segment_of(fetch_offset)
         seg = segments[k]
+        self._ensure_loaded(seg)
         while not seg.bases or seg.next_offset <= fetch_offset:
             k += 1  # an empty segment, or one that ends before the offset: the next one holds it
             if k == len(segments):
                 return ()
             seg = segments[k]
+            self._ensure_loaded(seg)
         bases = seg.bases
         n = len(bases)
         i = bisect_right(bases, fetch_offset) - 1
@@ -528,8 +532,9 @@ class PartitionLog:
         ``max_offset`` (the HWM)."""
         start = self.log_start_offset
         for seg in self.segments:
-            if not seg.bases or seg.max_timestamp < target_ms or seg.next_offset <= start:
+            if seg.next_offset == seg.base_offset or seg.max_timestamp < target_ms or seg.next_offset <= start:
                 continue
+            self._ensure_loaded(seg)
             _ts, from_offset = seg.time_index.lookup(target_ms)
             entry_offset, _position = seg.offset_index.lookup(max(from_offset, start))
             bases = seg.bases
@@ -560,6 +565,7 @@ class PartitionLog:
         if offset < self.log_start_offset or offset >= self.log_end_offset:
             return None
         seg = self.segments[self._segment_of(offset)]
+        self._ensure_loaded(seg)
         i = bisect_right(seg.bases, offset) - 1
         if i < 0:
             return None
@@ -595,6 +601,7 @@ class PartitionLog:
         del self.segments[k + 1:]
         del self._segment_bases[k + 1:]
         seg = self.segments[k]
+        self._ensure_loaded(seg)
         bases = seg.bases
         keep = bisect_left(bases, offset)  # batches starting below offset
         head = None
@@ -784,11 +791,9 @@ def _scan(disk: Disk, path: str) -> Iterator[RecordBatch]:
     return cast(Iterator[RecordBatch], disk.scan(path))
 
 
-def _headers(disk: Disk, path: str) -> Iterator[RecordBatch]:
-    """The segment's batches as header fields only (:meth:`Disk.scan_headers`; RecordBatch's names)."""
+def _headers(disk: Disk, path: str) -> Iterator[RecordBatch]:  # header fields only (Disk.scan_headers)
     return cast(Iterator[RecordBatch], disk.scan_headers(path))
 
 
 def _read_range(disk: Disk, path: str, start: int, stop: int) -> Sequence[RecordBatch]:
     return cast(Sequence[RecordBatch], disk.read_range(path, start, stop))
-

@@ -7,16 +7,18 @@ the log rolls (:meth:`LogSegment.should_roll`). The log itself: :mod:`kraftlog.s
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import cast
 
 from ..protocol.records import RecordBatch
 from .disk import Disk
-from .index import OffsetIndex, TimeIndex
+from .index import OffsetIndex, TimeIndex, index_file, time_index_file
 
 __all__ = [
     "LOG_FILE_SUFFIX", "SEGMENT_FILE", "OFFSET_INDEX_ENTRY_BYTES", "TIME_INDEX_ENTRY_BYTES", "LogConfig",
     "LogSegment", "RecordBatchTooLargeError", "segment_file", "segment_paths", "base_of", "CHECKSUM_SUFFIX",
-    "checksum_file", "format_checksum", "parse_checksum",
+    "checksum_file", "format_checksum", "parse_checksum", "parse_checksum_file",
 ]
 
 #: kraftlog's addition to Kafka's layout: ``<20-digit base offset>.checksum`` holds the CRC-32C of the whole
@@ -38,6 +40,12 @@ def format_checksum(crc: int, size: int) -> str:
 
 def parse_checksum(value: object) -> int | None:
     """The CRC-32C a checksum file's value holds, None when it is missing or malformed."""
+    parsed = parse_checksum_file(value)
+    return parsed[0] if parsed is not None else None
+
+
+def parse_checksum_file(value: object) -> tuple[int, int] | None:
+    """(CRC-32C, segment size in bytes) of a checksum file's value, None when it is missing or malformed."""
     text = value.decode(errors="replace") if isinstance(value, bytes) else value
     if not isinstance(text, str):
         return None
@@ -45,7 +53,7 @@ def parse_checksum(value: object) -> int | None:
     if len(parts) != 3 or parts[0] != "crc32c" or len(parts[1]) != 8:
         return None
     try:
-        return int(parts[1], 16)
+        return int(parts[1], 16), int(parts[2])
     except ValueError:
         return None
 
@@ -148,7 +156,7 @@ class LogSegment:
 
     __slots__ = ("base_offset", "path", "bases", "sizes", "timestamps", "size", "next_offset", "max_timestamp",
                  "max_timestamp_offset", "rolling_timestamp", "created_ms", "last_modified_ms", "offset_index",
-                 "time_index", "bytes_since_index", "jitter_ms")
+                 "time_index", "bytes_since_index", "jitter_ms", "loaded")
 
     def __init__(self, directory: str, base_offset: int, now_ms: int, jitter_ms: int = 0,
                  config: LogConfig | None = None) -> None:
@@ -169,7 +177,74 @@ class LogSegment:
         self.time_index = TimeIndex(base_offset, cfg.max_time_index_entries)
         self.bytes_since_index = 0
         self.jitter_ms = jitter_ms
+        #: False for a sealed segment loaded from its files only (after a clean shutdown): its dense index
+        #: (``bases``/``sizes``/``timestamps``) is read from the batch headers on first use
+        #: (:meth:`PartitionLog._ensure_loaded`)
+        self.loaded = True
 
+    def seal_time_index(self) -> None:
+        """The time index entry a segment gets when it stops being active (Kafka's
+        ``onBecomeInactiveSegment`` and ``close``): its largest timestamp, whatever the index's capacity, so the
+        last entry tells the segment's largest timestamp when it is loaded from its files."""
+        if self.max_timestamp >= 0:
+            self.time_index.maybe_append(self.max_timestamp, self.max_timestamp_offset, skip_full_check=True)
+
+    # ------------------------------------------------------------------ the files beside the segment
+    def write_sidecars(self, disk: Disk, now_ms: int) -> None:
+        """When the segment stops being active (a roll, a clean shutdown): its last time index entry
+        (:meth:`seal_time_index`), then ``<base>.checksum`` (the CRC-32C of its file, kraftlog's), Kafka's
+        ``<base>.index`` and ``<base>.timeindex``. OSError propagates."""
+        directory = self.path.rpartition("/")[0]
+        self.seal_time_index()
+        disk.write_atomic(f"{directory}/{checksum_file(self.base_offset)}",
+                          format_checksum(disk.checksum(self.path), self.size), now_ms)
+        disk.write_atomic(f"{directory}/{index_file(self.base_offset)}", self.offset_index.encode(), now_ms)
+        disk.write_atomic(f"{directory}/{time_index_file(self.base_offset)}", self.time_index.encode(), now_ms)
+
+    def delete_sidecars(self, disk: Disk, now_ms: int) -> None:
+        """Delete its checksum and index files (the segment changed or went)."""
+        directory = self.path.rpartition("/")[0]
+        for name in (checksum_file, index_file, time_index_file):
+            path = f"{directory}/{name(self.base_offset)}"
+            if disk.exists(path):
+                disk.delete(path, now_ms)
+
+    @classmethod
+    def from_files(cls, disk: Disk, directory: str, base: int, next_base: int, size: int, now_ms: int,
+                   jitter_ms: int, config: LogConfig) -> LogSegment | None:
+        """A sealed segment from its files only (Kafka's lazy segment load): offsets ``base``..``next_base``,
+        ``size`` bytes (its checksum file's), the sparse indexes from ``<base>.index`` and ``<base>.timeindex``,
+        its largest timestamp from the time index's last entry (written when it stopped being active); its
+        dense index unread (``loaded`` False: :meth:`load_headers`). None when an index file is missing or
+        malformed (the segment is then read batch by batch)."""
+        seg = cls(directory, base, now_ms, jitter_ms, config)
+        try:
+            raw = [disk.read_value(f"{directory}/{name(base)}") for name in (index_file, time_index_file)]
+            data = [v.encode() if isinstance(v, str) else bytes(v) for v in raw if isinstance(v, (str, bytes))]
+            if len(data) != 2:
+                return None
+            seg.offset_index = OffsetIndex.decode(base, config.max_index_entries, data[0])
+            seg.time_index = TimeIndex.decode(base, config.max_time_index_entries, data[1])
+        except ValueError:
+            return None
+        seg.size = size
+        seg.next_offset = next_base
+        if len(seg.time_index):
+            seg.max_timestamp, seg.max_timestamp_offset = seg.time_index.timestamps[-1], seg.time_index.offsets[-1]
+        seg.loaded = False
+        return seg
+
+    def load_headers(self, disk: Disk, config: LogConfig) -> None:
+        """Read the batch headers of a segment :meth:`from_files` made, on its first use, framed by their
+        lengths only (its checksum matched at load): its dense index."""
+        disk.recover(self.path, self.last_modified_ms, False)
+        fresh = LogSegment(self.path.rpartition("/")[0], self.base_offset, self.created_ms, self.jitter_ms, config)
+        for b in cast(Iterator[RecordBatch], disk.scan_headers(self.path)):  # header fields only: RecordBatch's names
+            fresh.index(b, b.max_timestamp, self.last_modified_ms, config.index_interval_bytes)
+        self.bases, self.sizes, self.timestamps = fresh.bases, fresh.sizes, fresh.timestamps
+        self.loaded = True
+
+    # ------------------------------------------------------------------ appends
     def index(self, batch: RecordBatch, max_timestamp: int, now_ms: int, index_interval_bytes: int) -> None:
         """Account for ``batch`` just written at the end of the file (Kafka's ``LogSegment.append``): the dense
         index, the max timestamp, and a sparse index entry once more than ``index.interval.bytes`` were
