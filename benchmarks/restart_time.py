@@ -6,7 +6,9 @@ uncompressed, leader epoch 0) with kraftlog's FileDisk, in 1 GiB segments (Kafka
 then times, in fresh processes, alternating ``--repeat`` times (default 2):
 
 * **checksum** (issue 30): the load after a clean shutdown, ``PartitionLog(..., clean_shutdown=True)``: one
-  CRC-32C pass over each segment file against its ``.checksum``, then the batches' 61-byte headers;
+  CRC-32C pass over each segment file against its ``.checksum``; a sealed segment that matches is loaded
+  from its ``.index``/``.timeindex`` files, its batches read on first use (Kafka's lazy load), the active
+  one by its batches' 61-byte headers;
 * **full scan** (issue 30's log, same files): the load after an unclean shutdown from recovery point 0,
   every batch recovered one by one (each batch's length, magic and CRC-32C, then its header), which is
   what a clean restart cost before the checksums;
