@@ -327,9 +327,17 @@ def test_last_replica_standing_loses_acknowledged_records_at_classic(chaos_runs)
     assert not v["within_budget"], "two unclean shutdowns of one partition's replicas"
 
 
+def _sigint_as_in_a_terminal() -> None:
+    """In the harness before exec: SIGINT back to its default. A shell without job control starts a background
+    job (``cmd &``, as a CI runner may start the test run) with SIGINT ignored, the child inherits that, and
+    Python then installs no KeyboardInterrupt handler: Ctrl-C in a terminal is what these tests mean."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _start_harness(directory: str, seed: int, duration: str = "60s") -> subprocess.Popen:
     return subprocess.Popen(KRAFTLOG + ["chaos", "--dir", directory, "--duration", duration, "--seed", str(seed)],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            preexec_fn=_sigint_as_in_a_terminal)
 
 
 def _wait_for_line(proc: subprocess.Popen, text: str, timeout_s: float = 90) -> list[str]:

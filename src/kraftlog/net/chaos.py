@@ -77,6 +77,7 @@ from dataclasses import asdict, dataclass
 from random import Random
 
 from ..check import checkers
+from ..cli_options import interruptible_sleep
 from ..controller.controller import CONTROLLER
 from ..level import DEFAULT, Level
 from ..protocol import messages as m
@@ -409,7 +410,7 @@ class ChaosRun:
         while time.monotonic() < deadline:
             if what():
                 return True
-            time.sleep(step_s)
+            interruptible_sleep(step_s)
         return False
 
     # ------------------------------------------------------------------ faults (scenario steps)
@@ -457,35 +458,35 @@ class ChaosRun:
         for f in steps:
             self.inject(f)
             self.faults.append(f)
-            time.sleep(1.0)
+            interruptible_sleep(1.0)
         shrunk = self._wait(lambda: (ps := self.describe()) is not None and list(ps[0].isr_nodes) == [leader],
                             timeout_s=30)
         self.event(f"ISR of {TOPIC}-0 is [{leader}]" if shrunk else f"ISR of {TOPIC}-0 did not shrink to [{leader}]")
-        time.sleep(2.0)  # acks=all records cannot be acknowledged now (ISR below min ISR): nothing new
+        interruptible_sleep(2.0)  # acks=all records cannot be acknowledged now (ISR below min ISR): nothing new
         crash = Fault("lose_unflushed", leader, 0, 0)
         self.inject(crash)
         self.faults.append(crash)
         self._wait(lambda: (ps := self.describe()) is not None and ps[0].leader_id != leader, timeout_s=15)
-        time.sleep(2.0)
+        interruptible_sleep(2.0)
         self.heal(crash)
         cl.wait_ready(self.directory, [leader])
-        time.sleep(2.0)
+        interruptible_sleep(2.0)
         self.heal(steps[1])
         self.heal(steps[0])
 
     def _run_faults(self, end: float) -> None:
         if self.story == "last-replica-standing":
-            time.sleep(min(5.0, max(0.0, end - time.monotonic())))
+            interruptible_sleep(min(5.0, max(0.0, end - time.monotonic())))
             self._story_last_replica_standing(end)
             return
         plan = plan_faults(self.seed, self.brokers, kinds=self.kinds)
-        time.sleep(min(STEADY_S, max(0.0, end - time.monotonic())))  # steady traffic first
+        interruptible_sleep(min(STEADY_S, max(0.0, end - time.monotonic())))  # steady traffic first
         for f in plan:
             if time.monotonic() + f.hold_ms / 1000 + 1 > end:
                 break
             self.inject(f)
             self.faults.append(f)
-            time.sleep(f.hold_ms / 1000)
+            interruptible_sleep(f.hold_ms / 1000)
             self.heal(f)
             recovered = self._wait(self._isrs_complete, RECOVERY_WAIT_S)
             if recovered:
@@ -495,7 +496,7 @@ class ChaosRun:
             rest = min(f.gap_ms / 1000, end - time.monotonic())
             if rest <= 0:
                 break
-            time.sleep(rest)
+            interruptible_sleep(rest)
 
     # ------------------------------------------------------------------ the run
     def run(self) -> dict:
@@ -525,7 +526,7 @@ class ChaosRun:
             ticker = threading.Thread(target=self._progress_loop, args=(end, producers), daemon=True)
             ticker.start()
             self._run_faults(end)
-            time.sleep(max(0.0, end - time.monotonic()))
+            interruptible_sleep(max(0.0, end - time.monotonic()))
             self._ticking = False
             completed = self._settle()
             for p in producers:
@@ -557,7 +558,7 @@ class ChaosRun:
 
     def _progress_loop(self, end: float, producers: list) -> None:
         while self._ticking and time.monotonic() < end + SETTLE_S:
-            time.sleep(PROGRESS_EVERY_S)
+            interruptible_sleep(PROGRESS_EVERY_S)
             if not self._ticking:
                 return
             with self.lock:
