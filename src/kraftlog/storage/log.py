@@ -319,7 +319,7 @@ class PartitionLog:
         self.take_snapshot(now_ms)
         self.segments[-1].write_sidecars(self._disk, now_ms)
 
-    def _delete_checksums(self, segments: Iterable[LogSegment], now_ms: int) -> None:
+    def _delete_sidecars(self, segments: Iterable[LogSegment], now_ms: int) -> None:
         for seg in segments:
             seg.delete_sidecars(self._disk, now_ms)
 
@@ -593,7 +593,7 @@ class PartitionLog:
             return
         disk = self._disk
         k = self._segment_of(offset)
-        self._delete_checksums(self.segments[k:], now_ms)  # the segment holding the offset changes
+        self._delete_sidecars(self.segments[k:], now_ms)  # the segment holding the offset changes
         # Segments that start above the offset go (Kafka deletes the ones whose base > offset; one starting
         # exactly there is emptied and kept as the active segment).
         for seg in self.segments[k + 1:]:
@@ -635,7 +635,7 @@ class PartitionLog:
         if offset < 0:
             raise ValueError(f"cannot start a log at a negative offset ({offset})")
         disk = self._disk
-        self._delete_checksums(self.segments, now_ms)
+        self._delete_sidecars(self.segments, now_ms)
         for seg in self.segments:
             disk.delete(seg.path, now_ms)
         seg = LogSegment(self.directory, offset, now_ms, self._draw_jitter(), self.config)
@@ -733,7 +733,7 @@ class PartitionLog:
             self.maybe_increment_log_start_offset(self.segments[n].base_offset, now_ms)
             del self.segments[:n]
             del self._segment_bases[:n]
-            self._delete_checksums(doomed, now_ms)
+            self._delete_sidecars(doomed, now_ms)
             delay = self.config.file_delete_delay_ms
             for seg in doomed:
                 if delay > 0:  # Kafka's asyncDelete: the file goes after file.delete.delay.ms
