@@ -275,7 +275,7 @@ REUSED_STORAGE_TESTS = [
     "test_epoch_for_offset_and_start_offset_of",
     "test_epoch_cache_is_persisted_atomically_in_kafka_text_format",
     "test_leader_append_assigns_offsets_and_epochs",
-    "test_follower_append_must_start_at_leo",
+    "test_follower_append_must_not_start_below_leo",
     "test_follower_append_assigns_epoch_cache_from_batches",
     "test_read_respects_max_offset_and_max_bytes",
     "test_truncate_to_inside_a_batch_splits_it",

@@ -300,14 +300,18 @@ def test_leader_append_assigns_offsets_and_epochs():
     assert log.record_at(6) is None
 
 
-def test_follower_append_must_start_at_leo():
+def test_follower_append_must_not_start_below_leo():
+    """Kafka's follower append: offsets must increase (a compacted leader's log has gaps, so a batch may start
+    after the LEO), never go back."""
     log = new_log()
     log.append_as_follower([batch(b"a", b"b", base=0, epoch=1)], 1)
     with pytest.raises(ValueError):
-        log.append_as_follower([batch(b"c", base=3, epoch=1)], 2)
-    with pytest.raises(ValueError):  # second batch not contiguous: nothing appended
-        log.append_as_follower([batch(b"c", base=2, epoch=1), batch(b"d", base=4, epoch=1)], 2)
+        log.append_as_follower([batch(b"c", base=1, epoch=1)], 2)
+    with pytest.raises(ValueError):  # second batch overlaps the first: nothing appended
+        log.append_as_follower([batch(b"c", base=2, epoch=1), batch(b"d", base=2, epoch=1)], 2)
     assert log.log_end_offset == 2
+    log.append_as_follower([batch(b"c", base=5, epoch=1)], 3)  # the leader's cleaner removed 2..4
+    assert log.log_end_offset == 6 and log.record_at(3) is None and log.record_at(5) == (Record(0, None, b"c"), 1)
 
 
 def test_follower_append_assigns_epoch_cache_from_batches():

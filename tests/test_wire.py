@@ -783,13 +783,21 @@ def test_trailing_partial_batch_is_ignored() -> None:
     assert wire.decode_batches(data[:-5]) == (BATCH_A,)
 
 
-def test_compressed_batches_are_refused() -> None:
-    """kraftlog writes uncompressed batches: a records batch asking for compression cannot be encoded
-    (a client's compressed batch is kept as the client's bytes: tests/test_wire_client_apis.py)."""
+@pytest.mark.parametrize("codec", [1, 2, 3, 4], ids=["gzip", "snappy", "lz4", "zstd"])
+def test_a_records_batch_asking_for_compression_is_compressed(codec: int) -> None:
+    """The log cleaner rewrites a batch with its original codec (Kafka's MemoryRecords.filterTo): a records
+    batch whose attributes name a codec encodes compressed, kafka-python's reader reads it, and it decodes
+    back to the same records."""
+    from kafka.record.default_records import DefaultRecordBatch
+
     compressed = RecordBatch(BATCH_B.base_offset, BATCH_B.partition_leader_epoch, BATCH_B.records,
-                             attributes=1)
-    with pytest.raises(wire.CorruptRecordError):
-        wire.encode_batches((compressed,))
+                             attributes=codec)
+    data = wire.encode_batches((compressed,))
+    assert DefaultRecordBatch(bytearray(data)).compression_type == codec
+    assert [r.value for r in DefaultRecordBatch(bytearray(data))] == [r.value for r in BATCH_B.records]
+    (back,) = wire.decode_batches(data)
+    assert back.records == BATCH_B.records and back.attributes == codec
+    assert compressed.size_bytes == len(data)
 
 
 def test_decodes_a_batch_built_by_kafka_python() -> None:

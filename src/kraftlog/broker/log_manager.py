@@ -18,6 +18,7 @@ from random import Random
 
 from ..metadata import config as cfg
 from ..storage.checkpoints import (
+    CLEANER_CHECKPOINT_FILE,
     LOG_START_OFFSET_CHECKPOINT_FILE,
     RECOVERY_POINT_CHECKPOINT_FILE,
     delete_clean_shutdown,
@@ -38,6 +39,7 @@ from ..storage.meta_properties import (
     parse_kafka_uuid,
 )
 from .channel import LogDirFailureHandler, Note
+from .log_cleaner import CleanerSettings, LogCleaner
 from .metadata_cache import MetadataCache
 
 #: The broker's one log directory on its Disk.
@@ -107,6 +109,10 @@ class LogManager:
         self.batches_trusted = 0
         #: sealed segments a clean start loaded from their checksum and index files, batches unread
         self.segments_unread = 0
+        #: the log cleaner of this directory's compacted logs (Kafka's LogCleaner)
+        self.cleaner = LogCleaner(disk, self.logs, CleanerSettings.from_static(static),
+                                  lambda now_ms, exc, what: self._fail(now_ms, exc, what), note,
+                                  self.checkpoint_cleaner_offsets)
 
     # ================================================================= start
     def load(self, now_ms: int) -> None:
@@ -124,6 +130,7 @@ class LogManager:
         hwms = read_hwm_checkpoint(disk, LOG_DIR)
         starts = read_offset_checkpoint(disk, f"{LOG_DIR}/{LOG_START_OFFSET_CHECKPOINT_FILE}")
         recovery = read_offset_checkpoint(disk, f"{LOG_DIR}/{RECOVERY_POINT_CHECKPOINT_FILE}")
+        cleaned = read_offset_checkpoint(disk, f"{LOG_DIR}/{CLEANER_CHECKPOINT_FILE}")
         dirs = sorted({p[len(LOG_DIR) + 1:].split("/", 1)[0] for p in disk.list(LOG_DIR + "/") if
                        p.count("/") >= 2})
         for d in dirs:
@@ -133,7 +140,8 @@ class LogManager:
             key = (topic, int(idx))
             log = PartitionLog(disk, f"{LOG_DIR}/{d}", self.cache.log_config(topic), now_ms,
                                log_start_offset=starts.get(key, 0), recovery_point=recovery.get(key, 0),
-                               rng=self._jitter_rng, clean_shutdown=clean)
+                               rng=self._jitter_rng, clean_shutdown=clean,
+                               first_dirty_offset=cleaned.get(key, 0))
             log.update_high_watermark(min(hwms.get(key, 0), log.log_end_offset))
             self.logs[key] = log
             self.batches_recovered += log.batches_recovered
@@ -142,6 +150,8 @@ class LogManager:
             for drop in log.dropped_at_load:
                 self.dropped_at_load.append(drop)
                 self._note(f"log recovery of {topic}-{idx}: {drop}")
+            for line in log.swaps_completed:
+                self._note(f"log recovery of {topic}-{idx}: {line}")
             for path in log.checksum_mismatches:
                 self.checksum_mismatches.append(path)
                 if not any(drop.path == path for drop in log.dropped_at_load):  # (a drop is logged above)
@@ -153,6 +163,7 @@ class LogManager:
                        f"{what} at load: registering as after an unclean shutdown (PreviousBrokerEpoch -1)")
             self.previous_broker_epoch = -1
         first = now_ms + self.initial_task_delay_ms
+        self.cleaner.next_run_ms = now_ms  # Kafka's cleaner thread looks for work as it starts
         self.next_task_ms = {
             "retention": first if self.retention_check_interval_ms is not None else None,
             "flush": first if self.flush_check_interval_ms is not None else None,
@@ -180,6 +191,7 @@ class LogManager:
         """The earlier of ``d``, the next periodic task and the next segment file due for removal (ms)."""
         if self.offline:
             return d
+        d = self.cleaner.next_deadline(d)
         for t in self.next_task_ms.values():
             if t is not None and t < d:
                 d = t
@@ -232,6 +244,7 @@ class LogManager:
             except OSError as exc:
                 self._fail(now_ms, exc, f"running the log manager's {name} task")
                 return  # the directory is offline: no task runs until a restart
+        self.cleaner.tick(now_ms)  # (a slice of a cleaning under way, or the search for one)
 
     def cleanup_logs(self, now_ms: int) -> int:
         """Retention of every log (Kafka's ``LogManager.cleanupLogs``: :meth:`PartitionLog.delete_old_segments`),
@@ -265,6 +278,17 @@ class LogManager:
         propagates."""
         write_offset_checkpoint(self.disk, f"{LOG_DIR}/{RECOVERY_POINT_CHECKPOINT_FILE}",
                                 {k: log.recovery_point for k, log in self.logs.items()}, now_ms)
+        self.checkpoint_cleaner_offsets(now_ms)
+
+    def checkpoint_cleaner_offsets(self, now_ms: int) -> None:
+        """Write ``cleaner-offset-checkpoint`` (Kafka's ``LogCleanerManager.updateCheckpoints``): each compacted
+        log's first dirty offset, and any other log's the cleaner moved (a topic whose policy changed keeps what
+        it knew: its load tolerates the gaps below it). Nothing while no log has one. OSError propagates."""
+        offsets = {k: log.first_dirty_offset for k, log in self.logs.items()
+                   if log.config.compact or log.first_dirty_offset > log.segments[0].base_offset}
+        path = f"{LOG_DIR}/{CLEANER_CHECKPOINT_FILE}"
+        if offsets or self.disk.exists(path):
+            write_offset_checkpoint(self.disk, path, offsets, now_ms)
 
     def checkpoint_log_start_offsets(self, now_ms: int) -> None:
         """Write ``log-start-offset-checkpoint`` (Kafka's ``checkpointLogStartOffsetsInDir``: the logs whose start

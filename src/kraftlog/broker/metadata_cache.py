@@ -63,6 +63,8 @@ class MetadataCache:
         def need(name: str) -> int:  # a config with a default (through its synonyms)
             return int(image.config(name, topic, static))
 
+        policy = cfg.parse_cleanup_policy(image.config("log.cleanup.policy", topic, static)) or frozenset({"delete"})
+
         return LogConfig(flush_interval_messages=get("log.flush.interval.messages"),
                          flush_interval_ms=get("log.flush.interval.ms"),
                          segment_bytes=need("log.segment.bytes"), segment_ms=need("log.roll.ms"),
@@ -70,7 +72,12 @@ class MetadataCache:
                          segment_index_bytes=need("log.index.size.max.bytes"),
                          index_interval_bytes=need("log.index.interval.bytes"),
                          retention_ms=need("log.retention.ms"), retention_bytes=need("log.retention.bytes"),
-                         file_delete_delay_ms=need("log.segment.delete.delay.ms"))
+                         file_delete_delay_ms=need("log.segment.delete.delay.ms"),
+                         delete="delete" in policy, compact="compact" in policy,
+                         min_cleanable_ratio=float(image.config("log.cleaner.min.cleanable.ratio", topic, static)),
+                         min_compaction_lag_ms=need("log.cleaner.min.compaction.lag.ms"),
+                         max_compaction_lag_ms=need("log.cleaner.max.compaction.lag.ms"),
+                         delete_retention_ms=need("log.cleaner.delete.retention.ms"))
 
 
 #: A flush policy at or above this (Kafka's Long.MAX_VALUE defaults) never runs.

@@ -128,9 +128,10 @@ class ReplicaFetcherManager:
                     log.truncate_to(p.truncation_offset(pr.diverging_epoch), now_ms)
                     continue
                 if pr.records:
-                    if pr.records[0].base_offset != log.log_end_offset:
+                    # (a compacted leader's log has gaps: the first batch may start past the LEO)
+                    if pr.records[0].base_offset < log.log_end_offset:
                         batches = [b for b in pr.records if b.base_offset >= log.log_end_offset]
-                        if not batches or batches[0].base_offset != log.log_end_offset:
+                        if not batches:
                             continue
                         log.append_as_follower(batches, now_ms)
                     else:

@@ -80,6 +80,24 @@ def retention_allowed(r: Retention, offset: int, timestamp_ms: int) -> bool:
     return False
 
 
+class Compaction(TypedDict):
+    """What the log cleaner may have removed from one compacted partition (issue 31): ``keys``, value -> key of the
+    keyed records the producers sent, ``latest``, key -> the highest offset holding that key in the final
+    leader log, and ``acked_offsets``, value -> the offset its acks=all record was acknowledged at."""
+
+    keys: Mapping[Value, str]
+    latest: Mapping[str, int]
+    acked_offsets: Mapping[Value, int]
+
+
+def compaction_allowed(c: Compaction, offset: int, value: Value) -> bool:
+    """Whether the log cleaner was entitled to remove the record ``value`` at ``offset``: a later record with its
+    key survives in the final log (Kafka keeps a key's last record; a tombstone the cleaner removed after
+    ``delete.retention.ms`` would also entitle it, but the simulator's producers write no tombstone)."""
+    key = c["keys"].get(value)
+    return key is not None and c["latest"].get(key, -1) > offset
+
+
 class LostRecord(TypedDict):
     """An acknowledged acks=all record missing from the final log."""
 
@@ -101,10 +119,13 @@ class Judgement(TypedDict):
     anomalies: dict[str, int]
     #: acknowledged records retention was entitled to delete and did (only when some were)
     retained_acked: NotRequired[int]
+    #: acknowledged records the log cleaner was entitled to remove and did (only when some were)
+    compacted_acked: NotRequired[int]
 
 
 def lost_acked(acked: Sequence[Acked], final_logs: FinalLogs, retention: Mapping[str, Retention] | None = None,
-               retained: list[LostRecord] | None = None) -> tuple[list[LostRecord], list[str]]:
+               retained: list[LostRecord] | None = None, compaction: Mapping[str, Compaction] | None = None,
+               compacted: list[LostRecord] | None = None) -> tuple[list[LostRecord], list[str]]:
     """Acknowledged acks=all records missing from the final leader log between its log start offset and its
     HWM.
 
@@ -112,7 +133,9 @@ def lost_acked(acked: Sequence[Acked], final_logs: FinalLogs, retention: Mapping
     leaderless partitions are not counted as lost (SCENARIOS.md). With ``retention`` (per partition name), a
     missing record below the final log start offset that retention was entitled to delete
     (:func:`retention_allowed`) is not lost: it goes to ``retained`` when given; one below the log start
-    that no rule allowed is lost (retention went too far)."""
+    that no rule allowed is lost (retention went too far). With ``compaction`` (per compacted partition), a
+    missing record whose key has a later record in the final log (:func:`compaction_allowed`) is not lost: it
+    goes to ``compacted`` when given."""
     present = {p: {v for v, _ in log.values()} for p, log in final_logs.items() if log is not None}
     leaderless = sorted(p for p, log in final_logs.items() if log is None)
     lost: list[LostRecord] = []
@@ -129,6 +152,12 @@ def lost_acked(acked: Sequence[Acked], final_logs: FinalLogs, retention: Mapping
             if r is not None and at is not None and at[0] < r["log_start"] and retention_allowed(r, *at):
                 if retained is not None:
                     retained.append({"partition": name, "value": value, "client": client})
+                continue
+            c = compaction.get(name) if compaction is not None else None
+            offset = c["acked_offsets"].get(value) if c is not None else None
+            if c is not None and offset is not None and compaction_allowed(c, offset, value):
+                if compacted is not None:
+                    compacted.append({"partition": name, "value": value, "client": client})
                 continue
             lost.append({"partition": name, "value": value, "client": client})
     return lost, leaderless
@@ -216,7 +245,8 @@ def duplicate_causes(final_logs: FinalLogs, stamps: Stamps) -> tuple[dict[str, i
 
 
 def consumer_anomalies(consumed: Sequence[Consumed], truncations: Sequence[Truncation],
-                       final_logs: FinalLogs, log_starts: Mapping[str, int] | None = None) -> dict[str, int]:
+                       final_logs: FinalLogs, log_starts: Mapping[str, int] | None = None,
+                       compaction: Mapping[str, Compaction] | None = None) -> dict[str, int]:
     """Jepsen's consumer anomalies and KIP-320 truncation accounting, judged against the final log.
 
     For each consumer and partition, a read (offset o, value v) is *placed* when the final log holds v
@@ -238,6 +268,10 @@ def consumer_anomalies(consumed: Sequence[Consumed], truncations: Sequence[Trunc
 
     ``log_starts``: a partition's final log start offset when retention moved it: a read below it is neither
     placed nor truncated (retention deleted it; a consumer reset past it is no skip).
+
+    ``compaction``: for a compacted partition, a read of a record the log cleaner was entitled to remove since
+    (:func:`compaction_allowed`) is no truncation, and a poll-skip is counted only when the final log holds a
+    record between the two reads (the cleaner's gaps are not skipped records).
     """
     result = {"inconsistent-offsets": 0, "nonmonotonic-poll": 0, "poll-skip": 0,
               "detected_truncations": len(truncations), "undetected_truncations": 0}
@@ -272,7 +306,9 @@ def consumer_anomalies(consumed: Sequence[Consumed], truncations: Sequence[Trunc
         if log_starts is not None and off < log_starts.get(part, 0):
             continue  # below the log start offset: retention removed it, not a truncation
         final = log.get(off)
-        if final is None or final[0] != x:
+        c = compaction.get(part) if compaction is not None else None
+        cleaned = final is None and c is not None and compaction_allowed(c, off, x)
+        if (final is None or final[0] != x) and not cleaned:
             # the final log no longer holds this read at its offset: truncated under the consumer
             if off < log_end[part]:
                 truncated_at[key] = min(truncated_at.get(key, off), off)
@@ -283,7 +319,7 @@ def consumer_anomalies(consumed: Sequence[Consumed], truncations: Sequence[Trunc
         if prev is not None:
             if off <= prev:
                 result["nonmonotonic-poll"] += 1
-            elif off > prev + 1:
+            elif off > prev + 1 and (c is None or any(o in log for o in range(prev + 1, off))):
                 result["poll-skip"] += 1
         last[key] = off
     result["undetected_truncations"] = len(invalid)
@@ -368,7 +404,8 @@ def partition_state_violations(image: MetadataImage, now_ms: int,
 
 def judge(acked: Sequence[Acked], final_logs: FinalLogs, consumed: Sequence[Consumed],
           truncations: Sequence[Truncation], hwms: Sequence[HwmSeen], leader_hwm_regressions: int = 0,
-          retention: Mapping[str, Retention] | None = None) -> Judgement:
+          retention: Mapping[str, Retention] | None = None,
+          compaction: Mapping[str, Compaction] | None = None) -> Judgement:
     """The verdict's findings in the order SCENARIOS.md gives them, from this module's inputs (see the
     module doc): ``lost_acked``, ``lost_acked_records``, ``leaderless_partitions``, ``hwm_regressions``,
     ``leader_hwm_regressions`` (counted by the caller: only the simulator sees a leader's HWM at every
@@ -376,9 +413,10 @@ def judge(acked: Sequence[Acked], final_logs: FinalLogs, consumed: Sequence[Cons
     for the simulator's runner and the real-process runners (``kraftlog chaos``, ``scenario run
     --real``), so the same history gets the same verdict everywhere."""
     retained: list[LostRecord] = []
-    lost, leaderless = lost_acked(acked, final_logs, retention, retained)
+    compacted: list[LostRecord] = []
+    lost, leaderless = lost_acked(acked, final_logs, retention, retained, compaction, compacted)
     starts = {name: r["log_start"] for name, r in retention.items()} if retention is not None else None
-    anomalies = consumer_anomalies(consumed, truncations, final_logs, starts)
+    anomalies = consumer_anomalies(consumed, truncations, final_logs, starts, compaction)
     judgement: Judgement = {
         "lost_acked": len(lost),
         "lost_acked_records": lost,
@@ -393,4 +431,6 @@ def judge(acked: Sequence[Acked], final_logs: FinalLogs, consumed: Sequence[Cons
     }
     if retained:
         judgement["retained_acked"] = len(retained)
+    if compacted:
+        judgement["compacted_acked"] = len(compacted)
     return judgement

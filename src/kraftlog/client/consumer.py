@@ -400,15 +400,18 @@ class Consumer(NetworkClient[ConsumerContext]):
             next_offset = position.offset
             last_epoch = None
             for batch in pr.records:
-                base = batch.base_offset
                 epoch = batch.partition_leader_epoch
-                for i, rec in enumerate(batch.records):
-                    off = base + i
+                for off, rec in zip(batch.record_offsets(), batch.records, strict=True):
                     if off < next_offset or off >= hwm:
                         continue
                     self.records.append(ConsumedRecord(key[0], key[1], off, epoch, rec.value, now_ms))
                     next_offset = off + 1
                     last_epoch = epoch
+                end = min(batch.next_offset, hwm)
+                if end > next_offset:
+                    # a batch the log cleaner emptied or cut at its end: the position moves past it (Kafka's
+                    # consumer goes on from the batch's nextOffset)
+                    next_offset, last_epoch = end, epoch
             if last_epoch is not None:
                 # KIP-320: the position carries the leader epoch of the last consumed record
                 st.position = FetchPosition.from_wire(next_offset, last_epoch)

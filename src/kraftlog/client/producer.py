@@ -47,6 +47,8 @@ class PendingRecord:
     created_ms: int
     #: the CreateTime its record carries once put in a batch (ms; -1 before)
     timestamp_ms: int = -1
+    #: the record's key (None: no key)
+    key: bytes | None = None
 
 
 @dataclass(slots=True)
@@ -104,9 +106,9 @@ class Producer(NetworkClient[ProducerContext]):
         self._drained_ms = -1  # when _drain last looked at every partition
 
     # ---------------------------------------------------------------- API
-    def send(self, topic: str, partition: int, value: bytes, now_ms: int) -> None:
-        """Queue one record for (topic, partition)."""
-        self._queue((topic, partition)).append(PendingRecord(topic, partition, value, now_ms))
+    def send(self, topic: str, partition: int, value: bytes, now_ms: int, key: bytes | None = None) -> None:
+        """Queue one record for (topic, partition), with ``key`` (None: no key)."""
+        self._queue((topic, partition)).append(PendingRecord(topic, partition, value, now_ms, key=key))
         self._drain(now_ms)
 
     def _queue(self, key: tuple[str, int]) -> deque[PendingRecord]:
@@ -251,7 +253,7 @@ class Producer(NetworkClient[ProducerContext]):
                 batch_records = [q.popleft() for _ in range(min(self.batch_size, len(q)))]
                 for r in batch_records:
                     r.timestamp_ms = now_ms
-                records = tuple([Record(now_ms, None, r.value) for r in batch_records])
+                records = tuple([Record(now_ms, r.key, r.value) for r in batch_records])
                 if self.idempotent:
                     batch = self._numbered(key, records)
                     current[key] = (batch, batch_records)

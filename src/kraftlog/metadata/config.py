@@ -70,6 +70,24 @@ DEFAULTS: dict[str, str] = {
     "producer.id.expiration.check.interval.ms": "600000",
     # Kafka's LogManager InitialTaskDelayMs: its periodic tasks first run this long after start ("for testing").
     "log.initial.task.delay.ms": "30000",
+    # Compaction (Kafka's CleanerConfig and ServerLogConfigs; topic names in TOPIC_SYNONYMS). cleanup.policy is a
+    # comma-separated list of delete and compact.
+    "log.cleanup.policy": "delete",
+    "log.cleaner.min.cleanable.ratio": "0.5",
+    "log.cleaner.min.compaction.lag.ms": "0",
+    "log.cleaner.max.compaction.lag.ms": "9223372036854775807",
+    "log.cleaner.delete.retention.ms": "86400000",
+    # The cleaner itself (static): whether it runs, how long it waits when no log needs cleaning, the memory of
+    # its key -> offset map (Kafka's SkimpyOffsetMap: 24 bytes an entry, filled to log.cleaner.io.buffer.load.factor)
+    # and its throttle (bytes read + written per second; Kafka's default Double.MAX_VALUE: none).
+    "log.cleaner.enable": "true",
+    "log.cleaner.backoff.ms": "15000",
+    "log.cleaner.dedupe.buffer.size": "134217728",
+    "log.cleaner.io.buffer.load.factor": "0.9",
+    "log.cleaner.io.max.bytes.per.second": "1.7976931348623157E308",
+    # kraftlog's own: the bytes of batches one slice of a cleaning reads before the node handles requests again
+    # (Kafka's cleaner is a thread; kraftlog's runs between requests, in slices).
+    "kraftlog.log.cleaner.slice.bytes": "65536",
     "log.flush.offset.checkpoint.interval.ms": "60000",
     "log.flush.start.offset.checkpoint.interval.ms": "60000",
     "metadata.max.idle.interval.ms": "500",
@@ -120,6 +138,11 @@ TOPIC_SYNONYMS: dict[str, str] = {
     "log.index.interval.bytes": "index.interval.bytes",
     "log.retention.bytes": "retention.bytes",
     "log.retention.ms": "retention.ms",
+    "log.cleanup.policy": "cleanup.policy",
+    "log.cleaner.min.cleanable.ratio": "min.cleanable.dirty.ratio",
+    "log.cleaner.min.compaction.lag.ms": "min.compaction.lag.ms",
+    "log.cleaner.max.compaction.lag.ms": "max.compaction.lag.ms",
+    "log.cleaner.delete.retention.ms": "delete.retention.ms",
     "message.max.bytes": "max.message.bytes",
     "log.message.timestamp.before.max.ms": "message.timestamp.before.max.ms",
     "log.message.timestamp.after.max.ms": "message.timestamp.after.max.ms",
@@ -189,12 +212,16 @@ _VALIDATORS: dict[str, tuple[Callable[[str], bool], str]] = {
     "unclean.recovery.manager.enabled": (_is_bool, "true or false"),
     "unclean.recovery.timeout.ms": (lambda v: _is_int(v, 1), "an integer number of ms >= 1"),
     "max.request.partition.size.limit": (lambda v: _is_int(v, 1), "an integer >= 1"),
+    # Kafka's ValidList.in("compact", "delete"): a comma-separated list of the two policies
+    "cleanup.policy": (lambda v: parse_cleanup_policy(v) is not None, "a list of compact and delete"),
+    "log.cleanup.policy": (lambda v: parse_cleanup_policy(v) is not None, "a list of compact and delete"),
 }
 
 _INT = "INT"
 _LONG = "LONG"
 _BOOLEAN = "BOOLEAN"
 _STRING = "STRING"
+_DOUBLE = "DOUBLE"
 _BOUNDS = {_INT: (-(1 << 31), (1 << 31) - 1), _LONG: (-(1 << 63), (1 << 63) - 1)}
 _NUMBER = re.compile(r"[+-]?[0-9]+")
 
@@ -243,6 +270,20 @@ _TYPES: dict[str, tuple[str, int | None, bool]] = {
     "log.retention.check.interval.ms": (_LONG, 1, False),
     "log.initial.task.delay.ms": (_LONG, 0, False),
     "log.segment.delete.delay.ms": (_LONG, 0, False),
+    "log.cleaner.min.cleanable.ratio": (_DOUBLE, 0, False),
+    "min.cleanable.dirty.ratio": (_DOUBLE, 0, False),
+    "log.cleaner.min.compaction.lag.ms": (_LONG, 0, False),
+    "min.compaction.lag.ms": (_LONG, 0, False),
+    "log.cleaner.max.compaction.lag.ms": (_LONG, 1, False),
+    "max.compaction.lag.ms": (_LONG, 1, False),
+    "log.cleaner.delete.retention.ms": (_LONG, 0, False),
+    "delete.retention.ms": (_LONG, 0, False),
+    "log.cleaner.enable": (_BOOLEAN, None, False),
+    "log.cleaner.backoff.ms": (_LONG, 0, False),
+    "log.cleaner.dedupe.buffer.size": (_LONG, 24, False),
+    "log.cleaner.io.buffer.load.factor": (_DOUBLE, None, False),
+    "log.cleaner.io.max.bytes.per.second": (_DOUBLE, None, False),
+    "kraftlog.log.cleaner.slice.bytes": (_INT, 1, False),
     "file.delete.delay.ms": (_LONG, 0, False),
     "producer.id.expiration.ms": (_INT, 1, False),
     "producer.id.expiration.check.interval.ms": (_INT, 1, False),
@@ -290,6 +331,18 @@ def _type_problem(name: str, value: str) -> str | None:
         return None
     if kind == _BOOLEAN:
         return None if text.lower() in ("true", "false") else "Expected value to be either true or false"
+    if kind == _DOUBLE:
+        try:
+            number = float(text)
+        except ValueError:
+            return "Not a number of type DOUBLE"
+        if number != number or number in (float("inf"), float("-inf")):
+            return "Not a number of type DOUBLE"
+        if minimum is not None and number < minimum:
+            return f"Value must be at least {minimum}"
+        if name in ("min.cleanable.dirty.ratio", "log.cleaner.min.cleanable.ratio") and number > 1:
+            return "Value must be no more than 1"  # Kafka's between(0, 1)
+        return None
     if kind in _BOUNDS:
         low, high = _BOUNDS[kind]
         if not _NUMBER.fullmatch(text) or not low <= int(text) <= high:
@@ -315,6 +368,20 @@ def invalid_value(name: str, value: str | None) -> str | None:
         return f"Invalid value {value} for configuration {name}: must be {check[1]}"
     problem = _type_problem(name, value)
     return None if problem is None else f"Invalid value {value} for configuration {name}: {problem}"
+
+
+#: ``cleanup.policy``'s two policies (Kafka's TopicConfig.CLEANUP_POLICY_COMPACT / _DELETE).
+CLEANUP_POLICIES: tuple[str, ...] = ("compact", "delete")
+
+
+def parse_cleanup_policy(value: str) -> frozenset[str] | None:
+    """The policies of a ``cleanup.policy`` value (Kafka's ``ValidList.in("compact", "delete")``: a
+    comma-separated list, spaces around items ignored, case-sensitive, at least one item), or None when
+    ``value`` is not one. ``"compact,delete"`` gives both."""
+    items = [item.strip() for item in str(value).split(",")]
+    if not items or any(item not in CLEANUP_POLICIES for item in items):
+        return None
+    return frozenset(items)
 
 
 def parse_strategy(value: str) -> str | None:

@@ -292,6 +292,10 @@ class FileDisk:
     def _deleted(self, path: str) -> None:
         """Called after :meth:`delete` removed ``path`` (or found it missing). Nothing here."""
 
+    def _file_renamed(self, src: str, dst: str, size: int) -> None:
+        """Called after :meth:`rename` renamed the fsynced log file ``src`` of ``size`` bytes to ``dst``.
+        Nothing here."""
+
     def _dir_renamed(self, src: str, dst: str) -> None:
         """Called after :meth:`rename_dir` renamed ``src`` to ``dst``, before the directories are fsynced.
         Nothing here."""
@@ -611,6 +615,26 @@ class FileDisk:
                 parent = os.path.dirname(parent)
         fsync_dir(parent)
         self._deleted(path)
+
+    def rename(self, src: str, dst: str, now_ms: int) -> None:
+        """Rename the log file ``src`` to the log file ``dst`` durably at once: fsync(2) of ``src``, ``rename(2)``
+        (a file at ``dst`` is replaced, its descriptor closed), fsync(2) of the directory (Kafka's
+        ``Utils.atomicMoveWithFallback`` of a cleaned segment). ValueError for a path that is not a log file;
+        FileNotFoundError when ``src`` is missing; OSError."""
+        self._log_full(dst)
+        self.fsync(src, now_ms)
+        f = self._logs.pop(src, None)
+        if f is None:
+            raise FileNotFoundError(src)
+        old = self._logs.pop(dst, None)
+        if old is not None:
+            self._drop_tail(old)
+            os.close(old.fd)
+        dst_full = self._log_full(dst)
+        os.replace(self._log_full(src), dst_full)
+        self._logs[dst] = f
+        self._file_renamed(src, dst, f.size)
+        fsync_dir(os.path.dirname(dst_full))
 
     def rename_dir(self, src: str, dst: str, now_ms: int) -> None:
         """Move the directory ``src`` (every file under it) to ``dst``: its open log files are closed

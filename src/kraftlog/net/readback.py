@@ -69,16 +69,16 @@ def read_back(request, ports: dict, described: dict, stamps: dict | None = None)
                     hwm = pr.high_watermark
                     before = offset
                     for batch in pr.records:
-                        for i, rec in enumerate(batch.records):
-                            o = batch.base_offset + i
+                        for o, rec in zip(batch.record_offsets(), batch.records, strict=True):
                             if offset <= o < hwm:
                                 log[o] = (rec.value.decode(errors="replace") if rec.value is not None else None,
                                           batch.partition_leader_epoch)
                                 if stamps is not None:
                                     stamps.setdefault(name, {})[o] = (
                                         batch.producer_id, batch.producer_epoch,
-                                        batch.base_sequence + i if batch.base_sequence >= 0 else -1)
-                        offset = max(offset, batch.base_offset + batch.record_count)
+                                        batch.base_sequence + o - batch.base_offset if batch.base_sequence >= 0
+                                        else -1)
+                        offset = max(offset, batch.next_offset)
                     if offset == before:
                         break
             final_logs[name] = log
@@ -107,10 +107,10 @@ def read_replica_disks(directory: str, brokers: int, partitions: list[tuple[str,
                 end = 0
                 for batch in (b for path in paths for b in disk.scan(path)):
                     assert isinstance(batch, RecordBatch)  # a partition segment's items
-                    for i, rec in enumerate(batch.records):
-                        content[batch.base_offset + i] = (rec.value.decode(errors="replace") if rec.value is not None
-                                                          else None, batch.partition_leader_epoch)
-                    end = batch.base_offset + batch.record_count
+                    for o, rec in zip(batch.record_offsets(), batch.records, strict=True):
+                        content[o] = (rec.value.decode(errors="replace") if rec.value is not None
+                                      else None, batch.partition_leader_epoch)
+                    end = batch.next_offset
                 name = f"{topic}-{p}"
                 replica_logs.setdefault(name, {})[b] = (content, checkpoint.get((topic, p), 0))
                 leos.setdefault(name, {})[str(b)] = end

@@ -176,17 +176,18 @@ class BatchHeader:
     the names of :class:`~kraftlog.protocol.records.RecordBatch`."""
 
     __slots__ = ("base_offset", "size_bytes", "partition_leader_epoch", "max_timestamp", "producer_id",
-                 "producer_epoch", "base_sequence", "record_count")
+                 "producer_epoch", "base_sequence", "record_count", "last_offset_delta")
 
     def __init__(self, data: bytes) -> None:
-        (self.base_offset, length, self.partition_leader_epoch, _magic, _crc, _attributes, _delta, _base_ts,
+        (self.base_offset, length, self.partition_leader_epoch, _magic, _crc, _attributes, self.last_offset_delta,
+         _base_ts,
          self.max_timestamp, self.producer_id, self.producer_epoch, self.base_sequence,
          self.record_count) = _HEADER.unpack_from(data)
         self.size_bytes = _LOG_OVERHEAD + length
 
     @property
     def next_offset(self) -> int:
-        return self.base_offset + self.record_count
+        return self.base_offset + self.last_offset_delta + 1
 
 
 def read_headers(fd: int, starts: list[int]) -> list[BatchHeader]:

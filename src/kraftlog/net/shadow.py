@@ -206,6 +206,17 @@ class ShadowFileDisk(FileDisk):
             self._shadows.pop(path, None)
             self._forget_shadow(path)
 
+    def _file_renamed(self, src: str, dst: str, size: int) -> None:
+        """The renamed file was fsynced whole: ``dst``'s shadow becomes "durable as it is" (``src``'s and the
+        replaced file's shadows go)."""
+        for path in (src, dst):
+            self._shadows.pop(path, None)
+            self._forget_shadow(path)
+        base = _shadow_base(self.root, dst)
+        make_dirs(os.path.dirname(base))
+        _write_shadow_state(base, 0, size)
+        self._shadows[dst] = _Shadow(base, 0, size, size, [])
+
     def _dir_renamed(self, src: str, dst: str) -> None:
         """The shadow directory of ``src`` moves along (its files were closed: a later access loads their
         shadows under the new name)."""

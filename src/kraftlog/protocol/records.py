@@ -32,9 +32,15 @@ copies it into a bytearray and decodes header keys strictly. Compressed batches 
 ``kafka.codec`` when their records are read: gzip always (stdlib), snappy, lz4 and zstd only where
 ``python-snappy``/``cramjam``, ``lz4`` and ``zstandard`` are importable (reading them elsewhere raises
 :class:`UnsupportedCompressionError`; storing and serving them does not need the library). kraftlog
-itself writes uncompressed batches only.
+itself writes uncompressed batches, except the log cleaner's rewrites, which keep the original batch's codec
+(Kafka's ``MemoryRecords.filterTo``) and compress with ``kafka.codec`` as kafka-python's producer does.
 
-Offsets are absolute: record ``i`` of a batch has offset ``base_offset + i``.
+Offsets are absolute: record ``i`` of a batch has offset ``base_offset + offset_deltas[i]``; a batch as a
+producer or the leader writes it is dense (deltas 0..n-1). A batch the log cleaner rewrote keeps its offsets:
+it may miss records between its first and last offset, and keeps its ``lastOffsetDelta`` even when its last
+records (or all of them) were removed (Kafka's ``MemoryRecordsBuilder.overrideLastOffset``, so the producer's
+last sequence survives); it may carry a *delete horizon* (KIP-534: attribute bit 6, the horizon in ms held in
+``baseTimestamp``; record timestamps stay exact, their deltas counted from it).
 """
 
 from __future__ import annotations
@@ -112,6 +118,8 @@ ATTR_COMPRESSION_MASK = _COMPRESSION_MASK = 0x07
 ATTR_LOG_APPEND_TIME = 0x08
 ATTR_TRANSACTIONAL = _TRANSACTIONAL = 0x10
 ATTR_CONTROL = _CONTROL = 0x20
+#: KIP-534: the batch's ``baseTimestamp`` holds its delete horizon (ms) set by the log cleaner (bit 6).
+ATTR_DELETE_HORIZON = 0x40
 #: Kafka's compression type ids (attributes bits 0-2) and names.
 CODECS = _CODECS = {1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
 
@@ -139,30 +147,58 @@ class RecordBatch:
     """A v2 record batch (immutable by convention: never assign to its attributes).
 
     ``RecordBatch(base_offset, partition_leader_epoch, records, producer_id=-1, producer_epoch=-1,
-    base_sequence=-1, attributes=0)`` holds decoded records; :meth:`from_bytes` wraps a batch's encoded
-    bytes. ``base_offset``: offset of the first record (-1 before the leader assigns offsets on
-    append). ``partition_leader_epoch``: the leader epoch in which the leader appended the batch (-1
-    before). ``record_count``: Kafka's ``recordsCount`` (the header's, for bytes). ``attributes``: Kafka's
-    batch attributes (bits 0-2 the compression codec, which only an encoded batch may carry).
+    base_sequence=-1, attributes=0, offset_deltas=None, last_offset_delta=None, delete_horizon_ms=None,
+    empty_timestamp=-1)`` holds decoded records; :meth:`from_bytes` wraps a batch's encoded bytes.
+    ``base_offset``: offset of the batch's first offset (-1 before the leader assigns offsets on append).
+    ``partition_leader_epoch``: the leader epoch in which the leader appended the batch (-1 before).
+    ``record_count``: Kafka's ``recordsCount`` (the header's, for bytes). ``attributes``: Kafka's batch
+    attributes (bits 0-2 the compression codec: a records batch is compressed when encoded).
+
+    The log cleaner's rewrites (module docstring) pass ``offset_deltas`` (each record's offset minus the
+    base, increasing; None: 0..n-1), ``last_offset_delta`` (at least the last record's delta; None: that),
+    ``delete_horizon_ms`` (sets :data:`ATTR_DELETE_HORIZON`) and, for a batch whose records were all removed,
+    ``empty_timestamp`` (the removed batch's max timestamp, Kafka's ``writeEmptyHeader``). ValueError for
+    deltas that do not match the records or do not increase.
     """
 
     __slots__ = ("base_offset", "partition_leader_epoch", "producer_id", "producer_epoch",
-                 "base_sequence", "attributes", "record_count", "_records", "_data", "_size")
+                 "base_sequence", "attributes", "record_count", "_records", "_data", "_size", "_deltas",
+                 "_last_delta", "_horizon", "_empty_ts")
 
     def __init__(self, base_offset: int, partition_leader_epoch: int, records: tuple[Record, ...],
                  producer_id: int = -1, producer_epoch: int = -1, base_sequence: int = -1,
-                 attributes: int = 0) -> None:
+                 attributes: int = 0, offset_deltas: tuple[int, ...] | None = None,
+                 last_offset_delta: int | None = None, delete_horizon_ms: int | None = None,
+                 empty_timestamp: int = -1) -> None:
         self.base_offset = base_offset
         self.partition_leader_epoch = partition_leader_epoch
         self.producer_id = producer_id
         self.producer_epoch = producer_epoch
         self.base_sequence = base_sequence
-        self.attributes = attributes
         records = tuple(records)
         self.record_count = len(records)
         self._records: tuple[Record, ...] | None = records
         self._data: bytes | None = None
         self._size: int | None = None
+        if offset_deltas is not None:
+            offset_deltas = tuple(offset_deltas)
+            if len(offset_deltas) != len(records) or any(
+                    b <= a for a, b in zip(offset_deltas, offset_deltas[1:], strict=False)) or (
+                    offset_deltas and offset_deltas[0] < 0):
+                raise ValueError(f"offset deltas {offset_deltas} do not fit {len(records)} records")
+            if offset_deltas == tuple(range(len(records))):
+                offset_deltas = None
+        self._deltas: tuple[int, ...] | None = offset_deltas
+        last = offset_deltas[-1] if offset_deltas else len(records) - 1
+        if last_offset_delta is not None and last_offset_delta < last:
+            raise ValueError(f"last offset delta {last_offset_delta} below the last record's ({last})")
+        self._last_delta: int | None = (None if last_offset_delta is None or last_offset_delta == last
+                                        else last_offset_delta)
+        if delete_horizon_ms is not None:
+            attributes |= ATTR_DELETE_HORIZON
+        self.attributes = attributes
+        self._horizon = delete_horizon_ms
+        self._empty_ts = empty_timestamp
 
     # ------------------------------------------------------------------ the encoded form
     @classmethod
@@ -196,6 +232,8 @@ class RecordBatch:
         batch._records = None
         batch._data = data
         batch._size = len(data)
+        batch._deltas = batch._last_delta = batch._horizon = None
+        batch._empty_ts = -1
         return batch
 
     @property
@@ -219,29 +257,67 @@ class RecordBatch:
         :class:`UnsupportedCompressionError` for a codec whose library is not installed."""
         records = self._records
         if records is None:
-            records = self._records = _decode_records_of(self._data)  # type: ignore[arg-type]
+            records, deltas = _decode_records_of(self._data)  # type: ignore[arg-type]
+            self._records = records
+            self._deltas = deltas
         return records
+
+    @property
+    def offset_deltas(self) -> tuple[int, ...]:
+        """Each record's offset minus the base offset (0..n-1 unless the log cleaner removed records; read from
+        the bytes, decoding the records, for an encoded batch)."""
+        if self._records is None:
+            self.records  # noqa: B018 -- decodes the deltas with the records
+        deltas = self._deltas
+        return deltas if deltas is not None else tuple(range(self.record_count))
+
+    def record_offsets(self) -> tuple[int, ...]:
+        """The absolute offset of each record, in order (``base_offset + offset_deltas[i]``)."""
+        base = self.base_offset
+        if self._records is None:
+            self.records  # noqa: B018
+        deltas = self._deltas
+        if deltas is None:
+            return tuple(range(base, base + self.record_count))
+        return tuple(base + d for d in deltas)
+
+    @property
+    def delete_horizon_ms(self) -> int | None:
+        """KIP-534's delete horizon (ms) the log cleaner set on this batch, None when it has none (Kafka's
+        ``RecordBatch.deleteHorizonMs``: the header's ``baseTimestamp`` when attribute bit 6 is set)."""
+        if not self.attributes & ATTR_DELETE_HORIZON:
+            return None
+        data = self._data
+        if data is not None:
+            horizon: int = _INT64.unpack_from(data, 27)[0]
+            return horizon
+        return self._horizon
 
     # ------------------------------------------------------------------ derived
     @property
     def last_offset(self) -> int:
-        """Offset of the last record."""
-        return self.base_offset + self.record_count - 1
+        """The batch's last offset (Kafka's ``lastOffset``: base + ``lastOffsetDelta``; the last record's offset
+        unless the log cleaner removed the batch's last records)."""
+        return self.base_offset + self.last_offset_delta
 
     @property
     def next_offset(self) -> int:
         """Offset just past the batch (the LEO after appending it)."""
-        return self.base_offset + self.record_count
+        return self.base_offset + self.last_offset_delta + 1
 
     @property
     def last_offset_delta(self) -> int:
         """Kafka's ``lastOffsetDelta``: the header's for an encoded batch (which a client may have set to
-        disagree with its record count: ``kraftlog.protocol.validation`` refuses that), else count - 1."""
+        disagree with its record count: ``kraftlog.protocol.validation`` refuses that), else the one given, else
+        the last record's delta (count - 1 for a dense batch)."""
         data = self._data
         if data is not None:
             last_delta: int = _INT32.unpack_from(data, 23)[0]
             return last_delta
-        return self.record_count - 1
+        if self._last_delta is not None:
+            return self._last_delta
+        deltas = self._deltas
+        return deltas[-1] if deltas else self.record_count - 1
 
     @property
     def max_timestamp(self) -> int:
@@ -251,14 +327,17 @@ class RecordBatch:
         if data is not None:
             max_ts: int = _INT64.unpack_from(data, 35)[0]
             return max_ts
-        return max((r.timestamp for r in self._records), default=-1)  # type: ignore[union-attr]
+        return max((r.timestamp for r in self._records), default=self._empty_ts)  # type: ignore[union-attr]
 
     @property
     def size_bytes(self) -> int:
         """The exact encoded size in bytes (Kafka's ``sizeInBytes``), computed without encoding."""
         size = self._size
         if size is None:
-            size = self._size = _encoded_size(self._records)  # type: ignore[arg-type]
+            if self.attributes & (_COMPRESSION_MASK | ATTR_DELETE_HORIZON) or self._deltas is not None:
+                size = self._size = len(self.data)  # a cleaner's rewrite: encoded once
+            else:
+                size = self._size = _encoded_size(self._records)  # type: ignore[arg-type]
         return size
 
     def with_offsets(self, base_offset: int, partition_leader_epoch: int) -> RecordBatch:
@@ -267,7 +346,8 @@ class RecordBatch:
         valid, and records decoded so far are shared (their offsets are relative)."""
         if self._data is None:
             out = RecordBatch(base_offset, partition_leader_epoch, self._records,  # type: ignore[arg-type]
-                              self.producer_id, self.producer_epoch, self.base_sequence, self.attributes)
+                              self.producer_id, self.producer_epoch, self.base_sequence, self.attributes,
+                              self._deltas, self._last_delta, self._horizon, self._empty_ts)
             out._size = self._size
             return out
         data = self._data
@@ -286,21 +366,28 @@ class RecordBatch:
         out._records = self._records
         out._data = stamped
         out._size = len(stamped)
+        out._deltas = self._deltas
+        out._last_delta = out._horizon = None
+        out._empty_ts = -1
         return out
 
     def truncated_before(self, offset: int) -> RecordBatch:
         """The prefix of this batch holding offsets < ``offset`` (``base_offset < offset <= last_offset``),
-        as a records batch (uncompressed: the records are decoded for it). Kafka never cuts a batch, as
-        replicas' LEOs are batch boundaries; kraftlog keeps the prefix for a truncation inside one."""
-        keep = offset - self.base_offset
-        return RecordBatch(self.base_offset, self.partition_leader_epoch, self.records[:keep],
+        as a records batch (uncompressed: the records are decoded for it), ending at ``offset - 1``. Kafka never
+        cuts a batch, as replicas' LEOs are batch boundaries; kraftlog keeps the prefix for a truncation inside
+        one."""
+        records = self.records
+        deltas = self.offset_deltas
+        keep = sum(1 for d in deltas if self.base_offset + d < offset)
+        return RecordBatch(self.base_offset, self.partition_leader_epoch, records[:keep],
                            self.producer_id, self.producer_epoch, self.base_sequence,
-                           self.attributes & ~_COMPRESSION_MASK)
+                           self.attributes & ~(_COMPRESSION_MASK | ATTR_DELETE_HORIZON), deltas[:keep],
+                           offset - 1 - self.base_offset, self.delete_horizon_ms, self.max_timestamp)
 
     # ------------------------------------------------------------------ value semantics
     def _key(self) -> tuple[object, ...]:
         return (self.base_offset, self.partition_leader_epoch, self.producer_id, self.producer_epoch,
-                self.base_sequence, self.attributes, self.record_count)
+                self.base_sequence, self.attributes, self.record_count, self.last_offset_delta)
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, RecordBatch):
@@ -311,7 +398,7 @@ class RecordBatch:
             return False
         if self._data is not None and other._data is not None:
             return self._data == other._data
-        return self.records == other.records
+        return self.records == other.records and self.offset_deltas == other.offset_deltas
 
     def __hash__(self) -> int:
         return hash(self._key())
@@ -366,24 +453,21 @@ def _encoded_size(records: tuple[Record, ...]) -> int:
 
 
 def _encode(batch: RecordBatch) -> bytes:
-    if batch.attributes & _COMPRESSION_MASK:
-        raise CorruptRecordError(
-            f"record batch attributes {batch.attributes:#x} ask for compression: kraftlog writes "
-            "uncompressed batches (a client's compressed batch is kept as the client's bytes)"
-        )
     records = batch.records
     if records:
         base_ts = records[0].timestamp
         max_ts = max(r.timestamp for r in records)
     else:
-        base_ts = max_ts = -1
-    body = bytearray(
-        _BATCH_BODY.pack(
-            batch.attributes, len(records) - 1, base_ts, max_ts,
-            batch.producer_id, batch.producer_epoch, batch.base_sequence, len(records),
-        )
-    )
-    for delta, record in enumerate(records):
+        base_ts = max_ts = batch._empty_ts
+    horizon = batch.delete_horizon_ms
+    if horizon is not None:
+        base_ts = horizon  # KIP-534: the record timestamps' deltas count from the horizon
+    head = _BATCH_BODY.pack(batch.attributes, batch.last_offset_delta, base_ts, max_ts,
+                            batch.producer_id, batch.producer_epoch, batch.base_sequence, len(records))
+    codec = batch.attributes & _COMPRESSION_MASK
+    body = bytearray() if codec else bytearray(head)
+    deltas = batch._deltas if batch._deltas is not None else range(len(records))
+    for delta, record in zip(deltas, records, strict=True):
         rec = bytearray(b"\x00")  # record attributes (unused in v2)
         _put_varint(rec, record.timestamp - base_ts)
         _put_varint(rec, delta)
@@ -399,10 +483,29 @@ def _encode(batch: RecordBatch) -> bytes:
             rec.append(0)  # no headers
         _put_varint(body, len(rec))
         body += rec
-    head = _BATCH_HEAD.pack(
+    if codec:
+        body = bytearray(head) + _compress(codec, bytes(body))
+    first = _BATCH_HEAD.pack(
         batch.base_offset, len(body) + 9, batch.partition_leader_epoch, _MAGIC, crc32c(body)
     )
-    return head + bytes(body)
+    return first + bytes(body)
+
+
+def _compress(codec: int, data: bytes) -> bytes:
+    """The records section compressed with ``codec`` (1-4) by kafka-python's codecs, as its producer writes a
+    v2 batch (snappy in the xerial framing Kafka reads). Raises :class:`UnsupportedCompressionError` when the
+    codec's library is missing, :class:`CorruptRecordError` for a codec that is not Kafka's."""
+    from kafka import codec as kc
+
+    name = _CODECS.get(codec)
+    if name is None:
+        raise CorruptRecordError(f"record batch compression type {codec} is not Kafka's")
+    if not {"gzip": kc.has_gzip, "snappy": kc.has_snappy, "lz4": kc.has_lz4, "zstd": kc.has_zstd}[name]():
+        raise UnsupportedCompressionError(f"cannot compress with {name}: its Python library is not installed here")
+    encode = {"gzip": kc.gzip_encode, "snappy": kc.snappy_encode, "lz4": kc.lz4_encode,
+              "zstd": kc.zstd_encode}[name]
+    out: bytes = encode(data)
+    return out
 
 
 def encode_batches(batches: Iterable[RecordBatch]) -> bytes:
@@ -430,8 +533,10 @@ def _read_bytes(view: memoryview, pos: int) -> tuple[bytes | None, int]:
     return bytes(view[pos:end]), end
 
 
-def _decode_records(view: memoryview, p: int, end: int, count: int, base_ts: int) -> list[Record]:
-    """The ``count`` records of a v2 batch in ``view[p:end]`` (uncompressed), checking every length."""
+def _decode_records(view: memoryview, p: int, end: int, count: int, base_ts: int,
+                    deltas: list[int]) -> list[Record]:
+    """The ``count`` records of a v2 batch in ``view[p:end]`` (uncompressed), checking every length; each
+    record's offset delta is added to ``deltas`` (they must increase)."""
     records = []
     try:
         for i in range(count):
@@ -445,10 +550,9 @@ def _decode_records(view: memoryview, p: int, end: int, count: int, base_ts: int
             p += size
             offset_delta, size = read_signed_varint(view, p)
             p += size
-            if offset_delta != i:
-                raise CorruptRecordError(
-                    f"record offset delta {offset_delta} at position {i}: kraftlog batches are dense"
-                )
+            if offset_delta < 0 or (deltas and offset_delta <= deltas[-1]):
+                raise CorruptRecordError(f"record offset delta {offset_delta} at position {i} does not increase")
+            deltas.append(offset_delta)
             key, p = _read_bytes(view, p)
             value, p = _read_bytes(view, p)
             n_headers, size = read_signed_varint(view, p)
@@ -502,17 +606,23 @@ def _decompress(codec: int, data: memoryview) -> bytes:
     return inflated
 
 
-def _decode_records_of(data: bytes) -> tuple[Record, ...]:
+def _decode_records_of(data: bytes) -> tuple[tuple[Record, ...], tuple[int, ...] | None]:
+    """The records of an encoded batch and their offset deltas (None when they are 0..n-1)."""
     view = memoryview(data)
-    (attributes, _last_delta, base_ts, _max_ts, _pid, _pepoch, _bseq,
+    (attributes, last_delta, base_ts, _max_ts, _pid, _pepoch, _bseq,
      count) = _BATCH_BODY.unpack_from(view, _HEAD_SIZE)
     if count < 0:
         raise CorruptRecordError(f"negative record count {count}")
     codec = attributes & _COMPRESSION_MASK
+    deltas: list[int] = []
     if codec:
         inflated = memoryview(_decompress(codec, view[RECORD_BATCH_OVERHEAD:]))
-        return tuple(_decode_records(inflated, 0, len(inflated), count, base_ts))
-    return tuple(_decode_records(view, RECORD_BATCH_OVERHEAD, len(view), count, base_ts))
+        records = tuple(_decode_records(inflated, 0, len(inflated), count, base_ts, deltas))
+    else:
+        records = tuple(_decode_records(view, RECORD_BATCH_OVERHEAD, len(view), count, base_ts, deltas))
+    if deltas and deltas[-1] > last_delta:
+        raise CorruptRecordError(f"record offset delta {deltas[-1]} beyond the batch's last offset delta {last_delta}")
+    return records, (None if not deltas or deltas[-1] == len(deltas) - 1 else tuple(deltas))
 
 
 def decode_batches(data: bytes | memoryview | None) -> tuple[RecordBatch, ...]:
@@ -582,13 +692,15 @@ def decode_produce_records(data: bytes | memoryview | None) -> tuple[RecordBatch
 class RecordsScan:
     """What :func:`scan_records` found: the record count, and the smallest and largest record timestamps
     in ms with the record index of each (``min_timestamp`` is None when no record has a timestamp, i.e.
-    every one is -1, Kafka's NO_TIMESTAMP)."""
+    every one is -1, Kafka's NO_TIMESTAMP), and the indexes of the records without a key (``keyless``: a
+    compacted topic refuses them)."""
 
     count: int
     min_timestamp: int | None = None
     min_index: int = -1
     max_timestamp: int | None = None
     max_index: int = -1
+    keyless: tuple[int, ...] = ()
 
 
 def scan_records(batch: RecordBatch) -> RecordsScan:
@@ -616,6 +728,7 @@ def scan_records(batch: RecordBatch) -> RecordsScan:
 def _scan(view: memoryview, p: int, end: int, count: int, base_ts: int) -> RecordsScan:
     rv = read_signed_varint
     n = 0
+    keyless: list[int] = []
     lo = hi = None
     lo_i = hi_i = -1
     try:
@@ -635,9 +748,12 @@ def _scan(view: memoryview, p: int, end: int, count: int, base_ts: int) -> Recor
                 raise InvalidRecordError(
                     f"Record {n} has offset delta {offset_delta}: kraftlog keeps the producer's bytes and "
                     "needs the offset deltas of a batch's records to be 0..n-1")
-            for _ in range(2):  # key, value
-                klen, size = rv(view, p)
-                p += size + (klen if klen > 0 else 0)
+            klen, size = rv(view, p)  # key
+            p += size + (klen if klen > 0 else 0)
+            if klen < 0:
+                keyless.append(n)
+            vlen, size = rv(view, p)  # value
+            p += size + (vlen if vlen > 0 else 0)
             headers, size = rv(view, p)
             p += size
             if headers < 0:
@@ -665,4 +781,4 @@ def _scan(view: memoryview, p: int, end: int, count: int, base_ts: int) -> Recor
     if p != end or n != count:
         raise InvalidRecordError(f"Found {n} records in a batch declaring {count}" if p == end else
                                  "Found invalid record structure: a record runs past the end of its batch")
-    return RecordsScan(n, lo, lo_i, hi, hi_i)
+    return RecordsScan(n, lo, lo_i, hi, hi_i, tuple(keyless))

@@ -164,6 +164,8 @@ def dump_scenario(scenario: Scenario) -> str:
             if c.kind == "producer":
                 item["acks"] = c.acks
                 item["interval"] = _ms(c.interval_ms)
+                if c.keys:
+                    item["keys"] = c.keys
             else:
                 item["reset"] = c.reset
             parts.append(f"  - {_flow(item)}\n")

@@ -15,7 +15,7 @@ from ..storage.log import EPOCH_CHECKPOINT_FILE
 from ..storage.segment import segment_paths
 
 if TYPE_CHECKING:
-    from ..check.checkers import FinalLogs, LogContent, ReplicaLogs, Retention
+    from ..check.checkers import Compaction, FinalLogs, LogContent, ReplicaLogs, Retention
     from ..controller.controller import QuorumController
     from ..scenario import Condition
     from .cluster import SimCluster
@@ -141,8 +141,33 @@ def retention_view(sim: SimCluster, image: MetadataImage, end_ms: int,
         out[name] = {"log_start": log.log_start_offset, "retention_ms": log.config.retention_ms,
                      "retention_bytes": log.config.retention_bytes, "end_ms": end_ms,
                      "batches": [(b.base_offset, b.size_bytes) for b in log.batches()
-                                 if b.base_offset + b.record_count > log.log_start_offset],
+                                 if b.next_offset > log.log_start_offset],
                      "acked_at": {v: at for (n, v), at in acked_at.items() if n == name}}
+    return out
+
+
+def compaction_view(sim: SimCluster, image: MetadataImage, keys: dict[tuple[str, str], str],
+                    acked_at: dict[tuple[str, str], tuple[int, int]]) -> dict[str, Compaction]:
+    """For each compacted partition with a running leader (``cleanup.policy`` holds ``compact``), what the checker
+    needs to tell records the log cleaner was entitled to remove from lost ones
+    (:class:`kraftlog.check.checkers.Compaction`): the keys the producers sent, the leader log's last offset of
+    each key below its HWM, and the acks=all records' offsets."""
+    out: dict[str, Compaction] = {}
+    for (topic, idx) in sorted(image.partitions):
+        part = image.partitions[(topic, idx)]
+        leader = sim.broker(part.leader) if part.leader >= 0 else None
+        p = leader.partitions.get((topic, idx)) if leader is not None else None
+        if p is None or not p.is_leader or not p.log.config.compact:
+            continue
+        log = p.log
+        name = f"{topic}-{idx}"
+        latest: dict[str, int] = {}
+        for batch in log.batches():
+            for offset, rec in zip(batch.record_offsets(), batch.records, strict=True):
+                if log.log_start_offset <= offset < log.high_watermark and rec.key is not None:
+                    latest[rec.key.decode(errors="replace")] = offset
+        out[name] = {"keys": {v: k for (n, v), k in keys.items() if n == name}, "latest": latest,
+                     "acked_offsets": {v: at[0] for (n, v), at in acked_at.items() if n == name}}
     return out
 
 
@@ -177,7 +202,7 @@ def final_state(sim: SimCluster, image: MetadataImage, brokers: int
                     epoch = batch.partition_leader_epoch
                     values = [(rec.value.decode() if rec.value is not None else None, epoch)
                               for rec in batch.records]
-                    content.update(zip(range(batch.base_offset, batch.base_offset + len(values)), values, strict=True))
+                    content.update(zip(batch.record_offsets(), values, strict=True))
             logs[r] = (content, p.log.high_watermark)
         replica_logs[name] = logs
         hwm = None

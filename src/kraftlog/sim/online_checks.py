@@ -243,6 +243,8 @@ class OnlineChecks:
             n, missing = invariants.missing_acked(acked, start, log.record_at)
             if missing and log.log_start_offset > 0:
                 missing = self._not_retained(name, log, missing)
+            if missing and log.config.compact:
+                missing = self._not_compacted(name, log, missing)
         if missing:
             self._complete_upto[name] = (tag, -1)
             return invariants.leader_complete_log(name, part.leader, part.leader_epoch, missing, len(acked), now)
@@ -257,7 +259,7 @@ class OnlineChecks:
         r: checkers.Retention = {
             "log_start": start, "retention_ms": log.config.retention_ms,
             "retention_bytes": log.config.retention_bytes, "end_ms": self.sim.now,
-            "batches": [(b.base_offset, b.size_bytes) for b in log.batches() if b.base_offset + b.record_count > start],
+            "batches": [(b.base_offset, b.size_bytes) for b in log.batches() if b.next_offset > start],
             "acked_at": {}}
         acked_at = self.recorder.acked_at
         out = []
@@ -267,6 +269,19 @@ class OnlineChecks:
                 continue
             out.append((offset, value))
         return out
+
+    def _not_compacted(self, name: str, log: PartitionLog, missing: list[tuple[int, bytes]]) -> list[tuple[int, bytes]]:
+        """``missing`` without the records the log cleaner was entitled to remove (a later record with the same key
+        is in the log: :func:`kraftlog.check.checkers.compaction_allowed`, the rule the final verdict applies)."""
+        latest: dict[str, int] = {}
+        for batch in log.batches():
+            for offset, rec in zip(batch.record_offsets(), batch.records, strict=True):
+                if rec.key is not None:
+                    latest[rec.key.decode(errors="replace")] = offset
+        keys = {v: k for (n, v), k in self.recorder.keys.items() if n == name}
+        c: checkers.Compaction = {"keys": keys, "latest": latest, "acked_offsets": {}}
+        return [(offset, value) for offset, value in missing
+                if not checkers.compaction_allowed(c, offset, value.decode() if isinstance(value, bytes) else value)]
 
     def _record_violations(self, found: list[tuple[str, str]]) -> None:
         """Keep the first finding of each key, with the step the run was in; log it in the timeline."""

@@ -248,7 +248,7 @@ class ScenarioRun:
                 self.sim.observers[prod.node_id] = self._observe_producer
                 sim.add_client(prod)
                 self.producers.append(prod)
-                self._schedule_background(prod, parts, c.interval_ms, 0)
+                self._schedule_background(prod, parts, c.interval_ms, 0, c.keys)
             else:
                 cons = Consumer(c.id, brokers, parts, c.reset, random.Random(f"{c.id}:{self.seed}"),
                                 validate_positions=self.validate_positions, group_id=c.id)
@@ -262,14 +262,18 @@ class ScenarioRun:
                 return len(t.assignment) if t.assignment else t.partitions
         return 1
 
-    def _schedule_background(self, prod: Producer, parts, interval: int, n: int) -> None:
+    def _schedule_background(self, prod: Producer, parts, interval: int, n: int, keys: int = 0) -> None:
         def fire(sim: SimCluster, n=n) -> None:
             if not sim.alive(prod.node_id):
                 return
             topic, index = parts[n % len(parts)]
-            prod.send(topic, index, f"{prod.node_id}-{n}".encode(), sim.now)
+            value = f"{prod.node_id}-{n}"
+            key = f"k{n % keys}" if keys else None
+            if key is not None:
+                self.recorder.keys[(f"{topic}-{index}", value)] = key
+            prod.send(topic, index, value.encode(), sim.now, None if key is None else key.encode())
             sim._after(prod.node_id, prod)
-            self._schedule_background(prod, parts, interval, n + 1)
+            self._schedule_background(prod, parts, interval, n + 1, keys)
         self.sim.call_at(self.sim.now if n == 0 else self.sim.now + interval, fire)
 
     # ================================================================= steps
@@ -499,7 +503,9 @@ class ScenarioRun:
             **checkers.judge(self.acked, final_logs, self.consumed, self.truncations, hwms,
                              checkers.leader_hwm_regressions(self.leader_hwms),
                              cluster_state.retention_view(self.sim, self._image(), self.sim.now,
-                                                          self.recorder.acked_at) or None),
+                                                          self.recorder.acked_at) or None,
+                             cluster_state.compaction_view(self.sim, self._image(), self.recorder.keys,
+                                                           self.recorder.acked_at) or None),
             "invariant_violations": violations,
             "failed_expectations": list(self.failed),
             "metrics": self.recorder.final_metrics(self._image()),

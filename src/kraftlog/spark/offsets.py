@@ -692,8 +692,7 @@ class KraftlogClient:
                     continue
                 ts_type = 1 if batch.attributes & _LOG_APPEND_TIME else 0
                 append_ts = batch.max_timestamp if ts_type else None
-                for i, rec in enumerate(batch.records):
-                    o = batch.base_offset + i
+                for o, rec in zip(batch.record_offsets(), batch.records, strict=True):
                     if o < offset:
                         continue
                     if o >= end or o >= hwm:
@@ -701,6 +700,7 @@ class KraftlogClient:
                     yield o, batch.partition_leader_epoch, ts_type, rec, (rec.timestamp if append_ts is None
                                                                           else append_ts)
                     offset = o + 1
+                offset = max(offset, min(batch.next_offset, end, hwm))  # past offsets the log cleaner removed
             if offset > before:
                 stalled_since = time.monotonic()
             else:

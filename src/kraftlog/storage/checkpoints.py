@@ -37,6 +37,8 @@ HWM_CHECKPOINT_FILE = "replication-offset-checkpoint"
 RECOVERY_POINT_CHECKPOINT_FILE = "recovery-point-offset-checkpoint"
 LOG_START_OFFSET_CHECKPOINT_FILE = "log-start-offset-checkpoint"
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
+#: The log cleaner's first dirty offset of each compacted log (Kafka's ``LogCleanerManager`` file).
+CLEANER_CHECKPOINT_FILE = "cleaner-offset-checkpoint"
 
 _HWM_VERSION = 0
 _CLEAN_SHUTDOWN_VERSION = 0

@@ -115,6 +115,9 @@ class Disk(Protocol):
 
     * ``delete(path, now_ms)`` (durable at once), ``exists(path)``, and ``list(prefix)``: the sorted
       paths starting with ``prefix`` that currently exist.
+    * ``rename(src, dst, now_ms)``: fsync of the log file ``src``, ``rename(2)`` to ``dst`` (a file at ``dst`` is
+      replaced), then fsync of the directory: durable at once, contents included. The log cleaner's swap of
+      a cleaned segment (Kafka's ``.cleaned`` -> ``.swap`` -> ``.log``). FileNotFoundError when ``src`` is missing.
 
     Directories:
 
@@ -124,7 +127,8 @@ class Disk(Protocol):
       without files is a no-op. Kafka renames a stray partition directory this way
       (``LogManager``'s ``-stray`` suffix).
 
-    Errors: ``append``, ``append_many``, ``write_atomic``, ``fsync``, ``truncate``, ``delete`` and ``rename_dir`` raise
+    Errors: ``append``, ``append_many``, ``write_atomic``, ``fsync``, ``truncate``, ``delete``, ``rename`` and
+    ``rename_dir`` raise
     :class:`OSError` when the storage fails (ENOSPC on a full file system, EIO); an ``append`` that raises
     leaves the file as it was (a caller must still treat the whole log directory as failed: Kafka's
     ``LogDirFailureChannel``). Reads of data written earlier do not fail this way.
@@ -161,6 +165,8 @@ class Disk(Protocol):
     def exists(self, path: str) -> bool: ...
 
     def list(self, prefix: str) -> list[str]: ...
+
+    def rename(self, src: str, dst: str, now_ms: int) -> None: ...
 
     def rename_dir(self, src: str, dst: str, now_ms: int) -> None: ...
 
@@ -403,6 +409,16 @@ class SimDisk:
     def exists(self, path: str) -> bool:
         """Whether ``path`` currently exists (as the OS shows it)."""
         return path in self._files or path in self._values
+
+    def rename(self, src: str, dst: str, now_ms: int) -> None:
+        """fsync the log file ``src``, then rename it ``dst`` (replacing it), durably at once.
+        FileNotFoundError when ``src`` is missing."""
+        f = self._files.pop(src, None)
+        if f is None:
+            raise FileNotFoundError(src)
+        f.apply_all()
+        self._values.pop(dst, None)
+        self._files[dst] = f
 
     def rename_dir(self, src: str, dst: str, now_ms: int) -> None:
         """Move every file under directory ``src`` to ``dst`` (same relative names), durably at once; the

@@ -44,17 +44,14 @@ from typing import cast
 from ..protocol.records import Record, RecordBatch
 from .disk import Disk, LoadDrop
 from .epoch_cache import LeaderEpochCache
+from .log_loader import load_segments, swap_file
 from .producer_snapshot import decode_snapshot, encode_snapshot, snapshot_file, snapshot_offset
-from .producer_state import ProducerStateManager
 from .segment import (
     LOG_FILE_SUFFIX,
     SEGMENT_FILE,
     LogConfig,
     LogSegment,
     RecordBatchTooLargeError,
-    base_of,
-    checksum_file,
-    parse_checksum_file,
     segment_file,
     segment_paths,
 )
@@ -73,17 +70,6 @@ __all__ = [
 
 #: The partition's leader-epoch cache file (Kafka's).
 EPOCH_CHECKPOINT_FILE = "leader-epoch-checkpoint"
-
-def _assign_derived(epochs: list[int], starts: list[int], e: int, base_offset: int) -> None:
-    """Fold one batch's (epoch, base offset) into derived epoch entries (Kafka's assign rule)."""
-    if e < 0 or (epochs and e == epochs[-1] and base_offset >= starts[-1]):
-        return
-    while epochs and (epochs[-1] >= e or starts[-1] >= base_offset):
-        epochs.pop()
-        starts.pop()
-    epochs.append(e)
-    starts.append(base_offset)
-
 
 class PartitionLog:
     """The log of one partition replica over a :class:`Disk`.
@@ -136,11 +122,15 @@ class PartitionLog:
         "checksum_mismatches",
         "pending_deletes",
         "segments_unread",
+        "swaps_completed",
+        "first_dirty_offset",
+        "mutations",
         "_rng",
     )
 
     def __init__(self, disk: Disk, directory: str, config: LogConfig, now_ms: int, log_start_offset: int = 0,
-                 recovery_point: int = 0, rng: Random | None = None, clean_shutdown: bool = False) -> None:
+                 recovery_point: int = 0, rng: Random | None = None, clean_shutdown: bool = False,
+                 first_dirty_offset: int = 0) -> None:
         self._disk = disk
         self.directory = directory
         self.config = config
@@ -160,103 +150,34 @@ class PartitionLog:
         #: sealed segments loaded from their checksum and index files only (their batches read on first use)
         self.segments_unread = 0
 
-        # Recovery, one batch at a time: the offset indexes, the epochs the batches carry and the producer
-        # state are rebuilt from the contiguous run; the batches themselves are not kept.
-        epochs: list[int] = []
-        epoch_starts: list[int] = []
-        producer_state = ProducerStateManager()
+        loaded = load_segments(disk, directory, config, now_ms, log_start_offset, recovery_point, clean_shutdown,
+                               self._draw_jitter, first_dirty_offset)
         #: what the recovery dropped at load (LoadDrop entries; empty for an intact log)
-        self.dropped_at_load: list[LoadDrop] = []
-        segments: list[LogSegment] = []
-        paths = segment_paths(disk, directory)
-        path_bases = [base_of(p.rpartition("/")[2]) or 0 for p in paths]
-        # Segments retention deleted before the restart whose files were still waiting for file.delete.delay.ms:
-        # wholly below the checkpointed log start offset (Kafka removes its .deleted files at load).
-        while len(paths) > 1 and path_bases[1] <= log_start_offset:
-            disk.delete(paths.pop(0), now_ms)
-            path_bases.pop(0)
-        expected: int | None = None
-        broken = False
-        for k, path in enumerate(paths):
-            if broken:
-                rest = list(disk.scan(path))
-                size = sum(getattr(b, "size_bytes", 0) for b in rest)
-                if rest:
-                    self.dropped_at_load.append(LoadDrop(path, 0, size, len(rest), "a segment after a truncated one"))
-                disk.delete(path, now_ms)
-                continue
-            base = base_of(path.rpartition("/")[2])
-            assert base is not None
-            if clean_shutdown:
-                # Kafka skips recovery after a clean shutdown; kraftlog checks each segment with one CRC-32C pass
-                # against the checksum written when it rolled or at the shutdown. A mismatch (or no checksum)
-                # recovers it batch by batch; a mismatch also makes the shutdown count as unclean (DESIGN.md,
-                # storage faults).
-                stored = parse_checksum_file(disk.read_value(f"{directory}/{checksum_file(base)}"))
-                verify = stored is None or stored[0] != disk.checksum(path)
-                if stored is not None and verify:
-                    self.checksum_mismatches.append(path)
-                if stored is not None and not verify and k + 1 < len(paths) and expected in (None, base):
-                    # A sealed segment that matched: loaded from its index files, its batches read on first use.
-                    sealed = self._sealed_from_files(base, path_bases[k + 1], stored[1], now_ms)
-                    if sealed is not None:
-                        segments.append(sealed)
-                        expected = sealed.next_offset
-                        self.segments_unread += 1
-                        continue
-            else:
-                # Kafka's LogLoader.recoverLog: after an unclean shutdown the segments holding offsets at or
-                # above the recovery point are recovered batch by batch, the ones below it trusted.
-                verify = k + 1 == len(paths) or path_bases[k + 1] > recovery_point
-            drops = disk.recover(path, now_ms, verify)
-            self.dropped_at_load.extend(drops)
-            if expected is not None and base != expected:
-                self.dropped_at_load.append(LoadDrop(path, 0, 0, 0, f"segment base {base} where offset {expected} "
-                                                     "was expected"))
-                broken = True
-                disk.delete(path, now_ms)
-                continue
-            seg = LogSegment(directory, base, now_ms, self._draw_jitter(), config)
-            position = 0
-            torn = None
-            for b in _headers(disk, path):
-                if b.base_offset != seg.next_offset or b.record_count <= 0:
-                    torn = (f"offset gap: the batch at byte {position} starts at offset {b.base_offset} where "
-                            f"{seg.next_offset} was expected" if b.base_offset != seg.next_offset
-                            else f"the batch at byte {position} holds {b.record_count} records")
-                    break
-                seg.index(b, b.max_timestamp, now_ms, config.index_interval_bytes)
-                position += b.size_bytes
-                _assign_derived(epochs, epoch_starts, b.partition_leader_epoch, b.base_offset)
-                producer_state.update(b)
-                if verify:
-                    self.batches_recovered += 1
-                else:
-                    self.batches_trusted += 1
-            if torn is not None:
-                kept = len(seg.bases)
-                rest_items = disk.read_range(path, kept, 2**62)
-                end = position + sum(getattr(b, "size_bytes", 0) for b in rest_items)
-                self.dropped_at_load.append(LoadDrop(path, position, end, len(rest_items), torn))
-                disk.truncate(path, kept, now_ms)
-                disk.fsync(path, now_ms)
-                broken = True
-            if drops:
-                broken = True  # the disk cut this segment's tail: the segments after it cannot follow on
-            segments.append(seg)
-            expected = seg.next_offset
-        if not segments:
-            segments.append(LogSegment(directory, max(0, log_start_offset), now_ms, self._draw_jitter(), config))
+        self.dropped_at_load: list[LoadDrop] = loaded.dropped
+        self.batches_recovered = loaded.batches_recovered
+        self.batches_trusted = loaded.batches_trusted
+        self.checksum_mismatches = loaded.checksum_mismatches
+        self.segments_unread = loaded.segments_unread
+        #: the cleaner's swaps a crash interrupted, completed at load (a line each)
+        self.swaps_completed = loaded.swaps
+        segments = loaded.segments
+        producer_state = loaded.producer_state
         self.segments = segments
         self._segment_bases = [s.base_offset for s in segments]
         leo = segments[-1].next_offset
         self.log_end_offset = leo
         self.log_start_offset = min(max(log_start_offset, segments[0].base_offset), leo)
         self.recovery_point = leo if clean_shutdown else min(max(recovery_point, self.log_start_offset), leo)
+        #: the log cleaner's first dirty offset (Kafka's cleaner checkpoint: below it the log was cleaned);
+        #: lowered by a truncation (Kafka's ``maybeTruncateCheckpoint``)
+        self.first_dirty_offset = min(max(first_dirty_offset, self.log_start_offset), leo)
+        #: counts the changes to the segments below the active one (truncation, deletion, a cleaner's swap): a
+        #: cleaning under way gives up when it moved (Kafka's ``abortAndPauseCleaning``)
+        self.mutations = 0
 
         cache = LeaderEpochCache(disk, f"{directory}/{EPOCH_CHECKPOINT_FILE}", now_ms)
         cache.truncate_from_end(leo, now_ms)
-        derived = list(zip(epochs, epoch_starts, strict=True))
+        derived = loaded.epochs
         # (With sealed segments left unread after a clean shutdown the checkpoint is trusted: it was written
         # before the shutdown, and the batches read are only the later segments'.)
         if cache.entries() != derived and not self.segments_unread:
@@ -328,14 +249,40 @@ class PartitionLog:
             if not keep(offset):
                 self._disk.delete(path, now_ms)
 
-    def _sealed_from_files(self, base: int, next_base: int, size: int, now_ms: int) -> LogSegment | None:
-        """:meth:`LogSegment.from_files` (Kafka's lazy segment load) with this log's jitter draw and config."""
-        return LogSegment.from_files(self._disk, self.directory, base, next_base, size, now_ms, self._draw_jitter(),
-                                     self.config)
-
     def _ensure_loaded(self, seg: LogSegment) -> None:
         if not seg.loaded:
             seg.load_headers(self._disk, self.config)
+
+    def segment_batches(self, seg: LogSegment, start: int, stop: int) -> Sequence[RecordBatch]:
+        """The batches at index positions ``start`` .. ``stop - 1`` of ``seg`` (one of :attr:`segments`), read
+        from the disk (the log cleaner's reads: Kafka's ``FileRecords.readInto``)."""
+        self._ensure_loaded(seg)
+        return _read_range(self._disk, seg.path, start, stop)
+
+    def replace_segments(self, old: Sequence[LogSegment], cleaned_path: str, new: LogSegment, now_ms: int) -> None:
+        """Swap the consecutive segments ``old`` for the cleaned segment ``new`` (its batches written to
+        ``cleaned_path``, not yet fsynced; ``new.base_offset`` is ``old[0]``'s), Kafka's ``replaceSegments``:
+        the cleaned file is fsynced and renamed ``<base>.swap.log`` (from here a crash completes the swap at load:
+        :func:`~kraftlog.storage.log_loader.complete_swaps`), the old segments' checksum and index files and
+        their segment files deleted, the swap file renamed ``<base>.log``, and the new segment's checksum and
+        index files written. ValueError when ``old`` are not consecutive segments of this log; OSError
+        propagates (the directory goes offline; the load completes or discards the swap)."""
+        first = next((k for k, seg in enumerate(self.segments) if seg is old[0]), None)
+        if (first is None or new.base_offset != old[0].base_offset or first + len(old) >= len(self.segments)
+                or any(self.segments[first + k] is not seg for k, seg in enumerate(old))):
+            raise ValueError(f"{self.directory}: the segments to replace are not consecutive sealed segments")
+        disk = self._disk
+        swap = f"{self.directory}/{swap_file(new.base_offset)}"
+        disk.rename(cleaned_path, swap, now_ms)
+        for seg in old:
+            seg.delete_sidecars(disk, now_ms)
+        for seg in old[1:]:
+            disk.delete(seg.path, now_ms)
+        disk.rename(swap, new.path, now_ms)
+        self.segments[first:first + len(old)] = [new]
+        self._segment_bases[first:first + len(old)] = [new.base_offset]
+        self.mutations += 1
+        new.write_sidecars(disk, now_ms)
     def _draw_jitter(self) -> int:
         """A new segment's ``segment.jitter.ms`` draw (Kafka: a random int modulo min(jitter, segment.ms))."""
         jitter = self.config.segment_jitter_ms
@@ -438,8 +385,10 @@ class PartitionLog:
     def append_as_follower(self, batches: Iterable[RecordBatch], now_ms: int) -> int:
         """Append batches fetched from the leader, offsets and epochs as the leader stamped them.
 
-        Each batch must start exactly at the LEO (after the previous one) and hold records; otherwise
-        ValueError is raised before anything is appended (a caller bug, not a fault). Each batch rolls the
+        Each batch must start at or after the LEO (after the previous one's last offset: Kafka's follower
+        append checks that offsets increase, as a compacted leader's log has gaps) with a last offset delta
+        >= 0 (a batch the leader's cleaner emptied holds no record); otherwise ValueError is raised before
+        anything is appended (a caller bug, not a fault). Each batch rolls the
         segment when due (Kafka rolls once per fetched set; one batch at a time keeps every segment within
         ``segment.bytes`` whatever the fetch size; a single batch larger than it gets a segment of its own:
         a follower cannot refuse what its leader holds). The epoch cache is assigned from each batch's
@@ -449,13 +398,12 @@ class PartitionLog:
         batches = tuple(batches)
         expected = self.log_end_offset
         for b in batches:
-            if b.base_offset != expected:
+            if b.base_offset < expected:
                 raise ValueError(
-                    f"follower append at offset {b.base_offset} is not contiguous with LEO {expected}"
-                    f" in {self.directory}")
-            if b.record_count <= 0:
-                raise ValueError("cannot append an empty record batch")
-            expected = b.base_offset + b.record_count
+                    f"follower append at offset {b.base_offset} is below LEO {expected} in {self.directory}")
+            if b.last_offset_delta < 0 or b.record_count < 0:
+                raise ValueError(f"cannot append a batch with last offset delta {b.last_offset_delta}")
+            expected = b.next_offset
         cache = self.epoch_cache
         for b in batches:
             self._append_stamped(b, now_ms)  # written first: an OSError leaves the earlier batches only
@@ -510,17 +458,25 @@ class PartitionLog:
         i = bisect_right(bases, fetch_offset) - 1
         if i < 0:
             i = 0
-        if bases[i] >= max_offset:
-            return ()
-        sizes = seg.sizes
-        total = sizes[i]
-        j = i + 1
-        while j < n and bases[j] < max_offset:
-            total += sizes[j]
-            if total > max_bytes:
-                break
-            j += 1
-        return tuple(_read_range(self._disk, seg.path, i, j))
+        while True:
+            if bases[i] >= max_offset:
+                return ()
+            sizes = seg.sizes
+            total = sizes[i]
+            j = i + 1
+            while j < n and bases[j] < max_offset:
+                total += sizes[j]
+                if total > max_bytes:
+                    break
+                j += 1
+            out = tuple(_read_range(self._disk, seg.path, i, j))
+            if out[0].next_offset > fetch_offset:
+                return out
+            # The batch ends before the fetch offset: the cleaner removed the batches in between (Kafka's
+            # translateOffset finds the first batch whose last offset reaches the fetch offset).
+            i += 1
+            if i == n:
+                return self.read(seg.next_offset, max_offset, max_bytes) if seg is not segments[-1] else ()
 
     def offset_for_timestamp(self, target_ms: int, max_offset: int) -> tuple[int, int, int] | None:
         """(offset, leader epoch of its batch, timestamp) of the first record at or above the log start offset
@@ -545,8 +501,7 @@ class PartitionLog:
                 if seg.timestamps[j] < target_ms:
                     continue  # this batch's records are all older: not read
                 (b,) = _read_range(self._disk, seg.path, j, j + 1)
-                for k, rec in enumerate(b.records):
-                    offset = b.base_offset + k
+                for offset, rec in zip(b.record_offsets(), b.records, strict=True):
                     if offset >= max_offset:
                         return None
                     if offset >= start and rec.timestamp >= target_ms:
@@ -561,7 +516,8 @@ class PartitionLog:
             yield from _scan(self._disk, seg.path)
 
     def record_at(self, offset: int) -> tuple[Record, int] | None:
-        """(record, partition leader epoch of its batch) at ``offset``, None outside [start, LEO)."""
+        """(record, partition leader epoch of its batch) at ``offset``, None outside [start, LEO) or when the
+        log cleaner removed it."""
         if offset < self.log_start_offset or offset >= self.log_end_offset:
             return None
         seg = self.segments[self._segment_of(offset)]
@@ -570,7 +526,11 @@ class PartitionLog:
         if i < 0:
             return None
         (b,) = _read_range(self._disk, seg.path, i, i + 1)
-        return (b.records[offset - b.base_offset], b.partition_leader_epoch)
+        offsets = b.record_offsets()
+        k = bisect_left(offsets, offset)
+        if k == len(offsets) or offsets[k] != offset:
+            return None  # the log cleaner removed it
+        return (b.records[k], b.partition_leader_epoch)
 
     # ------------------------------------------------------------------ truncation
     def truncate_to(self, offset: int, now_ms: int) -> None:
@@ -605,12 +565,15 @@ class PartitionLog:
         bases = seg.bases
         keep = bisect_left(bases, offset)  # batches starting below offset
         head = None
-        if keep and (bases[keep] if keep < len(bases) else seg.next_offset) > offset:
-            (straddling,) = _read_range(disk, seg.path, keep - 1, keep)
-            head = straddling.truncated_before(offset)
-            keep -= 1
+        end = seg.base_offset
+        if keep:
+            (last,) = _read_range(disk, seg.path, keep - 1, keep)
+            end = last.next_offset  # (below the next batch's base when the cleaner removed the offsets between)
+            if end > offset:
+                head = last.truncated_before(offset)
+                keep -= 1
+                end = last.base_offset
         disk.truncate(seg.path, keep, now_ms)
-        end = bases[keep] if keep < len(bases) else seg.next_offset
         seg.truncate_index(keep, end, self.config.index_interval_bytes)
         if head is not None:
             disk.append(seg.path, head, now_ms)
@@ -626,6 +589,9 @@ class PartitionLog:
             self.high_watermark = offset
         if self.recovery_point > offset:
             self.recovery_point = offset
+        if self.first_dirty_offset > offset:
+            self.first_dirty_offset = offset
+        self.mutations += 1
 
     def truncate_fully_and_start_at(self, offset: int, now_ms: int) -> None:
         """Delete every segment and start an empty log at ``offset`` (Kafka's ``truncateFullyAndStartAt``: a
@@ -647,6 +613,8 @@ class PartitionLog:
         self.log_start_offset = offset
         self.high_watermark = offset
         self.recovery_point = offset
+        self.first_dirty_offset = offset
+        self.mutations += 1
         self.epoch_cache.clear(now_ms)
         self._delete_snapshots(lambda o: False, now_ms)
         self.producer_state.rebuild(())
@@ -665,6 +633,8 @@ class PartitionLog:
         self.log_start_offset = offset
         if self.recovery_point < offset:
             self.recovery_point = offset
+        if self.first_dirty_offset < offset:
+            self.first_dirty_offset = offset
         self.epoch_cache.truncate_from_start(offset, now_ms)
         return True
 
@@ -730,6 +700,7 @@ class PartitionLog:
                 self._roll(now_ms)
                 self._disk.fsync(self.segments[-1].path, now_ms)  # the LEO survives the deletion below
             doomed = self.segments[:n]
+            self.mutations += 1
             self.maybe_increment_log_start_offset(self.segments[n].base_offset, now_ms)
             del self.segments[:n]
             del self._segment_bases[:n]
@@ -791,8 +762,6 @@ def _scan(disk: Disk, path: str) -> Iterator[RecordBatch]:
     return cast(Iterator[RecordBatch], disk.scan(path))
 
 
-def _headers(disk: Disk, path: str) -> Iterator[RecordBatch]:  # header fields only (Disk.scan_headers)
-    return cast(Iterator[RecordBatch], disk.scan_headers(path))
 
 
 def _read_range(disk: Disk, path: str, start: int, stop: int) -> Sequence[RecordBatch]:

@@ -38,9 +38,9 @@ def in_sequence(last_sequence: int, next_sequence: int) -> bool:
 
 
 def batch_last_sequence(batch: RecordBatch) -> int:
-    """The sequence of a batch's last record (Kafka's ``DefaultRecordBatch.lastSequence``: wraps past
-    ``Integer.MAX_VALUE`` to 0)."""
-    last = batch.base_sequence + batch.record_count - 1
+    """The sequence of a batch's last record (Kafka's ``DefaultRecordBatch.lastSequence``: base sequence +
+    ``lastOffsetDelta``, which a cleaned batch keeps; wraps past ``Integer.MAX_VALUE`` to 0)."""
+    last = batch.base_sequence + batch.last_offset_delta
     return last - MAX_SEQUENCE - 1 if last > MAX_SEQUENCE else last
 
 

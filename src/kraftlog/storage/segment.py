@@ -105,7 +105,11 @@ class LogConfig:
     (``index.interval.bytes``, 4096), ``retention_ms`` (``retention.ms``, 7 days; -1: no time limit),
     ``retention_bytes`` (``retention.bytes``, -1: no size limit), ``delete`` (``cleanup.policy`` holds
     ``delete``: retention applies), ``file_delete_delay_ms`` (``file.delete.delay.ms``, 60 s: how long the file
-    of a segment retention deleted stays on disk). ValueError for a value out of Kafka's range.
+    of a segment retention deleted stays on disk). Compaction (:mod:`kraftlog.storage.cleaner`): ``compact``
+    (``cleanup.policy`` holds ``compact``), ``min_cleanable_ratio`` (``min.cleanable.dirty.ratio``, 0.5),
+    ``min_compaction_lag_ms`` (``min.compaction.lag.ms``, 0), ``max_compaction_lag_ms``
+    (``max.compaction.lag.ms``, Long.MAX_VALUE), ``delete_retention_ms`` (``delete.retention.ms``, 1 day: how
+    long a tombstone outlives the first cleaning that reached it). ValueError for a value out of Kafka's range.
     """
 
     flush_interval_messages: int | None = None
@@ -119,6 +123,11 @@ class LogConfig:
     retention_bytes: int = -1
     delete: bool = True
     file_delete_delay_ms: int = 60_000
+    compact: bool = False
+    min_cleanable_ratio: float = 0.5
+    min_compaction_lag_ms: int = 0
+    max_compaction_lag_ms: int = (1 << 63) - 1
+    delete_retention_ms: int = 86_400_000
 
     def __post_init__(self) -> None:
         if self.flush_interval_messages is not None and self.flush_interval_messages < 1:
@@ -126,7 +135,9 @@ class LogConfig:
         if self.flush_interval_ms is not None and self.flush_interval_ms < 0:
             raise ValueError(f"flush_interval_ms must be >= 0 or None, got {self.flush_interval_ms}")
         for name, low in (("segment_bytes", 14), ("segment_ms", 1), ("segment_jitter_ms", 0),
-                          ("segment_index_bytes", 4), ("index_interval_bytes", 0), ("file_delete_delay_ms", 0)):
+                          ("segment_index_bytes", 4), ("index_interval_bytes", 0), ("file_delete_delay_ms", 0),
+                          ("min_cleanable_ratio", 0), ("min_compaction_lag_ms", 0), ("max_compaction_lag_ms", 1),
+                          ("delete_retention_ms", 0)):
             if getattr(self, name) < low:
                 raise ValueError(f"{name} must be >= {low}, got {getattr(self, name)}")
 
@@ -249,7 +260,7 @@ class LogSegment:
         """Account for ``batch`` just written at the end of the file (Kafka's ``LogSegment.append``): the dense
         index, the max timestamp, and a sparse index entry once more than ``index.interval.bytes`` were
         appended since the last one."""
-        next_offset = batch.base_offset + batch.record_count
+        next_offset = batch.next_offset
         self._add(batch.base_offset, next_offset - 1, batch.size_bytes, max_timestamp, index_interval_bytes)
         self.next_offset = next_offset
         self.last_modified_ms = now_ms

@@ -100,13 +100,13 @@ class ReplicationApis:
         for batch in log.batches():
             if batch.base_offset >= hwm:
                 break
-            if batch.max_timestamp <= found and batch.base_offset + batch.record_count <= hwm:
+            if batch.max_timestamp <= found and batch.next_offset <= hwm:
                 continue  # Kafka's time index: a batch whose maxTimestamp cannot win is not decoded
-            for i, rec in enumerate(batch.records):
-                if batch.base_offset + i >= hwm:
+            for at, rec in zip(batch.record_offsets(), batch.records, strict=True):
+                if at >= hwm:
                     break
                 if rec.timestamp > found or offset < 0:
-                    offset, epoch, found = batch.base_offset + i, batch.partition_leader_epoch, rec.timestamp
+                    offset, epoch, found = at, batch.partition_leader_epoch, rec.timestamp
         return offset, epoch, found
 
     def offset_for_leader_epoch(self, now_ms: int, env: Envelope[m.OffsetForLeaderEpochRequest]) -> None:
