@@ -27,6 +27,7 @@ from random import Random
 import pytest
 from crc32c import crc32c
 
+import test_compaction as compaction_tests
 import test_segments as segments_tests
 import test_storage as storage_tests
 from kraftlog.controller.controller import METADATA_LOG, QuorumController
@@ -343,6 +344,26 @@ REUSED_SEGMENT_TESTS = [
 @pytest.mark.parametrize("name", REUSED_SEGMENT_TESTS)
 def test_segment_behaviour_holds_on_a_file_disk(name, tmp_path, monkeypatch):
     _on_file_disks(segments_tests, name, tmp_path, monkeypatch)
+
+
+#: tests/test_compaction.py's cases run on files: cleaned segments written as ``.cleaned.log``, renamed into place
+#: through ``.swap.log``, reloaded with their gaps, a crashed cleaning's file deleted at load.
+REUSED_COMPACTION_TESTS = [
+    "test_the_last_value_of_each_key_is_kept_with_its_offset",
+    "test_a_cleaned_batch_keeps_its_base_and_last_offset_and_its_producer_fields",
+    "test_a_producers_last_batch_is_kept_empty_so_its_sequence_survives",
+    "test_a_tombstone_outlives_the_first_cleaning_by_delete_retention_ms",
+    "test_the_cleaning_stops_at_the_high_watermark_and_the_active_segment",
+    "test_a_full_offset_map_ends_the_cleaning_where_it_stopped",
+    "test_small_segments_are_cleaned_into_one_segment",
+    "test_a_crash_mid_cleaning_leaves_the_log_as_it_was",
+    "test_a_truncation_during_a_cleaning_aborts_it",
+]
+
+
+@pytest.mark.parametrize("name", REUSED_COMPACTION_TESTS)
+def test_compaction_behaviour_holds_on_a_file_disk(name, tmp_path, monkeypatch):
+    _on_file_disks(compaction_tests, name, tmp_path, monkeypatch)
 
 
 def _kafka_cache():

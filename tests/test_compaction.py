@@ -1,0 +1,520 @@
+"""Issue 31: Kafka's log cleaner. Each test ports one of Kafka's ``LogCleanerTest`` / ``LogCleanerManagerTest``
+cases as a fact about kraftlog's cleaner (:mod:`kraftlog.storage.cleaner`) over a
+:class:`~kraftlog.storage.log.PartitionLog` on a SimDisk; the property test at the end drives random keyed appends,
+tombstones, cleanings, crashes and restarts."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from kraftlog.protocol.records import ATTR_DELETE_HORIZON, Record, RecordBatch
+from kraftlog.storage.cleaner import (
+    Cleaning,
+    OffsetMap,
+    grab_filthiest,
+    group_segments_by_size,
+    log_to_clean,
+)
+from kraftlog.storage.disk import SimDisk
+from kraftlog.storage.log import LogConfig, PartitionLog
+from kraftlog.storage.log_loader import cleaned_file, swap_file
+
+DIR = "data/t-0"
+KEY = ("t", 0)
+DAY = 86_400_000
+
+
+def kv(*pairs: tuple[str, str | None], ts: int = 0, pid: int = -1, seq: int = -1, codec: int = 0) -> RecordBatch:
+    """A batch of (key, value) records; a None value is a tombstone."""
+    return RecordBatch(-1, -1, tuple(Record(ts, k.encode(), None if v is None else v.encode()) for k, v in pairs),
+                       producer_id=pid, producer_epoch=0 if pid >= 0 else -1, base_sequence=seq, attributes=codec)
+
+
+def new_log(disk: SimDisk | None = None, now: int = 0, **cfg: object) -> PartitionLog:
+    config = {"compact": True, "delete": False, "min_cleanable_ratio": 0.0} | cfg
+    return PartitionLog(disk if disk is not None else SimDisk(None), DIR, LogConfig(**config), now)  # type: ignore[arg-type]
+
+
+def append(log: PartitionLog, *batches: RecordBatch, now: int = 0) -> None:
+    for b in batches:
+        log.append_as_leader(b, 0, now)
+    log.update_high_watermark(log.log_end_offset)
+
+
+def roll(log: PartitionLog, now: int = 0) -> None:
+    """Close the active segment (Kafka's tests call ``log.roll()``)."""
+    log._roll(now)
+
+
+def clean(log: PartitionLog, now: int = 0, memory: int = 1 << 20, budget: int = 1 << 30) -> Cleaning:
+    """Run one cleaning of ``log`` to its end (what the cleaner thread does with the filthiest log)."""
+    target = grab_filthiest({KEY: log}, now)
+    assert target is not None, "nothing to clean"
+    c = Cleaning(log._disk, log, target, OffsetMap(memory, 1.0), now)
+    while not c.finished:
+        c.step(now, budget)
+    assert c.phase == "done", c.reason
+    return c
+
+
+def contents(log: PartitionLog) -> list[tuple[int, str, str | None]]:
+    """(offset, key, value) of every record the log holds from its start, in offset order."""
+    out = []
+    for b in log.batches():
+        for offset, r in zip(b.record_offsets(), b.records, strict=True):
+            if offset >= log.log_start_offset:
+                out.append((offset, r.key.decode() if r.key else "", r.value.decode() if r.value is not None else None))
+    return out
+
+
+def latest(log: PartitionLog) -> dict[str, str | None]:
+    out: dict[str, str | None] = {}
+    for _o, k, v in contents(log):
+        out[k] = v
+    return out
+
+
+# =========================================================================== what a cleaning keeps
+def test_the_last_value_of_each_key_is_kept_with_its_offset():
+    """LogCleanerTest.testCleanSegments: keys 0..4 written three times over three segments; the cleaning keeps each
+    key's last record in the cleaned segments, at the offset it was written at; the active segment is untouched."""
+    log = new_log(segment_bytes=5 * kv(("0", "v0-0")).size_bytes)
+    for round_ in range(3):
+        append(log, *(kv((str(k), f"v{k}-{round_}")) for k in range(5)))
+    append(log, kv(("9", "tail")))  # the active segment
+    assert [s.base_offset for s in log.segments] == [0, 5, 10, 15]
+    clean(log)
+    assert contents(log) == [(10 + k, str(k), f"v{k}-2") for k in range(5)] + [(15, "9", "tail")]
+    assert log.log_end_offset == 16 and log.first_dirty_offset == 15
+    # the cleaned segments keep their base offsets; a reader at an offset the cleaner removed gets the next batch
+    assert [s.base_offset for s in log.segments] == [0, 5, 10, 15]
+    assert log.read(3, 16, 1 << 20)[0].base_offset == 10
+    assert log.record_at(3) is None and log.record_at(12) is not None
+
+
+def test_a_cleaned_batch_keeps_its_base_and_last_offset_and_its_producer_fields():
+    """LogCleanerTest.testCleanSegmentsWithConcurrentSegmentDeletion's precondition and MemoryRecords.filterTo: a
+    batch that loses records keeps its base offset, its last offset (overrideLastOffset), its producer id, epoch
+    and base sequence and its partition leader epoch."""
+    log = new_log(segment_bytes=200)
+    append(log, kv(("a", "1"), ("b", "1"), ("c", "1"), pid=4, seq=0))
+    roll(log)
+    append(log, kv(("c", "2")))
+    roll(log)
+    clean(log)
+    first = next(iter(log.batches()))
+    assert (first.base_offset, first.last_offset, first.record_count) == (0, 2, 2)
+    assert (first.producer_id, first.producer_epoch, first.base_sequence) == (4, 0, 0)
+    assert first.record_offsets() == (0, 1)
+    assert latest(log) == {"a": "1", "b": "1", "c": "2"}
+
+
+def test_a_producers_last_batch_is_kept_empty_so_its_sequence_survives():
+    """LogCleanerTest.testDuplicateCheckAfterCleaning / testLogCleanerRetainsProducerLastSequence
+    (BatchRetention.RETAIN_EMPTY): producer 7's only batch is superseded record by record; the cleaner keeps the
+    batch with no record, so after a restart the producer's last sequence is known and its retry is a duplicate."""
+    disk = SimDisk(None)
+    log = new_log(disk, segment_bytes=200)
+    append(log, kv(("a", "old"), ("b", "old"), pid=7, seq=0))
+    roll(log)
+    append(log, kv(("a", "new"), ("b", "new")))
+    roll(log)
+    clean(log)
+    kept = next(iter(log.batches()))
+    assert (kept.producer_id, kept.base_offset, kept.last_offset, kept.record_count) == (7, 0, 1, 0)
+    log.seal(1)
+    again = PartitionLog(disk, DIR, log.config, 2, clean_shutdown=True)
+    assert again.dropped_at_load == []
+    assert again.producer_state.producers[7].last_sequence == 1
+    assert again.producer_state.check(kv(("a", "old"), ("b", "old"), pid=7, seq=0)) == (0, 0)  # a duplicate
+    # a batch of a producer that wrote again later goes when emptied
+    log2 = new_log(segment_bytes=200)
+    append(log2, kv(("a", "x"), pid=3, seq=0))
+    roll(log2)
+    append(log2, kv(("a", "y"), pid=3, seq=1))
+    roll(log2)
+    clean(log2)
+    assert [b.base_offset for b in log2.batches()] == [1]
+
+
+@pytest.mark.parametrize("codec", [1, 2, 3, 4], ids=["gzip", "snappy", "lz4", "zstd"])
+def test_a_rewritten_batch_keeps_its_codec(codec: int):
+    """LogCleanerTest.testCleaningWithCompressedMessages (MemoryRecords.filterTo builds the retained records with the
+    original batch's compression type): a compressed batch that loses records is written back compressed with
+    the same codec and reads back."""
+    log = new_log(segment_bytes=1000)
+    append(log, kv(("a", "1"), ("b", "1"), ("c", "1"), codec=codec))
+    roll(log)
+    append(log, kv(("b", "2")))
+    roll(log)
+    clean(log)
+    first = next(iter(log.batches()))
+    assert first.attributes & 0x07 == codec
+    back = RecordBatch.from_bytes(first.data)
+    assert back.attributes & 0x07 == codec
+    assert [(r.key, r.value) for r in back.records] == [(b"a", b"1"), (b"c", b"1")]
+    assert back.record_offsets() == (0, 2) and back.last_offset == 2
+
+
+def test_keyless_records_are_removed_by_the_cleaner():
+    """LogCleaner.shouldRetainRecord: a record without a key (written before the topic became compacted) is not
+    kept; Kafka counts it as an invalid message."""
+    log = new_log(segment_bytes=1000)
+    append(log, RecordBatch(-1, -1, (Record(0, None, b"nokey"), Record(0, b"k", b"v"))))
+    roll(log)
+    append(log, kv(("z", "1")))
+    roll(log)
+    c = clean(log)
+    assert c.stats.invalid_messages == 1
+    assert contents(log) == [(1, "k", "v"), (2, "z", "1")]
+
+
+# =========================================================================== tombstones (KIP-534)
+def test_a_tombstone_outlives_the_first_cleaning_by_delete_retention_ms():
+    """LogCleanerTest.testCleanTombstone / testDeleteHorizon (KIP-534): the first cleaning that reaches a tombstone
+    sets its batch's delete horizon to the cleaning's time + delete.retention.ms, whatever the tombstone's own
+    timestamp; cleanings before the horizon keep it; the first one after removes it (and the value it deleted)."""
+    log = new_log(segment_bytes=1000, delete_retention_ms=DAY)
+    append(log, kv(("a", "1"), ("b", "1"), ts=0))
+    roll(log)
+    append(log, kv(("a", None), ts=0))  # a tombstone written at t=0
+    roll(log)
+    t1 = 10 * DAY
+    clean(log, now=t1)
+    assert latest(log) == {"a": None, "b": "1"}
+    tomb = [b for b in log.batches() if b.base_offset == 2][0]
+    assert tomb.attributes & ATTR_DELETE_HORIZON and tomb.delete_horizon_ms == t1 + DAY
+    assert tomb.records[0].timestamp == 0  # the record's own timestamp is kept
+    append(log, kv(("c", "1")))
+    roll(log)
+    clean(log, now=t1 + DAY - 1)
+    assert latest(log)["a"] is None  # still within its horizon
+    append(log, kv(("d", "1")))
+    roll(log)
+    c = clean(log, now=t1 + DAY)
+    assert "a" not in latest(log) and c.stats.tombstones_removed == 1
+    assert latest(log) == {"b": "1", "c": "1", "d": "1"}
+
+
+# =========================================================================== what is cleanable
+def test_the_cleaning_stops_at_the_high_watermark_and_the_active_segment():
+    """LogCleanerManagerTest.testCleanableOffsetsActiveSegment and the HWM bound (Kafka: the last stable offset): the
+    first uncleanable offset is the base of the segment holding min(HWM, active segment base); records above
+    it keep every version."""
+    log = new_log(segment_bytes=3 * kv(("a", "1")).size_bytes)
+    for i in range(9):
+        log.append_as_leader(kv(("a", str(i))), 0, 0)
+    assert [s.base_offset for s in log.segments] == [0, 3, 6]
+    log.update_high_watermark(4)  # inside the second segment
+    ltc = log_to_clean(KEY, log, 0)
+    assert (ltc.first_dirty_offset, ltc.first_uncleanable_offset) == (0, 3)
+    clean(log)
+    assert [o for o, _k, _v in contents(log)] == [2, 3, 4, 5, 6, 7, 8]
+    log.update_high_watermark(9)
+    assert log_to_clean(KEY, log, 0).first_uncleanable_offset == 6  # the active segment's base
+    clean(log)
+    assert [o for o, _k, _v in contents(log)] == [5, 6, 7, 8]
+
+
+def test_the_dirty_ratio_decides_and_the_filthiest_log_goes_first():
+    """LogCleanerManagerTest.testGrabFilthiestCompactedLog...: cleanable ratio = dirty bytes / (clean + dirty
+    bytes); a log below min.cleanable.dirty.ratio is not cleaned; of two, the dirtier goes first; a log without
+    cleanup.policy=compact is never a candidate."""
+    seg = 2 * kv(("a", "1")).size_bytes
+    a = new_log(segment_bytes=seg, min_cleanable_ratio=0.5)
+    for i in range(4):
+        append(a, kv(("k", str(i))))
+    append(a, kv(("z", "tail")))
+    assert log_to_clean(KEY, a, 0).cleanable_ratio == 1.0
+    clean(a)  # now everything below the active segment is clean
+    append(a, kv(("k", "x")), kv(("k", "y")))
+    ltc = log_to_clean(KEY, a, 0)
+    assert ltc.clean_bytes > 0 and 0 < ltc.cleanable_ratio < 1
+    assert ltc.cleanable_ratio == ltc.cleanable_bytes / (ltc.clean_bytes + ltc.cleanable_bytes)
+    strict = new_log(segment_bytes=seg, min_cleanable_ratio=0.99)
+    for i in range(3):
+        append(strict, kv(("k", str(i))))
+    roll(strict)
+    assert grab_filthiest({KEY: strict}, 0) is not None  # all dirty: ratio 1
+    deleting = new_log(segment_bytes=seg, compact=False, delete=True)
+    for i in range(3):
+        append(deleting, kv(("k", str(i))))
+    roll(deleting)
+    assert grab_filthiest({("d", 0): deleting}, 0) is None
+    assert grab_filthiest({("d", 0): deleting, KEY: strict}, 0).key == KEY  # type: ignore[union-attr]
+
+
+def test_min_compaction_lag_keeps_recent_segments_dirty():
+    """LogCleanerManagerTest.testCleanableOffsetsForTime: with min.compaction.lag.ms, the first segment holding a
+    record younger than the lag (its largest timestamp) is the first uncleanable one."""
+    seg = 2 * kv(("a", "1")).size_bytes
+    log = new_log(segment_bytes=seg, min_compaction_lag_ms=1000)
+    append(log, kv(("a", "1"), ts=100), kv(("a", "2"), ts=100))  # segment 0: old
+    append(log, kv(("a", "3"), ts=5000), kv(("a", "4"), ts=5000))  # segment 2: young at t=5500
+    append(log, kv(("b", "tail"), ts=5000))
+    assert log_to_clean(KEY, log, 5500).first_uncleanable_offset == 2
+    assert log_to_clean(KEY, log, 6001).first_uncleanable_offset == 4
+
+
+def test_max_compaction_lag_forces_a_cleaning_below_the_dirty_ratio():
+    """LogCleanerManagerTest.testMaxCompactionLag... (needCompactionNow): a log whose oldest dirty batch is older than
+    max.compaction.lag.ms is cleaned although its dirty ratio is below min.cleanable.dirty.ratio."""
+    seg = 2 * kv(("a", "1")).size_bytes
+    log = new_log(segment_bytes=seg, min_cleanable_ratio=0.9, max_compaction_lag_ms=1000)
+    for i in range(4):
+        append(log, kv(("k", str(i)), ts=0))
+    append(log, kv(("z", "t"), ts=0))
+    clean(log)
+    append(log, kv(("k", "late"), ts=100))  # a small dirty section
+    append(log, kv(("z", "t2"), ts=100))
+    assert log_to_clean(KEY, log, 500).cleanable_ratio < 0.9
+    assert grab_filthiest({KEY: log}, 500) is None
+    assert grab_filthiest({KEY: log}, 1200) is not None and log_to_clean(KEY, log, 1200).need_compaction_now
+
+
+def test_a_checkpoint_outside_the_log_is_reset_to_the_log_start():
+    """LogCleanerManagerTest.testCleanableOffsetsNeedsCheckpointReset / testDirtyOffsetResetIfLargerThanEndOffset:
+    a first dirty offset above the LEO or below the log start offset counts as the log start offset."""
+    disk = SimDisk(None)
+    log = new_log(disk, segment_bytes=200)
+    append(log, kv(("a", "1")), kv(("a", "2")))
+    roll(log)
+    log.first_dirty_offset = 99
+    assert log_to_clean(KEY, log, 0).first_dirty_offset == 0
+    again = PartitionLog(disk, DIR, log.config, 0, first_dirty_offset=99)
+    assert again.first_dirty_offset == again.log_end_offset == 2
+
+
+# =========================================================================== the offset map and segment groups
+def test_a_full_offset_map_ends_the_cleaning_where_it_stopped():
+    """LogCleanerTest.testPartialSegmentClean / testCleaningWithUncleanableSection: with room for two keys, each
+    cleaning maps the next two keys of the dirty section and ends at the last offset it mapped (the first dirty
+    offset moves there); what lies past it keeps every version until a later cleaning maps it."""
+    log = new_log(segment_bytes=10_000)
+    append(log, *(kv((k, "1")) for k in "abcd"), *(kv((k, "2")) for k in "abcd"))
+    roll(log)
+    ends = [clean(log, memory=2 * 24).end_offset for _ in range(2)]
+    assert ends == [2, 4] and log.first_dirty_offset == 4
+    assert [o for o, _k, _v in contents(log)] == list(range(8))  # a@0..d@3 were each their key's latest so far
+    assert clean(log, memory=2 * 24).end_offset == 6  # maps a@4, b@5: a@0 and b@1 go
+    assert [o for o, _k, _v in contents(log)] == [2, 3, 4, 5, 6, 7]
+    clean(log, memory=2 * 24)
+    assert contents(log) == [(4, "a", "2"), (5, "b", "2"), (6, "c", "2"), (7, "d", "2")]
+
+
+def test_small_segments_are_cleaned_into_one_segment():
+    """LogCleanerTest.testSegmentGrouping: consecutive segments are grouped while their bytes stay within
+    segment.bytes (and their indexes within segment.index.bytes); each group becomes one segment."""
+    one = kv(("k0", "v")).size_bytes
+    log = new_log(segment_bytes=one)
+    for i in range(6):
+        append(log, kv((f"k{i}", "v")))
+    sealed = log.segments[:-1]
+    groups = group_segments_by_size(sealed, 2 * one, 1000, log.active_segment.base_offset)
+    assert [[s.base_offset for s in g] for g in groups] == [[0, 1], [2, 3], [4]]
+    assert group_segments_by_size(sealed, 2 * one, 1, log.active_segment.base_offset) == [[s] for s in sealed]
+    big = new_log(segment_bytes=one)
+    for i in range(6):
+        append(big, kv((f"k{i}", "v")))
+    big.config = dataclasses.replace(big.config, segment_bytes=3 * one)  # the topic's segment.bytes grew
+    clean(big)
+    assert [s.base_offset for s in big.segments] == [0, 3, 5]
+    assert [o for o, _k, _v in contents(big)] == [0, 1, 2, 3, 4, 5]
+
+
+# =========================================================================== crashes, aborts, I/O errors
+def test_a_crash_mid_cleaning_leaves_the_log_as_it_was():
+    """Kafka's LogLoader deletes a ``.cleaned`` file: a cleaning the node crashed in has changed nothing."""
+    disk = SimDisk(None)
+    log = new_log(disk, segment_bytes=10_000)
+    append(log, *(kv(("a", str(i))) for i in range(20)))
+    roll(log)
+    log.flush(0)
+    before = contents(log)
+    target = grab_filthiest({KEY: log}, 0)
+    assert target is not None
+    c = Cleaning(disk, log, target, OffsetMap(1 << 20), 0)
+    while c.phase == "map":
+        c.step(0, 1)
+    c.step(0, 3 * kv(("a", "1")).size_bytes)
+    assert disk.exists(f"{DIR}/{cleaned_file(0)}")
+    disk.crash("unflushed", 1)
+    again = PartitionLog(disk, DIR, log.config, 2)
+    assert contents(again) == before and not disk.exists(f"{DIR}/{cleaned_file(0)}")
+
+
+class _SwapCrashDisk(SimDisk):
+    """A SimDisk whose deletion of a segment file fails (EIO) while a cleaner's swap file exists: the process
+    stops between the two renames of the swap."""
+
+    __slots__ = ("armed",)
+
+    def __init__(self) -> None:
+        super().__init__(None)
+        self.armed = True
+
+    def delete(self, path: str, now_ms: int) -> None:
+        if self.armed and path.endswith(".log") and any(p.endswith(".swap.log") for p in self.list(DIR + "/")):
+            raise OSError(5, "Input/output error", path)
+        super().delete(path, now_ms)
+
+
+def test_a_crash_during_the_swap_is_completed_at_load():
+    """Kafka's LogLoader completes a ``.swap`` file: the cleaned segment replaces the segments it covers."""
+    disk = _SwapCrashDisk()
+    one = kv(("a", "1")).size_bytes
+    log = new_log(disk, segment_bytes=one)
+    for i in range(4):
+        append(log, kv(("a", str(i))))
+    append(log, kv(("b", "t")))
+    log.config = dataclasses.replace(log.config, segment_bytes=10 * one)
+    log.flush(0)
+    target = grab_filthiest({KEY: log}, 0)
+    assert target is not None
+    c = Cleaning(disk, log, target, OffsetMap(1 << 20), 0)
+    with pytest.raises(OSError):
+        while not c.finished:
+            c.step(0, 1 << 20)
+    assert disk.exists(f"{DIR}/{swap_file(0)}")
+    disk.armed = False
+    disk.crash("unflushed", 1)
+    again = PartitionLog(disk, DIR, log.config, 2)
+    assert again.swaps_completed and again.dropped_at_load == []
+    assert contents(again) == [(3, "a", "3"), (4, "b", "t")]
+    assert [s.base_offset for s in again.segments] == [0, 4]
+
+
+def test_a_truncation_during_a_cleaning_aborts_it():
+    """LogCleanerManager.abortAndPauseCleaning (LogManager.truncateTo): a cleaning under way gives up when the log's
+    sealed segments change, its cleaned file deleted; the log holds what the truncation left."""
+    disk = SimDisk(None)
+    log = new_log(disk, segment_bytes=3 * kv(("a", "1")).size_bytes)
+    append(log, *(kv(("a", str(i))) for i in range(9)))
+    target = grab_filthiest({KEY: log}, 0)
+    assert target is not None
+    c = Cleaning(disk, log, target, OffsetMap(1 << 20), 0)
+    c.step(0, 1)
+    log.truncate_to(4, 0)
+    c.step(0, 1 << 20)
+    assert c.phase == "aborted" and "changed" in c.reason
+    assert [o for o, _k, _v in contents(log)] == [0, 1, 2, 3]
+    assert not any(p.endswith(".cleaned.log") for p in disk.list(DIR + "/"))
+
+
+# =========================================================================== property: what a reader sees
+_KEYS = ("a", "b", "c", "d", "e")
+_RETENTION_MS = 5_000
+
+
+def _ops():
+    from hypothesis import strategies as st
+
+    append = st.tuples(st.just("append"), st.lists(st.tuples(st.sampled_from(_KEYS), st.booleans()), min_size=1,
+                                                    max_size=3))
+    clean = st.tuples(st.just("clean"), st.integers(1, 4))
+    other = st.tuples(st.sampled_from(["roll", "crash", "restart", "wait"]), st.integers(1, 4))
+    partial = st.tuples(st.just("crash-mid-cleaning"), st.integers(1, 6))
+    return st.lists(st.one_of(append, append, append, clean, clean, other, partial), min_size=10, max_size=80)
+
+
+def _check_reader(log: PartitionLog, acked: list[tuple[int, str, str | None]], now: int,
+                  first_horizon_from: dict[int, int]) -> None:
+    """What a reader from the log start sees: offsets increase, every record is one that was acknowledged at
+    that offset, and every key's last record is its latest acknowledged one, or, for a tombstone, nothing once
+    delete.retention.ms passed since a cleaning that could have reached it."""
+    seen = contents(log)
+    offsets = [o for o, _k, _v in seen]
+    assert offsets == sorted(set(offsets))
+    by_offset = {o: (k, v) for o, k, v in acked}
+    assert all(by_offset.get(o) == (k, v) for o, k, v in seen), "a record that was never acknowledged there"
+    last_seen: dict[str, tuple[int, str | None]] = {k: (o, v) for o, k, v in seen}
+    last_acked: dict[str, tuple[int, str | None]] = {k: (o, v) for o, k, v in acked}
+    for key, (offset, value) in last_acked.items():
+        if key in last_seen:
+            assert last_seen[key] == (offset, value), f"key {key}: {last_seen[key]} instead of {(offset, value)}"
+        else:
+            assert value is None, f"key {key} lost its latest value {value!r} at offset {offset}"
+            start = first_horizon_from.get(offset)
+            assert start is not None and now >= start + _RETENTION_MS, f"tombstone of {key} removed too early"
+
+
+def _settings():
+    from hypothesis import HealthCheck, settings
+
+    return settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def test_a_reader_sees_every_keys_latest_acknowledged_value_through_cleanings_crashes_and_restarts():
+    """Property (issue 31): random keyed appends and tombstones (each acknowledged once flushed), cleanings, rolls,
+    time passing, crashes (losing what was not fsynced, sometimes in the middle of a cleaning) and clean restarts:
+    a reader from the log start always sees, for every key, the latest acknowledged value, or its tombstone
+    within delete.retention.ms of the first cleaning that could reach it."""
+    from hypothesis import given
+
+    @_settings()
+    @given(_ops())
+    def run(ops: list) -> None:
+        disk = SimDisk(None)
+        config = LogConfig(compact=True, delete=False, min_cleanable_ratio=0.0, segment_bytes=300,
+                           delete_retention_ms=_RETENTION_MS)
+        now = 0
+        log = PartitionLog(disk, DIR, config, now)
+        acked: list[tuple[int, str, str | None]] = []
+        first_horizon_from: dict[int, int] = {}  # tombstone offset -> start of the first cleaning that covered it
+        checkpoint = 0
+        n = 0
+
+        def start_cleaning() -> Cleaning | None:
+            target = grab_filthiest({KEY: log}, now)
+            if target is None:
+                return None
+            for o, _k, v in acked:
+                if v is None and o < target.first_uncleanable_offset:
+                    first_horizon_from.setdefault(o, now)
+            return Cleaning(disk, log, target, OffsetMap(4 * 24, 1.0), now)
+
+        def reload(clean_shutdown: bool) -> PartitionLog:
+            again = PartitionLog(disk, DIR, config, now, clean_shutdown=clean_shutdown, first_dirty_offset=checkpoint)
+            again.update_high_watermark(again.log_end_offset)
+            assert again.log_end_offset == (acked[-1][0] + 1 if acked else 0)
+            return again
+
+        for op, arg in ops:
+            now += 700
+            if op == "append":
+                pairs = [(k, None if tomb else f"v{n}-{i}") for i, (k, tomb) in enumerate(arg)]
+                n += 1
+                stored = log.append_as_leader(kv(*pairs, ts=now), 0, now)
+                log.flush(now)  # acknowledged once durable
+                log.update_high_watermark(log.log_end_offset)
+                acked += [(o, k, v) for o, (k, v) in zip(stored.record_offsets(), pairs, strict=True)]
+            elif op == "roll":
+                log._roll(now)
+            elif op == "wait":
+                now += arg * 2_000
+            elif op == "clean":
+                c = start_cleaning()
+                if c is not None:
+                    while not c.finished:
+                        c.step(now, arg * 60)
+                    checkpoint = log.first_dirty_offset
+            elif op == "crash-mid-cleaning":
+                c = start_cleaning()
+                for _ in range(arg):
+                    if c is None or c.finished:
+                        break
+                    c.step(now, 60)
+                disk.crash("unflushed", now)
+                log = reload(False)
+            elif op == "crash":
+                disk.crash("unflushed", now)
+                log = reload(False)
+            else:  # a clean restart
+                log.seal(now)
+                log = reload(True)
+                assert log.dropped_at_load == [] and log.checksum_mismatches == []
+            _check_reader(log, acked, now, first_horizon_from)
+
+    run()
