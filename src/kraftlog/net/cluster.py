@@ -468,7 +468,8 @@ class NodeStatus:
     #: what the process counts (until metrics are exported): e.g. ``storage-error-count``,
     #: ``dropped-at-load-count``, ``batches-recovered-at-load`` (checked one by one at start: after an unclean
     #: shutdown, those from the recovery point on) and ``batches-trusted-at-load`` (below it, by length only),
-    #: ``segments-deleted`` (retention), ``metadata-apply-error-count`` (every node: metadata records it could
+    #: ``segments-deleted`` (retention), ``cleanings`` / ``cleanings-aborted`` (the log cleaner's, since start),
+    #: ``metadata-apply-error-count`` (every node: metadata records it could
     #: not apply, Kafka's metric)
     counters: dict | None = None
     #: Why the node's last start was refused (its directory's identity), while it stays down; else None.

@@ -347,6 +347,8 @@ async def _main(directory: str, node) -> int:
                                     "batches-trusted-at-load": core.log_manager.batches_trusted,
                                     "segments-unread-at-load": core.log_manager.segments_unread,
                                     "segments-deleted": core.log_manager.segments_deleted,
+                                    "cleanings": core.log_manager.cleaner.cleanings,
+                                    "cleanings-aborted": core.log_manager.cleaner.aborted,
                                     "metadata-apply-error-count": errors,
                                     "stray-dir-count": len(core.strays)})
         else:
