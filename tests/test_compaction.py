@@ -518,3 +518,66 @@ def test_a_reader_sees_every_keys_latest_acknowledged_value_through_cleanings_cr
             _check_reader(log, acked, now, first_horizon_from)
 
     run()
+
+
+# =========================================================================== the broker's cleaner
+def _cleaner(logs: dict, disk: SimDisk, **settings: object):
+    from kraftlog.broker.log_cleaner import CleanerSettings, LogCleaner
+
+    failures: list[str] = []
+    notes: list[str] = []
+    checkpoints: list[int] = []
+    cleaner = LogCleaner(disk, logs, CleanerSettings(**settings),  # type: ignore[arg-type]
+                         lambda now, exc, what: failures.append(f"{what}: {exc}"), notes.append, checkpoints.append)
+    return cleaner, failures, notes, checkpoints
+
+
+def test_the_cleaner_runs_in_slices_backs_off_when_idle_and_checkpoints_when_done():
+    """Kafka's CleanerThread.doWork: the filthiest log is cleaned, then cleaner-offset-checkpoint is written
+    (doneCleaning); with nothing to clean the cleaner waits log.cleaner.backoff.ms. kraftlog's cleaning reads
+    about kraftlog.log.cleaner.slice.bytes per tick, 1 ms apart, and log.cleaner.io.max.bytes.per.second spaces
+    the slices further (Kafka's Throttler)."""
+    disk = SimDisk(None)
+    log = new_log(disk, segment_bytes=400)
+    append(log, *(kv((f"k{i % 3}", str(i))) for i in range(30)))
+    cleaner, failures, notes, checkpoints = _cleaner({KEY: log}, disk, backoff_ms=15_000, slice_bytes=100,
+                                                     max_io_bytes_per_second=100_000.0)
+    now, ticks = 0, 0
+    assert cleaner.next_deadline(1 << 40) == 0
+    while cleaner.cleanings == 0:
+        cleaner.tick(now)
+        ticks += 1
+        assert cleaner.next_run_ms > now
+        now = cleaner.next_run_ms
+        assert ticks < 1000
+    assert ticks > 10  # many slices
+    assert checkpoints and failures == [] and "cleaned t-0 up to offset" in notes[-1]
+    assert cleaner.last_stats is not None and cleaner.last_stats.recopy_ratio < 1
+    cleaner.tick(now)  # nothing left to clean: back off
+    assert cleaner.cleaning is None and cleaner.next_run_ms == now + 15_000
+    assert cleaner.next_deadline(1 << 40) == now + 15_000
+    assert _cleaner({KEY: new_log(compact=False)}, disk)[0].next_deadline(7) == 7  # no compacted log: no timer
+
+
+def test_an_io_error_while_cleaning_takes_the_log_directory_offline():
+    """Issue 31 / Kafka's LogCleaner: an IOException while cleaning goes to the LogDirFailureChannel: the cleaner
+    hands the OSError to the directory's failure handler (the broker takes the directory offline) and stops;
+    the log on the disk is as it was (a restart deletes the cleaned file)."""
+    disk = SimDisk(None)
+    log = new_log(disk, segment_bytes=400)
+    append(log, *(kv((f"k{i % 3}", str(i))) for i in range(30)))
+    log.flush(0)
+    before = contents(log)
+    cleaner, failures, _notes, _checkpoints = _cleaner({KEY: log}, disk, slice_bytes=100)
+    cleaner.tick(0)
+    disk.set_full(True)
+    now = 1
+    while not failures:
+        cleaner.tick(now)
+        now += 1
+        assert now < 1000
+    assert failures == ["cleaning t-0: [Errno 28] No space left on device: " + failures[0].split(": ", 2)[2]]
+    assert cleaner.cleaning is None
+    disk.set_full(False)
+    disk.crash("unflushed", now)
+    assert contents(PartitionLog(disk, DIR, log.config, now)) == before

@@ -19,6 +19,7 @@ import time
 import pytest
 
 from conftest import running_cluster, wait_for
+from test_metrics_real import scrape
 from kraftlog.net import cluster as cl
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
@@ -113,6 +114,11 @@ def test_a_compacted_topic_gives_confluent_kafka_one_record_per_key_with_its_lat
         assert offsets == sorted(offsets) and offsets[-1] == written - 1  # offsets kept: the gaps are skipped
         assert len(records) < written / 4
         leader = admin.list_topics("table", timeout=10).topics["table"].partitions[0].leader
+        nodes = {e["id"]: e for e in cl.load(directory)["nodes"]}
+        scraped = scrape(nodes[leader]["metrics_port"])  # Kafka's LogCleaner gauges
+        recopy = scraped["kafka_log_logcleaner_cleaner_recopy_percent"][0][1]
+        assert 0 < recopy < 100 and scraped["kafka_log_logcleaner_max_buffer_utilization_percent"][0][1] >= 0
+        assert scraped["kafka_log_logcleanermanager_time_since_last_run_ms"][0][1] >= 0
         part = os.path.join(directory, f"broker-{leader}", "data", "table-0")
         assert os.path.exists(os.path.join(directory, f"broker-{leader}", "data", "cleaner-offset-checkpoint"))
         assert not [n for n in os.listdir(part) if n.endswith((".cleaned.log", ".swap.log"))]

@@ -339,6 +339,11 @@ class Broker(NodeBase[BrokerContext]):
         replicas.send_alter_partitions(now_ms)
         self.fetcher.send_fetches(now_ms)
 
+    @property
+    def now_ms(self) -> int:
+        """The latest time (ms) the driver handed this broker (gauges read the node's clock through it)."""
+        return self._now_ms
+
     def next_deadline(self) -> int | None:
         """The earliest of this broker's timers (ms); None once stopped. Called after every event, so
         it keeps a running minimum instead of building a list."""

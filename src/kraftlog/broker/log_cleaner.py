@@ -147,6 +147,12 @@ class LogCleaner:
                    f"in {stats.end_ms - stats.start_ms} ms")
         self._checkpoint(now_ms)
 
+    def max_compaction_delay_ms(self, now_ms: int) -> int:
+        """How far past ``max.compaction.lag.ms`` the most overdue compacted log is (Kafka's
+        ``max-compaction-delay-secs``, in ms; 0 when none is)."""
+        return max((log_to_clean(key, log, now_ms).max_compaction_delay_ms for key, log in sorted(self.logs.items())
+                    if log.config.compact), default=0)
+
     def max_dirty_ratio(self, now_ms: int) -> float:
         """The largest dirty ratio among the compacted logs (Kafka's ``max-dirty-percent``, as a fraction)."""
         ratios = [log_to_clean(key, log, now_ms).cleanable_ratio for key, log in sorted(self.logs.items())

@@ -13,7 +13,11 @@ Gauges read from the broker's state when collected:
   ``metadata-load-error-count`` (Kafka's ``BrokerServerMetrics``; kraftlog's load errors are the batches
   dropped when the logs were loaded);
 * ``kafka.coordinator.group:type=GroupMetadataManager,name=NumGroups|NumOffsets`` (Kafka's classic
-  coordinator's).
+  coordinator's);
+* the log cleaner's (Kafka's ``LogCleaner`` and ``LogCleanerManager`` gauges): ``kafka.log:type=LogCleaner``
+  ``max-buffer-utilization-percent``, ``cleaner-recopy-percent`` (of the last cleaning), ``max-clean-time-secs``,
+  ``max-compaction-delay-secs`` and ``DeadThreadCount`` (always 0: kraftlog's cleaner is no thread), and
+  ``kafka.log:type=LogCleanerManager`` ``max-dirty-percent`` and ``time-since-last-run-ms``.
 
 Meters: ``kafka.server:type=ReplicaManager,name=IsrShrinksPerSec|IsrExpandsPerSec`` (marked when the
 controller commits a shrink or expansion this leader proposed, as Kafka's ``Partition`` marks them),
@@ -70,6 +74,13 @@ METADATA_APPLY_ERROR_COUNT = MetricName("kafka.server", "broker-metadata-metrics
                                         attribute="metadata-apply-error-count")
 METADATA_LOAD_ERROR_COUNT = MetricName("kafka.server", "broker-metadata-metrics", None,
                                        attribute="metadata-load-error-count")
+CLEANER_BUFFER_UTILIZATION = MetricName("kafka.log", "LogCleaner", "max-buffer-utilization-percent")
+CLEANER_RECOPY = MetricName("kafka.log", "LogCleaner", "cleaner-recopy-percent")
+CLEANER_MAX_CLEAN_TIME = MetricName("kafka.log", "LogCleaner", "max-clean-time-secs")
+CLEANER_MAX_COMPACTION_DELAY = MetricName("kafka.log", "LogCleaner", "max-compaction-delay-secs")
+CLEANER_DEAD_THREADS = MetricName("kafka.log", "LogCleaner", "DeadThreadCount")
+CLEANER_MAX_DIRTY = MetricName("kafka.log", "LogCleanerManager", "max-dirty-percent")
+CLEANER_TIME_SINCE_LAST_RUN = MetricName("kafka.log", "LogCleanerManager", "time-since-last-run-ms")
 NUM_GROUPS = MetricName("kafka.coordinator.group", "GroupMetadataManager", "NumGroups")
 NUM_OFFSETS = MetricName("kafka.coordinator.group", "GroupMetadataManager", "NumOffsets")
 REQUESTS = MetricName("kafka.network", "RequestMetrics", "RequestsPerSec")
@@ -106,6 +117,15 @@ def register_broker_metrics(metrics: KafkaMetrics, broker: Broker) -> None:
     metrics.gauge_family(LOG_END_OFFSET, per_log(lambda log: log.log_end_offset))
     metrics.gauge_family(LOG_START_OFFSET, per_log(lambda log: log.log_start_offset))
     metrics.gauge_family(LOG_SIZE, per_log(lambda log: log.size))
+    cleaner = broker.log_manager.cleaner
+    metrics.gauge(CLEANER_BUFFER_UTILIZATION, lambda: int(100 * cleaner.max_buffer_utilization))
+    metrics.gauge(CLEANER_RECOPY, lambda: int(100 * cleaner.last_stats.recopy_ratio) if cleaner.last_stats else 0)
+    metrics.gauge(CLEANER_MAX_CLEAN_TIME, lambda: cleaner.max_clean_time_ms // 1000)
+    metrics.gauge(CLEANER_MAX_COMPACTION_DELAY, lambda: cleaner.max_compaction_delay_ms(broker.now_ms) // 1000)
+    metrics.gauge(CLEANER_DEAD_THREADS, lambda: 0)
+    metrics.gauge(CLEANER_MAX_DIRTY, lambda: int(100 * cleaner.max_dirty_ratio(broker.now_ms)))
+    metrics.gauge(CLEANER_TIME_SINCE_LAST_RUN, lambda: (broker.now_ms - cleaner.last_run_ms
+                                                        if cleaner.last_run_ms >= 0 else 0))
     replicas = broker.replica_manager
     metrics.meters.update({ISR_SHRINKS: replicas.isr_shrinks, ISR_EXPANDS: replicas.isr_expands,
                            BYTES_IN: replicas.bytes_in, MESSAGES_IN: replicas.messages_in})
