@@ -469,6 +469,7 @@ class NodeStatus:
     #: ``dropped-at-load-count``, ``batches-recovered-at-load`` (checked one by one at start: after an unclean
     #: shutdown, those from the recovery point on) and ``batches-trusted-at-load`` (below it, by length only),
     #: ``segments-deleted`` (retention), ``cleanings`` / ``cleanings-aborted`` (the log cleaner's, since start),
+    #: ``cleaning-in-progress`` (1 while a cleaning runs),
     #: ``metadata-apply-error-count`` (every node: metadata records it could
     #: not apply, Kafka's metric)
     counters: dict | None = None

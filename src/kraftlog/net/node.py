@@ -349,6 +349,7 @@ async def _main(directory: str, node) -> int:
                                     "segments-deleted": core.log_manager.segments_deleted,
                                     "cleanings": core.log_manager.cleaner.cleanings,
                                     "cleanings-aborted": core.log_manager.cleaner.aborted,
+                                    "cleaning-in-progress": int(core.log_manager.cleaner.cleaning is not None),
                                     "metadata-apply-error-count": errors,
                                     "stray-dir-count": len(core.strays)})
         else:
