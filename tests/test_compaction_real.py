@@ -1,8 +1,8 @@
 """Issue 31 on real processes: a compacted topic used by confluent-kafka.
 
 A confluent-kafka producer (idempotent, lz4-compressed batches) writes 20 keys over and over, and a tombstone for
-one of them, to a topic with ``cleanup.policy=compact`` and small segments; a last record rolls the segments
-so that everything before it is cleanable. Every broker's log cleaner cleans its own replica (``cluster status``
+one of them, to a topic with ``cleanup.policy=compact`` and small segments; filler records roll the segments
+so that everything before them is cleanable; a record without a key is refused with INVALID_RECORD. Every broker's log cleaner cleans its own replica (``cluster status``
 counts the cleanings); a consumer from the beginning then reads one record per key, its latest value, and the
 tombstone. The leader is then SIGKILLed and restarted: it loads its cleaned segments (offset gaps, emptied
 producer batches) without dropping anything, and the consumer reads the same.
@@ -97,6 +97,13 @@ def test_a_compacted_topic_gives_confluent_kafka_one_record_per_key_with_its_lat
         assert p.flush(30) == 0
         assert failed == []
         written = ROUNDS * KEYS + 1 + 40
+        # A record without a key: refused (LogValidator.validateKey), nothing appended.
+        from confluent_kafka import KafkaError
+        refused: list = []
+        keyless = Producer({"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": False})
+        keyless.produce("table", value="no key", partition=0, on_delivery=lambda err, _msg: refused.append(err))
+        assert keyless.flush(30) == 0
+        assert [e.code() for e in refused] == [KafkaError.INVALID_RECORD], refused
         before = _cleanings(directory)
         wait_for("every broker's cleaner to clean the topic", lambda: all(
             n > before.get(b, 0) for b, n in _cleanings(directory).items()), 60)

@@ -44,8 +44,9 @@ class MetadataCache:
         if cached is None:
             def get(name: str) -> int:
                 return int(self.image.config(name, topic, self.static))
+            policy = cfg.parse_cleanup_policy(self.image.config("log.cleanup.policy", topic, self.static))
             cached = RecordLimits(get("message.max.bytes"), get("log.message.timestamp.before.max.ms"),
-                                  get("log.message.timestamp.after.max.ms"))
+                                  get("log.message.timestamp.after.max.ms"), "compact" in (policy or ()))
             if topic in self.image.topics:
                 self._limits[topic] = cached
         return cached

@@ -504,8 +504,9 @@ class ReplicaManager:
             if refused is not None:
                 # Kafka's ProduceRequest.validateRecords, UnifiedLog.analyzeAndValidateRecords and
                 # LogValidator (kraftlog.protocol.validation): the partition's error, nothing appended.
-                results.append(m.ProducePartitionResponse(pp.topic, pp.partition, refused[0],
-                                                          error_message=refused[1]))
+                results.append(m.ProducePartitionResponse(pp.topic, pp.partition, refused.error_code,
+                                                          error_message=refused.message,
+                                                          record_errors=refused.record_errors))
                 continue
             p = self.partitions.get((pp.topic, pp.partition))
             if p is None:

@@ -448,6 +448,9 @@ class ProducePartitionResponse:
     #: The global error message summarizing the common root cause of the records that caused the batch to be
     #: dropped.
     error_message: str | None = None
+    #: ``record_errors[]``: KIP-467's RecordErrors (Produce v8+): (batch index, message) of each record that made
+    #: the batch refused, the index being the record's position in the batch.
+    record_errors: tuple[tuple[int, str | None], ...] = ()
 
 
 @dataclass(slots=True)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from ..metadata.topic_names import (
     CLUSTER_METADATA_TOPIC,
@@ -44,7 +45,7 @@ from .records import (
 __all__ = [
     "CLUSTER_METADATA_TOPIC", "INTERNAL_TOPICS", "MAX_TOPIC_NAME_LENGTH", "LONG_MAX", "RecordLimits",
     "validate_topic_name", "is_internal", "has_collision_chars", "unify_collision_chars",
-    "validate_produce_records",
+    "validate_produce_records", "Refusal",
 ]  # the topic-name rules live in kraftlog.metadata.topic_names; re-exported for the request handlers
 
 # ==================================================================================== record batches
@@ -58,11 +59,23 @@ class RecordLimits:
     defaults): ``max_message_bytes`` (``max.message.bytes`` / ``message.max.bytes``, bytes of one batch),
     ``timestamp_before_max_ms`` / ``timestamp_after_max_ms`` (``message.timestamp.before.max.ms`` /
     ``message.timestamp.after.max.ms``, how far a record's CreateTime may lie before / after the broker's
-    clock). The defaults are Kafka 4.x's."""
+    clock), ``compacted`` (``cleanup.policy`` holds ``compact``: every record needs a key). The defaults are Kafka
+    4.x's."""
 
     max_message_bytes: int = 1_048_588
     timestamp_before_max_ms: int = LONG_MAX
     timestamp_after_max_ms: int = 3_600_000
+    compacted: bool = False
+
+
+class Refusal(NamedTuple):
+    """Why a Produce partition's records are refused: Kafka's ``error_code`` and ``message`` (the response's
+    ErrorMessage) and, for refusals of single records, KIP-467's ``record_errors`` ((batch index, message) of
+    each record, the index its position in the batch)."""
+
+    error_code: int
+    message: str
+    record_errors: tuple[tuple[int, str | None], ...] = ()
 
 
 DEFAULT_LIMITS = RecordLimits()
@@ -72,7 +85,7 @@ ONE_BATCH_PER_PARTITION = "Produce requests are only allowed to contain exactly 
 
 def validate_produce_records(topic: str, partition: int, records: Sequence[RecordBatch | MalformedRecords],
                              now_ms: int,
-                             limits: RecordLimits = DEFAULT_LIMITS) -> tuple[int, str] | None:
+                             limits: RecordLimits = DEFAULT_LIMITS) -> Refusal | None:
     """Why Kafka would refuse ``records`` (one Produce partition's batches: :class:`RecordBatch` objects
     or a :class:`MalformedRecords`) from a client, as ``(error code, message)``, or None to append them.
     ``now_ms``: the broker's clock (ms since the epoch). In Kafka's order:
@@ -93,9 +106,21 @@ def validate_produce_records(topic: str, partition: int, records: Sequence[Recor
        records, each framed by its length, offset deltas 0..n-1: INVALID_RECORD;
     7. ``LogValidator.validateTimestamp``: a LogAppendTime batch, or a record whose timestamp (other than
        -1) lies more than ``timestamp_before_max_ms`` before or ``timestamp_after_max_ms`` after
-       ``now_ms``: INVALID_TIMESTAMP.
+       ``now_ms``: INVALID_TIMESTAMP;
+    8. ``LogValidator.validateKey`` (KIP-467): a record without a key in a ``compacted`` topic: INVALID_RECORD with
+       one record error per such record ("Compacted topic cannot accept message without key in topic partition
+       t-0.") and ``processRecordErrors``' message (the first three errors); timestamp errors win, as Kafka
+       throws INVALID_TIMESTAMP when any record error is one.
 
     A batch the core built from records (the simulator's clients) has no bytes to frame: 2, 4 and 7 apply."""
+    out = _check_produce_records(topic, partition, records, now_ms, limits)
+    return out if out is None or isinstance(out, Refusal) else Refusal(*out)
+
+
+def _check_produce_records(topic: str, partition: int, records: Sequence[RecordBatch | MalformedRecords],
+                             now_ms: int,
+                             limits: RecordLimits = DEFAULT_LIMITS) -> tuple[int, str] | Refusal | None:
+    """:func:`validate_produce_records`' checks, in its order."""
     tp = f"{topic}-{partition}"
     if topic in INTERNAL_TOPICS:
         return Errors.INVALID_TOPIC_EXCEPTION, f"Cannot append to internal topic {topic}"
@@ -145,9 +170,11 @@ def validate_produce_records(topic: str, partition: int, records: Sequence[Recor
                 else exc.error_code
             return code, f"{exc} in topic partition {tp}"
         lo, lo_i, hi, hi_i = scan.min_timestamp, scan.min_index, scan.max_timestamp, scan.max_index
+        keyless = scan.keyless
     else:
         lo = hi = None
         lo_i = hi_i = -1
+        keyless = tuple(i for i, r in enumerate(batch.records) if r.key is None)
         for i, r in enumerate(batch.records):
             ts = r.timestamp
             if ts != -1:
@@ -163,7 +190,19 @@ def validate_produce_records(topic: str, partition: int, records: Sequence[Recor
                     f"One or more records have been rejected due to invalid timestamp: Timestamp {bound} of "
                     f"message with offset {index} is out of range. The timestamp should be within "
                     f"[{now_ms - before}, {now_ms + after}]")
+    if limits.compacted and keyless:
+        return _keyless_refusal(tp, keyless)
     return None
+
+
+def _keyless_refusal(tp: str, keyless: Sequence[int]) -> Refusal:
+    """Kafka's ``validateKey`` record errors and ``processRecordErrors``' INVALID_RECORD for the records at
+    ``keyless`` (indexes in the batch) of partition ``tp``."""
+    text = f"Compacted topic cannot accept message without key in topic partition {tp}."
+    errors = tuple((i, text) for i in keyless)
+    shown = ", ".join(f"RecordError(batchIndex={i}, message='{text}')" for i in keyless[:3])
+    return Refusal(Errors.INVALID_RECORD, f"One or more records have been rejected due to {len(errors)} record errors "
+                   f"in total, and only showing the first three errors at most: [{shown}]", errors)
 
 
 def _malformed(records: MalformedRecords, tp: str, limits: RecordLimits) -> tuple[int, str]:

@@ -230,6 +230,9 @@ APIS: tuple[Api, ...] = (
             F("log_append_time_ms", nullable=False, default=-1),  # -1: none (kio's null datetime)
             F("log_start_offset"),
             F("error_message"),
+            F("record_errors", type="tuple[tuple[int, str | None], ...]", default=(), doc=(
+                "KIP-467's RecordErrors (Produce v8+): (batch index, message) of each record that made the batch "
+                "refused, the index being the record's position in the batch.")),
         )),
         Struct("ProduceResponse", RESPONSE, "", fields=(
             F("partitions", "responses.partition_responses"),

@@ -222,7 +222,14 @@ _APIS: tuple[_Api, ...] = (
                  _by_topic(m.ProduceResponse, "partitions", "responses", "partition_responses")),
          custom=(_Custom(m.ProducePartition, "records", ("records",),
                          lambda p, _: encode_batches(p.records),
-                         lambda e: {"records": decode_produce_records(e.records)}),)),
+                         lambda e: {"records": decode_produce_records(e.records)}),
+                 # KIP-467's RecordErrors, (batch index, message) pairs in the core
+                 _Custom(m.ProducePartitionResponse, "record_errors", ("record_errors",),
+                         lambda p, kio_type: tuple(kio_type(batch_index=i, batch_index_error_message=msg)
+                                                   for i, msg in p.record_errors),
+                         lambda e: {"record_errors": tuple((r.batch_index, r.batch_index_error_message)
+                                                           for r in e.record_errors)},
+                         versions=range(8, 10)))),
     _Api(m.ListOffsetsRequest, m.ListOffsetsResponse, range(1, 8),
          renames={"partition": "partition_index"},
          groups=(_by_topic(m.ListOffsetsRequest, "partitions", "topics", "partitions"),
