@@ -7,7 +7,7 @@ from kraftlog.protocol import messages as m
 from kraftlog.protocol import wire
 from kraftlog.protocol.errors import Errors
 from kraftlog.protocol.records import Record, RecordBatch
-from kraftlog.protocol.validation import Refusal, RecordLimits, validate_produce_records
+from kraftlog.protocol.validation import RecordLimits, Refusal, validate_produce_records
 
 NOW = 1_700_000_000_000
 COMPACTED = RecordLimits(compacted=True)
