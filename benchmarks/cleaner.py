@@ -15,7 +15,8 @@ Two parts, each printing the machine and its figures (``--json`` prints them as 
   filled with ``--fill-mib`` MiB (default 48) of keyed records while its ``min.cleanable.dirty.ratio`` is 0.99
   (nothing is cleaned) and the followers catch up; then an acks=all confluent-kafka producer sends ``--rate``
   records/s (default 400) of 100 bytes to another topic for ``--seconds`` s (default 8), after 200 records of
-  warm-up: first with no cleaning, then right after ``big``'s ratio is set to 0.01 (IncrementalAlterConfigs), while the three brokers clean it. Prints the
+  warm-up: first with no cleaning, then right after ``big``'s ratio is set to 0.01 (IncrementalAlterConfigs), while
+  the three brokers clean it. Prints the
   produce latency p50/p99/max (librdkafka's ``Message.latency()``) of both phases, their ratio, and the share
   of the second phase during which a cleaning was running (sampled from ``cluster status``). Every process
   started is stopped by PID in a ``finally``.

@@ -3,7 +3,8 @@
 A confluent-kafka producer (idempotent, lz4-compressed batches) writes 20 keys over and over, and a tombstone for
 one of them, to a topic with ``cleanup.policy=compact`` and small segments; filler records roll the segments
 so that everything before them is cleanable; a record without a key is refused with INVALID_RECORD. Every
-broker's log cleaner cleans its own replica (``cluster status`` counts the cleanings); a consumer from the beginning then reads one record per key, its latest value, and the
+broker's log cleaner cleans its own replica (``cluster status`` counts the cleanings); a consumer from the beginning
+then reads one record per key, its latest value, and the
 tombstone. The leader is then SIGKILLed and restarted: it loads its cleaned segments (offset gaps, emptied
 producer batches) without dropping anything, and the consumer reads the same.
 
