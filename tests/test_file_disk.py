@@ -845,3 +845,27 @@ def test_segment_checksums_on_files_keep_up_with_appends_and_catch_a_flipped_byt
     damaged = PartitionLog(d, DIR, cfg, 9, clean_shutdown=True)
     assert damaged.checksum_mismatches == [f"{DIR}/{segment_file(2)}"] and damaged.log_end_offset == 3
     d.close()
+
+
+def test_a_cleaned_log_with_gaps_and_an_emptied_batch_loads_in_a_new_process(tmp_path):
+    """Issue 31 on files: a cleaned segment holds offset gaps and a producer's last batch with no record (its
+    lastOffsetDelta kept); a new FileDisk (a restarted broker) recovers the files batch by batch, after an unclean
+    shutdown and after a clean one, without dropping anything, and the producer's last sequence is known."""
+    kv = compaction_tests.kv
+    config = storage_tests.LogConfig(compact=True, delete=False, min_cleanable_ratio=0.0, segment_bytes=200)
+    with FileDisk(tmp_path / "d") as disk:
+        log = storage_tests.PartitionLog(disk, "data/t-0", config, 0)
+        compaction_tests.append(log, kv(("a", "old"), ("b", "old"), pid=7, seq=0))
+        compaction_tests.roll(log)
+        compaction_tests.append(log, kv(("a", "new"), ("b", "new")), kv(("c", "1")))
+        compaction_tests.roll(log)
+        compaction_tests.clean(log)
+        before = compaction_tests.contents(log)
+        assert [b.record_count for b in log.batches()][0] == 0
+        log.flush(1)
+    for clean_shutdown in (False, True):
+        with FileDisk(tmp_path / "d") as disk:
+            again = storage_tests.PartitionLog(disk, "data/t-0", config, 2, clean_shutdown=clean_shutdown)
+            assert again.dropped_at_load == [] and compaction_tests.contents(again) == before
+            assert again.producer_state.producers[7].last_sequence == 1
+            again.seal(3)

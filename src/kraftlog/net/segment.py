@@ -36,6 +36,8 @@ _CRC_POS = 17
 _CRC_START = 21
 _RECORDS_COUNT = struct.Struct(">i")
 _RECORDS_COUNT_POS = 57  # recordsCount, the last field of the 61-byte header
+_LAST_OFFSET_DELTA = struct.Struct(">i")
+_LAST_OFFSET_DELTA_POS = 23  # after baseOffset, batchLength, partitionLeaderEpoch, magic, crc, attributes
 #: Kafka's ``RECORD_BATCH_OVERHEAD`` (61) minus ``LOG_OVERHEAD``: the smallest legal batchLength.
 _MIN_BATCH_LENGTH = 49
 _MAGIC = 2
@@ -158,8 +160,10 @@ def recover_log(fd: int, total: int, kind: int, path: str, verify_crc: bool = Tr
                 # A segment's batch is only checked, not kept: read its record count in place rather
                 # than copying the batch into a RecordBatch.
                 (count,) = _RECORDS_COUNT.unpack_from(view, _RECORDS_COUNT_POS)
-                if count <= 0:
-                    raise ValueError(f"batch with {count} records")
+                (last_delta,) = _LAST_OFFSET_DELTA.unpack_from(view, _LAST_OFFSET_DELTA_POS)
+                # (a batch the log cleaner emptied holds no record but keeps its last offset delta)
+                if count < 0 or last_delta < 0:
+                    raise ValueError(f"batch with {count} records and last offset delta {last_delta}")
                 if headers is not None:
                     headers.append(BatchHeader(bytes(view[:_HEADER_BYTES])))
         except Exception as exc:  # noqa: BLE001 -- any decoder failure on a CRC-valid batch
@@ -251,8 +255,6 @@ class BatchSpan:
         self.base_offset, self.next_offset, self.start, self.end = base_offset, next_offset, start, end
 
 
-_LAST_OFFSET_DELTA = struct.Struct(">i")
-_LAST_OFFSET_DELTA_POS = 23  # after baseOffset, batchLength, partitionLeaderEpoch, magic, crc, attributes
 
 
 def segment_batches(path: str | os.PathLike[str]) -> list[BatchSpan]:
