@@ -615,6 +615,8 @@ def _decode_records_of(data: bytes) -> tuple[tuple[Record, ...], tuple[int, ...]
         raise CorruptRecordError(f"negative record count {count}")
     codec = attributes & _COMPRESSION_MASK
     deltas: list[int] = []
+    if codec and count == 0 and len(view) == RECORD_BATCH_OVERHEAD:
+        return (), None  # an empty batch: nothing to inflate
     if codec:
         inflated = memoryview(_decompress(codec, view[RECORD_BATCH_OVERHEAD:]))
         records = tuple(_decode_records(inflated, 0, len(inflated), count, base_ts, deltas))

@@ -40,6 +40,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from ..protocol.record_filter import retain, scan_keys
 from ..protocol.records import ATTR_DELETE_HORIZON, RecordBatch
 from .disk import Disk
 from .log import PartitionLog
@@ -276,44 +277,54 @@ def filter_batch(batch: RecordBatch, offset_map: OffsetMap, now_ms: int, delete_
     """What a cleaning keeps of ``batch`` (Kafka's ``MemoryRecords.filterTo`` with the cleaner's
     ``shouldRetainRecord`` and ``checkBatchRetention``; module docstring): the batch itself when nothing changes,
     a rewritten batch (same base offset, last offset, producer fields, leader epoch and codec) or None when it
-    goes. ``now_ms`` is the cleaning's time."""
-    records = batch.records
-    offsets = batch.record_offsets()
+    goes. ``now_ms`` is the cleaning's time. The records are read from the bytes without being built
+    (:mod:`kraftlog.protocol.record_filter`); only a batch that gets a delete horizon is decoded and encoded
+    again (its record timestamps count from the horizon)."""
+    scan = scan_keys(batch)
+    base = batch.base_offset
     horizon = batch.delete_horizon_ms
     keep_deletes = horizon is None or now_ms < horizon
-    kept_i = []
+    kept: list[int] = []
     tombstone = False
     latest = offset_map.latest_offset
-    for i, (offset, rec) in enumerate(zip(offsets, records, strict=True)):
+    get = offset_map.get
+    for i, delta in enumerate(scan.deltas):
+        offset = base + delta
+        key = scan.keys[i]
+        has_value = scan.has_value[i]
         if offset > latest:
             keep = True
-        elif rec.key is None:
+        elif key is None:
             stats.invalid_messages += 1
             keep = False
         else:
-            keep = offset >= offset_map.get(rec.key) and (rec.value is not None or keep_deletes)
-            if not keep and rec.value is None and offset >= offset_map.get(rec.key):
+            newest = offset >= get(key)
+            keep = newest and (has_value or keep_deletes)
+            if newest and not keep:
                 stats.tombstones_removed += 1
         if keep:
-            kept_i.append(i)
-            tombstone = tombstone or rec.value is None
-    stats.messages_read += len(records)
+            kept.append(i)
+            tombstone = tombstone or not has_value
+    n = len(scan.deltas)
+    stats.messages_read += n
     stats.bytes_read += batch.size_bytes
     needs_horizon = tombstone and horizon is None
-    if len(kept_i) == len(records) and not needs_horizon:
-        if records or batch.producer_id < 0 or producer_last.get(batch.producer_id) == batch.last_offset:
-            stats.messages_written += len(records)
-            stats.bytes_written += batch.size_bytes
-            return batch
-    if not kept_i and not (batch.producer_id >= 0 and producer_last.get(batch.producer_id) == batch.last_offset):
+    last_of_producer = batch.producer_id >= 0 and producer_last.get(batch.producer_id) == batch.last_offset
+    if len(kept) == n and not needs_horizon and (n or last_of_producer):
+        stats.messages_written += n
+        stats.bytes_written += batch.size_bytes
+        return batch  # Kafka writes the original batch
+    if not kept and not last_of_producer:
         return None  # BatchRetention.DELETE_EMPTY
-    deltas = batch.offset_deltas
-    out = RecordBatch(batch.base_offset, batch.partition_leader_epoch, tuple(records[i] for i in kept_i),
-                      batch.producer_id, batch.producer_epoch, batch.base_sequence,
-                      batch.attributes & ~ATTR_DELETE_HORIZON, tuple(deltas[i] for i in kept_i),
-                      batch.last_offset_delta, now_ms + delete_retention_ms if needs_horizon else horizon,
-                      batch.max_timestamp)
-    stats.messages_written += len(kept_i)
+    if needs_horizon:
+        records, deltas = batch.records, batch.offset_deltas
+        out = RecordBatch(base, batch.partition_leader_epoch, tuple(records[i] for i in kept),
+                          batch.producer_id, batch.producer_epoch, batch.base_sequence,
+                          batch.attributes & ~ATTR_DELETE_HORIZON, tuple(deltas[i] for i in kept),
+                          batch.last_offset_delta, now_ms + delete_retention_ms, batch.max_timestamp)
+    else:
+        out = retain(batch, scan, kept)
+    stats.messages_written += len(kept)
     stats.bytes_written += out.size_bytes
     return out
 
@@ -408,13 +419,16 @@ class Cleaning:
             self.stats.map_bytes_read += batch.size_bytes
             if batch.last_offset < start:
                 continue
-            for offset, rec in zip(batch.record_offsets(), batch.records, strict=True):
-                if offset < start or offset >= end or rec.key is None:
+            scan = scan_keys(batch)
+            base = batch.base_offset
+            for delta, key in zip(scan.deltas, scan.keys, strict=True):
+                offset = base + delta
+                if offset < start or offset >= end or key is None:
                     continue
                 if omap.full:
                     full = True  # the cleaning ends at the last offset mapped; the rest waits
                     break
-                omap.put(rec.key, offset)
+                omap.put(key, offset)
                 self.stats.map_messages_read += 1
         if full or cur.k >= len(self._dirty):
             self._start_clean_phase(now_ms)
