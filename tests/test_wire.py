@@ -268,6 +268,11 @@ SAMPLES: dict[type, object] = {
                                        log_append_time_ms=1_700_000_000_456, log_start_offset=0),
             m.ProducePartitionResponse("orders", 1, Errors.NOT_ENOUGH_REPLICAS),
             m.ProducePartitionResponse("payments", 0, Errors.NONE, 5, -1, 2),
+            # KIP-467 (v8+): a compacted topic's refusal of records without a key (LogValidator.validateKey)
+            m.ProducePartitionResponse(
+                "payments", 1, Errors.INVALID_RECORD, error_message="One or more records have been rejected",
+                record_errors=((0, "Compacted topic cannot accept message without key in topic partition payments-1."),
+                               (2, None))),
         ),
         throttle_time_ms=12,
     ),

@@ -80,6 +80,8 @@ DROPS: list[tuple[type, range, str, Any]] = [
     (m.FetchResponse, range(0, 12), "partitions.diverging_epoch", None),
     (m.FetchResponse, range(0, 12), "partitions.current_leader", None),
     (m.ProduceResponse, range(0, 5), "partitions.log_start_offset", -1),
+    (m.ProduceResponse, range(0, 8), "partitions.error_message", None),  # KIP-467
+    (m.ProduceResponse, range(0, 8), "partitions.record_errors", ()),
     (m.ListOffsetsRequest, range(0, 2), "isolation_level", 0),
     (m.ListOffsetsRequest, range(0, 4), "partitions.current_leader_epoch", -1),
     (m.ListOffsetsResponse, range(0, 4), "partitions.leader_epoch", -1),

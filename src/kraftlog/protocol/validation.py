@@ -37,6 +37,7 @@ from .records import (
     CorruptRecordError,
     InvalidRecordError,
     MalformedRecords,
+    Record,
     RecordBatch,
     UnsupportedCompressionError,
     scan_records,
@@ -87,7 +88,7 @@ def validate_produce_records(topic: str, partition: int, records: Sequence[Recor
                              now_ms: int,
                              limits: RecordLimits = DEFAULT_LIMITS) -> Refusal | None:
     """Why Kafka would refuse ``records`` (one Produce partition's batches: :class:`RecordBatch` objects
-    or a :class:`MalformedRecords`) from a client, as ``(error code, message)``, or None to append them.
+    or a :class:`MalformedRecords`) from a client, as a :class:`Refusal`, or None to append them.
     ``now_ms``: the broker's clock (ms since the epoch). In Kafka's order:
 
     1. an internal topic (``__consumer_offsets`` ...): INVALID_TOPIC_EXCEPTION (``ReplicaManager``);
@@ -104,15 +105,14 @@ def validate_produce_records(topic: str, partition: int, records: Sequence[Recor
        UNSUPPORTED_COMPRESSION_TYPE; a stream that does not inflate: CORRUPT_MESSAGE;
     6. the records (``DefaultRecordBatch``'s iterator, :func:`scan_records`): exactly ``recordsCount``
        records, each framed by its length, offset deltas 0..n-1: INVALID_RECORD;
-    7. ``LogValidator.validateTimestamp``: a LogAppendTime batch, or a record whose timestamp (other than
-       -1) lies more than ``timestamp_before_max_ms`` before or ``timestamp_after_max_ms`` after
-       ``now_ms``: INVALID_TIMESTAMP;
-    8. ``LogValidator.validateKey`` (KIP-467): a record without a key in a ``compacted`` topic: INVALID_RECORD with
-       one record error per such record ("Compacted topic cannot accept message without key in topic partition
-       t-0.") and ``processRecordErrors``' message (the first three errors); timestamp errors win, as Kafka
-       throws INVALID_TIMESTAMP when any record error is one.
+    7. ``LogValidator.validateTimestamp``: a LogAppendTime batch: INVALID_TIMESTAMP;
+    8. ``LogValidator.validateRecord``, record by record: ``validateKey`` (KIP-467), a record without a key in a
+       ``compacted`` topic ("Compacted topic cannot accept message without key in topic partition t-0."), else
+       ``validateTimestamp``, a timestamp (other than -1) more than ``timestamp_before_max_ms`` before or
+       ``timestamp_after_max_ms`` after ``now_ms``; then ``processRecordErrors``: INVALID_TIMESTAMP if any
+       record's error is a timestamp's, else INVALID_RECORD, with every record error (:func:`_record_errors`).
 
-    A batch the core built from records (the simulator's clients) has no bytes to frame: 2, 4 and 7 apply."""
+    A batch the core built from records (the simulator's clients) has no bytes to frame: 2, 4, 7 and 8 apply."""
     out = _check_produce_records(topic, partition, records, now_ms, limits)
     return out if out is None or isinstance(out, Refusal) else Refusal(*out)
 
@@ -169,40 +169,44 @@ def _check_produce_records(topic: str, partition: int, records: Sequence[RecordB
             code = Errors.UNSUPPORTED_COMPRESSION_TYPE if isinstance(exc, UnsupportedCompressionError) \
                 else exc.error_code
             return code, f"{exc} in topic partition {tp}"
-        lo, lo_i, hi, hi_i = scan.min_timestamp, scan.min_index, scan.max_timestamp, scan.max_index
-        keyless = scan.keyless
-    else:
-        lo = hi = None
-        lo_i = hi_i = -1
-        keyless = tuple(i for i, r in enumerate(batch.records) if r.key is None)
-        for i, r in enumerate(batch.records):
-            ts = r.timestamp
-            if ts != -1:
-                if lo is None or ts < lo:
-                    lo, lo_i = ts, i
-                if hi is None or ts > hi:
-                    hi, hi_i = ts, i
-    if lo is not None and hi is not None:  # (set together)
+        # the quick pass: only a batch found at fault has its records decoded
+        lo, hi = scan.min_timestamp, scan.max_timestamp
         before, after = limits.timestamp_before_max_ms, limits.timestamp_after_max_ms
-        for bound, index in ((lo, lo_i), (hi, hi_i)):
-            if now_ms - bound > before or bound - now_ms > after:
-                return Errors.INVALID_TIMESTAMP, (
-                    f"One or more records have been rejected due to invalid timestamp: Timestamp {bound} of "
-                    f"message with offset {index} is out of range. The timestamp should be within "
-                    f"[{now_ms - before}, {now_ms + after}]")
-    if limits.compacted and keyless:
-        return _keyless_refusal(tp, keyless)
-    return None
+        bad_time = lo is not None and hi is not None and (now_ms - lo > before or hi - now_ms > after)
+        if not bad_time and not (limits.compacted and scan.keyless):
+            return None
+    return _record_errors(tp, batch.records, now_ms, limits)
 
 
-def _keyless_refusal(tp: str, keyless: Sequence[int]) -> Refusal:
-    """Kafka's ``validateKey`` record errors and ``processRecordErrors``' INVALID_RECORD for the records at
-    ``keyless`` (indexes in the batch) of partition ``tp``."""
-    text = f"Compacted topic cannot accept message without key in topic partition {tp}."
-    errors = tuple((i, text) for i in keyless)
-    shown = ", ".join(f"RecordError(batchIndex={i}, message='{text}')" for i in keyless[:3])
+def _record_errors(tp: str, records: Sequence[Record], now_ms: int, limits: RecordLimits) -> Refusal | None:
+    """Kafka's per-record checks (``LogValidator.validateRecord``) of a batch's ``records`` (an encoded batch's
+    decoded only when :func:`scan_records`' min and max timestamps or keyless records show a fault), None when
+    every record passes: for each record in order, ``validateKey`` (a compacted topic's record without a
+    key: "Compacted topic cannot accept message without key in topic partition t-0.") and, for a record with a
+    key or in a topic without compaction, ``validateTimestamp`` (a CreateTime other than -1 outside
+    [now - before, now + after]); then ``processRecordErrors``: INVALID_TIMESTAMP ("One or more records have been
+    rejected due to invalid timestamp") when any error is a timestamp's, else INVALID_RECORD naming how many and
+    showing the first three (Java's ``RecordError.toString``), every record error kept (KIP-467's RecordErrors,
+    which ``ReplicaManager`` sends with the exception's message as the partition's ErrorMessage). A record's
+    offset in the timestamp message is its index: the producer's base offset is 0."""
+    before, after = limits.timestamp_before_max_ms, limits.timestamp_after_max_ms
+    errors: list[tuple[int, str]] = []
+    bad_time = False
+    for i, record in enumerate(records):
+        if limits.compacted and record.key is None:
+            errors.append((i, f"Compacted topic cannot accept message without key in topic partition {tp}."))
+        elif record.timestamp != -1 and (now_ms - record.timestamp > before or record.timestamp - now_ms > after):
+            bad_time = True
+            errors.append((i, f"Timestamp {record.timestamp} of message with offset {i} is out of range. The "
+                              f"timestamp should be within [{now_ms - before}, {now_ms + after}]"))
+    if not errors:
+        return None
+    if bad_time:
+        return Refusal(Errors.INVALID_TIMESTAMP, "One or more records have been rejected due to invalid timestamp",
+                       tuple(errors))
+    shown = ", ".join(f"RecordError(batchIndex={i}, message='{text}')" for i, text in errors[:3])
     return Refusal(Errors.INVALID_RECORD, f"One or more records have been rejected due to {len(errors)} record errors "
-                   f"in total, and only showing the first three errors at most: [{shown}]", errors)
+                   f"in total, and only showing the first three errors at most: [{shown}]", tuple(errors))
 
 
 def _malformed(records: MalformedRecords, tp: str, limits: RecordLimits) -> tuple[int, str]:
