@@ -92,6 +92,11 @@ def test_the_last_value_of_each_key_is_kept_with_its_offset():
     assert [s.base_offset for s in log.segments] == [0, 5, 10, 15]
     assert log.read(3, 16, 1 << 20)[0].base_offset == 10
     assert log.record_at(3) is None and log.record_at(12) is not None
+    # the replaced segment files wait file.delete.delay.ms as <base>.deleted.log (Kafka's asyncDelete)
+    waiting = sorted(p for _t, p in log.pending_deletes)
+    assert waiting == [f"{DIR}/{b:020d}.deleted.log" for b in (0, 5, 10)]
+    assert log.delete_due_files(59_999) == 0 and log.delete_due_files(60_000) == 3
+    assert not [p for p in log._disk.list(DIR + "/") if p.endswith(".deleted.log")]
 
 
 def test_a_cleaned_batch_keeps_its_base_and_last_offset_and_its_producer_fields():
@@ -346,19 +351,22 @@ def test_a_crash_mid_cleaning_leaves_the_log_as_it_was():
 
 
 class _SwapCrashDisk(SimDisk):
-    """A SimDisk whose deletion of a segment file fails (EIO) while a cleaner's swap file exists: the process
-    stops between the two renames of the swap."""
+    """A SimDisk whose second rename of a replaced segment to ``.deleted.log`` fails (EIO): the process stops in
+    the middle of a swap, the swap file written, one old segment set aside, the others still in place."""
 
-    __slots__ = ("armed",)
+    __slots__ = ("armed", "renames")
 
     def __init__(self) -> None:
         super().__init__(None)
         self.armed = True
+        self.renames = 0
 
-    def delete(self, path: str, now_ms: int) -> None:
-        if self.armed and path.endswith(".log") and any(p.endswith(".swap.log") for p in self.list(DIR + "/")):
-            raise OSError(5, "Input/output error", path)
-        super().delete(path, now_ms)
+    def rename(self, src: str, dst: str, now_ms: int) -> None:
+        if self.armed and dst.endswith(".deleted.log"):
+            self.renames += 1
+            if self.renames == 2:
+                raise OSError(5, "Input/output error", src)
+        super().rename(src, dst, now_ms)
 
 
 def test_a_crash_during_the_swap_is_completed_at_load():
@@ -382,6 +390,7 @@ def test_a_crash_during_the_swap_is_completed_at_load():
     disk.crash("unflushed", 1)
     again = PartitionLog(disk, DIR, log.config, 2)
     assert again.swaps_completed and again.dropped_at_load == []
+    assert not [p for p in disk.list(DIR + "/") if p.endswith((".deleted.log", ".swap.log", ".cleaned.log"))]
     assert contents(again) == [(3, "a", "3"), (4, "b", "t")]
     assert [s.base_offset for s in again.segments] == [0, 4]
 

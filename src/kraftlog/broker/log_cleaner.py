@@ -52,7 +52,8 @@ class CleanerSettings:
 class LogCleaner:
     """The cleaner of one log directory's logs (module docstring). ``disk``: the directory's disk; ``logs``: the
     log manager's live mapping (topic, partition) -> log; ``fail(now_ms, exc, what)``: takes the directory offline;
-    ``note``: a line for the node's log; ``checkpoint(now_ms)``: writes ``cleaner-offset-checkpoint``.
+    ``note``: a line for the node's log; ``checkpoint(now_ms)``: writes ``cleaner-offset-checkpoint``;
+    ``files_pending()``: tells the log manager that a swap left segment files waiting for ``file.delete.delay.ms``.
 
     Counters (Kafka's cleaner metrics): ``cleanings`` done, ``aborted`` cleanings, ``last_stats`` of the last one
     done, ``max_clean_time_ms`` and ``max_buffer_utilization`` (this incarnation's largest), ``last_run_ms`` (when a
@@ -60,13 +61,14 @@ class LogCleaner:
 
     def __init__(self, disk: Disk, logs: Mapping[tuple[str, int], PartitionLog], settings: CleanerSettings,
                  fail: Callable[[int, OSError, str], None], note: Callable[[str], None],
-                 checkpoint: Callable[[int], None]) -> None:
+                 checkpoint: Callable[[int], None], files_pending: Callable[[], None] = lambda: None) -> None:
         self.disk = disk
         self.logs = logs
         self.settings = settings
         self._fail = fail
         self._note = note
         self._checkpoint = checkpoint
+        self._files_pending = files_pending
         self.offset_map = OffsetMap(settings.dedupe_buffer_size, settings.load_factor)
         #: the cleaning under way and its log's key, or None
         self.cleaning: Cleaning | None = None
@@ -117,6 +119,8 @@ class LogCleaner:
             cleaning = self.cleaning = Cleaning(self.disk, self.logs[key], target, self.offset_map, now_ms)
             self.cleaning_key = key
         moved = cleaning.step(now_ms, self.settings.slice_bytes)
+        if cleaning.log.pending_deletes:
+            self._files_pending()  # a swap's old segment files wait for file.delete.delay.ms
         delay = 1
         rate = self.settings.max_io_bytes_per_second
         if moved and rate < float("inf"):

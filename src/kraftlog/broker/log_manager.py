@@ -112,7 +112,7 @@ class LogManager:
         #: the log cleaner of this directory's compacted logs (Kafka's LogCleaner)
         self.cleaner = LogCleaner(disk, self.logs, CleanerSettings.from_static(static),
                                   lambda now_ms, exc, what: self._fail(now_ms, exc, what), note,
-                                  self.checkpoint_cleaner_offsets)
+                                  self.checkpoint_cleaner_offsets, self._files_pending)
 
     # ================================================================= start
     def load(self, now_ms: int) -> None:
@@ -171,6 +171,9 @@ class LogManager:
             "start-checkpoint": first if self.start_checkpoint_interval_ms is not None else None,
             "producer-expiration": first if self.producer_expiration_check_ms is not None else None,
         }
+
+    def _files_pending(self) -> None:
+        self.files_to_delete = True
 
     def get_or_create(self, key: tuple[str, int], now_ms: int) -> PartitionLog:
         """The log of ``key``, created empty on first sight. OSError propagates."""

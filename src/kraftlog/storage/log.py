@@ -44,7 +44,7 @@ from typing import cast
 from ..protocol.records import Record, RecordBatch
 from .disk import Disk, LoadDrop
 from .epoch_cache import LeaderEpochCache
-from .log_loader import load_segments, swap_file
+from .log_loader import deleted_file, load_segments, swap_file
 from .producer_snapshot import decode_snapshot, encode_snapshot, snapshot_file, snapshot_offset
 from .segment import (
     LOG_FILE_SUFFIX,
@@ -263,8 +263,10 @@ class PartitionLog:
         """Swap the consecutive segments ``old`` for the cleaned segment ``new`` (its batches written to
         ``cleaned_path``, not yet fsynced; ``new.base_offset`` is ``old[0]``'s), Kafka's ``replaceSegments``:
         the cleaned file is fsynced and renamed ``<base>.swap.log`` (from here a crash completes the swap at load:
-        :func:`~kraftlog.storage.log_loader.complete_swaps`), the old segments' checksum and index files and
-        their segment files deleted, the swap file renamed ``<base>.log``, and the new segment's checksum and
+        :func:`~kraftlog.storage.log_loader.complete_swaps`), the old segments' checksum and index files deleted
+        and their segment files renamed ``<base>.deleted.log``, to be deleted after ``file.delete.delay.ms``
+        (:attr:`pending_deletes`; Kafka's ``asyncDelete``: unlinking a large file can take a disk tens of ms,
+        the load deletes leftovers), the swap file renamed ``<base>.log``, and the new segment's checksum and
         index files written. ValueError when ``old`` are not consecutive segments of this log; OSError
         propagates (the directory goes offline; the load completes or discards the swap)."""
         first = next((k for k, seg in enumerate(self.segments) if seg is old[0]), None)
@@ -276,8 +278,14 @@ class PartitionLog:
         disk.rename(cleaned_path, swap, now_ms)
         for seg in old:
             seg.delete_sidecars(disk, now_ms)
-        for seg in old[1:]:
-            disk.delete(seg.path, now_ms)
+        delay = self.config.file_delete_delay_ms
+        for seg in old:
+            deleted = f"{self.directory}/{deleted_file(seg.base_offset)}"
+            disk.rename(seg.path, deleted, now_ms)
+            if delay > 0:
+                self.pending_deletes.append((now_ms + delay, deleted))
+            else:
+                disk.delete(deleted, now_ms)
         disk.rename(swap, new.path, now_ms)
         self.segments[first:first + len(old)] = [new]
         self._segment_bases[first:first + len(old)] = [new.base_offset]

@@ -11,6 +11,8 @@ drops) are in :class:`~kraftlog.storage.log.PartitionLog`'s docstring; the swap 
 * ``<base>.swap.log`` (Kafka's ``.log.swap``): a cleaned segment, complete and fsynced, that was to replace the
   segments from ``base`` up to its last offset; the swap is completed: those segments (and their checksum and
   index files, which described the old contents) are deleted and the swap file takes the name ``<base>.log``.
+* ``<base>.deleted.log`` (Kafka's ``.log.deleted``): a segment a swap replaced, waiting for
+  ``file.delete.delay.ms``; it is deleted.
 
 kraftlog's disks tell a log file by its ``.log`` suffix, hence the suffix after Kafka's marker.
 """
@@ -35,11 +37,12 @@ from .segment import (
     segment_paths,
 )
 
-__all__ = ["LoadedLog", "load_segments", "cleaned_file", "swap_file", "complete_swaps"]
+__all__ = ["LoadedLog", "load_segments", "cleaned_file", "swap_file", "deleted_file", "complete_swaps"]
 
 #: The suffixes of a cleaning's output file while written and once complete (Kafka's ``.cleaned``, ``.swap``).
 CLEANED_SUFFIX = ".cleaned.log"
 SWAP_SUFFIX = ".swap.log"
+DELETED_SUFFIX = ".deleted.log"
 
 
 def cleaned_file(base_offset: int) -> str:
@@ -50,6 +53,11 @@ def cleaned_file(base_offset: int) -> str:
 def swap_file(base_offset: int) -> str:
     """The name of a complete cleaned segment that is replacing the segments from ``base_offset``."""
     return f"{base_offset:020d}{SWAP_SUFFIX}"
+
+
+def deleted_file(base_offset: int) -> str:
+    """The name a segment a swap replaced waits under for ``file.delete.delay.ms`` (Kafka's ``.log.deleted``)."""
+    return f"{base_offset:020d}{DELETED_SUFFIX}"
 
 
 def _marker_base(name: str, suffix: str) -> int | None:
@@ -68,14 +76,14 @@ def delete_segment_files(disk: Disk, directory: str, base: int, now_ms: int, log
 
 
 def complete_swaps(disk: Disk, directory: str, now_ms: int) -> list[str]:
-    """Kafka's ``LogLoader`` handling of a cleaning a crash interrupted: delete every ``.cleaned.log`` file,
-    complete every ``.swap.log`` file (module docstring). Returns a line per swap completed. OSError
-    propagates."""
+    """Kafka's ``LogLoader`` handling of a cleaning a crash interrupted: delete every ``.cleaned.log`` and
+    ``.deleted.log`` file, complete every ``.swap.log`` file (module docstring). Returns a line per swap completed.
+    OSError propagates."""
     prefix = directory.rstrip("/") + "/"
     done = []
     for path in disk.list(prefix):
         name = path[len(prefix):]
-        if _marker_base(name, CLEANED_SUFFIX) is not None:
+        if _marker_base(name, CLEANED_SUFFIX) is not None or _marker_base(name, DELETED_SUFFIX) is not None:
             disk.delete(path, now_ms)
             continue
         base = _marker_base(name, SWAP_SUFFIX)
