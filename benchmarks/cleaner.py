@@ -243,11 +243,7 @@ def latency_part(fill_mib: int, rate: int, seconds: float, throttle: float | Non
                 "p99_ratio": round(busy["p99_ms"] / quiet["p99_ms"], 2),
                 "p50_ratio": round(busy["p50_ms"] / quiet["p50_ms"], 2), "cleanings_per_broker": cleaned}
     finally:
-        try:
-            cl.down(directory)
-        finally:
-            cl.kill(directory)
-            shutil.rmtree(directory, ignore_errors=True)
+        cl.teardown(directory, remove=True)
 
 
 def main() -> None:

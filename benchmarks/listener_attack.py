@@ -28,7 +28,6 @@ import argparse
 import json
 import os
 import platform
-import shutil
 import socket
 import struct
 import sys
@@ -184,11 +183,7 @@ def main(argv: list[str] | None = None) -> int:
                 result["phases"].append(figures)
                 print(json.dumps(figures), flush=True)
     finally:
-        try:
-            cl.down(directory)
-        finally:
-            cl.kill(directory)
-            shutil.rmtree(directory, ignore_errors=True)
+        cl.teardown(directory, remove=True)
     print(f"\nmachine: {json.dumps(result['machine'])}")
     print(f"{'phase':10} {'acked':>7} {'p50 ms':>7} {'p99 ms':>7} {'max ms':>7} {'RSS peak MB':>12} "
           f"{'probe slowest ms':>17} {'probe misses':>13}")

@@ -81,12 +81,7 @@ def running_cluster(directory: str, brokers: int, **kwargs):
         cl.up(directory, brokers, port=0, **kwargs)
         yield directory
     finally:
-        try:
-            cl.down(directory)
-        except cl.ClusterError:
-            pass
-        finally:
-            cl.kill(directory)
+        cl.teardown(directory)
 
 
 def apply_errors(node) -> int | None:

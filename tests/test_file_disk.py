@@ -341,11 +341,6 @@ REUSED_SEGMENT_TESTS = [
 ]
 
 
-@pytest.mark.parametrize("name", REUSED_SEGMENT_TESTS)
-def test_segment_behaviour_holds_on_a_file_disk(name, tmp_path, monkeypatch):
-    _on_file_disks(segments_tests, name, tmp_path, monkeypatch)
-
-
 #: tests/test_compaction.py's cases run on files: cleaned segments written as ``.cleaned.log``, renamed into place
 #: through ``.swap.log``, reloaded with their gaps, a crashed cleaning's file deleted at load.
 REUSED_COMPACTION_TESTS = [
@@ -361,9 +356,11 @@ REUSED_COMPACTION_TESTS = [
 ]
 
 
-@pytest.mark.parametrize("name", REUSED_COMPACTION_TESTS)
-def test_compaction_behaviour_holds_on_a_file_disk(name, tmp_path, monkeypatch):
-    _on_file_disks(compaction_tests, name, tmp_path, monkeypatch)
+@pytest.mark.parametrize(("module", "name"), [(segments_tests, n) for n in REUSED_SEGMENT_TESTS]
+                         + [(compaction_tests, n) for n in REUSED_COMPACTION_TESTS],
+                         ids=[*REUSED_SEGMENT_TESTS, *REUSED_COMPACTION_TESTS])
+def test_segment_and_compaction_behaviour_holds_on_a_file_disk(module, name, tmp_path, monkeypatch):
+    _on_file_disks(module, name, tmp_path, monkeypatch)
 
 
 def _kafka_cache():

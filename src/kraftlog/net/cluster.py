@@ -43,6 +43,7 @@ import contextlib
 import fcntl
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -587,6 +588,23 @@ def kill(directory: str) -> list[str]:
             _stop_pid(e["pid"], kill=True)
             killed.append(node_name(e["id"]))
     return killed
+
+
+def teardown(directory: str, remove: bool = False) -> None:
+    """Stop ``directory``'s cluster whatever state it is in, for a ``finally``: :func:`down` (a ClusterError, e.g.
+    no cluster.json yet, is ignored), then :func:`kill` by PID of whatever still runs, then, with ``remove``, the
+    directory deleted."""
+    try:
+        down(directory)
+    except ClusterError:
+        pass
+    finally:
+        try:
+            kill(directory)
+        except ClusterError:
+            pass
+        if remove:
+            shutil.rmtree(directory, ignore_errors=True)
 
 
 def down(directory: str) -> list[tuple[str, bool]]:
