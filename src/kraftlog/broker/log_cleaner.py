@@ -83,9 +83,18 @@ class LogCleaner:
         self.last_run_ms = -1
         self.bytes_read = 0
         self.bytes_written = 0
+        #: whether some log is compacted (None: to be looked at again, after :meth:`logs_changed`)
+        self._compacted: bool | None = None
+
+    def logs_changed(self) -> None:
+        """A log was added or the logs' configs changed (the log manager says so): :meth:`next_deadline` looks
+        for a compacted log again (it is asked after every event, so it does not look every time)."""
+        self._compacted = None
 
     def _has_compacted(self) -> bool:
-        return any(log.config.compact for log in self.logs.values())
+        if self._compacted is None:
+            self._compacted = any(log.config.compact for log in self.logs.values())
+        return self._compacted
 
     def next_deadline(self, d: int) -> int:
         """The earlier of ``d`` and the cleaner's next run (ms): none while disabled or without a compacted log."""

@@ -144,6 +144,7 @@ class LogManager:
                                first_dirty_offset=cleaned.get(key, 0))
             log.update_high_watermark(min(hwms.get(key, 0), log.log_end_offset))
             self.logs[key] = log
+            self.cleaner.logs_changed()
             self.batches_recovered += log.batches_recovered
             self.batches_trusted += log.batches_trusted
             self.segments_unread += log.segments_unread
@@ -182,6 +183,7 @@ class LogManager:
             log = PartitionLog(self.disk, f"{LOG_DIR}/{key[0]}-{key[1]}", self.cache.log_config(key[0]), now_ms,
                                rng=self._jitter_rng)
             self.logs[key] = log
+            self.cleaner.logs_changed()
         return log
 
     # ================================================================= periodic tasks and checkpoints
@@ -189,6 +191,7 @@ class LogManager:
         """Give every log its topic's configs again (after a config or partition change)."""
         for key, log in self.logs.items():
             log.config = self.cache.log_config(key[0])
+        self.cleaner.logs_changed()
 
     def next_deadline(self, d: int) -> int:
         """The earlier of ``d``, the next periodic task and the next segment file due for removal (ms)."""
