@@ -13,6 +13,7 @@ from kraftlog.protocol.records import ATTR_DELETE_HORIZON, Record, RecordBatch
 from kraftlog.storage.cleaner import (
     Cleaning,
     OffsetMap,
+    cleanable_offsets,
     grab_filthiest,
     group_segments_by_size,
     log_to_clean,
@@ -100,9 +101,9 @@ def test_the_last_value_of_each_key_is_kept_with_its_offset():
 
 
 def test_a_cleaned_batch_keeps_its_base_and_last_offset_and_its_producer_fields():
-    """LogCleanerTest.testCleanSegmentsWithConcurrentSegmentDeletion's precondition and MemoryRecords.filterTo: a
-    batch that loses records keeps its base offset, its last offset (overrideLastOffset), its producer id, epoch
-    and base sequence and its partition leader epoch."""
+    """Kafka's MemoryRecords.filterTo (buildRetainedRecordsInto: overrideLastOffset): a batch that loses records
+    keeps its base offset, its last offset, its producer id, epoch and base sequence and its partition leader
+    epoch."""
     log = new_log(segment_bytes=200)
     append(log, kv(("a", "1"), ("b", "1"), ("c", "1"), pid=4, seq=0))
     roll(log)
@@ -146,9 +147,9 @@ def test_a_producers_last_batch_is_kept_empty_so_its_sequence_survives():
 
 @pytest.mark.parametrize("codec", [1, 2, 3, 4], ids=["gzip", "snappy", "lz4", "zstd"])
 def test_a_rewritten_batch_keeps_its_codec(codec: int):
-    """LogCleanerTest.testCleaningWithCompressedMessages (MemoryRecords.filterTo builds the retained records with the
-    original batch's compression type): a compressed batch that loses records is written back compressed with
-    the same codec and reads back."""
+    """LogCleanerParameterizedIntegrationTest.cleanerTest over every compression type (MemoryRecords.filterTo builds
+    the retained records with the original batch's compression): a compressed batch that loses records is written
+    back compressed with the same codec and reads back."""
     log = new_log(segment_bytes=1000)
     append(log, kv(("a", "1"), ("b", "1"), ("c", "1"), codec=codec))
     roll(log)
@@ -178,7 +179,7 @@ def test_keyless_records_are_removed_by_the_cleaner():
 
 # =========================================================================== tombstones (KIP-534)
 def test_a_tombstone_outlives_the_first_cleaning_by_delete_retention_ms():
-    """LogCleanerTest.testCleanTombstone / testDeleteHorizon (KIP-534): the first cleaning that reaches a tombstone
+    """LogCleanerTest.testCleanTombstone (KIP-534): the first cleaning that reaches a tombstone
     sets its batch's delete horizon to the cleaning's time + delete.retention.ms, whatever the tombstone's own
     timestamp; cleanings before the horizon keep it; the first one after removes it (and the value it deleted)."""
     log = new_log(segment_bytes=1000, delete_retention_ms=DAY)
@@ -205,14 +206,15 @@ def test_a_tombstone_outlives_the_first_cleaning_by_delete_retention_ms():
 
 # =========================================================================== what is cleanable
 def test_the_cleaning_stops_at_the_high_watermark_and_the_active_segment():
-    """LogCleanerManagerTest.testCleanableOffsetsActiveSegment and the HWM bound (Kafka: the last stable offset): the
-    first uncleanable offset is the base of the segment holding min(HWM, active segment base); records above
-    it keep every version."""
+    """LogCleanerManagerTest.testCleanableOffsetsForNone / testCleanableOffsetsActiveSegment: the first uncleanable
+    dirty offset is min(HWM (the last stable offset), active segment base); a cleaning goes up to the base of the
+    segment holding it (calculateCleanableBytes); records above keep every version."""
     log = new_log(segment_bytes=3 * kv(("a", "1")).size_bytes)
     for i in range(9):
         log.append_as_leader(kv(("a", str(i))), 0, 0)
     assert [s.base_offset for s in log.segments] == [0, 3, 6]
     log.update_high_watermark(4)  # inside the second segment
+    assert cleanable_offsets(log, 0) == (0, 4)
     ltc = log_to_clean(KEY, log, 0)
     assert (ltc.first_dirty_offset, ltc.first_uncleanable_offset) == (0, 3)
     clean(log)
@@ -224,8 +226,8 @@ def test_the_cleaning_stops_at_the_high_watermark_and_the_active_segment():
 
 
 def test_the_dirty_ratio_decides_and_the_filthiest_log_goes_first():
-    """LogCleanerManagerTest.testGrabFilthiestCompactedLog...: cleanable ratio = dirty bytes / (clean + dirty
-    bytes); a log below min.cleanable.dirty.ratio is not cleaned; of two, the dirtier goes first; a log without
+    """LogCleanerManagerTest.testGrabFilthiestCompactedLogReturnsLogWithDirtiestRatio: cleanable ratio = dirty
+    bytes / (clean + dirty bytes); a log below min.cleanable.dirty.ratio is not cleaned; of two, the dirtier goes first; a log without
     cleanup.policy=compact is never a candidate."""
     seg = 2 * kv(("a", "1")).size_bytes
     a = new_log(segment_bytes=seg, min_cleanable_ratio=0.5)
@@ -253,7 +255,9 @@ def test_the_dirty_ratio_decides_and_the_filthiest_log_goes_first():
 
 def test_min_compaction_lag_keeps_recent_segments_dirty():
     """LogCleanerManagerTest.testCleanableOffsetsForTime: with min.compaction.lag.ms, the first segment holding a
-    record younger than the lag (its largest timestamp) is the first uncleanable one."""
+    record younger than the lag (its largest timestamp) is the first uncleanable one
+    (testCleanableOffsetsForShortTime: once every sealed segment is older than the lag, the active segment
+    bounds it)."""
     seg = 2 * kv(("a", "1")).size_bytes
     log = new_log(segment_bytes=seg, min_compaction_lag_ms=1000)
     append(log, kv(("a", "1"), ts=100), kv(("a", "2"), ts=100))  # segment 0: old
@@ -264,7 +268,7 @@ def test_min_compaction_lag_keeps_recent_segments_dirty():
 
 
 def test_max_compaction_lag_forces_a_cleaning_below_the_dirty_ratio():
-    """LogCleanerManagerTest.testMaxCompactionLag... (needCompactionNow): a log whose oldest dirty batch is older than
+    """LogCleanerIntegrationTest.testMaxLogCompactionLag (LogCleanerManager's needCompactionNow): a log whose oldest dirty batch is older than
     max.compaction.lag.ms is cleaned although its dirty ratio is below min.cleanable.dirty.ratio."""
     seg = 2 * kv(("a", "1")).size_bytes
     log = new_log(segment_bytes=seg, min_cleanable_ratio=0.9, max_compaction_lag_ms=1000)
@@ -281,13 +285,15 @@ def test_max_compaction_lag_forces_a_cleaning_below_the_dirty_ratio():
 
 def test_a_checkpoint_outside_the_log_is_reset_to_the_log_start():
     """LogCleanerManagerTest.testCleanableOffsetsNeedsCheckpointReset / testDirtyOffsetResetIfLargerThanEndOffset:
-    a first dirty offset above the LEO or below the log start offset counts as the log start offset."""
+    a first dirty offset above the LEO or below the log start offset counts as the log start offset, and the
+    log's is reset, chosen for cleaning or not (testCheckpointUpdatedForInvalidOffsetNoCleaning)."""
     disk = SimDisk(None)
     log = new_log(disk, segment_bytes=200)
     append(log, kv(("a", "1")), kv(("a", "2")))
     roll(log)
     log.first_dirty_offset = 99
     assert log_to_clean(KEY, log, 0).first_dirty_offset == 0
+    assert grab_filthiest({KEY: log}, 0) is not None and log.first_dirty_offset == 0
     again = PartitionLog(disk, DIR, log.config, 0, first_dirty_offset=99)
     assert again.first_dirty_offset == again.log_end_offset == 2
 

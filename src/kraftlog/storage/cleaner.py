@@ -124,12 +124,11 @@ def _segment_at(log: PartitionLog, offset: int) -> LogSegment:
 
 
 def cleanable_offsets(log: PartitionLog, now_ms: int) -> tuple[int, int]:
-    """(first dirty offset, first uncleanable offset) of ``log`` at ``now_ms`` (Kafka's ``cleanableOffsets`` and
-    ``calculateCleanableBytes``). The first dirty offset is the log's (its cleaner checkpoint), reset to the log
-    start offset when outside [log start, LEO]. The uncleanable offset is the smallest of the HWM, the active
-    segment's base and, with ``min.compaction.lag.ms`` > 0, the base of the first dirty segment whose largest
-    timestamp lies within the lag of ``now_ms``; the first uncleanable offset is the base of the segment
-    holding it (a segment is cleaned whole or not at all)."""
+    """(first dirty offset, first uncleanable dirty offset) of ``log`` at ``now_ms`` (Kafka's
+    ``LogCleanerManager.cleanableOffsets``). The first dirty offset is the log's (its cleaner checkpoint), reset to
+    the log start offset when outside [log start, LEO]. The first uncleanable dirty offset is the smallest of the
+    HWM (the last stable offset), the active segment's base and, with ``min.compaction.lag.ms`` > 0, the base of
+    the first dirty non-active segment whose largest timestamp lies within the lag of ``now_ms``."""
     dirty = log.first_dirty_offset
     if not log.log_start_offset <= dirty <= log.log_end_offset:
         dirty = log.log_start_offset
@@ -140,17 +139,15 @@ def cleanable_offsets(log: PartitionLog, now_ms: int) -> tuple[int, int]:
             if seg is not log.active_segment and seg.largest_timestamp() > now_ms - lag:
                 uncleanable = min(uncleanable, seg.base_offset)
                 break
-    first_uncleanable = _segment_at(log, max(uncleanable, dirty)).base_offset
-    if uncleanable < dirty:
-        first_uncleanable = min(first_uncleanable, dirty)
-    return dirty, first_uncleanable
+    return dirty, uncleanable
 
 
 @dataclass(frozen=True, slots=True)
 class LogToClean:
     """A compacted log's cleanable state (Kafka's ``LogToClean``): ``first_dirty_offset``,
-    ``first_uncleanable_offset`` (:func:`cleanable_offsets`), ``clean_bytes`` (the segments below the first dirty
-    offset), ``cleanable_bytes`` (the segments from it to the first uncleanable offset) and
+    ``first_uncleanable_offset`` (the base of the segment holding :func:`cleanable_offsets`' uncleanable offset:
+    a segment is cleaned whole or not at all, Kafka's ``calculateCleanableBytes``), ``clean_bytes`` (the segments
+    below the first dirty offset), ``cleanable_bytes`` (the segments from it to the first uncleanable offset) and
     ``max_compaction_delay_ms`` (how far past ``max.compaction.lag.ms`` its oldest dirty batch is; 0 when not)."""
 
     key: tuple[str, int]
@@ -176,7 +173,8 @@ def log_to_clean(key: tuple[str, int], log: PartitionLog, now_ms: int) -> LogToC
     """``log``'s :class:`LogToClean` at ``now_ms``. The compaction delay (Kafka's ``maxCompactionDelay``) counts
     from the earliest first-batch timestamp of the dirty non-active segments (a segment's first batch's max
     timestamp; its last-modified time when it has none)."""
-    dirty, first_uncleanable = cleanable_offsets(log, now_ms)
+    dirty, uncleanable = cleanable_offsets(log, now_ms)
+    first_uncleanable = _segment_at(log, uncleanable).base_offset
     clean_bytes = sum(s.size for s in segments_between(log, -1, dirty))
     dirty_segments = segments_between(log, min(dirty, first_uncleanable), first_uncleanable)
     cleanable_bytes = sum(s.size for s in dirty_segments)
@@ -196,7 +194,8 @@ def grab_filthiest(logs: Mapping[tuple[str, int], PartitionLog], now_ms: int,
     """The compacted log to clean next (Kafka's ``grabFilthiestCompactedLog``): among the logs whose
     ``cleanup.policy`` holds ``compact`` (not in ``skip``) with cleanable bytes, those whose ratio reaches
     ``min.cleanable.dirty.ratio`` or whose compaction delay ran out, the one with the highest ratio (ties: the
-    first key in order). None when none needs cleaning."""
+    first key in order). None when none needs cleaning. A log whose first dirty offset lay outside it gets the
+    reset one, chosen or not (Kafka's ``forceUpdateCheckpoint``)."""
     skipped = set(skip)
     best: LogToClean | None = None
     for key in sorted(logs):
@@ -204,6 +203,7 @@ def grab_filthiest(logs: Mapping[tuple[str, int], PartitionLog], now_ms: int,
         if not log.config.compact or key in skipped:
             continue
         ltc = log_to_clean(key, log, now_ms)
+        log.first_dirty_offset = ltc.first_dirty_offset
         if ltc.cleanable_bytes <= 0:
             continue
         if not (ltc.need_compaction_now or ltc.cleanable_ratio >= log.config.min_cleanable_ratio):
