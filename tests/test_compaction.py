@@ -35,7 +35,8 @@ def kv(*pairs: tuple[str, str | None], ts: int = 0, pid: int = -1, seq: int = -1
 
 def new_log(disk: SimDisk | None = None, now: int = 0, **cfg: object) -> PartitionLog:
     config = {"compact": True, "delete": False, "min_cleanable_ratio": 0.0} | cfg
-    return PartitionLog(disk if disk is not None else SimDisk(None), DIR, LogConfig(**config), now)  # type: ignore[arg-type]
+    disk = disk if disk is not None else SimDisk(None)
+    return PartitionLog(disk, DIR, LogConfig(**config), now)  # type: ignore[arg-type]
 
 
 def append(log: PartitionLog, *batches: RecordBatch, now: int = 0) -> None:
@@ -227,8 +228,8 @@ def test_the_cleaning_stops_at_the_high_watermark_and_the_active_segment():
 
 def test_the_dirty_ratio_decides_and_the_filthiest_log_goes_first():
     """LogCleanerManagerTest.testGrabFilthiestCompactedLogReturnsLogWithDirtiestRatio: cleanable ratio = dirty
-    bytes / (clean + dirty bytes); a log below min.cleanable.dirty.ratio is not cleaned; of two, the dirtier goes first; a log without
-    cleanup.policy=compact is never a candidate."""
+    bytes / (clean + dirty bytes); a log below min.cleanable.dirty.ratio is not cleaned; of two, the dirtier goes
+    first; a log without cleanup.policy=compact is never a candidate."""
     seg = 2 * kv(("a", "1")).size_bytes
     a = new_log(segment_bytes=seg, min_cleanable_ratio=0.5)
     for i in range(4):
@@ -268,8 +269,9 @@ def test_min_compaction_lag_keeps_recent_segments_dirty():
 
 
 def test_max_compaction_lag_forces_a_cleaning_below_the_dirty_ratio():
-    """LogCleanerIntegrationTest.testMaxLogCompactionLag (LogCleanerManager's needCompactionNow): a log whose oldest dirty batch is older than
-    max.compaction.lag.ms is cleaned although its dirty ratio is below min.cleanable.dirty.ratio."""
+    """LogCleanerIntegrationTest.testMaxLogCompactionLag (LogCleanerManager's needCompactionNow): a log whose oldest
+    dirty batch is older than max.compaction.lag.ms is cleaned although its dirty ratio is below
+    min.cleanable.dirty.ratio."""
     seg = 2 * kv(("a", "1")).size_bytes
     log = new_log(segment_bytes=seg, min_cleanable_ratio=0.9, max_compaction_lag_ms=1000)
     for i in range(4):
