@@ -668,3 +668,30 @@ def test_a_log_whose_topic_stopped_being_compacted_loads_its_gaps_below_the_chec
     # the broker registers as after an unclean shutdown, KIP-966), as it does for a lost segment file.
     cut = PartitionLog(disk, DIR, deleting, 2)
     assert cut.dropped_at_load and "where offset 0 was expected" in cut.dropped_at_load[0].reason
+
+
+def test_the_checker_accounts_for_records_the_cleaner_removed_and_for_tombstones():
+    """Issue 31's checker rule (kraftlog.check.checkers.compaction_state): a record missing from a compacted
+    partition's final log is lost only if no later record with its key survives and no later acknowledged
+    tombstone deleted its key; a tombstone the log still holds is present, and one missing is accounted for once
+    delete.retention.ms passed since it was written (the earliest the cleaner may remove it)."""
+    from kraftlog.check.checkers import Compaction, compaction_state, lost_acked
+
+    c: Compaction = {
+        "keys": {"v1": "a", "v2": "a", "t3": "b", "v4": "b", "t5": "c", "t6": "d", "v7": "e"},
+        "latest": {"a": 2, "c": 5},  # a's last record (v2 at 2) and c's tombstone (t5 at 5) are in the log
+        "acked_offsets": {"v1": 1, "v2": 2, "t3": 3, "v4": 0, "t5": 5, "t6": 6, "v7": 7},
+        "tombstones": {"b": [(3, 1_000)], "c": [(5, 2_000)], "d": [(6, 9_000)]},
+        "delete_retention_ms": 5_000, "end_ms": 10_000}
+    assert compaction_state(c, 1, "v1") == "removed"  # a later record of a survives
+    assert compaction_state(c, 0, "v4") == "removed"  # a later tombstone deleted b
+    assert compaction_state(c, 3, "t3") == "removed"  # b's tombstone, written 9 s before the end: past 5 s
+    assert compaction_state(c, 5, "t5") == "present"  # c's tombstone is still the log's last record of c
+    assert compaction_state(c, 6, "t6") is None  # d's tombstone written 1 s before the end: removed too early
+    assert compaction_state(c, 7, "v7") is None  # e has nothing later: lost
+    final = {"t-0": {2: ("v2", 0), 5: (None, 0)}}
+    acked = [("p", "t", 0, v, "all") for v in ("v1", "v2", "t3", "v4", "t5", "t6", "v7")]
+    compacted: list = []
+    lost, _ = lost_acked(acked, final, None, None, {"t-0": c}, compacted)
+    assert [r["value"] for r in lost] == ["t6", "v7"]
+    assert [r["value"] for r in compacted] == ["v1", "t3", "v4"]  # t5 is present, not counted

@@ -492,6 +492,12 @@ def test_client_errors():
     )
     doubled = HEAD.replace("  - {id: p1, producer: t}\n", "  - {id: p1, producer: t}\n  - {id: p1, consumer: t}\n")
     assert error_of(doubled) == "bad.yaml:9: client id 'p1' is used twice"
+    assert error_of(HEAD.replace("{id: p1, producer: t}", "{id: p1, producer: t, keys: 0}")) == (
+        "bad.yaml:8: client 'p1' keys must be an integer >= 1, got 0"
+    )
+    assert error_of(HEAD.replace("{id: p1, producer: t}", "{id: p1, producer: t, tombstones: 3}")) == (
+        "bad.yaml:8: client 'p1' tombstones need keys (a tombstone deletes a key)"
+    )
 
 
 def test_load_scenario_reads_files_and_reports_missing_ones(tmp_path):

@@ -82,20 +82,46 @@ def retention_allowed(r: Retention, offset: int, timestamp_ms: int) -> bool:
 
 class Compaction(TypedDict):
     """What the log cleaner may have removed from one compacted partition (issue 31): ``keys``, value -> key of the
-    keyed records the producers sent, ``latest``, key -> the highest offset holding that key in the final
-    leader log, and ``acked_offsets``, value -> the offset its acks=all record was acknowledged at."""
+    keyed records the producers sent (a tombstone's value is its identity, carried in a record header: its record
+    value is null); ``latest``, key -> the highest offset holding that key in the final leader log;
+    ``acked_offsets``, value -> the offset its acks=all record was acknowledged at; ``tombstones``, key -> (offset,
+    record timestamp ms) of each acknowledged tombstone; the partition's ``delete_retention_ms`` and the run's
+    ``end_ms``."""
 
     keys: Mapping[Value, str]
     latest: Mapping[str, int]
     acked_offsets: Mapping[Value, int]
+    tombstones: NotRequired[Mapping[str, Sequence[tuple[int, int]]]]
+    delete_retention_ms: NotRequired[int]
+    end_ms: NotRequired[int]
+
+
+def compaction_state(c: Compaction, offset: int, value: Value) -> str | None:
+    """How the record ``value`` at ``offset`` of a compacted partition is accounted for when the final log does not
+    hold it as a value: ``"present"`` for a tombstone the final log still holds (the last record of its key, its
+    value null), ``"removed"`` when the log cleaner was entitled to remove it -- a later record with its key
+    survives (Kafka keeps a key's last record), a later acknowledged tombstone for its key deleted it (whether
+    that tombstone survived is judged on its own), or, for a tombstone, ``delete.retention.ms`` passed since it was
+    written by the end of the run (the cleaner removes it no sooner than that after the first cleaning that
+    reached it, KIP-534) -- and None when neither holds (lost)."""
+    key = c["keys"].get(value)
+    if key is None:
+        return None
+    latest = c["latest"].get(key, -1)
+    tombs = c.get("tombstones", {}).get(key, ())
+    mine = [ts for t_offset, ts in tombs if t_offset == offset]
+    if mine and latest == offset:
+        return "present"
+    if latest > offset or any(t_offset > offset for t_offset, _ts in tombs):
+        return "removed"
+    if mine and c.get("end_ms", 0) - mine[0] >= c.get("delete_retention_ms", 1 << 62):
+        return "removed"
+    return None
 
 
 def compaction_allowed(c: Compaction, offset: int, value: Value) -> bool:
-    """Whether the log cleaner was entitled to remove the record ``value`` at ``offset``: a later record with its
-    key survives in the final log (Kafka keeps a key's last record; a tombstone the cleaner removed after
-    ``delete.retention.ms`` would also entitle it, but the simulator's producers write no tombstone)."""
-    key = c["keys"].get(value)
-    return key is not None and c["latest"].get(key, -1) > offset
+    """Whether :func:`compaction_state` accounts for the record (present as a tombstone, or removed by right)."""
+    return compaction_state(c, offset, value) is not None
 
 
 class LostRecord(TypedDict):
@@ -155,9 +181,10 @@ def lost_acked(acked: Sequence[Acked], final_logs: FinalLogs, retention: Mapping
                 continue
             c = compaction.get(name) if compaction is not None else None
             offset = c["acked_offsets"].get(value) if c is not None else None
-            if c is not None and offset is not None and compaction_allowed(c, offset, value):
-                if compacted is not None:
-                    compacted.append({"partition": name, "value": value, "client": client})
+            state = compaction_state(c, offset, value) if c is not None and offset is not None else None
+            if state == "removed" and compacted is not None:
+                compacted.append({"partition": name, "value": value, "client": client})
+            if state is not None:
                 continue
             lost.append({"partition": name, "value": value, "client": client})
     return lost, leaderless
@@ -187,14 +214,16 @@ def log_matching(replica_logs: ReplicaLogs) -> list[str]:
 
 
 def duplicates(final_logs: FinalLogs) -> int:
-    """Jepsen duplicate: a value stored at more than one offset of the final log."""
+    """Jepsen duplicate: a value stored at more than one offset of the final log (null values, tombstones, carry
+    no identity and are not counted)."""
     count = 0
     for log in final_logs.values():
         if log is None:
             continue
         seen: defaultdict[Value, int] = defaultdict(int)
         for value, _ in log.values():
-            seen[value] += 1
+            if value is not None:
+                seen[value] += 1
         count += sum(n - 1 for n in seen.values() if n > 1)
     return count
 

@@ -35,6 +35,8 @@ from .network import NetworkClient
 
 #: Kafka's NONE error code, bound once (attribute access on the enum class is slow on hot paths).
 NONE = Errors.NONE
+#: The header that carries a tombstone's identity (its record value is null): the simulator's producers.
+TOMBSTONE_ID_HEADER = "kraftlog-id"
 
 
 @dataclass(slots=True)
@@ -49,6 +51,9 @@ class PendingRecord:
     timestamp_ms: int = -1
     #: the record's key (None: no key)
     key: bytes | None = None
+    #: a tombstone: the record goes with a null value, ``value`` in its ``kraftlog-id`` header (the simulator's
+    #: identity of each record)
+    tombstone: bool = False
 
 
 @dataclass(slots=True)
@@ -106,9 +111,12 @@ class Producer(NetworkClient[ProducerContext]):
         self._drained_ms = -1  # when _drain last looked at every partition
 
     # ---------------------------------------------------------------- API
-    def send(self, topic: str, partition: int, value: bytes, now_ms: int, key: bytes | None = None) -> None:
-        """Queue one record for (topic, partition), with ``key`` (None: no key)."""
-        self._queue((topic, partition)).append(PendingRecord(topic, partition, value, now_ms, key=key))
+    def send(self, topic: str, partition: int, value: bytes, now_ms: int, key: bytes | None = None,
+             tombstone: bool = False) -> None:
+        """Queue one record for (topic, partition), with ``key`` (None: no key); a ``tombstone`` goes with a null
+        value and ``value`` in its ``kraftlog-id`` header."""
+        self._queue((topic, partition)).append(PendingRecord(topic, partition, value, now_ms, key=key,
+                                                             tombstone=tombstone))
         self._drain(now_ms)
 
     def _queue(self, key: tuple[str, int]) -> deque[PendingRecord]:
@@ -253,7 +261,8 @@ class Producer(NetworkClient[ProducerContext]):
                 batch_records = [q.popleft() for _ in range(min(self.batch_size, len(q)))]
                 for r in batch_records:
                     r.timestamp_ms = now_ms
-                records = tuple([Record(now_ms, r.key, r.value) for r in batch_records])
+                records = tuple([Record(now_ms, r.key, None, ((TOMBSTONE_ID_HEADER, r.value),)) if r.tombstone
+                                 else Record(now_ms, r.key, r.value) for r in batch_records])
                 if self.idempotent:
                     batch = self._numbered(key, records)
                     current[key] = (batch, batch_records)

@@ -166,6 +166,8 @@ def dump_scenario(scenario: Scenario) -> str:
                 item["interval"] = _ms(c.interval_ms)
                 if c.keys:
                     item["keys"] = c.keys
+                if c.tombstones:
+                    item["tombstones"] = c.tombstones
             else:
                 item["reset"] = c.reset
             parts.append(f"  - {_flow(item)}\n")

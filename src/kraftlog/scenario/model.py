@@ -72,7 +72,7 @@ _TOP_KEYS = ("name", "description", "seed", "level", "cluster", "sim", "topics",
 _CLUSTER_KEYS = ("brokers", "config")
 _SIM_KEYS = ("writeback", "network_delay")
 _TOPIC_KEYS = ("name", "partitions", "replication_factor", "assignment", "config")
-_PRODUCER_KEYS = ("id", "producer", "partition", "acks", "interval", "keys")
+_PRODUCER_KEYS = ("id", "producer", "partition", "acks", "interval", "keys", "tombstones")
 _CONSUMER_KEYS = ("id", "consumer", "partition", "reset")
 _PARTITION_CHECKS = (
     "leader",
@@ -162,8 +162,9 @@ class ClientSpec:
     ``kind`` is ``"producer"`` or ``"consumer"``; ``partition`` None means the client's choice.
     Producers use ``acks`` (``"all"|"1"|"0"``, default ``"all"``) and send every ``interval_ms``
     (default 100 ms); with ``keys`` > 0 the record ``n`` a producer sends has the key ``k<n % keys>`` (0: no
-    key; a compacted topic needs keys); consumers use ``reset`` (``"none"|"earliest"|"latest"``, default
-    ``"none"``). The fields a kind does not use keep their defaults.
+    key; a compacted topic needs keys), and with ``tombstones`` > 0 (and keys) every ``tombstones``-th record is a
+    tombstone (a null value; its identity in a ``kraftlog-id`` header); consumers use ``reset``
+    (``"none"|"earliest"|"latest"``, default ``"none"``). The fields a kind does not use keep their defaults.
     """
 
     id: str
@@ -174,6 +175,7 @@ class ClientSpec:
     interval_ms: int = _DEFAULT_INTERVAL_MS
     reset: str = "none"
     keys: int = 0
+    tombstones: int = 0
 
 
 @dataclass(frozen=True, slots=True)

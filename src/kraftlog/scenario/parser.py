@@ -492,13 +492,11 @@ class _Parser:
                 self.fail(item.value_line("interval"), f"{where} interval must be at least 1ms")
         if "reset" in item:
             reset = self.choice(item["reset"], item.value_line("reset"), f"{where} reset", model.RESETS)
-        keys = 0
-        if "keys" in item:
-            given = item["keys"]
-            if type(given) is not int or given < 1:
-                self.fail(item.value_line("keys"), f"{where} keys must be an integer >= 1, got {given!r}")
-            keys = int(given)
-        return ClientSpec(client_id, kind, spec.name, partition, acks, interval_ms, reset, keys)
+        keys, tombstones = (self.int_(item[k], item.value_line(k), f"{where} {k}", 1) if k in item else 0
+                            for k in ("keys", "tombstones"))
+        if tombstones and not keys:
+            self.fail(item.value_line("tombstones"), f"{where} tombstones need keys (a tombstone deletes a key)")
+        return ClientSpec(client_id, kind, spec.name, partition, acks, interval_ms, reset, keys, tombstones)
 
     def acks(self, value: object, line: int) -> str:
         if _is_int(value) and value in (0, 1):

@@ -147,11 +147,13 @@ def retention_view(sim: SimCluster, image: MetadataImage, end_ms: int,
 
 
 def compaction_view(sim: SimCluster, image: MetadataImage, keys: dict[tuple[str, str], str],
-                    acked_at: dict[tuple[str, str], tuple[int, int]]) -> dict[str, Compaction]:
+                    acked_at: dict[tuple[str, str], tuple[int, int]],
+                    tombstones: set[tuple[str, str]] = frozenset()) -> dict[str, Compaction]:  # type: ignore[assignment]
     """For each compacted partition with a running leader (``cleanup.policy`` holds ``compact``), what the checker
     needs to tell records the log cleaner was entitled to remove from lost ones
     (:class:`kraftlog.check.checkers.Compaction`): the keys the producers sent, the leader log's last offset of
-    each key below its HWM, and the acks=all records' offsets."""
+    each key below its HWM, the acks=all records' offsets, the acknowledged tombstones of each key (offset,
+    timestamp), the partition's ``delete.retention.ms`` and the run's end."""
     out: dict[str, Compaction] = {}
     for (topic, idx) in sorted(image.partitions):
         part = image.partitions[(topic, idx)]
@@ -166,8 +168,14 @@ def compaction_view(sim: SimCluster, image: MetadataImage, keys: dict[tuple[str,
             for offset, rec in zip(batch.record_offsets(), batch.records, strict=True):
                 if log.log_start_offset <= offset < log.high_watermark and rec.key is not None:
                     latest[rec.key.decode(errors="replace")] = offset
+        tombs: dict[str, list[tuple[int, int]]] = {}
+        for (n, v) in sorted(tombstones):
+            at = acked_at.get((n, v))
+            if n == name and at is not None:
+                tombs.setdefault(keys[(n, v)], []).append(at)
         out[name] = {"keys": {v: k for (n, v), k in keys.items() if n == name}, "latest": latest,
-                     "acked_offsets": {v: at[0] for (n, v), at in acked_at.items() if n == name}}
+                     "acked_offsets": {v: at[0] for (n, v), at in acked_at.items() if n == name},
+                     "tombstones": tombs, "delete_retention_ms": log.config.delete_retention_ms, "end_ms": sim.now}
     return out
 
 

@@ -279,7 +279,13 @@ class OnlineChecks:
                 if rec.key is not None:
                     latest[rec.key.decode(errors="replace")] = offset
         keys = {v: k for (n, v), k in self.recorder.keys.items() if n == name}
-        c: checkers.Compaction = {"keys": keys, "latest": latest, "acked_offsets": {}}
+        tombs: dict[str, list[tuple[int, int]]] = {}
+        for (n, v) in sorted(self.recorder.tombstones):
+            at = self.recorder.acked_at.get((n, v))
+            if n == name and at is not None:
+                tombs.setdefault(keys[v], []).append(at)
+        c: checkers.Compaction = {"keys": keys, "latest": latest, "acked_offsets": {}, "tombstones": tombs,
+                                  "delete_retention_ms": log.config.delete_retention_ms, "end_ms": self.sim.now}
         return [(offset, value) for offset, value in missing
                 if not checkers.compaction_allowed(c, offset, value.decode() if isinstance(value, bytes) else value)]
 

@@ -75,8 +75,9 @@ class RunRecorder:
         #: (partition name, value) -> (offset, record timestamp ms) of each acks=all record acknowledged with an
         #: offset: what the checker's retention rule needs (:class:`kraftlog.check.checkers.Retention`)
         self.acked_at: dict[tuple[str, str], tuple[int, int]] = {}
-        #: (partition name, value) -> key of each keyed record a background producer sent
+        #: (partition name, value) -> key of each keyed record a background producer sent, and which were tombstones
         self.keys: dict[tuple[str, str], str] = {}
+        self.tombstones: set[tuple[str, str]] = set()
         self.acked_counts = {"all": 0, "1": 0, "0": 0}
         self.consumed: list[Consumed] = []
         self.truncations: list[Truncation] = []

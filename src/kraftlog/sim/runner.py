@@ -248,7 +248,7 @@ class ScenarioRun:
                 self.sim.observers[prod.node_id] = self._observe_producer
                 sim.add_client(prod)
                 self.producers.append(prod)
-                self._schedule_background(prod, parts, c.interval_ms, 0, c.keys)
+                self._schedule_background(prod, parts, c.interval_ms, 0, c.keys, c.tombstones)
             else:
                 cons = Consumer(c.id, brokers, parts, c.reset, random.Random(f"{c.id}:{self.seed}"),
                                 validate_positions=self.validate_positions, group_id=c.id)
@@ -262,18 +262,22 @@ class ScenarioRun:
                 return len(t.assignment) if t.assignment else t.partitions
         return 1
 
-    def _schedule_background(self, prod: Producer, parts, interval: int, n: int, keys: int = 0) -> None:
+    def _schedule_background(self, prod: Producer, parts, interval: int, n: int, keys: int = 0,
+                             tombstones: int = 0) -> None:
         def fire(sim: SimCluster, n=n) -> None:
             if not sim.alive(prod.node_id):
                 return
             topic, index = parts[n % len(parts)]
             value = f"{prod.node_id}-{n}"
             key = f"k{n % keys}" if keys else None
+            tombstone = bool(tombstones) and n % tombstones == tombstones - 1
             if key is not None:
                 self.recorder.keys[(f"{topic}-{index}", value)] = key
-            prod.send(topic, index, value.encode(), sim.now, None if key is None else key.encode())
+                if tombstone:
+                    self.recorder.tombstones.add((f"{topic}-{index}", value))
+            prod.send(topic, index, value.encode(), sim.now, None if key is None else key.encode(), tombstone)
             sim._after(prod.node_id, prod)
-            self._schedule_background(prod, parts, interval, n + 1, keys)
+            self._schedule_background(prod, parts, interval, n + 1, keys, tombstones)
         self.sim.call_at(self.sim.now if n == 0 else self.sim.now + interval, fire)
 
     # ================================================================= steps
@@ -505,7 +509,8 @@ class ScenarioRun:
                              cluster_state.retention_view(self.sim, self._image(), self.sim.now,
                                                           self.recorder.acked_at) or None,
                              cluster_state.compaction_view(self.sim, self._image(), self.recorder.keys,
-                                                           self.recorder.acked_at) or None),
+                                                           self.recorder.acked_at, self.recorder.tombstones)
+                             or None),
             "invariant_violations": violations,
             "failed_expectations": list(self.failed),
             "metrics": self.recorder.final_metrics(self._image()),
