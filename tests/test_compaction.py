@@ -695,3 +695,36 @@ def test_the_checker_accounts_for_records_the_cleaner_removed_and_for_tombstones
     lost, _ = lost_acked(acked, final, None, None, {"t-0": c}, compacted)
     assert [r["value"] for r in lost] == ["t6", "v7"]
     assert [r["value"] for r in compacted] == ["v1", "t3", "v4"]  # t5 is present, not counted
+
+
+def test_a_batch_that_does_not_decode_makes_the_partition_uncleanable_not_the_node_fail():
+    """Kafka's LogCleaningException (markPartitionUncleanable): damage the load did not check (a CRC-valid batch
+    whose records do not frame, below the recovery point) stops the cleaning of that partition until a restart,
+    with a line saying why; the other logs are still cleaned and nothing is raised to the node."""
+    import struct
+
+    from crc32c import crc32c
+
+    disk = SimDisk(None)
+    bad_log = new_log(disk, segment_bytes=400)
+    good = kv(("a", "1"), ("b", "2"))
+    data = bytearray(good.with_offsets(0, 0).data)
+    data[61] = 0x7E  # the first record's length varint: far past the batch's end
+    struct.pack_into(">I", data, 17, crc32c(bytes(data[21:])))
+    bad_log.append_as_follower([RecordBatch.from_bytes(bytes(data))], 0)
+    bad_log.append_as_follower([kv(("a", "3")).with_offsets(2, 0)], 0)
+    roll(bad_log)
+    bad_log.update_high_watermark(bad_log.log_end_offset)
+    other = PartitionLog(disk, "data/u-0", bad_log.config, 0)
+    append(other, *(kv(("k", str(i))) for i in range(6)))
+    roll(other)
+    cleaner, failures, notes, _checkpoints = _cleaner({KEY: bad_log, ("u", 0): other}, disk)
+    now = 0
+    while cleaner.cleanings == 0 and now < 100:
+        cleaner.tick(now)
+        now = cleaner.next_run_ms
+    assert failures == [] and set(cleaner.uncleanable) == {KEY}
+    assert "CorruptRecordError" in cleaner.uncleanable[KEY] and any("t-0 is uncleanable" in n for n in notes)
+    assert cleaner.cleanings == 1 and [v for _o, _k, v in contents(other)] == ["5"]
+    assert grab_filthiest({KEY: bad_log}, now, cleaner.uncleanable) is None
+    assert not [p for p in disk.list("data/") if p.endswith(".cleaned.log")]

@@ -71,6 +71,8 @@ BROKER_METRICS = [
     "kafka_log_logcleaner_deadthreadcount",
     "kafka_log_logcleanermanager_max_dirty_percent",
     "kafka_log_logcleanermanager_time_since_last_run_ms",
+    "kafka_log_logcleanermanager_uncleanable_partitions_count",
+    "kafka_log_logcleanermanager_uncleanable_bytes",
     "kafka_coordinator_group_groupmetadatamanager_numgroups",
     "kafka_coordinator_group_groupmetadatamanager_numoffsets",
     "kafka_network_requestmetrics_requests_total",

@@ -9,7 +9,10 @@ of ``kraftlog.log.cleaner.slice.bytes`` per tick, the next slice 1 ms later, or 
 dirty offsets are written to ``cleaner-offset-checkpoint`` (Kafka's ``doneCleaning``); they are also written with
 the recovery points and at shutdown, and read at load. ``log.cleaner.enable=false`` runs nothing (compacted logs
 then grow, as in Kafka). An OSError while cleaning takes the log directory offline (Kafka's cleaner reports a
-``KafkaStorageException`` to the ``LogDirFailureChannel``).
+``KafkaStorageException`` to the ``LogDirFailureChannel``). Any other error while cleaning a log (a batch whose
+records do not decode: damage below the recovery point that the load did not check) marks the partition
+uncleanable, as Kafka's ``LogCleaningException`` does: it is not cleaned again until the broker restarts, and the
+node goes on.
 """
 
 from __future__ import annotations
@@ -56,8 +59,9 @@ class LogCleaner:
     ``files_pending()``: tells the log manager that a swap left segment files waiting for ``file.delete.delay.ms``.
 
     Counters (Kafka's cleaner metrics): ``cleanings`` done, ``aborted`` cleanings, ``last_stats`` of the last one
-    done, ``max_clean_time_ms`` and ``max_buffer_utilization`` (this incarnation's largest), ``last_run_ms`` (when a
-    cleaning last ended, -1 before), and the bytes read/written by all cleanings."""
+    done, its ``buffer_utilization`` (map entries over slots) and ``compaction_delay_ms`` (how far past
+    ``max.compaction.lag.ms`` its log was), ``last_run_ms`` (when a cleaning last ended, -1 before), the bytes
+    read/written by all cleanings, and ``uncleanable`` (partition -> why it is not cleaned any more)."""
 
     def __init__(self, disk: Disk, logs: Mapping[tuple[str, int], PartitionLog], settings: CleanerSettings,
                  fail: Callable[[int, OSError, str], None], note: Callable[[str], None],
@@ -78,8 +82,9 @@ class LogCleaner:
         self.cleanings = 0
         self.aborted = 0
         self.last_stats: CleanerStats | None = None
-        self.max_clean_time_ms = 0
-        self.max_buffer_utilization = 0.0
+        self.buffer_utilization = 0.0
+        self.compaction_delay_ms = 0
+        self.uncleanable: dict[tuple[str, int], str] = {}
         self.last_run_ms = -1
         self.bytes_read = 0
         self.bytes_written = 0
@@ -113,6 +118,24 @@ class LogCleaner:
             key = self.cleaning_key
             self.cleaning = self.cleaning_key = None
             self._fail(now_ms, exc, f"cleaning {key[0]}-{key[1]}" if key else "cleaning a log")
+        except Exception as exc:  # noqa: BLE001 -- Kafka's LogCleaningException: the partition, not the node
+            self._uncleanable(now_ms, exc)
+
+    def _uncleanable(self, now_ms: int, exc: Exception) -> None:
+        """Mark the partition being cleaned uncleanable (Kafka's ``markPartitionUncleanable``); its cleaned file is
+        deleted when the disk allows it (an OSError then takes the directory offline)."""
+        cleaning, key = self.cleaning, self.cleaning_key
+        self.cleaning = self.cleaning_key = None
+        self.next_run_ms = now_ms + 1
+        if key is None:
+            raise exc
+        self.uncleanable[key] = f"{type(exc).__name__}: {exc}"
+        self._note(f"log cleaner: {key[0]}-{key[1]} is uncleanable until a restart ({type(exc).__name__}: {exc})")
+        if cleaning is not None and not cleaning.finished:
+            try:
+                cleaning.abort(f"uncleanable: {exc}", now_ms)
+            except OSError as err:
+                self._fail(now_ms, err, f"removing the cleaned file of {key[0]}-{key[1]}")
 
     def _run(self, now_ms: int) -> None:
         cleaning = self.cleaning
@@ -120,7 +143,7 @@ class LogCleaner:
         if cleaning is not None and key is not None and self.logs.get(key) is not cleaning.log:
             cleaning.abort("the log went (deleted, moved or offline)", now_ms)
         if cleaning is None:
-            target = grab_filthiest(self.logs, now_ms)
+            target = grab_filthiest(self.logs, now_ms, self.uncleanable)
             if target is None:
                 self.next_run_ms = now_ms + max(1, self.settings.backoff_ms)
                 return
@@ -152,19 +175,18 @@ class LogCleaner:
         self.last_run_ms = now_ms
         self.bytes_read += stats.bytes_read + stats.map_bytes_read
         self.bytes_written += stats.bytes_written
-        self.max_clean_time_ms = max(self.max_clean_time_ms, stats.end_ms - stats.start_ms)
-        self.max_buffer_utilization = max(self.max_buffer_utilization, self.offset_map.utilization)
+        self.buffer_utilization = self.offset_map.utilization
+        self.compaction_delay_ms = cleaning.target.max_compaction_delay_ms
         self._note(f"log cleaner: cleaned {name} up to offset {cleaning.end_offset}: {stats.messages_read} records "
                    f"({stats.bytes_read} bytes) read, {stats.messages_written} ({stats.bytes_written} bytes) kept, "
                    f"{stats.tombstones_removed} tombstone(s) and {stats.invalid_messages} keyless record(s) removed, "
                    f"in {stats.end_ms - stats.start_ms} ms")
         self._checkpoint(now_ms)
 
-    def max_compaction_delay_ms(self, now_ms: int) -> int:
-        """How far past ``max.compaction.lag.ms`` the most overdue compacted log is (Kafka's
-        ``max-compaction-delay-secs``, in ms; 0 when none is)."""
-        return max((log_to_clean(key, log, now_ms).max_compaction_delay_ms for key, log in sorted(self.logs.items())
-                    if log.config.compact), default=0)
+    def uncleanable_bytes(self, now_ms: int) -> int:
+        """The cleanable bytes of the uncleanable partitions (Kafka's ``uncleanable-bytes``)."""
+        return sum(log_to_clean(key, self.logs[key], now_ms).cleanable_bytes for key in sorted(self.uncleanable)
+                   if key in self.logs)
 
     def max_dirty_ratio(self, now_ms: int) -> float:
         """The largest dirty ratio among the compacted logs (Kafka's ``max-dirty-percent``, as a fraction)."""

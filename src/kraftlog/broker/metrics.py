@@ -16,8 +16,10 @@ Gauges read from the broker's state when collected:
   coordinator's);
 * the log cleaner's (Kafka's ``LogCleaner`` and ``LogCleanerManager`` gauges): ``kafka.log:type=LogCleaner``
   ``max-buffer-utilization-percent``, ``cleaner-recopy-percent`` (of the last cleaning), ``max-clean-time-secs``,
-  ``max-compaction-delay-secs`` and ``DeadThreadCount`` (always 0: kraftlog's cleaner is no thread), and
-  ``kafka.log:type=LogCleanerManager`` ``max-dirty-percent`` and ``time-since-last-run-ms``.
+  ``max-compaction-delay-secs`` (of the last cleaning, as Kafka's one cleaner thread reports them) and
+  ``DeadThreadCount`` (always 0: kraftlog's cleaner is no thread), and ``kafka.log:type=LogCleanerManager``
+  ``max-dirty-percent``, ``time-since-last-run-ms``, ``uncleanable-partitions-count`` and ``uncleanable-bytes``
+  (tagged ``logDirectory``: the broker's one directory).
 
 Meters: ``kafka.server:type=ReplicaManager,name=IsrShrinksPerSec|IsrExpandsPerSec`` (marked when the
 controller commits a shrink or expansion this leader proposed, as Kafka's ``Partition`` marks them),
@@ -42,6 +44,7 @@ from ..metrics import Histogram, KafkaMetrics, Meter, MetricName
 from ..protocol import messages as m
 from ..protocol.errors import Errors
 from ..protocol.node import Envelope, Message
+from .log_manager import LOG_DIR
 
 if TYPE_CHECKING:
     from ..storage.log import PartitionLog
@@ -81,6 +84,8 @@ CLEANER_MAX_COMPACTION_DELAY = MetricName("kafka.log", "LogCleaner", "max-compac
 CLEANER_DEAD_THREADS = MetricName("kafka.log", "LogCleaner", "DeadThreadCount")
 CLEANER_MAX_DIRTY = MetricName("kafka.log", "LogCleanerManager", "max-dirty-percent")
 CLEANER_TIME_SINCE_LAST_RUN = MetricName("kafka.log", "LogCleanerManager", "time-since-last-run-ms")
+CLEANER_UNCLEANABLE_PARTITIONS = MetricName("kafka.log", "LogCleanerManager", "uncleanable-partitions-count")
+CLEANER_UNCLEANABLE_BYTES = MetricName("kafka.log", "LogCleanerManager", "uncleanable-bytes")
 NUM_GROUPS = MetricName("kafka.coordinator.group", "GroupMetadataManager", "NumGroups")
 NUM_OFFSETS = MetricName("kafka.coordinator.group", "GroupMetadataManager", "NumOffsets")
 REQUESTS = MetricName("kafka.network", "RequestMetrics", "RequestsPerSec")
@@ -118,10 +123,14 @@ def register_broker_metrics(metrics: KafkaMetrics, broker: Broker) -> None:
     metrics.gauge_family(LOG_START_OFFSET, per_log(lambda log: log.log_start_offset))
     metrics.gauge_family(LOG_SIZE, per_log(lambda log: log.size))
     cleaner = broker.log_manager.cleaner
-    metrics.gauge(CLEANER_BUFFER_UTILIZATION, lambda: int(100 * cleaner.max_buffer_utilization))
+    metrics.gauge(CLEANER_BUFFER_UTILIZATION, lambda: int(100 * cleaner.buffer_utilization))
     metrics.gauge(CLEANER_RECOPY, lambda: int(100 * cleaner.last_stats.recopy_ratio) if cleaner.last_stats else 0)
-    metrics.gauge(CLEANER_MAX_CLEAN_TIME, lambda: cleaner.max_clean_time_ms // 1000)
-    metrics.gauge(CLEANER_MAX_COMPACTION_DELAY, lambda: cleaner.max_compaction_delay_ms(broker.now_ms) // 1000)
+    metrics.gauge(CLEANER_MAX_CLEAN_TIME, lambda: ((cleaner.last_stats.end_ms - cleaner.last_stats.start_ms) // 1000
+                                                   if cleaner.last_stats else 0))
+    metrics.gauge(CLEANER_MAX_COMPACTION_DELAY, lambda: cleaner.compaction_delay_ms // 1000)
+    log_dir: Tags = (("logDirectory", LOG_DIR),)
+    metrics.gauge_family(CLEANER_UNCLEANABLE_PARTITIONS, lambda: [(log_dir, len(cleaner.uncleanable))])
+    metrics.gauge_family(CLEANER_UNCLEANABLE_BYTES, lambda: [(log_dir, cleaner.uncleanable_bytes(broker.now_ms))])
     metrics.gauge(CLEANER_DEAD_THREADS, lambda: 0)
     metrics.gauge(CLEANER_MAX_DIRTY, lambda: int(100 * cleaner.max_dirty_ratio(broker.now_ms)))
     metrics.gauge(CLEANER_TIME_SINCE_LAST_RUN, lambda: (broker.now_ms - cleaner.last_run_ms

@@ -128,7 +128,8 @@ def cleanable_offsets(log: PartitionLog, now_ms: int) -> tuple[int, int]:
     ``LogCleanerManager.cleanableOffsets``). The first dirty offset is the log's (its cleaner checkpoint), reset to
     the log start offset when outside [log start, LEO]. The first uncleanable dirty offset is the smallest of the
     HWM (the last stable offset), the active segment's base and, with ``min.compaction.lag.ms`` > 0, the base of
-    the first dirty non-active segment whose largest timestamp lies within the lag of ``now_ms``."""
+    the first dirty non-active segment whose largest timestamp lies within the lag of ``now_ms``; never below the
+    first dirty offset (Kafka returns the larger of the two)."""
     dirty = log.first_dirty_offset
     if not log.log_start_offset <= dirty <= log.log_end_offset:
         dirty = log.log_start_offset
@@ -139,7 +140,7 @@ def cleanable_offsets(log: PartitionLog, now_ms: int) -> tuple[int, int]:
             if seg is not log.active_segment and seg.largest_timestamp() > now_ms - lag:
                 uncleanable = min(uncleanable, seg.base_offset)
                 break
-    return dirty, uncleanable
+    return dirty, max(dirty, uncleanable)
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,7 +173,7 @@ class LogToClean:
 def log_to_clean(key: tuple[str, int], log: PartitionLog, now_ms: int) -> LogToClean:
     """``log``'s :class:`LogToClean` at ``now_ms``. The compaction delay (Kafka's ``maxCompactionDelay``) counts
     from the earliest first-batch timestamp of the dirty non-active segments (a segment's first batch's max
-    timestamp; its last-modified time when it has none)."""
+    timestamp, Kafka's ``getFirstBatchTimestamp``; only those above 0 count)."""
     dirty, uncleanable = cleanable_offsets(log, now_ms)
     first_uncleanable = _segment_at(log, uncleanable).base_offset
     clean_bytes = sum(s.size for s in segments_between(log, -1, dirty))
@@ -181,9 +182,8 @@ def log_to_clean(key: tuple[str, int], log: PartitionLog, now_ms: int) -> LogToC
     delay = 0
     lag = log.config.max_compaction_lag_ms
     if lag < _LONG_MAX:
-        firsts = [s.rolling_timestamp if s.rolling_timestamp >= 0 else s.last_modified_ms
-                  for s in segments_between(log, dirty, log.active_segment.base_offset)
-                  if s is not log.active_segment and s.size]
+        firsts = [s.rolling_timestamp for s in segments_between(log, dirty, log.active_segment.base_offset)
+                  if s is not log.active_segment and s.rolling_timestamp > 0]
         if firsts and min(firsts) < now_ms - lag:
             delay = now_ms - lag - min(firsts)
     return LogToClean(key, dirty, first_uncleanable, clean_bytes, cleanable_bytes, delay)
@@ -192,9 +192,9 @@ def log_to_clean(key: tuple[str, int], log: PartitionLog, now_ms: int) -> LogToC
 def grab_filthiest(logs: Mapping[tuple[str, int], PartitionLog], now_ms: int,
                    skip: Iterable[tuple[str, int]] = ()) -> LogToClean | None:
     """The compacted log to clean next (Kafka's ``grabFilthiestCompactedLog``): among the logs whose
-    ``cleanup.policy`` holds ``compact`` (not in ``skip``) with cleanable bytes, those whose ratio reaches
-    ``min.cleanable.dirty.ratio`` or whose compaction delay ran out, the one with the highest ratio (ties: the
-    first key in order). None when none needs cleaning. A log whose first dirty offset lay outside it gets the
+    ``cleanup.policy`` holds ``compact`` (not in ``skip``: the uncleanable ones) with cleanable bytes, those whose
+    ratio is above ``min.cleanable.dirty.ratio`` (strictly, as Kafka) or whose compaction delay ran out, the one
+    with the highest ratio (ties: the first key in order). None when none needs cleaning. A log whose first dirty offset lay outside it gets the
     reset one, chosen or not (Kafka's ``forceUpdateCheckpoint``)."""
     skipped = set(skip)
     best: LogToClean | None = None
@@ -206,7 +206,7 @@ def grab_filthiest(logs: Mapping[tuple[str, int], PartitionLog], now_ms: int,
         log.first_dirty_offset = ltc.first_dirty_offset
         if ltc.cleanable_bytes <= 0:
             continue
-        if not (ltc.need_compaction_now or ltc.cleanable_ratio >= log.config.min_cleanable_ratio):
+        if not (ltc.need_compaction_now or ltc.cleanable_ratio > log.config.min_cleanable_ratio):
             continue
         if best is None or ltc.cleanable_ratio > best.cleanable_ratio:
             best = ltc
@@ -273,11 +273,13 @@ def producer_last_offsets(log: PartitionLog) -> dict[int, int]:
 
 
 def filter_batch(batch: RecordBatch, offset_map: OffsetMap, now_ms: int, delete_retention_ms: int,
-                 producer_last: Mapping[int, int], stats: CleanerStats) -> RecordBatch | None:
+                 producer_last: Mapping[int, int], stats: CleanerStats, upper_bound: int = -1) -> RecordBatch | None:
     """What a cleaning keeps of ``batch`` (Kafka's ``MemoryRecords.filterTo`` with the cleaner's
     ``shouldRetainRecord`` and ``checkBatchRetention``; module docstring): the batch itself when nothing changes,
     a rewritten batch (same base offset, last offset, producer fields, leader epoch and codec) or None when it
-    goes. ``now_ms`` is the cleaning's time. The records are read from the bytes without being built
+    goes. ``now_ms`` is the cleaning's time; a batch ending just below ``upper_bound`` (the cleaning round's end
+    offset) is kept even when emptied, so the cleaned log keeps its end (Kafka's ``checkBatchRetention``). The
+    records are read from the bytes without being built
     (:mod:`kraftlog.protocol.record_filter`); only a batch that gets a delete horizon is decoded and encoded
     again (its record timestamps count from the horizon)."""
     scan = scan_keys(batch)
@@ -309,7 +311,8 @@ def filter_batch(batch: RecordBatch, offset_map: OffsetMap, now_ms: int, delete_
     stats.messages_read += n
     stats.bytes_read += batch.size_bytes
     needs_horizon = tombstone and horizon is None
-    last_of_producer = batch.producer_id >= 0 and producer_last.get(batch.producer_id) == batch.last_offset
+    last_of_producer = ((batch.producer_id >= 0 and producer_last.get(batch.producer_id) == batch.last_offset)
+                        or batch.next_offset == upper_bound)
     if len(kept) == n and not needs_horizon and (n or last_of_producer):
         stats.messages_written += n
         stats.bytes_written += batch.size_bytes
@@ -468,7 +471,7 @@ class Cleaning:
             batch = batches[0]
             done += batch.size_bytes
             kept = filter_batch(batch, self.offset_map, self.now_ms, config.delete_retention_ms,
-                                self._producer_last, self.stats)
+                                self._producer_last, self.stats, self.end_offset)
             if kept is not None:
                 self.disk.append(self._cleaned_path(), kept, now_ms)
                 self._cleaned.index(kept, kept.max_timestamp, now_ms, config.index_interval_bytes)
