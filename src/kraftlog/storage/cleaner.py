@@ -194,8 +194,8 @@ def grab_filthiest(logs: Mapping[tuple[str, int], PartitionLog], now_ms: int,
     """The compacted log to clean next (Kafka's ``grabFilthiestCompactedLog``): among the logs whose
     ``cleanup.policy`` holds ``compact`` (not in ``skip``: the uncleanable ones) with cleanable bytes, those whose
     ratio is above ``min.cleanable.dirty.ratio`` (strictly, as Kafka) or whose compaction delay ran out, the one
-    with the highest ratio (ties: the first key in order). None when none needs cleaning. A log whose first dirty offset lay outside it gets the
-    reset one, chosen or not (Kafka's ``forceUpdateCheckpoint``)."""
+    with the highest ratio (ties: the first key in order). None when none needs cleaning. A log whose first dirty
+    offset lay outside it gets the reset one, chosen or not (Kafka's ``forceUpdateCheckpoint``)."""
     skipped = set(skip)
     best: LogToClean | None = None
     for key in sorted(logs):
