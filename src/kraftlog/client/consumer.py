@@ -61,6 +61,8 @@ class ConsumedRecord:
     leader_epoch: int
     value: bytes | None
     time_ms: int
+    #: the record's headers, (key, value) pairs as Kafka's ConsumerRecord has them
+    headers: tuple[tuple[str, bytes | None], ...] = ()
 
 
 @dataclass(slots=True)
@@ -404,7 +406,7 @@ class Consumer(NetworkClient[ConsumerContext]):
                 for off, rec in zip(batch.record_offsets(), batch.records, strict=True):
                     if off < next_offset or off >= hwm:
                         continue
-                    self.records.append(ConsumedRecord(key[0], key[1], off, epoch, rec.value, now_ms))
+                    self.records.append(ConsumedRecord(key[0], key[1], off, epoch, rec.value, now_ms, rec.headers))
                     next_offset = off + 1
                     last_epoch = epoch
                 end = min(batch.next_offset, hwm)

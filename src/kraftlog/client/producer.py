@@ -39,6 +39,17 @@ NONE = Errors.NONE
 TOMBSTONE_ID_HEADER = "kraftlog-id"
 
 
+def record_identity(value: bytes | None, headers: tuple[tuple[str, bytes | None], ...] = ()) -> str | None:
+    """The identity the simulator's producers give a record: its value, or for a tombstone (a null value) its
+    ``kraftlog-id`` header (:data:`TOMBSTONE_ID_HEADER`); None for a null value without one."""
+    if value is not None:
+        return value.decode()
+    for key, header in headers:
+        if key == TOMBSTONE_ID_HEADER and header is not None:
+            return header.decode()
+    return None
+
+
 @dataclass(slots=True)
 class PendingRecord:
     """A record handed to ``send``; ``created_ms`` starts its delivery timeout."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..broker.broker import LOG_DIR
+from ..client.producer import record_identity
 from ..metadata.image import MetadataImage
 from ..storage.epoch_cache import parse_epoch_checkpoint
 from ..storage.log import EPOCH_CHECKPOINT_FILE
@@ -208,8 +209,7 @@ def final_state(sim: SimCluster, image: MetadataImage, brokers: int
                 content = contents[same_batches] = {}
                 for batch in batches:
                     epoch = batch.partition_leader_epoch
-                    values = [(rec.value.decode() if rec.value is not None else None, epoch)
-                              for rec in batch.records]
+                    values = [(record_identity(rec.value, rec.headers), epoch) for rec in batch.records]
                     content.update(zip(batch.record_offsets(), values, strict=True))
             logs[r] = (content, p.log.high_watermark)
         replica_logs[name] = logs

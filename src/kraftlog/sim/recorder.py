@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from ..check.checkers import Acked, Consumed, Truncation
 from ..client.consumer import Consumer, LogTruncationError, OffsetOutOfRangeError
-from ..client.producer import Producer
+from ..client.producer import Producer, record_identity
 from ..controller.metrics import KIP_966
 from ..metadata.image import MetadataImage
 from ..metadata.records import (
@@ -160,7 +160,7 @@ class RunRecorder:
         record = history.record
         for r in records:
             name = f"{r.topic}-{r.partition}"
-            value = r.value.decode() if r.value is not None else None
+            value = record_identity(r.value, r.headers)
             self.consumed.append((node_id, name, r.offset, value, sim.now, history.recorded))
             record(sim.now, "consume", {"client": node_id, "partition": name, "offset": r.offset,
                                         "epoch": r.leader_epoch, "value": value})
