@@ -12,7 +12,7 @@ from ..broker.broker import LOG_DIR
 from ..client.producer import record_identity
 from ..metadata.image import MetadataImage
 from ..storage.epoch_cache import parse_epoch_checkpoint
-from ..storage.log import EPOCH_CHECKPOINT_FILE
+from ..storage.log import EPOCH_CHECKPOINT_FILE, PartitionLog
 from ..storage.segment import segment_paths
 
 if TYPE_CHECKING:
@@ -162,22 +162,30 @@ def compaction_view(sim: SimCluster, image: MetadataImage, keys: dict[tuple[str,
         p = leader.partitions.get((topic, idx)) if leader is not None else None
         if p is None or not p.is_leader or not p.log.config.compact:
             continue
-        log = p.log
         name = f"{topic}-{idx}"
-        latest: dict[str, int] = {}
-        for batch in log.batches():
-            for offset, rec in zip(batch.record_offsets(), batch.records, strict=True):
-                if log.log_start_offset <= offset < log.high_watermark and rec.key is not None:
-                    latest[rec.key.decode(errors="replace")] = offset
-        tombs: dict[str, list[tuple[int, int]]] = {}
-        for (n, v) in sorted(tombstones):
-            at = acked_at.get((n, v))
-            if n == name and at is not None:
-                tombs.setdefault(keys[(n, v)], []).append(at)
-        out[name] = {"keys": {v: k for (n, v), k in keys.items() if n == name}, "latest": latest,
-                     "acked_offsets": {v: at[0] for (n, v), at in acked_at.items() if n == name},
-                     "tombstones": tombs, "delete_retention_ms": log.config.delete_retention_ms, "end_ms": sim.now}
+        out[name] = compaction_of(p.log, name, keys, acked_at, tombstones, sim.now, p.log.high_watermark)
     return out
+
+
+def compaction_of(log: PartitionLog, name: str, keys: dict[tuple[str, str], str],
+                  acked_at: dict[tuple[str, str], tuple[int, int]], tombstones: set[tuple[str, str]], end_ms: int,
+                  upto: int) -> Compaction:
+    """Partition ``name``'s :class:`kraftlog.check.checkers.Compaction` from ``log`` (its offsets from the log start
+    to ``upto``: the HWM for the verdict, the LEO online) and the recorder's ``keys``, ``acked_at`` and
+    ``tombstones``, at ``end_ms``."""
+    latest: dict[str, int] = {}
+    for batch in log.batches():
+        for offset, rec in zip(batch.record_offsets(), batch.records, strict=True):
+            if log.log_start_offset <= offset < upto and rec.key is not None:
+                latest[rec.key.decode(errors="replace")] = offset
+    tombs: dict[str, list[tuple[int, int]]] = {}
+    for (n, v) in sorted(tombstones):
+        at = acked_at.get((n, v))
+        if n == name and at is not None:
+            tombs.setdefault(keys[(n, v)], []).append(at)
+    return {"keys": {v: k for (n, v), k in keys.items() if n == name}, "latest": latest,
+            "acked_offsets": {v: at[0] for (n, v), at in acked_at.items() if n == name},
+            "tombstones": tombs, "delete_retention_ms": log.config.delete_retention_ms, "end_ms": end_ms}
 
 
 def final_state(sim: SimCluster, image: MetadataImage, brokers: int

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from ..check import checkers, invariants
 from ..protocol import messages as m
+from .cluster_state import compaction_of
 
 if TYPE_CHECKING:
     from ..broker.broker import Broker
@@ -273,19 +274,8 @@ class OnlineChecks:
     def _not_compacted(self, name: str, log: PartitionLog, missing: list[tuple[int, bytes]]) -> list[tuple[int, bytes]]:
         """``missing`` without the records the log cleaner was entitled to remove (a later record with the same key
         is in the log: :func:`kraftlog.check.checkers.compaction_allowed`, the rule the final verdict applies)."""
-        latest: dict[str, int] = {}
-        for batch in log.batches():
-            for offset, rec in zip(batch.record_offsets(), batch.records, strict=True):
-                if rec.key is not None:
-                    latest[rec.key.decode(errors="replace")] = offset
-        keys = {v: k for (n, v), k in self.recorder.keys.items() if n == name}
-        tombs: dict[str, list[tuple[int, int]]] = {}
-        for (n, v) in sorted(self.recorder.tombstones):
-            at = self.recorder.acked_at.get((n, v))
-            if n == name and at is not None:
-                tombs.setdefault(keys[v], []).append(at)
-        c: checkers.Compaction = {"keys": keys, "latest": latest, "acked_offsets": {}, "tombstones": tombs,
-                                  "delete_retention_ms": log.config.delete_retention_ms, "end_ms": self.sim.now}
+        rec = self.recorder
+        c = compaction_of(log, name, rec.keys, rec.acked_at, rec.tombstones, self.sim.now, log.log_end_offset)
         return [(offset, value) for offset, value in missing
                 if not checkers.compaction_allowed(c, offset, value.decode() if isinstance(value, bytes) else value)]
 
