@@ -125,7 +125,8 @@ def test_a_compacted_topic_gives_confluent_kafka_one_record_per_key_with_its_lat
         nodes = {e["id"]: e for e in cl.load(directory)["nodes"]}
         scraped = scrape(nodes[leader]["metrics_port"])  # Kafka's LogCleaner gauges
         recopy = scraped["kafka_log_logcleaner_cleaner_recopy_percent"][0][1]
-        assert 0 < recopy < 100 and scraped["kafka_log_logcleaner_max_buffer_utilization_percent"][0][1] >= 0
+        # (Kafka's gauge is the last cleaning's: a later pass over already-clean segments copies all it reads)
+        assert 0 < recopy <= 100 and scraped["kafka_log_logcleaner_max_buffer_utilization_percent"][0][1] >= 0
         assert scraped["kafka_log_logcleanermanager_time_since_last_run_ms"][0][1] >= 0
         part = os.path.join(directory, f"broker-{leader}", "data", "table-0")
         assert os.path.exists(os.path.join(directory, f"broker-{leader}", "data", "cleaner-offset-checkpoint"))
