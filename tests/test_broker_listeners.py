@@ -160,10 +160,19 @@ def test_describe_configs_names_the_source_of_each_topic_value(c):
     assert other.error_code == Errors.INVALID_REQUEST
 
 
+def offsets_topic(c) -> None:
+    """``__consumer_offsets`` with three partitions led by brokers 0, 1 and 2, loaded by broker 0."""
+    r = c.send(m.CreateTopicsRequest((m.CreatableTopic("__consumer_offsets", assignment=((0,), (1,), (2,))),)),
+               "admin", CONTROLLER)
+    assert r.topics[0].error_code == Errors.NONE
+    c.advance(c.now + 10)
+
+
 def test_group_requests_go_to_the_coordinator_or_get_not_coordinator(c):
     """JoinGroup to the coordinating broker is handled (MEMBER_ID_REQUIRED on a first v4+ join, the id
     prefixed with the client id); a group coordinated elsewhere gets NOT_COORDINATOR."""
     from kraftlog.broker.group_coordinator import coordinator_for
+    offsets_topic(c)
     mine = next(g for g in (f"g{i}" for i in range(100)) if coordinator_for(g, c.b.image) == 0)
     other = next(g for g in (f"g{i}" for i in range(100)) if coordinator_for(g, c.b.image) != 0)
     join = lambda g: m.JoinGroupRequest(g, 10000, "", "consumer", (m.JoinGroupRequestProtocol("range", b""),))  # noqa: E731
@@ -182,6 +191,7 @@ def test_a_parked_join_is_answered_when_the_rebalance_completes(c):
     """The broker ticks the group coordinator and sends the JoinGroup it parked once the initial
     rebalance delay (group.initial.rebalance.delay.ms, 3 s) has passed."""
     from kraftlog.broker.group_coordinator import coordinator_for
+    offsets_topic(c)
     group = next(g for g in (f"g{i}" for i in range(100)) if coordinator_for(g, c.b.image) == 0)
     member = ask(c, m.JoinGroupRequest(group, 10000, "", "consumer", (m.JoinGroupRequestProtocol("range", b"m"),)),
                  client_id="app", version=5).member_id

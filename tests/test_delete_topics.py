@@ -21,7 +21,7 @@ from kraftlog.broker.broker import (
     decode_partition_metadata,
     encode_partition_metadata,
 )
-from kraftlog.broker.group_coordinator import OFFSETS_DIR, OffsetStore, file_of_group
+from kraftlog.broker.coordinator_runtime import OFFSETS_TOPIC, CoordinatorRuntime
 from kraftlog.controller.controller import CONTROLLER, METADATA_LOG, QuorumController
 from kraftlog.level import Level
 from kraftlog.metadata import codec
@@ -485,23 +485,31 @@ def test_a_log_dir_without_partition_metadata_is_adopted_when_the_image_still_as
     assert decode_partition_metadata(b.disk.read_value(f"{T_DIR}{PARTITION_METADATA_FILE}")) == c.topic_id
 
 
-def commit(store: OffsetStore, group: str, offsets: dict, now: int) -> None:
-    store.commit(m.OffsetCommitRequest(group, tuple(
-        m.OffsetCommitPartition(t, i, o, 0) for (t, i), o in offsets.items())), now)
+def commit(c: MiniCluster, group: str, offsets: dict) -> None:
+    r = c.send(m.OffsetCommitRequest(group, tuple(
+        m.OffsetCommitPartition(t, i, o, 0) for (t, i), o in offsets.items())), "client")
+    assert [p.error_code for p in r.partitions] == [Errors.NONE] * len(offsets)
 
 
-def test_committed_offsets_of_a_deleted_topic_are_dropped_from_the_offset_store(c):
-    """GroupCoordinator.onPartitionsDeleted: the deleted topic's committed offsets leave every group; a
-    group left with offsets of other topics keeps them (durably: a reloaded store agrees), a group left
-    with none loses its file."""
+def test_committed_offsets_of_a_deleted_topic_are_tombstoned_in_consumer_offsets(c):
+    """GroupCoordinator.onPartitionsDeleted: the coordinator writes a tombstone for each committed offset of the
+    deleted topic in every group; a group keeps its offsets of other topics. The tombstones are records of
+    ``__consumer_offsets``: a coordinator that loads the partition again agrees."""
+    create(c, OFFSETS_TOPIC, ((0,),))
     create(c, "u")
-    commit(c.b.offsets, "g1", {("t", 0): 7, ("u", 0): 3}, c.now)
-    commit(c.b.offsets, "g2", {("t", 0): 9}, c.now)
+    c.advance(c.now + 10)
+    commit(c, "g1", {("t", 0): 7, ("u", 0): 3})
+    commit(c, "g2", {("t", 0): 9})
     delete(c, "t")
     c.advance(c.now + 10)
-    assert c.b.offsets.groups == {"g1": {("u", 0): (3, 0, None)}}
-    assert OffsetStore(c.b.disk, LOG_DIR).groups == c.b.offsets.groups
-    assert not c.b.disk.exists(f"{LOG_DIR}/{OFFSETS_DIR}/{file_of_group('g2')}")
+    runtime = c.b.coordinator_runtime
+    assert {k: v.offset for k, v in runtime.committed("g1").items()} == {("u", 0): 3}
+    assert runtime.committed("g2") == {}
+    again = CoordinatorRuntime(c.b.replica_manager, lambda: 1, 5000)
+    again.sync(c.now)
+    again.load_pending(c.now)
+    assert {k: v.offset for k, v in again.committed("g1").items()} == {("u", 0): 3}
+    assert again.committed("g2") == {} and again.group_ids() == ["g1"]
 
 
 def test_partition_metadata_is_kafkas_text_format():

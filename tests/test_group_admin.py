@@ -8,12 +8,13 @@ import struct
 
 from kraftlog.broker.apis.group_admin import GroupAdminApis
 from kraftlog.broker.group_coordinator import EMPTY, STABLE
-from kraftlog.broker.group_metadata import subscribed_topics
+from kraftlog.broker.group_metadata import offsets_partition_for, subscribed_topics
 from kraftlog.metadata.image import BrokerRegistration, MetadataImage
 from kraftlog.net.groups_cli import assignment_partitions
 from kraftlog.protocol import messages as m
 from kraftlog.protocol.errors import Errors
 from kraftlog.protocol.node import Envelope
+from coordinator_fakes import MemoryWriter, coordinator_over
 from test_group_coordinator import G, coordinator, stable_group
 
 
@@ -95,16 +96,17 @@ def test_list_describe_delete_a_stable_group_and_an_offsets_only_one():
     assert [(r.group_id, r.error_code) for r in deleted.results] == [
         (G, Errors.NON_EMPTY_GROUP), ("offsets-only", Errors.NONE), ("offsets-only", Errors.GROUP_ID_NOT_FOUND),
         ("", Errors.INVALID_GROUP_ID)]
-    assert "offsets-only" not in gc.offsets.groups
+    assert not gc.runtime.known("offsets-only")
 
 
 def test_group_requests_for_a_group_another_broker_coordinates_are_not_coordinator():
-    """With three brokers, a group id hashing to another broker: DescribeGroups and DeleteGroups answer
-    NOT_COORDINATOR for it, OffsetDelete at the top level; ListGroups leaves it out."""
-    from kraftlog.broker.group_metadata import coordinator_for
-    gc = coordinator()
+    """Three ``__consumer_offsets`` partitions of which this broker leads only partition 0: a group id hashing to
+    another partition gets NOT_COORDINATOR from DescribeGroups and DeleteGroups, OffsetDelete at the top level."""
+    writer = MemoryWriter(partitions=3)
+    writer.leaders = {0: 0}
+    gc = coordinator_over(writer)
     apis, channel = admin(gc, brokers=3)
-    other = next(f"g{i}" for i in range(100) if coordinator_for(f"g{i}", apis._cache.image) != 0)
+    other = next(f"g{i}" for i in range(100) if offsets_partition_for(f"g{i}", 3) != 0)
     assert ask(apis, channel, m.DescribeGroupsRequest((other,))).groups[0].error_code == Errors.NOT_COORDINATOR
     assert ask(apis, channel, m.DeleteGroupsRequest((other,))).results[0].error_code == Errors.NOT_COORDINATOR
     assert ask(apis, channel, m.OffsetDeleteRequest(other, ())).error_code == Errors.NOT_COORDINATOR
@@ -124,5 +126,5 @@ def test_offset_delete_keeps_the_offsets_of_subscribed_topics():
     assert resp.error_code == Errors.NONE
     assert [(p.topic, p.error_code) for p in resp.partitions] == [
         ("orders", Errors.GROUP_SUBSCRIBED_TO_TOPIC), ("audit", Errors.NONE)]
-    assert set(gc.offsets.groups[G]) == {("orders", 0)}
+    assert set(gc.runtime.committed(G)) == {("orders", 0)}
     assert ask(apis, channel, m.OffsetDeleteRequest("nobody", ())).error_code == Errors.GROUP_ID_NOT_FOUND

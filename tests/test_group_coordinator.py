@@ -4,10 +4,9 @@ in-memory disk and a seeded rng. Each test is named after the rule it checks."""
 
 from __future__ import annotations
 
-import random
-
 import pytest
 
+from coordinator_fakes import MemoryWriter, coordinator_over
 from kraftlog.broker.group_coordinator import (
     COMPLETING_REBALANCE,
     EMPTY,
@@ -16,12 +15,10 @@ from kraftlog.broker.group_coordinator import (
     PREPARING_REBALANCE,
     STABLE,
     GroupCoordinator,
-    OffsetStore,
     group_config,
 )
 from kraftlog.protocol import messages as m
 from kraftlog.protocol.errors import Errors
-from kraftlog.storage.disk import SimDisk
 
 G = "g"
 SESSION = 10_000  # ms
@@ -41,7 +38,7 @@ class Tok:
 
 
 def coordinator(config: dict[str, str] | None = None, seed: int = 7) -> GroupCoordinator:
-    return GroupCoordinator(OffsetStore(SimDisk(), "data"), config or {}, random.Random(seed))
+    return coordinator_over(MemoryWriter(), config, seed)
 
 
 def join_req(member_id: str = "", protocols=RANGE, session: int = SESSION, rebalance: int = REBALANCE,
@@ -502,7 +499,7 @@ def test_session_expiry_removes_a_silent_member_and_the_group_rebalances():
     gc.tick(now + 2 * SESSION)
     summary = gc.describe(G)
     assert (summary.state, summary.members, summary.generation_id, summary.leader) == (EMPTY, (), gen + 2, "")
-    assert gc.next_deadline() is None
+    assert gc.timers.next_deadline() is None
 
 
 def test_member_with_a_parked_join_does_not_expire_while_waiting():
@@ -814,7 +811,7 @@ def test_resign_answers_parked_requests_not_coordinator_and_drops_membership():
     gc.resign(now + 2)  # everything
     [(tok, r)] = gc.take_responses()
     assert tok is th and r.error_code == Errors.NOT_COORDINATOR
-    assert gc.groups() == [] and gc.next_deadline() is None
+    assert gc.groups() == [] and gc.timers.next_deadline() is None
     # a later join starts the group afresh
     assert gc.handle(now + 3, Tok("x"), "c", join_req(a)).error_code == Errors.UNKNOWN_MEMBER_ID
 
@@ -822,7 +819,7 @@ def test_resign_answers_parked_requests_not_coordinator_and_drops_membership():
 # ============================================================================ timers
 def test_next_deadline_and_tick_agree():
     gc = coordinator()
-    assert gc.next_deadline() is None
+    assert gc.timers.next_deadline() is None
     gc.tick(1_000_000)  # nothing to do
     assert gc.take_responses() == []
     a = new_member_id(gc, 0)
@@ -842,7 +839,7 @@ def test_next_deadline_and_tick_agree():
     # the pending sync) expire and the group ends Empty with no timer left
     assert snapshots[0] == (10 + DELAY, COMPLETING_REBALANCE, 1)
     assert snapshots[-1][1:] == (EMPTY, 0)
-    assert gc.next_deadline() is None
+    assert gc.timers.next_deadline() is None
 
 
 def test_handle_rejects_a_request_that_is_not_a_group_request():
@@ -852,18 +849,13 @@ def test_handle_rejects_a_request_that_is_not_a_group_request():
 
 
 @pytest.mark.parametrize("group_id", ["..", ".", "a/b", "x.tmp", "y.log", "", "é %", "nul\x00byte", "g" * 300])
-def test_any_group_id_is_stored_as_one_plain_file_and_reloads(tmp_path, group_id):
-    """A client chooses the group id: it becomes one percent-encoded file name (no path separators, no
-    dots), which a FileDisk accepts and a restarted broker decodes back to the same id."""
-    from kraftlog.broker.group_coordinator import OffsetStore
-    from kraftlog.net.disk import FileDisk
-    disk = FileDisk(tmp_path / "node")
-    store = OffsetStore(disk, "data")
-    store.commit(m.OffsetCommitRequest(group_id, (m.OffsetCommitPartition("t", 0, 7, 2),)), 1)
-    (path,) = disk.list("data/__consumer_offsets/")
-    name = path[len("data/__consumer_offsets/"):]
-    assert "/" not in name and "." not in name and len(name) <= 200
-    disk.close()
-    again = OffsetStore(FileDisk(tmp_path / "node"), "data")
-    fetched = again.fetch(m.OffsetFetchRequest(group_id, (("t", 0),)))
+def test_any_group_id_is_stored_as_a_record_and_reloads(group_id):
+    """A client chooses the group id: it is a string of an OffsetCommitKey, whatever its characters, and a
+    coordinator that loads the partition again reads the same id and offset back."""
+    writer = MemoryWriter()
+    gc = coordinator_over(writer)
+    r = gc.handle(1, Tok("c"), "c", m.OffsetCommitRequest(group_id, (m.OffsetCommitPartition("t", 0, 7, 2),)))
+    assert [p.error_code for p in r.partitions] == [Errors.NONE]
+    again = coordinator_over(writer, now_ms=2)
+    fetched = again.handle(2, Tok("f"), "c", m.OffsetFetchRequest(group_id, (("t", 0),)))
     assert [(p.committed_offset, p.committed_leader_epoch) for p in fetched.partitions] == [(7, 2)]

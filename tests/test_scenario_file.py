@@ -315,7 +315,7 @@ def test_unknown_verb():
     assert msg == (
         "bad.yaml:11: step 2: unknown verb 'explode' (expected one of: produce, crash, shutdown, restart, "
         "restart_controller, pause, resume, disk_full, corrupt, isolate, partition, cut, heal, hold, release, alter_config, elect, "
-        "wait_until, expect, run_for)"
+        "wait_until, expect, run_for, restart_client)"
     )
 
 

@@ -45,7 +45,9 @@ from .channel import (
     RegisterContext,
 )
 from .config import BrokerConfig, parse_listeners
+from .coordinator_runtime import CoordinatorRuntime
 from .group_coordinator import GroupCoordinator
+from .group_metadata import offsets_partitions
 from .lifecycle import (
     CONTROLLED_SHUTDOWN_MAX_MS,
     PENDING_CONTROLLED_SHUTDOWN,
@@ -67,7 +69,6 @@ from .log_manager import (
 from .metadata_cache import MetadataCache
 from .metadata_publisher import BrokerMetadataPublisher, MetadataLoader
 from .metrics import RequestMetrics, register_broker_metrics
-from .offset_store import OffsetStore
 from .partition import Partition
 from .replica_fetcher import ReplicaFetcherManager
 from .replica_manager import DelayedProduce, ReplicaManager
@@ -118,27 +119,35 @@ class Broker(NodeBase[BrokerContext]):
             self.log_manager.load(now_ms)
         except OSError as exc:  # taken offline once the broker is set up (below)
             load_error = exc
-        self.offsets = OffsetStore(disk, LOG_DIR)
-        # Member ids come from a Random of its own, seeded by the incarnation id, so that the broker's
-        # own draws (and so every simulated history) do not depend on whether a group ever formed.
-        self.groups: GroupCoordinator[Envelope] = GroupCoordinator(self.offsets, self.static,
-                                                                   Random(self.incarnation_id.int))
         self.lifecycle = BrokerLifecycleManager(broker_id, cluster_id, self.incarnation_id, level, self.config, self,
                                                 self.cache, self.log_manager, self._note, now_ms)
         self.replica_manager = ReplicaManager(broker_id, level, self.config, self.cache, self.log_manager,
                                               self.lifecycle, self, self._log_dir_failed, now_ms)
         self.fetcher = ReplicaFetcherManager(broker_id, self.config, self.cache, self.replica_manager,
                                              self.lifecycle, self, self._log_dir_failed)
+        #: the __consumer_offsets partitions this broker leads, loaded (Kafka's CoordinatorRuntime)
+        self.coordinator_runtime = CoordinatorRuntime(
+            self.replica_manager, lambda: offsets_partitions(self.cache.image, self.static),
+            int(self.cache.image.config("offsets.commit.timeout.ms", static=self.static)))
+        # Member ids come from a Random of its own, seeded by the incarnation id, so that the broker's
+        # own draws (and so every simulated history) do not depend on whether a group ever formed.
+        self.groups: GroupCoordinator[Envelope] = GroupCoordinator(self.coordinator_runtime, self.static,
+                                                                   Random(self.incarnation_id.int))
+        self.coordinator_runtime.on_load = lambda now, index, stored: self.groups.load_groups(now, stored)
+        self.coordinator_runtime.on_unload = lambda now, index: self.groups.resign(
+            now, self.coordinator_runtime.groups_of(index, self.groups.groups()))
+        self.replica_manager.hwm_listener = self.coordinator_runtime.on_high_watermark
         self.publisher = BrokerMetadataPublisher(broker_id, self.cache, self.log_manager, self.replica_manager,
-                                                 self.fetcher, self.offsets, self._log_dir_failed)
+                                                 self.fetcher, self.groups, self._log_dir_failed)
         self.loader = MetadataLoader(broker_id, cluster_id, self.config, self.cache, self.publisher,
                                      self.lifecycle, self)
+        metadata_apis = MetadataApis(broker_id, cluster_id, self.cache, self)
         self.group_apis = GroupApis(broker_id, self.cache, self.groups, self.log_manager, self.lifecycle, self,
-                                    self._log_dir_failed)
+                                    self._log_dir_failed, metadata_apis.auto_topic_creation)
         self.apis = KafkaApis(
             self, ForwardingManager(self, self.config.request_timeout_ms),
             ReplicationApis(broker_id, self.cache, self.replica_manager, self.log_manager, self.lifecycle, self),
-            MetadataApis(broker_id, cluster_id, self.cache, self), self.group_apis,
+            metadata_apis, self.group_apis,
             GroupAdminApis(broker_id, self.cache, self.groups, self.log_manager, self, self._log_dir_failed,
                            lambda: self.group_apis.member_hosts))
         self.next_hwm_checkpoint_ms = now_ms + self.config.hwm_checkpoint_interval_ms
@@ -265,8 +274,10 @@ class Broker(NodeBase[BrokerContext]):
 
     # ================================================================= shutdown and failure
     def _log_dir_failed(self, now_ms: int, exc: OSError, what: str) -> None:
-        """An I/O error while doing ``what``: :meth:`ReplicaManager.handle_log_dir_failure`."""
+        """An I/O error while doing ``what``: :meth:`ReplicaManager.handle_log_dir_failure`; the
+        ``__consumer_offsets`` shards of the offline directory are unloaded."""
         self.replica_manager.handle_log_dir_failure(now_ms, exc, what)
+        self.coordinator_runtime.sync(now_ms)
 
     def begin_controlled_shutdown(self, now_ms: int) -> None:
         """Start a clean shutdown: ask the controller to move leadership away, then stop. Without a

@@ -1,18 +1,19 @@
-"""The group coordinator: Kafka's classic consumer-group protocol over the offset store.
+"""The group coordinator: Kafka's classic consumer-group protocol, stored in ``__consumer_offsets``.
 
-Which broker coordinates a group: Kafka hashes the group id onto a ``__consumer_offsets`` partition
-(``abs(groupId.hashCode) % offsets.topic.num.partitions``) and uses its leader. kraftlog keeps no
-internal offsets topic: the same Java hash picks a starting broker id, and the coordinator is the
-first active (registered, unfenced, not shutting down) broker from there in id order, as every broker
-computes it from its MetadataImage. Committed offsets: :mod:`kraftlog.broker.offset_store`.
+Which broker coordinates a group: the leader of its ``__consumer_offsets`` partition
+(``kafka_abs(groupId.hashCode) % offsets.topic.num.partitions``; :func:`coordinator_for`), once that broker has
+loaded the partition (:mod:`kraftlog.broker.coordinator_runtime`). Committed offsets and group metadata are
+records of that partition, written through the replication path and answered once the HWM passes them
+(:mod:`kraftlog.broker.group_storage`).
 
 Group membership (:class:`GroupCoordinator`) follows Kafka's classic protocol (JoinGroup, SyncGroup,
 Heartbeat, LeaveGroup; ``kafka.coordinator.group.GroupCoordinator`` / ``GroupMetadata`` of Kafka 3.x,
 which Kafka 4.x's ``GroupMetadataManager.classicGroup*`` keeps), sans-I/O: time comes in as int ms,
 randomness (member ids) from an injected ``random.Random``, and the requests Kafka parks in its join
-and sync purgatories come back later through :meth:`GroupCoordinator.take_responses`. Membership is
-kept in memory only (Kafka also writes it to ``__consumer_offsets``): a coordinator that takes over a
-group starts it Empty, and its members rejoin. One group's state: :mod:`kraftlog.broker.group_metadata`.
+and sync purgatories (and the writes it awaits) come back later through :meth:`GroupCoordinator.take_responses`.
+A group's membership is stored when its leader assigns and when it becomes Empty: a coordinator that loads the
+partition takes the group over Stable, with its members, generation and assignment (no forced rebalance).
+One group's state: :mod:`kraftlog.broker.group_metadata`.
 """
 
 from __future__ import annotations
@@ -22,9 +23,11 @@ from collections.abc import Iterable
 from random import Random
 from typing import ClassVar, Generic, TypeAlias, TypeVar
 
+from ..metadata import config as _config
 from ..protocol import messages as m
 from ..protocol.errors import Errors
 from ..protocol.node import Message
+from .coordinator_runtime import CoordinatorRuntime
 from .group_metadata import (
     CAN_REBALANCE,
     COMPLETING_REBALANCE,
@@ -45,10 +48,10 @@ from .group_metadata import (
     join_error,
     protocols_of,
 )
-from .offset_store import OFFSETS_DIR, OffsetStore, file_of_group
+from .group_storage import GroupStorage
 
-__all__ = [  # what callers import from here (the offset store's names too)
-    "GroupCoordinator", "coordinator_for", "java_string_hash", "OffsetStore", "OFFSETS_DIR", "file_of_group",
+__all__ = [  # what callers import from here
+    "GroupCoordinator", "coordinator_for", "java_string_hash",
     "GroupSummary", "GROUP_CONFIGS", "group_config", "NEW_MEMBER_JOIN_TIMEOUT_MS", "EMPTY", "PREPARING_REBALANCE",
     "COMPLETING_REBALANCE", "STABLE", "DEAD",
 ]
@@ -65,7 +68,7 @@ _HEARTBEAT = "heartbeat"  # (kind, group, member): DelayedHeartbeat, the member'
 _PENDING = "pending"  # (kind, group, member id): DelayedHeartbeat(isPending) of a KIP-394 pending member
 
 
-class GroupCoordinator(Generic[T]):
+class GroupCoordinator(GroupStorage[T], Generic[T]):
     """Kafka's classic consumer-group coordinator (``kafka.coordinator.group.GroupCoordinator``), sans-I/O.
 
     Driver interface (the broker's):
@@ -82,14 +85,16 @@ class GroupCoordinator(Generic[T]):
     * ``tick(now_ms)`` once ``now_ms >= next_deadline()``: session expiry, rebalance and sync timeouts,
       the initial rebalance delay. ``next_deadline() -> ms | None``.
     * ``resign(now_ms, group_ids=None)``: this broker no longer coordinates the groups (all when None):
-      their parked requests are answered NOT_COORDINATOR and their membership is dropped. Committed
-      offsets stay in :attr:`offsets`.
+      their parked requests are answered NOT_COORDINATOR and their membership is dropped (it is stored).
+    * ``runtime``: the ``__consumer_offsets`` shards (:class:`CoordinatorRuntime`); its loads and unloads call
+      :meth:`load_groups` and :meth:`resign` (the broker wires them).
 
-    The caller checks that this broker coordinates the group (``coordinator_for``) before ``handle``;
-    Kafka's ``validateGroupStatus`` NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS are the caller's.
+    The caller checks that this broker coordinates the group (``runtime.status``) before ``handle``:
+    Kafka's NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS are the caller's.
 
     Configs (``config``, by Kafka name, Kafka's defaults): ``group.min.session.timeout.ms``,
-    ``group.max.session.timeout.ms``, ``group.initial.rebalance.delay.ms``, ``group.max.size``.
+    ``group.max.session.timeout.ms``, ``group.initial.rebalance.delay.ms``, ``group.max.size``,
+    ``offsets.retention.minutes``, ``offsets.retention.check.interval.ms``.
     """
 
     #: The API versions whose semantics ``handle`` applies by default (the message classes' ``VERSION``).
@@ -102,9 +107,13 @@ class GroupCoordinator(Generic[T]):
         m.OffsetFetchRequest: m.OffsetFetchRequest.VERSION,
     }
 
-    def __init__(self, offsets: OffsetStore, config: dict[str, str] | None, rng: Random) -> None:
-        self.offsets = offsets
+    def __init__(self, runtime: CoordinatorRuntime, config: dict[str, str] | None, rng: Random) -> None:
+        self.runtime = runtime
         self.rng = rng
+        self.retention_ms = int(_config.lookup("offsets.retention.minutes", config)) * 60_000
+        self.retention_check_ms = int(_config.lookup("offsets.retention.check.interval.ms", config))
+        self.next_expiry_ms: int | None = None
+        self._joining_host = ""  # the address of the JoinGroup being handled (a new member's client host)
         self.min_session_timeout_ms = group_config("group.min.session.timeout.ms", config)
         self.max_session_timeout_ms = group_config("group.max.session.timeout.ms", config)
         self.initial_rebalance_delay_ms = group_config("group.initial.rebalance.delay.ms", config)
@@ -115,8 +124,9 @@ class GroupCoordinator(Generic[T]):
 
     # ================================================================== driver interface
     def handle(self, now_ms: int, token: T, client_id: str, request: GroupRequest,
-               version: int | None = None) -> Message | None:
+               version: int | None = None, client_host: str = "") -> Message | None:
         """Handle one group request at ``now_ms``; the response, or None if parked (see the class doc).
+        ``client_host``: the address the request came from (a joining member's, stored with the group).
         Raises TypeError for another request."""
         kind = type(request)
         if kind not in self.VERSION:
@@ -124,15 +134,16 @@ class GroupCoordinator(Generic[T]):
         if version is None:
             version = self.VERSION[kind]
         if isinstance(request, m.OffsetFetchRequest):
-            return self.offsets.fetch(request)  # GroupCoordinator.handleFetchOffsets: no membership check
-        if isinstance(request, m.OffsetCommitRequest):
-            return self._offset_commit(now_ms, request)
+            return self.fetch_offsets(request)  # GroupCoordinator.handleFetchOffsets: no membership check
         if isinstance(request, m.HeartbeatRequest):
             return self._heartbeat(now_ms, request)
         if isinstance(request, m.LeaveGroupRequest):
             return self._leave_group(now_ms, request, version)
         start = len(self._responses)
-        if isinstance(request, m.JoinGroupRequest):
+        if isinstance(request, m.OffsetCommitRequest):
+            self._offset_commit(now_ms, token, request)
+        elif isinstance(request, m.JoinGroupRequest):
+            self._joining_host = client_host
             self._join_group(now_ms, token, client_id or "", request, version)
         else:
             self._sync_group(now_ms, token, request, version)
@@ -150,11 +161,21 @@ class GroupCoordinator(Generic[T]):
 
     def next_deadline(self) -> int | None:
         """The earliest time (ms) at which :meth:`tick` has a timer to fire, None when none is set."""
-        return self.timers.next_deadline()
+        d = self.timers.next_deadline()
+        for other in (self.next_expiry_ms, self.runtime.next_deadline()):
+            if other is not None and (d is None or other < d):
+                d = other
+        return d
 
     def tick(self, now_ms: int) -> None:
         """Fire every timer due at ``now_ms`` (deadline <= now_ms), in deadline order (ties: the order
-        they were set)."""
+        they were set); shards waiting to load; writes past ``offsets.commit.timeout.ms``; the offsets'
+        expiry. OSError from a shard's load (the caller's directory goes offline)."""
+        if self.runtime.loading:
+            self.runtime.load_pending(now_ms)
+        self.runtime.tick(now_ms)
+        if self.next_expiry_ms is not None and now_ms >= self.next_expiry_ms:
+            self.expire_offsets(now_ms)
         while (key := self.timers.pop_due(now_ms)) is not None:
             group = self._groups.get(key[1])
             if group is None:  # pragma: no cover - timers are cancelled with their group
@@ -172,7 +193,7 @@ class GroupCoordinator(Generic[T]):
         """Stop coordinating ``group_ids`` (every group when None): ``GroupCoordinator.onGroupUnloaded``.
         A group in PreparingRebalance answers its parked JoinGroups NOT_COORDINATOR, one in
         CompletingRebalance or Stable its parked SyncGroups; then the group is Dead and forgotten (its
-        timers with it). Committed offsets stay in the OffsetStore."""
+        timers with it). What is stored stays in ``__consumer_offsets``."""
         ids = list(self._groups) if group_ids is None else [g for g in group_ids if g in self._groups]
         for gid in ids:
             group = self._groups.pop(gid)
@@ -190,9 +211,9 @@ class GroupCoordinator(Generic[T]):
 
     @property
     def busy(self) -> bool:
-        """Whether the coordinator holds a group or an unsent response (the broker skips it otherwise:
-        most simulated brokers never coordinate a group)."""
-        return bool(self._groups or self._responses)
+        """Whether the coordinator holds a group, a loaded shard or an unsent response (the broker skips it
+        otherwise: most simulated brokers never coordinate a group)."""
+        return bool(self._groups or self._responses or self.runtime.shards)
 
     def groups(self) -> list[str]:
         """The ids of the groups this coordinator holds (in creation order)."""
@@ -202,22 +223,6 @@ class GroupCoordinator(Generic[T]):
         """A snapshot of ``group_id``, None when this coordinator holds no such group."""
         group = self._groups.get(group_id)
         return None if group is None else group.summary()
-
-    def delete_group(self, now_ms: int, group_id: str) -> int:
-        """DeleteGroups for ``group_id`` (Kafka's ``GroupCoordinator.handleDeleteGroups``): a group with
-        members is NON_EMPTY_GROUP; an Empty one, or one known only by its committed offsets, is forgotten
-        with its offsets (NONE); GROUP_ID_NOT_FOUND otherwise. OSError from the offset store's write."""
-        group = self._groups.get(group_id)
-        if group is not None and group.members:
-            return Errors.NON_EMPTY_GROUP
-        if group is None and group_id not in self.offsets.groups:
-            return Errors.GROUP_ID_NOT_FOUND
-        self.offsets.delete_group(now_ms, group_id)
-        if group is not None:
-            group.state = DEAD
-            del self._groups[group_id]
-            self.timers.drop_groups({group_id})
-        return Errors.NONE
 
     # ======================================================================= timers
     def _schedule_heartbeat(self, now_ms: int, group: GroupMetadata[T], member: MemberMetadata[T],
@@ -267,6 +272,7 @@ class GroupCoordinator(Generic[T]):
         if group.leader is None:
             group.leader = member.member_id
         group.members[member.member_id] = member
+        member.client_host = member.client_host or self._joining_host
         group.count_protocols(member, 1)
         group.pending_members.pop(member.member_id, None)
         self.timers.cancel((_PENDING, group.group_id, member.member_id))
@@ -561,9 +567,12 @@ class GroupCoordinator(Generic[T]):
         if not group.members:
             group.protocol_name = None
             group.state = EMPTY
+            group.state_timestamp = now_ms
+            self._store_group(now_ms, group)  # GroupMetadataManager.completeClassicGroupJoin: an Empty group
             return
         group.protocol_name = group.select_protocol()
         group.state = COMPLETING_REBALANCE
+        group.state_timestamp = now_ms
         for mb in group.members.values():
             self._answer_join(mb, group.join_result(mb.member_id, with_members=group.leader == mb.member_id))
             self._schedule_heartbeat(now_ms, group, mb)
@@ -689,8 +698,24 @@ class GroupCoordinator(Generic[T]):
             assignment = {a.member_id: bytes(a.assignment) for a in req.assignments}
             for mb in group.members.values():
                 mb.assignment = assignment.get(mb.member_id, b"")
-            self._propagate_assignment(now_ms, group, Errors.NONE)
-            group.state = STABLE
+            generation = group.generation_id
+
+            def stored(now: int, error: int) -> None:
+                # GroupMetadataManager.classicGroupSyncGroup's append future: only if nothing moved meanwhile
+                if (self._groups.get(group.group_id) is not group or group.state != COMPLETING_REBALANCE
+                        or group.generation_id != generation):
+                    return
+                if error != Errors.NONE:
+                    for mb in group.members.values():
+                        mb.assignment = b""
+                    self._propagate_assignment(now, group, error)
+                    self._maybe_prepare_rebalance(now, group)
+                    return
+                self._propagate_assignment(now, group, Errors.NONE)
+                group.state = STABLE
+                group.state_timestamp = now
+
+            self._store_group(now_ms, group, stored)
 
     # ========================================================================= Heartbeat
     def _heartbeat(self, now_ms: int, req: m.HeartbeatRequest) -> m.HeartbeatResponse:
@@ -751,42 +776,3 @@ class GroupCoordinator(Generic[T]):
             top = next((r.error_code for r in results if r.error_code != Errors.NONE), Errors.NONE)
             return m.LeaveGroupResponse(top)
         return m.LeaveGroupResponse(Errors.NONE, tuple(results))
-
-    # ====================================================================== OffsetCommit
-    def _offset_commit(self, now_ms: int, req: m.OffsetCommitRequest) -> m.OffsetCommitResponse:
-        """``GroupCoordinator.handleCommitOffsets`` / ``validateOffsetCommit`` / ``doCommitOffsets``.
-
-        A commit with generation < 0 and no member id or instance id (a consumer using ``assign()``, or
-        the admin client) is stored when the group has no members (Empty, or unknown: then an Empty
-        group is created), else UNKNOWN_MEMBER_ID. Otherwise the committer must be a current member
-        (UNKNOWN_MEMBER_ID / FENCED_INSTANCE_ID) of the current generation (ILLEGAL_GENERATION; also for
-        an unknown group); during CompletingRebalance the answer is REBALANCE_IN_PROGRESS; in Stable and
-        PreparingRebalance the commit restarts the member's session and is stored. Errors are per
-        partition."""
-        group = self._groups.get(req.group_id)
-        generation = req.generation_id_or_member_epoch
-        if group is None:
-            if generation >= 0:
-                return self._commit_error(req, Errors.ILLEGAL_GENERATION)
-            group = self._groups[req.group_id] = GroupMetadata(req.group_id)
-        error = None
-        if generation < 0 and group.state == EMPTY:
-            pass
-        elif generation >= 0 or req.member_id != "" or req.group_instance_id is not None:
-            error = group.validate_current_member(req.member_id, req.group_instance_id)
-            if error is None and generation != group.generation_id:
-                error = Errors.ILLEGAL_GENERATION
-        elif group.state != EMPTY:
-            error = Errors.UNKNOWN_MEMBER_ID
-        if error is None and group.state == COMPLETING_REBALANCE:
-            error = Errors.REBALANCE_IN_PROGRESS
-        if error is not None:
-            return self._commit_error(req, error)
-        if group.state in (STABLE, PREPARING_REBALANCE):
-            self._schedule_heartbeat(now_ms, group, group.members[req.member_id])
-        return self.offsets.commit(req, now_ms)
-
-    @staticmethod
-    def _commit_error(req: m.OffsetCommitRequest, error: int) -> m.OffsetCommitResponse:
-        return m.OffsetCommitResponse(tuple(m.OffsetCommitPartitionResponse(p.topic, p.partition, error)
-                                            for p in req.partitions))

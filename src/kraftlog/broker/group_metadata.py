@@ -50,18 +50,32 @@ def java_string_hash(text: str) -> int:
     return h - (1 << 32) if h >= (1 << 31) else h
 
 
-def coordinator_for(group_id: str, image: MetadataImage) -> int:
-    """The broker id coordinating ``group_id`` in ``image``, or -1 when no broker is active."""
-    ids: list[int] = sorted(image.brokers)
-    if not ids:
-        return -1
-    start = abs(java_string_hash(group_id)) % len(ids)
-    for i in range(len(ids)):
-        b = ids[(start + i) % len(ids)]
-        if image.is_active(b):
-            return b
-    return -1
+#: Kafka's ``Topic.GROUP_METADATA_TOPIC_NAME``.
+OFFSETS_TOPIC = "__consumer_offsets"
 
+
+def offsets_partition_for(group_id: str, num_partitions: int) -> int:
+    """The ``__consumer_offsets`` partition of ``group_id`` (Kafka's ``Utils.abs(groupId.hashCode()) %
+    numPartitions``, where ``Utils.abs(Integer.MIN_VALUE)`` is 0)."""
+    h = java_string_hash(group_id)
+    return (0 if h == -(1 << 31) else abs(h)) % max(1, num_partitions)
+
+
+def offsets_partitions(image: MetadataImage, static: dict[str, str] | None = None) -> int:
+    """How many partitions ``__consumer_offsets`` has in ``image``, else ``offsets.topic.num.partitions``."""
+    topic = image.topics.get(OFFSETS_TOPIC)
+    return topic.partition_count if topic is not None else int(image.config("offsets.topic.num.partitions",
+                                                                            static=static))
+
+
+def coordinator_for(group_id: str, image: MetadataImage, static: dict[str, str] | None = None) -> int:
+    """The broker id coordinating ``group_id`` in ``image``: the leader of its ``__consumer_offsets`` partition
+    (Kafka's ``KafkaApis.getCoordinator``), or -1 while the topic does not exist or the partition has no
+    leader."""
+    if OFFSETS_TOPIC not in image.topics:
+        return -1
+    reg = image.partition(OFFSETS_TOPIC, offsets_partition_for(group_id, offsets_partitions(image, static)))
+    return reg.leader if reg is not None and reg.has_leader else -1
 
 
 def group_config(name: str, config: dict[str, str] | None) -> int:
@@ -80,6 +94,7 @@ class MemberSummary:
     client_id: str
     metadata: bytes
     assignment: bytes
+    client_host: str = ""
 
 
 @dataclass(slots=True, frozen=True)
@@ -107,7 +122,7 @@ class MemberMetadata(Generic[T]):
 
     __slots__ = ("member_id", "group_instance_id", "client_id", "rebalance_timeout_ms", "session_timeout_ms",
                  "protocol_type", "protocols", "assignment", "awaiting_join", "join_token", "awaiting_sync",
-                 "sync_token", "is_new")
+                 "sync_token", "is_new", "client_host")
 
     def __init__(self, member_id: str, group_instance_id: str | None, client_id: str, rebalance_timeout_ms: int,
                  session_timeout_ms: int, protocol_type: str, protocols: Protocols) -> None:
@@ -124,6 +139,8 @@ class MemberMetadata(Generic[T]):
         self.awaiting_sync = False
         self.sync_token: T | None = None
         self.is_new = False
+        #: the address its last JoinGroup came from ("" unknown): stored in GroupMetadataValue
+        self.client_host = ""
 
     def metadata(self, protocol: str) -> bytes:
         """The member's metadata for ``protocol`` (``MemberMetadata.metadata``)."""
@@ -150,7 +167,7 @@ class GroupMetadata(Generic[T]):
 
     __slots__ = ("group_id", "state", "generation_id", "protocol_type", "protocol_name", "leader", "members",
                  "static_members", "pending_members", "pending_sync", "protocol_counts", "new_member_added",
-                 "initial_join", "initial_delay_ms", "initial_remaining_ms", "sync_generation")
+                 "initial_join", "initial_delay_ms", "initial_remaining_ms", "sync_generation", "state_timestamp")
 
     def __init__(self, group_id: str) -> None:
         self.group_id = group_id
@@ -174,6 +191,8 @@ class GroupMetadata(Generic[T]):
         self.initial_remaining_ms = 0
         #: the generation the DelayedSync timer was started for
         self.sync_generation = -1
+        #: when the group entered its state (ms; Kafka's ``currentStateTimestamp``), -1 unknown
+        self.state_timestamp = -1
 
     # ---------------------------------------------------------------- GroupMetadata
     def rebalance_timeout_ms(self) -> int:
@@ -253,7 +272,8 @@ class GroupMetadata(Generic[T]):
     def summary(self) -> GroupSummary:
         chosen = self.protocol_name
         details = tuple(MemberSummary(mb.member_id, mb.group_instance_id, mb.client_id,
-                                      dict(mb.protocols).get(chosen, b"") if chosen else b"", bytes(mb.assignment))
+                                      dict(mb.protocols).get(chosen, b"") if chosen else b"", bytes(mb.assignment),
+                                      mb.client_host)
                         for mb in self.members.values())
         return GroupSummary(self.group_id, self.state, self.generation_id, self.protocol_type, self.protocol_name,
                             self.leader or "", tuple(self.members), details)

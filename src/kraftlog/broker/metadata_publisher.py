@@ -11,13 +11,14 @@ from collections.abc import Sequence
 from ..metadata.image import MetadataApplyErrors, MetadataImage
 from ..protocol import messages as m
 from ..protocol.errors import Errors
+from ..protocol.node import Envelope
 from ..storage.meta_properties import kafka_uuid
 from .channel import CONTROLLER, BrokerChannel, LogDirFailureHandler, MetadataFetchContext
 from .config import BrokerConfig
+from .group_coordinator import GroupCoordinator
 from .lifecycle import PENDING_CONTROLLED_SHUTDOWN, BrokerLifecycleManager
 from .log_manager import LogManager
 from .metadata_cache import MetadataCache
-from .offset_store import OffsetStore
 from .replica_fetcher import ReplicaFetcherManager
 from .replica_manager import ReplicaManager
 
@@ -26,19 +27,21 @@ METADATA_FETCH_TIMEOUT_MS = 2000
 
 
 class BrokerMetadataPublisher:
-    """Applies the metadata records broker ``broker_id`` replays to its replicas, logs and offset store.
+    """Applies the metadata records broker ``broker_id`` replays to its replicas, logs and group coordinator
+    (which follows the ``__consumer_offsets`` partitions it leads: ``CoordinatorRuntime.sync``).
 
     ``metadata_apply_errors``: Kafka's metadata-apply-error-count: metadata records (or partition roles)
     this broker could not apply; the node's driver logs their lines and reports the count."""
 
     def __init__(self, broker_id: int, cache: MetadataCache, logs: LogManager, replicas: ReplicaManager,
-                 fetcher: ReplicaFetcherManager, offsets: OffsetStore, fail: LogDirFailureHandler) -> None:
+                 fetcher: ReplicaFetcherManager, groups: GroupCoordinator[Envelope],
+                 fail: LogDirFailureHandler) -> None:
         self.broker_id = broker_id
         self._cache = cache
         self._logs = logs
         self._replicas = replicas
         self._fetcher = fetcher
-        self._offsets = offsets
+        self._groups = groups
         self._fail = fail
         self.metadata_apply_errors = MetadataApplyErrors()
         self._published = False  # first caught up with the metadata log (MetadataLoader)
@@ -83,6 +86,8 @@ class BrokerMetadataPublisher:
             self._logs.update_log_configs()
         if changed or delta.brokers:
             self._replicas.wake_delayed_fetches(now_ms)
+        if changed or delta.deleted_topics:
+            self._groups.runtime.sync(now_ms)  # load or unload __consumer_offsets shards
 
     def _apply_partitions(self, now_ms: int, image: MetadataImage, changed: set[tuple[str, int]]) -> None:
         """Become leader or follower of each changed partition assigned here (``ReplicaManager.applyDelta``).
@@ -133,10 +138,10 @@ class BrokerMetadataPublisher:
         startup, except that a log dir without ``partition.metadata`` (written before kraftlog kept topic
         ids) is kept and adopted when the image still assigns it here (Kafka treats it as stray).
 
-        The deleted topics' committed offsets leave this broker's offset store (Kafka's
-        ``onPartitionsDeleted``). At the first publish the replay covers the whole metadata log, and offsets
-        on disk may have been committed to a same-name topic created after a deletion: only the names the
-        image no longer has are cleaned."""
+        The deleted topics' committed offsets are tombstoned in the ``__consumer_offsets`` partitions this
+        broker leads (Kafka's ``onPartitionsDeleted``). At the first publish the replay covers the whole
+        metadata log, and offsets may have been committed to a same-name topic created after a deletion: only
+        the names the image no longer has are cleaned."""
         image = self._cache.image
         partitions, logs = self._replicas.partitions, self._logs
         stale = [(key, reason) for key in sorted(set(logs.logs) | set(partitions))
@@ -152,7 +157,7 @@ class BrokerMetadataPublisher:
                 return
         names = sorted({n for n in deleted_topics.values() if not first_publish or n not in image.topics})
         if names:
-            self._offsets.delete_topics(names, now_ms)
+            self._groups.on_topics_deleted(now_ms, names)
         if not stale:
             return
         self._replicas.remove_partitions(now_ms, {key for key, _reason in stale})

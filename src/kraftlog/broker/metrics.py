@@ -113,8 +113,9 @@ def register_broker_metrics(metrics: KafkaMetrics, broker: Broker) -> None:
     metrics.gauge(OFFLINE_LOG_DIRECTORY_COUNT, lambda: 1 if broker.log_dir_offline else 0)
     metrics.gauge(METADATA_APPLY_ERROR_COUNT, lambda: broker.metadata_apply_errors.count)
     metrics.gauge(METADATA_LOAD_ERROR_COUNT, lambda: len(broker.dropped_at_load))
-    metrics.gauge(NUM_GROUPS, lambda: len(set(broker.groups.groups()) | set(broker.offsets.groups)))
-    metrics.gauge(NUM_OFFSETS, lambda: sum(len(offsets) for offsets in broker.offsets.groups.values()))
+    metrics.gauge(NUM_GROUPS, lambda: len(set(broker.groups.groups()) | set(broker.coordinator_runtime.group_ids())))
+    metrics.gauge(NUM_OFFSETS, lambda: sum(len(offsets) for shard in broker.coordinator_runtime.shards.values()
+                                           for offsets in shard.stable.offsets.values()))
 
     def per_log(read: Callable[[PartitionLog], int]) -> Callable[[], list[tuple[Tags, float]]]:
         return lambda: [((("topic", t), ("partition", str(i))), read(p.log)) for (t, i), p in sorted(hosted().items())]

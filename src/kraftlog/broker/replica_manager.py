@@ -16,7 +16,7 @@ KAFKA_STORAGE_ERROR.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from ..level import Level
@@ -25,11 +25,13 @@ from ..metrics import Meter
 from ..protocol import messages as m
 from ..protocol.errors import Errors
 from ..protocol.node import Envelope
+from ..protocol.records import Record, RecordBatch
 from ..protocol.validation import validate_produce_records
 from ..storage.log import RecordBatchTooLargeError
 from .channel import CONTROLLER, AlterPartitionContext, BrokerChannel, LogDirFailureHandler
 from .config import BrokerConfig
 from .delete_records import DeleteRecordsManager
+from .group_metadata import OFFSETS_TOPIC
 from .lifecycle import BrokerLifecycleManager
 from .log_manager import LogManager
 from .metadata_cache import MetadataCache
@@ -102,6 +104,8 @@ class ReplicaManager:
         #: Kafka's ReplicaManager and BrokerTopicMetrics meters (:mod:`.metrics` registers them)
         self.isr_shrinks, self.isr_expands = Meter(), Meter()
         self.bytes_in, self.messages_in = Meter(), Meter()
+        #: called with the time when a leader's HWM moved (the group coordinator's ``HighWatermarkListener``)
+        self.hwm_listener: Callable[[int], None] | None = None
 
     def leader_error(self, p: Partition | None, key: tuple[str, int]) -> int:
         """The error of a request only the partition's leader answers, with no leader epoch (Kafka's
@@ -489,6 +493,56 @@ class ReplicaManager:
         if self.delayed_produces:
             self.complete_delayed_produces(now_ms)
         self.wake_delayed_fetches(now_ms)
+        if self.hwm_listener is not None:
+            self.hwm_listener(now_ms)
+
+    # ================================================================= the group coordinator's partitions
+    # (kraftlog.broker.coordinator_runtime.PartitionWriter: Kafka's CoordinatorPartitionWriter)
+    def coordinator_leaders(self) -> dict[int, int]:
+        """The ``__consumer_offsets`` partitions led here: index -> leader epoch (none while offline)."""
+        if self.logs.offline:
+            return {}
+        return {key[1]: p.leader_epoch for key, p in self.partitions.items()
+                if key[0] == OFFSETS_TOPIC and p.is_leader}
+
+    def coordinator_high_watermark(self, index: int) -> int:
+        """The HWM of ``__consumer_offsets`` partition ``index``, -1 when not hosted here."""
+        p = self.partitions.get((OFFSETS_TOPIC, index))
+        return -1 if p is None else p.log.high_watermark
+
+    def coordinator_batches(self, index: int) -> Iterable[RecordBatch]:
+        """Every batch of ``__consumer_offsets`` partition ``index`` from its log start to its LEO."""
+        p = self.partitions.get((OFFSETS_TOPIC, index))
+        if p is None:
+            return ()
+        start = p.log.log_start_offset
+        return [b for b in p.log.batches() if b.next_offset > start]
+
+    def append_coordinator_records(self, now_ms: int, index: int,
+                                   records: list[tuple[bytes, bytes | None]]) -> tuple[int, int]:
+        """Append the group coordinator's ``records`` (key, value) in one batch to ``__consumer_offsets``
+        partition ``index`` as its leader (Kafka's ``CoordinatorPartitionWriter.append``: acks=all, the internal
+        topic allowed): (NONE, the offset after the batch), or the error: UNKNOWN_TOPIC_OR_PARTITION /
+        NOT_LEADER_OR_FOLLOWER, NOT_ENOUGH_REPLICAS (ISR below ``min.insync.replicas``), RECORD_LIST_TOO_LARGE,
+        KAFKA_STORAGE_ERROR (the directory goes offline)."""
+        key = (OFFSETS_TOPIC, index)
+        p = self.partitions.get(key)
+        error = self.leader_error(p, key)
+        if error != NONE or p is None:
+            return error, -1
+        if len(p.isr) < self.cache.min_isr(OFFSETS_TOPIC):
+            return Errors.NOT_ENOUGH_REPLICAS, -1
+        batch = RecordBatch(-1, -1, tuple(Record(now_ms, k, v) for k, v in records))
+        try:
+            stamped = p.log.append_as_leader(batch, p.leader_epoch, now_ms)
+        except RecordBatchTooLargeError:
+            return Errors.RECORD_LIST_TOO_LARGE, -1
+        except OSError as exc:
+            self._fail(now_ms, exc, f"appending to {OFFSETS_TOPIC}-{index}")
+            return Errors.KAFKA_STORAGE_ERROR, -1
+        self.maybe_increment_hwm(now_ms, p, wake=False)
+        self.wake_delayed_fetches(now_ms)
+        return NONE, stamped.last_offset + 1
 
     # ================================================================= Produce
     def handle_produce(self, now_ms: int, env: Envelope[m.ProduceRequest]) -> None:

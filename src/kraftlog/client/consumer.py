@@ -136,6 +136,10 @@ class Consumer(NetworkClient[ConsumerContext]):
         self.group_backoff_until = 0
         self.next_commit_ms = auto_commit_interval_ms
         self.committed: dict[tuple[str, int], FetchPosition] = {}
+        #: what the group's coordinator said, for the group checkers: (kind, topic, partition, offset) with kind
+        #: "commit" (an OffsetCommit acknowledged), "fetched" (an OffsetFetch answer, -1: nothing committed) or
+        #: "position" (the position set from a committed offset or by auto.offset.reset); see take_group_events
+        self.group_events: list[tuple[str, str, int, int]] = []
         self.metadata = ClientMetadata(bootstrap)
         self.reset = reset
         self.validate_positions = validate_positions
@@ -180,6 +184,12 @@ class Consumer(NetworkClient[ConsumerContext]):
     def take_records(self) -> list[ConsumedRecord]:
         out = self.records
         self.records = []
+        return out
+
+    def take_group_events(self) -> list[tuple[str, str, int, int]]:
+        """The group events (:attr:`group_events`) since the last call, oldest first."""
+        out = self.group_events
+        self.group_events = []
         return out
 
     def take_truncations(self) -> list[LogTruncation]:
@@ -304,10 +314,13 @@ class Consumer(NetworkClient[ConsumerContext]):
                 return
             for p in resp.partitions:
                 key = (p.topic, p.partition)
+                if key in self.state and p.error_code == NONE:
+                    self.group_events.append(("fetched", p.topic, p.partition, p.committed_offset))
                 if key in self.state and p.error_code == NONE and p.committed_offset >= 0:
                     # KIP-320: a committed position carries its leader epoch and is validated first.
                     self.seek(p.topic, p.partition, p.committed_offset, p.committed_leader_epoch)
                     self.committed[key] = FetchPosition.from_wire(p.committed_offset, p.committed_leader_epoch)
+                    self.group_events.append(("position", p.topic, p.partition, p.committed_offset))
             self.group_ready = True
         else:
             assert isinstance(resp, m.OffsetCommitResponse), resp
@@ -317,6 +330,8 @@ class Consumer(NetworkClient[ConsumerContext]):
             for cp in context[1]:
                 self.committed[(cp.topic, cp.partition)] = FetchPosition.from_wire(cp.committed_offset,
                                                                                    cp.committed_leader_epoch)
+                if self.group_id is not None:
+                    self.group_events.append(("commit", cp.topic, cp.partition, cp.committed_offset))
 
     def _work(self, now_ms: int) -> None:
         self._worked_ms = now_ms
@@ -453,10 +468,13 @@ class Consumer(NetworkClient[ConsumerContext]):
         pr = self._single_answer(now_ms, context, resp)
         if pr is None:
             return
-        st = self.state[context[2][0]]
+        key = context[2][0]
+        st = self.state[key]
         st.position = FetchPosition(pr.offset, None)
         st.awaiting_reset = False
         st.awaiting_validation = False
+        if self.group_id is not None:
+            self.group_events.append(("position", key[0], key[1], pr.offset))
 
     def _on_validate(self, now_ms: int, context: ValidateContext, resp: m.OffsetForLeaderEpochResponse) -> None:
         """An OffsetForLeaderEpoch answer for the position sent (``context[3]``), judged by KIP-320's

@@ -116,6 +116,13 @@ DEFAULTS: dict[str, str] = {
     "group.max.session.timeout.ms": "1800000",
     "group.initial.rebalance.delay.ms": "3000",
     "group.max.size": "2147483647",
+    # The group coordinator's storage, __consumer_offsets (Kafka's GroupCoordinatorConfig names and defaults).
+    "offsets.topic.num.partitions": "50",
+    "offsets.topic.replication.factor": "3",
+    "offsets.topic.segment.bytes": "104857600",
+    "offsets.retention.minutes": "10080",
+    "offsets.retention.check.interval.ms": "600000",
+    "offsets.commit.timeout.ms": "5000",
     # What a producer may append (Kafka's LogValidator / UnifiedLog.analyzeAndValidateRecords): the
     # largest batch in bytes (Kafka's default: 1 MiB + LOG_OVERHEAD) and how far a record's CreateTime may
     # lie before / after the broker's clock (Kafka 4.x: unbounded, i.e. Long.MAX_VALUE, and 1 hour).
@@ -301,6 +308,12 @@ _TYPES: dict[str, tuple[str, int | None, bool]] = {
     "group.max.session.timeout.ms": (_INT, None, False),
     "group.initial.rebalance.delay.ms": (_INT, None, False),
     "group.max.size": (_INT, 1, False),
+    "offsets.topic.num.partitions": (_INT, 1, False),
+    "offsets.topic.replication.factor": (_INT, 1, False),
+    "offsets.topic.segment.bytes": (_INT, 1, False),
+    "offsets.retention.minutes": (_INT, 1, False),
+    "offsets.retention.check.interval.ms": (_LONG, 1, False),
+    "offsets.commit.timeout.ms": (_INT, 1, False),
     "message.max.bytes": (_INT, 0, False),
     "max.message.bytes": (_INT, 0, False),
     "log.message.timestamp.before.max.ms": (_LONG, 0, False),

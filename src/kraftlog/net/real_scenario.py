@@ -52,7 +52,7 @@ from ..controller.controller import CONTROLLER
 from ..level import DEFAULT, Level
 from ..protocol import messages as m
 from ..protocol.errors import Errors
-from ..scenario import AlterConfig, Condition, Crash, Elect, Produce, Scenario, Step
+from ..scenario import AlterConfig, Condition, Crash, Elect, Produce, RestartClient, Scenario, Step
 from ..scenario.interpreter import ACKS, node_words, run_steps
 from ..scenario.result import RunResult
 from ..verdict import is_safe
@@ -79,6 +79,9 @@ def refusals(scn: Scenario) -> list[str]:
                    "have their own delays; remove it to run with --real")
     for step in scn.steps:
         where = step.label
+        if isinstance(step.action, RestartClient):
+            out.append(f"{where}: restart_client is run by the simulator only (with --real the consumers run in "
+                       "this process; kraftlog chaos restarts a real consumer group)")
         if isinstance(step.action, Crash) and step.action.lose == "unflushed" and scn.writeback_ms is not None:
             out.append(f"{where}: lose: unflushed with sim.writeback {scn.writeback_ms}ms: the kernel's "
                        "writeback cannot be set per run (with --real it is `never`: the restored files are "
@@ -282,7 +285,8 @@ class RealScenarioRun(ProcessFaults):
                     return sent
                 loop = ClientLoop(prod, self._address, observe, wake_every_ms=min(100, c.interval_ms))
             else:
-                cons = Consumer(c.id, brokers, parts, c.reset, Random(f"{c.id}:{self.seed}"), group_id=c.id)
+                cons = Consumer(c.id, brokers, parts, c.reset, Random(f"{c.id}:{self.seed}"), group_id=c.group_id,
+                                auto_commit_interval_ms=c.commit_interval_ms)
                 loop = ClientLoop(cons, self._address, self.reads.observe)
             loop.start()
             self.loops.append(loop)
@@ -295,6 +299,9 @@ class RealScenarioRun(ProcessFaults):
     # kraftlog.scenario.interpreter runs the steps: what each verb means, and its line, is written there once.
     def refusals(self, scenario: Scenario) -> list[str]:
         return refusals(scenario)
+
+    def restart_client(self, client: str) -> str | None:  # pragma: no cover - refused before the run starts
+        return "restart_client is run by the simulator only"
 
     def now_ms(self) -> int:
         return self._now()

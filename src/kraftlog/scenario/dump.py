@@ -8,7 +8,7 @@ from collections.abc import Iterable
 
 import yaml
 
-from .model import CONTROLLER, Condition, Scenario, _ms
+from .model import CONTROLLER, DEFAULT_COMMIT_INTERVAL_MS, Condition, Scenario, _ms
 from .steps import (
     Action,
     AlterConfig,
@@ -26,6 +26,7 @@ from .steps import (
     Produce,
     Release,
     Restart,
+    RestartClient,
     RestartController,
     Resume,
     RunFor,
@@ -95,6 +96,8 @@ def _dump_args(action: Action) -> object:
             return _dump_condition(condition)
         case RunFor(duration_ms):
             return _ms(duration_ms)
+        case RestartClient(client):
+            return {"client": client}
     raise ValueError(f"cannot dump {action!r}")
 
 
@@ -170,6 +173,10 @@ def dump_scenario(scenario: Scenario) -> str:
                     item["tombstones"] = c.tombstones
             else:
                 item["reset"] = c.reset
+                if c.group is not None:
+                    item["group"] = c.group
+                if c.commit_interval_ms != DEFAULT_COMMIT_INTERVAL_MS:
+                    item["commit_interval"] = _ms(c.commit_interval_ms)
             parts.append(f"  - {_flow(item)}\n")
     if s.steps:
         parts.append(dump_steps(s.steps))

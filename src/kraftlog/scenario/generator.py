@@ -151,6 +151,7 @@ from .steps import (
     Produce,
     Release,
     Restart,
+    RestartClient,
     RestartController,
     Resume,
     RunFor,
@@ -426,6 +427,8 @@ def describe_step(step: Step) -> str:
             what = f"{step.verb} {_node(node)}"
         case RestartController():
             what = "controller failover"
+        case RestartClient(client):
+            what = f"restart consumer {client}"
         case DiskFull(broker, for_ms):
             what = f"disk full {_node(broker)} ({for_ms / 1000:g}s)"
         case Corrupt(broker, partition, at):

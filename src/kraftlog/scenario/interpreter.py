@@ -39,6 +39,7 @@ from .steps import (
     Produce,
     Release,
     Restart,
+    RestartClient,
     RestartController,
     Resume,
     RunFor,
@@ -163,6 +164,9 @@ class ClusterBackend(Protocol):
 
     def disk_full(self, broker: int, for_ms: int) -> str | None: ...
 
+    def restart_client(self, client: str) -> str | None:
+        """Kill the consumer ``client`` and start a new one of its group; why not, when it cannot."""
+
     def corrupt(self, step: Step, action: Corrupt) -> Corrupted | None:
         """Flip bytes in the stopped broker's batch :func:`~kraftlog.scenario.corrupt_target` picks; None
         when no batch is there."""
@@ -244,6 +248,9 @@ def run_step(backend: ClusterBackend, step: Step) -> None:
             _done(b, label, b.pause(node), f"{node_words(node)} paused (no ticks, messages to it wait)", ev)
         case Resume(node):
             _done(b, label, b.resume(node), f"{node_words(node)} resumed", ev)
+        case RestartClient(client):
+            _done(b, label, b.restart_client(client),
+                  f"consumer {client} killed and started again (it resumes from its group's committed offsets)", ev)
         case DiskFull(broker, for_ms):
             _done(b, label, b.disk_full(broker, for_ms),
                   f"broker {broker}'s file system is full for {for_ms}ms (every write fails with ENOSPC)", ev)

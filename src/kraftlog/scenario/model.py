@@ -73,7 +73,9 @@ _CLUSTER_KEYS = ("brokers", "config")
 _SIM_KEYS = ("writeback", "network_delay")
 _TOPIC_KEYS = ("name", "partitions", "replication_factor", "assignment", "config")
 _PRODUCER_KEYS = ("id", "producer", "partition", "acks", "interval", "keys", "tombstones")
-_CONSUMER_KEYS = ("id", "consumer", "partition", "reset")
+_CONSUMER_KEYS = ("id", "consumer", "partition", "reset", "group", "commit_interval")
+#: Kafka's ``auto.commit.interval.ms`` default (ms): how often a scenario's consumer commits its positions.
+DEFAULT_COMMIT_INTERVAL_MS = 5000
 _PARTITION_CHECKS = (
     "leader",
     "isr",
@@ -164,7 +166,8 @@ class ClientSpec:
     (default 100 ms); with ``keys`` > 0 the record ``n`` a producer sends has the key ``k<n % keys>`` (0: no
     key; a compacted topic needs keys), and with ``tombstones`` > 0 (and keys) every ``tombstones``-th record is a
     tombstone (a null value; its identity in a ``kraftlog-id`` header); consumers use ``reset``
-    (``"none"|"earliest"|"latest"``, default ``"none"``). The fields a kind does not use keep their defaults.
+    (``"none"|"earliest"|"latest"``, default ``"none"``), commit their positions to ``group`` (None: the
+    client's id) every ``commit_interval_ms``. The fields a kind does not use keep their defaults.
     """
 
     id: str
@@ -176,6 +179,13 @@ class ClientSpec:
     reset: str = "none"
     keys: int = 0
     tombstones: int = 0
+    group: str | None = None
+    commit_interval_ms: int = DEFAULT_COMMIT_INTERVAL_MS
+
+    @property
+    def group_id(self) -> str:
+        """The consumer's group id: ``group``, else its id."""
+        return self.group if self.group is not None else self.id
 
 
 @dataclass(frozen=True, slots=True)

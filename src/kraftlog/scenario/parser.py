@@ -30,7 +30,6 @@ import difflib
 import math
 import os
 from collections.abc import Collection
-from typing import NoReturn
 
 from kraftlog.level import Level
 from kraftlog.metadata.config import KNOWN_CONFIGS, unknown_at_level
@@ -50,125 +49,26 @@ from .model import (
     _is_int,
     _show,
 )
+from .parse_base import _Reader, parse_duration, parse_partition_name
 from .steps import VERBS, Action, RunFor, Step
-from .yaml_lines import LDict, LList, load_yaml
+from .yaml_lines import LDict, load_yaml
 
 __all__ = ["load_scenario", "parse_duration", "parse_partition_name", "parse_scenario"]
 
 
-# --------------------------------------------------------------------------- small public parsers
-def parse_duration(text: object) -> int:
-    """Parse a duration ``<int>ms``, ``<int>s`` or ``<int>m`` into int ms.
-
-    Raises ValueError for anything else (a bare number, a negative or fractional value, other units).
-    """
-    if isinstance(text, str):
-        match = model._DURATION_RE.fullmatch(text.strip())
-        if match:
-            return int(match.group(1)) * model._DURATION_UNITS[match.group(2)]
-    raise ValueError(
-        f"bad duration {_show(text)} (expected <int>ms, <int>s or <int>m, e.g. 500ms, 5s, 2m)"
-    )
-
-
-def parse_partition_name(name: object) -> tuple[str, int]:
-    """Split a partition name ``<topic>-<index>`` (``"t-0"``) into ``(topic, index)``.
-
-    Topic names may contain ``-``: the split is on the last one. Raises ValueError when there is no
-    ``-<index>`` suffix or the index is not a non-negative int without leading zeros.
-    """
-    if isinstance(name, str):
-        match = model._PARTITION_RE.fullmatch(name.strip())
-        if match:
-            return match.group(1), int(match.group(2))
-    raise ValueError(f"bad partition name {_show(name)} (expected <topic>-<index>, e.g. t-0)")
-
-
-
 # ----------------------------------------------------------------------------------- the parser
-class _Parser:
+class _Parser(_Reader):
     """Validation state: the source, the cluster size, the topics and the current step."""
 
     def __init__(self, source: str) -> None:
         self.source = source
         self.brokers = 0
         self.topics: dict[str, TopicSpec] = {}
+        self.consumers: list[str] = []  # the ids of the consumers among the clients (restart_client names one)
         self.step: int | None = None
         self.verb: str | None = None
         #: the file's own ``level:`` (configs that do not exist at it are refused), None when absent
         self.level_: Level | None = None
-
-    # ------------------------------------------------------------------------------- helpers
-    def fail(self, line: int | None, problem: str) -> NoReturn:
-        raise ScenarioError(problem, source=self.source, line=line, step=self.step, verb=self.verb)
-
-    def step_verb(self) -> str:
-        """The verb of the step being parsed (set by :meth:`step_` before a ``verb_*`` method runs)."""
-        assert self.verb is not None
-        return self.verb
-
-    def mapping(self, value: object, line: int, what: str, *, optional: bool = False) -> LDict:
-        if value is None and optional:
-            empty = LDict()
-            empty.line, empty.key_lines, empty.lines = line, {}, {}
-            return empty
-        if not isinstance(value, LDict):
-            self.fail(line, f"{what} must be a mapping, got {_show(value)}")
-        return value
-
-    def sequence(self, value: object, line: int, what: str) -> LList:
-        if not isinstance(value, LList):
-            self.fail(line, f"{what} must be a list, got {_show(value)}")
-        return value
-
-    def keys(self, mapping: LDict, allowed: Collection[str], what: str) -> None:
-        for key in mapping:
-            if key not in allowed:
-                self.fail(
-                    mapping.key_line(key),
-                    f"unknown key {_show(key)} in {what} (expected one of: {', '.join(allowed)})",
-                )
-
-    def require(self, mapping: LDict, key: str, what: str) -> object:
-        if key not in mapping:
-            self.fail(mapping.line, f"{what} needs {key!r}")
-        return mapping[key]
-
-    def int_(self, value: object, line: int, what: str, minimum: int | None = None, maximum: int | None = None) -> int:
-        if not (_is_int(value) and (minimum is None or value >= minimum) and (maximum is None or value <= maximum)):
-            if minimum is not None and maximum is not None:
-                expected = f"an integer in {minimum}..{maximum}"
-            elif minimum is not None:
-                expected = f"an integer >= {minimum}"
-            else:
-                expected = "an integer"
-            self.fail(line, f"{what} must be {expected}, got {_show(value)}")
-        return value
-
-    def bool_(self, value: object, line: int, what: str) -> bool:
-        if not isinstance(value, bool):
-            self.fail(line, f"{what} must be true or false, got {_show(value)}")
-        return value
-
-    def str_(self, value: object, line: int, what: str) -> str:
-        if not isinstance(value, str) or not value.strip():
-            self.fail(line, f"{what} must be a non-empty string, got {_show(value)}")
-        return value
-
-    def choice(self, value: object, line: int, what: str, choices: Collection[str]) -> str:
-        if not isinstance(value, str) or value not in choices:
-            self.fail(line, f"{what} must be one of {', '.join(choices)}, got {_show(value)}")
-        return value
-
-    def duration(self, value: object, line: int, what: str) -> int:
-        try:
-            ms = parse_duration(value)
-        except ValueError as exc:
-            self.fail(line, f"{what}: {exc}")
-        if ms > MAX_SIMULATED_MS:
-            self.fail(line, f"{what}: {_show(value)} is longer than the limit of {MAX_SIMULATED_MS // 3_600_000}h "
-                            "of simulated time")
-        return ms
 
     def broker_range(self) -> str:
         return f"brokers 0..{self.brokers - 1}" if self.brokers > 1 else "broker 0"
@@ -328,6 +228,8 @@ class _Parser:
                     self.fail(items.item_line(i), f"client id {client.id!r} is used twice")
                 seen.add(client.id)
                 clients.append(client)
+                if client.kind == "consumer":
+                    self.consumers.append(client.id)
 
         until_ms = None
         if doc.get("until") is not None:
@@ -496,7 +398,15 @@ class _Parser:
                             for k in ("keys", "tombstones"))
         if tombstones and not keys:
             self.fail(item.value_line("tombstones"), f"{where} tombstones need keys (a tombstone deletes a key)")
-        return ClientSpec(client_id, kind, spec.name, partition, acks, interval_ms, reset, keys, tombstones)
+        group = self.str_(item["group"], item.value_line("group"), f"{where} group") if "group" in item else None
+        commit_ms = model.DEFAULT_COMMIT_INTERVAL_MS
+        if "commit_interval" in item:
+            commit_ms = self.duration(item["commit_interval"], item.value_line("commit_interval"),
+                                      f"{where} commit_interval")
+            if commit_ms < 1:
+                self.fail(item.value_line("commit_interval"), f"{where} commit_interval must be at least 1ms")
+        return ClientSpec(client_id, kind, spec.name, partition, acks, interval_ms, reset, keys, tombstones, group,
+                          commit_ms)
 
     def acks(self, value: object, line: int) -> str:
         if _is_int(value) and value in (0, 1):
@@ -599,6 +509,16 @@ class _Parser:
         if a:
             self.fail(a.key_line(next(iter(a))), "restart_controller takes no arguments")
         return steps.RestartController()
+
+    def verb_restart_client(self, value: object, line: int) -> Action:
+        a = self.args(value, line, ("client",))
+        client = self.require(a, "client", "restart_client")
+        if client not in self.consumers:
+            known = ", ".join(self.consumers) or "none"
+            self.fail(a.value_line("client"), f"client {_show(client)} is not a consumer of this scenario "
+                                              f"(consumers: {known})")
+        assert isinstance(client, str)
+        return steps.RestartClient(client)
 
     def verb_disk_full(self, value: object, line: int) -> Action:
         a = self.args(value, line, ("broker", "for"))
@@ -769,7 +689,7 @@ def parse_scenario(text: str, source: str = "<string>") -> Scenario:
     {groups: tuple of tuples}; ``cut`` {from, to}; ``heal`` {nodes: tuple | None}; ``hold``/``release``
     {api, from, to} (each possibly None); ``alter_config`` {topic | None, config: dict[str, str]};
     ``elect`` {partition: "t-0", type, leader | None}; ``wait_until`` {condition, timeout_ms};
-    ``expect`` {condition}; ``run_for`` {duration_ms}.
+    ``expect`` {condition}; ``run_for`` {duration_ms}; ``restart_client`` {client}.
 
     Raises :class:`ScenarioError` naming the line (and step) of the first problem found.
     """

@@ -42,6 +42,7 @@ __all__ = [
     "Produce",
     "Release",
     "Restart",
+    "RestartClient",
     "RestartController",
     "Resume",
     "RunFor",
@@ -272,10 +273,19 @@ class RunFor(Action):
     duration_ms: int
 
 
+@dataclass(frozen=True, slots=True)
+class RestartClient(Action):
+    """``restart_client``: the consumer ``client`` is killed (no last commit, no LeaveGroup) and a new one of the
+    same group starts, resuming from the group's committed offsets."""
+
+    VERB: ClassVar[str] = "restart_client"
+    client: str
+
+
 #: Step verbs, in the order of the SCENARIOS.md table, and their classes.
 ACTIONS: dict[str, type[Action]] = {cls.VERB: cls for cls in (
     Produce, Crash, Shutdown, Restart, RestartController, Pause, Resume, DiskFull, Corrupt, Isolate, Partition, Cut,
-    Heal, Hold, Release, AlterConfig, Elect, WaitUntil, Expect, RunFor)}
+    Heal, Hold, Release, AlterConfig, Elect, WaitUntil, Expect, RunFor, RestartClient)}
 VERBS: tuple[str, ...] = tuple(ACTIONS)
 
 

@@ -223,6 +223,18 @@ class SimCluster:
         self.history.record(self.now, "corrupt", {"node": str(broker_id), "path": path, "index": index, "done": done})
         return done
 
+    def remove_client(self, node_id) -> None:
+        """Kill the client ``node_id`` (SIGKILL): its observer runs a last time, then it is gone; peers see its
+        connections reset."""
+        obs = self.observers.get(node_id)
+        if obs is not None:
+            obs(self, node_id)
+        del self.nodes[node_id]
+        self.scheduled.pop(node_id, None)
+        self.paused.pop(node_id, None)
+        self.history.record(self.now, "crash", {"node": str(node_id), "lose": "all"})
+        self.call_at(self.now + self.delay_min, lambda sim: sim._peer_gone(node_id))
+
     def _exited(self, node_id) -> None:
         """The node's process ended by itself (a broker's fatal error): removed like a crash, but its page
         cache stays (no machine crash): peers see its connections reset. Its observer runs a last time

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from ..broker.broker import LOG_DIR
 from ..client.producer import record_identity
 from ..metadata.image import MetadataImage
+from ..metadata.topic_names import INTERNAL_TOPICS
 from ..storage.epoch_cache import parse_epoch_checkpoint
 from ..storage.log import EPOCH_CHECKPOINT_FILE, PartitionLog
 from ..storage.segment import segment_paths
@@ -160,7 +161,7 @@ def compaction_view(sim: SimCluster, image: MetadataImage, keys: dict[tuple[str,
         part = image.partitions[(topic, idx)]
         leader = sim.broker(part.leader) if part.leader >= 0 else None
         p = leader.partitions.get((topic, idx)) if leader is not None else None
-        if p is None or not p.is_leader or not p.log.config.compact:
+        if p is None or not p.is_leader or not p.log.config.compact or topic in INTERNAL_TOPICS:
             continue
         name = f"{topic}-{idx}"
         out[name] = compaction_of(p.log, name, keys, acked_at, tombstones, sim.now, p.log.high_watermark)
@@ -204,12 +205,15 @@ def final_state(sim: SimCluster, image: MetadataImage, brokers: int
         name = f"{topic}-{idx}"
         leos: dict[str, int] = {}
         logs: dict[int, tuple[LogContent, int]] = {}
+        internal = topic in INTERNAL_TOPICS  # its records are the group checkers' (recorder.groups), not these
         for r in part.replicas:
             b = sim.broker(r)
             p = b.partitions.get((topic, idx)) if b is not None else None
             if p is None:
                 continue
             leos[str(r)] = p.log.log_end_offset
+            if internal:
+                continue
             batches = list(p.log.batches())
             same_batches = tuple(map(id, batches))
             content = contents.get(same_batches)
@@ -220,8 +224,13 @@ def final_state(sim: SimCluster, image: MetadataImage, brokers: int
                     values = [(record_identity(rec.value, rec.headers), epoch) for rec in batch.records]
                     content.update(zip(batch.record_offsets(), values, strict=True))
             logs[r] = (content, p.log.high_watermark)
-        replica_logs[name] = logs
         hwm = None
+        if internal:
+            leader = sim.broker(part.leader) if part.leader >= 0 else None
+            p = leader.partitions.get((topic, idx)) if leader is not None else None
+            hwm = p.log.high_watermark if p is not None and p.is_leader else None
+        else:
+            replica_logs[name] = logs
         if part.leader >= 0 and part.leader in logs:
             leader = sim.broker(part.leader)
             assert leader is not None  # it holds a log: it runs
@@ -229,7 +238,7 @@ def final_state(sim: SimCluster, image: MetadataImage, brokers: int
                 content, hwm = logs[part.leader]
                 start = leader.partitions[(topic, idx)].log.log_start_offset  # below it: deleted or unreadable
                 final_logs[name] = {o: v for o, v in content.items() if start <= o < hwm}
-        if name not in final_logs:
+        if name not in final_logs and not internal:
             final_logs[name] = None
         partitions[name] = {
             "leader": part.leader if part.leader >= 0 else None, "leader_epoch": part.leader_epoch,
@@ -253,6 +262,8 @@ def dump_logs(sim: SimCluster, image: MetadataImage) -> dict[str, dict[str, dict
     (what it will recover on restart; ``hwm`` None)."""
     out: dict[str, dict[str, dict[str, object]]] = {}
     for (topic, idx) in sorted(image.partitions):
+        if topic in INTERNAL_TOPICS:
+            continue  # binary records of the group coordinator
         part = image.partitions[(topic, idx)]
         replicas: dict[str, dict[str, object]] = {}
         for r in part.replicas:

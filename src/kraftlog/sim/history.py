@@ -149,6 +149,17 @@ class ConsumeEvent(TypedDict):
     value: str | None
 
 
+class GroupEvent(TypedDict):
+    """``group``: what a consumer's group coordinator told it: ``kind`` commit (an OffsetCommit of ``offset``
+    acknowledged), fetched (an OffsetFetch answer, -1 nothing) or position (its position set to ``offset``)."""
+
+    client: str
+    group: str
+    partition: str
+    kind: str
+    offset: int
+
+
 class OffsetOutOfRangeEvent(TypedDict):
     """``offset_out_of_range``: a consumer's position ``offset`` was out of range (no reset policy)."""
 
@@ -256,6 +267,8 @@ class History:
     def record(self, now_ms: int, kind: Literal["consume"], fields: ConsumeEvent) -> None: ...
     @overload
     def record(self, now_ms: int, kind: Literal["offset_out_of_range"], fields: OffsetOutOfRangeEvent) -> None: ...
+    @overload
+    def record(self, now_ms: int, kind: Literal["group"], fields: GroupEvent) -> None: ...
     @overload
     def record(self, now_ms: int, kind: Literal["log_truncation"], fields: LogTruncationEvent) -> None: ...
     @overload

@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..check.checkers import Acked, Consumed, Truncation
+from ..check.groups import GroupEvent
 from ..client.consumer import Consumer, LogTruncationError, OffsetOutOfRangeError
 from ..client.producer import Producer, record_identity
 from ..controller.metrics import KIP_966
@@ -77,6 +78,8 @@ class RunRecorder:
         self.acked_at: dict[tuple[str, str], tuple[int, int]] = {}
         #: (partition name, value) -> key of each keyed record a background producer sent, and which were tombstones
         self.keys: dict[tuple[str, str], str] = {}
+        #: what the consumers' group coordinators told them, in time order (:mod:`kraftlog.check.groups`)
+        self.group_events: list[GroupEvent] = []
         self.tombstones: set[tuple[str, str]] = set()
         self.acked_counts = {"all": 0, "1": 0, "0": 0}
         self.consumed: list[Consumed] = []
@@ -144,9 +147,17 @@ class RunRecorder:
     def observe_consumer(self, sim: SimCluster, node_id: str) -> None:
         """After a consumer handled an event: record what it consumed and the truncations it detected."""
         node = sim.nodes.get(node_id)
-        if node is None or (not node.records and not node.truncations and not node.has_errors):
+        if node is None or (not node.records and not node.truncations and not node.has_errors
+                            and not node.group_events):
             return
         assert isinstance(node, Consumer)
+        if node.group_events:
+            group = node.group_id or ""
+            for kind, topic, index, offset in node.take_group_events():
+                name = f"{topic}-{index}"
+                self.group_events.append((group, node_id, name, kind, offset, self.t()))
+                sim.history.record(sim.now, "group", {"client": node_id, "group": group, "partition": name,
+                                                      "kind": kind, "offset": offset})
         try:
             records = node.poll_records()
         except LogTruncationError:

@@ -32,6 +32,7 @@ from contextlib import contextmanager
 
 from ..broker.broker import LOG_DIR
 from ..check import checkers
+from ..check.groups import group_findings
 from ..client.admin import Admin
 from ..client.consumer import Consumer
 from ..client.producer import Producer
@@ -41,6 +42,7 @@ from ..metadata.image import MetadataImage
 from ..protocol import messages as m
 from ..protocol.errors import Errors
 from ..scenario import (
+    ClientSpec,
     Condition,
     Corrupt,
     Produce,
@@ -97,7 +99,11 @@ class ScenarioRun:
         scenario, self.config_notes = configs_at_level(scenario, self.level)
         self.scenario = scenario
         self.seed = seed if seed is not None else scenario.seed
-        self.sim = SimCluster(scenario.brokers, scenario.config, self.level, self.seed,
+        config = dict(scenario.config)
+        # As `kraftlog cluster up --brokers N` writes into the cluster config: __consumer_offsets' replication
+        # factor (Kafka's 3, not capped) is at most the number of brokers, unless the scenario says otherwise.
+        config.setdefault("offsets.topic.replication.factor", str(min(3, scenario.brokers)))
+        self.sim = SimCluster(scenario.brokers, config, self.level, self.seed,
                               writeback_ms=scenario.writeback_ms,
                               delay_ms=(scenario.delay_min_ms, scenario.delay_max_ms), wire=wire)
         self.rng = random.Random(f"clients:{self.seed}")
@@ -250,11 +256,27 @@ class ScenarioRun:
                 self.producers.append(prod)
                 self._schedule_background(prod, parts, c.interval_ms, 0, c.keys, c.tombstones)
             else:
-                cons = Consumer(c.id, brokers, parts, c.reset, random.Random(f"{c.id}:{self.seed}"),
-                                validate_positions=self.validate_positions, group_id=c.id)
-                self.sim.observers[cons.node_id] = self.recorder.observe_consumer
-                sim.add_client(cons)
-                self.consumers.append(cons)
+                self._start_consumer(c, c.id, parts)
+
+    def _start_consumer(self, c: ClientSpec, node_id: str, parts: list[tuple[str, int]]) -> None:
+        cons = Consumer(node_id, list(range(self.scenario.brokers)), parts, c.reset,
+                        random.Random(f"{node_id}:{self.seed}"), validate_positions=self.validate_positions,
+                        group_id=c.group_id, auto_commit_interval_ms=c.commit_interval_ms)
+        self.sim.observers[cons.node_id] = self.recorder.observe_consumer
+        self.sim.add_client(cons)
+        self.consumers.append(cons)
+
+    def restart_client(self, client: str) -> str | None:
+        """Kill the consumer ``client`` (its latest incarnation: no last commit, no LeaveGroup) and start a new
+        one of the same group, named ``<client>~<n>`` for its ``n``-th restart (a new client: its records and
+        requests are its own); None, or why not."""
+        spec = next(c for c in self.scenario.clients if c.id == client and c.kind == "consumer")
+        old = [c for c in self.consumers if c.node_id == client or c.node_id.startswith(f"{client}~")]
+        current = old[-1]
+        if self.sim.alive(current.node_id):
+            self.sim.remove_client(current.node_id)
+        self._start_consumer(spec, f"{client}~{len(old)}", sorted(current.state))
+        return None
 
     def _partition_count(self, topic: str) -> int:
         for t in self.scenario.topics:
@@ -511,6 +533,7 @@ class ScenarioRun:
                              cluster_state.compaction_view(self.sim, self._image(), self.recorder.keys,
                                                            self.recorder.acked_at, self.recorder.tombstones)
                              or None),
+            **group_findings(self.recorder.group_events, self.consumed, final_logs),
             "invariant_violations": violations,
             "failed_expectations": list(self.failed),
             "metrics": self.recorder.final_metrics(self._image()),

@@ -64,6 +64,23 @@ class AutoTopicCreationManager:
                                        AutoTopicCreationContext(tuple(creatable), self.on_done))
         return errors
 
+    def create_internal(self, now_ms: int, name: str, num_partitions: int, replication_factor: int,
+                        configs: tuple[tuple[str, str | None], ...]) -> None:
+        """Ask the controller to create the internal topic ``name`` (``__consumer_offsets``: Kafka's
+        ``AutoTopicCreationManager`` for a FindCoordinator, with ``offsets.topic.num.partitions``,
+        ``offsets.topic.replication.factor`` and the group coordinator's topic configs) unless a CreateTopics
+        for it is in flight. The controller refuses it (INVALID_REPLICATION_FACTOR) while fewer brokers are
+        registered than ``replication_factor``; the next FindCoordinator asks again."""
+        deadline = self.inflight.get(name)
+        if deadline is not None and deadline > now_ms:
+            return
+        timeout_ms = self.config.request_timeout_ms
+        self.inflight[name] = now_ms + timeout_ms
+        request = m.CreateTopicsRequest((m.CreatableTopic(name, num_partitions, replication_factor,
+                                                          configs=configs),), timeout_ms)
+        self._channel.send_request(CONTROLLER, request, now_ms, timeout_ms,
+                                   AutoTopicCreationContext((name,), self.on_done))
+
     def on_done(self, topics: tuple[str, ...]) -> None:
         """The controller answered the CreateTopics for ``topics``: they are no longer in flight (created, or
         refused: a later Metadata request asks again)."""

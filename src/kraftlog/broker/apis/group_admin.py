@@ -3,10 +3,11 @@
 
 Routing as Kafka's: ListGroups is answered by every broker for the groups it coordinates (an admin client
 asks every broker and merges the answers); DescribeGroups and DeleteGroups answer NOT_COORDINATOR per group
-this broker does not coordinate (``coordinator_for``); OffsetDelete, for one group, at the top level. A
-broker whose log directory is offline coordinates nothing (its committed offsets are there): NOT_COORDINATOR,
-and ListGroups COORDINATOR_NOT_AVAILABLE. A group this coordinator knows only by its committed offsets (its
-members left, or the coordinator restarted: membership is not persisted) is Empty, protocol type "".
+this broker does not coordinate (it does not lead the group's ``__consumer_offsets`` partition) and
+COORDINATOR_LOAD_IN_PROGRESS while it loads it; OffsetDelete, for one group, at the top level. A broker whose
+log directory is offline coordinates nothing: NOT_COORDINATOR, and ListGroups COORDINATOR_NOT_AVAILABLE. A
+group this coordinator knows only by its committed offsets is Empty, protocol type "". DeleteGroups and
+OffsetDelete write tombstones and are answered once the HWM passes them.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from ...protocol.errors import Errors
 from ...protocol.listeners import error_response
 from ...protocol.node import Envelope
 from ..channel import BrokerChannel, LogDirFailureHandler
-from ..group_coordinator import EMPTY, GroupCoordinator, GroupSummary, coordinator_for
+from ..group_coordinator import EMPTY, GroupCoordinator, GroupSummary
 from ..group_metadata import subscribed_topics
 from ..log_manager import LogManager
 from ..metadata_cache import MetadataCache
@@ -52,13 +53,14 @@ class GroupAdminApis:
                      entry(m.DeleteGroupsRequest, self.delete_groups),
                      entry(m.OffsetDeleteRequest, self.offset_delete)))
 
-    def _coordinates(self, group_id: str) -> bool:
-        return not self._logs.offline and coordinator_for(group_id, self._cache.image) == self.broker_id
+    def _status(self, group_id: str) -> int:
+        """NONE when this broker coordinates ``group_id``, else NOT_COORDINATOR or COORDINATOR_LOAD_IN_PROGRESS."""
+        return Errors.NOT_COORDINATOR if self._logs.offline else self.groups.runtime.status(group_id)
 
     def _summary(self, group_id: str) -> GroupSummary | None:
         """The group in memory, else an Empty one known by its committed offsets, else None."""
         summary = self.groups.describe(group_id)
-        if summary is None and group_id in self.groups.offsets.groups:
+        if summary is None and self.groups.runtime.known(group_id):
             summary = GroupSummary(group_id, EMPTY, 0, None, None, "", ())
         return summary
 
@@ -73,12 +75,11 @@ class GroupAdminApis:
             return
         states = {s.lower() for s in req.states_filter}
         types = {t.lower() for t in req.types_filter}
-        image = self._cache.image
-        ids = sorted(set(self.groups.groups()) | set(self.groups.offsets.groups))
+        ids = sorted(set(self.groups.groups()) | set(self.groups.runtime.group_ids()))
         out = []
         for gid in ids:
-            if coordinator_for(gid, image) != self.broker_id:
-                continue  # offsets of a group another broker coordinates now (it moved): not ours to list
+            if self._status(gid) != Errors.NONE:
+                continue
             summary = self._summary(gid)
             if summary is None or (states and summary.state.lower() not in states) or (types and CLASSIC not in types):
                 continue
@@ -92,14 +93,16 @@ class GroupAdminApis:
         hosts = self._member_hosts()
         out = []
         for gid in env.message.groups:
-            if not self._coordinates(gid):
-                out.append(m.DescribedGroup(Errors.NOT_COORDINATOR, gid))
+            status = self._status(gid)
+            if status != Errors.NONE:
+                out.append(m.DescribedGroup(status, gid))
                 continue
             summary = self._summary(gid)
             if summary is None:
                 out.append(m.DescribedGroup(Errors.NONE, gid, "Dead"))
                 continue
-            members = tuple(m.DescribedGroupMember(d.member_id, d.client_id, hosts.get((gid, d.member_id), ""),
+            members = tuple(m.DescribedGroupMember(d.member_id, d.client_id,
+                                                   hosts.get((gid, d.member_id), d.client_host),
                                                    d.metadata, d.assignment, d.group_instance_id)
                             for d in summary.member_details)
             out.append(m.DescribedGroup(Errors.NONE, gid, summary.state, summary.protocol_type or "",
@@ -108,35 +111,47 @@ class GroupAdminApis:
 
     def delete_groups(self, now_ms: int, env: Envelope[m.DeleteGroupsRequest]) -> None:
         """Delete each group with its committed offsets (:meth:`GroupCoordinator.delete_group`: NON_EMPTY_GROUP
-        while it has members, GROUP_ID_NOT_FOUND for one it does not know); INVALID_GROUP_ID for "";
-        NOT_COORDINATOR for a group another broker coordinates."""
-        out = []
-        for gid in env.message.groups_names:
+        while it has members, GROUP_ID_NOT_FOUND for one it does not know, else the write's result once
+        committed); INVALID_GROUP_ID for ""; NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS for a group this
+        broker does not coordinate. Answered when every group's result is known."""
+        names = list(env.message.groups_names)
+        results: dict[int, int] = {}
+
+        def answer_when_done() -> None:
+            if len(results) == len(names):
+                self._channel.send_response(env, m.DeleteGroupsResponse(tuple(
+                    m.DeletableGroupResult(gid, results[i]) for i, gid in enumerate(names))))
+
+        def done(i: int) -> Callable[[int, int], None]:
+            def on_done(now: int, error: int) -> None:
+                results[i] = error
+                answer_when_done()
+            return on_done
+
+        for i, gid in enumerate(names):
             if not gid:
-                error: int = Errors.INVALID_GROUP_ID
-            elif not self._coordinates(gid):
-                error = Errors.NOT_COORDINATOR
+                results[i] = Errors.INVALID_GROUP_ID
+            elif (status := self._status(gid)) != Errors.NONE:
+                results[i] = status
             else:
-                try:
-                    error = self.groups.delete_group(now_ms, gid)
-                except OSError as exc:  # the offset file's deletion: the directory goes offline
-                    self._fail(now_ms, exc, f"deleting group {gid}")
-                    error = Errors.NOT_COORDINATOR
-            out.append(m.DeletableGroupResult(gid, error))
-        self._channel.send_response(env, m.DeleteGroupsResponse(tuple(out)))
+                self.groups.delete_group(now_ms, gid, done(i))
+        answer_when_done()
 
     def offset_delete(self, now_ms: int, env: Envelope[m.OffsetDeleteRequest]) -> None:
         """Forget the group's committed offsets of the partitions asked for (KIP-496, Kafka's
-        ``GroupCoordinator.handleDeleteOffsets``): INVALID_GROUP_ID for "", NOT_COORDINATOR, GROUP_ID_NOT_FOUND
-        for a group this coordinator does not know; per partition GROUP_SUBSCRIBED_TO_TOPIC while a member of a
-        ``consumer`` group is subscribed to its topic (those offsets are kept), NONE otherwise."""
+        ``GroupCoordinator.handleDeleteOffsets``): INVALID_GROUP_ID for "", NOT_COORDINATOR (or
+        COORDINATOR_LOAD_IN_PROGRESS), GROUP_ID_NOT_FOUND for a group this coordinator does not know; per
+        partition GROUP_SUBSCRIBED_TO_TOPIC while a member of a ``consumer`` group is subscribed to its topic
+        (those offsets are kept), NONE otherwise, answered once the tombstones are committed (a failed write:
+        its error at the top level)."""
         req = env.message
         gid = req.group_id
         if not gid:
             self._channel.send_response(env, error_response(req, Errors.INVALID_GROUP_ID))
             return
-        if not self._coordinates(gid):
-            self._channel.send_response(env, error_response(req, Errors.NOT_COORDINATOR))
+        status = self._status(gid)
+        if status != Errors.NONE:
+            self._channel.send_response(env, error_response(req, status))
             return
         summary = self._summary(gid)
         if summary is None:
@@ -154,10 +169,9 @@ class GroupAdminApis:
             else:
                 deletable.append((p.topic, p.partition))
                 results.append(m.OffsetDeleteResponsePartition(p.topic, p.partition, Errors.NONE))
-        try:
-            self.groups.offsets.delete_offsets(now_ms, gid, deletable)
-        except OSError as exc:
-            self._fail(now_ms, exc, f"deleting offsets of group {gid}")
-            self._channel.send_response(env, error_response(req, Errors.NOT_COORDINATOR))
-            return
-        self._channel.send_response(env, m.OffsetDeleteResponse(Errors.NONE, tuple(results)))
+
+        def on_done(now: int, error: int) -> None:
+            self._channel.send_response(env, error_response(req, error) if error != Errors.NONE
+                                        else m.OffsetDeleteResponse(Errors.NONE, tuple(results)))
+
+        self.groups.delete_offsets(now_ms, gid, deletable, on_done)

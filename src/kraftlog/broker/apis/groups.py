@@ -1,7 +1,8 @@
 """The group and producer-id APIs a broker serves: FindCoordinator, the classic group protocol (JoinGroup,
 SyncGroup, Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch) routed to this broker's
-:class:`~kraftlog.broker.group_coordinator.GroupCoordinator` when it coordinates the group (Kafka's
-``KafkaApis`` over its ``GroupCoordinator``), and InitProducerId (Kafka's ``ProducerIdManager``)."""
+:class:`~kraftlog.broker.group_coordinator.GroupCoordinator` when it coordinates the group (it leads the group's
+``__consumer_offsets`` partition and has loaded it; Kafka's ``KafkaApis`` over its ``GroupCoordinatorService``),
+and InitProducerId (Kafka's ``ProducerIdManager``)."""
 
 from __future__ import annotations
 
@@ -11,9 +12,11 @@ from ...protocol.listeners import error_response
 from ...protocol.node import Envelope, Message
 from ..channel import BrokerChannel, LogDirFailureHandler
 from ..group_coordinator import GroupCoordinator, GroupSummary, coordinator_for
+from ..group_metadata import OFFSETS_TOPIC
 from ..lifecycle import BrokerLifecycleManager
 from ..log_manager import LogManager
 from ..metadata_cache import MetadataCache
+from .auto_topic_creation import AutoTopicCreationManager
 from .metadata import endpoint
 from .table import HandlerTable, entry
 
@@ -45,9 +48,11 @@ class GroupApis:
 
     def __init__(self, broker_id: int, cache: MetadataCache, groups: GroupCoordinator[Envelope],
                  logs: LogManager, lifecycle: BrokerLifecycleManager, channel: BrokerChannel,
-                 fail: LogDirFailureHandler) -> None:
+                 fail: LogDirFailureHandler, topic_creation: AutoTopicCreationManager | None = None) -> None:
         self.broker_id = broker_id
         self._cache = cache
+        #: creates ``__consumer_offsets`` at the first FindCoordinator (None: never, as in unit tests)
+        self.topic_creation = topic_creation
         self.groups = groups
         self._logs = logs
         self._lifecycle = lifecycle
@@ -67,9 +72,13 @@ class GroupApis:
         return table
 
     def find_coordinator(self, now_ms: int, env: Envelope[m.FindCoordinatorRequest]) -> None:
-        """The coordinator of each group key with its endpoint on the request's listener (the simulator's
-        placeholder ``broker-<id>:9092`` without one); COORDINATOR_NOT_AVAILABLE when no broker is active or
-        the coordinator has no such listener.
+        """The coordinator of each group key (the leader of its ``__consumer_offsets`` partition) with its
+        endpoint on the request's listener (the simulator's placeholder ``broker-<id>:9092`` without one);
+        COORDINATOR_NOT_AVAILABLE while the partition has no leader or the coordinator has no such listener.
+        While ``__consumer_offsets`` does not exist, the broker asks the controller to create it
+        (:meth:`AutoTopicCreationManager.create_internal`: ``offsets.topic.num.partitions`` partitions,
+        ``offsets.topic.replication.factor`` replicas, ``cleanup.policy=compact``, ``offsets.topic.segment
+        .bytes``) and answers COORDINATOR_NOT_AVAILABLE (Kafka's ``KafkaApis.getCoordinator``).
 
         A transactional id (key type 1) is refused with TRANSACTIONAL_ID_AUTHORIZATION_FAILED and a message
         saying why: kraftlog has no transaction coordinator, and this is the one FindCoordinator error that
@@ -81,11 +90,13 @@ class GroupApis:
         req = env.message
         image = self._cache.image
         out = []
+        if req.key_type == m.COORDINATOR_GROUP and OFFSETS_TOPIC not in image.topics:
+            self._create_offsets_topic(now_ms)
         for key in req.coordinator_keys:
             if req.key_type != m.COORDINATOR_GROUP:
                 out.append(_refused_coordinator(key, req.key_type))
                 continue
-            node = coordinator_for(key, image)
+            node = coordinator_for(key, image, self._cache.static)
             address = endpoint(image, node, env.listener) if node >= 0 else None
             if address is None:
                 out.append(m.Coordinator(key, -1, "", -1, Errors.COORDINATOR_NOT_AVAILABLE))
@@ -93,24 +104,33 @@ class GroupApis:
                 out.append(m.Coordinator(key, node, address[0], address[1]))
         self._channel.send_response(env, m.FindCoordinatorResponse(tuple(out)))
 
+    def _create_offsets_topic(self, now_ms: int) -> None:
+        if self.topic_creation is None:
+            return
+        image, static = self._cache.image, self._cache.static
+        configs = (("cleanup.policy", "compact"),
+                   ("segment.bytes", image.config("offsets.topic.segment.bytes", static=static)))
+        self.topic_creation.create_internal(
+            now_ms, OFFSETS_TOPIC, int(image.config("offsets.topic.num.partitions", static=static)),
+            int(image.config("offsets.topic.replication.factor", static=static)), configs)
+
     def group_request(self, now_ms: int, env: Envelope) -> None:
         """JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch: NOT_COORDINATOR unless
-        this broker coordinates the group (``coordinator_for``), else the group coordinator's answer,
-        now or (a parked join or sync) later through :meth:`send_responses`."""
+        this broker leads the group's ``__consumer_offsets`` partition, COORDINATOR_LOAD_IN_PROGRESS while it
+        loads it (``CoordinatorRuntime.status``), else the group coordinator's answer, now or (a parked join or
+        sync, a write awaiting the HWM) later through :meth:`send_responses`."""
         msg = env.message
         assert isinstance(msg, GROUP_APIS)  # the dispatch table routes only these here
-        if coordinator_for(msg.group_id, self._cache.image) != self.broker_id:
-            self._channel.send_response(env, error_response(msg, Errors.NOT_COORDINATOR))
-            return
-        if self._logs.offline:  # the committed offsets live in the offline directory
-            self._channel.send_response(env, error_response(msg, Errors.NOT_COORDINATOR))
+        status = self.groups.runtime.status(msg.group_id) if not self._logs.offline else Errors.NOT_COORDINATOR
+        if status != Errors.NONE:
+            self._channel.send_response(env, error_response(msg, status))
             return
         client_id = env.client_id if env.client_id is not None else str(env.src)
         resp: Message | None
         try:
-            resp = self.groups.handle(now_ms, env, client_id, msg, env.api_version)
-        except OSError as exc:  # an offset commit's write: Kafka's coordinator answers NOT_COORDINATOR
-            self._fail(now_ms, exc, "writing committed offsets")
+            resp = self.groups.handle(now_ms, env, client_id, msg, env.api_version, env.client_host or "")
+        except OSError as exc:  # a read of the offline directory: Kafka's coordinator answers NOT_COORDINATOR
+            self._fail(now_ms, exc, "handling a group request")
             resp = error_response(msg, Errors.NOT_COORDINATOR)
         if resp is not None:
             self._note_host(env, resp)
@@ -129,14 +149,9 @@ class GroupApis:
         hosts[(req.group_id, resp.member_id)] = env.client_host
 
     def send_responses(self, now_ms: int) -> None:
-        """Answer the parked group requests the coordinator completed, and hand over the groups whose
-        coordinator moved to another broker (Kafka's ``onResignation``)."""
+        """Answer the parked group requests the coordinator completed (groups whose coordinator moved were
+        resigned when their shard was unloaded: ``CoordinatorRuntime.sync``)."""
         groups = self.groups
-        if groups.groups():
-            image = self._cache.image
-            moved = [g for g in groups.groups() if coordinator_for(g, image) != self.broker_id]
-            if moved:
-                groups.resign(now_ms, moved)
         for env, resp in groups.take_responses():
             self._note_host(env, resp)
             self._channel.send_response(env, resp)
