@@ -522,3 +522,17 @@ def test_partition_metadata_is_kafkas_text_format():
     for bad in (None, "", "version: 0", "version: x\ntopic_id: AAAAAAAAACIAAAAAAAAAYg",
                 "version: 0\ntopic_id: AAAAAAAAAAAAAAAAAAAAAA", "version: 0\ntopic_id: short"):
         assert decode_partition_metadata(bad) is None
+
+
+def test_a_log_directory_with_offset_files_of_an_older_kraftlog_is_refused_with_one_line():
+    """Issue 32: committed offsets used to be files under ``data/__consumer_offsets/``; a broker that finds any
+    refuses to start, naming them, instead of serving its groups without their offsets."""
+    from kraftlog.broker.broker import Broker, refuse_old_offset_files
+    from kraftlog.storage.disk import SimDisk
+    from kraftlog.storage.meta_properties import NodeIdentityError
+    disk = SimDisk(None)
+    refuse_old_offset_files(disk)  # none: starts
+    disk.write_atomic(f"{LOG_DIR}/__consumer_offsets/orders%2Dapp", '{"group_id": "orders-app"}', 0)
+    with pytest.raises(NodeIdentityError) as err:
+        Broker(0, {}, Level.CLASSIC, disk, random.Random(0), 0)
+    assert "orders%2Dapp" in str(err.value) and "\n" not in str(err.value)

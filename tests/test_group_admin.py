@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import struct
 
+from coordinator_fakes import MemoryWriter, coordinator_over
 from kraftlog.broker.apis.group_admin import GroupAdminApis
 from kraftlog.broker.group_coordinator import EMPTY, STABLE
 from kraftlog.broker.group_metadata import offsets_partition_for, subscribed_topics
@@ -14,7 +15,6 @@ from kraftlog.net.groups_cli import assignment_partitions
 from kraftlog.protocol import messages as m
 from kraftlog.protocol.errors import Errors
 from kraftlog.protocol.node import Envelope
-from coordinator_fakes import MemoryWriter, coordinator_over
 from test_group_coordinator import G, coordinator, stable_group
 
 

@@ -231,6 +231,9 @@ def _print_readable(result) -> None:
     table.add_row("truncations detected / undetected",
                   f"{v['detected_truncations']} / {v['undetected_truncations']}")
     table.add_row("anomalies", ", ".join(f"{k}: {n}" for k, n in v["anomalies"].items()))
+    if "committed_offset_regressions" in v:
+        table.add_row("consumer groups: commit regressions / skipped",
+                      f"{v['committed_offset_regressions']} / {v['skipped_by_group']}")
     # Text, not markup: a violation ends in "[in step 3 (crash)]", which rich would take for a tag.
     table.add_row("invariant violations", Text("\n".join(v["invariant_violations"]) or "none"))
     table.add_row("failed expectations", Text("\n".join(v["failed_expectations"]) or "none"))

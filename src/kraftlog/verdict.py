@@ -30,6 +30,7 @@ so its keys and their order are the drivers' (tests/golden/ holds it).
 
 
 from collections.abc import Mapping, Sized
+from numbers import Integral
 from typing import NotRequired, TypeAlias, TypedDict
 
 __all__ = [
@@ -66,6 +67,11 @@ class Verdict(TypedDict):
     leader_hwm_regressions: int
     detected_truncations: int
     undetected_truncations: int
+    #: consumer groups (simulator): OffsetFetch answers below an acknowledged commit, records a group skipped,
+    #: and the findings behind both (``kraftlog.check.groups``)
+    committed_offset_regressions: NotRequired[int]
+    skipped_by_group: NotRequired[int]
+    group_anomalies: NotRequired[dict[str, object]]
     #: Jepsen's consumer anomalies: lost-write, duplicate, inconsistent-offsets, nonmonotonic-poll, poll-skip
     anomalies: dict[str, int]
     #: every invariant broken, as text with its time and step
@@ -129,12 +135,25 @@ def passed(v: VerdictOrRow) -> bool:
     return not v.get("error") and completed_and_held(True, v["failed_expectations"])
 
 
+def _groups(v: VerdictOrRow) -> int:
+    """A verdict's or row's consumer-group findings: commit regressions plus skipped records (0 when it has
+    none: a real run, or a row written before issue 32)."""
+    return _optional(v, "committed_offset_regressions") + _optional(v, "skipped_by_group")
+
+
+def _optional(v: VerdictOrRow, key: str) -> int:
+    """A count a verdict or row may lack (0 then)."""
+    value = v.get(key)
+    return int(value) if isinstance(value, Integral) else 0
+
+
 def is_safe(v: VerdictOrRow) -> bool:
     """SCENARIOS.md's ``safe``: no acknowledged (acks=all) record lost, no invariant violated, no log
-    truncation left undetected by a consumer. A results row of a run that raised (``error`` set) has no
-    verdict, so nothing says it is safe: False."""
+    truncation left undetected by a consumer, no consumer group told a lower committed offset than it was
+    acknowledged or skipping records. A results row of a run that raised (``error`` set) has no verdict, so
+    nothing says it is safe: False."""
     return bool(not v.get("error") and _int(v, "lost_acked") == 0 and _count(v["invariant_violations"]) == 0
-                and _int(v, "undetected_truncations") == 0)
+                and _int(v, "undetected_truncations") == 0 and _groups(v) == 0)
 
 
 def is_failure(v: VerdictOrRow) -> bool:
@@ -144,7 +163,8 @@ def is_failure(v: VerdictOrRow) -> bool:
     ``hwm_regressions`` (what consumers saw) is no failure: a Kafka consumer can see a lagging HWM after a
     leader change."""
     return bool(_int(v, "lost_acked") or _count(v["invariant_violations"]) or _int(v, "leader_hwm_regressions")
-                or _int(v, "undetected_truncations") or _count(v["failed_expectations"]) or v.get("error"))
+                or _int(v, "undetected_truncations") or _groups(v) or _count(v["failed_expectations"])
+                or v.get("error"))
 
 
 def within_budget(v: VerdictOrRow) -> bool:
@@ -180,4 +200,9 @@ def outcome_words(v: VerdictOrRow) -> str:
     undetected = _int(v, "undetected_truncations")
     if undetected:
         findings.append(f"{undetected} truncation(s) UNDETECTED by a consumer")
+    regressions, skipped = _optional(v, "committed_offset_regressions"), _optional(v, "skipped_by_group")
+    if regressions:
+        findings.append(f"{regressions} committed offset(s) ROLLED BACK for a consumer group")
+    if skipped:
+        findings.append(f"{skipped} record(s) SKIPPED by a consumer group")
     return head + (" — " + ", ".join(findings) if findings else " — safe: nothing acknowledged lost")

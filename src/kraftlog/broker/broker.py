@@ -32,7 +32,7 @@ from ..protocol.listeners import error_response
 from ..protocol.node import Envelope, Message, NodeBase
 from ..storage.disk import Disk, LoadDrop
 from ..storage.log import PartitionLog
-from ..storage.meta_properties import read_identity
+from ..storage.meta_properties import NodeIdentityError, read_identity
 from .apis import ForwardingManager, GroupAdminApis, GroupApis, KafkaApis, MetadataApis, ReplicationApis
 from .channel import (
     CONTROLLER,
@@ -80,6 +80,23 @@ __all__ = [  # the names callers import from here
 ]
 
 
+#: Where kraftlog kept committed offsets before they were records of ``__consumer_offsets`` (issue 32).
+OLD_OFFSETS_DIR = f"{LOG_DIR}/__consumer_offsets/"
+
+
+def refuse_old_offset_files(disk: Disk) -> None:
+    """Raise :class:`NodeIdentityError` (the node does not start) when the log directory holds committed offsets
+    in the files kraftlog wrote before ``__consumer_offsets`` was a replicated topic: one line naming them, so
+    that no group silently loses its offsets by an upgrade."""
+    files = sorted(disk.list(OLD_OFFSETS_DIR))
+    if files:
+        shown = ", ".join(f[len(OLD_OFFSETS_DIR):] for f in files[:5]) + (", ..." if len(files) > 5 else "")
+        raise NodeIdentityError(
+            f"{OLD_OFFSETS_DIR} holds {len(files)} committed-offset file(s) of an older kraftlog ({shown}), which "
+            "kept offsets outside __consumer_offsets; they are not read: commit the groups' offsets again "
+            "through a running cluster, then move the directory away")
+
+
 class Broker(NodeBase[BrokerContext]):
     """Broker ``broker_id``. ``config``: static broker configs (Kafka names → strings); ``level``: the
     protocol level; ``disk``: this broker's log dir; ``rng``: seeded (incarnation id); ``cluster_id``: sent
@@ -96,6 +113,7 @@ class Broker(NodeBase[BrokerContext]):
                  now_ms: int, cluster_id: str = "kraftlog", *, verify_identity: bool = False) -> None:
         super().__init__(broker_id)
         identity = read_identity(disk, broker_id, cluster_id) if verify_identity else None
+        refuse_old_offset_files(disk)
         self.broker_id = broker_id
         self.static = dict(config)
         self.level = level

@@ -60,6 +60,8 @@ def schema():
         ("leader_hwm_regressions", pa.int64()),   # a leader's own HWM moving backwards (always 0)
         ("detected_truncations", pa.int64()),
         ("undetected_truncations", pa.int64()),
+        ("committed_offset_regressions", pa.int64()),  # OffsetFetch below an acknowledged commit (issue 32)
+        ("skipped_by_group", pa.int64()),              # records a consumer group never delivered
         *[(anomaly_column(a), pa.int64()) for a in ANOMALIES],
         ("invariant_violations", pa.int64()),
         ("violation_details", pa.string()),
@@ -181,6 +183,8 @@ def verdict_columns(verdict: dict, unavailable_ms: int, messages: int, exit_code
         "leader_hwm_regressions": verdict["leader_hwm_regressions"],
         "detected_truncations": verdict["detected_truncations"],
         "undetected_truncations": verdict["undetected_truncations"],
+        "committed_offset_regressions": verdict.get("committed_offset_regressions", 0),
+        "skipped_by_group": verdict.get("skipped_by_group", 0),
         **{anomaly_column(a): verdict["anomalies"].get(a, 0) for a in ANOMALIES},
         "invariant_violations": len(verdict["invariant_violations"]),
         "violation_details": "\n".join(verdict["invariant_violations"]) or None,
@@ -202,8 +206,9 @@ def error_columns() -> dict:
     passed, ``safe`` unknown (None)."""
     row = {k: 0 for k in (
         "acked_all", "acked_1", "acked_0", "lost_acked", "hwm_regressions", "leader_hwm_regressions",
-        "detected_truncations", "undetected_truncations", "invariant_violations", "failed_expectations",
-        "leaderless_at_end", "unavailable_ms", "sim_time_ms", "messages")}
+        "detected_truncations", "undetected_truncations", "committed_offset_regressions", "skipped_by_group",
+        "invariant_violations", "failed_expectations", "leaderless_at_end", "unavailable_ms", "sim_time_ms",
+        "messages")}
     row.update({anomaly_column(a): 0 for a in ANOMALIES})
     row.update({"violation_details": None, "expectation_details": None, "history_digest": None, "exit_code": 1,
                 "passed": False, "safe": None})

@@ -20,7 +20,10 @@ def summarize(rows: list[dict], levels: list[str]) -> dict:
 
     Returns ``{LEVEL: {"seeds", "seeds_with_loss", "seeds_with_loss_within_budget", "lost_acked_total",
     "p_loss", "mean_unavailable_ms", "seeds_with_invariant_violations", "leader_hwm_regressions_total",
-    "seeds_unsafe", "seeds_unsafe_within_budget"}}`` in ``levels`` order (levels without seeds get zeros).
+    "seeds_unsafe", "seeds_unsafe_within_budget", "committed_offset_regressions_total",
+    "skipped_by_group_total", "seeds_with_group_anomalies_within_budget"}}`` in ``levels`` order (levels without
+    seeds get zeros). The group figures count what consumer groups were told (issue 32): 0 within the budget at
+    elr and urm.
     ``leader_hwm_regressions_total`` must be 0; ``seeds_unsafe`` counts the seeds whose run is not safe
     (:func:`is_safe`)."""
     out = {}
@@ -40,6 +43,11 @@ def summarize(rows: list[dict], levels: list[str]) -> dict:
             "leader_hwm_regressions_total": sum(int(r["leader_hwm_regressions"]) for r in mine),
             "seeds_unsafe": len(unsafe),
             "seeds_unsafe_within_budget": sum(1 for r in unsafe if within_budget(r)),
+            "committed_offset_regressions_total": sum(int(r.get("committed_offset_regressions") or 0) for r in mine),
+            "skipped_by_group_total": sum(int(r.get("skipped_by_group") or 0) for r in mine),
+            "seeds_with_group_anomalies_within_budget": sum(
+                1 for r in mine if within_budget(r)
+                and (r.get("committed_offset_regressions") or r.get("skipped_by_group"))),
         }
     return out
 

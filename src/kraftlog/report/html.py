@@ -290,9 +290,12 @@ def write_report(out, rows: list[dict], summary: dict, levels: list[str], failin
         fails = sum(1 for r in seeds if r["level"] == level and r["failure"])
         table_rows.append([_e(level), s.get("seeds", 0), s.get("seeds_with_loss", 0),
                            f"<b>{s.get('seeds_with_loss_within_budget', 0)}</b>", s.get("lost_acked_total", 0),
-                           f"{s.get('p_loss', 0):.3f}", f"{s.get('mean_unavailable_ms', 0) / 1000:.2f}", fails])
+                           f"{s.get('p_loss', 0):.3f}", f"{s.get('mean_unavailable_ms', 0) / 1000:.2f}",
+                           s.get("committed_offset_regressions_total", 0), s.get("skipped_by_group_total", 0),
+                           f"<b>{s.get('seeds_with_group_anomalies_within_budget', 0)}</b>", fails])
     parts.append(_table(["level", "seeds", "seeds with loss", "with loss within budget", "lost acked total",
-                         "p_loss", "mean unavailable (s)", "failing seeds"], table_rows, left={0}))
+                         "p_loss", "mean unavailable (s)", "group commit regressions", "records skipped by groups",
+                         "seeds with group anomalies within budget", "failing seeds"], table_rows, left={0}))
 
     # Level against baseline on the same seeds (urm vs elr)
     for comparison in comparisons:
@@ -335,14 +338,15 @@ def write_report(out, rows: list[dict], summary: dict, levels: list[str], failin
                      "(the file carries the level and the seed).</p>")
         parts.append(_table(
             ["level", "seed / scenario", "expectations", "safety", "data-losing shutdowns", "within budget",
-             "lost acked", "violations", "leader HWM regressions", "undetected truncations", "failed expectations",
-             "file"],
+             "lost acked", "violations", "leader HWM regressions", "undetected truncations",
+             "group commit regressions / skipped", "failed expectations", "file"],
             [[_e(r["level"]), _e(r["seed"] if r["kind"] == "seed" else r["scenario"]), *map(_e, _verdict_words(r)),
               r["data_losing_shutdowns"], "yes" if within_budget(r) else "no", r["lost_acked"],
               r["invariant_violations"], r["leader_hwm_regressions"], r["undetected_truncations"],
+              f"{r.get('committed_offset_regressions') or 0} / {r.get('skipped_by_group') or 0}",
               r["failed_expectations"] + (1 if r["error"] else 0),
               f"<a href='{_e(r['failure_file'])}'>{_e(r['failure_file'])}</a>"] for r in failing],
-            left={0, 1, 2, 3, 11}, table_id="failing", within=lambda k: within_budget(failing[k])))
+            left={0, 1, 2, 3, 12}, table_id="failing", within=lambda k: within_budget(failing[k])))
 
     # Library
     library = [r for r in rows if r["kind"] == "scenario"]
@@ -367,8 +371,8 @@ def write_report(out, rows: list[dict], summary: dict, levels: list[str], failin
     # Every run
     cols = ["level", "kind", "seed", "scenario", "brokers", "partitions", "data_losing_shutdowns", "within_budget",
             "acked_all", "acked_1", "lost_acked", "hwm_regressions", "leader_hwm_regressions", "detected_truncations",
-            "undetected_truncations", "invariant_violations", "leaderless_at_end", "unavailable_ms", "sim_time_ms",
-            "wall_ms", "schedule"]
+            "undetected_truncations", "committed_offset_regressions", "skipped_by_group", "invariant_violations",
+            "leaderless_at_end", "unavailable_ms", "sim_time_ms", "wall_ms", "schedule"]
     parts.append(f"<h2>All runs ({len(rows)})</h2><details><summary>show the table</summary>")
     parts.append(_table(
         [*cols[:4], "expectations", "safety", *cols[4:]],

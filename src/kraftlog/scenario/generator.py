@@ -9,7 +9,11 @@ module or ``hash()``), a random cluster and a fault schedule:
   recoveries after a heal happen inside a short story); ``sim.writeback`` ``never`` (45 %),
   ``30s`` (40 %) or ``10s`` (15 %); network delay 1-5 ms or 1-20 ms;
 * workload: an ``acks=all`` producer (every 100 or 200 ms), an ``acks=1`` producer (every 200 or
-  500 ms) and a consumer (``reset`` earliest or none), all running from t=0 over every partition;
+  500 ms) and a consumer (``reset`` earliest or none) of group ``g1``, committing every second and restarted
+  once or twice (``restart_client``), all running from t=0 over every partition; the group's offsets live in
+  ``__consumer_offsets`` with 3 partitions, RF 3, an explicit random assignment, counted in the fault budget
+  like t's partitions (drawn from ``random.Random(f"campaign-groups:{seed}")``, so the rest of a seed's story
+  is what it was before consumer groups);
 * faults: one to three *episodes* (:data:`EPISODES`), each a short sequence of steps with absolute
   ``at`` times, drawn with weights from:
 
@@ -181,6 +185,12 @@ def scenario_name(seed: int) -> str:
 # ------------------------------------------------------------------------------------ generation
 #: No episode starts later than this (ms of scenario time).
 LAST_EPISODE_START_MS = 60_000
+#: The consumer group of every story (issue 32): its consumer commits every second to ``__consumer_offsets``,
+#: whose 3 partitions (RF 3, a drawn assignment) count in the fault budget like t's.
+GROUP = "g1"
+COMMIT_INTERVAL_MS = 1_000
+OFFSETS_TOPIC = "__consumer_offsets"
+OFFSETS_PARTITIONS = 3
 
 
 def _effective(steps: list[DrawnStep], brokers: int) -> list[DrawnStep]:
@@ -230,8 +240,15 @@ def generate(seed: int, episodes: Sequence[str] | None = None) -> Scenario:
     clients = (
         ClientSpec("p-all", "producer", TOPIC, None, "all", rng.choice((100, 200)), "none"),
         ClientSpec("p-one", "producer", TOPIC, None, "1", rng.choice((200, 500)), "none"),
-        ClientSpec("c1", "consumer", TOPIC, None, "all", 100, rng.choice(("earliest", "none"))),
+        ClientSpec("c1", "consumer", TOPIC, None, "all", 100, rng.choice(("earliest", "none")), group=GROUP,
+                   commit_interval_ms=COMMIT_INTERVAL_MS),
     )
+    # Consumer groups (issue 32), drawn from a Random of their own so that the rest of every story is unchanged:
+    # __consumer_offsets' partitions placed like t's (and so in the fault budget), the consumer's restarts.
+    group_rng = random.Random(f"campaign-groups:{seed}")
+    config["offsets.topic.num.partitions"] = str(OFFSETS_PARTITIONS)
+    offsets_assignment = tuple(tuple(group_rng.sample(range(brokers), RF)) for _ in range(OFFSETS_PARTITIONS))
+    restarts = sorted(group_rng.randint(5_000, LAST_EPISODE_START_MS) for _ in range(group_rng.randint(1, 2)))
 
     st = Story(rng, brokers, assignment, lag_ms, socket_timeout_ms)
     names = list(EPISODES)
@@ -257,7 +274,8 @@ def generate(seed: int, episodes: Sequence[str] | None = None) -> Scenario:
         # The next episode starts after this one began, possibly while it is still going on.
         t, previous_end, previous_exclusive = rng.randint(t + 3_000, end + 6_000), max(previous_end, end), exclusive
 
-    steps = sorted(st.steps, key=lambda s: (s[0], s[1]))
+    steps = sorted([*st.steps, *((at, 9, "restart_client", {"client": "c1"}) for at in restarts)],
+                   key=lambda s: (s[0], s[1]))
     steps = _effective(steps, brokers)
 
     # Heal and settle: every link back, held messages released, stopped brokers restarted.
@@ -299,7 +317,8 @@ def generate(seed: int, episodes: Sequence[str] | None = None) -> Scenario:
         writeback_ms=writeback_ms,
         delay_min_ms=1,
         delay_max_ms=delay_max,
-        topics=(TopicSpec(TOPIC, partitions, RF, assignment, {}),),
+        topics=(TopicSpec(TOPIC, partitions, RF, assignment, {}),
+                TopicSpec(OFFSETS_TOPIC, OFFSETS_PARTITIONS, RF, offsets_assignment, {"cleanup.policy": "compact"})),
         clients=clients,
         steps=step_objs,
         until_ms=None,
