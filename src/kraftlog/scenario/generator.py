@@ -274,8 +274,8 @@ def generate(seed: int, episodes: Sequence[str] | None = None) -> Scenario:
         # The next episode starts after this one began, possibly while it is still going on.
         t, previous_end, previous_exclusive = rng.randint(t + 3_000, end + 6_000), max(previous_end, end), exclusive
 
-    steps = sorted([*st.steps, *((at, 9, "restart_client", {"client": "c1"}) for at in restarts)],
-                   key=lambda s: (s[0], s[1]))
+    restart_steps: list[DrawnStep] = [(at, 9, "restart_client", {"client": "c1"}) for at in restarts]
+    steps = sorted([*st.steps, *restart_steps], key=lambda s: (s[0], s[1]))
     steps = _effective(steps, brokers)
 
     # Heal and settle: every link back, held messages released, stopped brokers restarted.
