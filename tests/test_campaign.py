@@ -70,11 +70,19 @@ def test_generated_story_is_valid_and_round_trips(seed):
     assert s.seed == seed and s.level is None and s.name == faults.scenario_name(seed)
     assert 3 <= s.brokers <= 5
     assert s.config["min.insync.replicas"] == "2"
-    (topic,) = s.topics
+    topic, offsets = s.topics
     assert 1 <= topic.partitions <= 3 and topic.replication_factor == 3
     assert all(len(set(r)) == 3 and all(0 <= b < s.brokers for b in r) for r in topic.assignment)
     kinds = {(c.kind, c.acks if c.kind == "producer" else None) for c in s.clients}
     assert kinds == {("producer", "all"), ("producer", "1"), ("consumer", None)}
+    # issue 32: the consumer's group commits every second to __consumer_offsets (3 partitions placed like t's,
+    # so in the fault budget) and the consumer is restarted once or twice
+    (consumer,) = [c for c in s.clients if c.kind == "consumer"]
+    assert (consumer.group, consumer.commit_interval_ms) == ("g1", 1000)
+    assert (offsets.name, offsets.partitions, offsets.replication_factor) == ("__consumer_offsets", 3, 3)
+    assert s.config["offsets.topic.num.partitions"] == "3" and offsets.config == {"cleanup.policy": "compact"}
+    assert all(len(set(r)) == 3 and all(0 <= b < s.brokers for b in r) for r in offsets.assignment)
+    assert 1 <= sum(1 for step in s.steps if step.verb == "restart_client") <= 2
     times = [step.at_ms for step in s.steps]
     assert all(t is not None for t in times) and times == sorted(times)
     # The settle is the last step, a run_for of 20-30 s after the last restart (not an absolute until, which
@@ -249,6 +257,8 @@ def _verdict(**changes) -> dict:
          "lost_acked": 0, "lost_acked_records": [], "leaderless_partitions": [],
          "hwm_regressions": 0, "leader_hwm_regressions": 0,
          "detected_truncations": 0, "undetected_truncations": 0,
+         "committed_offset_regressions": 0, "skipped_by_group": 0,
+         "group_anomalies": {"regressions": [], "skipped": []},
          "anomalies": {"lost-write": 0, "duplicate": 0, "inconsistent-offsets": 0, "nonmonotonic-poll": 0,
                        "poll-skip": 0},
          "invariant_violations": [], "failed_expectations": [], "metrics": {}, "final": {},
@@ -267,7 +277,8 @@ def test_every_results_column_comes_from_its_verdict_key():
     """verdict_columns maps each SCENARIOS.md verdict key to its results.parquet column, values as given."""
     v = _verdict(lost_acked=2, lost_acked_records=[{"partition": "t-0", "value": "a"}] * 2,
                  leaderless_partitions=["t-1", "t-2", "t-3"], hwm_regressions=4, leader_hwm_regressions=5,
-                 detected_truncations=6, undetected_truncations=8,
+                 detected_truncations=6, undetected_truncations=8, committed_offset_regressions=13,
+                 skipped_by_group=14,
                  anomalies={"lost-write": 2, "duplicate": 9, "inconsistent-offsets": 10, "nonmonotonic-poll": 11,
                             "poll-skip": 12},
                  invariant_violations=["t=1ms A t-0: x [in step 1 (crash)]", "t=2ms B t-0: y [after step 1 (crash)]"],
@@ -276,7 +287,7 @@ def test_every_results_column_comes_from_its_verdict_key():
     assert cols == {
         "acked_all": 120, "acked_1": 30, "acked_0": 7, "lost_acked": 2, "hwm_regressions": 4,
         "leader_hwm_regressions": 5, "detected_truncations": 6, "undetected_truncations": 8,
-        "anomaly_lost_write": 2, "anomaly_duplicate": 9, "anomaly_inconsistent_offsets": 10,
+        "committed_offset_regressions": 13, "skipped_by_group": 14, "anomaly_lost_write": 2, "anomaly_duplicate": 9, "anomaly_inconsistent_offsets": 10,
         "anomaly_nonmonotonic_poll": 11, "anomaly_poll_skip": 12,
         "invariant_violations": 2,
         "violation_details": "t=1ms A t-0: x [in step 1 (crash)]\nt=2ms B t-0: y [after step 1 (crash)]",

@@ -200,6 +200,11 @@ def test_every_library_loss_is_flagged_by_a_tla_invariant_when_it_happens(librar
     empty and that leader_hwm_regressions is 0 for every file)."""
     r = library[name]
     found = _violations(r.verdict)
+    if r.verdict["lost_acked"] == 0 and r.verdict["committed_offset_regressions"]:
+        # a consumer group's commit rolled back (issue 32): the unclean election of its __consumer_offsets
+        # partition is flagged, as any partition's
+        assert any(v[1] == "ControllerIsrHasUpToTrueHWM" and "__consumer_offsets" in v[2] for v in found), found
+        return
     if r.verdict["lost_acked"] == 0:
         assert found == []
         return

@@ -69,9 +69,9 @@ class Verdict(TypedDict):
     undetected_truncations: int
     #: consumer groups (simulator): OffsetFetch answers below an acknowledged commit, records a group skipped,
     #: and the findings behind both (``kraftlog.check.groups``)
-    committed_offset_regressions: NotRequired[int]
-    skipped_by_group: NotRequired[int]
-    group_anomalies: NotRequired[dict[str, object]]
+    committed_offset_regressions: int
+    skipped_by_group: int
+    group_anomalies: dict[str, object]
     #: Jepsen's consumer anomalies: lost-write, duplicate, inconsistent-offsets, nonmonotonic-poll, poll-skip
     anomalies: dict[str, int]
     #: every invariant broken, as text with its time and step

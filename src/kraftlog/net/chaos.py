@@ -14,7 +14,10 @@ One run:
    and kraftlog's own KIP-320 consumer (:class:`kraftlog.client.consumer.Consumer` over TCP,
    :class:`kraftlog.net.client.ClientLoop`) reading every partition from the start and validating its
    positions with OffsetForLeaderEpoch. An acknowledgement is a delivery report without error; a
-   producer whose idempotence state librdkafka declares fatal is replaced (counted in ``metrics``).
+   producer whose idempotence state librdkafka declares fatal is replaced (counted in ``metrics``). A
+   confluent-kafka consumer group of two members (:mod:`kraftlog.net.chaos_group`) commits every 100 records
+   and restarts its members every 15-30 s; the verdict's ``committed_offset_regressions`` and
+   ``skipped_by_group`` judge what its coordinator (the leader of its ``__consumer_offsets`` partition) told it.
 3. **Faults** (:func:`~kraftlog.net.chaos_plan.plan_faults`, drawn from ``random.Random(f"chaos:{seed}")``
    only): one at a time, each held 3-10 s, then healed; the next starts once every partition's ISR is
    complete again (at most :data:`~kraftlog.net.chaos_plan.RECOVERY_WAIT_S`) plus a seeded gap of 2-5 s.
@@ -77,6 +80,7 @@ from dataclasses import asdict, dataclass
 from random import Random
 
 from ..check import checkers
+from ..check.groups import group_findings
 from ..cli_options import interruptible_sleep
 from ..controller.controller import CONTROLLER
 from ..level import DEFAULT, Level
@@ -88,6 +92,7 @@ from ..scenario import (
 from ..scenario.interpreter import run_step
 from ..verdict import is_safe
 from . import cluster as cl
+from .chaos_group import GROUP, ChaosGroup
 from .chaos_plan import (
     RECOVERY_WAIT_S,
     STEADY_S,
@@ -504,6 +509,7 @@ class ChaosRun:
         or raises (a clean shutdown, then SIGKILL by PID for any that remain)."""
         producers: list[_ProducerThread] = []
         consumer_loop = None
+        group: ChaosGroup | None = None
         try:
             self.progress(f"starting a {self.brokers}-broker chaos-mode cluster in {self.directory} "
                           f"(level {self.level.label}, seed {self.seed})")
@@ -522,6 +528,9 @@ class ChaosRun:
             for p in producers:
                 p.thread.start()
             consumer_loop = self._start_consumer()
+            group = self.group = ChaosGroup(self.bootstrap, TOPIC, lambda: _now_ms(self.t0), self.seed,
+                                            self.client_logger)
+            group.start()
             end = self.t0 + self.duration_s
             ticker = threading.Thread(target=self._progress_loop, args=(end, producers), daemon=True)
             ticker.start()
@@ -536,6 +545,7 @@ class ChaosRun:
             final_logs, hwms = self._read_back()
             self._catch_up(consumer_loop, hwms)
             consumer_loop.stop()
+            group.close()
             described = self.describe()
             statuses = {str(s.id): {"alive": s.alive, "fenced": s.fenced, "epoch": s.broker_epoch}
                         for s in cl.status(self.directory) if s.role == "broker"}
@@ -549,12 +559,31 @@ class ChaosRun:
                 p.stop.set()
             if consumer_loop is not None:
                 consumer_loop.stop(2.0)
+            if group is not None:
+                group.close(5.0)
             try:
                 cl.kill(self.directory)
             except cl.ClusterError:
                 pass
 
     _ticking = True
+    group: ChaosGroup | None = None
+
+    def _group_metrics(self) -> dict:
+        """The consumer group's figures: records delivered, commits, member restarts, client errors."""
+        g = self.group
+        if g is None:
+            return {}
+        return {"group": GROUP, "records_delivered": len(g.consumed), "commits": g.commits, "restarts": g.restarts,
+                "errors": dict(g.errors)}
+
+    def group_events(self) -> list:
+        """What the consumer group's members were told (``kraftlog.check.groups.GroupEvent``)."""
+        return [] if self.group is None else list(self.group.events)
+
+    def group_consumed(self) -> list:
+        """What the consumer group's members delivered (the checkers' Consumed)."""
+        return [] if self.group is None else list(self.group.consumed)
 
     def _progress_loop(self, end: float, producers: list) -> None:
         while self._ticking and time.monotonic() < end + SETTLE_S:
@@ -656,12 +685,14 @@ class ChaosRun:
             "sim_time_ms": _now_ms(self.t0),
             "acked": {"all": counts["all"], "1": counts["1"]},
             **checkers.judge(acked, final_logs, self.reads.consumed, self.reads.truncations, self.reads.hwms),
+            **group_findings(self.group_events(), self.reads.consumed + self.group_consumed(), final_logs),
             "invariant_violations": end_state_violations(replica_logs, partitions) + idempotence,
             "failed_expectations": [] if completed else
             ["settle: the cluster did not heal (every broker unfenced, every ISR complete) within "
              f"{SETTLE_S:.0f} s of the end of the faults"],
             "metrics": {
                 "records_consumed": len(self.reads.consumed),
+                "consumer_group": self._group_metrics(),
                 "acked_without_offset": sum(1 for a in self.acked if a.offset is None),
                 # why each Jepsen duplicate is there (checkers.duplicate_causes): only
                 # same_producer_epoch is the broker's fault (and an invariant violation)

@@ -81,6 +81,10 @@ def cluster_up(brokers: int, directory: str, port: int, controller_port: int | N
         click.echo(f"kraftlog cluster up: default.replication.factor={info['config']['default.replication.factor']} "
                    "in the cluster config (min(3, brokers); Kafka's default is 1; --config "
                    "default.replication.factor=N to choose)")
+    if brokers < 3 and "offsets.topic.replication.factor" not in chosen:
+        click.echo(f"kraftlog cluster up: offsets.topic.replication.factor={brokers} in the cluster config "
+                   "(Kafka's 3 needs 3 brokers: consumer groups would find no coordinator; --config "
+                   "offsets.topic.replication.factor=N to choose)")
     directory = os.path.abspath(directory)
     click.echo(f"kraftlog cluster up: {brokers} brokers, level {info['level']}, seed {info['seed']}, "
                f"bootstrap {info['bootstrap']}" + (", chaos mode" if chaos else ""))
@@ -515,6 +519,11 @@ def _print_chaos(verdict: dict, directory: str) -> None:
                f"consumed {verdict['metrics']['records_consumed']:,}; "
                f"truncations detected {verdict['detected_truncations']}, "
                f"undetected {verdict['undetected_truncations']}")
+    g = verdict["metrics"].get("consumer_group") or {}
+    if g:
+        click.echo(f"consumer group {g['group']}: delivered {g['records_delivered']:,}, {g['commits']:,} commits, "
+                   f"{g['restarts']} member restarts; committed offset regressions "
+                   f"{verdict['committed_offset_regressions']}, records skipped {verdict['skipped_by_group']}")
     for name, c in verdict.get("client_sends", {}).items():
         errors = ", ".join(f"{k} {v:,}" for k, v in c["errors"].items())
         click.echo(f"  {name} (acks={c['acks']}): sent {c['sent']:,}, acknowledged {c['acknowledged']:,}, "

@@ -151,11 +151,14 @@ class ConsumerRecorder:
         self.consumed: list = []
         self.truncations: list = []
         self.hwms: list = []
+        #: what the consumers' group coordinators told them (``kraftlog.check.groups.GroupEvent``)
+        self.group_events: list = []
         self.seq = 0
 
     def observe(self, node) -> bool:
         from ..client.consumer import LogTruncationError, OffsetOutOfRangeError
-        if not node.records and not node.truncations and not node.has_errors and not node.hwms:
+        if (not node.records and not node.truncations and not node.has_errors and not node.hwms
+                and not node.group_events):
             return False
         try:
             records = node.poll_records()
@@ -174,4 +177,6 @@ class ConsumerRecorder:
             for _at, t, p, h in node.hwms:
                 self.hwms.append((node.node_id, f"{t}-{p}", h, now))
             node.hwms.clear()
+            for kind, t, p, offset in node.take_group_events():
+                self.group_events.append((node.group_id or "", node.node_id, f"{t}-{p}", kind, offset, now))
         return False

@@ -406,6 +406,11 @@ def up(directory: str, brokers: int, port: int = 9092, level: Level | None = Non
     # cluster brought up here gets min(3, brokers) unless --config names it (`cluster up` says so).
     if "default.replication.factor" not in cluster["config"]:
         cluster["config"]["default.replication.factor"] = str(min(3, brokers))
+    # __consumer_offsets' replication factor is Kafka's 3 and not capped (FindCoordinator answers
+    # COORDINATOR_NOT_AVAILABLE while fewer brokers are registered): with fewer brokers, `cluster up` writes
+    # their number (and says so) unless --config names it.
+    if brokers < 3 and "offsets.topic.replication.factor" not in cluster["config"]:
+        cluster["config"]["offsets.topic.replication.factor"] = str(brokers)
     for b in range(brokers):  # a replaced broker disk is formatted as an operator would; never the controller's
         if _blank(_node_root(directory, b)):
             format_node(directory, b, cluster)

@@ -48,6 +48,7 @@ import time
 from random import Random
 
 from ..check import checkers
+from ..check.groups import group_findings
 from ..controller.controller import CONTROLLER
 from ..level import DEFAULT, Level
 from ..protocol import messages as m
@@ -469,6 +470,7 @@ class RealScenarioRun(ProcessFaults):
             "sim_time_ms": end_ms,
             "acked": {k: v for k, v in self.acked_counts.items() if v or k != "0"},
             **checkers.judge(self.acked, final_logs, self.reads.consumed, self.reads.truncations, self.reads.hwms),
+            **group_findings(self.reads.group_events, self.reads.consumed, final_logs),
             "invariant_violations": end_state_violations(replica_logs, partitions),
             "failed_expectations": list(self.failed),
             "metrics": {"records_consumed": len(self.reads.consumed), **real_metrics(self.sampled)},
