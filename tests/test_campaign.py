@@ -287,7 +287,8 @@ def test_every_results_column_comes_from_its_verdict_key():
     assert cols == {
         "acked_all": 120, "acked_1": 30, "acked_0": 7, "lost_acked": 2, "hwm_regressions": 4,
         "leader_hwm_regressions": 5, "detected_truncations": 6, "undetected_truncations": 8,
-        "committed_offset_regressions": 13, "skipped_by_group": 14, "anomaly_lost_write": 2, "anomaly_duplicate": 9, "anomaly_inconsistent_offsets": 10,
+        "committed_offset_regressions": 13, "skipped_by_group": 14,
+        "anomaly_lost_write": 2, "anomaly_duplicate": 9, "anomaly_inconsistent_offsets": 10,
         "anomaly_nonmonotonic_poll": 11, "anomaly_poll_skip": 12,
         "invariant_violations": 2,
         "violation_details": "t=1ms A t-0: x [in step 1 (crash)]\nt=2ms B t-0: y [after step 1 (crash)]",
