@@ -240,7 +240,8 @@ def print_summary(result, levels: list[str], library) -> None:
     seeds = s["seed_range"][1] - s["seed_range"][0] + 1 if s["seed_range"] else 0
     table = _table(f"kraftlog campaign: {seeds} seeds × {len(levels)} level(s) on {s['master']}",
                    ["level", "seeds", "UNSAFE", "UNSAFE\nwithin\nbudget", "with\nloss", "lost\nacked",
-                    "mean\nunavailable", "library\nexpectations\nheld", "library\nsafe"])
+                    "mean\nunavailable", "group\ncommit\nregressions", "skipped\nby\ngroups",
+                    "group\nanomalies\nwithin\nbudget", "library\nexpectations\nheld", "library\nsafe"])
     for level in levels:
         lv = s["levels"][level]
         lib = s["scenario_library"].get(level)
@@ -253,7 +254,9 @@ def print_summary(result, levels: list[str], library) -> None:
         table.add_row(level, str(lv["seeds"]), str(lv.get("seeds_unsafe", "-")),
                       str(lv.get("seeds_unsafe_within_budget", "-")), str(lv["seeds_with_loss"]),
                       str(lv["lost_acked_total"]), f"{lv['mean_unavailable_ms'] / 1000:.2f} s",
-                      held_text, safe_text)
+                      str(lv.get("committed_offset_regressions_total", "-")),
+                      str(lv.get("skipped_by_group_total", "-")),
+                      str(lv.get("seeds_with_group_anomalies_within_budget", "-")), held_text, safe_text)
     console.print(table)
     console.print()
     gate = s.get("unsafe_within_budget")
@@ -265,7 +268,8 @@ def print_summary(result, levels: list[str], library) -> None:
                           f"(--fail-on-loss exits 1)", soft_wrap=True)
         else:
             console.print("safe: every run within the fault budget at elr and above (unclean election not "
-                          "enabled) lost nothing acknowledged, broke no invariant, left no truncation undetected "
+                          "enabled) lost nothing acknowledged, broke no invariant, left no truncation undetected, "
+                          "rolled back no group's commit and skipped nothing for a group "
                           "(the --fail-on-loss check)", soft_wrap=True)
     for comparison in level_comparisons(s):
         print_comparison(console, comparison)
