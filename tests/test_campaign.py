@@ -539,7 +539,9 @@ def test_summary_shape_and_numbers(campaign_out):
     for level, figures in summary["levels"].items():
         assert set(figures) == {"seeds", "seeds_with_loss", "seeds_with_loss_within_budget", "lost_acked_total",
                                 "p_loss", "mean_unavailable_ms", "seeds_with_invariant_violations",
-                                "leader_hwm_regressions_total", "seeds_unsafe", "seeds_unsafe_within_budget"}
+                                "leader_hwm_regressions_total", "seeds_unsafe", "seeds_unsafe_within_budget",
+                                "committed_offset_regressions_total", "skipped_by_group_total",
+                                "seeds_with_group_anomalies_within_budget"}
         mine = [r for r in rows if r["kind"] == "seed" and r["level"] == level]
         lost = [r for r in mine if r["lost_acked"] > 0]
         assert figures["seeds"] == 10
@@ -553,6 +555,10 @@ def test_summary_shape_and_numbers(campaign_out):
         unsafe = [r for r in mine if not r["safe"]]
         assert figures["seeds_unsafe"] == len(unsafe)
         assert figures["seeds_unsafe_within_budget"] == sum(1 for r in unsafe if r["within_budget"])
+        assert figures["committed_offset_regressions_total"] == sum(r["committed_offset_regressions"] for r in mine)
+        assert figures["skipped_by_group_total"] == sum(r["skipped_by_group"] for r in mine)
+        assert figures["seeds_with_group_anomalies_within_budget"] == sum(
+            1 for r in mine if r["within_budget"] and (r["committed_offset_regressions"] or r["skipped_by_group"]))
     # The same-seed comparison of urm with elr, when both ran, is computed from the rows.
     compared = comparisons(rows, LEVELS)
     assert set(compared) == ({"urm_vs_elr"} if {"elr", "urm"} <= set(LEVELS) else set())

@@ -376,21 +376,37 @@ def test_cluster_actions_are_refused_on_the_client_listener(shared):
         assert sorted(b.node_id for b in meta.brokers) == [0, 1, 2]
 
 
+def _coordinated(bootstrap: str, group: str, request):
+    """``request`` answered by ``group``'s coordinator, found with FindCoordinator and asked again while the
+    coordinator is not there yet (the first FindCoordinator creates __consumer_offsets; a new leader of its
+    partition loads it first)."""
+    deadline = time.monotonic() + 60
+    while True:
+        with KafkaConnection(bootstrap) as conn:
+            coord = conn.request(m.FindCoordinatorRequest((group,))).coordinators[0]
+        if coord.error_code == Errors.NONE:
+            with KafkaConnection(f"127.0.0.1:{coord.port}") as conn:
+                resp = conn.request(request)
+            errors = [resp.error_code] if hasattr(resp, "error_code") else [p.error_code for p in resp.partitions]
+            if not set(errors) & {Errors.NOT_COORDINATOR, Errors.COORDINATOR_LOAD_IN_PROGRESS,
+                                  Errors.COORDINATOR_NOT_AVAILABLE}:
+                return coord.node_id, resp
+        assert time.monotonic() < deadline, coord
+        time.sleep(0.3)
+
+
 def test_committed_offsets_survive_a_coordinator_restart(shared):
-    """Committed offsets are written to the coordinator's disk: after a clean restart of the coordinator
-    broker, OffsetFetch returns them (with their leader epochs)."""
+    """Committed offsets are records of the replicated __consumer_offsets (issue 32): after a clean restart of
+    the coordinator broker, the group's coordinator (the partition's leader, wherever it is now) answers
+    OffsetFetch with them, leader epoch and metadata included."""
     shared.create_topic("commits", 1)
     group = f"commits-{uuid.uuid4().hex[:6]}"
-    with KafkaConnection(shared.bootstrap) as conn:
-        coord = conn.request(m.FindCoordinatorRequest((group,))).coordinators[0]
-    node = coord.node_id
-    with KafkaConnection(f"127.0.0.1:{coord.port}") as conn:
-        resp = conn.request(m.OffsetCommitRequest(group, (m.OffsetCommitPartition("commits", 0, 42, 0, "meta"),)))
-        assert [p.error_code for p in resp.partitions] == [Errors.NONE]
+    node, resp = _coordinated(shared.bootstrap, group,
+                              m.OffsetCommitRequest(group, (m.OffsetCommitPartition("commits", 0, 42, 0, "meta"),)))
+    assert [p.error_code for p in resp.partitions] == [Errors.NONE]
     kraftlog("cluster", "stop", "--dir", shared.dir, "--broker", str(node))
     kraftlog("cluster", "start", "--dir", shared.dir, "--broker", str(node))
-    with KafkaConnection(f"127.0.0.1:{coord.port}") as conn:
-        fetched = conn.request(m.OffsetFetchRequest(group, (("commits", 0),)))
+    _node, fetched = _coordinated(shared.bootstrap, group, m.OffsetFetchRequest(group, (("commits", 0),)))
     assert [(p.committed_offset, p.committed_leader_epoch, p.metadata) for p in fetched.partitions] == [(42, 0, "meta")]
 
 

@@ -823,7 +823,21 @@ def test_offset_commit_with_any_group_id_is_answered(real: Cluster, group: str) 
     "x.tmp", "x.log", NUL; OSError "File name too long" for 300 characters) and dropped the connection,
     having already updated the offsets in memory."""
     sizes = _log_sizes(real)
+    # the group's coordinator: broker 0 once __consumer_offsets exists (the first FindCoordinator creates it)
+    deadline = time.monotonic() + 30
+    while True:
+        found = _request_raw(real.client_port, m.FindCoordinatorRequest((group,)))
+        assert isinstance(found, m.FindCoordinatorResponse), f"FindCoordinator {group[:20]!r} got {found!r}"
+        if found.coordinators[0].error_code == Errors.NONE:
+            break
+        assert time.monotonic() < deadline, found
+        time.sleep(0.2)
     commit = _request_raw(real.client_port, m.OffsetCommitRequest(group, (m.OffsetCommitPartition(FUZZ_TOPIC, 0, 1),)))
+    while isinstance(commit, m.OffsetCommitResponse) and commit.partitions[0].error_code in (
+            Errors.COORDINATOR_LOAD_IN_PROGRESS, Errors.NOT_COORDINATOR) and time.monotonic() < deadline:
+        time.sleep(0.2)  # a new __consumer_offsets partition's leader loads it first
+        commit = _request_raw(real.client_port,
+                              m.OffsetCommitRequest(group, (m.OffsetCommitPartition(FUZZ_TOPIC, 0, 1),)))
     assert isinstance(commit, m.OffsetCommitResponse), f"OffsetCommit {group[:20]!r} got {commit!r}"
     assert commit.partitions[0].error_code == Errors.NONE, commit
     fetched = _request_raw(real.client_port, m.OffsetFetchRequest(group, ((FUZZ_TOPIC, 0),)))
