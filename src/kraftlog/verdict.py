@@ -11,8 +11,9 @@ with the campaign's columns: ``invariant_violations`` and ``failed_expectations`
 set when the run raised and so has no verdict). Two questions are kept apart (SCENARIOS.md):
 
 * **passed**: the run completed (the cluster came up) and every ``wait_until`` and ``expect`` held;
-* **safe**: no record acknowledged to an acks=all producer was lost, no invariant was violated and no
-  log truncation went unnoticed by a consumer.
+* **safe**: no record acknowledged to an acks=all producer was lost, no invariant was violated, no
+  log truncation went unnoticed by a consumer, and no consumer group was told an older committed offset than
+  it was acknowledged or skipped records (issue 32).
 
 A **failure** (what the campaign exports and the report lists) is wider: unsafe, or a leader's own HWM
 moved backwards (always a bug), or an expectation failed, or the run raised. A consumer seeing a lagging
