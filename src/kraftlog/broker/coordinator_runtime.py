@@ -166,11 +166,19 @@ class CoordinatorShard:
         self.writes: list[_Write] = []
         self.high_watermark = 0
 
-    def pending_keys(self) -> Iterable[bytes]:
-        """The keys of the records above the HWM."""
+    def offset_keys(self) -> dict[str, set[tuple[str, int]]]:
+        """Each group's committed (topic, partition): the stable view's and those of the offset records above the
+        HWM (tombstones included: a deletion tombstones them again, harmlessly)."""
+        keys = {group: set(offsets) for group, offsets in self.stable.offsets.items()}
         for _, records in self.pending:
             for key, _ in records:
-                yield key
+                try:
+                    k = decode_key(key)
+                except GroupRecordError:
+                    continue
+                if isinstance(k, OffsetKey):
+                    keys.setdefault(k.group, set()).add((k.topic, k.partition))
+        return keys
 
     def advance(self, hwm: int) -> None:
         """Move the records below ``hwm`` into :attr:`stable`."""
@@ -383,29 +391,14 @@ class CoordinatorRuntime:
         """The (topic, partition) of every offset ``group_id`` has committed, the records above the HWM
         included (what a deletion must tombstone)."""
         shard = self.shard_of(group_id)
-        if shard is None:
-            return set()
-        keys = set(shard.stable.offsets.get(group_id, {}))
-        for key in shard.pending_keys():
-            try:
-                k = decode_key(key)
-            except GroupRecordError:
-                continue
-            if isinstance(k, OffsetKey) and k.group == group_id:
-                keys.add((k.topic, k.partition))
-        return keys
+        return set() if shard is None else shard.offset_keys().get(group_id, set())
 
     def all_offset_keys(self) -> dict[str, set[tuple[str, int]]]:
-        """Every loaded group's committed (topic, partition), records above the HWM included."""
-        groups: set[str] = set()
-        for shard in self.shards.values():
+        """Every loaded group's committed (topic, partition), records above the HWM included, by group id in
+        sorted order."""
+        out: dict[str, set[tuple[str, int]]] = {}
+        for index in sorted(self.shards):
+            shard = self.shards[index]
             if shard.loaded:
-                groups |= set(shard.stable.offsets)
-                for key in shard.pending_keys():
-                    try:
-                        k = decode_key(key)
-                    except GroupRecordError:
-                        continue
-                    if isinstance(k, OffsetKey):
-                        groups.add(k.group)
-        return {g: self.latest_offset_keys(g) for g in sorted(groups)}
+                out.update(shard.offset_keys())
+        return dict(sorted(out.items()))
