@@ -166,8 +166,7 @@ class Broker(NodeBase[BrokerContext]):
             self, ForwardingManager(self, self.config.request_timeout_ms),
             ReplicationApis(broker_id, self.cache, self.replica_manager, self.log_manager, self.lifecycle, self),
             metadata_apis, self.group_apis,
-            GroupAdminApis(broker_id, self.cache, self.groups, self.log_manager, self, self._log_dir_failed,
-                           lambda: self.group_apis.member_hosts))
+            GroupAdminApis(broker_id, self.cache, self.groups, self.log_manager, self, self._log_dir_failed))
         self.next_hwm_checkpoint_ms = now_ms + self.config.hwm_checkpoint_interval_ms
         #: Kafka's broker and request metrics (:mod:`.metrics`), over this node's clock
         self.metrics = KafkaMetrics()

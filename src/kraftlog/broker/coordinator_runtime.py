@@ -206,7 +206,6 @@ class CoordinatorRuntime:
         self.on_load = on_load
         self.on_unload = on_unload
         self.shards: dict[int, CoordinatorShard] = {}
-        self.loads = 0  # shards loaded since start (a metric)
 
     # ------------------------------------------------------------------ which shard
     def partition_of(self, group_id: str) -> int:
@@ -280,7 +279,6 @@ class CoordinatorRuntime:
         if shard.loaded or not shard.replayed or shard.high_watermark < shard.load_end:
             return
         shard.loaded = True
-        self.loads += 1
         if self.on_load is not None:
             self.on_load(now_ms, shard.index, dict(shard.stable.groups))
 

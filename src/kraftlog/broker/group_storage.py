@@ -142,7 +142,7 @@ class GroupStorage(Generic[T]):
 
     # ------------------------------------------------------------------ groups
     @staticmethod
-    def group_value(group: GroupMetadata[T], now_ms: int) -> GroupValue:
+    def group_value(group: GroupMetadata[T]) -> GroupValue:
         """The GroupMetadataValue of ``group`` (``ClassicGroup`` to ``GroupMetadataValue``): each member's
         subscription for the chosen protocol and its assignment."""
         protocol = group.protocol_name
@@ -154,7 +154,7 @@ class GroupStorage(Generic[T]):
                           group.state_timestamp, members)
 
     def _store_group(self, now_ms: int, group: GroupMetadata[T], on_done: Done = _ignore) -> None:
-        self.runtime.write(now_ms, group.group_id, [group_record(group.group_id, self.group_value(group, now_ms))],
+        self.runtime.write(now_ms, group.group_id, [group_record(group.group_id, self.group_value(group))],
                            on_done)
 
     def load_groups(self, now_ms: int, stored: dict[str, GroupValue]) -> None:

@@ -37,9 +37,8 @@ class GroupAdminApis:
 
     def __init__(self, broker_id: int, cache: MetadataCache, groups: GroupCoordinator[Envelope], logs: LogManager,
                  channel: BrokerChannel, fail: LogDirFailureHandler,
-                 member_hosts: Callable[[], dict[tuple[str, str], str]] = dict) -> None:
+) -> None:
         self.broker_id = broker_id
-        self._member_hosts = member_hosts
         self._cache = cache
         self.groups = groups
         self._logs = logs
@@ -90,7 +89,6 @@ class GroupAdminApis:
         """Each group's state, protocol and members (Kafka's ``GroupCoordinator.handleDescribeGroup``): a group
         this coordinator does not know is Dead with no error, as Kafka answers; a member's client host is
         the address its JoinGroup came from (``"/127.0.0.1"``; "" in the simulator)."""
-        hosts = self._member_hosts()
         out = []
         for gid in env.message.groups:
             status = self._status(gid)
@@ -101,8 +99,7 @@ class GroupAdminApis:
             if summary is None:
                 out.append(m.DescribedGroup(Errors.NONE, gid, "Dead"))
                 continue
-            members = tuple(m.DescribedGroupMember(d.member_id, d.client_id,
-                                                   hosts.get((gid, d.member_id), d.client_host),
+            members = tuple(m.DescribedGroupMember(d.member_id, d.client_id, d.client_host,
                                                    d.metadata, d.assignment, d.group_instance_id)
                             for d in summary.member_details)
             out.append(m.DescribedGroup(Errors.NONE, gid, summary.state, summary.protocol_type or "",

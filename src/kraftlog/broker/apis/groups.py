@@ -11,7 +11,7 @@ from ...protocol.errors import Errors
 from ...protocol.listeners import error_response
 from ...protocol.node import Envelope, Message
 from ..channel import BrokerChannel, LogDirFailureHandler
-from ..group_coordinator import GroupCoordinator, GroupSummary, coordinator_for
+from ..group_coordinator import GroupCoordinator, coordinator_for
 from ..group_metadata import OFFSETS_TOPIC
 from ..lifecycle import BrokerLifecycleManager
 from ..log_manager import LogManager
@@ -23,9 +23,6 @@ from .table import HandlerTable, entry
 #: The group coordinator's requests (routed by ``coordinator_for``).
 GROUP_APIS = (m.JoinGroupRequest, m.SyncGroupRequest, m.HeartbeatRequest, m.LeaveGroupRequest,
               m.OffsetCommitRequest, m.OffsetFetchRequest)
-#: Member hosts :class:`GroupApis` remembers before it forgets those of departed members.
-MAX_MEMBER_HOSTS = 10_000
-_NO_GROUP = GroupSummary("", "Dead", 0, None, None, "", ())
 #: Producer ids per broker epoch (``broker_epoch << 20 | n``).
 PRODUCER_IDS_PER_EPOCH = 1 << 20
 
@@ -59,9 +56,6 @@ class GroupApis:
         self._channel = channel
         self._fail = fail
         self._next_producer_id = 0
-        #: (group, member id) -> the client host its last successful JoinGroup came from (the envelope's
-        #: ``client_host``): DescribeGroups' member host; bounded by :data:`MAX_MEMBER_HOSTS`
-        self.member_hosts: dict[tuple[str, str], str] = {}
 
     def handlers(self) -> HandlerTable:
         """This family's rows of the dispatch table."""
@@ -133,27 +127,13 @@ class GroupApis:
             self._fail(now_ms, exc, "handling a group request")
             resp = error_response(msg, Errors.NOT_COORDINATOR)
         if resp is not None:
-            self._note_host(env, resp)
             self._channel.send_response(env, resp)
-
-    def _note_host(self, env: Envelope, resp: Message) -> None:
-        """Remember the host of a member whose JoinGroup succeeded (for DescribeGroups)."""
-        if type(resp) is not m.JoinGroupResponse or resp.error_code != Errors.NONE or env.client_host is None:
-            return
-        req = env.message
-        assert isinstance(req, m.JoinGroupRequest)
-        hosts = self.member_hosts
-        if len(hosts) >= MAX_MEMBER_HOSTS:  # members long gone: keep only those of groups' current members
-            current = {(g, mid) for g in self.groups.groups() for mid in (self.groups.describe(g) or _NO_GROUP).members}
-            self.member_hosts = hosts = {k: v for k, v in hosts.items() if k in current}
-        hosts[(req.group_id, resp.member_id)] = env.client_host
 
     def send_responses(self, now_ms: int) -> None:
         """Answer the parked group requests the coordinator completed (groups whose coordinator moved were
         resigned when their shard was unloaded: ``CoordinatorRuntime.sync``)."""
         groups = self.groups
         for env, resp in groups.take_responses():
-            self._note_host(env, resp)
             self._channel.send_response(env, resp)
 
     def init_producer_id(self, now_ms: int, env: Envelope[m.InitProducerIdRequest]) -> None:
