@@ -79,6 +79,18 @@ def test_controller_apis_reaching_a_broker_get_not_controller(c):
     assert resp.error_code == Errors.NOT_CONTROLLER
 
 
+@pytest.mark.parametrize("request_type", sorted(lst.RAFT_APIS, key=lambda t: t.API_KEY), ids=lambda t: t.__name__)
+def test_kraft_quorum_apis_reaching_a_broker_are_refused(c, request_type):
+    """KRaft's quorum APIs (KIP-595, KIP-853) are the controllers' own: a broker answers them
+    CLUSTER_AUTHORIZATION_FAILED on its client listener and NOT_CONTROLLER on its internal one, at the top
+    level, and serves nothing."""
+    from test_wire import SAMPLES
+
+    msg = SAMPLES[request_type]
+    assert ask(c, msg).error_code == Errors.CLUSTER_AUTHORIZATION_FAILED
+    assert ask(c, msg, listener=lst.INTERNAL).error_code == Errors.NOT_CONTROLLER
+
+
 def test_a_replica_fetch_naming_the_leader_itself_is_refused(c):
     """Kafka's followerReplicaOrThrow: the leader is not its own follower (a self-fetch would freeze the HWM)."""
     resp = ask(c, m.FetchRequest(0, c.epoch[0], 0, 1, (m.FetchPartition(c.topic_id, 0, c.p.leader_epoch, 0),)),

@@ -7,7 +7,9 @@ AlterPartition v3, BrokerRegistration v4, BrokerHeartbeat v1, Produce v9, ListOf
 OffsetForLeaderEpoch v4, Metadata v12, CreateTopics v7, IncrementalAlterConfigs v1, ElectLeaders v2,
 DescribeTopicPartitions v0, FindCoordinator v4, OffsetCommit v8, OffsetFetch v8 -- one group of v8's
 ``Groups``; JoinGroup v9, SyncGroup v5, Heartbeat v4, LeaveGroup v5, ApiVersions v3, DeleteTopics v6,
-DescribeConfigs v4 -- tests/test_wire_client_apis.py covers what real clients send of those);
+DescribeConfigs v4 -- tests/test_wire_client_apis.py covers what real clients send of those; KRaft's
+Vote v2, BeginQuorumEpoch v1, EndQuorumEpoch v1, DescribeQuorum v2, AddRaftVoter, RemoveRaftVoter and
+UpdateRaftVoter v0, each naming __cluster_metadata partition 0 only);
 record batches are Kafka v2 (magic 2, CRC-32C) with exact ms timestamps and record headers; the
 metadata log travels as a
 Fetch of METADATA_TOPIC_ID; where kafka-python has the API at that version, it decodes our bytes and
@@ -30,6 +32,8 @@ from kafka.protocol.admin import (
 from kafka.protocol.admin import (
     DeleteRecordsResponse as KpDeleteRecordsResponse,
 )
+from kafka.protocol.admin.cluster import DescribeQuorumRequest as KpDescribeQuorumRequest
+from kafka.protocol.admin.cluster import DescribeQuorumResponse as KpDescribeQuorumResponse
 from kafka.protocol.admin.configs import (
     DescribeConfigsRequest as KpDescribeConfigsRequest,
 )
@@ -143,11 +147,21 @@ from kraftlog.metadata import records as mdr
 from kraftlog.protocol import messages as m
 from kraftlog.protocol import wire
 from kraftlog.protocol.errors import Errors
-from kraftlog.protocol.records import Record, RecordBatch
+from kraftlog.protocol.raft_records import (
+    KRaftVersionRecord,
+    LeaderChangeMessage,
+    RaftBatch,
+    RaftEndpoint,
+    Voter,
+    VotersRecord,
+)
+from kraftlog.protocol.records import ATTR_CONTROL, Record, RecordBatch
 
 T1 = uuid.UUID("6f1c1a2e-0000-4000-8000-000000000001")
 T2 = uuid.UUID("6f1c1a2e-0000-4000-8000-000000000002")
 INCARNATION = uuid.UUID("0b5e7c1d-1111-4222-8333-444455556666")
+DIR1 = uuid.UUID("d1d1d1d1-0000-4000-8000-000000000001")  # KIP-853 directory ids of KRaft voters
+DIR2 = uuid.UUID("d1d1d1d1-0000-4000-8000-000000000002")
 
 BATCH_A = RecordBatch(
     base_offset=10,
@@ -180,6 +194,20 @@ ALL_METADATA_RECORDS = (
     mdr.ClearElrRecord("orders"),
     mdr.ClearElrRecord(),
     mdr.RemoveTopicRecord(T1),
+)
+
+#: A KRaft log's batches (raft_records): a control batch of every control record type, then data batches.
+RAFT_BATCHES = (
+    RaftBatch(40, 3, (
+        LeaderChangeMessage(1, (1, 2, 3), (1, 3)),
+        VotersRecord((Voter(1, DIR1, (RaftEndpoint("CONTROLLER", "c1", 9093),), 0, 1),
+                      Voter(2, None, ()),
+                      Voter(3, DIR2, (RaftEndpoint("CONTROLLER", "c3", 9093), RaftEndpoint("ALT", "c3b", 19093))))),
+        KRaftVersionRecord(1),
+    ), control=True, append_time_ms=1_700_000_000_100),
+    RaftBatch(43, 3, ALL_METADATA_RECORDS[:4], append_time_ms=1_700_000_000_200),
+    RaftBatch(47, 4, (LeaderChangeMessage(2, (1, 2, 3), (2,)),), control=True, append_time_ms=1_700_000_000_300),
+    RaftBatch(48, 4, ALL_METADATA_RECORDS[4:], append_time_ms=1_700_000_000_400),
 )
 
 #: One non-trivial instance of every core message type (requests and responses).
@@ -614,6 +642,42 @@ SAMPLES: dict[type, object] = {
                                        log_end_offset=120),
                     m.PartitionLogInfo(T2, 1, -1, -1, -1, Errors.NOT_LEADER_OR_FOLLOWER)),
         throttle_time_ms=3),
+    # KRaft's quorum (KIP-595, KIP-996, KIP-853): controller to controller.
+    m.VoteRequest: m.VoteRequest(
+        cluster_id="kraftlog-test", voter_id=2, voter_directory_id=DIR2, replica_id=1, replica_epoch=5,
+        replica_directory_id=DIR1, last_offset_epoch=4, last_offset=120, pre_vote=True),
+    m.VoteResponse: m.VoteResponse(
+        error_code=Errors.NONE, partition_error_code=Errors.FENCED_LEADER_EPOCH, leader_id=3, leader_epoch=6,
+        vote_granted=False),
+    m.BeginQuorumEpochRequest: m.BeginQuorumEpochRequest(
+        cluster_id="kraftlog-test", voter_id=2, voter_directory_id=DIR2, leader_id=1, leader_epoch=5),
+    m.BeginQuorumEpochResponse: m.BeginQuorumEpochResponse(
+        error_code=Errors.NONE, partition_error_code=Errors.NONE, leader_id=1, leader_epoch=5),
+    m.EndQuorumEpochRequest: m.EndQuorumEpochRequest(
+        cluster_id="kraftlog-test", leader_id=1, leader_epoch=5,
+        preferred_candidates=(m.QuorumCandidate(3, DIR2), m.QuorumCandidate(2, None))),
+    m.EndQuorumEpochResponse: m.EndQuorumEpochResponse(
+        error_code=Errors.NONE, partition_error_code=Errors.UNKNOWN_LEADER_EPOCH, leader_id=-1, leader_epoch=7),
+    m.DescribeQuorumRequest: m.DescribeQuorumRequest(),
+    m.DescribeQuorumResponse: m.DescribeQuorumResponse(
+        error_code=Errors.NONE, error_message=None, partition_error_code=Errors.NONE, partition_error_message=None,
+        leader_id=1, leader_epoch=5, high_watermark=118,
+        current_voters=(m.QuorumReplicaState(1, DIR1, 120, 1_700_000_000_500, 1_700_000_000_500),
+                        m.QuorumReplicaState(2, None, 118, 1_700_000_000_450, 1_700_000_000_400),
+                        m.QuorumReplicaState(3, DIR2, -1)),
+        observers=(m.QuorumReplicaState(100, None, 90, 1_700_000_000_480, -1),)),
+    m.AddRaftVoterRequest: m.AddRaftVoterRequest(
+        cluster_id="kraftlog-test", timeout_ms=30_000, voter_id=4, voter_directory_id=DIR2,
+        listeners=(RaftEndpoint("CONTROLLER", "c4", 9093), RaftEndpoint("ALT", "c4b", 19093))),
+    m.AddRaftVoterResponse: m.AddRaftVoterResponse(
+        error_code=Errors.NOT_LEADER_OR_FOLLOWER, error_message="not the leader", throttle_time_ms=2),
+    m.RemoveRaftVoterRequest: m.RemoveRaftVoterRequest(cluster_id=None, voter_id=2, voter_directory_id=DIR1),
+    m.RemoveRaftVoterResponse: m.RemoveRaftVoterResponse(error_code=Errors.NONE, error_message=None),
+    m.UpdateRaftVoterRequest: m.UpdateRaftVoterRequest(
+        cluster_id="kraftlog-test", current_leader_epoch=5, voter_id=3, voter_directory_id=DIR2,
+        listeners=(RaftEndpoint("CONTROLLER", "c3", 9093),), kraft_version_min=0, kraft_version_max=1),
+    m.UpdateRaftVoterResponse: m.UpdateRaftVoterResponse(
+        error_code=Errors.NONE, current_leader_id=1, current_leader_epoch=5, throttle_time_ms=1),
 }
 
 
@@ -878,6 +942,212 @@ def test_metadata_fetch_request_is_a_fetch_of_the_metadata_topic() -> None:
     assert wire.roundtrip(mixed) == mixed
 
 
+def test_the_legacy_records_batch_has_no_leader_epoch() -> None:
+    """The non-replicated controller's ``records`` travel in partition leader epoch -1 (Kafka's
+    NO_PARTITION_LEADER_EPOCH: its log has no epochs), which tells them from KRaft ``batches`` (always in a
+    leader epoch >= 0) when decoding."""
+    part = wire.to_kio(SAMPLES[m.MetadataFetchResponse]).responses[0].partitions[0]
+    assert DefaultRecordBatch(part.records).leader_epoch == -1
+
+
+# ------------------------------------------------------------ the KRaft log in a metadata fetch
+KRAFT_FETCH_RESPONSE = m.MetadataFetchResponse(
+    error_code=Errors.NONE, high_watermark=52, base_offset=40, current_leader_id=1, current_leader_epoch=4,
+    log_start_offset=0, batches=RAFT_BATCHES)
+#: Kafka's ControlRecordType ids.
+LEADER_CHANGE, KRAFT_VERSION, KRAFT_VOTERS = 2, 5, 6
+
+
+def _kafka_batches(data: bytes) -> list[DefaultRecordBatch]:
+    """kafka-python's reading of concatenated batches (it reads one batch per buffer)."""
+    out, pos = [], 0
+    while pos < len(data):
+        size = DefaultRecordBatch(bytearray(data[pos:])).size_in_bytes
+        out.append(DefaultRecordBatch(bytearray(data[pos:pos + size])))
+        pos += size
+    return out
+
+
+def test_a_control_batch_and_data_batches_round_trip_through_metadata_fetch_response_bytes() -> None:
+    """KRaft (KIP-595): each RaftBatch is one Kafka v2 batch -- base offset, the leader epoch as its partition
+    leader epoch, the control attribute for a control batch, every record stamped with the append time; a
+    control record's key is (version 0, type) and its value Kafka's version-prefixed record; a data record's
+    value a metadata record. The response's bytes decode back to the same core message."""
+    msg = KRAFT_FETCH_RESPONSE
+    data = wire.encode_response(msg, 7)
+    assert wire.decode_response(data, m.MetadataFetchRequest) == (7, msg)
+    assert wire.roundtrip(msg) == msg
+    part = wire.to_kio(msg).responses[0].partitions[0]
+    assert (part.current_leader.leader_id, part.current_leader.leader_epoch, part.log_start_offset) == (1, 4, 0)
+    kafka = _kafka_batches(part.records)
+    assert len(kafka) == len(RAFT_BATCHES)
+    for kp, batch in zip(kafka, RAFT_BATCHES, strict=True):
+        assert kp.validate_crc() and kp.magic == 2
+        assert (kp.base_offset, kp.leader_epoch, kp.is_control_batch) == (batch.base_offset, batch.epoch,
+                                                                           batch.control)
+        assert (kp.producer_id, kp.producer_epoch, kp.base_sequence) == (-1, -1, -1)
+        records = list(kp)
+        assert [r.offset for r in records] == list(range(batch.base_offset, batch.next_offset))
+        assert {r.timestamp for r in records} == {batch.append_time_ms}
+        if batch.control:
+            types = [{LeaderChangeMessage: LEADER_CHANGE, KRaftVersionRecord: KRAFT_VERSION,
+                      VotersRecord: KRAFT_VOTERS}[type(rec)] for rec in batch.records]
+            assert [(r.version, r.type) for r in records] == [(0, t) for t in types]
+            assert all(r.value[:2] == b"\x00\x00" for r in records)  # the record's schema version, 0
+        else:
+            assert [(r.key, r.value) for r in records] == [(None, codec.encode_metadata_record(rec))
+                                                           for rec in batch.records]
+
+
+def test_a_leader_change_record_is_kafkas_bytes() -> None:
+    """LeaderChangeMessage v0 as Kafka's ControlRecordUtils writes it: the int16 schema version, then the
+    flexible struct (Version int16, LeaderId int32, Voters and GrantingVoters compact arrays of {VoterId int32,
+    tagged fields}, tagged fields)."""
+    msg = dataclasses.replace(KRAFT_FETCH_RESPONSE, batches=(
+        RaftBatch(7, 2, (LeaderChangeMessage(1, (1, 2), (1,)),), control=True),))
+    (kp,) = _kafka_batches(wire.to_kio(msg).responses[0].partitions[0].records)
+    (record,) = list(kp)
+    assert (record.key, record.value) == (bytes.fromhex("00000002"), bytes.fromhex(
+        "0000" "0000" "00000001" "03" "00000001" "00" "00000002" "00" "02" "00000001" "00" "00"))
+    assert wire.roundtrip(msg) == msg
+
+
+def test_batches_win_over_records_when_both_are_set() -> None:
+    """``records`` and ``batches`` are alternatives: with both set the wire carries the batches."""
+    both = dataclasses.replace(KRAFT_FETCH_RESPONSE, records=ALL_METADATA_RECORDS)
+    assert wire.roundtrip(both) == KRAFT_FETCH_RESPONSE
+
+
+@pytest.mark.parametrize("base_offset", [40, -1, 7])
+def test_an_empty_or_diverging_kraft_fetch_response_keeps_its_fields(base_offset: int) -> None:
+    msg = m.MetadataFetchResponse(Errors.NONE, high_watermark=30, base_offset=base_offset, current_leader_id=2,
+                                  current_leader_epoch=6, diverging_epoch=5, diverging_end_offset=28,
+                                  log_start_offset=0)
+    part = wire.to_kio(msg).responses[0].partitions[0]
+    assert (part.diverging_epoch.epoch, part.diverging_epoch.end_offset, part.records) == (5, 28, b"")
+    assert wire.roundtrip(msg) == msg
+
+
+def _with_records(msg: m.MetadataFetchResponse, records: bytes) -> object:
+    entity = wire.to_kio(msg)
+    (topic,) = entity.responses
+    (part,) = topic.partitions
+    topic = dataclasses.replace(topic, partitions=(dataclasses.replace(part, records=records),))
+    return dataclasses.replace(entity, responses=(topic,))
+
+
+def test_a_kraft_batch_with_a_bad_crc_is_a_wire_error() -> None:
+    data = bytearray(wire.to_kio(KRAFT_FETCH_RESPONSE).responses[0].partitions[0].records)
+    data[-1] ^= 0xFF
+    with pytest.raises(wire.CorruptRecordError):
+        wire.from_kio(_with_records(KRAFT_FETCH_RESPONSE, bytes(data)), m.MetadataFetchResponse)
+
+
+@pytest.mark.parametrize("kind, value, match", [
+    (7, b"\x00\x00", "control record type 7"),  # not a ControlRecordType
+    (0, b"\x00\x00\x00\x00\x00\x00", "control record type 0"),  # a transaction marker (ABORT)
+    (LEADER_CHANGE, b"\x00\x05", "version 5"),  # a schema version kraftlog does not read
+    (KRAFT_VERSION, b"\x00\x00\x00", "control record type 5"),  # a value that does not parse
+])
+def test_a_control_batch_kraftlog_does_not_read_is_a_wire_error(kind: int, value: bytes, match: str) -> None:
+    bad = RecordBatch(40, 3, (Record(0, struct.pack(">hh", 0, kind), value),), attributes=ATTR_CONTROL)
+    with pytest.raises(wire.WireError, match=match):
+        wire.from_kio(_with_records(KRAFT_FETCH_RESPONSE, wire.encode_batches((bad,))), m.MetadataFetchResponse)
+
+
+def test_a_kraft_batch_in_no_epoch_or_of_other_records_is_not_encoded() -> None:
+    for batch in (RaftBatch(0, -1, ALL_METADATA_RECORDS[:1]), RaftBatch(0, 1, ("not a record",)),
+                  RaftBatch(0, 1, ALL_METADATA_RECORDS[:1], control=True)):
+        with pytest.raises(wire.WireError):
+            wire.to_kio(dataclasses.replace(KRAFT_FETCH_RESPONSE, batches=(batch,)))
+
+
+def test_a_kraft_fetch_goes_out_at_the_lowest_version_that_carries_it() -> None:
+    """KRaft's fetch (KIP-595): current leader epoch and last fetched epoch at every version; the fetcher's
+    directory id (KIP-853) needs Fetch v17 and its high watermark v18, so a request carrying them goes out
+    at that version (a broker's v15 stays v15) and comes back equal."""
+    base = m.MetadataFetchRequest(replica_id=2, replica_epoch=-1, fetch_offset=40, max_wait_ms=500,
+                                  cluster_id="kraftlog-test", current_leader_epoch=4, last_fetched_epoch=3)
+    cases = [(base, 15), (dataclasses.replace(base, replica_directory_id=DIR1), 17),
+             (dataclasses.replace(base, high_watermark=38), 18),
+             (dataclasses.replace(base, replica_directory_id=DIR1, high_watermark=38), 18)]
+    for msg, version in cases:
+        data = wire.encode_request(msg, 3)
+        assert wire.peek_request_header(data) == (1, version, 3)
+        assert wire.decode_request(data) == (3, msg)
+        assert wire.roundtrip(msg) == msg
+        (part,) = wire.to_kio(msg, version).topics[0].partitions
+        assert (part.current_leader_epoch, part.last_fetched_epoch) == (4, 3)
+    (part,) = wire.to_kio(cases[3][0], 18).topics[0].partitions
+    assert (part.replica_directory_id, part.high_watermark) == (DIR1, 38)
+
+
+# ------------------------------------------------------------------- KRaft's quorum APIs
+def test_kraft_quorum_messages_name_the_metadata_partition_only() -> None:
+    """Vote, BeginQuorumEpoch, EndQuorumEpoch and DescribeQuorum nest __cluster_metadata partition 0 in
+    Topics[].Partitions[]; the core's fields are that partition's."""
+    for cls in (m.VoteRequest, m.VoteResponse, m.BeginQuorumEpochRequest, m.BeginQuorumEpochResponse,
+                m.EndQuorumEpochRequest, m.EndQuorumEpochResponse, m.DescribeQuorumRequest,
+                m.DescribeQuorumResponse):
+        (topic,) = wire.to_kio(SAMPLES[cls]).topics
+        assert topic.topic_name == m.METADATA_TOPIC and [p.partition_index for p in topic.partitions] == [0]
+    (part,) = wire.to_kio(SAMPLES[m.VoteRequest]).topics[0].partitions
+    assert (part.replica_id, part.replica_epoch, part.replica_directory_id, part.voter_directory_id,
+            part.last_offset_epoch, part.last_offset, part.pre_vote) == (1, 5, DIR1, DIR2, 4, 120, True)
+    (part,) = wire.to_kio(SAMPLES[m.VoteResponse]).topics[0].partitions
+    assert (part.error_code, part.leader_id, part.leader_epoch) == (ErrorCode.fenced_leader_epoch, 3, 6)
+
+
+@pytest.mark.parametrize("request_type", [m.VoteRequest, m.BeginQuorumEpochRequest, m.EndQuorumEpochRequest,
+                                          m.DescribeQuorumRequest], ids=lambda t: t.__name__)
+@pytest.mark.parametrize("change", ["other topic", "partition 1", "two partitions", "two topics", "no topic"])
+def test_a_quorum_request_naming_anything_but_the_metadata_partition_is_refused(request_type: type,
+                                                                                 change: str) -> None:
+    """KafkaRaftClient answers INVALID_REQUEST (hasValidTopicPartition); kraftlog's wire refuses the bytes as
+    malformed (WireError), as it refuses a metadata fetch of another partition."""
+    entity = wire.to_kio(SAMPLES[request_type])
+    (topic,) = entity.topics
+    (part,) = topic.partitions
+    topics = {
+        "other topic": (dataclasses.replace(topic, topic_name="orders"),),
+        "partition 1": (dataclasses.replace(topic, partitions=(dataclasses.replace(part, partition_index=1),)),),
+        "two partitions": (dataclasses.replace(topic, partitions=(part, part)),),
+        "two topics": (topic, topic),
+        "no topic": (),
+    }[change]
+    with pytest.raises(wire.WireError, match="__cluster_metadata partition 0"):
+        wire.decode_request(_request_bytes(dataclasses.replace(entity, topics=topics)))
+
+
+def test_a_quorum_response_to_a_top_level_error_has_no_topics() -> None:
+    """Kafka answers a top-level error (INCONSISTENT_CLUSTER_ID, INVALID_REQUEST) without topics: such an
+    answer decodes with the partition's fields at their none values, and a core response whose partition
+    fields all hold them goes out so; one with a leader keeps its partition."""
+    bare = m.VoteResponse(Errors.INCONSISTENT_CLUSTER_ID, Errors.NONE, -1, -1, False)
+    assert wire.to_kio(bare).topics == ()
+    assert wire.roundtrip(bare) == bare
+    with_leader = dataclasses.replace(bare, leader_id=2, leader_epoch=5)
+    assert len(wire.to_kio(with_leader).topics) == 1
+    assert wire.roundtrip(with_leader) == with_leader
+    described = m.DescribeQuorumResponse(Errors.NOT_CONTROLLER, "not a controller", Errors.NONE, None, -1, -1, -1,
+                                         (), ())
+    assert wire.to_kio(described).topics == ()
+    assert wire.roundtrip(described) == described
+
+
+def test_raft_voter_apis_carry_endpoints_and_the_kraft_version_range() -> None:
+    """KIP-853: AddRaftVoter's and UpdateRaftVoter's Listeners are the core's RaftEndpoints; UpdateRaftVoter's
+    KRaftVersionFeature is (kraft_version_min, kraft_version_max), its response's CurrentLeader (id, epoch)."""
+    add = wire.to_kio(SAMPLES[m.AddRaftVoterRequest])
+    assert [(e.name, e.host, e.port) for e in add.listeners] == [("CONTROLLER", "c4", 9093), ("ALT", "c4b", 19093)]
+    assert add.timeout == datetime.timedelta(seconds=30) and add.voter_directory_id == DIR2
+    update = wire.to_kio(SAMPLES[m.UpdateRaftVoterRequest])
+    assert (update.k_raft_version_feature.min_supported_version,
+            update.k_raft_version_feature.max_supported_version) == (0, 1)
+    leader = wire.to_kio(SAMPLES[m.UpdateRaftVoterResponse]).current_leader
+    assert (leader.leader_id, leader.leader_epoch) == (1, 5)
+
+
 # -------------------------------------------------------------------------- ElectLeaders
 @pytest.mark.parametrize("election_type", [m.ELECTION_LONGEST_LOG_BALANCED,
                                            m.ELECTION_LONGEST_LOG_AGGRESSIVE,
@@ -1051,6 +1321,8 @@ KAFKA_PYTHON = [
     (m.DeleteTopicsResponse, KpDeleteTopicsResponse, False),
     (m.DescribeConfigsRequest, KpDescribeConfigsRequest, True),
     (m.DescribeConfigsResponse, KpDescribeConfigsResponse, False),
+    (m.DescribeQuorumRequest, KpDescribeQuorumRequest, True),
+    (m.DescribeQuorumResponse, KpDescribeQuorumResponse, False),
 ]
 _VERSION = {wire.response_type_for(t): t.VERSION for t in m.REQUEST_TYPES} | {
     t: t.VERSION for t in m.REQUEST_TYPES}

@@ -11,7 +11,8 @@ Rules proved here:
   files), and nothing else changes. A message re-sent at the same version comes back unchanged.
 * Where kafka-python has the API at that version, it decodes our bytes and re-encodes them byte for byte.
 * Fetch nests partitions by topic name at v4-v12 and by topic id at v13-v15: a partition naming both
-  comes back with the other one cleared (DROPS).
+  comes back with the other one cleared (DROPS). Fetch v16-v18 are the metadata fetch's only (KIP-853's
+  ReplicaDirectoryId is v17, HighWatermark v18); a data Fetch at v16+ is UNSUPPORTED_VERSION.
 """
 
 from __future__ import annotations
@@ -25,13 +26,13 @@ import pytest
 from kraftlog.protocol import messages as m
 from kraftlog.protocol import wire
 from kraftlog.protocol.errors import Errors
-from test_wire import KAFKA_PYTHON, SAMPLES, T1, T2
+from test_wire import DIR1, KAFKA_PYTHON, RAFT_BATCHES, SAMPLES, T1, T2
 
 #: The supported ranges this change puts in the table (issue 11, "APIs for clients").
 RANGES = {
     m.ProduceRequest: range(3, 10),
     m.FetchRequest: range(4, 16),  # 4-12 name topics (FetchPartition.topic), 13-15 use topic ids
-    m.MetadataFetchRequest: range(15, 16),
+    m.MetadataFetchRequest: range(15, 19),  # v17: ReplicaDirectoryId (KIP-853), v18: HighWatermark
     m.ListOffsetsRequest: range(1, 8),
     m.DeleteRecordsRequest: range(0, 3),
     m.OffsetForLeaderEpochRequest: range(2, 5),
@@ -64,6 +65,15 @@ RANGES = {
     m.DescribeGroupsRequest: range(0, 6),
     m.DeleteGroupsRequest: range(0, 3),
     m.OffsetDeleteRequest: range(0, 1),
+    # KRaft's quorum (KIP-595, KIP-996, KIP-853), controller to controller, at the versions Kafka 4 sends;
+    # DescribeQuorum at every version kafka-metadata-quorum.sh has asked at.
+    m.VoteRequest: range(2, 3),
+    m.BeginQuorumEpochRequest: range(1, 2),
+    m.EndQuorumEpochRequest: range(1, 2),
+    m.DescribeQuorumRequest: range(0, 3),
+    m.AddRaftVoterRequest: range(0, 1),
+    m.RemoveRaftVoterRequest: range(0, 1),
+    m.UpdateRaftVoterRequest: range(0, 1),
 }
 
 #: (core type, versions, field path, value it comes back as): what a version cannot carry.
@@ -136,6 +146,16 @@ DROPS: list[tuple[type, range, str, Any]] = [
     (m.DescribeGroupsResponse, range(0, 1), "throttle_time_ms", 0),
     (m.DescribeGroupsResponse, range(0, 4), "groups.members.group_instance_id", None),  # KIP-345
     (m.DescribeGroupsResponse, range(0, 3), "groups.authorized_operations", -2147483648),  # KIP-430
+    (m.MetadataFetchRequest, range(0, 17), "replica_directory_id", None),  # KIP-853
+    (m.MetadataFetchRequest, range(0, 18), "high_watermark", -1),
+    (m.DescribeQuorumResponse, range(0, 2), "error_message", None),  # v2
+    (m.DescribeQuorumResponse, range(0, 2), "partition_error_message", None),
+    (m.DescribeQuorumResponse, range(0, 2), "current_voters.replica_directory_id", None),  # KIP-853
+    (m.DescribeQuorumResponse, range(0, 2), "observers.replica_directory_id", None),
+    (m.DescribeQuorumResponse, range(0, 1), "current_voters.last_fetch_timestamp", -1),  # KIP-836
+    (m.DescribeQuorumResponse, range(0, 1), "current_voters.last_caught_up_timestamp", -1),
+    (m.DescribeQuorumResponse, range(0, 1), "observers.last_fetch_timestamp", -1),
+    (m.DescribeQuorumResponse, range(0, 1), "observers.last_caught_up_timestamp", -1),
 ]
 
 #: Content a version cannot express at all gets a sample that fits it.
@@ -151,6 +171,12 @@ _FETCH_BOTH = {
         dataclasses.replace(p, topic=_NAMES[p.topic_id]) for p in SAMPLES[t].partitions))
     for t in (m.FetchRequest, m.FetchResponse)
 }
+#: A KRaft replica's metadata fetch, carrying every field (v15-v16 drop two: DROPS).
+_KRAFT_FETCH = dataclasses.replace(SAMPLES[m.MetadataFetchRequest], current_leader_epoch=6, last_fetched_epoch=5,
+                                   replica_directory_id=DIR1, high_watermark=38)
+_KRAFT_FETCH_RESPONSE = dataclasses.replace(SAMPLES[m.MetadataFetchResponse], current_leader_id=1,
+                                            current_leader_epoch=6, log_start_offset=0, records=(),
+                                            batches=RAFT_BATCHES)
 #: LeaveGroup v0-v2 name one member.
 _ONE_LEAVER = dataclasses.replace(SAMPLES[m.LeaveGroupRequest],
                                   members=SAMPLES[m.LeaveGroupRequest].members[:1])
@@ -167,6 +193,10 @@ def _sample(core_type: type, version: int) -> object:
         return _FETCH_BOTH[core_type]
     if core_type is m.LeaveGroupRequest and version < 3:
         return _ONE_LEAVER
+    if core_type is m.MetadataFetchRequest:
+        return _KRAFT_FETCH
+    if core_type is m.MetadataFetchResponse and version > 15:
+        return _KRAFT_FETCH_RESPONSE
     return SAMPLES[core_type]
 
 
@@ -192,6 +222,7 @@ def test_the_table_supports_the_issue_ranges() -> None:
     assert {t: wire.supported_versions(t) for t in m.REQUEST_TYPES} == RANGES
     by_key = wire.supported_api_versions()
     assert list(by_key) == sorted(by_key)
+    # the metadata fetch's v16-v18 are served on the controller's listener only (listeners.py)
     assert by_key[m.FetchRequest.API_KEY] == (4, 15) and by_key[m.MetadataRequest.API_KEY] == (1, 12)
     assert by_key[m.JoinGroupRequest.API_KEY] == (0, 9) and by_key[m.ApiVersionsRequest.API_KEY] == (0, 3)
     assert len(by_key) == len(m.REQUEST_TYPES) - 1  # MetadataFetchRequest is a Fetch
@@ -280,11 +311,32 @@ def test_find_coordinator_before_v4_asks_for_one_key() -> None:
     assert (entity.node_id, entity.host, entity.port) == (2, "b2", 9093)
 
 
-def test_metadata_fetch_is_fetch_v15_only() -> None:
-    """A broker's metadata-log fetch is Fetch v15 (ReplicaState); an older Fetch of only the
-    metadata topic decodes as Fetch and is then refused as UNSUPPORTED_VERSION."""
+def test_metadata_fetch_is_fetch_v15_to_v18_and_a_data_fetch_stops_at_v15() -> None:
+    """A broker's metadata-log fetch is Fetch v15 (ReplicaState), a KRaft replica's up to v18; an older
+    Fetch of only the metadata topic decodes as Fetch and is then refused as UNSUPPORTED_VERSION, and so is
+    a data Fetch at v16+ (the Fetch row's v16-v18 are the metadata fetch's)."""
     old = m.FetchRequest(3, -1, 250, 1, (m.FetchPartition(m.METADATA_TOPIC_ID, 0, -1, 40),))
     with pytest.raises(wire.UnsupportedVersionError):
         wire.decode_request_frame(wire.encode_request(old, 1, version=14))
     assert wire.decode_request_frame(wire.encode_request(old, 1, version=15))[4] == (
         m.MetadataFetchRequest(3, -1, 40, 250))
+    data = bytearray(wire.encode_request(SAMPLES[m.FetchRequest], 1, version=15))
+    struct.pack_into(">h", data, 2, 16)  # Fetch v16's request is v15's
+    with pytest.raises(wire.UnsupportedVersionError) as err:
+        wire.decode_request_frame(bytes(data))
+    assert err.value.error_code == Errors.UNSUPPORTED_VERSION
+    with pytest.raises(wire.UnsupportedVersionError):
+        wire.encode_response(SAMPLES[m.FetchResponse], 1, version=16)
+    assert wire.mapped_versions(m.FetchRequest) == range(4, 16)
+    assert wire.mapped_versions(m.MetadataFetchRequest) == range(15, 19)
+
+
+def test_a_metadata_fetch_response_is_the_same_bytes_at_v15_to_v18() -> None:
+    """The TCP driver reads every response at its request class's VERSION (v15 for the metadata fetch),
+    whatever version the request went at (v17/v18 for a KRaft replica's): that holds because v16's only
+    addition to the response, NodeEndpoints (KIP-951), is a tagged field kraftlog leaves empty, so not
+    written."""
+    for msg in (SAMPLES[m.MetadataFetchResponse], _KRAFT_FETCH_RESPONSE):
+        data = {v: wire.encode_response(msg, 9, version=v) for v in range(15, 19)}
+        assert len(set(data.values())) == 1
+        assert wire.decode_response(data[18], m.MetadataFetchRequest) == (9, msg)

@@ -8,9 +8,11 @@ and the admin APIs a broker forwards).
 Kafka authorizes inter-broker and controller APIs with the CLUSTER_ACTION operation; without ACLs for
 clients that is refused with CLUSTER_AUTHORIZATION_FAILED (``KafkaApis.authorizeClusterOperation``).
 kraftlog applies that rule on the client listener: a replica Fetch (``replica_id`` >= 0), the metadata-log
-fetch, AlterPartition, BrokerRegistration, BrokerHeartbeat and GetReplicaLogInfo (the controller's query of
-a replica's log, KIP-966) arriving there are answered with that
-error, never served. The internal listener serves everything a broker serves (as every Kafka listener
+fetch, AlterPartition, BrokerRegistration, BrokerHeartbeat, GetReplicaLogInfo (the controller's query of
+a replica's log, KIP-966) and KRaft's quorum APIs (Vote, BeginQuorumEpoch, EndQuorumEpoch, DescribeQuorum,
+KIP-595; AddRaftVoter, RemoveRaftVoter, UpdateRaftVoter, KIP-853: served by the controllers only) arriving
+there are answered with that error, never served; on a broker's internal listener a controller API is
+answered NOT_CONTROLLER. The internal listener serves everything a broker serves (as every Kafka listener
 does). Admin APIs (CreateTopics, DeleteTopics, IncrementalAlterConfigs, ElectLeaders, CreatePartitions,
 the legacy AlterConfigs) are served on the client listener: the broker forwards them to the controller
 (Kafka's ``ForwardingManager``).
@@ -25,10 +27,11 @@ from __future__ import annotations
 from . import messages as m
 from .errors import Errors
 from .node import Envelope, Message, Request
+from .wire import mapped_versions
 
 __all__ = [
     "CLIENT", "INTERNAL", "CONTROLLER", "BROKER_APIS", "CONTROLLER_APIS", "CLUSTER_ACTION_APIS",
-    "FORWARDED_APIS", "is_cluster_action", "cluster_action_refusal", "error_response",
+    "FORWARDED_APIS", "RAFT_APIS", "is_cluster_action", "cluster_action_refusal", "error_response",
     "listener_api_versions",
 ]
 
@@ -50,18 +53,23 @@ FORWARDED_APIS: frozenset[type[Request]] = frozenset((
     m.CreateTopicsRequest, m.DeleteTopicsRequest, m.IncrementalAlterConfigsRequest, m.ElectLeadersRequest,
     m.CreatePartitionsRequest, m.AlterConfigsRequest,
 ))
+#: KRaft's quorum APIs (KIP-595, KIP-853): the controllers' own, served on their listener only.
+RAFT_APIS: frozenset[type[Request]] = frozenset((
+    m.VoteRequest, m.BeginQuorumEpochRequest, m.EndQuorumEpochRequest, m.DescribeQuorumRequest,
+    m.AddRaftVoterRequest, m.RemoveRaftVoterRequest, m.UpdateRaftVoterRequest,
+))
 #: Controller APIs that need CLUSTER_ACTION: refused on a broker's client listener.
 CLUSTER_ACTION_APIS: frozenset[type[Request]] = frozenset((
     m.AlterPartitionRequest, m.BrokerRegistrationRequest, m.BrokerHeartbeatRequest, m.MetadataFetchRequest,
     m.GetReplicaLogInfoRequest,  # controller -> broker (KIP-966; its JSON's listeners: ["broker"])
-))
+)) | RAFT_APIS
 #: Requests the controller's listener serves.
 CONTROLLER_APIS: frozenset[type[Request]] = frozenset((
     m.AlterPartitionRequest, m.BrokerRegistrationRequest, m.BrokerHeartbeatRequest, m.MetadataFetchRequest,
     m.CreateTopicsRequest, m.DeleteTopicsRequest, m.IncrementalAlterConfigsRequest, m.ElectLeadersRequest,
     m.CreatePartitionsRequest, m.AlterConfigsRequest,
     m.ApiVersionsRequest,
-))
+)) | RAFT_APIS
 
 
 def is_cluster_action(message: Message) -> bool:
@@ -136,16 +144,48 @@ def error_response(request: Message, code: int) -> Message:
     if type(request) is m.DeleteRecordsRequest:
         return m.DeleteRecordsResponse(tuple(m.DeleteRecordsPartitionResponse(p.topic, p.partition, -1, code)
                                              for p in request.partitions))
+    return _raft_error_response(request, code)
+
+
+def _raft_error_response(request: Message, code: int) -> Message:
+    """KRaft's quorum APIs: ``code`` at the top level and nothing else, as their ``getErrorResponse`` answers
+    (no topics on the wire: the partition's fields at their none values, -1 and NONE). Raises TypeError for
+    another request type."""
+    if type(request) is m.VoteRequest:
+        return m.VoteResponse(error_code=code, partition_error_code=Errors.NONE, leader_id=-1, leader_epoch=-1,
+                              vote_granted=False)
+    if type(request) is m.BeginQuorumEpochRequest:
+        return m.BeginQuorumEpochResponse(error_code=code, partition_error_code=Errors.NONE, leader_id=-1,
+                                          leader_epoch=-1)
+    if type(request) is m.EndQuorumEpochRequest:
+        return m.EndQuorumEpochResponse(error_code=code, partition_error_code=Errors.NONE, leader_id=-1,
+                                        leader_epoch=-1)
+    if type(request) is m.DescribeQuorumRequest:
+        return m.DescribeQuorumResponse(error_code=code, error_message=None, partition_error_code=Errors.NONE,
+                                        partition_error_message=None, leader_id=-1, leader_epoch=-1,
+                                        high_watermark=-1, current_voters=(), observers=())
+    if type(request) is m.AddRaftVoterRequest:
+        return m.AddRaftVoterResponse(error_code=code, error_message=None)
+    if type(request) is m.RemoveRaftVoterRequest:
+        return m.RemoveRaftVoterResponse(error_code=code, error_message=None)
+    if type(request) is m.UpdateRaftVoterRequest:
+        return m.UpdateRaftVoterResponse(error_code=code)
     raise TypeError(f"no error response for {type(request).__name__}")
 
 
 def listener_api_versions(listener: str, supported: dict[int, tuple[int, int]]) -> dict[int, tuple[int, int]]:
     """The API key -> (min, max) versions a ``listener`` advertises in ApiVersions and accepts, from the
-    wire layer's ``supported`` ranges: the controller's listener its own APIs; a broker's listeners the
-    broker, forwarded and CLUSTER_ACTION APIs (the last are parsed so that they can be refused with an
-    answer on the client listener)."""
+    wire layer's ``supported`` ranges: the controller's listener its own APIs, its Fetch up to the metadata
+    fetch's highest version (``supported`` has a data Fetch's range; a KRaft replica's fetch is v17 with its
+    directory id, v18 with its high watermark: ``wire.default_version``); a broker's listeners the broker,
+    forwarded and CLUSTER_ACTION APIs (the last are parsed so that they can be refused with an answer on the
+    client listener)."""
     if listener == CONTROLLER:
         keys = {cls.API_KEY for cls in CONTROLLER_APIS}
     else:
         keys = {cls.API_KEY for cls in BROKER_APIS | FORWARDED_APIS | CLUSTER_ACTION_APIS}
-    return {k: v for k, v in sorted(supported.items()) if k in keys}
+    out = {k: v for k, v in sorted(supported.items()) if k in keys}
+    fetch = m.MetadataFetchRequest.API_KEY
+    if listener == CONTROLLER and fetch in out:
+        out[fetch] = (out[fetch][0], max(out[fetch][1], mapped_versions(m.MetadataFetchRequest).stop - 1))
+    return out

@@ -14,12 +14,14 @@ Field conventions: offsets and epochs are ints (-1 = none), durations are ints i
 is Kafka's ``about`` text (or kraftlog's, where the core means more), prefixed by the field's path
 when the core flattens or renames it.
 
-Generated for the 31 APIs the core speaks, each holding the fields the protocol uses:
-AlterConfigs, AlterPartition, ApiVersions, BrokerHeartbeat, BrokerRegistration, CreatePartitions,
-CreateTopics, DeleteGroups, DeleteRecords, DeleteTopics, DescribeConfigs, DescribeGroups,
-DescribeTopicPartitions, ElectLeaders, Fetch, FindCoordinator, GetReplicaLogInfo, Heartbeat,
-IncrementalAlterConfigs, InitProducerId, JoinGroup, LeaveGroup, ListGroups, ListOffsets, Metadata,
-OffsetCommit, OffsetDelete, OffsetFetch, OffsetForLeaderEpoch, Produce, SyncGroup.
+Generated for the 38 APIs the core speaks, each holding the fields the protocol uses:
+AddRaftVoter, AlterConfigs, AlterPartition, ApiVersions, BeginQuorumEpoch, BrokerHeartbeat,
+BrokerRegistration, CreatePartitions, CreateTopics, DeleteGroups, DeleteRecords, DeleteTopics,
+DescribeConfigs, DescribeGroups, DescribeQuorum, DescribeTopicPartitions, ElectLeaders,
+EndQuorumEpoch, Fetch, FindCoordinator, GetReplicaLogInfo, Heartbeat, IncrementalAlterConfigs,
+InitProducerId, JoinGroup, LeaveGroup, ListGroups, ListOffsets, Metadata, OffsetCommit,
+OffsetDelete, OffsetFetch, OffsetForLeaderEpoch, Produce, RemoveRaftVoter, SyncGroup,
+UpdateRaftVoter, Vote.
 The other APIs kio has are not generated: kraftlog neither sends nor
 serves them, kio's own entities already hold them in Kafka's shape, and a mirror nobody reads would
 only drift (DESIGN.md: kio stays at the edge).
@@ -33,6 +35,7 @@ from typing import ClassVar
 
 from ..metadata.records import MetadataRecord
 from .node import Envelope as Envelope  # the typed Envelope (protocol/node.py), where callers have found it
+from .raft_records import RaftBatch, RaftEndpoint
 from .records import RecordBatch
 
 #: Kafka's fixed topic id of ``__cluster_metadata`` (``Uuid.METADATA_TOPIC_ID``).
@@ -349,9 +352,11 @@ class BrokerHeartbeatResponse:
 # ------------------------------------------------- metadata log fetch (Fetch on __cluster_metadata)
 @dataclass(slots=True)
 class MetadataFetchRequest:
-    """A broker's Fetch of the ``__cluster_metadata`` log from the controller (KRaft observer fetch).
+    """A broker's Fetch of the ``__cluster_metadata`` log from the controller (KRaft observer fetch), or a
+    KRaft voter's or observer's fetch from the quorum's leader (KIP-595).
 
-    On the wire it is a Fetch v15 for METADATA_TOPIC_ID, partition 0, ReplicaState = the broker.
+    On the wire it is a Fetch for METADATA_TOPIC_ID, partition 0, ReplicaState = the fetcher: v15, v17
+    when ``replica_directory_id`` is set, v18 when ``high_watermark`` is (``wire.default_version``).
     ``cluster_id``: Fetch's ClusterId tagged field (KIP-595), the broker's cluster id; None (not sent) is
     accepted, as ``KafkaRaftClient.hasValidClusterId`` accepts it, another one is INCONSISTENT_CLUSTER_ID.
 
@@ -371,12 +376,26 @@ class MetadataFetchRequest:
     max_wait_ms: int
     #: The clusterId if known. This is used to validate metadata fetches prior to broker registration.
     cluster_id: str | None = None
+    #: ``topics[].partitions[].current_leader_epoch``: The current leader epoch of the partition.
+    current_leader_epoch: int = -1
+    #: ``topics[].partitions[].last_fetched_epoch``: The epoch of the last fetched record or -1 if there is none.
+    last_fetched_epoch: int = -1
+    #: ``topics[].partitions[].replica_directory_id`` v17: The fetcher's metadata log directory id (KIP-853; Fetch
+    #: v17+, None: none).
+    replica_directory_id: uuid.UUID | None = None
+    #: ``topics[].partitions[].high_watermark`` v18: The fetcher's high watermark, -1 when unknown (Fetch v18,
+    #: KIP-1166): the leader answers at once when its own is higher.
+    high_watermark: int = -1
 
 
 @dataclass(slots=True)
 class MetadataFetchResponse:
-    """``records``: metadata records from ``fetch_offset`` on (``kraftlog.metadata.records``);
-    ``high_watermark``: the metadata log end offset.
+    """``records``: metadata records from ``fetch_offset`` on (``kraftlog.metadata.records``), the
+    non-replicated controller's form; ``batches``: the KRaft log's batches from ``fetch_offset`` on
+    (``kraftlog.protocol.raft_records.RaftBatch``). The two are alternatives: on the wire each batch of
+    ``batches`` is one record batch, and when both are set ``batches`` is what is sent.
+    ``high_watermark``: the metadata log's high watermark. ``current_leader_*`` / ``diverging_*``: Kafka's
+    CurrentLeader and DivergingEpoch (KIP-595), -1 for none.
 
     From Kafka's FetchResponse v15 (``kio.schema.fetch.v15.response``)."""
 
@@ -385,11 +404,26 @@ class MetadataFetchResponse:
     error_code: int
     #: ``responses[].partitions[].high_watermark``: The current high water mark.
     high_watermark: int
-    #: the offset of ``records[0]`` (the metadata batch's base offset)
+    #: the offset of ``records[0]`` (the metadata batch's base offset); without ``records``, the sender's value (the
+    #: fetch offset), kept on the wire
     base_offset: int
     #: ``responses[].partitions[].records``: The metadata records, decoded (``kraftlog.protocol.wire`` maps them to
     #: one batch's records).
     records: tuple[MetadataRecord, ...] = ()
+    #: ``responses[].partitions[].current_leader.leader_id``: The ID of the current leader or -1 if the leader is
+    #: unknown.
+    current_leader_id: int = -1
+    #: ``responses[].partitions[].current_leader.leader_epoch``: The latest known leader epoch.
+    current_leader_epoch: int = -1
+    #: ``responses[].partitions[].diverging_epoch.epoch``: The largest epoch.
+    diverging_epoch: int = -1
+    #: ``responses[].partitions[].diverging_epoch.end_offset``: The end offset of the epoch.
+    diverging_end_offset: int = -1
+    #: ``responses[].partitions[].log_start_offset``: The current log start offset.
+    log_start_offset: int = -1
+    #: ``responses[].partitions[].records``: The KRaft log's batches, decoded: data batches of metadata records and
+    #: control batches of KRaft's control records (``kraftlog.protocol.wire`` maps each to one record batch).
+    batches: tuple[RaftBatch, ...] = ()
 
 
 # -------------------------------------------------------------------------- Produce (API key 0, v9)
@@ -2066,6 +2100,344 @@ class DescribeConfigsResponse:
     throttle_time_ms: int = 0
 
 
+# -------------------------------------------- KRaft quorum: Vote (API key 52, v2; KIP-595, KIP-996)
+# KRaft's quorum APIs (KIP-595, KIP-853), spoken between the controllers of the metadata quorum. Each names
+# __cluster_metadata partition 0, which the core flattens away (codegen/spec_raft.py).
+@dataclass(slots=True)
+class VoteRequest:
+    """A candidate (``replica_id``, in its epoch ``replica_epoch``) asks voter ``voter_id`` for its vote
+    (KIP-595); ``pre_vote``: KIP-996's PreVote, asked before the candidate bumps its epoch (the voter
+    grants it without recording a vote). ``last_offset_epoch`` / ``last_offset``: the epoch of the
+    candidate's last batch and its log end offset (a voter grants only a log at least as up to date as
+    its own).
+    One partition of the metadata log (``__cluster_metadata`` partition 0), flattened: Kafka's
+    ``Topics[].Partitions[]`` hold exactly it.
+
+    From Kafka's VoteRequest v2 (``kio.schema.vote.v2.request``)."""
+
+    API: ClassVar[str] = "Vote"
+    API_KEY: ClassVar[int] = 52
+    VERSION: ClassVar[int] = 2
+    #: ``topics[].partitions[].voter_directory_id``: The directory id of the voter receiving the request
+    voter_directory_id: uuid.UUID | None
+    #: ``topics[].partitions[].replica_id``: The replica id of the voter sending the request
+    replica_id: int
+    #: ``topics[].partitions[].replica_epoch``: The epoch of the voter sending the request
+    replica_epoch: int
+    #: ``topics[].partitions[].replica_directory_id``: The directory id of the voter sending the request
+    replica_directory_id: uuid.UUID | None
+    #: ``topics[].partitions[].last_offset_epoch``: The epoch of the last record written to the metadata log.
+    last_offset_epoch: int
+    #: ``topics[].partitions[].last_offset``: The log end offset of the metadata log of the voter sending the
+    #: request.
+    last_offset: int
+    #: ``topics[].partitions[].pre_vote``: Whether the request is a PreVote request (not persisted) or not.
+    pre_vote: bool
+    #: The cluster id.
+    cluster_id: str | None = None
+    #: The replica id of the voter receiving the request.
+    voter_id: int = -1
+
+
+@dataclass(slots=True)
+class VoteResponse:
+    """``error_code``: the top-level error (INCONSISTENT_CLUSTER_ID, INVALID_REQUEST), ``partition_error_code`` the
+    partition's (FENCED_LEADER_EPOCH, ...); ``leader_id`` -1 when unknown.
+    One partition of the metadata log (``__cluster_metadata`` partition 0), flattened: Kafka's
+    ``Topics[].Partitions[]`` hold exactly it.
+
+    From Kafka's VoteResponse v2 (``kio.schema.vote.v2.response``)."""
+
+    API: ClassVar[str] = "Vote"
+    #: The top level error code.
+    error_code: int
+    #: ``topics[].partitions[].error_code``: The partition level error code.
+    partition_error_code: int
+    #: ``topics[].partitions[].leader_id``: The ID of the current leader or -1 if the leader is unknown.
+    leader_id: int
+    #: ``topics[].partitions[].leader_epoch``: The latest known leader epoch.
+    leader_epoch: int
+    #: ``topics[].partitions[].vote_granted``: True if the vote was granted and false otherwise.
+    vote_granted: bool
+
+
+# ---------------------------------------------- BeginQuorumEpoch (API key 53, v1; KIP-595, KIP-853)
+@dataclass(slots=True)
+class BeginQuorumEpochRequest:
+    """The new leader ``leader_id`` of epoch ``leader_epoch`` tells voter ``voter_id`` (KIP-595).
+    One partition of the metadata log (``__cluster_metadata`` partition 0), flattened: Kafka's
+    ``Topics[].Partitions[]`` hold exactly it.
+
+    From Kafka's BeginQuorumEpochRequest v1 (``kio.schema.begin_quorum_epoch.v1.request``)."""
+
+    API: ClassVar[str] = "BeginQuorumEpoch"
+    API_KEY: ClassVar[int] = 53
+    VERSION: ClassVar[int] = 1
+    #: ``topics[].partitions[].voter_directory_id``: The directory id of the receiving replica.
+    voter_directory_id: uuid.UUID | None
+    #: ``topics[].partitions[].leader_id``: The ID of the newly elected leader.
+    leader_id: int
+    #: ``topics[].partitions[].leader_epoch``: The epoch of the newly elected leader.
+    leader_epoch: int
+    #: The cluster id.
+    cluster_id: str | None = None
+    #: The replica id of the voter receiving the request.
+    voter_id: int = -1
+
+
+@dataclass(slots=True)
+class BeginQuorumEpochResponse:
+    """One partition of the metadata log (``__cluster_metadata`` partition 0), flattened: Kafka's
+    ``Topics[].Partitions[]`` hold exactly it.
+
+    From Kafka's BeginQuorumEpochResponse v1 (``kio.schema.begin_quorum_epoch.v1.response``)."""
+
+    API: ClassVar[str] = "BeginQuorumEpoch"
+    #: The top level error code.
+    error_code: int
+    #: ``topics[].partitions[].error_code``: The error code for this partition.
+    partition_error_code: int
+    #: ``topics[].partitions[].leader_id``: The ID of the current leader or -1 if the leader is unknown.
+    leader_id: int
+    #: ``topics[].partitions[].leader_epoch``: The latest known leader epoch.
+    leader_epoch: int
+
+
+# ------------------------------------------------ EndQuorumEpoch (API key 54, v1; KIP-595, KIP-853)
+@dataclass(slots=True)
+class QuorumCandidate:
+    """A voter the resigning leader prefers as its successor (KIP-853's ReplicaInfo).
+
+    From Kafka's EndQuorumEpochRequest v1 ``topics[].partitions[].preferred_candidates[]``
+    (``kio.schema.end_quorum_epoch.v1.request``)."""
+
+    #: The ID of the candidate replica.
+    candidate_id: int
+    #: The directory ID of the candidate replica.
+    candidate_directory_id: uuid.UUID | None
+
+
+@dataclass(slots=True)
+class EndQuorumEpochRequest:
+    """The leader ``leader_id`` resigns epoch ``leader_epoch`` (KIP-595's graceful shutdown); the voters in
+    ``preferred_candidates`` (best first) start an election sooner.
+    One partition of the metadata log (``__cluster_metadata`` partition 0), flattened: Kafka's
+    ``Topics[].Partitions[]`` hold exactly it.
+
+    From Kafka's EndQuorumEpochRequest v1 (``kio.schema.end_quorum_epoch.v1.request``)."""
+
+    API: ClassVar[str] = "EndQuorumEpoch"
+    API_KEY: ClassVar[int] = 54
+    VERSION: ClassVar[int] = 1
+    #: ``topics[].partitions[].leader_id``: The current leader ID that is resigning.
+    leader_id: int
+    #: ``topics[].partitions[].leader_epoch``: The current epoch.
+    leader_epoch: int
+    #: ``topics[].partitions[].preferred_candidates[]``: A sorted list of preferred candidates to start the
+    #: election.
+    preferred_candidates: tuple[QuorumCandidate, ...]
+    #: The cluster id.
+    cluster_id: str | None = None
+
+
+@dataclass(slots=True)
+class EndQuorumEpochResponse:
+    """One partition of the metadata log (``__cluster_metadata`` partition 0), flattened: Kafka's
+    ``Topics[].Partitions[]`` hold exactly it.
+
+    From Kafka's EndQuorumEpochResponse v1 (``kio.schema.end_quorum_epoch.v1.response``)."""
+
+    API: ClassVar[str] = "EndQuorumEpoch"
+    #: The top level error code.
+    error_code: int
+    #: ``topics[].partitions[].error_code``: The partition level error code.
+    partition_error_code: int
+    #: ``topics[].partitions[].leader_id``: The ID of the current leader or -1 if the leader is unknown.
+    leader_id: int
+    #: ``topics[].partitions[].leader_epoch``: The latest known leader epoch.
+    leader_epoch: int
+
+
+# ------------------------------------------------ DescribeQuorum (API key 55, v2; KIP-595, KIP-853)
+@dataclass(slots=True)
+class DescribeQuorumRequest:
+    """The quorum's state, as the leader sees it (``kafka-metadata-quorum.sh describe``): the request names
+    __cluster_metadata partition 0 and nothing else.
+
+    From Kafka's DescribeQuorumRequest v2 (``kio.schema.describe_quorum.v2.request``)."""
+
+    API: ClassVar[str] = "DescribeQuorum"
+    API_KEY: ClassVar[int] = 55
+    VERSION: ClassVar[int] = 2
+
+
+@dataclass(slots=True)
+class QuorumReplicaState:
+    """A voter or an observer as the leader sees it: ``log_end_offset`` -1 when unknown; the timestamps are
+    the leader's wall clock (ms), -1 when unknown.
+
+    From Kafka's DescribeQuorumResponse v2 ``topics[].partitions[].current_voters[]``
+    (``kio.schema.describe_quorum.v2.response``)."""
+
+    #: The ID of the replica.
+    replica_id: int
+    #: The replica directory ID of the replica.
+    replica_directory_id: uuid.UUID | None
+    #: The last known log end offset of the follower or -1 if it is unknown.
+    log_end_offset: int
+    #: The last known leader wall clock time time when a follower fetched from the leader. This is reported as -1
+    #: both for the current leader or if it is unknown for a voter.
+    last_fetch_timestamp: int = -1
+    #: The leader wall clock append time of the offset for which the follower made the most recent fetch request.
+    #: This is reported as the current time for the leader and -1 if unknown for a voter.
+    last_caught_up_timestamp: int = -1
+
+
+@dataclass(slots=True)
+class DescribeQuorumResponse:
+    """``error_code`` / ``error_message``: the top level's (v2); ``partition_error_code`` /
+    ``partition_error_message``: the partition's (NOT_LEADER_OR_FOLLOWER from a voter that does not lead).
+    One partition of the metadata log (``__cluster_metadata`` partition 0), flattened: Kafka's
+    ``Topics[].Partitions[]`` hold exactly it.
+
+    From Kafka's DescribeQuorumResponse v2 (``kio.schema.describe_quorum.v2.response``)."""
+
+    API: ClassVar[str] = "DescribeQuorum"
+    #: The top level error code.
+    error_code: int
+    #: The error message, or null if there was no error.
+    error_message: str | None
+    #: ``topics[].partitions[].error_code``: The partition error code.
+    partition_error_code: int
+    #: ``topics[].partitions[].error_message``: The error message, or null if there was no error.
+    partition_error_message: str | None
+    #: ``topics[].partitions[].leader_id``: The ID of the current leader or -1 if the leader is unknown.
+    leader_id: int
+    #: ``topics[].partitions[].leader_epoch``: The latest known leader epoch.
+    leader_epoch: int
+    #: ``topics[].partitions[].high_watermark``: The high water mark.
+    high_watermark: int
+    #: ``topics[].partitions[].current_voters[]``: The current voters of the partition.
+    current_voters: tuple[QuorumReplicaState, ...]
+    #: ``topics[].partitions[].observers[]``: The observers of the partition.
+    observers: tuple[QuorumReplicaState, ...]
+
+
+# ----------------------------------------------------------- AddRaftVoter (API key 80, v0; KIP-853)
+@dataclass(slots=True)
+class AddRaftVoterRequest:
+    """Add voter (``voter_id``, ``voter_directory_id``) to the quorum (KIP-853, ``kraft.version`` 1); the
+    leader answers once the new voter set commits or after ``timeout_ms``.
+
+    From Kafka's AddRaftVoterRequest v0 (``kio.schema.add_raft_voter.v0.request``)."""
+
+    API: ClassVar[str] = "AddRaftVoter"
+    API_KEY: ClassVar[int] = 80
+    VERSION: ClassVar[int] = 0
+    #: The cluster id.
+    cluster_id: str | None
+    #: ``timeout``: The maximum time to wait for the request to complete before returning.
+    timeout_ms: int
+    #: The replica id of the voter getting added to the topic partition.
+    voter_id: int
+    #: The directory id of the voter getting added to the topic partition.
+    voter_directory_id: uuid.UUID | None
+    #: ``listeners[]``: The endpoints that can be used to communicate with the voter.
+    listeners: tuple[RaftEndpoint, ...]
+
+
+@dataclass(slots=True)
+class AddRaftVoterResponse:
+    """From Kafka's AddRaftVoterResponse v0 (``kio.schema.add_raft_voter.v0.response``)."""
+
+    API: ClassVar[str] = "AddRaftVoter"
+    #: The error code, or 0 if there was no error.
+    error_code: int
+    #: The error message, or null if there was no error.
+    error_message: str | None
+    #: ``throttle_time``: The duration in milliseconds for which the request was throttled due to a quota violation,
+    #: or zero if the request did not violate any quota.
+    throttle_time_ms: int = 0
+
+
+# -------------------------------------------------------- RemoveRaftVoter (API key 81, v0; KIP-853)
+@dataclass(slots=True)
+class RemoveRaftVoterRequest:
+    """Remove voter (``voter_id``, ``voter_directory_id``) from the quorum (KIP-853).
+
+    From Kafka's RemoveRaftVoterRequest v0 (``kio.schema.remove_raft_voter.v0.request``)."""
+
+    API: ClassVar[str] = "RemoveRaftVoter"
+    API_KEY: ClassVar[int] = 81
+    VERSION: ClassVar[int] = 0
+    #: The cluster id of the request.
+    cluster_id: str | None
+    #: The replica id of the voter getting removed from the topic partition.
+    voter_id: int
+    #: The directory id of the voter getting removed from the topic partition.
+    voter_directory_id: uuid.UUID | None
+
+
+@dataclass(slots=True)
+class RemoveRaftVoterResponse:
+    """From Kafka's RemoveRaftVoterResponse v0 (``kio.schema.remove_raft_voter.v0.response``)."""
+
+    API: ClassVar[str] = "RemoveRaftVoter"
+    #: The error code, or 0 if there was no error.
+    error_code: int
+    #: The error message, or null if there was no error.
+    error_message: str | None
+    #: ``throttle_time``: The duration in milliseconds for which the request was throttled due to a quota violation,
+    #: or zero if the request did not violate any quota.
+    throttle_time_ms: int = 0
+
+
+# -------------------------------------------------------- UpdateRaftVoter (API key 82, v0; KIP-853)
+@dataclass(slots=True)
+class UpdateRaftVoterRequest:
+    """A voter tells the leader of epoch ``current_leader_epoch`` its endpoints and the ``kraft.version``
+    range it supports, ``[kraft_version_min, kraft_version_max]`` (KIP-853).
+
+    From Kafka's UpdateRaftVoterRequest v0 (``kio.schema.update_raft_voter.v0.request``)."""
+
+    API: ClassVar[str] = "UpdateRaftVoter"
+    API_KEY: ClassVar[int] = 82
+    VERSION: ClassVar[int] = 0
+    #: The cluster id.
+    cluster_id: str | None
+    #: The current leader epoch of the partition, -1 for unknown leader epoch.
+    current_leader_epoch: int
+    #: The replica id of the voter getting updated in the topic partition.
+    voter_id: int
+    #: The directory id of the voter getting updated in the topic partition.
+    voter_directory_id: uuid.UUID | None
+    #: ``listeners[]``: The endpoint that can be used to communicate with the leader.
+    listeners: tuple[RaftEndpoint, ...]
+    #: ``k_raft_version_feature.min_supported_version``: The minimum supported KRaft protocol version.
+    kraft_version_min: int
+    #: ``k_raft_version_feature.max_supported_version``: The maximum supported KRaft protocol version.
+    kraft_version_max: int
+
+
+@dataclass(slots=True)
+class UpdateRaftVoterResponse:
+    """``current_leader_id`` / ``current_leader_epoch``: Kafka's CurrentLeader (its host and port are not
+    kept: kraftlog's voters find each other by node id).
+
+    From Kafka's UpdateRaftVoterResponse v0 (``kio.schema.update_raft_voter.v0.response``)."""
+
+    API: ClassVar[str] = "UpdateRaftVoter"
+    #: The error code, or 0 if there was no error.
+    error_code: int
+    #: ``current_leader.leader_id``: The replica id of the current leader or -1 if the leader is unknown.
+    current_leader_id: int = -1
+    #: ``current_leader.leader_epoch``: The latest known leader epoch.
+    current_leader_epoch: int = -1
+    #: ``throttle_time``: The duration in milliseconds for which the request was throttled due to a quota violation,
+    #: or zero if the request did not violate any quota.
+    throttle_time_ms: int = 0
+
+
 #: Every request class, keyed by API name (MetadataFetchRequest shares "Fetch").
 REQUEST_TYPES: tuple[type, ...] = (
     FetchRequest, AlterPartitionRequest, BrokerRegistrationRequest, BrokerHeartbeatRequest,
@@ -2075,13 +2447,16 @@ REQUEST_TYPES: tuple[type, ...] = (
     FindCoordinatorRequest, OffsetCommitRequest, OffsetFetchRequest, InitProducerIdRequest, JoinGroupRequest,
     SyncGroupRequest, HeartbeatRequest, LeaveGroupRequest, ListGroupsRequest, DescribeGroupsRequest,
     DeleteGroupsRequest, OffsetDeleteRequest, ApiVersionsRequest, DeleteTopicsRequest, DescribeConfigsRequest,
+    VoteRequest, BeginQuorumEpochRequest, EndQuorumEpochRequest, DescribeQuorumRequest, AddRaftVoterRequest,
+    RemoveRaftVoterRequest, UpdateRaftVoterRequest,
 )
 #: The Kafka API names a scenario's ``hold``/``release`` may name.
 API_NAMES: frozenset[str] = frozenset({
-    "AlterConfigs", "AlterPartition", "ApiVersions", "BrokerHeartbeat", "BrokerRegistration",
-    "CreatePartitions", "CreateTopics", "DeleteGroups", "DeleteRecords", "DeleteTopics", "DescribeConfigs",
-    "DescribeGroups", "DescribeTopicPartitions", "ElectLeaders", "Fetch", "FindCoordinator",
-    "GetReplicaLogInfo", "Heartbeat", "IncrementalAlterConfigs", "InitProducerId", "JoinGroup", "LeaveGroup",
-    "ListGroups", "ListOffsets", "Metadata", "OffsetCommit", "OffsetDelete", "OffsetFetch",
-    "OffsetForLeaderEpoch", "Produce", "SyncGroup",
+    "AddRaftVoter", "AlterConfigs", "AlterPartition", "ApiVersions", "BeginQuorumEpoch", "BrokerHeartbeat",
+    "BrokerRegistration", "CreatePartitions", "CreateTopics", "DeleteGroups", "DeleteRecords", "DeleteTopics",
+    "DescribeConfigs", "DescribeGroups", "DescribeQuorum", "DescribeTopicPartitions", "ElectLeaders",
+    "EndQuorumEpoch", "Fetch", "FindCoordinator", "GetReplicaLogInfo", "Heartbeat", "IncrementalAlterConfigs",
+    "InitProducerId", "JoinGroup", "LeaveGroup", "ListGroups", "ListOffsets", "Metadata", "OffsetCommit",
+    "OffsetDelete", "OffsetFetch", "OffsetForLeaderEpoch", "Produce", "RemoveRaftVoter", "SyncGroup",
+    "UpdateRaftVoter", "Vote",
 })

@@ -276,6 +276,7 @@ from typing import ClassVar
 
 from ..metadata.records import MetadataRecord
 from .node import Envelope as Envelope  # the typed Envelope (protocol/node.py), where callers have found it
+from .raft_records import RaftBatch, RaftEndpoint
 from .records import RecordBatch
 '''
 

@@ -41,10 +41,11 @@ from .spec_model import (
     Kio,
     Struct,
 )
+from .spec_raft import RAFT_APIS
 
 # The model's names, as the generator reads them from here, and the table.
 __all__ = ["FROM_SCHEMA", "REQUEST", "REQUIRED", "RESPONSE", "Api", "Const", "Expr", "Extra", "F", "Json", "Kio",
-           "Struct", "HEAD_CONSTANTS", "APIS", "GROUP_APIS"]
+           "Struct", "HEAD_CONSTANTS", "APIS", "GROUP_APIS", "RAFT_APIS"]
 
 _TOPIC_BY_NAME = 'the topic\'s name (Kafka nests partitions by topic; the core flattens them).'
 
@@ -184,9 +185,11 @@ APIS: tuple[Api, ...] = (
     )),
     Api("Fetch", 1, 15, Kio(15), title="metadata log fetch (Fetch on __cluster_metadata)", classes=(
         Struct("MetadataFetchRequest", REQUEST, "", doc=(
-            "A broker's Fetch of the ``__cluster_metadata`` log from the controller (KRaft observer fetch).\n"
+            "A broker's Fetch of the ``__cluster_metadata`` log from the controller (KRaft observer fetch), or a\n"
+            "KRaft voter's or observer's fetch from the quorum's leader (KIP-595).\n"
             "\n"
-            "On the wire it is a Fetch v15 for METADATA_TOPIC_ID, partition 0, ReplicaState = the broker.\n"
+            "On the wire it is a Fetch for METADATA_TOPIC_ID, partition 0, ReplicaState = the fetcher: v15, v17\n"
+            "when ``replica_directory_id`` is set, v18 when ``high_watermark`` is (``wire.default_version``).\n"
             "``cluster_id``: Fetch's ClusterId tagged field (KIP-595), the broker's cluster id; None (not "
             "sent) is\naccepted, as ``KafkaRaftClient.hasValidClusterId`` accepts it, another one is "
             "INCONSISTENT_CLUSTER_ID."), fields=(
@@ -196,15 +199,38 @@ APIS: tuple[Api, ...] = (
                 "The next metadata log offset to fetch (the one partition of ``__cluster_metadata``).")),
             F("max_wait_ms"),
             F("cluster_id"),
+            # KRaft's fetch (KIP-595): a voter or observer of the quorum fetches as a follower does.
+            F("current_leader_epoch", "topics.partitions.current_leader_epoch", type="int", default=-1),
+            F("last_fetched_epoch", "topics.partitions.last_fetched_epoch", type="int", default=-1),
+            F("replica_directory_id", "topics.partitions.replica_directory_id", type="uuid.UUID | None",
+              default=None, version=17, doc=(
+                "The fetcher's metadata log directory id (KIP-853; Fetch v17+, None: none).")),
+            F("high_watermark", "topics.partitions.high_watermark", type="int", default=-1, version=18, doc=(
+                "The fetcher's high watermark, -1 when unknown (Fetch v18, KIP-1166): the leader answers at "
+                "once when its own is higher.")),
         )),
         Struct("MetadataFetchResponse", RESPONSE, "", doc=(
-            "``records``: metadata records from ``fetch_offset`` on (``kraftlog.metadata.records``);\n"
-            "``high_watermark``: the metadata log end offset."), fields=(
+            "``records``: metadata records from ``fetch_offset`` on (``kraftlog.metadata.records``), the\n"
+            "non-replicated controller's form; ``batches``: the KRaft log's batches from ``fetch_offset`` on\n"
+            "(``kraftlog.protocol.raft_records.RaftBatch``). The two are alternatives: on the wire each batch of\n"
+            "``batches`` is one record batch, and when both are set ``batches`` is what is sent.\n"
+            "``high_watermark``: the metadata log's high watermark. ``current_leader_*`` / ``diverging_*``: Kafka's\n"
+            "CurrentLeader and DivergingEpoch (KIP-595), -1 for none."), fields=(
             F("error_code"),
             F("high_watermark", "responses.partitions.high_watermark", type="int"),
-            Extra("base_offset", "int", "the offset of ``records[0]`` (the metadata batch's base offset)"),
+            Extra("base_offset", "int", "the offset of ``records[0]`` (the metadata batch's base offset); "
+                  "without ``records``, the sender's value (the fetch offset), kept on the wire"),
             F("records", "responses.partitions.records", type="tuple[MetadataRecord, ...]", default=(), doc=(
                 "The metadata records, decoded (``kraftlog.protocol.wire`` maps them to one batch's records).")),
+            F("current_leader_id", "responses.partitions.current_leader.leader_id", type="int", default=-1),
+            F("current_leader_epoch", "responses.partitions.current_leader.leader_epoch", type="int",
+              default=-1),
+            F("diverging_epoch", "responses.partitions.diverging_epoch.epoch", type="int", default=-1),
+            F("diverging_end_offset", "responses.partitions.diverging_epoch.end_offset", type="int", default=-1),
+            F("log_start_offset", "responses.partitions.log_start_offset", type="int", default=-1),
+            F("batches", "responses.partitions.records", type="tuple[RaftBatch, ...]", default=(), doc=(
+                "The KRaft log's batches, decoded: data batches of metadata records and control batches of "
+                "KRaft's control records (``kraftlog.protocol.wire`` maps each to one record batch).")),
         )),
     )),
     Api("Produce", 0, 9, Kio(9), title="Produce (API key 0, v9)", classes=(
@@ -594,6 +620,7 @@ APIS: tuple[Api, ...] = (
         Struct("DescribeConfigsResponse", RESPONSE, "", fields=(
             F("results"), F("throttle_time_ms", default=0))),
     )),
+    *RAFT_APIS,
 )
 
 #: kraftlog's own classes after the APIs (not Kafka messages): the message in transit.

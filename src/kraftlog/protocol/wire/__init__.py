@@ -25,7 +25,11 @@ Layers, each usable on its own:
 * :func:`encode_batches` / :func:`decode_batches` -- v2 record batches (magic 2, CRC-32C), record
   headers included (below).
 * a MetadataFetch response's records are metadata records in the compact JSON form of
-  :mod:`kraftlog.metadata.codec`, as record values inside one metadata-log batch.
+  :mod:`kraftlog.metadata.codec`, as record values inside one metadata-log batch; its ``batches`` (the
+  KRaft log's, :class:`~kraftlog.protocol.raft_records.RaftBatch`) are one record batch each, in the batch's
+  leader epoch, a control batch's records KRaft's control records as Kafka writes them (:mod:`.raft_batches`).
+  The metadata fetch is Fetch v15-v18 (v17: the fetcher's directory id, KIP-853; v18: its high watermark),
+  sent at the lowest version that carries it (:func:`default_version`); a data Fetch stops at v15.
 
 Kafka nests partitions by topic; the core flattens them (each partition names its topic). Encoding
 groups partitions by topic in order of first appearance, as Kafka builds these lists, and decoding
@@ -34,7 +38,11 @@ round-trips to an equal message; one that interleaves topics comes back grouped 
 by topic name (``topic``) at v4-v12 and by topic id (``topic_id``) at v13-v15: the table's group rows
 carry a version range.
 OffsetFetch v8 nests one level more (a list of groups): the core's one group is a one-element
-``Groups`` list, and bytes naming any other number of groups are a :class:`WireError`.
+``Groups`` list, and bytes naming any other number of groups are a :class:`WireError`. KRaft's quorum APIs
+(Vote, BeginQuorumEpoch, EndQuorumEpoch, DescribeQuorum; KIP-595) nest exactly ``__cluster_metadata``
+partition 0, which the core flattens away: bytes naming anything else are a :class:`WireError` (Kafka's
+KafkaRaftClient answers INVALID_REQUEST), and a response without topics (Kafka's answer to a top-level
+error) decodes with the partition's fields at their none values (``apis._one_partition``).
 
 Conversions: error codes are ``Errors`` ints in the core and kio ``ErrorCode`` members on the kio side;
 durations are int ms in the core and timedeltas in kio; ``None`` for an absent nested struct in the

@@ -16,7 +16,7 @@ from ...level import DEFAULT as DEFAULT_LEVEL
 from ...level import Level
 from .. import kio_extra
 from .. import messages as m
-from ..errors import Errors
+from ..errors import Errors, WireError
 from ..node import Message, Request
 from ..records import (
     decode_produce_records,
@@ -32,8 +32,11 @@ from .mapper import (
     _Group,
     _group,
     _has_default,
+    _hints,
     _kio_default,
     _type_info,
+    _value_from_kio,
+    _value_to_kio,
 )
 
 # ========================================================================= the table
@@ -162,6 +165,97 @@ def _delete_topics_from(e: Any) -> dict[str, Any]:
     return {"topic_names": names, "topic_ids": ids}
 
 
+# KRaft's quorum APIs Vote, BeginQuorumEpoch, EndQuorumEpoch and DescribeQuorum (KIP-595) nest one topic and
+# one partition, __cluster_metadata-0, as Topics[].Partitions[]; the core flattens them away (a core class's
+# partition fields are its own). Encoding fills in the topic's name (METADATA_TOPIC) and partition 0.
+# Decoding a request that names anything else -- another topic or partition, or not exactly one of each -- is
+# a WireError, as a metadata fetch of another partition is: the bytes are refused as malformed (the TCP driver
+# closes the connection) where Kafka's KafkaRaftClient answers INVALID_REQUEST (hasValidTopicPartition);
+# kraftlog's voters never send one. A response without topics is Kafka's answer to a top-level error
+# (INCONSISTENT_CLUSTER_ID, INVALID_REQUEST, getErrorResponse): its partition fields decode as their none
+# values (``empty``), and a response with a top-level error whose partition fields all hold them goes out so.
+def _one_partition(owner: type, fields: tuple[tuple[str, str], ...],
+                   empty: dict[str, Any] | None = None) -> _Custom:
+    """The converter of ``owner``'s ``topics``: (core field, kio partition field) pairs; ``empty`` (responses):
+    the core values of a response without topics, and of a field the version's partition lacks."""
+    to_steps: dict[type, list[tuple[str, str, Callable[[Any], Any] | None]]] = {}
+    from_steps: dict[type, list[tuple[str, str | None, Callable[[Any], Any] | None]]] = {}
+    core = _hints(owner)
+    api = owner.__name__.removesuffix("Request").removesuffix("Response")
+
+    def to(msg: Any, topic_type: type) -> Any:
+        if (empty is not None and msg.error_code != Errors.NONE
+                and all(getattr(msg, name) == value for name, value in empty.items())):
+            return ()
+        part_type: Any = _hints(topic_type)["partitions"].inner  # kio's PartitionData of this version
+        steps = to_steps.get(part_type)
+        if steps is None:
+            kio_fields = {f.name: f for f in dataclasses.fields(part_type)}
+            steps = to_steps[part_type] = [(c, k, _value_to_kio(core[c], kio_fields[k], _API[owner]))
+                                           for c, k in fields if k in kio_fields]
+        values = {k: getattr(msg, c) if conv is None else conv(getattr(msg, c)) for c, k, conv in steps}
+        fixed = {f.name: _kio_default(f, _type_info(f.type)) for f in dataclasses.fields(part_type)
+                 if f.name not in values and f.name != "partition_index" and not _has_default(f)}
+        return (topic_type(topic_name=m.METADATA_TOPIC,
+                           partitions=(part_type(partition_index=0, **values, **fixed),)),)
+
+    def frm(e: Any) -> dict[str, Any]:
+        topics: tuple[Any, ...] = e.topics or ()
+        if not topics and empty is not None:
+            return dict(empty)
+        parts = topics[0].partitions if len(topics) == 1 and topics[0].topic_name == m.METADATA_TOPIC else None
+        if not parts or len(parts) != 1 or parts[0].partition_index != 0:
+            raise WireError(f"{api} names exactly {m.METADATA_TOPIC} partition 0 (KRaft's one partition)")
+        part = parts[0]
+        steps = from_steps.get(type(part))
+        if steps is None:
+            kio_fields = {f.name: f for f in dataclasses.fields(part)}
+            steps = from_steps[type(part)] = [
+                (c, k, _value_from_kio(core[c], kio_fields[k], _API[owner])) if k in kio_fields else (c, None, None)
+                for c, k in fields]
+        out = {}
+        for c, k, conv in steps:
+            if k is None:  # a field this version's partition lacks
+                assert empty is not None, f"{owner.__name__}.{c}: every version's partition has it"
+                out[c] = empty[c]
+            else:
+                value = getattr(part, k)
+                out[c] = value if conv is None else conv(value)
+        return out
+
+    return _Custom(owner, "topics", tuple(c for c, _ in fields), to, frm)
+
+
+def _same(*names: str) -> tuple[tuple[str, str], ...]:
+    return tuple((n, n) for n in names)
+
+
+#: A response's error and leader: ``partition_error_code`` is the partition's ErrorCode.
+_PARTITION_LEADER = (("partition_error_code", "error_code"), ("leader_id", "leader_id"),
+                     ("leader_epoch", "leader_epoch"))
+_NO_LEADER_EMPTY = {"partition_error_code": Errors.NONE, "leader_id": -1, "leader_epoch": -1}
+
+
+def _kraft_version_to(msg: m.UpdateRaftVoterRequest, kio_type: type) -> Any:
+    # UpdateRaftVoter's KRaftVersionFeature struct is the core's (kraft_version_min, kraft_version_max).
+    return kio_type(min_supported_version=msg.kraft_version_min, max_supported_version=msg.kraft_version_max)
+
+
+def _kraft_version_from(e: Any) -> dict[str, Any]:
+    f = e.k_raft_version_feature
+    return {"kraft_version_min": f.min_supported_version, "kraft_version_max": f.max_supported_version}
+
+
+def _update_leader_to(msg: m.UpdateRaftVoterResponse, kio_type: type) -> Any:
+    # UpdateRaftVoter's CurrentLeader (a tagged struct): the core keeps the leader's id and epoch; its host and
+    # port go out as Kafka's defaults ("", 0): kraftlog's voters find each other by node id.
+    return kio_type(leader_id=msg.current_leader_id, leader_epoch=msg.current_leader_epoch, host="", port=0)
+
+
+def _update_leader_from(e: Any) -> dict[str, Any]:
+    return {"current_leader_id": e.current_leader.leader_id, "current_leader_epoch": e.current_leader.leader_epoch}
+
+
 def _by_topic(owner: type, core: str, kio: str, inner: str, key: tuple[str, str] = ("topic", "name"),
               scalar: str | None = None) -> _Group:
     return _Group(owner, core, kio, key, inner, scalar)
@@ -183,7 +277,8 @@ _APIS: tuple[_Api, ...] = (
     # a client send full fetches. AbortedTransactions is an empty list, never null (kraftlog has no
     # transactions to abort; librdkafka and kafka-python read both); PreferredReadReplica (v11+) is
     # kio's default -1 (read from the leader).
-    _Api(m.FetchRequest, m.FetchResponse, range(4, 16),
+    # v16-v18 are the metadata fetch's only (_WHOLE_VERSIONS): a data Fetch at v16+ is UNSUPPORTED_VERSION.
+    _Api(m.FetchRequest, m.FetchResponse, range(4, 19),
          renames={"partition": "partition_index"},
          groups=(
              # FetchPartition keeps Kafka's name "partition"; the rename is for the response's.
@@ -335,6 +430,37 @@ _APIS: tuple[_Api, ...] = (
                         scalar="partition"),
                  _Group(m.GetReplicaLogInfoResponse, "partitions", "topic_partition_log_info_list", _BY_ID,
                         "partition_log_info"))),
+    # KRaft's quorum (KIP-595, KIP-996's PreVote, KIP-853's directory ids and voter changes), controller to
+    # controller, at the versions Kafka 4 sends; __cluster_metadata-0 flattened away (_one_partition).
+    _Api(m.VoteRequest, m.VoteResponse, range(2, 3), custom=(
+        _one_partition(m.VoteRequest, _same("voter_directory_id", "replica_id", "replica_epoch",
+                                            "replica_directory_id", "last_offset_epoch", "last_offset", "pre_vote")),
+        _one_partition(m.VoteResponse, (*_PARTITION_LEADER, ("vote_granted", "vote_granted")),
+                       empty={**_NO_LEADER_EMPTY, "vote_granted": False}))),
+    # The leader's endpoints (LeaderEndpoints, v1) go out empty: kraftlog's voters find each other by node id.
+    _Api(m.BeginQuorumEpochRequest, m.BeginQuorumEpochResponse, range(1, 2), custom=(
+        _one_partition(m.BeginQuorumEpochRequest, _same("voter_directory_id", "leader_id", "leader_epoch")),
+        _one_partition(m.BeginQuorumEpochResponse, _PARTITION_LEADER, empty=_NO_LEADER_EMPTY))),
+    _Api(m.EndQuorumEpochRequest, m.EndQuorumEpochResponse, range(1, 2), custom=(
+        _one_partition(m.EndQuorumEpochRequest, _same("leader_id", "leader_epoch", "preferred_candidates")),
+        _one_partition(m.EndQuorumEpochResponse, _PARTITION_LEADER, empty=_NO_LEADER_EMPTY))),
+    # kafka-metadata-quorum.sh asks at v0-v2 (by Kafka release); v2 adds the error messages, directory ids and
+    # Nodes (sent empty), v1 the replicas' timestamps (KIP-836).
+    _Api(m.DescribeQuorumRequest, m.DescribeQuorumResponse, range(0, 3), custom=(
+        _one_partition(m.DescribeQuorumRequest, ()),
+        _one_partition(m.DescribeQuorumResponse, (
+            *_PARTITION_LEADER, ("partition_error_message", "error_message"), ("high_watermark", "high_watermark"),
+            ("current_voters", "current_voters"), ("observers", "observers")),
+            empty={**_NO_LEADER_EMPTY, "partition_error_message": None, "high_watermark": -1,
+                   "current_voters": (), "observers": ()})),
+         absent={"error_message": None, "replica_directory_id": None}),
+    _Api(m.AddRaftVoterRequest, m.AddRaftVoterResponse, range(0, 1)),
+    _Api(m.RemoveRaftVoterRequest, m.RemoveRaftVoterResponse, range(0, 1)),
+    _Api(m.UpdateRaftVoterRequest, m.UpdateRaftVoterResponse, range(0, 1), custom=(
+        _Custom(m.UpdateRaftVoterRequest, "k_raft_version_feature", ("kraft_version_min", "kraft_version_max"),
+                _kraft_version_to, _kraft_version_from),
+        _Custom(m.UpdateRaftVoterResponse, "current_leader", ("current_leader_id", "current_leader_epoch"),
+                _update_leader_to, _update_leader_from))),
 )
 
 #: Versions only level ``urm`` serves (KIP-966 part 2: ElectLeaders v3 and GetReplicaLogInfo v0), held
@@ -372,9 +498,14 @@ def _one_key(msg: m.FindCoordinatorRequest, _kio_type: type) -> str:
     return msg.coordinator_keys[0]
 
 
-#: Core types mapped by hand at these versions only (shapes.py): the metadata fetch is Fetch v15 only.
+#: The metadata fetch's versions (mapped by hand, shapes.py): Fetch v15 (KIP-903's ReplicaState, what a broker
+#: of the non-replicated controller sends), v16, v17 (KIP-853's ReplicaDirectoryId), v18 (HighWatermark).
+_METADATA_FETCH_VERSIONS = range(15, 19)
+#: Core types mapped at fewer versions than their row's: the metadata fetch at v15-v18, a data Fetch at v4-v15
+#: (the row's v16-v18 are the metadata fetch's: Fetch v16's NodeEndpoints, KIP-951, are not served).
 _WHOLE_VERSIONS: dict[type[Message], range] = {
-    m.MetadataFetchRequest: range(15, 16), m.MetadataFetchResponse: range(15, 16),
+    m.MetadataFetchRequest: _METADATA_FETCH_VERSIONS, m.MetadataFetchResponse: _METADATA_FETCH_VERSIONS,
+    m.FetchRequest: range(4, 16), m.FetchResponse: range(4, 16),
 }
 
 

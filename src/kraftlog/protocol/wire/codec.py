@@ -30,7 +30,7 @@ from .apis import (
     _version_for,
 )
 from .mapper import UnsupportedVersionError, _from_plan, _to_plan
-from .shapes import _WHOLE, _is_metadata_fetch
+from .shapes import _WHOLE, _is_metadata_fetch, metadata_fetch_version
 
 
 class _ErrorResponse(Protocol):
@@ -128,10 +128,12 @@ def _read(entity_type: type, data: bytes | memoryview, offset: int) -> tuple[Any
 
 def default_version(request: Request) -> int:
     """The version a request goes out at when none is given: its class's ``VERSION``, or the lowest version
-    that can carry it (ElectLeaders v3 for KIP-966's election types 2-4). Its response is read at the same
-    version."""
+    that can carry it (ElectLeaders v3 for KIP-966's election types 2-4; a metadata fetch v18 with a high
+    watermark, v17 with a replica directory id, KIP-853). Its response is read at the same version."""
     if type(request) is m.ElectLeadersRequest and request.election_type > m.ELECTION_UNCLEAN:
         return 3
+    if type(request) is m.MetadataFetchRequest:
+        return metadata_fetch_version(request)
     return type(request).VERSION
 
 

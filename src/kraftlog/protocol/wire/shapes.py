@@ -1,5 +1,5 @@
 """Whole-message shapes that really differ between the core and Kafka, mapped by hand: the KRaft metadata
-fetch (Fetch v15 of ``__cluster_metadata``), OffsetFetch v8's groups, FindCoordinator before v4. Other
+fetch (Fetch v15-v18 of ``__cluster_metadata``), OffsetFetch v8's groups, FindCoordinator before v4. Other
 versions of these types map through the table (:mod:`.apis`). See :mod:`kraftlog.protocol.wire`.
 """
 
@@ -21,28 +21,58 @@ from ..records import (
     decode_batches,
     encode_batches,
 )
-from .apis import _API, _pairs_from, _pairs_to, _schema
+from .apis import _API, _METADATA_FETCH_VERSIONS, _pairs_from, _pairs_to, _schema
 from .mapper import UnsupportedVersionError, _code, _ec, _from_plan, _ms, _td, _to_plan
+from .raft_batches import from_record_batch, to_record_batch
 
 T = TypeVar("T")
 
 
 # ------------------------------------------------ whole-message shapes that really differ
-# The metadata log fetch: the core's MetadataFetchRequest/Response is a KRaft observer's Fetch of
-# ``__cluster_metadata`` partition 0 (Fetch v15, the only version a broker sends the controller):
-# one fixed topic and partition, and the records are metadata records as JSON values of one v2
-# batch -- nothing here is a field-for-field copy.
+# The metadata log fetch: the core's MetadataFetchRequest/Response is a Fetch of ``__cluster_metadata``
+# partition 0 (a broker's observer fetch from the non-replicated controller, Fetch v15; a KRaft replica's fetch
+# from the quorum's leader, v15, v17 with its directory id, v18 with its high watermark): one fixed topic and
+# partition, and records that are metadata records or KRaft batches -- nothing here is a field-for-field copy.
+#
+# The response's records take one of two forms (the core's ``records`` and ``batches`` are alternatives):
+# * ``batches`` (KRaft, wins when both are set): each RaftBatch is one record batch in its leader epoch
+#   (:mod:`.raft_batches`);
+# * ``records`` (the non-replicated controller's log, which has no epochs): one data batch of the records as
+#   metadata-record values, in partition leader epoch -1 (Kafka's NO_PARTITION_LEADER_EPOCH) with timestamps 0.
+# Decoding tells them apart by the first batch's partition leader epoch: -1 is the second form, as a KRaft
+# batch always has a leader epoch (>= 0). The core's base offset rides in LastStableOffset (unused by KRaft:
+# the metadata log has no transactions) except in the second form with records, where the batch's base
+# offset is it (and LastStableOffset the high watermark, as Kafka's).
 _METADATA_MIN_BYTES = 1
 _METADATA_PARTITION_MAX_BYTES = 1048576
-#: Timestamp and partition leader epoch of the batch that carries metadata records: the core's
-#: metadata log has neither, so the wire form fixes them.
+#: Timestamp and partition leader epoch of the batch that carries ``records``: the non-replicated
+#: controller's metadata log has neither, so the wire form fixes them.
 _METADATA_BATCH_TIMESTAMP = 0
-_METADATA_BATCH_LEADER_EPOCH = 0
+_METADATA_BATCH_LEADER_EPOCH = -1
+#: ReplicaDirectoryId is Fetch v17+ (KIP-853), HighWatermark v18+ (the metadata fetch's versions:
+#: apis._METADATA_FETCH_VERSIONS).
+_DIRECTORY_ID_SINCE = 17
+_HIGH_WATERMARK_SINCE = 18
+
+
+def metadata_fetch_version(msg: m.MetadataFetchRequest) -> int:
+    """The lowest version that carries ``msg`` (v18 for a high watermark, v17 for a directory id, else v15, what
+    a broker of the non-replicated controller sends)."""
+    if msg.high_watermark != -1:
+        return _HIGH_WATERMARK_SINCE
+    if msg.replica_directory_id is not None:
+        return _DIRECTORY_ID_SINCE
+    return _METADATA_FETCH_VERSIONS.start
 
 
 def _metadata_fetch_request_to_kio(msg: m.MetadataFetchRequest, version: int) -> Any:
     f_req = _schema(m.FetchRequest.API_KEY, version, request=True)
     mod = sys.modules[f_req.__module__]
+    since: dict[str, Any] = {}  # a version without the field drops it (DROPS in tests/test_wire_versions.py)
+    if version >= _DIRECTORY_ID_SINCE:
+        since["replica_directory_id"] = msg.replica_directory_id
+    if version >= _HIGH_WATERMARK_SINCE:
+        since["high_watermark"] = msg.high_watermark
     return f_req(
         cluster_id=msg.cluster_id,
         replica_state=mod.ReplicaState(replica_id=msg.replica_id, replica_epoch=msg.replica_epoch),
@@ -53,9 +83,9 @@ def _metadata_fetch_request_to_kio(msg: m.MetadataFetchRequest, version: int) ->
                 topic_id=m.METADATA_TOPIC_ID,
                 partitions=(
                     mod.FetchPartition(
-                        partition=0, current_leader_epoch=-1, fetch_offset=msg.fetch_offset,
-                        last_fetched_epoch=-1, log_start_offset=-1,
-                        partition_max_bytes=_METADATA_PARTITION_MAX_BYTES,
+                        partition=0, current_leader_epoch=msg.current_leader_epoch, fetch_offset=msg.fetch_offset,
+                        last_fetched_epoch=msg.last_fetched_epoch, log_start_offset=-1,
+                        partition_max_bytes=_METADATA_PARTITION_MAX_BYTES, **since,
                     ),
                 ),
             ),
@@ -69,12 +99,17 @@ def _metadata_fetch_request_from_kio(e: Any) -> m.MetadataFetchRequest:
     parts = [p for t in e.topics if t.topic_id == m.METADATA_TOPIC_ID for p in t.partitions]
     if len(parts) != 1 or parts[0].partition != 0:
         raise WireError("a metadata fetch names exactly __cluster_metadata partition 0")
+    p = parts[0]
     return m.MetadataFetchRequest(
         replica_id=e.replica_state.replica_id,
         replica_epoch=e.replica_state.replica_epoch,
-        fetch_offset=parts[0].fetch_offset,
+        fetch_offset=p.fetch_offset,
         max_wait_ms=_ms(e.max_wait),
         cluster_id=e.cluster_id,
+        current_leader_epoch=p.current_leader_epoch,
+        last_fetched_epoch=p.last_fetched_epoch,
+        replica_directory_id=getattr(p, "replica_directory_id", None),
+        high_watermark=getattr(p, "high_watermark", -1),
     )
 
 
@@ -85,7 +120,12 @@ def _metadata_fetch_response_to_kio(msg: m.MetadataFetchResponse, version: int) 
         # KafkaRaftClient.handleFetchRequest: a request-level error, no partition data (read back with
         # high watermark and base offset -1).
         return f_resp(throttle_time=_td(0), error_code=_ec(msg.error_code), session_id=0, responses=())
-    if msg.records:
+    # The metadata log has no transactions: its LSO is its HWM; where no batch carries the base offset, the
+    # (otherwise unused) LSO does.
+    last_stable_offset = msg.base_offset
+    if msg.batches:
+        records = encode_batches(to_record_batch(b) for b in msg.batches)
+    elif msg.records:
         batch = RecordBatch(
             base_offset=msg.base_offset,
             partition_leader_epoch=_METADATA_BATCH_LEADER_EPOCH,
@@ -95,12 +135,9 @@ def _metadata_fetch_response_to_kio(msg: m.MetadataFetchResponse, version: int) 
             ),
         )
         records = encode_batches((batch,))
-        # The metadata log has no transactions: its LSO is its HWM.
         last_stable_offset = msg.high_watermark
     else:
         records = b""
-        # No batch carries the base offset; the (otherwise unused) LSO does.
-        last_stable_offset = msg.base_offset
     return f_resp(
         throttle_time=_td(0),
         error_code=ErrorCode.none,
@@ -114,7 +151,11 @@ def _metadata_fetch_response_to_kio(msg: m.MetadataFetchResponse, version: int) 
                         error_code=_ec(msg.error_code),
                         high_watermark=msg.high_watermark,
                         last_stable_offset=last_stable_offset,
-                        log_start_offset=0,
+                        log_start_offset=msg.log_start_offset,
+                        diverging_epoch=mod.EpochEndOffset(epoch=msg.diverging_epoch,
+                                                           end_offset=msg.diverging_end_offset),
+                        current_leader=mod.LeaderIdAndEpoch(leader_id=msg.current_leader_id,
+                                                            leader_epoch=msg.current_leader_epoch),
                         aborted_transactions=None,
                         records=records,
                     ),
@@ -134,20 +175,23 @@ def _metadata_fetch_response_from_kio(e: Any) -> m.MetadataFetchResponse:
         raise WireError("a metadata fetch response holds exactly __cluster_metadata partition 0")
     p = parts[0]
     error_code = e.error_code if e.error_code != ErrorCode.none else p.error_code
+    common: dict[str, Any] = {
+        "error_code": _code(error_code), "high_watermark": p.high_watermark,
+        "current_leader_id": p.current_leader.leader_id, "current_leader_epoch": p.current_leader.leader_epoch,
+        "diverging_epoch": p.diverging_epoch.epoch, "diverging_end_offset": p.diverging_epoch.end_offset,
+        "log_start_offset": p.log_start_offset,
+    }
     batches = decode_batches(p.records)
-    try:
-        records = tuple(
-            decode_metadata_record(r.value) for b in batches for r in b.records  # type: ignore[arg-type]
-        )
-    except MetadataRecordError as exc:
-        raise WireError(str(exc)) from exc
-    base_offset = batches[0].base_offset if batches else p.last_stable_offset
-    return m.MetadataFetchResponse(
-        error_code=_code(error_code),
-        high_watermark=p.high_watermark,
-        base_offset=base_offset,
-        records=records,
-    )
+    if batches and batches[0].partition_leader_epoch == _METADATA_BATCH_LEADER_EPOCH:
+        try:
+            records = tuple(
+                decode_metadata_record(r.value) for b in batches for r in b.records  # type: ignore[arg-type]
+            )
+        except MetadataRecordError as exc:
+            raise WireError(str(exc)) from exc
+        return m.MetadataFetchResponse(base_offset=batches[0].base_offset, records=records, **common)
+    return m.MetadataFetchResponse(base_offset=p.last_stable_offset,
+                                   batches=tuple(from_record_batch(b) for b in batches), **common)
 
 
 def _is_metadata_fetch(topics: Any) -> bool:
@@ -215,11 +259,11 @@ def _single_coordinator_from_kio(e: Any) -> m.FindCoordinatorResponse:
 
 
 #: Core type -> (the versions mapped by hand, to kio at a version, from kio); other versions of the
-#: type map through the table. The metadata fetch is Fetch v15 only.
+#: type map through the table. The metadata fetch is Fetch v15-v18 only.
 _WHOLE: dict[type, tuple[range, Callable[[Any, int], Any], Callable[[Any], Any]]] = {
-    m.MetadataFetchRequest: (range(15, 16), _metadata_fetch_request_to_kio,
+    m.MetadataFetchRequest: (_METADATA_FETCH_VERSIONS, _metadata_fetch_request_to_kio,
                              _metadata_fetch_request_from_kio),
-    m.MetadataFetchResponse: (range(15, 16), _metadata_fetch_response_to_kio,
+    m.MetadataFetchResponse: (_METADATA_FETCH_VERSIONS, _metadata_fetch_response_to_kio,
                               _metadata_fetch_response_from_kio),
     m.OffsetFetchRequest: (range(8, 9), _offset_fetch_request_to_kio, _offset_fetch_request_from_kio),
     m.OffsetFetchResponse: (range(8, 9), _offset_fetch_response_to_kio,

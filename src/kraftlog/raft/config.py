@@ -1,0 +1,106 @@
+"""KRaft's quorum configs (Kafka's ``QuorumConfig``): names, defaults, and ``controller.quorum.voters``.
+
+Every time is in ms. The defaults are Kafka's: ``controller.quorum.election.timeout.ms`` 1000,
+``controller.quorum.fetch.timeout.ms`` 2000, ``controller.quorum.election.backoff.max.ms`` 1000,
+``controller.quorum.request.timeout.ms`` 2000, ``controller.quorum.retry.backoff.ms`` 20,
+``controller.quorum.append.linger.ms`` 25, ``controller.quorum.auto.join.enable`` false.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from ..protocol.raft_records import RaftEndpoint
+
+__all__ = ["QuorumConfig", "QuorumConfigError", "parse_quorum_voters", "QUORUM_CONFIG_DEFAULTS"]
+
+#: Kafka's names and defaults of the quorum configs this package reads.
+QUORUM_CONFIG_DEFAULTS: dict[str, str] = {
+    "controller.quorum.election.timeout.ms": "1000",
+    "controller.quorum.fetch.timeout.ms": "2000",
+    "controller.quorum.election.backoff.max.ms": "1000",
+    "controller.quorum.request.timeout.ms": "2000",
+    "controller.quorum.retry.backoff.ms": "20",
+    "controller.quorum.append.linger.ms": "25",
+    "controller.quorum.auto.join.enable": "false",
+}
+
+#: How long a leader parks a Fetch with nothing new (Kafka's ``KafkaRaftClient.MAX_FETCH_WAIT_MS``).
+MAX_FETCH_WAIT_MS = 500
+
+
+class QuorumConfigError(ValueError):
+    """A quorum config that cannot be used (Kafka's ``ConfigException``): the message names the config."""
+
+
+@dataclass(frozen=True, slots=True)
+class QuorumConfig:
+    """The quorum's timeouts (ms) and switches, Kafka's defaults unless given."""
+
+    election_timeout_ms: int = 1000
+    fetch_timeout_ms: int = 2000
+    election_backoff_max_ms: int = 1000
+    request_timeout_ms: int = 2000
+    retry_backoff_ms: int = 20
+    append_linger_ms: int = 25
+    auto_join: bool = False
+    fetch_max_wait_ms: int = MAX_FETCH_WAIT_MS
+
+    @classmethod
+    def from_configs(cls, configs: Mapping[str, str]) -> QuorumConfig:
+        """Read Kafka's ``controller.quorum.*`` names from ``configs`` (strings); an absent one takes
+        Kafka's default. Raises :class:`QuorumConfigError` for a value that is not a non-negative int (or,
+        for ``controller.quorum.auto.join.enable``, not true/false)."""
+        def read_int(name: str) -> int:
+            raw = configs.get(name, QUORUM_CONFIG_DEFAULTS[name])
+            try:
+                value = int(raw)
+            except ValueError:
+                raise QuorumConfigError(f"{name}: {raw!r} is not an integer") from None
+            if value < 0:
+                raise QuorumConfigError(f"{name}: {value} is negative (Kafka: atLeast(0))")
+            return value
+
+        join = configs.get("controller.quorum.auto.join.enable", "false").strip().lower()
+        if join not in ("true", "false"):
+            raise QuorumConfigError(f"controller.quorum.auto.join.enable: {join!r} is not true or false")
+        return cls(
+            election_timeout_ms=read_int("controller.quorum.election.timeout.ms"),
+            fetch_timeout_ms=read_int("controller.quorum.fetch.timeout.ms"),
+            election_backoff_max_ms=read_int("controller.quorum.election.backoff.max.ms"),
+            request_timeout_ms=read_int("controller.quorum.request.timeout.ms"),
+            retry_backoff_ms=read_int("controller.quorum.retry.backoff.ms"),
+            append_linger_ms=read_int("controller.quorum.append.linger.ms"),
+            auto_join=join == "true",
+        )
+
+
+def parse_quorum_voters(value: str) -> dict[int, RaftEndpoint | None]:
+    """``controller.quorum.voters`` (Kafka's ``QuorumConfig.parseVoterConnections``): a comma-separated list
+    of ``{id}@{host}:{port}``; returns voter id -> endpoint (listener name "CONTROLLER"). An entry without
+    an address (``{id}@``, kraftlog's simulator, where a node id is the address) maps to None. Raises
+    :class:`QuorumConfigError` naming the entry for a malformed one or a repeated id."""
+    voters: dict[int, RaftEndpoint | None] = {}
+    for entry in (part.strip() for part in value.split(",")):
+        if not entry:
+            continue
+        node, sep, address = entry.partition("@")
+        try:
+            voter_id = int(node)
+        except ValueError:
+            raise QuorumConfigError(f"controller.quorum.voters: {entry!r}: {node!r} is not a node id") from None
+        if not sep or voter_id < 0:
+            raise QuorumConfigError(f"controller.quorum.voters: {entry!r} is not {{id}}@{{host}}:{{port}}")
+        if voter_id in voters:
+            raise QuorumConfigError(f"controller.quorum.voters: voter {voter_id} is listed twice")
+        if not address:
+            voters[voter_id] = None
+            continue
+        host, colon, port = address.rpartition(":")
+        if not colon or not host or not port.isdigit() or not 0 < int(port) < 65536:
+            raise QuorumConfigError(f"controller.quorum.voters: {entry!r} is not {{id}}@{{host}}:{{port}}")
+        voters[voter_id] = RaftEndpoint("CONTROLLER", host.strip("[]"), int(port))
+    if not voters:
+        raise QuorumConfigError("controller.quorum.voters: no voter")
+    return voters

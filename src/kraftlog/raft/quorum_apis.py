@@ -1,0 +1,267 @@
+"""The election APIs of :class:`~kraftlog.raft.client.KafkaRaftClient`, a part of it (Kafka's handlers in
+``KafkaRaftClient``): Vote (with KIP-996's pre-vote), BeginQuorumEpoch, EndQuorumEpoch, DescribeQuorum, and the
+error answers of every quorum API (``RaftUtil.errorResponse``)."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from ..protocol import messages as m
+from ..protocol.errors import Errors
+from ..protocol.node import Envelope, Message
+from .config import QuorumConfig
+from .leader_state import LeaderState
+from .log import OffsetAndEpoch, RaftLog
+from .states import Candidate, Follower, Prospective, Resigned, Unattached
+from .voters import ReplicaKey
+
+__all__ = ["QuorumApis", "error_response"]
+
+
+class QuorumApis:
+    """The election request and response handlers; the client's state and transitions are its own."""
+
+    cluster_id: str
+    local: ReplicaKey
+    log: RaftLog
+    channel: Any
+    config: QuorumConfig
+    state: Any
+
+    @property
+    def epoch(self) -> int:
+        raise NotImplementedError
+
+    def _to_unattached(self, epoch: int, leader_id: int | None, now_ms: int) -> None:
+        raise NotImplementedError
+
+    def _to_candidate(self, now_ms: int) -> None:
+        raise NotImplementedError
+
+    def _to_leader(self, now_ms: int) -> None:
+        raise NotImplementedError
+
+    def _prospective_lost(self, state: Prospective, now_ms: int) -> None:
+        raise NotImplementedError
+
+    def _persist(self, state: Any, now_ms: int) -> None:
+        raise NotImplementedError
+
+    def _election_deadline(self, now_ms: int) -> int:
+        raise NotImplementedError
+
+    def _maybe_transition(self, leader_id: int | None, epoch: int, now_ms: int) -> None:
+        raise NotImplementedError
+
+    def _handle_common_response(self, error: int, leader_id: int | None, epoch: int, now_ms: int) -> bool | None:
+        raise NotImplementedError
+
+    # ================================================================== Vote
+    def _handle_vote(self, now_ms: int, env: Envelope[m.VoteRequest]) -> None:
+        """Kafka's ``handleVoteRequest``."""
+        req = env.message
+        if req.cluster_id is not None and req.cluster_id != self.cluster_id:
+            self.channel.send_response(env, _vote_response(self, Errors.INCONSISTENT_CLUSTER_ID, False, top=True))
+            return
+        illegal = req.last_offset_epoch > req.replica_epoch if req.pre_vote \
+            else req.last_offset_epoch >= req.replica_epoch
+        if req.last_offset < 0 or req.last_offset_epoch < 0 or illegal:
+            self.channel.send_response(env, _vote_response(self, Errors.INVALID_REQUEST, False))
+            return
+        if req.replica_epoch < self.epoch:
+            self.channel.send_response(env, _vote_response(self, Errors.FENCED_LEADER_EPOCH, False))
+            return
+        if req.replica_id < 0:
+            self.channel.send_response(env, _vote_response(self, Errors.INVALID_REQUEST, False))
+            return
+        if req.replica_epoch > self.epoch:
+            self._to_unattached(req.replica_epoch, None, now_ms)
+        if not self._is_valid_voter_key(req.voter_id, req.voter_directory_id):
+            self.channel.send_response(env, _vote_response(self, Errors.INVALID_VOTER_KEY, False))
+            return
+        candidate = ReplicaKey(req.replica_id, req.replica_directory_id)
+        up_to_date = OffsetAndEpoch(req.last_offset_epoch, req.last_offset) >= self.log.end_offset_and_epoch()
+        granted = self.state.can_grant_vote(candidate, up_to_date, req.pre_vote)
+        state = self.state
+        if granted and not req.pre_vote and isinstance(state, (Unattached, Prospective)) and state.voted_key is None:
+            state.voted_key = candidate
+            if isinstance(state, Unattached):
+                state.election_deadline = self._election_deadline(now_ms)
+            self._persist(state, now_ms)
+        self.channel.send_response(env, _vote_response(self, Errors.NONE, granted))
+
+    def _is_valid_voter_key(self, voter_id: int, directory_id: uuid.UUID | None) -> bool:
+        """Kafka's ``isValidVoterKey``: a request meant for this replica (id, and directory when given)."""
+        if voter_id < 0:
+            return True
+        return voter_id == self.local.id and (directory_id is None or directory_id == self.local.directory_id)
+
+    def _handle_vote_response(self, now_ms: int, src: int, resp: m.VoteResponse) -> bool:
+        """Kafka's ``handleVoteResponse``."""
+        if resp.error_code != Errors.NONE:
+            if resp.error_code == Errors.UNSUPPORTED_VERSION and isinstance(self.state, Prospective):
+                self._to_candidate(now_ms)
+                return True
+            return False
+        leader = resp.leader_id if resp.leader_id >= 0 else None
+        handled = self._handle_common_response(resp.partition_error_code, leader, resp.leader_epoch, now_ms)
+        if handled is not None:
+            return handled
+        if resp.partition_error_code != Errors.NONE:
+            return False
+        state = self.state
+        if isinstance(state, (Prospective, Candidate)):
+            state.election.record(src, resp.vote_granted)
+            if state.election.is_vote_granted():
+                if isinstance(state, Prospective):
+                    self._to_candidate(now_ms)
+                else:
+                    self._to_leader(now_ms)
+            elif state.election.is_vote_rejected() and isinstance(state, Prospective):
+                self._prospective_lost(state, now_ms)
+        return True
+
+    # ================================================================== BeginQuorumEpoch / EndQuorumEpoch
+    def _handle_begin_quorum_epoch(self, now_ms: int, env: Envelope[m.BeginQuorumEpochRequest]) -> None:
+        """Kafka's ``handleBeginQuorumEpochRequest``."""
+        req = env.message
+        if req.cluster_id is not None and req.cluster_id != self.cluster_id:
+            self.channel.send_response(env, _epoch_response(self, m.BeginQuorumEpochResponse,
+                                                            Errors.INCONSISTENT_CLUSTER_ID, top=True))
+            return
+        error = self._validate_voter_only(req.leader_id, req.leader_epoch)
+        if error is None:
+            self._maybe_transition(req.leader_id, req.leader_epoch, now_ms)
+            if not self._is_valid_voter_key(req.voter_id, req.voter_directory_id):
+                error = Errors.INVALID_VOTER_KEY
+        self.channel.send_response(env, _epoch_response(self, m.BeginQuorumEpochResponse, error or Errors.NONE))
+
+    def _handle_begin_quorum_epoch_response(self, now_ms: int, src: int, resp: m.BeginQuorumEpochResponse) -> bool:
+        if resp.error_code != Errors.NONE:
+            return False
+        leader = resp.leader_id if resp.leader_id >= 0 else None
+        handled = self._handle_common_response(resp.partition_error_code, leader, resp.leader_epoch, now_ms)
+        if handled is not None:
+            return handled
+        if resp.partition_error_code != Errors.NONE:
+            return False
+        if isinstance(self.state, LeaderState):
+            self.state.add_acknowledgement_from(src)
+        return True
+
+    def _handle_end_quorum_epoch(self, now_ms: int, env: Envelope[m.EndQuorumEpochRequest]) -> None:
+        """Kafka's ``handleEndQuorumEpochRequest``: a follower of the resigning leader shortens its fetch timeout
+        by its place among the preferred candidates (the first starts an election at once)."""
+        req = env.message
+        if req.cluster_id is not None and req.cluster_id != self.cluster_id:
+            self.channel.send_response(env, _epoch_response(self, m.EndQuorumEpochResponse,
+                                                            Errors.INCONSISTENT_CLUSTER_ID, top=True))
+            return
+        error = self._validate_voter_only(req.leader_id, req.leader_epoch)
+        if error is None:
+            self._maybe_transition(req.leader_id, req.leader_epoch, now_ms)
+            state = self.state
+            if isinstance(state, Follower) and state.leader_id == req.leader_id:
+                position = 0
+                for cand in req.preferred_candidates:
+                    if cand.candidate_id == self.local.id and cand.candidate_directory_id in (
+                            None, self.local.directory_id):
+                        break
+                    position += 1
+                state.fetch_deadline = now_ms + self._end_epoch_backoff(position, len(req.preferred_candidates))
+        self.channel.send_response(env, _epoch_response(self, m.EndQuorumEpochResponse, error or Errors.NONE))
+
+    def _end_epoch_backoff(self, position: int, total: int) -> int:
+        """Kafka's ``strictExponentialElectionBackoffMs``."""
+        if position == 0:
+            return 0
+        max_ms = self.config.election_backoff_max_ms
+        if position < 0 or position >= total:
+            return max_ms
+        base = max_ms >> (total - 1)
+        return min(max_ms, base << (position - 1))
+
+    def _handle_end_quorum_epoch_response(self, now_ms: int, src: int, resp: m.EndQuorumEpochResponse) -> bool:
+        if resp.error_code != Errors.NONE:
+            return False
+        leader = resp.leader_id if resp.leader_id >= 0 else None
+        handled = self._handle_common_response(resp.partition_error_code, leader, resp.leader_epoch, now_ms)
+        if handled is not None:
+            return handled
+        if resp.partition_error_code != Errors.NONE:
+            return False
+        if isinstance(self.state, Resigned):
+            self.state.unacked.discard(src)
+        return True
+
+    def _validate_voter_only(self, remote_id: int, epoch: int) -> int | None:
+        """Kafka's ``validateVoterOnlyRequest``."""
+        if epoch < self.epoch:
+            return Errors.FENCED_LEADER_EPOCH
+        if remote_id < 0:
+            return Errors.INVALID_REQUEST
+        return None
+
+    # ================================================================== DescribeQuorum
+    def _handle_describe_quorum(self, now_ms: int, env: Envelope[m.DescribeQuorumRequest]) -> None:
+        """Kafka's ``handleDescribeQuorumRequest``: the leader's view of every voter and observer."""
+        state = self.state
+        if not isinstance(state, LeaderState):
+            self.channel.send_response(env, error_response(env.message, Errors.NOT_LEADER_OR_FOLLOWER))
+            return
+
+        def describe(rs: Any) -> m.QuorumReplicaState:
+            local = rs.key.id == self.local.id
+            return m.QuorumReplicaState(
+                replica_id=rs.key.id, replica_directory_id=rs.key.directory_id,
+                log_end_offset=rs.end_offset if rs.end_offset is not None else -1,
+                last_fetch_timestamp=now_ms if local else rs.last_fetch_ms,
+                last_caught_up_timestamp=now_ms if local else rs.last_caught_up_ms)
+
+        self.channel.send_response(env, m.DescribeQuorumResponse(
+            error_code=Errors.NONE, error_message=None, partition_error_code=Errors.NONE,
+            partition_error_message=None, leader_id=self.local.id, leader_epoch=state.epoch,
+            high_watermark=state.high_watermark if state.high_watermark is not None else -1,
+            current_voters=tuple(describe(state.voter_states[v]) for v in sorted(state.voter_states)),
+            observers=tuple(describe(state.observer_states[k]) for k in sorted(state.observer_states))))
+
+
+def _vote_response(client: Any, error: int, granted: bool, *, top: bool = False) -> m.VoteResponse:
+    state = client.state
+    return m.VoteResponse(error_code=error if top else Errors.NONE, partition_error_code=Errors.NONE if top else error,
+                          leader_id=state.leader_id if state.leader_id is not None else -1,
+                          leader_epoch=state.epoch, vote_granted=granted)
+
+
+def _epoch_response(client: Any, cls: Any, error: int, *, top: bool = False) -> Any:
+    state = client.state
+    return cls(error_code=error if top else Errors.NONE, partition_error_code=Errors.NONE if top else error,
+               leader_id=state.leader_id if state.leader_id is not None else -1, leader_epoch=state.epoch)
+
+
+def error_response(req: Message, error: int) -> Message:
+    """The error answer to a quorum request (``RaftUtil.errorResponse``)."""
+    if isinstance(req, m.MetadataFetchRequest):
+        return m.MetadataFetchResponse(error, -1, req.fetch_offset)
+    if isinstance(req, m.VoteRequest):
+        return m.VoteResponse(error_code=error, partition_error_code=Errors.NONE, leader_id=-1, leader_epoch=-1,
+                              vote_granted=False)
+    if isinstance(req, m.BeginQuorumEpochRequest):
+        return m.BeginQuorumEpochResponse(error_code=error, partition_error_code=Errors.NONE, leader_id=-1,
+                                          leader_epoch=-1)
+    if isinstance(req, m.EndQuorumEpochRequest):
+        return m.EndQuorumEpochResponse(error_code=error, partition_error_code=Errors.NONE, leader_id=-1,
+                                        leader_epoch=-1)
+    if isinstance(req, m.DescribeQuorumRequest):
+        return m.DescribeQuorumResponse(error_code=Errors.NONE, error_message=None, partition_error_code=error,
+                                        partition_error_message=None, leader_id=-1, leader_epoch=-1,
+                                        high_watermark=-1, current_voters=(), observers=())
+    if isinstance(req, m.AddRaftVoterRequest):
+        return m.AddRaftVoterResponse(error_code=error, error_message=None)
+    if isinstance(req, m.RemoveRaftVoterRequest):
+        return m.RemoveRaftVoterResponse(error_code=error, error_message=None)
+    assert isinstance(req, m.UpdateRaftVoterRequest), req
+    return m.UpdateRaftVoterResponse(error_code=error)
+
+
