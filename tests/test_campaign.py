@@ -302,7 +302,8 @@ def test_every_results_column_comes_from_its_verdict_key():
     # The verdict and error paths fill every result column between them (with the task's own columns).
     task_columns = {"level", "kind", "seed", "scenario", "source", "brokers", "partitions", "schedule",
                     "data_losing_shutdowns", "crashes_losing_data", "fault_budget", "within_budget",
-                    "unclean_election_allowed", "error", "failure_file", "failure", "wall_ms"}
+                    "unclean_election_allowed", "static_quorum_disk_loss", "error", "failure_file", "failure",
+                    "wall_ms"}
     assert set(cols) | task_columns == set(schema().names)
     assert set(error_columns()) == set(cols)
 

@@ -362,8 +362,10 @@ def test_crash_and_restart_name_the_controller_with_node_and_brokers_either_way(
                                            {"node": "controller"}, {"broker": 2}]
     assert parse_scenario(dump_scenario(s)) == s and "{crash: {node: controller, lose: all}}" in dump_scenario(s)
     assert [describe_step(st) for st in s.steps][0].endswith("crash ctl (lose all)")
-    for bad, message in (("{crash: {broker: 1, node: 1}}", "names exactly one of 'broker: <id>' and 'node"),
-                         ("{crash: {lose: all}}", "crash needs 'broker' (or 'node: <id> | controller')"),
+    for bad, message in (("{crash: {broker: 1, node: 1}}",
+                          "names exactly one of 'broker: <id>', 'node"),
+                         ("{crash: {lose: all}}",
+                          "crash needs 'broker' (or 'node: <id> | controller', or 'controller: <id>')"),
                          ("{restart: {node: ctl}}", "node must be a broker id or 'controller'"),
                          ("{shutdown: {node: controller}}", "unknown key 'node' in shutdown")):
         with pytest.raises(ScenarioError, match=re.escape(message)):

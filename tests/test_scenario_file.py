@@ -401,7 +401,7 @@ def test_more_step_errors():
         "{at: 1s}": "bad.yaml:10: step 1: no verb (expected one of: produce,",
         "{crash: {broker: 1, lose: disk}}": "bad.yaml:10: step 1 (crash): lose must be one of none, unflushed, all, got 'disk'",
         "{crash: {}}": "bad.yaml:10: step 1 (crash): crash needs 'broker'",
-        "{crash: }": "bad.yaml:10: step 1 (crash): crash needs arguments (broker, node, lose)",
+        "{crash: }": "bad.yaml:10: step 1 (crash): crash needs arguments (broker, node, controller, lose)",
         "{produce: {topic: t, count: 0}}": "bad.yaml:10: step 1 (produce): count must be an integer in 1..1000000, got 0",
         "{produce: {topic: t, count: 1, acks: -1}}": "bad.yaml:10: step 1 (produce): acks must be one of all, 1, 0, got -1",
         "{produce: {topic: t, count: 1, partition: 2}}": "bad.yaml:10: step 1 (produce): topic 't' has no partition 2",

@@ -22,6 +22,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from random import Random
+from typing import Any
 
 from ..level import Level
 from ..metadata.image import MetadataApplyErrors, MetadataImage
@@ -29,7 +30,8 @@ from ..metrics import KafkaMetrics
 from ..protocol import messages as m
 from ..protocol.errors import Errors
 from ..protocol.listeners import error_response
-from ..protocol.node import Envelope, Message, NodeBase
+from ..protocol.node import Address, Envelope, Message, NodeBase
+from ..raft.config import QuorumConfig
 from ..storage.disk import Disk, LoadDrop
 from ..storage.log import PartitionLog
 from ..storage.meta_properties import NodeIdentityError, read_identity
@@ -70,6 +72,7 @@ from .metadata_cache import MetadataCache
 from .metadata_publisher import BrokerMetadataPublisher, MetadataLoader
 from .metrics import RequestMetrics, register_broker_metrics
 from .partition import Partition
+from .raft_loader import RaftMetadataLoader
 from .replica_fetcher import ReplicaFetcherManager
 from .replica_manager import DelayedProduce, ReplicaManager
 
@@ -110,7 +113,8 @@ class Broker(NodeBase[BrokerContext]):
     once: the broker registers, reports it in its first heartbeat and waits for a restart."""
 
     def __init__(self, broker_id: int, config: dict[str, str], level: Level, disk: Disk, rng: Random,
-                 now_ms: int, cluster_id: str = "kraftlog", *, verify_identity: bool = False) -> None:
+                 now_ms: int, cluster_id: str = "kraftlog", *, verify_identity: bool = False,
+                 controller_quorum: Sequence[int] | None = None) -> None:
         super().__init__(broker_id)
         identity = read_identity(disk, broker_id, cluster_id) if verify_identity else None
         refuse_old_offset_files(disk)
@@ -157,8 +161,14 @@ class Broker(NodeBase[BrokerContext]):
         self.replica_manager.hwm_listener = self.coordinator_runtime.on_high_watermark
         self.publisher = BrokerMetadataPublisher(broker_id, self.cache, self.log_manager, self.replica_manager,
                                                  self.fetcher, self.groups, self._log_dir_failed)
-        self.loader = MetadataLoader(broker_id, cluster_id, self.config, self.cache, self.publisher,
-                                     self.lifecycle, self)
+        self.loader: MetadataLoader | RaftMetadataLoader
+        if controller_quorum is None:
+            self.loader = MetadataLoader(broker_id, cluster_id, self.config, self.cache, self.publisher,
+                                         self.lifecycle, self)
+        else:  # a quorum of controllers: the broker is a KRaft observer
+            self.loader = RaftMetadataLoader(broker_id, cluster_id, self.directory_id,
+                                             QuorumConfig.from_configs(self.static), self.publisher, self.lifecycle,
+                                             self, disk, Random(rng.getrandbits(64)), now_ms, controller_quorum)
         metadata_apis = MetadataApis(broker_id, cluster_id, self.cache, self)
         self.group_apis = GroupApis(broker_id, self.cache, self.groups, self.log_manager, self.lifecycle, self,
                                     self._log_dir_failed, metadata_apis.auto_topic_creation)
@@ -399,14 +409,23 @@ class Broker(NodeBase[BrokerContext]):
             self._log_dir_failed(now_ms, exc, f"handling a {type(message).__name__}")
             self._after_event(now_ms)
 
+    def send_request(self, dst: Address, message: Message, now_ms: int, timeout_ms: int, context: Any) -> int:
+        """NodeBase's; a controller-bound request goes to the active controller of a quorum (the Raft leader)."""
+        if dst == CONTROLLER and isinstance(self.loader, RaftMetadataLoader):
+            dst = self.loader.controller_id()
+        return super().send_request(dst, message, now_ms, timeout_ms, context)
+
     def _on_response(self, now_ms: int, context: BrokerContext, message: Message) -> None:
         """Hand a response to the component whose request it answers."""
         self._now_ms = now_ms
-        if isinstance(context, FetchContext):
+        if isinstance(context, tuple):  # the Raft observer's ("raft", ...)
+            assert isinstance(self.loader, RaftMetadataLoader)
+            self.loader.handle_response(now_ms, context, message)
+        elif isinstance(context, FetchContext):
             assert isinstance(message, m.FetchResponse)
             self.fetcher.on_fetch_response(now_ms, context, message)
         elif isinstance(context, MetadataFetchContext):
-            assert isinstance(message, m.MetadataFetchResponse)
+            assert isinstance(message, m.MetadataFetchResponse) and isinstance(self.loader, MetadataLoader)
             self.loader.on_fetch(now_ms, message)
         elif isinstance(context, HeartbeatContext):
             assert isinstance(message, m.BrokerHeartbeatResponse)
@@ -429,9 +448,13 @@ class Broker(NodeBase[BrokerContext]):
         if self.stopped:
             return
         self._now_ms = now_ms
-        if isinstance(context, FetchContext):
+        if isinstance(context, tuple):  # the Raft observer's ("raft", ...)
+            assert isinstance(self.loader, RaftMetadataLoader)
+            self.loader.handle_timeout(now_ms, context)
+        elif isinstance(context, FetchContext):
             self.fetcher.on_fetch_timeout(now_ms, context)
         elif isinstance(context, MetadataFetchContext):
+            assert isinstance(self.loader, MetadataLoader)
             self.loader.on_timeout(now_ms)
         elif isinstance(context, HeartbeatContext):
             self.lifecycle.heartbeat_inflight = False

@@ -52,6 +52,8 @@ def schema():
         ("within_budget", pa.bool_()),
         ("unclean_election_allowed", pa.bool_()),  # the run lets the controller elect an out-of-sync
                                                    # leader (unclean_election_allowed())
+        ("static_quorum_disk_loss", pa.bool_()),   # a kraft.version 0 voter lost its disk (outside the
+                                                   # quorum's budget, excluded from --fail-on-loss)
         ("acked_all", pa.int64()),
         ("acked_1", pa.int64()),
         ("acked_0", pa.int64()),
@@ -150,12 +152,13 @@ def run_id(row: dict) -> str:
 
 def in_gate(row: dict) -> bool:
     """Whether ``--fail-on-loss`` holds the run to KIP-966's promise: level :data:`GATE_LEVEL` or above,
-    within the fault budget, and no unclean election allowed (:func:`unclean_election_allowed`)."""
+    within the fault budget, no unclean election allowed (:func:`unclean_election_allowed`) and no static
+    quorum voter's disk lost (``static_quorum_disk_loss``)."""
     from ..level import Level
 
     rank = {lv.label: lv for lv in Level}
     return (row["level"] in rank and rank[row["level"]] >= rank[GATE_LEVEL] and within_budget(row)
-            and not row.get("unclean_election_allowed"))
+            and not row.get("unclean_election_allowed") and not row.get("static_quorum_disk_loss"))
 
 
 def unsafe_within_budget(rows: list[dict]) -> list[str]:
@@ -273,6 +276,7 @@ def run_one(task: dict, time_limit_s: int = RUN_TIME_LIMIT_S) -> dict:
         "fault_budget": faults.fault_budget(scenario),
         "within_budget": faults.within_budget(scenario),
         "unclean_election_allowed": unclean_election_allowed(scenario, level.label),
+        "static_quorum_disk_loss": faults.static_quorum_disk_loss(scenario),
         "error": None,
         "failure_file": None,
     }

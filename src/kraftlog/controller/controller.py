@@ -29,9 +29,10 @@ leaders they have until it is back.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Sequence
 from random import Random
-from typing import TypeAlias, cast
+from typing import TYPE_CHECKING, TypeAlias, cast
 
 from ..level import Level
 from ..metadata import config as cfg
@@ -39,15 +40,20 @@ from ..metadata.image import MetadataApplyErrors, MetadataImage
 from ..metrics import KafkaMetrics
 from ..protocol import messages as m
 from ..protocol.errors import Errors
-from ..protocol.node import Message, NodeBase, earliest
+from ..protocol.node import Envelope, Message, NodeBase, earliest
+from ..raft.config import QuorumConfig
 from ..storage.disk import Disk
 from ..storage.meta_properties import read_identity
 from .cluster_control import ClusterControlManager
 from .configuration_control import ConfigurationControlManager
 from .context import MetadataRecord
 from .metrics import count_elections, register_controller_metrics
+from .quorum_mode import ControllerQuorum, NotControllerError
 from .replication_control import ReplicationControlManager
 from .unclean_recovery import PartitionKey, UncleanRecoveryManager
+
+if TYPE_CHECKING:
+    from ..raft.client import RaftContext
 
 CONTROLLER = "controller"
 METADATA_LOG = "metadata/__cluster_metadata-0/00000000000000000000.log"
@@ -75,17 +81,21 @@ class QuorumController(NodeBase[LogInfoContext]):
     metadata log (the brokers would then forget every topic)."""
 
     def __init__(self, config: dict[str, str], level: Level, disk: Disk, rng: Random, now_ms: int,
-                 cluster_id: str = "kraftlog", *, verify_identity: bool = False) -> None:
-        super().__init__(CONTROLLER)
+                 cluster_id: str = "kraftlog", *, verify_identity: bool = False, node_id: int | None = None,
+                 quorum_voters: Sequence[int] | None = None, directory_id: uuid.UUID | None = None,
+                 quorum_bootstrap: Sequence[int] = ()) -> None:
+        super().__init__(CONTROLLER if node_id is None else node_id)
         if verify_identity:
-            read_identity(disk, CONTROLLER, cluster_id)
+            read_identity(disk, CONTROLLER if node_id is None else str(node_id), cluster_id)
         self.static = dict(config)
         self.level = level
         self.disk = disk
         self.rng = rng
         self.cluster_id = cluster_id
-        # the metadata log file holds what append() wrote: metadata records only
-        self.log = cast(list[MetadataRecord], list(disk.read(METADATA_LOG)))
+        #: the Raft side of a controller of a quorum (``node_id`` given), None for the single controller
+        self.quorum: ControllerQuorum | None = None
+        # the metadata log file holds what append() wrote: metadata records only (the single controller)
+        self.log = cast(list[MetadataRecord], list(disk.read(METADATA_LOG))) if node_id is None else []
         #: Metadata records this controller could not apply (Kafka's ``metadata-apply-error-count``; Kafka's
         #: controller exits on one, kraftlog's logs it, counts it and applies the rest: a metadata log
         #: written before CreateTopics validated names still loads).
@@ -97,26 +107,78 @@ class QuorumController(NodeBase[LogInfoContext]):
         self.unclean_election_interval_ms = int(cfg.lookup("unclean.leader.election.interval.ms", self.static))
         self.next_unclean_election_ms = now_ms + self.unclean_election_interval_ms
         #: KIP-966's Unclean Recovery Manager (level ``urm``; in memory, empty after a failover).
-        self.urm = UncleanRecoveryManager()
+        self.urm: UncleanRecoveryManager
         #: why the controller stopped by itself (its metadata log could not be written), None otherwise
         self.fatal_error: str | None = None
-        self.configs = ConfigurationControlManager(self, level, self.static)
-        self.replication = ReplicationControlManager(self, level, self.configs, self.urm, rng)
-        self.cluster = ClusterControlManager(self, level, self.configs, self.replication, self.urm, now_ms,
-                                             cluster_id)
+        self.rebuild_managers(now_ms)
         #: Kafka's controller metrics (:mod:`.metrics`); a failover's new instance starts them anew
         self.metrics = KafkaMetrics()
         register_controller_metrics(self.metrics, self)
+        if node_id is not None:
+            self.quorum = ControllerQuorum(self, node_id, directory_id or uuid.UUID(int=rng.getrandbits(128)),
+                                           cluster_id, QuorumConfig.from_configs(self.static), disk, rng, now_ms,
+                                           quorum_voters, quorum_bootstrap)
+            self.quorum.after_event(now_ms)
+
+    def rebuild_managers(self, now_ms: int) -> None:
+        """Build the managers over the current image: at start, and when a controller of a quorum becomes active
+        or standby (every registered broker gets a fresh session; the URM starts empty)."""
+        self.urm = UncleanRecoveryManager()
+        self.configs = ConfigurationControlManager(self, self.level, self.static)
+        self.replication = ReplicationControlManager(self, self.level, self.configs, self.urm, self.rng)
+        self.cluster = ClusterControlManager(self, self.level, self.configs, self.replication, self.urm, now_ms,
+                                             self.cluster_id)
+        self.next_unclean_election_ms = now_ms + self.unclean_election_interval_ms
+
+    def reset_image(self, image: MetadataImage) -> None:
+        """Replace the image (a controller of a quorum reverting to what committed)."""
+        self.image = image
+
+    def replay_committed(self, records: Sequence[MetadataRecord], base: int) -> None:
+        """Apply committed records a controller of a quorum did not write itself (a standby's replay)."""
+        count_elections(self.metrics, self.image, records)
+        self._replay(records, base)
+
+    def send_raw_response(self, request: Envelope, message: Message) -> None:
+        """Queue ``message`` now (NodeBase's send_response)."""
+        NodeBase.send_response(self, request, message)
+
+    def send_response(self, request: Envelope, message: Message) -> None:
+        """Queue the response to ``request``; a controller of a quorum holds it until what it wrote committed."""
+        if self.quorum is not None:
+            self.quorum.respond(request, message)
+        else:
+            NodeBase.send_response(self, request, message)
+
+    @property
+    def committed_image(self) -> MetadataImage:
+        """The image of the committed metadata: the single controller's image (it commits on write), a quorum
+        controller's image without its own writes not yet committed."""
+        return self.image if self.quorum is None else self.quorum.committed_image
+
+    @property
+    def is_active(self) -> bool:
+        """This controller serves: the single controller always, a quorum's only when it leads."""
+        return self.quorum is None or self.quorum.is_active
 
     # ================================================================= the metadata log
     @property
     def end_offset(self) -> int:
         """The metadata log end offset (next offset to be written)."""
+        if self.quorum is not None:
+            return self.quorum.next_offset
         return len(self.log)
 
     def append(self, records: Sequence[MetadataRecord], now_ms: int) -> None:
-        """Append records (committed at once: single-node quorum), replay them, wake parked fetches."""
+        """Append records and replay them into the image: the single controller commits them at once (a
+        single-node quorum, fsynced), a quorum's active controller writes them as one Raft batch (its response
+        waits for the commit; :class:`NotControllerError` on a standby)."""
         if not records:
+            return
+        if self.quorum is not None:
+            base = self.quorum.append(records, now_ms)
+            count_elections(self.metrics, self.image, records)
+            self._replay(records, base)
             return
         base = len(self.log)
         # One write for the records of one event (KRaft appends them as one batch): a controller killed
@@ -167,13 +229,31 @@ class QuorumController(NodeBase[LogInfoContext]):
         unclean-election task and the unclean recoveries, then send the URM's due requests."""
         if self.fatal_error is not None:
             return
+        if self.quorum is not None:
+            self._expire_requests(now_ms)
+            if self.quorum.is_active:
+                try:
+                    self._run_tasks(now_ms)
+                except NotControllerError:
+                    pass  # lost the epoch meanwhile: after_event renounces
+            self._after_quorum_event(now_ms)
+            return
         try:
-            self._tick(now_ms)
+            self._expire_requests(now_ms)
+            self._run_tasks(now_ms)
         except MetadataLogFailure:
             pass  # stopped: the driver ends the process
 
-    def _tick(self, now_ms: int) -> None:
-        self._expire_requests(now_ms)
+    def _after_quorum_event(self, now_ms: int) -> None:
+        """A quorum controller after every event: Raft's poll, leadership, commits, held responses; a Raft
+        client that stopped (its log could not be written) stops the controller."""
+        assert self.quorum is not None
+        self.quorum.after_event(now_ms)
+        if self.quorum.raft.fatal_error is not None:
+            self.fatal_error = self.quorum.raft.fatal_error
+            self._outbox.clear()
+
+    def _run_tasks(self, now_ms: int) -> None:
         if self.parked_fetches:
             keep = []
             for deadline, env, offset in self.parked_fetches:
@@ -195,6 +275,12 @@ class QuorumController(NodeBase[LogInfoContext]):
         expiry, the next periodic unclean election, the URM's next timer (ms); None once stopped."""
         if self.fatal_error is not None:
             return None
+        if self.quorum is not None:
+            raft_deadline = self.quorum.raft.next_deadline()
+            if not self.quorum.is_active:
+                return earliest(self._request_deadline(), raft_deadline)
+            return earliest(self._request_deadline(), raft_deadline, self.cluster.next_deadline(),
+                            self.next_unclean_election_ms, self.urm.next_deadline(), self.replication.next_deadline())
         parked = min((d for d, _, _ in self.parked_fetches), default=None)
         return earliest(self._request_deadline(), parked, self.cluster.next_deadline(),
                         self.next_unclean_election_ms, self.urm.next_deadline(), self.replication.next_deadline())
@@ -211,22 +297,42 @@ class QuorumController(NodeBase[LogInfoContext]):
     def on_response(self, now_ms: int, context: LogInfoContext, message: Message) -> None:
         """The controller's only requests: the URM's GetReplicaLogInfo (context ``("log_info", broker,
         partitions)``)."""
+        if context[0] == "raft":
+            assert self.quorum is not None
+            self.quorum.handle_response(now_ms, cast("RaftContext", context), message)
+            self._after_quorum_event(now_ms)
+            return
         _, broker, keys = context
         assert isinstance(message, m.GetReplicaLogInfoResponse), message
         self.urm.on_answer(now_ms, broker, keys, message, self.image)
-        self.replication.consider_recoveries(now_ms)
-        self._after_event(now_ms)
+        try:
+            self.replication.consider_recoveries(now_ms)
+            self._after_event(now_ms)
+        except NotControllerError:
+            pass
+        if self.quorum is not None:
+            self._after_quorum_event(now_ms)
 
     def on_timeout(self, now_ms: int, context: LogInfoContext) -> None:
+        if context[0] == "raft":
+            assert self.quorum is not None
+            self.quorum.handle_timeout(now_ms, cast("RaftContext", context))
+            self._after_quorum_event(now_ms)
+            return
         _, broker, keys = context
         self.urm.on_failure(now_ms, broker, keys)
         self._after_event(now_ms)
+        if self.quorum is not None:
+            self._after_quorum_event(now_ms)
 
     def on_request(self, now_ms: int, env: m.Envelope) -> None:
         """Dispatch a request to its manager by its type and queue the response. MetadataFetch and
         ElectLeaders may wait and answer themselves. Other APIs are broker APIs; a client sending them
         here gets no answer and times out, as a Kafka controller listener does not expose them."""
         req = env.message
+        if self.quorum is not None:
+            self._on_quorum_request(now_ms, env)
+            return
         if isinstance(req, m.MetadataFetchRequest):
             self._handle_metadata_fetch(now_ms, env, req)  # may be parked: answers itself
             return
@@ -237,6 +343,29 @@ class QuorumController(NodeBase[LogInfoContext]):
             if response is not None:
                 self.send_response(env, response)
         self._after_event(now_ms)
+
+    def _on_quorum_request(self, now_ms: int, env: Envelope) -> None:
+        """A quorum controller's request: the quorum APIs (and the metadata Fetch) go to Raft; the others are
+        served by the active controller (their answers wait for the commit) and refused NOT_CONTROLLER by a
+        standby."""
+        quorum = self.quorum
+        assert quorum is not None
+        if not quorum.handle_request(now_ms, env):
+            if not quorum.is_active:
+                quorum.refuse(env)
+            else:
+                try:
+                    req = env.message
+                    if isinstance(req, m.ElectLeadersRequest):
+                        self.replication.handle_elect_leaders(now_ms, env, req)
+                    else:
+                        response = self._dispatch(now_ms, req)
+                        if response is not None:
+                            self.send_response(env, response)
+                    self._after_event(now_ms)
+                except NotControllerError:
+                    quorum.refuse(env)
+        self._after_quorum_event(now_ms)
 
     def _dispatch(self, now_ms: int, req: Message) -> Message | None:
         """The response of the manager that serves ``req``'s API, None for an API the controller does not

@@ -111,6 +111,15 @@ DEFAULTS: dict[str, str] = {
     "max.connections.per.ip": "1000",
     "connections.max.idle.ms": "600000",
     "kraftlog.request.receive.timeout.ms": "30000",
+    # A controller quorum (Kafka's QuorumConfig; static, read at start by the controllers and the brokers'
+    # Raft observers): raft/config.py reads them.
+    "controller.quorum.election.timeout.ms": "1000",
+    "controller.quorum.fetch.timeout.ms": "2000",
+    "controller.quorum.election.backoff.max.ms": "1000",
+    "controller.quorum.request.timeout.ms": "2000",
+    "controller.quorum.retry.backoff.ms": "20",
+    "controller.quorum.append.linger.ms": "25",
+    "controller.quorum.auto.join.enable": "false",
     # The classic group coordinator (Kafka's group.* broker configs).
     "group.min.session.timeout.ms": "6000",
     "group.max.session.timeout.ms": "1800000",
@@ -239,6 +248,13 @@ _NUMBER = re.compile(r"[+-]?[0-9]+")
 #: ``unclean.leader.election.interval.ms`` the bound 1, which Kafka's broker names lack.
 _TYPES: dict[str, tuple[str, int | None, bool]] = {
     "min.insync.replicas": (_INT, 1, False),
+    "controller.quorum.election.timeout.ms": (_INT, 0, False),
+    "controller.quorum.fetch.timeout.ms": (_INT, 0, False),
+    "controller.quorum.election.backoff.max.ms": (_INT, 0, False),
+    "controller.quorum.request.timeout.ms": (_INT, 0, False),
+    "controller.quorum.retry.backoff.ms": (_INT, 0, False),
+    "controller.quorum.append.linger.ms": (_INT, 0, False),
+    "controller.quorum.auto.join.enable": (_BOOLEAN, None, False),
     "unclean.leader.election.enable": (_BOOLEAN, None, False),
     "unclean.leader.election.interval.ms": (_LONG, 1, False),
     "replica.lag.time.max.ms": (_LONG, None, False),

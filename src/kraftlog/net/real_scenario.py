@@ -75,6 +75,9 @@ def refusals(scn: Scenario) -> list[str]:
     """What ``scn`` asks that real processes cannot honour, one line each naming the step; [] when it
     can run with ``--real``."""
     out = []
+    if scn.controllers != 1:
+        out.append(f"cluster controllers {scn.controllers}: a controller quorum runs in the simulator only (the real "
+                   "cluster has one controller process); remove it to run with --real")
     if (scn.delay_min_ms, scn.delay_max_ms) != _SIM_DELAY:
         out.append(f"sim.network_delay {scn.delay_min_ms}ms-{scn.delay_max_ms}ms: real processes on loopback "
                    "have their own delays; remove it to run with --real")

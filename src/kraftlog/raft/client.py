@@ -50,6 +50,7 @@ from .states import (
     Follower,
     Prospective,
     QuorumStateStore,
+    RaftSafetyError,
     Resigned,
     Unattached,
     random_election_timeout,
@@ -84,10 +85,6 @@ class NotLeaderError(Exception):
     """An append while not the ready leader of the given epoch (Kafka's ``NotLeaderException``)."""
 
 
-class RaftSafetyError(AssertionError):
-    """A message no correct quorum sends (Kafka's IllegalStateException in the raft thread): the client stops."""
-
-
 @dataclass(slots=True)
 class _Connection:
     """Kafka's ``RequestManager.ConnectionState``: one request in flight per destination, backoff after an error."""
@@ -95,6 +92,9 @@ class _Connection:
     inflight_seq: int | None = None
     inflight_corr: int | None = None
     backoff_until: int = 0
+    sent_ms: int = 0
+    #: the last request to it timed out (Kafka's ``hasRequestTimedOut``): a follower asks a bootstrap server next
+    timed_out: bool = False
 
 
 class KafkaRaftClient(QuorumApis):
@@ -172,6 +172,12 @@ class KafkaRaftClient(QuorumApis):
                 and state.high_watermark > state.epoch_start_offset and self.fatal_error is None)
 
     @property
+    def next_offset(self) -> int:
+        """The offset the next appended record will have (the log end offset plus the appends waiting for the
+        linger)."""
+        return self._next_offset
+
+    @property
     def kraft_version(self) -> int:
         """The ``kraft.version`` in force."""
         return self.control.last_kraft_version()
@@ -187,6 +193,10 @@ class KafkaRaftClient(QuorumApis):
     def is_only_voter(self) -> bool:
         """This replica is the one voter."""
         return self.voter_set().is_only_voter(self.local)
+
+    def log_batches(self) -> Sequence[RaftBatch]:
+        """The log's batches, in offset order (for the invariant checks)."""
+        return self.log.batches()
 
     def take_committed(self) -> list[RaftBatch]:
         """The batches that committed since the last call (data and control), in offset order."""
@@ -263,12 +273,19 @@ class KafkaRaftClient(QuorumApis):
                 conn.backoff_until = now_ms + self.config.retry_backoff_ms
 
     def handle_timeout(self, now_ms: int, context: RaftContext) -> None:
-        """One of the client's requests timed out or could not be delivered: back off that destination."""
+        """One of the client's requests got no answer. Kafka's ``RequestManager``: a request that timed out leaves
+        the destination ready at once; one that failed before (a refused or reset connection: Kafka's error
+        response) backs it off for ``controller.quorum.retry.backoff.ms``."""
         _, dst, seq = context
         conn = self._connections.get(dst)
         if conn is not None and conn.inflight_seq == seq:
-            conn.inflight_seq = conn.inflight_corr = None
-            conn.backoff_until = now_ms + self.config.retry_backoff_ms
+            if now_ms - conn.sent_ms >= self.config.request_timeout_ms:
+                conn.inflight_seq = conn.inflight_corr = None  # ready at once, but remembered as timed out
+                conn.backoff_until = now_ms
+                conn.timed_out = True
+            else:
+                conn.inflight_seq = conn.inflight_corr = None
+                conn.backoff_until = now_ms + self.config.retry_backoff_ms
             self.reconfig.on_request_failed(dst)
 
     # ================================================================== the poll loop
@@ -285,9 +302,14 @@ class KafkaRaftClient(QuorumApis):
             self._fail(str(exc))
 
     def _poll(self, now_ms: int) -> None:
+        self._poll_states(now_ms)
+        # destinations whose backoff ended (or whose request timed out) are ready again: forgotten, so that
+        # next_deadline names only backoffs still running
         ended = [d for d, c in self._connections.items() if c.inflight_seq is None and c.backoff_until <= now_ms]
         for dst in ended:
             del self._connections[dst]
+
+    def _poll_states(self, now_ms: int) -> None:
         if self._parked:
             due = [p for p in self._parked if p[0] <= now_ms]
             if due:
@@ -331,7 +353,8 @@ class KafkaRaftClient(QuorumApis):
         elif isinstance(state, Follower):
             if self.is_voter():
                 times.append(state.fetch_deadline)
-            times.append(state.update_voter_deadline)
+            if not self._connections:  # else an answer or the end of a backoff wakes the client first
+                times.append(state.update_voter_deadline)
         elif isinstance(state, (Unattached, Prospective, Candidate, Resigned)):
             if state.election_deadline < NEVER:
                 times.append(state.election_deadline)
@@ -400,6 +423,8 @@ class KafkaRaftClient(QuorumApis):
             return False
         self._seq += 1
         conn.inflight_seq = self._seq
+        conn.sent_ms = now_ms
+        conn.timed_out = False
         context: RaftContext = ("raft", dst, self._seq)
         conn.inflight_corr = self.channel.send_request(dst, message, now_ms, self.config.request_timeout_ms,
                                                        context)
@@ -438,7 +463,10 @@ class KafkaRaftClient(QuorumApis):
         """Kafka's ``maybeSendFetchToBestNode``: fetch from the leader; while it backs off, ask any bootstrap
         server (to find out about a new leader)."""
         conn = self._connections.get(state.leader_id)
-        if conn is not None and conn.inflight_seq is None and now_ms < conn.backoff_until:
+        if conn is not None and conn.inflight_seq is None and conn.timed_out:
+            del self._connections[state.leader_id]  # Kafka: hasRequestTimedOut -> reset, then any bootstrap
+            self._fetch_from_any_bootstrap(now_ms)
+        elif conn is not None and conn.inflight_seq is None and now_ms < conn.backoff_until:
             self._fetch_from_any_bootstrap(now_ms)
         elif not any(c.inflight_seq is not None for c in self._connections.values()):
             self._maybe_send(now_ms, state.leader_id, self._fetch_request())
@@ -466,13 +494,16 @@ class KafkaRaftClient(QuorumApis):
         if election.epoch < log_epoch:
             state = Unattached(log_epoch, None, None, timeout)
         elif election.leader_id == self.local.id:
-            state = Resigned(election.epoch, self.local.id, set(), (), timeout)
+            # Kafka's QuorumState.initialize: a restarted leader resigns, telling every other voter
+            others = {v for v in self.voter_set().voter_ids if v != self.local.id}
+            state = Resigned(election.epoch, self.local.id, others, (), timeout)
         elif election.voted_key is not None and election.voted_key.id == self.local.id and self.is_voter():
             state = Candidate(election.epoch, self.local, self._new_election(), timeout)
             state.election.record(self.local.id, True)
         elif election.leader_id >= 0 and election.leader_id in self.voter_set().voters:
             state = Follower(election.epoch, election.leader_id, election.voted_key,
-                             now_ms + self.config.fetch_timeout_ms, update_voter_deadline=now_ms)
+                             now_ms + self.config.fetch_timeout_ms,
+                             update_voter_deadline=now_ms + self.config.fetch_timeout_ms)
         else:
             state = Unattached(election.epoch, election.leader_id if election.leader_id >= 0 else None,
                                election.voted_key, timeout)
@@ -528,8 +559,9 @@ class KafkaRaftClient(QuorumApis):
             raise RaftSafetyError(f"cannot follow {leader_id} in epoch {epoch} from {cur.name} {cur.epoch}"
                                   f" (leader {cur.leader_id})")
         voted = cur.voted_key if epoch == cur.epoch else None
+        # Kafka's FollowerState: the update-voter period starts with the fetch timeout (fetch first)
         self._set_state(Follower(epoch, leader_id, voted, now_ms + self.config.fetch_timeout_ms,
-                                 update_voter_deadline=now_ms), now_ms)
+                                 update_voter_deadline=now_ms + self.config.fetch_timeout_ms), now_ms)
 
     def _to_prospective(self, now_ms: int) -> None:
         cur = self.state
@@ -581,7 +613,8 @@ class KafkaRaftClient(QuorumApis):
         """Kafka's ``prospectiveTransitionAfterElectionLoss``."""
         if state.leader_id is not None and state.leader_id != self.local.id:
             self._set_state(Follower(state.epoch, state.leader_id, state.voted_key,
-                                     now_ms + self.config.fetch_timeout_ms, update_voter_deadline=now_ms), now_ms)
+                                     now_ms + self.config.fetch_timeout_ms,
+                                     update_voter_deadline=now_ms + self.config.fetch_timeout_ms), now_ms)
         else:
             self._to_unattached(state.epoch, state.leader_id, now_ms)
 
@@ -675,14 +708,6 @@ class KafkaRaftClient(QuorumApis):
         self._parked.clear()
         self._reset_connections()
 
-    def _update_follower_high_watermark(self, state: Follower, leader_hwm: int) -> None:
-        if leader_hwm < 0:
-            return
-        new = min(leader_hwm, self.log.end_offset)
-        if new > self.high_watermark:
-            self.high_watermark = new
-        state.high_watermark = self.high_watermark
-
     # ================================================================== Fetch (leader side)
     def _empty_fetch_response(self, error: int, *, diverging: OffsetAndEpoch | None = None) -> m.MetadataFetchResponse:
         state = self.state
@@ -734,37 +759,6 @@ class KafkaRaftClient(QuorumApis):
             self.channel.send_response(env, response)
         else:
             self._parked.append((now_ms + req.max_wait_ms, env, key))
-
-    # ================================================================== Fetch (follower side)
-    def _handle_fetch_response(self, now_ms: int, src: int, resp: m.MetadataFetchResponse) -> bool:
-        """Kafka's ``handleFetchResponse``: truncate on divergence, else append and take the leader's HWM."""
-        if resp.error_code == Errors.INCONSISTENT_CLUSTER_ID or resp.error_code == Errors.BROKER_NOT_AVAILABLE:
-            return False
-        leader = resp.current_leader_id if resp.current_leader_id >= 0 else None
-        handled = self._handle_common_response(resp.error_code, leader, resp.current_leader_epoch, now_ms)
-        if handled is not None:
-            return handled
-        state = self.state
-        if not isinstance(state, Follower) or resp.error_code != Errors.NONE:
-            return False
-        if resp.diverging_epoch >= 0:
-            diverging = OffsetAndEpoch(resp.diverging_epoch, resp.diverging_end_offset)
-            if diverging.offset < self.high_watermark:
-                raise RaftSafetyError(f"the leader asked for a truncation to {diverging.offset}, below the high "
-                                      f"watermark {self.high_watermark}")
-            end = self.log.truncate_to_end_offset(diverging, now_ms)
-            self.log.flush(now_ms)
-            self.control.truncate(end)
-        else:
-            appended = self.log.append_as_follower(resp.batches, now_ms)
-            for batch in appended:
-                self.control.update(batch)
-            if appended and (self.is_voter() or self.can_become_voter):
-                self.log.flush(now_ms)  # a voter acknowledges only what it flushed (its next fetch offset)
-            self._update_follower_high_watermark(state, resp.high_watermark)
-        state.fetch_deadline = now_ms + self.config.fetch_timeout_ms
-        state.has_fetched_from_leader = True
-        return True
 
 _REQUEST_HANDLERS: dict[type, Any] = {
     m.MetadataFetchRequest: KafkaRaftClient._handle_fetch,

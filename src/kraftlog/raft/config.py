@@ -76,31 +76,30 @@ class QuorumConfig:
         )
 
 
-def parse_quorum_voters(value: str) -> dict[int, RaftEndpoint | None]:
+def parse_quorum_voters(value: str) -> dict[int, RaftEndpoint]:
     """``controller.quorum.voters`` (Kafka's ``QuorumConfig.parseVoterConnections``): a comma-separated list
-    of ``{id}@{host}:{port}``; returns voter id -> endpoint (listener name "CONTROLLER"). An entry without
-    an address (``{id}@``, kraftlog's simulator, where a node id is the address) maps to None. Raises
-    :class:`QuorumConfigError` naming the entry for a malformed one or a repeated id."""
-    voters: dict[int, RaftEndpoint | None] = {}
+    of ``{id}@{host}:{port}`` (an IPv6 host in brackets); returns voter id -> endpoint (listener name
+    "CONTROLLER"). Raises :class:`QuorumConfigError` naming the entry for a malformed one (an empty entry, no
+    address, a second ``@``, a bad port) or a repeated id."""
+    voters: dict[int, RaftEndpoint] = {}
     for entry in (part.strip() for part in value.split(",")):
         if not entry:
-            continue
+            raise QuorumConfigError(f"controller.quorum.voters: {value!r} has an empty entry")
         node, sep, address = entry.partition("@")
         try:
             voter_id = int(node)
         except ValueError:
             raise QuorumConfigError(f"controller.quorum.voters: {entry!r}: {node!r} is not a node id") from None
-        if not sep or voter_id < 0:
+        if not sep or voter_id < 0 or not address or "@" in address:
             raise QuorumConfigError(f"controller.quorum.voters: {entry!r} is not {{id}}@{{host}}:{{port}}")
         if voter_id in voters:
             raise QuorumConfigError(f"controller.quorum.voters: voter {voter_id} is listed twice")
-        if not address:
-            voters[voter_id] = None
-            continue
         host, colon, port = address.rpartition(":")
-        if not colon or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        bare = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+        if not colon or not bare or (":" in bare and not host.startswith("[")) or not port.isdigit() \
+                or not 0 < int(port) < 65536:
             raise QuorumConfigError(f"controller.quorum.voters: {entry!r} is not {{id}}@{{host}}:{{port}}")
-        voters[voter_id] = RaftEndpoint("CONTROLLER", host.strip("[]"), int(port))
+        voters[voter_id] = RaftEndpoint("CONTROLLER", bare, int(port))
     if not voters:
         raise QuorumConfigError("controller.quorum.voters: no voter")
     return voters

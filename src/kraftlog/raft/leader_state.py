@@ -63,7 +63,7 @@ class LeaderState:
         self.local = local
         self.epoch = epoch
         self.leader_id: int | None = local.id
-        self.voted_key: ReplicaKey | None = local
+        self.voted_key: ReplicaKey | None = None  # Kafka's leader writes votedId -1 in quorum-state
         self.epoch_start_offset = epoch_start_offset
         self.granting_voters = granting_voters
         self.high_watermark: int | None = None
@@ -186,7 +186,8 @@ class LeaderState:
             return []
         self.begin_quorum_epoch_deadline = now_ms + self.begin_quorum_epoch_timeout_ms
         return sorted(s.key for vid, s in self.voter_states.items()
-                      if vid != self.local.id and now_ms - s.last_fetch_ms >= self.begin_quorum_epoch_timeout_ms)
+                      if vid != self.local.id and (s.last_fetch_ms < 0
+                                                   or now_ms - s.last_fetch_ms >= self.begin_quorum_epoch_timeout_ms))
 
     def add_acknowledgement_from(self, voter_id: int) -> None:
         """A voter answered BeginQuorumEpoch."""

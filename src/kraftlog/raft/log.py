@@ -157,15 +157,18 @@ class RaftLog:
         self._add(batch)
         return batch
 
-    def append_as_follower(self, batches: Sequence[RaftBatch], now_ms: int) -> list[RaftBatch]:
+    def append_as_follower(self, batches: Sequence[RaftBatch], now_ms: int,
+                           max_epoch: int | None = None) -> list[RaftBatch]:
         """Append the leader's ``batches`` that follow this log's end (one write); returns those appended.
-        A batch that does not start at the log end, or goes back in epoch, ends the append (Kafka rejects
-        such records as corrupt). Raises OSError when the disk fails (nothing appended)."""
+        A batch that does not start at the log end, goes back in epoch or is of an epoch above ``max_epoch``
+        (the replica's own: Kafka's ``appendAsFollower(records, epoch)``) ends the append (Kafka rejects such
+        records). Raises OSError when the disk fails (nothing appended)."""
         accepted: list[RaftBatch] = []
         end = self.end_offset
         last_epoch = self._epochs[-1] if self._epochs else -1
         for batch in batches:
-            if batch.base_offset != end or not batch.records or batch.epoch < last_epoch:
+            if batch.base_offset != end or not batch.records or batch.epoch < last_epoch or (
+                    max_epoch is not None and batch.epoch > max_epoch):
                 break
             accepted.append(batch)
             end = batch.next_offset
@@ -191,12 +194,15 @@ class RaftLog:
         return self.end_offset
 
     def truncate_to_end_offset(self, diverging: OffsetAndEpoch, now_ms: int) -> int:
-        """Kafka's ``truncateToEndOffset``: truncate to the smaller of the leader's diverging end offset and this
-        log's own end offset for that epoch (or the leader's when this log has none); returns the new end."""
-        local = self.end_offset_for_epoch(diverging.epoch)
-        target = diverging.offset
-        if local is not None:
-            target = min(target, local.offset)
+        """Kafka's ``ReplicatedLog.truncateToEndOffset``: at epoch 0, the smaller of the leader's end offset and
+        this log's end; else, when this log has the leader's epoch, the smaller of the two ends of that epoch,
+        and when it has not, this log's own end for the epoch below it. Returns the new end offset."""
+        if diverging.epoch == 0:
+            target = min(diverging.offset, self.end_offset)
+        else:
+            local = self.end_offset_for_epoch(diverging.epoch) or OffsetAndEpoch(self.last_fetched_epoch,
+                                                                                 self.end_offset)
+            target = min(local.offset, diverging.offset) if local.epoch == diverging.epoch else local.offset
         return self.truncate_to(target, now_ms)
 
     def flush(self, now_ms: int) -> None:

@@ -13,8 +13,8 @@ from ..protocol.node import Envelope, Message
 from .config import QuorumConfig
 from .leader_state import LeaderState
 from .log import OffsetAndEpoch, RaftLog
-from .states import Candidate, Follower, Prospective, Resigned, Unattached
-from .voters import ReplicaKey
+from .states import Candidate, Follower, Prospective, RaftSafetyError, Resigned, Unattached
+from .voters import ControlRecordState, ReplicaKey
 
 __all__ = ["QuorumApis", "error_response"]
 
@@ -28,6 +28,12 @@ class QuorumApis:
     channel: Any
     config: QuorumConfig
     state: Any
+    high_watermark: int
+    control: ControlRecordState
+    can_become_voter: bool
+
+    def is_voter(self) -> bool:
+        raise NotImplementedError
 
     @property
     def epoch(self) -> int:
@@ -225,6 +231,45 @@ class QuorumApis:
             high_watermark=state.high_watermark if state.high_watermark is not None else -1,
             current_voters=tuple(describe(state.voter_states[v]) for v in sorted(state.voter_states)),
             observers=tuple(describe(state.observer_states[k]) for k in sorted(state.observer_states))))
+
+    # ================================================================== Fetch (follower side)
+    def _handle_fetch_response(self, now_ms: int, src: int, resp: m.MetadataFetchResponse) -> bool:
+        """Kafka's ``handleFetchResponse``: truncate on divergence, else append and take the leader's HWM."""
+        if resp.error_code == Errors.INCONSISTENT_CLUSTER_ID or resp.error_code == Errors.BROKER_NOT_AVAILABLE:
+            return False
+        leader = resp.current_leader_id if resp.current_leader_id >= 0 else None
+        handled = self._handle_common_response(resp.error_code, leader, resp.current_leader_epoch, now_ms)
+        if handled is not None:
+            return handled
+        state = self.state
+        if not isinstance(state, Follower) or resp.error_code != Errors.NONE:
+            return False
+        if resp.diverging_epoch >= 0:
+            diverging = OffsetAndEpoch(resp.diverging_epoch, resp.diverging_end_offset)
+            if diverging.offset < self.high_watermark:
+                raise RaftSafetyError(f"the leader asked for a truncation to {diverging.offset}, below the high "
+                                      f"watermark {self.high_watermark}")
+            end = self.log.truncate_to_end_offset(diverging, now_ms)
+            self.log.flush(now_ms)
+            self.control.truncate(end)
+        else:
+            appended = self.log.append_as_follower(resp.batches, now_ms, max_epoch=self.epoch)
+            for batch in appended:
+                self.control.update(batch)
+            if appended and (self.is_voter() or self.can_become_voter):
+                self.log.flush(now_ms)  # a voter acknowledges only what it flushed (its next fetch offset)
+            self._update_follower_high_watermark(state, resp.high_watermark)
+        state.fetch_deadline = now_ms + self.config.fetch_timeout_ms
+        state.has_fetched_from_leader = True
+        return True
+
+    def _update_follower_high_watermark(self, state: Follower, leader_hwm: int) -> None:
+        if leader_hwm < 0:
+            return
+        new = min(leader_hwm, self.log.end_offset)
+        if new > self.high_watermark:
+            self.high_watermark = new
+        state.high_watermark = self.high_watermark
 
 
 def _vote_response(client: Any, error: int, granted: bool, *, top: bool = False) -> m.VoteResponse:

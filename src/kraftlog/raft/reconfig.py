@@ -23,6 +23,7 @@ change itself every ``controller.quorum.fetch.timeout.ms``: RemoveRaftVoter of i
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -99,7 +100,8 @@ class Reconfig:
             self.client.channel.send_response(pending.env,
                                               m.RemoveRaftVoterResponse(error_code=error, error_message=message))
 
-    def _precheck(self, cluster_id: str | None) -> tuple[LeaderState | None, int, str | None]:
+    def _precheck(self, cluster_id: str | None, voter_id: int,
+                  directory_id: uuid.UUID | None) -> tuple[LeaderState | None, int, str | None]:
         """The checks AddRaftVoter and RemoveRaftVoter share, in Kafka's order: (leader state, error, message)."""
         client = self.client
         if cluster_id is not None and cluster_id != client.cluster_id:
@@ -107,6 +109,8 @@ class Reconfig:
         state = client.state
         if not isinstance(state, LeaderState):
             return None, Errors.NOT_LEADER_OR_FOLLOWER, None
+        if voter_id < 0 or directory_id is None:
+            return None, Errors.INVALID_REQUEST, "a voter needs an id and a directory id"
         if self.pending is not None:
             return None, Errors.REQUEST_TIMED_OUT, "another voter change is in progress"
         if state.high_watermark is None or state.high_watermark <= state.epoch_start_offset:
@@ -126,13 +130,11 @@ class Reconfig:
     def handle_add_voter(self, now_ms: int, env: Envelope[m.AddRaftVoterRequest]) -> None:
         """Kafka's ``AddVoterHandler.handleAddVoterRequest``."""
         req = env.message
-        state, error, message = self._precheck(req.cluster_id)
+        state, error, message = self._precheck(req.cluster_id, req.voter_id, req.voter_directory_id)
         if state is not None:
             key = ReplicaKey(req.voter_id, req.voter_directory_id)
             voters = self.client.voter_set()
-            if req.voter_directory_id is None or req.voter_id < 0:
-                error, message = Errors.INVALID_REQUEST, "a voter needs an id and a directory id"
-            elif req.voter_id in voters.voters:
+            if req.voter_id in voters.voters:
                 error, message = Errors.DUPLICATE_VOTER, f"voter {req.voter_id} is already a voter"
             elif not state.is_replica_caught_up(key, now_ms):
                 error, message = Errors.REQUEST_TIMED_OUT, f"replica {key} has not caught up with the leader"
@@ -146,7 +148,7 @@ class Reconfig:
     def handle_remove_voter(self, now_ms: int, env: Envelope[m.RemoveRaftVoterRequest]) -> None:
         """Kafka's ``RemoveVoterHandler.handleRemoveVoterRequest``."""
         req = env.message
-        state, error, message = self._precheck(req.cluster_id)
+        state, error, message = self._precheck(req.cluster_id, req.voter_id, req.voter_directory_id)
         if state is not None:
             key = ReplicaKey(req.voter_id, req.voter_directory_id)
             removed = self.client.voter_set().remove_voter(key)
@@ -177,6 +179,8 @@ class Reconfig:
             answer(Errors.UNKNOWN_LEADER_EPOCH)
         elif not isinstance(state, LeaderState):
             answer(Errors.NOT_LEADER_OR_FOLLOWER)
+        elif req.voter_id < 0 or req.voter_directory_id is None:
+            answer(Errors.INVALID_REQUEST)
         elif client.kraft_version < 1:
             answer(Errors.NONE)
         else:
@@ -201,7 +205,7 @@ class Reconfig:
     def maybe_send_update_voter(self, state: Follower, now_ms: int) -> bool:
         """A voter following a new leader sends UpdateRaftVoter once (kraft.version 0: every new leader; 1: when
         the leader's record of it differs, never here since kraftlog's voters keep their endpoints). True
-        when sent."""
+        when it is due (sent, or sent once the request in flight is answered)."""
         client = self.client
         if client.kraft_version >= 1 or state.has_updated_leader:
             state.update_voter_deadline = now_ms + client.config.fetch_timeout_ms
@@ -209,14 +213,14 @@ class Reconfig:
         sent = client._maybe_send(now_ms, state.leader_id, m.UpdateRaftVoterRequest(
             cluster_id=client.cluster_id, current_leader_epoch=state.epoch, voter_id=client.local.id,
             voter_directory_id=client.local.directory_id, listeners=(), kraft_version_min=0, kraft_version_max=1))
-        # Kafka resets the period only when sent; otherwise it tries again after the retry backoff
-        state.update_voter_deadline = now_ms + (client.config.fetch_timeout_ms if sent
-                                                else max(1, client.config.retry_backoff_ms))
-        return sent
+        if sent:  # Kafka resets the period only when sent; until then no Fetch goes out (the request goes first)
+            state.update_voter_deadline = now_ms + client.config.fetch_timeout_ms
+        return True
 
     def maybe_send_join(self, state: Follower, now_ms: int) -> bool:
         """``controller.quorum.auto.join.enable``: an observer controller at kraft.version 1 removes its id's old
-        directory, then adds itself. True when a request was sent."""
+        directory, then adds itself. True when the join is due (sent, or sent once the request in flight is answered;
+        no Fetch meanwhile)."""
         client = self.client
         if not (client.kraft_version >= 1 and client.can_become_voter and client.config.auto_join):
             state.update_voter_deadline = now_ms + client.config.fetch_timeout_ms
@@ -231,10 +235,9 @@ class Reconfig:
             message = m.AddRaftVoterRequest(cluster_id=client.cluster_id, timeout_ms=client.config.request_timeout_ms,
                                             voter_id=client.local.id, voter_directory_id=client.local.directory_id,
                                             listeners=())
-        sent = client._maybe_send(now_ms, state.leader_id, message)
-        state.update_voter_deadline = now_ms + (client.config.fetch_timeout_ms if sent
-                                                else max(1, client.config.retry_backoff_ms))
-        return sent
+        if client._maybe_send(now_ms, state.leader_id, message):
+            state.update_voter_deadline = now_ms + client.config.fetch_timeout_ms
+        return True  # sent, or sent once the request in flight is answered: no Fetch meanwhile (Kafka's order)
 
     def handle_add_voter_response(self, now_ms: int, src: int, resp: m.AddRaftVoterResponse) -> bool:
         """Kafka's ``handleAddVoterResponse``: whatever the answer, the next attempt waits a period."""

@@ -17,7 +17,7 @@ One state at a time, each of one epoch:
   EndQuorumEpoch and, after an election timeout, goes Unattached in epoch + 1.
 
 :class:`QuorumState` holds the state, the rules for moving between them (a move that breaks them raises
-:class:`IllegalTransition`), and persists the election (epoch, leader, vote) in ``quorum-state`` before
+:class:`RaftSafetyError`), and persists the election (epoch, leader, vote) in ``quorum-state`` before
 the move takes effect, as Kafka's ``durableTransitionTo`` does: a voter that restarts never votes twice in
 an epoch.
 """
@@ -35,13 +35,13 @@ from ..storage.disk import Disk
 from .voters import ReplicaKey
 
 __all__ = ["ElectionState", "EpochElection", "Unattached", "Prospective", "Candidate", "Follower", "Resigned",
-           "IllegalTransition", "QuorumStateStore", "kafka_uuid", "parse_kafka_uuid"]
+           "RaftSafetyError", "QuorumStateStore", "kafka_uuid", "parse_kafka_uuid"]
 
 NEVER = 1 << 62
 
 
-class IllegalTransition(RuntimeError):
-    """A move between quorum states that Raft forbids (Kafka's IllegalStateException in QuorumState)."""
+class RaftSafetyError(AssertionError):
+    """A message no correct quorum sends (Kafka's IllegalStateException in the raft thread): the client stops."""
 
 
 def kafka_uuid(value: uuid.UUID) -> str:
@@ -84,6 +84,8 @@ class QuorumStateStore:
             return None
         try:
             doc = json.loads(str(raw))
+            if doc.get("data_version") not in (0, 1):
+                raise ValueError(f"data_version {doc.get('data_version')!r} is not 0 or 1")
             voted_dir = doc.get("votedDirectoryId")
             directory = None if voted_dir in (None, "", kafka_uuid(uuid.UUID(int=0))) \
                 else parse_kafka_uuid(voted_dir)
@@ -227,8 +229,9 @@ class Resigned:
     name = "Resigned"
 
     def can_grant_vote(self, key: ReplicaKey, log_up_to_date: bool, pre_vote: bool) -> bool:
-        """A resigned leader votes for nobody in its epoch."""
-        return False
+        """A resigned leader grants a pre-vote to an up-to-date log and no vote in its epoch (Kafka's
+        ``ResignedState.canGrantVote``)."""
+        return pre_vote and log_up_to_date
 
 
 def _unattached_or_prospective_grant(leader_id: int | None, voted_key: ReplicaKey | None, key: ReplicaKey,

@@ -62,14 +62,12 @@ class VoterSet:
         return tuple(ReplicaKey(v, self.voters[v].voter_directory_id) for v in sorted(self.voters))
 
     def is_voter(self, key: ReplicaKey) -> bool:
-        """Kafka's ``VoterSet.isVoter``: ``key``'s id is a voter's, and the directory ids match unless the voter
-        has none (kraft.version 0) or ``key`` has none."""
+        """Kafka's ``VoterSet.isVoter``: ``key``'s id is a voter's, and, when the voter has a directory id, ``key``
+        has the same one (a replica that does not say its directory is no voter of a kraft.version 1 set)."""
         voter = self.voters.get(key.id)
         if voter is None:
             return False
-        if voter.voter_directory_id is None or key.directory_id is None:
-            return True
-        return voter.voter_directory_id == key.directory_id
+        return voter.voter_directory_id is None or voter.voter_directory_id == key.directory_id
 
     def is_only_voter(self, key: ReplicaKey) -> bool:
         """``key`` is the one voter."""

@@ -8,7 +8,7 @@ from collections.abc import Iterable
 
 import yaml
 
-from .model import CONTROLLER, DEFAULT_COMMIT_INTERVAL_MS, Condition, Scenario, _ms
+from .model import CONTROLLER, DEFAULT_COMMIT_INTERVAL_MS, Condition, Scenario, _ms, is_controller
 from .steps import (
     Action,
     AlterConfig,
@@ -39,9 +39,9 @@ __all__ = ["dump_scenario", "dump_step", "dump_steps"]
 
 
 def _dump_condition(condition: Condition) -> dict[str, object]:
-    out: dict[str, object] = {condition.kind: condition.target}
+    out: dict[str, object] = {} if condition.kind == "quorum" else {condition.kind: condition.target}
     for key, value in condition.checks.items():
-        if key == "leader" and value is None:
+        if key in ("leader", "active_controller") and value is None:
             out[key] = "none"
         elif isinstance(value, (set, frozenset)):
             out[key] = sorted(value)
@@ -51,8 +51,11 @@ def _dump_condition(condition: Condition) -> dict[str, object]:
 
 
 def _node_key(node: int | str) -> dict[str, object]:
-    """A crash or restart's node as written: ``broker: <id>``, or ``node: controller``."""
-    return {"node": node} if node == CONTROLLER else {"broker": node}
+    """A crash or restart's node as written: ``broker: <id>``, ``node: controller``, or ``controller: <id>`` (a
+    quorum's, or ``active``)."""
+    if node == CONTROLLER:
+        return {"node": node}
+    return {"controller": node} if is_controller(node) else {"broker": node}
 
 
 def _hold_args(api: str | None, src: int | str | None, dst: int | str | None) -> dict[str, object]:
@@ -140,6 +143,10 @@ def dump_scenario(scenario: Scenario) -> str:
     if s.level is not None:
         head["level"] = s.level
     cluster: dict[str, object] = {"brokers": s.brokers}
+    if s.controllers != 1:
+        cluster["controllers"] = s.controllers
+    if s.kraft_version != 0:
+        cluster["kraft_version"] = s.kraft_version
     if s.config:
         cluster["config"] = dict(s.config)
     head["cluster"] = cluster

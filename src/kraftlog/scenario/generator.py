@@ -138,7 +138,7 @@ import random
 from collections.abc import Sequence
 
 from .episodes import EPISODES, MIN_ISR, RF, TOPIC, DrawnStep, Story
-from .model import CONTROLLER, ClientSpec, Scenario, TopicSpec
+from .model import ACTIVE_CONTROLLER, CONTROLLER, ClientSpec, Scenario, TopicSpec, is_controller
 from .steps import (
     AlterConfig,
     Corrupt,
@@ -172,6 +172,9 @@ __all__ = [
     "data_losing_shutdowns",
     "describe_schedule",
     "fault_budget",
+    "quorum_within_budget",
+    "static_quorum_disk_loss",
+    "voters_down_at_most",
     "generate",
     "scenario_name",
     "within_budget",
@@ -361,8 +364,8 @@ def _crashes(scenario: Scenario) -> list[tuple[int, str]]:
     out = []
     for step in scenario.steps:
         match step.action:
-            case Crash(node=node) | Restart(node=node) if node == CONTROLLER:
-                pass  # the controller's crash or restart: no replica's shutdown
+            case Crash(node=node) | Restart(node=node) if is_controller(node):
+                pass  # a controller's crash or restart: no replica's shutdown
             case Crash(node=int() as broker, lose=lose):  # a broker: the controller's is matched above
                 if broker in up:
                     up.discard(broker)
@@ -426,14 +429,53 @@ def fault_budget(scenario: Scenario) -> int:
     return min(budget for _n, budget in budget_by_partition(scenario).values())
 
 
+def voters_down_at_most(scenario: Scenario) -> int:
+    """The most controllers of a quorum down (crashed or paused) at once over the story's steps; 0 for the one
+    controller (its crash is no quorum fault: it only delays metadata)."""
+    if scenario.controllers == 1:
+        return 0
+    down: set[object] = set()
+    worst = 0
+    for step in scenario.steps:
+        match step.action:
+            case Crash(node=node) | Pause(node=node) if is_controller(node):
+                down.add(node)
+            case Restart(node=node) | Resume(node=node) if is_controller(node):
+                down.discard(node)
+        worst = max(worst, len(down))
+    return worst
+
+
+def static_quorum_disk_loss(scenario: Scenario) -> bool:
+    """A voter of a kraft.version 0 quorum loses its disk (``crash: {controller: ID, lose: all}``): it comes
+    back with an empty log and still votes, so committed metadata can be lost (KIP-853's motivation). Outside
+    the quorum's fault budget; the campaign's ``static_quorum_disk_loss`` column, excluded from
+    ``--fail-on-loss`` as an allowed unclean election is."""
+    return scenario.controllers > 1 and scenario.kraft_version == 0 and any(
+        isinstance(step.action, Crash) and is_controller(step.action.node) and step.action.lose == "all"
+        for step in scenario.steps)
+
+
+def quorum_within_budget(scenario: Scenario) -> bool:
+    """The quorum's fault budget: at most ⌊(V−1)/2⌋ of the V voters down at a time, and no voter disk loss at
+    kraft.version 0 (True for the one controller)."""
+    if scenario.controllers == 1:
+        return True
+    return (voters_down_at_most(scenario) <= (scenario.controllers - 1) // 2
+            and not static_quorum_disk_loss(scenario))
+
+
 def within_budget(scenario: Scenario) -> bool:
-    """True when every partition saw at most (its effective min ISR − 1) data-losing shutdowns."""
-    return all(n <= budget for n, budget in budget_by_partition(scenario).values())
+    """True when every partition saw at most (its effective min ISR − 1) data-losing shutdowns and a
+    controller quorum stayed within its own budget (:func:`quorum_within_budget`)."""
+    return all(n <= budget for n, budget in budget_by_partition(scenario).values()) and quorum_within_budget(scenario)
 
 
 # ----------------------------------------------------------------------------------- describing
 def _node(n: int | str) -> str:
-    return "ctl" if n == CONTROLLER else f"b{n}"
+    if n == CONTROLLER:
+        return "ctl"
+    return f"c-{n}" if n == ACTIVE_CONTROLLER else f"c{n}" if is_controller(n) else f"b{n}"
 
 
 def describe_step(step: Step) -> str:

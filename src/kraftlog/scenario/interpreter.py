@@ -21,7 +21,7 @@ from typing import Protocol
 
 from kraftlog.protocol.errors import Errors
 
-from .model import CONTROLLER, Condition, Node, Scenario
+from .model import ACTIVE_CONTROLLER, CONTROLLER, Condition, Node, Scenario, is_controller
 from .result import Event
 from .steps import (
     AlterConfig,
@@ -56,8 +56,12 @@ ACKS = {"all": -1, "1": 1, "0": 0}
 
 
 def node_words(node: Node) -> str:
-    """``broker N`` or ``the controller``, as the timeline names a crashed or restarted node."""
-    return "the controller" if node == CONTROLLER else f"broker {node}"
+    """``broker N``, ``the controller`` or ``controller N`` (a quorum's), as the timeline names a node."""
+    if node == CONTROLLER:
+        return "the controller"
+    if node == ACTIVE_CONTROLLER:
+        return "the active controller"
+    return f"controller {node}" if is_controller(node) else f"broker {node}"
 
 
 def _node(node: Node | None) -> str:

@@ -20,7 +20,9 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ACKS",
+    "ACTIVE_CONTROLLER",
     "CONTROLLER",
+    "CONTROLLER_ID_BASE",
     "CORRUPT_AT",
     "ELECTION_TYPES",
     "LOSE_MODES",
@@ -31,13 +33,31 @@ __all__ = [
     "Scenario",
     "ScenarioError",
     "TopicSpec",
+    "is_controller",
     "configs_at_level",
 ]
 
 #: The controller's node name; brokers are named by their int id.
 CONTROLLER = "controller"
-#: A node of the cluster: a broker id or ``CONTROLLER``.
+#: A node of the cluster: a broker id, ``CONTROLLER`` (the one controller) or a controller id of a quorum.
 Node = int | str
+#: The node id of a quorum's first controller (``cluster: {controllers: N}``, N > 1: ids 3000 .. 3000+N-1, the
+#: ``controller.quorum.voters`` of kraft.version 0, as Kafka's examples number controllers).
+CONTROLLER_ID_BASE = 3000
+#: The most controllers a scenario's quorum has.
+MAX_CONTROLLERS = 9
+
+
+#: ``controller: active`` of a crash or pause: the quorum's active controller when the step runs; of a restart
+#: or resume: the controller the last ``controller: active`` crash or pause stopped.
+ACTIVE_CONTROLLER = "active"
+
+
+def is_controller(node: object) -> bool:
+    """``node`` is the one controller, a controller of a quorum (an id >= :data:`CONTROLLER_ID_BASE`) or
+    :data:`ACTIVE_CONTROLLER`."""
+    return node in (CONTROLLER, ACTIVE_CONTROLLER) or (
+        isinstance(node, int) and not isinstance(node, bool) and node >= CONTROLLER_ID_BASE)
 
 #: ``corrupt`` ``at`` values besides an offset: the batch holding the middle offset of the replica's
 #: log (LEO // 2), or its last batch.
@@ -69,7 +89,7 @@ MAX_RECORDS_PER_PRODUCE = 1_000_000
 MAX_SIMULATED_MS = 24 * 3_600_000
 
 _TOP_KEYS = ("name", "description", "seed", "level", "cluster", "sim", "topics", "clients", "steps", "until")
-_CLUSTER_KEYS = ("brokers", "config")
+_CLUSTER_KEYS = ("brokers", "controllers", "kraft_version", "config")
 _SIM_KEYS = ("writeback", "network_delay")
 _TOPIC_KEYS = ("name", "partitions", "replication_factor", "assignment", "config")
 _PRODUCER_KEYS = ("id", "producer", "partition", "acks", "interval", "keys", "tombstones")
@@ -87,6 +107,8 @@ _PARTITION_CHECKS = (
     "recovering",
 )
 _BROKER_CHECKS = ("fenced", "alive", "in_controlled_shutdown", "log_dir_offline")
+#: A quorum condition's checks: the active controller (an id, ``none`` or ``any``) and the Raft epoch.
+_QUORUM_CHECKS = ("active_controller", "quorum_epoch", "quorum_epoch_at_least")
 _SET_CHECKS = ("isr", "elr", "last_known_elr")
 _INT_CHECKS = ("leader_epoch_at_least", "hwm", "hwm_at_least")
 
@@ -198,7 +220,11 @@ class Condition:
     controller's committed partition state except ``hwm``/``hwm_at_least`` (the leader's HWM).
 
     ``kind == "broker"``: ``target`` is the broker id; checks are ``fenced``/``alive``/
-    ``in_controlled_shutdown``/``log_dir_offline`` (bool). ``checks`` is never empty.
+    ``in_controlled_shutdown``/``log_dir_offline`` (bool).
+
+    ``kind == "quorum"``: ``target`` is ``"controllers"``; checks are ``active_controller`` (a controller id,
+    None for ``none``, ``"any"``) and ``quorum_epoch`` / ``quorum_epoch_at_least`` (int: the highest Raft epoch
+    a running controller is in). ``checks`` is never empty.
     """
 
     kind: str
@@ -229,7 +255,19 @@ class Scenario:
     clients: tuple[ClientSpec, ...]
     steps: tuple[Step, ...]
     until_ms: int | None
+    #: how many controllers: 1 (the one controller, ``"controller"``) or a KRaft quorum of that many voters
+    controllers: int = 1
+    #: a quorum's ``kraft.version``: 0 (static voters, ``controller.quorum.voters``) or 1 (KIP-853: voters with
+    #: directory ids, formatted with ``--initial-controllers``)
+    kraft_version: int = 0
     source: str = field(default="<string>", compare=False)
+
+    @property
+    def controller_ids(self) -> tuple[Node, ...]:
+        """The controllers' node ids: ``("controller",)``, or 3000, 3001, ... for a quorum."""
+        if self.controllers == 1:
+            return (CONTROLLER,)
+        return tuple(CONTROLLER_ID_BASE + i for i in range(self.controllers))
 
     def topic(self, name: str) -> TopicSpec | None:
         """The topic called ``name``, or None."""

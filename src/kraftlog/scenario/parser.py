@@ -63,6 +63,8 @@ class _Parser(_Reader):
     def __init__(self, source: str) -> None:
         self.source = source
         self.brokers = 0
+        #: the controllers' ids of a quorum (``cluster: {controllers: N}``, N > 1); empty for the one controller
+        self.controller_ids: tuple[int, ...] = ()
         self.topics: dict[str, TopicSpec] = {}
         self.consumers: list[str] = []  # the ids of the consumers among the clients (restart_client names one)
         self.step: int | None = None
@@ -80,13 +82,38 @@ class _Parser(_Reader):
             self.fail(line, f"{what} {value} is not in the cluster ({self.broker_range()})")
         return value
 
+    def controller_range(self) -> str:
+        ids = self.controller_ids
+        return f"controllers {ids[0]}..{ids[-1]}" if ids else repr(CONTROLLER)
+
     def node(self, value: object, line: int, what: str = "node") -> Node:
         if value == CONTROLLER and isinstance(value, str):
+            if self.controller_ids:
+                self.fail(line, f"{what}: this cluster has a quorum of {len(self.controller_ids)} controllers: name "
+                                f"one by its id ({self.controller_range()})")
             return CONTROLLER
+        if value == model.ACTIVE_CONTROLLER and self.controller_ids:
+            return model.ACTIVE_CONTROLLER
         if not _is_int(value):
-            self.fail(line, f"{what} must be a broker id or {CONTROLLER!r}, got {_show(value)}")
+            self.fail(line, f"{what} must be a broker id or {self.controller_range()}, got {_show(value)}")
+        if value in self.controller_ids:
+            return value
         if not 0 <= value < self.brokers:
-            self.fail(line, f"{what} {value} is not in the cluster ({self.broker_range()}, or {CONTROLLER!r})")
+            self.fail(line, f"{what} {value} is not in the cluster ({self.broker_range()}, or "
+                            f"{self.controller_range()})")
+        return value
+
+    def controller(self, value: object, line: int) -> Node:
+        """``controller: <id>`` of a crash, restart, pause or resume: a quorum's controller id (the one
+        controller is ``node: controller``)."""
+        if not self.controller_ids:
+            self.fail(line, f"controller: <id> names a controller of a quorum (cluster controllers > 1); this "
+                            f"cluster has one controller: write node: {CONTROLLER}")
+        if value == model.ACTIVE_CONTROLLER:
+            return model.ACTIVE_CONTROLLER
+        if not _is_int(value) or value not in self.controller_ids:
+            self.fail(line, f"controller must be a controller id ({self.controller_range()}) or "
+                            f"{model.ACTIVE_CONTROLLER!r}, got {_show(value)}")
         return value
 
     def nodes(self, value: object, line: int, what: str) -> tuple[Node, ...]:
@@ -197,6 +224,19 @@ class _Parser(_Reader):
         self.brokers = self.int_(
             self.require(cluster, "brokers", "cluster"), cluster.value_line("brokers"), "cluster brokers", minimum=1,
             maximum=model.MAX_BROKERS)
+        controllers = 1
+        if cluster.get("controllers") is not None:
+            controllers = self.int_(cluster["controllers"], cluster.value_line("controllers"), "cluster controllers",
+                                    minimum=1, maximum=model.MAX_CONTROLLERS)
+        if controllers > 1:
+            self.controller_ids = tuple(model.CONTROLLER_ID_BASE + i for i in range(controllers))
+        kraft_version = 0
+        if cluster.get("kraft_version") is not None:
+            kraft_version = self.int_(cluster["kraft_version"], cluster.value_line("kraft_version"),
+                                      "cluster kraft_version", minimum=0, maximum=1)
+            if controllers == 1:
+                self.fail(cluster.value_line("kraft_version"), "cluster kraft_version needs a controller quorum "
+                                                               "(controllers > 1)")
         config = self.config(cluster.get("config"), cluster.value_line("config"), "cluster config")
 
         writeback_ms: int | None = model._DEFAULT_WRITEBACK_MS
@@ -263,6 +303,8 @@ class _Parser(_Reader):
             clients=tuple(clients),
             steps=tuple(parsed_steps),
             until_ms=until_ms,
+            controllers=controllers,
+            kraft_version=kraft_version,
             source=self.source,
         )
 
@@ -472,19 +514,23 @@ class _Parser(_Reader):
         return steps.Produce(spec.name, partition, count, acks, timeout_ms)
 
     def target(self, a: LDict) -> int | str:
-        """The node of a crash, restart, pause or resume: exactly one of ``broker: <id>`` and
-        ``node: <id> | controller``; a broker id (either spelling) or ``"controller"``."""
-        given = [k for k in ("broker", "node") if k in a]
+        """The node of a crash, restart, pause or resume: exactly one of ``broker: <id>``,
+        ``node: <id> | controller`` and (a quorum) ``controller: <id>``; a broker id (either spelling),
+        ``"controller"`` or a quorum's controller id."""
+        given = [k for k in ("broker", "node", "controller") if k in a]
         if not given:
-            self.fail(a.line, f"{self.verb} needs 'broker' (or 'node: <id> | {CONTROLLER}')")
+            self.fail(a.line, f"{self.verb} needs 'broker' (or 'node: <id> | {CONTROLLER}', or 'controller: <id>')")
         if len(given) != 1:
-            self.fail(a.line, f"{self.verb} names exactly one of 'broker: <id>' and 'node: <id> | {CONTROLLER}'")
+            self.fail(a.line, f"{self.verb} names exactly one of 'broker: <id>', 'node: <id> | {CONTROLLER}' and "
+                              "'controller: <id>'")
         if given[0] == "broker":
             return self.broker(a["broker"], a.value_line("broker"))
+        if given[0] == "controller":
+            return self.controller(a["controller"], a.value_line("controller"))
         return self.node(a["node"], a.value_line("node"))
 
     def verb_crash(self, value: object, line: int) -> Action:
-        a = self.args(value, line, ("broker", "node", "lose"))
+        a = self.args(value, line, ("broker", "node", "controller", "lose"))
         out = self.target(a)
         lose = "none"
         if "lose" in a:
@@ -496,10 +542,10 @@ class _Parser(_Reader):
         return steps.Shutdown(self.broker(self.require(a, "broker", self.step_verb()), a.value_line("broker")))
 
     def verb_restart(self, value: object, line: int) -> Action:
-        return steps.Restart(self.target(self.args(value, line, ("broker", "node"))))
+        return steps.Restart(self.target(self.args(value, line, ("broker", "node", "controller"))))
 
     def verb_pause(self, value: object, line: int) -> Action:
-        node = self.target(self.args(value, line, ("broker", "node")))
+        node = self.target(self.args(value, line, ("broker", "node", "controller")))
         return steps.Pause(node) if self.verb == "pause" else steps.Resume(node)
 
     verb_resume = verb_pause
@@ -646,9 +692,13 @@ class _Parser(_Reader):
 
     # ------------------------------------------------------------------------------ conditions
     def condition(self, a: LDict, extra: tuple[str, ...] = ()) -> Condition:
+        quorum_keys = [k for k in model._QUORUM_CHECKS if k in a]
+        if quorum_keys and not any(k in a for k in ("partition", "broker")):
+            return self.quorum_condition(a, extra)
         kinds = [k for k in ("partition", "broker") if k in a]
         if len(kinds) != 1:
-            self.fail(a.line, "a condition names exactly one 'partition: <topic>-<index>' or 'broker: <id>'")
+            self.fail(a.line, "a condition names exactly one 'partition: <topic>-<index>' or 'broker: <id>', or "
+                              "checks the quorum (active_controller, quorum_epoch, quorum_epoch_at_least)")
         kind = kinds[0]
         allowed = (kind, *(model._PARTITION_CHECKS if kind == "partition" else model._BROKER_CHECKS), *extra)
         self.keys(a, allowed, f"a {kind} condition")
@@ -673,6 +723,27 @@ class _Parser(_Reader):
         if not checks:
             self.fail(a.line, f"the {kind} condition has no checks (expected any of: {', '.join(allowed[1:])})")
         return Condition(kind, target, checks)
+
+    def quorum_condition(self, a: LDict, extra: tuple[str, ...]) -> Condition:
+        """``active_controller: <id> | none | any`` and ``quorum_epoch[_at_least]: <n>`` (a quorum only)."""
+        self.keys(a, (*model._QUORUM_CHECKS, *extra), "a quorum condition")
+        if not self.controller_ids:
+            self.fail(a.line, "a quorum condition needs a quorum of controllers (cluster controllers > 1)")
+        checks: dict[str, object] = {}
+        for key in model._QUORUM_CHECKS:
+            if key not in a:
+                continue
+            value, line = a[key], a.value_line(key)
+            if key == "active_controller":
+                if value in ("none", None):
+                    checks[key] = None
+                elif value == "any":
+                    checks[key] = "any"
+                else:
+                    checks[key] = self.controller(value, line)
+            else:
+                checks[key] = self.int_(value, line, key, minimum=0)
+        return Condition("quorum", "controllers", checks)
 
 
 

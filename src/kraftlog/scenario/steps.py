@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import ClassVar, Protocol, TypeVar
 
-from .model import CONTROLLER, Condition
+from .model import CONTROLLER, Condition, is_controller
 
 __all__ = [
     "ACTIONS",
@@ -79,7 +79,8 @@ class _Targeted(Action):
     def args(self) -> dict[str, object]:
         out = super().args  # Action.args
         node = out.pop("node")
-        return {("node" if node == CONTROLLER else "broker"): node, **out}
+        key = "node" if node == CONTROLLER else "controller" if is_controller(node) else "broker"
+        return {key: node, **out}
 
 
 @dataclass(frozen=True, slots=True)

@@ -34,6 +34,8 @@ from ..level import Level
 from ..links import LinkRules, matches
 from ..protocol.messages import Envelope
 from ..protocol.node import ConnectionSetup
+from ..protocol.raft_records import Voter, VotersRecord
+from ..raft.bootstrap import format_quorum
 from ..storage.disk import SimDisk
 from ..storage.meta_properties import (
     META_PROPERTIES,
@@ -42,8 +44,12 @@ from ..storage.meta_properties import (
     format_disk,
     kafka_uuid,
     new_directory_id,
+    read_identity,
 )
 from .history import FLUSH_LINES, History
+
+#: The node id of a quorum's first controller (Kafka's examples number controllers 3000, 3001, ...).
+CONTROLLER_ID_BASE = 3000
 
 DELIVER, TICK, CALL = 0, 1, 2
 
@@ -55,8 +61,16 @@ class SimCluster:
     page-cache writeback delay (None = never); ``delay_ms``: (min, max) network delay per message."""
 
     def __init__(self, brokers: int, config: dict, level: Level, seed: int, *, writeback_ms: int | None = 30000,
-                 delay_ms: tuple[int, int] = (1, 5), wire: bool = False) -> None:
+                 delay_ms: tuple[int, int] = (1, 5), wire: bool = False, controllers: int = 1,
+                 kraft_version: int = 0) -> None:
         self.n_brokers = brokers
+        #: the controllers' node ids: ``"controller"`` for the one controller, else a KRaft quorum of
+        #: ``controllers`` voters, ids 3000, 3001, ... (``controller.quorum.voters``)
+        self.controller_ids: list = [CONTROLLER] if controllers == 1 else [
+            CONTROLLER_ID_BASE + i for i in range(controllers)]
+        self.quorum_ids: list[int] = [] if controllers == 1 else list(self.controller_ids)
+        #: a quorum's kraft.version: 0 static voters, 1 voters with directory ids (KIP-853)
+        self.kraft_version = kraft_version
         self.config = {k: str(v) for k, v in config.items()}
         self.level = level
         self.seed = seed
@@ -71,13 +85,16 @@ class SimCluster:
         self.incarnation: dict = {}
         self.scheduled: dict = {}
         self.disks: dict = {b: SimDisk(writeback_ms) for b in range(brokers)}
-        self.disks[CONTROLLER] = SimDisk(writeback_ms)
+        for cid in self.controller_ids:
+            self.disks[cid] = SimDisk(writeback_ms)
         # The cluster's identity and each disk's format draw from Randoms of their own, so that formatting
         # changes no other draw (and no history digest).
         self.cluster_id = kafka_uuid(new_directory_id(random.Random(f"cluster:{seed}")))
         self._formats: dict = {}
-        for node_id in [CONTROLLER] + list(range(brokers)):
+        for node_id in self.controller_ids + list(range(brokers)):
             self.format(node_id)
+        if self.quorum_ids and kraft_version == 1:
+            self._format_initial_controllers()
         #: Starts a node refused (its disk's meta.properties): (simulated ms, node id, the one-line reason).
         self.refused: list[tuple[int, object, str]] = []
         #: isolate/partition/cut/heal/hold rules, the same object the TCP driver's LinkFilter uses
@@ -97,7 +114,8 @@ class SimCluster:
         self.observers: dict = {}
         #: message type -> callable(sim, envelope), run before such a message is delivered
         self.message_observers: dict = {}
-        self.start_controller()
+        for cid in self.controller_ids:
+            self.start_controller(cid)
         for b in range(brokers):
             self.start_broker(b)
 
@@ -112,18 +130,41 @@ class SimCluster:
         which its log lines name: histories stay as they were); a disk formatted again (a replaced one) gets
         a new id from a Random of the node and the format's count, as ``kafka-storage.sh format`` draws one."""
         n = self._formats[node_id] = self._formats.get(node_id, 0) + 1
-        if n == 1 and node_id != CONTROLLER:
+        if n == 1 and node_id not in self.controller_ids:
             directory_id = derived_directory_id(node_id)
         else:
             directory_id = new_directory_id(random.Random(f"format:{self.seed}:{node_id}:{n}"))
         format_disk(self.disks[node_id], MetaProperties(self.cluster_id, str(node_id), directory_id), self.now)
 
-    def start_controller(self) -> None:
-        """Start the controller over its disk; NodeIdentityError (nothing started) when the disk is not
-        formatted or belongs to another node or cluster."""
-        node = QuorumController(self.config, self.level, self.disks[CONTROLLER], self._rng_for(CONTROLLER), self.now,
-                                self.cluster_id, verify_identity=True)
-        self._add(CONTROLLER, node)
+    def _format_initial_controllers(self) -> None:
+        """``kafka-storage format --initial-controllers`` on every controller of a kraft.version 1 quorum: the
+        bootstrap checkpoint names the voters with their directory ids."""
+        voters = VotersRecord(tuple(
+            Voter(cid, read_identity(self.disks[cid], str(cid), self.cluster_id).directory_id)
+            for cid in self.quorum_ids))
+        for cid in self.quorum_ids:
+            format_quorum(self.disks[cid], self.now, voters)
+
+    def start_controller(self, node_id=CONTROLLER) -> None:
+        """Start controller ``node_id`` over its disk; NodeIdentityError (nothing started) when the disk is not
+        formatted or belongs to another node or cluster. A controller of a quorum is a voter of
+        ``controller.quorum.voters`` (kraft.version 0) with its disk's directory id."""
+        disk = self.disks[node_id]
+        if self.quorum_ids and disk.read_value(META_PROPERTIES) is None and not disk.list(""):
+            # a quorum controller's replaced disk is formatted again by the operator: a new directory id, and
+            # at kraft.version 1 no initial voters (--no-initial-controllers): it comes back as an observer.
+            # At kraft.version 0 it is a static voter with an empty log (the unsafe case KIP-853 fixes).
+            self.format(node_id)
+        if not self.quorum_ids:
+            node = QuorumController(self.config, self.level, disk, self._rng_for(node_id), self.now,
+                                    self.cluster_id, verify_identity=True)
+        else:
+            identity = read_identity(disk, str(node_id), self.cluster_id)
+            node = QuorumController(self.config, self.level, disk, self._rng_for(node_id), self.now,
+                                    self.cluster_id, verify_identity=True, node_id=node_id,
+                                    quorum_voters=self.quorum_ids if self.kraft_version == 0 else None,
+                                    directory_id=identity.directory_id, quorum_bootstrap=self.quorum_ids)
+        self._add(node_id, node)
 
     def start_broker(self, broker_id: int) -> None:
         """Start broker ``broker_id`` over its disk, formatting it first when it is blank (a replaced disk:
@@ -134,7 +175,7 @@ class SimCluster:
             except OSError as exc:  # a full file system (disk_full): no format, no start
                 raise NodeIdentityError(f"not formatted: formatting its replaced disk failed: {exc}") from None
         node = Broker(broker_id, self.config, self.level, self.disks[broker_id], self._rng_for(broker_id), self.now,
-                      self.cluster_id, verify_identity=True)
+                      self.cluster_id, verify_identity=True, controller_quorum=self.quorum_ids or None)
         self._add(broker_id, node)
 
     def add_client(self, node) -> None:
@@ -151,7 +192,26 @@ class SimCluster:
 
     @property
     def controller(self) -> QuorumController | None:
-        return self.nodes.get(CONTROLLER)
+        """The controller that serves: the one controller (when up), or a quorum's active controller (None
+        while there is none)."""
+        if not self.quorum_ids:
+            return self.nodes.get(CONTROLLER)
+        active = [n for cid in self.quorum_ids if (n := self.nodes.get(cid)) is not None and n.is_active
+                  and n.fatal_error is None]
+        return max(active, key=lambda n: n.quorum.active_epoch) if active else None
+
+    def controllers(self) -> list[QuorumController]:
+        """The running controllers, by id."""
+        return [n for cid in self.controller_ids if (n := self.nodes.get(cid)) is not None]
+
+    def active_controller_id(self):
+        """Where a client's request to ``"controller"`` goes in a quorum: the active controller, or the first
+        running voter while there is none (it answers NOT_CONTROLLER), or the first voter when all are down."""
+        ctl = self.controller
+        if ctl is not None:
+            return ctl.node_id
+        running = [cid for cid in self.quorum_ids if cid in self.nodes]
+        return running[0] if running else self.quorum_ids[0]
 
     def broker(self, broker_id: int) -> Broker | None:
         return self.nodes.get(broker_id)
@@ -193,8 +253,8 @@ class SimCluster:
             return True
         self.history.record(self.now, "restart", {"node": str(node_id)})
         try:
-            if node_id == CONTROLLER:
-                self.start_controller()
+            if node_id in self.controller_ids:
+                self.start_controller(node_id)
             else:
                 self.start_broker(node_id)
         except NodeIdentityError as exc:
@@ -249,9 +309,11 @@ class SimCluster:
 
     def restart_controller(self) -> bool:
         """Controller failover: in-memory state lost, the metadata log replayed (a controller that is down
-        is started). False when it refuses to start (see :meth:`restart`)."""
-        self.crash(CONTROLLER, "unflushed")
-        return self.restart(CONTROLLER)
+        is started). False when it refuses to start (see :meth:`restart`). In a quorum: the active
+        controller (or, with none, the first voter) is killed and started again."""
+        node_id = self.active_controller_id() if self.quorum_ids else CONTROLLER
+        self.crash(node_id, "unflushed")
+        return self.restart(node_id)
 
     def shutdown(self, broker_id: int) -> None:
         """Begin a clean (controlled) shutdown; the broker leaves once the controller lets it."""
@@ -373,9 +435,15 @@ class SimCluster:
         link_last = self.link_last
         queue = self.queue
         incarnation = self.incarnation
+        quorum = self.quorum_ids
         for env in envelopes:
             src = env.src
             dst = env.dst
+            if quorum and dst == CONTROLLER and not env.is_response:
+                # a client's "controller" is the quorum's active controller (the simulator's stand-in for a
+                # broker forwarding to it)
+                dst = self.active_controller_id()
+                env = Envelope(src, dst, env.correlation_id, env.message, False)
             if faulty and links.is_cut(src, dst):
                 continue
             if dst not in nodes and not env.is_response:

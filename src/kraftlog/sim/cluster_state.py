@@ -30,15 +30,18 @@ def committed_image(sim: SimCluster, brokers: int, last_controller: QuorumContro
     (``last_controller``), else an empty image."""
     ctl = sim.controller
     if ctl is not None:
-        return ctl.image
+        return ctl.committed_image
     best = None
+    for c in sim.controllers() if sim.quorum_ids else ():  # a quorum without an active controller: the standbys'
+        if best is None or c.image.offset > best.offset:
+            best = c.image
     for b in range(brokers):
         node = sim.broker(b)
         if node is not None and (best is None or node.image.offset > best.offset):
             best = node.image
     if best is not None:
         return best
-    return last_controller.image if last_controller is not None else MetadataImage()
+    return last_controller.committed_image if last_controller is not None else MetadataImage()
 
 
 def leader_hwm(sim: SimCluster, image: MetadataImage, topic: str, index: int) -> int | None:
@@ -56,9 +59,26 @@ def leader_hwm(sim: SimCluster, image: MetadataImage, topic: str, index: int) ->
     return p.log.high_watermark
 
 
+def quorum_view(sim: SimCluster) -> tuple[object, int]:
+    """(the active controller's id or None, the highest Raft epoch a running controller is in)."""
+    ctl = sim.controller
+    epochs = [c.quorum.raft.epoch for c in sim.controllers() if c.quorum is not None]
+    return (ctl.node_id if ctl is not None else None), max(epochs, default=0)
+
+
 def holds(sim: SimCluster, image: MetadataImage, cond: Condition) -> bool:
-    """Evaluate a condition against the committed ``image`` (and the leader's HWM)."""
+    """Evaluate a condition against the committed ``image`` (and the leader's HWM), or the quorum."""
     checks = cond.checks
+    if cond.kind == "quorum":
+        active, epoch = quorum_view(sim)
+        for key, want in checks.items():
+            if key == "active_controller" and (active is None if want == "any" else active != want):
+                return False
+            if key == "quorum_epoch" and epoch != want:
+                return False
+            if key == "quorum_epoch_at_least" and epoch < int(str(want)):
+                return False
+        return True
     if cond.kind == "partition":
         topic, _, idx = str(cond.target).rpartition("-")
         part = image.partitions.get((topic, int(idx)))
@@ -110,6 +130,9 @@ def holds(sim: SimCluster, image: MetadataImage, cond: Condition) -> bool:
 
 def observed(sim: SimCluster, image: MetadataImage, cond: Condition) -> str:
     """What the condition's target looks like in ``image`` (for a condition that did not hold)."""
+    if cond.kind == "quorum":
+        active, epoch = quorum_view(sim)
+        return f"active_controller={active if active is not None else 'none'}, quorum_epoch={epoch}"
     if cond.kind == "partition":
         topic, _, idx = str(cond.target).rpartition("-")
         part = image.partitions.get((topic, int(idx)))

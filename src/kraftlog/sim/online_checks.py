@@ -18,6 +18,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ..check import checkers, invariants
+from ..check.raft_invariants import RaftInvariantChecker
 from ..protocol import messages as m
 from .cluster_state import compaction_of
 
@@ -65,6 +66,8 @@ class OnlineChecks:
         self._metadata_pending: tuple[object, int, tuple[object, ...]] | None = None
         self._metadata_checked = 0  # controller log entries compared with the brokers' copies
         self.leader_hwms: list[LeaderHwm] = []
+        #: Raft's invariants over a controller quorum's replicas (controllers and brokers)
+        self.raft_checker = RaftInvariantChecker()
 
     # ================================================================= what the run tells
     def note_acked(self, name: str, offset: int, value: bytes) -> None:
@@ -91,11 +94,15 @@ class OnlineChecks:
         true_hwm = self._true_hwm
         recorder = self.recorder
 
+        quorum = bool(self.sim.quorum_ids)
+
         def observe(sim: SimCluster, node_id: int) -> None:
             nonlocal seen_image, seen_epoch, led
             node: Broker = sim.nodes[node_id]
             if node.log_lines:
                 recorder.storage_lines(sim, node_id, node)
+            if quorum:
+                self.observe_quorum(node_id)
             if self._metadata_pending is not None:
                 self._metadata_replayed(node_id, node)
             if node.image is not seen_image or node.broker_epoch != seen_epoch:
@@ -159,6 +166,22 @@ class OnlineChecks:
             self._record_violations(
                 invariants.metadata_log_divergence(node_id, copy, ctl.log, base, self.recorder.t()))
 
+    # ================================================================= a controller quorum
+    def observe_quorum(self, node_id: object) -> None:
+        """After an event of a controller or broker of a quorum: Raft's invariants on its Raft client
+        (:class:`~kraftlog.check.raft_invariants.RaftInvariantChecker`: Election Safety, Leader Completeness,
+        State Machine Safety between voters and observers)."""
+        node = self.sim.nodes.get(node_id)
+        if node is None:
+            return
+        raft = node.quorum.raft if hasattr(node, "quorum") else node.loader.raft
+        self._record_violations(self.raft_checker.observe(node_id, raft, self.recorder.t()))
+
+    def final_quorum_checks(self) -> list[str]:
+        """Raft's Log Matching over the running controllers' logs at the end of a run."""
+        logs = [(c.node_id, c.quorum.raft.log_batches()) for c in self.sim.controllers() if c.quorum is not None]
+        return [f"{message} [at the end]" for _key, message in self.raft_checker.log_matching(logs, self.recorder.t())]
+
     # ================================================================= the controller
     def observe_controller_log(self, ctl: QuorumController) -> None:
         """After a controller event: NoMetadataLogDivergence on the controller's new records (all of them
@@ -190,7 +213,7 @@ class OnlineChecks:
         ctl = self.sim.controller
         if ctl is None:
             return
-        image = ctl.image
+        image = ctl.committed_image
         now = self.recorder.t()
         config = self.sim.config
         found = checkers.partition_state_violations(image, now, lambda topic: image.min_isr(topic, config))

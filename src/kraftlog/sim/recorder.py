@@ -207,7 +207,7 @@ class RunRecorder:
         event["partition_errors"] = partition_errors
         for item in msg.partitions:
             if item.error_code != Errors.NONE:
-                name = ctl.image.topic_name(item.topic_id) if ctl is not None else item.topic_id
+                name = ctl.committed_image.topic_name(item.topic_id) if ctl is not None else item.topic_id
                 errors.append(f"{name}-{item.partition} {Errors(item.error_code).name}")
                 partition_errors[f"{name}-{item.partition}"] = Errors(item.error_code).name
         if errors:
@@ -238,7 +238,7 @@ class RunRecorder:
         log = ctl.log
         if len(log) <= self._seen_metadata:
             return False
-        image = ctl.image
+        image = ctl.committed_image
         self._count_elections(log[self._seen_metadata:], self._seen_metadata)
         for rec in log[self._seen_metadata:]:
             described = describe_record(rec, image)
@@ -270,7 +270,7 @@ class RunRecorder:
         ctl = sim.controller
         if not self.t0 or ctl is None:
             return
-        for (topic, index), part in ctl.image.partitions.items():
+        for (topic, index), part in ctl.committed_image.partitions.items():
             name = f"{topic}-{index}"
             if part.leader < 0 or not sim.alive(part.leader):
                 self._leaderless_since.setdefault(name, sim.now)

@@ -52,6 +52,7 @@ from ..scenario import (
     corrupt_target,
 )
 from ..scenario.interpreter import ACKS, Corrupted, node_words, run_steps
+from ..scenario.model import ACTIVE_CONTROLLER
 from ..scenario.result import Event, RunResult
 from ..storage.segment import segment_paths
 from ..verdict import is_safe
@@ -108,17 +109,21 @@ class ScenarioRun:
         config.setdefault("offsets.topic.num.partitions", str(SIM_OFFSETS_PARTITIONS))
         self.sim = SimCluster(scenario.brokers, config, self.level, self.seed,
                               writeback_ms=scenario.writeback_ms,
-                              delay_ms=(scenario.delay_min_ms, scenario.delay_max_ms), wire=wire)
+                              delay_ms=(scenario.delay_min_ms, scenario.delay_max_ms), wire=wire,
+                              controllers=scenario.controllers, kraft_version=scenario.kraft_version)
         self.rng = random.Random(f"clients:{self.seed}")
         self.admin = Admin("admin")
         self.sim.add_client(self.admin)
         self.recorder = RunRecorder(self.sim)
         self.checks = OnlineChecks(self.sim, self.recorder)
         self.end_ms = 0
+        #: the controller the last ``controller: active`` crash or pause stopped
+        self._stopped_active = None
         self.failed: list[str] = []
         self.producers: list[Producer] = []
         self.consumers: list[Consumer] = []
-        self.sim.observers[CONTROLLER] = self._after_controller_event
+        for cid in self.sim.controller_ids:
+            self.sim.observers[cid] = self._after_controller_event
         for b in range(scenario.brokers):
             self.sim.observers[b] = self.checks.broker_observer(b)
         self.sim.message_observers[m.AlterPartitionResponse] = self.recorder.observe_alter_partition
@@ -170,7 +175,9 @@ class ScenarioRun:
     def _after_controller_event(self, sim: SimCluster, node_id: object) -> None:
         """After the controller handled an event: log its recoveries' steps and its new metadata records,
         check the metadata logs and, when it committed metadata, the invariants."""
-        node = sim.controller if node_id == CONTROLLER else None
+        if sim.quorum_ids:
+            self.checks.observe_quorum(node_id)
+        node = sim.controller if node_id in sim.controller_ids else None
         if node is None:
             return
         self.recorder.observe_recoveries(sim, node)  # a recovery's steps first: its election's record follows
@@ -205,7 +212,7 @@ class ScenarioRun:
 
         def brokers_ready(s) -> bool:
             ctl = s.controller
-            return ctl is not None and all(ctl.image.is_active(b) for b in range(n))
+            return ctl is not None and all(ctl.committed_image.is_active(b) for b in range(n))
 
         if not sim.run_until(BOOTSTRAP_TIMEOUT_MS, brokers_ready):
             return False
@@ -229,7 +236,7 @@ class ScenarioRun:
 
         def partitions_ready(s) -> bool:
             ctl = s.controller
-            for key, part in ctl.image.partitions.items():
+            for key, part in ctl.committed_image.partitions.items():
                 if part.leader < 0 or len(part.isr) != len(part.replicas):
                     return False
                 b = s.broker(part.leader)
@@ -362,8 +369,17 @@ class ScenarioRun:
         sim.nodes.pop(prod.node_id, None)
         return got
 
+    def _controller(self, node, stopping: bool):
+        """``controller: active``: the active controller for a crash or pause (remembered), the one that stopped
+        for a restart or resume; any other node as it is."""
+        if node != ACTIVE_CONTROLLER:
+            return node
+        if stopping or self._stopped_active is None:
+            self._stopped_active = self.sim.active_controller_id()
+        return self._stopped_active
+
     def crash(self, node, lose: str) -> None:
-        self.sim.crash(node, lose)
+        self.sim.crash(self._controller(node, True), lose)
 
     def shutdown(self, broker: int) -> None:
         sim = self.sim
@@ -376,16 +392,16 @@ class ScenarioRun:
     def restart(self, node) -> str | None:
         """None, or the reason the node refused to start (its disk's meta.properties, see
         SimCluster.refused): it stays down."""
-        return None if self.sim.restart(node) else self.sim.refused[-1][2]
+        return None if self.sim.restart(self._controller(node, False)) else self.sim.refused[-1][2]
 
     def restart_controller(self) -> str | None:
         return None if self.sim.restart_controller() else self.sim.refused[-1][2]
 
     def pause(self, node) -> str | None:
-        return None if self.sim.pause(node) else f"{node_words(node)} is not running"
+        return None if self.sim.pause(self._controller(node, True)) else f"{node_words(node)} is not running"
 
     def resume(self, node) -> str | None:
-        return None if self.sim.resume(node) else f"{node_words(node)} is not paused"
+        return None if self.sim.resume(self._controller(node, False)) else f"{node_words(node)} is not paused"
 
     def disk_full(self, broker: int, for_ms: int) -> str | None:
         self.sim.disk_full(broker, for_ms)
@@ -406,23 +422,27 @@ class ScenarioRun:
         self.sim.corrupt(action.broker, path, index)
         return Corrupted(batch.base_offset, batch.next_offset - 1, action.bytes)
 
+    def _now_active(self, node):
+        """``active`` in a link step: the active controller when the step runs (remembered for a later one)."""
+        return self._controller(node, True) if node == ACTIVE_CONTROLLER else node
+
     def isolate(self, nodes: tuple) -> None:
-        self.sim.isolate(list(nodes))
+        self.sim.isolate([self._now_active(n) for n in nodes])
 
     def partition(self, groups: tuple) -> None:
-        self.sim.partition([list(g) for g in groups])
+        self.sim.partition([[self._now_active(n) for n in g] for g in groups])
 
     def cut(self, src, dst) -> None:
-        self.sim.cut_link(src, dst)
+        self.sim.cut_link(self._now_active(src), self._now_active(dst))
 
     def heal(self, nodes: tuple | None) -> None:
-        self.sim.heal(list(nodes) if nodes is not None else None)
+        self.sim.heal([self._controller(n, False) for n in nodes] if nodes is not None else None)
 
     def hold(self, api: str | None, src, dst) -> None:
-        self.sim.hold(api, src, dst)
+        self.sim.hold(api, self._now_active(src), self._now_active(dst))
 
     def release(self, api: str | None, src, dst) -> None:
-        self.sim.release(api, src, dst)
+        self.sim.release(api, self._controller(src, False), self._controller(dst, False))
 
     def alter_config(self, action) -> int:
         rtype, rname = (m.RESOURCE_TOPIC, action.topic) if action.topic else (m.RESOURCE_BROKER, "")
@@ -525,6 +545,8 @@ class ScenarioRun:
         final, final_logs, replica_logs = self.final_state()
         hwms = [(c.node_id, f"{t}-{p}", h, at) for c in self.consumers for at, t, p, h in c.hwms]
         violations = list(self.violations.values()) + checkers.log_matching(replica_logs)
+        if self.sim.quorum_ids:
+            violations += self.checks.final_quorum_checks()
         return {
             "scenario": self.scenario.name, "level": self.level.label, "seed": self.seed,
             "sim_time_ms": self.end_ms - self.t0,

@@ -1,0 +1,86 @@
+"""A broker of a controller quorum learns metadata as a KRaft observer (Kafka's ``KafkaRaftClient`` in a broker,
+feeding its ``MetadataLoader``): :class:`RaftMetadataLoader` fetches the metadata log from the quorum's leader
+(found through ``controller.quorum.bootstrap.servers``, the voters here), truncates on divergence, and publishes
+only what committed, batch by batch. It also names the active controller for the broker's controller-bound
+requests (Kafka's ``NodeToControllerChannelManager`` follows the Raft leader): the leader of the current epoch,
+or, while none is known, the first voter (a NOT_CONTROLLER answer makes the sender retry)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from random import Random
+
+from ..protocol.node import Message, NodeBase
+from ..raft.client import KafkaRaftClient, RaftChannel, RaftContext
+from ..raft.config import QuorumConfig
+from ..storage.disk import Disk
+from .lifecycle import PENDING_CONTROLLED_SHUTDOWN, BrokerLifecycleManager
+from .metadata_publisher import BrokerMetadataPublisher
+
+__all__ = ["RaftMetadataLoader"]
+
+
+class RaftMetadataLoader:
+    """The metadata log of broker ``broker_id`` as an observer of the quorum ``controllers`` (their node ids).
+    Its Raft log lives on the broker's ``disk`` (``metadata/__cluster_metadata-0``, not flushed: an observer
+    acknowledges nothing); times are ms."""
+
+    def __init__(self, broker_id: int, cluster_id: str, directory_id: uuid.UUID, config: QuorumConfig,
+                 publisher: BrokerMetadataPublisher, lifecycle: BrokerLifecycleManager, channel: RaftChannel,
+                 disk: Disk, rng: Random, now_ms: int, controllers: Sequence[int]) -> None:
+        self.controllers = tuple(sorted(controllers))
+        self._publisher = publisher
+        self._lifecycle = lifecycle
+        self._node = channel
+        self.raft = KafkaRaftClient(node_id=broker_id, directory_id=directory_id, cluster_id=cluster_id,
+                                    config=config, disk=disk, rng=rng, now_ms=now_ms, channel=channel,
+                                    static_voters=self.controllers, bootstrap_servers=self.controllers,
+                                    can_become_voter=False)
+        self._leader: tuple[int | None, int] = (None, -1)
+
+    def controller_id(self) -> int:
+        """Where controller-bound requests go: the Raft leader, or the first voter while none is known."""
+        leader = self.raft.leader_id
+        return leader if leader is not None else self.controllers[0]
+
+    # ------------------------------------------------------------------ MetadataLoader's face
+    def start(self, now_ms: int) -> None:
+        """The broker registered (an observer fetches from its start already)."""
+        self.after_event(now_ms)
+
+    def maybe_send(self, now_ms: int) -> None:
+        """A broker tick: Raft's timers."""
+        self.after_event(now_ms)
+
+    def next_deadline(self, d: int) -> int:
+        """The earlier of ``d`` and Raft's next timer (ms)."""
+        r = self.raft.next_deadline()
+        return r if r is not None and r < d else d
+
+    def handle_response(self, now_ms: int, context: RaftContext, message: Message) -> None:
+        self.raft.handle_response(now_ms, context, message)
+        self.after_event(now_ms)
+
+    def handle_timeout(self, now_ms: int, context: RaftContext) -> None:
+        self.raft.handle_timeout(now_ms, context)
+        self.after_event(now_ms)
+
+    def after_event(self, now_ms: int) -> None:
+        """Poll Raft and publish every data batch that committed (the last one as caught up: everything up to
+        the high watermark the broker knows has been handed over)."""
+        self.raft.poll(now_ms)
+        leader = (self.raft.leader_id, self.raft.epoch)
+        if leader != self._leader:
+            old = self._leader[0]
+            self._leader = leader
+            if old is not None and old != leader[0] and isinstance(self._node, NodeBase):
+                # Kafka's NodeToControllerRequestThread: the active controller changed, so the connection to the
+                # old one is dropped and what was in flight to it (a heartbeat, an AlterPartition) is retried
+                self._node.peer_disconnected(now_ms, old)
+        data = [b for b in self.raft.take_committed() if not b.control]
+        for i, batch in enumerate(data):
+            self._publisher.apply_metadata(now_ms, list(batch.records), batch.base_offset,
+                                           caught_up=i == len(data) - 1)
+        if data and self._lifecycle.state == PENDING_CONTROLLED_SHUTDOWN:
+            self._lifecycle.next_heartbeat_ms = now_ms

@@ -1,0 +1,206 @@
+"""The KRaft log (:class:`~kraftlog.raft.log.RaftLog`) as Kafka's tests state it: the leader-epoch cache's
+``endOffsetFor`` (LeaderEpochFileCacheTest), ``validateOffsetAndEpoch`` and truncation (MockLogTest,
+KafkaMetadataLogTest, ``ReplicatedLog``), and what a load and a crash leave (a torn tail is dropped; a crash
+losing unflushed writes keeps what was flushed).
+
+kraftlog's cache is rebuilt from the batches, so Kafka's ``cache.assign(epoch, startOffset)`` is a batch of that
+epoch at that offset; the log starts at offset 0. ``OffsetAndEpoch`` is (epoch, offset) here, (offset, epoch) in
+Kafka."""
+
+from __future__ import annotations
+
+import pytest
+
+from kraftlog.protocol.raft_records import RaftBatch
+from kraftlog.raft.log import OffsetAndEpoch, RaftLog
+from kraftlog.storage.disk import SimDisk
+
+T = 1_000
+
+
+def log_of(*epochs_and_counts: tuple[int, int], disk: SimDisk | None = None) -> RaftLog:
+    """A log of one batch per (epoch, record count), in order from offset 0."""
+    log = RaftLog(disk if disk is not None else SimDisk(), T)
+    for epoch, count in epochs_and_counts:
+        log.append_as_leader([f"r{log.end_offset + i}" for i in range(count)], epoch, T)
+    return log
+
+
+def oe(epoch: int, offset: int) -> OffsetAndEpoch:
+    return OffsetAndEpoch(epoch, offset)
+
+
+# ============================================================================================== the leader-epoch cache
+@pytest.mark.parametrize(("batches", "epoch", "expected"), [
+    # shouldAddEpochAndMessageOffsetToCache, shouldReturnLogEndOffsetIfLatestEpochRequested,
+    # shouldSupportEpochsThatDoNotStartFromZero: the latest epoch ends at the log end
+    pytest.param([(2, 1), (2, 2), (2, 3)], 2, oe(2, 6), id="latest-epoch-ends-at-the-log-end"),
+    # shouldGetFirstOffsetOfSubsequentEpochWhenOffsetRequestedForPreviousEpoch,
+    # shouldIncreaseAndTrackEpochsAsFollowerReceivesManyMessages
+    pytest.param([(1, 1), (1, 1), (2, 1), (2, 1), (3, 1)], 1, oe(1, 2), id="earlier-epoch-ends-where-the-next-starts"),
+    pytest.param([(1, 1), (1, 1), (2, 1), (2, 1), (3, 1)], 2, oe(2, 4), id="middle-epoch-ends-where-the-next-starts"),
+    # shouldReturnNextAvailableEpochIfThereIsNoExactEpochForTheOneRequested
+    pytest.param([(0, 13), (2, 4), (4, 1)], 1, oe(0, 13), id="missing-epoch-answers-the-largest-below"),
+    pytest.param([(0, 13), (2, 4), (4, 1)], 3, oe(2, 17), id="missing-epoch-answers-the-largest-below-2"),
+    # shouldReturnFirstEpochIfRequestedEpochLessThanFirstEpoch
+    pytest.param([(5, 11), (6, 1), (7, 1)], 4, oe(4, 0), id="below-the-first-epoch-ends-where-it-starts"),
+    # shouldReturnInvalidOffsetIfEpochIsRequestedWhichIsNotCurrentlyTracked
+    pytest.param([(2, 100)], 3, None, id="above-every-epoch-is-undefined"),
+    # shouldReturnUndefinedOffsetIfUndefinedEpochRequested
+    pytest.param([(2, 11), (3, 1)], -1, None, id="undefined-epoch-is-undefined"),
+    # shouldReturnUnsupportedIfNoEpochRecorded, shouldReturnUnsupportedIfNoEpochRecordedAndUndefinedEpochRequested
+    pytest.param([], 0, None, id="empty-log-is-undefined"),
+    pytest.param([], -1, None, id="empty-log-undefined-epoch-is-undefined"),
+])
+def test_end_offset_for_epoch_is_the_leader_epoch_caches_end_offset_for(
+        batches: list[tuple[int, int]], epoch: int, expected: OffsetAndEpoch | None) -> None:
+    """LeaderEpochFileCacheTest: endOffsetFor(epoch) is (the largest epoch <= it, the start of the next epoch), the
+    log end for the latest epoch, (epoch, first start) below the first, undefined (None) above the last, for
+    UNDEFINED_EPOCH and on an empty log"""
+    assert log_of(*batches).end_offset_for_epoch(epoch) == expected
+
+
+def test_end_offset_for_every_epoch_of_a_log() -> None:
+    """MockLogTest.testEndOffsetForEpoch (an epoch above all is no cache entry; validate_offset_and_epoch answers it
+    with the log end, as KafkaMetadataLog.endOffsetForEpoch does)"""
+    log = log_of((1, 5), (1, 10), (3, 5), (4, 10))
+    assert [log.end_offset_for_epoch(e) for e in range(5)] == [oe(0, 0), oe(1, 15), oe(1, 15), oe(3, 20), oe(4, 30)]
+    assert log.end_offset_for_epoch(5) is None
+    assert log.validate_offset_and_epoch(31, 5).diverging == oe(4, 30)
+
+
+def test_a_truncation_drops_the_epochs_from_the_truncation_offset_on() -> None:
+    """LeaderEpochFileCacheTest.shouldDropEntriesOnEpochBoundaryWhenRemovingLatestEntries,
+    shouldDropEntriesBetweenEpochBoundaryWhenRemovingNewest"""
+    log = log_of((2, 8), (3, 3), (4, 2))
+    log.truncate_to(8, T)
+    assert (log.end_offset, log.last_fetched_epoch) == (8, 2) and log.end_offset_for_epoch(3) is None
+    log = log_of((2, 8), (3, 1), (3, 2), (4, 2))
+    log.truncate_to(9, T)
+    assert (log.end_offset, log.last_fetched_epoch) == (9, 3)
+    assert log.end_offset_for_epoch(2) == oe(2, 8) and log.end_offset_for_epoch(3) == oe(3, 9)
+
+
+def test_the_epoch_cache_is_the_same_after_a_reload() -> None:
+    """LeaderEpochFileCacheTest.shouldPersistEpochsBetweenInstances (kraftlog rebuilds it from the batches)"""
+    disk = SimDisk()
+    log = log_of((1, 3), (3, 2), (5, 1), disk=disk)
+    log.flush(T)
+    again = RaftLog(disk, T)
+    assert [again.end_offset_for_epoch(e) for e in range(7)] == [log.end_offset_for_epoch(e) for e in range(7)]
+    assert again.load_drops == []
+
+
+# ============================================================================================== validateOffsetAndEpoch
+@pytest.mark.parametrize(("batches", "offset", "epoch", "diverging"), [
+    pytest.param([(1, 5)], 4, 1, None, id="testValidateValidEpochAndOffset"),
+    pytest.param([(1, 5)], 5, 1, None, id="at-the-log-end"),
+    pytest.param([(1, 1)], 2, 1, oe(1, 1), id="testValidateOffsetGreatThanEndOffset"),
+    pytest.param([(1, 10), (2, 10)], 11, 1, oe(1, 10), id="testValidateOffsetLessThanLEO"),
+    pytest.param([(1, 1)], 1, 2, oe(1, 1), id="testValidateEpochGreaterThanLastKnownEpoch"),
+    pytest.param([(1, 5), (2, 5), (4, 5)], 100, 3, oe(2, 10),
+                 id="testValidateUnknownEpochLessThanLastKnownGreaterThanOldestSnapshot"),
+])
+def test_a_fetch_position_is_valid_on_the_log_or_diverges_at_the_end_of_its_epoch_here(
+        batches: list[tuple[int, int]], offset: int, epoch: int, diverging: OffsetAndEpoch | None) -> None:
+    """MockLogTest / KafkaMetadataLogTest testValidate* (without snapshots): a position is valid when this log's
+    end offset for its epoch is that epoch and not below it; otherwise it diverges at that end offset and epoch (the
+    log end for an epoch above every epoch here)"""
+    assert log_of(*batches).validate_offset_and_epoch(offset, epoch).diverging == diverging
+
+
+# ============================================================================================== writes and truncation
+def test_a_truncation_removes_whole_batches() -> None:
+    """MockLogTest.testTruncateTo: truncating into a batch removes all of it"""
+    log = log_of((2, 2), (2, 1))
+    assert log.end_offset == 3
+    assert log.truncate_to(2, T) == 2
+    assert log.truncate_to(1, T) == 0 and log.batches() == [] and log.last_fetched_epoch == 0
+
+
+def test_an_empty_batch_or_an_epoch_going_back_is_not_appended() -> None:
+    """MockLogTest.testEmptyAppendNotAllowed, testInvalidMemoryRecords (an epoch below the last one)"""
+    log = log_of((3, 2))
+    with pytest.raises(ValueError):
+        log.append_as_leader([], 3, T)
+    with pytest.raises(ValueError):
+        log.append_as_leader(["x"], 2, T)
+    assert log.end_offset == 2
+
+
+def test_a_follower_appends_only_the_batches_that_follow_its_log() -> None:
+    """MockLogTest.testInvalidLeaderEpoch / testInvalidMemoryRecords: a batch that does not start at the log end or
+    goes back in epoch ends the append; the batches before it are kept"""
+    log = log_of((1, 2))
+    appended = log.append_as_follower([RaftBatch(2, 2, ("a",)), RaftBatch(3, 1, ("b",)), RaftBatch(4, 2, ("c",))], T)
+    assert [b.base_offset for b in appended] == [2] and (log.end_offset, log.last_fetched_epoch) == (3, 2)
+    assert log.append_as_follower([RaftBatch(5, 2, ("d",))], T) == [] and log.end_offset == 3
+
+
+def test_truncate_to_end_offset_takes_the_smaller_of_the_leaders_and_its_own_end_of_the_epoch() -> None:
+    """ReplicatedLog.truncateToEndOffset when this log has the leader's diverging epoch; KafkaRaftClientTest.
+    testFollowerLogReconciliation"""
+    log = log_of((3, 2), (3, 1))
+    assert log.truncate_to_end_offset(oe(3, 2), T) == 2
+    log = log_of((1, 3), (3, 3))
+    assert log.truncate_to_end_offset(oe(3, 10), T) == 6
+
+
+def test_truncate_to_end_offset_without_the_leaders_epoch_goes_to_this_logs_end_of_the_epoch_below() -> None:
+    """ReplicatedLog.truncateToEndOffset (localEndOffset.epoch() != leaderEpoch)"""
+    # this log: epoch 1 [0, 3) in one-record batches, epoch 3 [3, 6); the leader: epoch 1 [0, 1), epoch 2 [1, 2)
+    log = log_of((1, 1), (1, 1), (1, 1), (3, 3))
+    assert log.end_offset_for_epoch(2) == oe(1, 3)
+    assert log.truncate_to_end_offset(oe(2, 2), T) == 3
+
+
+# ============================================================================================== load and crash
+def test_a_load_drops_a_torn_tail_and_keeps_the_batches_before_it() -> None:
+    """Kafka's log recovery at load (LogSegment.recover): a batch that does not follow its predecessor, or goes back
+    in epoch, is dropped with everything after it, and the file is truncated there"""
+    disk = SimDisk()
+    log = log_of((1, 2), (2, 1), disk=disk)
+    log.flush(T)
+    disk.append(log.path, RaftBatch(7, 2, ("gap",)), T)
+    disk.append(log.path, RaftBatch(8, 2, ("after",)), T)
+    again = RaftLog(disk, T)
+    assert (again.end_offset, again.last_fetched_epoch) == (3, 2)
+    assert len(again.load_drops) == 1 and again.load_drops[0].items == 2
+    assert len(disk.read(log.path)) == 2
+    disk.append(log.path, RaftBatch(3, 1, ("older epoch",)), T)
+    assert RaftLog(disk, T).end_offset == 3
+
+
+def test_a_load_drops_a_corrupt_batch_and_everything_after_it() -> None:
+    """Kafka's log recovery at load: a batch whose CRC does not match is dropped, with the rest of the file"""
+    disk = SimDisk()
+    log = log_of((1, 2), (1, 3), (2, 1), disk=disk)
+    log.flush(T)
+    assert disk.corrupt(log.path, 1)
+    again = RaftLog(disk, T)
+    assert (again.end_offset, [b.base_offset for b in again.batches()]) == (2, [0])
+    assert again.load_drops != []
+
+
+def test_a_crash_losing_unflushed_writes_keeps_what_was_flushed() -> None:
+    """MockLogTest.testUnflushedRecordsLostAfterReopen"""
+    disk = SimDisk(writeback_ms=None)
+    log = log_of((1, 5), (2, 10), disk=disk)
+    log.flush(T)
+    log.append_as_leader(list(range(5)), 3, T)
+    log.append_as_leader(list(range(10)), 4, T)
+    disk.crash("unflushed", T + 1)
+    again = RaftLog(disk, T + 1)
+    assert (again.end_offset, again.last_fetched_epoch) == (15, 2)
+
+
+def test_a_flushed_truncation_survives_a_crash() -> None:
+    """KafkaRaftClientTest.testFollowerLogReconciliation (the truncation is flushed: firstUnflushedOffset is the new
+    end)"""
+    disk = SimDisk(writeback_ms=None)
+    log = log_of((1, 3), (2, 3), disk=disk)
+    log.flush(T)
+    log.truncate_to(3, T)
+    log.flush(T)
+    disk.crash("unflushed", T + 1)
+    assert RaftLog(disk, T + 1).end_offset == 3
