@@ -92,15 +92,18 @@ def test_generated_story_is_valid_and_round_trips(seed):
     assert settle.at_ms == times[-2] and 30_000 <= times[-1] + settle.args["duration_ms"] <= 150_000
     # Heal and settle: links healed, and every broker up at the end.
     assert any(step.verb == "heal" and step.args["nodes"] is None for step in s.steps)
-    up = set(range(s.brokers))
+    # (a story with a controller quorum, issue 33: its controllers too)
+    everyone = set(range(s.brokers)) | ({3000, 3001, 3002, "active"} if s.controllers == 3 else set())
+    up = set(everyone)
     for step in s.steps:
+        node = step.args.get("broker", step.args.get("controller"))
         if step.verb in ("crash", "shutdown"):
-            assert step.args["broker"] in up, "no-op crash/shutdown of a stopped broker"
-            up.discard(step.args["broker"])
+            assert node in up, "no-op crash/shutdown of a stopped node"
+            up.discard(node)
         elif step.verb == "restart":
-            assert step.args["broker"] not in up, "no-op restart of a running broker"
-            up.add(step.args["broker"])
-    assert up == set(range(s.brokers))
+            assert node not in up, "no-op restart of a running node"
+            up.add(node)
+    assert up == everyone
 
 
 def test_generator_draws_every_fault_verb():

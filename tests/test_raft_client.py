@@ -6,7 +6,6 @@ test it ports; where kraftlog differs from Kafka the test is ``xfail(strict=True
 from __future__ import annotations
 
 import pytest
-from tests.raft_context import CLUSTER_ID, RaftContext, dir_id, key
 
 from kraftlog.protocol import messages as m
 from kraftlog.protocol.errors import Errors
@@ -14,6 +13,7 @@ from kraftlog.protocol.raft_records import RaftBatch
 from kraftlog.raft.leader_state import LeaderState
 from kraftlog.raft.states import Candidate, ElectionState, Follower, Prospective, Resigned, Unattached
 from kraftlog.raft.voters import ReplicaKey
+from raft_context import CLUSTER_ID, RaftContext, dir_id, key
 
 L = 1  # the local replica's id in every test (Kafka's localId)
 

@@ -10,11 +10,11 @@ The leader is replica 0 (with a directory id), epoch 5, fetch.timeout.ms 2000, a
 from __future__ import annotations
 
 import pytest
-from tests.raft_context import dir_id
 
 from kraftlog.protocol.raft_records import Voter
 from kraftlog.raft.leader_state import CHECK_QUORUM_TIMEOUT_FACTOR, LeaderState
 from kraftlog.raft.voters import ReplicaKey, VoterSet
+from raft_context import dir_id
 
 FETCH_TIMEOUT_MS = 2000
 CHECK_QUORUM_TIMEOUT_MS = int(FETCH_TIMEOUT_MS * CHECK_QUORUM_TIMEOUT_FACTOR)

@@ -13,7 +13,6 @@ import json
 import uuid
 
 import pytest
-from tests.raft_context import RaftContext, dir_id, key
 
 from kraftlog.raft.client import RaftSafetyError
 from kraftlog.raft.leader_state import LeaderState
@@ -31,6 +30,7 @@ from kraftlog.raft.states import (
 )
 from kraftlog.raft.voters import ReplicaKey
 from kraftlog.storage.disk import SimDisk
+from raft_context import RaftContext, dir_id, key
 
 L = 1
 VERSIONS = pytest.mark.parametrize("kraft_version", [0, 1])

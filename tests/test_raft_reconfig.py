@@ -9,7 +9,6 @@ supports kraft.version 0..1."""
 from __future__ import annotations
 
 import pytest
-from tests.raft_context import CLUSTER_ID, RaftContext, dir_id, key
 
 from kraftlog.protocol import messages as m
 from kraftlog.protocol.errors import Errors
@@ -17,6 +16,7 @@ from kraftlog.protocol.raft_records import RaftEndpoint, Voter, VotersRecord
 from kraftlog.raft.config import QuorumConfig, QuorumConfigError, parse_quorum_voters
 from kraftlog.raft.states import ElectionState, Resigned, Unattached
 from kraftlog.raft.voters import ReplicaKey, VoterSet
+from raft_context import CLUSTER_ID, RaftContext, dir_id, key
 
 L = 1
 NEVER = 2 ** 31 - 1

@@ -67,8 +67,8 @@ class RaftMetadataLoader:
         self.after_event(now_ms)
 
     def after_event(self, now_ms: int) -> None:
-        """Poll Raft and publish every data batch that committed (the last one as caught up: everything up to
-        the high watermark the broker knows has been handed over)."""
+        """Poll Raft and, once the broker registered, hand every data batch that committed to the publisher, which
+        publishes once the committed metadata holds the broker's registration record."""
         self.raft.poll(now_ms)
         leader = (self.raft.leader_id, self.raft.epoch)
         if leader != self._leader:
@@ -78,9 +78,15 @@ class RaftMetadataLoader:
                 # Kafka's NodeToControllerRequestThread: the active controller changed, so the connection to the
                 # old one is dropped and what was in flight to it (a heartbeat, an AlterPartition) is retried
                 self._node.peer_disconnected(now_ms, old)
+        broker_epoch = self._lifecycle.broker_epoch
+        if broker_epoch < 0:
+            return  # Kafka's BrokerServer installs its publishers only once registered and caught up (below)
         data = [b for b in self.raft.take_committed() if not b.control]
         for i, batch in enumerate(data):
+            # caught up once the committed metadata holds the broker's own registration (its offset is the
+            # broker epoch: Kafka's initialCatchUpFuture): a restarted broker must not act on the leaderships of
+            # its previous incarnation before the controller handled its return
             self._publisher.apply_metadata(now_ms, list(batch.records), batch.base_offset,
-                                           caught_up=i == len(data) - 1)
+                                           caught_up=i == len(data) - 1 and batch.next_offset > broker_epoch)
         if data and self._lifecycle.state == PENDING_CONTROLLED_SHUTDOWN:
             self._lifecycle.next_heartbeat_ms = now_ms

@@ -15,9 +15,10 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from .model import CONTROLLER, Node
+from .model import ACTIVE_CONTROLLER, CONTROLLER, Node
 
-__all__ = ["EPISODES", "MIN_ISR", "RF", "TOPIC", "DrawnStep", "Episode", "Node", "StepArgs", "Story"]
+__all__ = ["EPISODES", "MIN_ISR", "QUORUM_EPISODES", "QUORUM_IDS", "RF", "TOPIC", "DrawnStep", "Episode", "Node",
+           "StepArgs", "Story"]
 
 TOPIC = "t"
 MIN_ISR = 2
@@ -51,6 +52,9 @@ class Story:
     socket_timeout_ms: int = 5_000
     steps: list[DrawnStep] = field(default_factory=list)
     holds: bool = False
+    #: how the episodes name the controller: ``"controller"``, or ``"active"`` in a story with a quorum (the
+    #: active controller when the step runs)
+    controller: Node = CONTROLLER
 
     def add(self, at_ms: int, verb: str, args: StepArgs) -> None:
         """Draw step ``verb`` at ``at_ms`` (after the steps drawn so far at the same time)."""
@@ -69,7 +73,7 @@ class Story:
 
     def nodes(self) -> list[Node]:
         """The controller, then every broker by id."""
-        return [CONTROLLER, *range(self.brokers)]
+        return [self.controller, *range(self.brokers)]
 
     def weighted(self, options: Mapping[K, int]) -> K:
         """One key of ``options``, drawn with the values as weights."""
@@ -151,7 +155,7 @@ def _ep_isolate(st: Story, t: int) -> int:
     elif kind == "two":
         nodes = tuple(sorted(rng.sample(range(st.brokers), 2)))
     else:
-        nodes = (CONTROLLER,)
+        nodes = (st.controller,)
     st.add(t, "isolate", {"nodes": nodes})
     return _maybe_undo(st, t, 0.8, 4_000, 20_000, "heal", {"nodes": nodes})
 
@@ -180,7 +184,7 @@ def _ep_cut(st: Story, t: int) -> int:
         leader, *followers = st.partition()
         src, dst = rng.choice(followers), leader
     else:
-        src, dst = st.broker(), CONTROLLER
+        src, dst = st.broker(), st.controller
         if rng.random() < 0.3:
             src, dst = dst, src
     st.add(t, "cut", {"from": src, "to": dst})
@@ -197,7 +201,7 @@ def _ep_hold_alter_partition(st: Story, t: int) -> int:
     rng = st.rng
     leader, *followers = st.partition()
     src = leader if rng.random() < 0.8 else None
-    st.add(t, "hold", {"api": "AlterPartition", "from": src, "to": CONTROLLER})
+    st.add(t, "hold", {"api": "AlterPartition", "from": src, "to": st.controller})
     st.holds = True
     follower = rng.choice(followers)
     at = t + rng.randint(500, 3_000)
@@ -209,7 +213,7 @@ def _ep_hold_alter_partition(st: Story, t: int) -> int:
     end = at
     if rng.random() < 0.75:
         end = at + rng.randint(6_000, 15_000)
-        st.add(end, "release", {"api": "AlterPartition", "from": src, "to": CONTROLLER})
+        st.add(end, "release", {"api": "AlterPartition", "from": src, "to": st.controller})
     if rng.random() < 0.6:
         back = end + rng.randint(1_000, 8_000)
         if how == "cut":
@@ -230,7 +234,7 @@ def _ep_stale_alter_partition(st: Story, t: int) -> int:
     leader, follower, _other = st.partition()
     st.add(t, "cut", {"from": follower, "to": leader})
     t1 = t + st.lag_ms + rng.randint(3_000, 5_000)  # the leader shrank the ISR without f
-    st.add(t1, "hold", {"api": "AlterPartition", "from": leader, "to": CONTROLLER})
+    st.add(t1, "hold", {"api": "AlterPartition", "from": leader, "to": st.controller})
     st.holds = True
     st.add(t1 + 200, "heal", {"nodes": (follower,)})  # f catches up: the leader asks to add it back
     # Its fetch lost to the cut times out (replica.socket.timeout.ms), it fetches again and catches up.
@@ -240,7 +244,7 @@ def _ep_stale_alter_partition(st: Story, t: int) -> int:
     st.add(t3, "restart", {"broker": follower})
     st.add(t3, "cut", {"from": follower, "to": leader})
     t4 = t3 + rng.randint(3_000, 5_000)
-    st.add(t4, "release", {"api": "AlterPartition", "from": leader, "to": CONTROLLER})
+    st.add(t4, "release", {"api": "AlterPartition", "from": leader, "to": st.controller})
     t5 = t4 + rng.randint(1_500, 3_000)
     if rng.random() < 0.7:
         st.add(t5, "shutdown", {"broker": leader})
@@ -404,10 +408,11 @@ def _ep_stale_replica_log_info(st: Story, t: int) -> int:
     how_a = st.weighted({"isolate": 45, "shutdown": 25, "none": 30})
     leader, a, b, t2 = _leaderless_by_unclean_shutdowns(st, t, how_a, st.weighted({"none": 50, "unflushed": 50}))
     held, replaced = (leader, b) if rng.random() < 0.5 else (b, leader)
+    hold: StepArgs
     if rng.random() < 0.6:  # hold the question to `held`: `replaced`'s answer waits in the controller
-        hold = {"api": "GetReplicaLogInfo", "from": CONTROLLER, "to": held}
+        hold = {"api": "GetReplicaLogInfo", "from": st.controller, "to": held}
     else:  # hold `replaced`'s answer in the network
-        hold = {"api": "GetReplicaLogInfo", "from": replaced, "to": CONTROLLER}
+        hold = {"api": "GetReplicaLogInfo", "from": replaced, "to": st.controller}
     st.add(t2 + rng.randint(2_000, 6_000), "hold", hold)
     t3 = t2 + rng.randint(10_000, 13_000)
     st.add(t3, "restart", {"broker": leader})
@@ -445,4 +450,67 @@ EPISODES: dict[str, Episode] = {
     "disk_full": (10, _ep_disk_full, False),
     "corrupt": (8, _ep_corrupt, False),
     "corrupted_last_replica": (6, _ep_corrupted_last_replica, True),
+}
+
+
+# ------------------------------------------------------------------------- a controller quorum (issue 33)
+#: The controllers of a story with a quorum (``cluster: {controllers: 3}``).
+QUORUM_IDS: tuple[int, ...] = (3000, 3001, 3002)
+
+
+def _q_active_crash(st: Story, t: int) -> int:
+    """The active controller crashes (keeping its disk, its page cache or nothing) and restarts."""
+    lose = st.weighted({"none": 45, "unflushed": 40, "all": 15})
+    st.add(t, "crash", {"controller": ACTIVE_CONTROLLER, "lose": lose})
+    back = t + st.rng.randint(3_000, 12_000)
+    st.add(back, "restart", {"controller": ACTIVE_CONTROLLER})
+    return back
+
+
+def _q_active_isolated(st: Story, t: int) -> int:
+    """The active controller loses every link: it resigns by check-quorum, the others elect a leader."""
+    st.add(t, "isolate", {"nodes": (ACTIVE_CONTROLLER,)})
+    back = t + st.rng.randint(4_000, 15_000)
+    st.add(back, "heal", {"nodes": (ACTIVE_CONTROLLER,)})
+    return back
+
+
+def _q_minority_lost(st: Story, t: int) -> int:
+    """One controller (active or not) crashes and restarts: a minority, no effect on metadata."""
+    c = st.rng.choice(QUORUM_IDS)
+    st.add(t, "crash", {"controller": c, "lose": st.weighted({"none": 60, "unflushed": 40})})
+    back = t + st.rng.randint(3_000, 20_000)
+    st.add(back, "restart", {"controller": c})
+    return back
+
+
+def _q_majority_lost(st: Story, t: int) -> int:
+    """Two controllers crash: no metadata is written until one is back (outside the quorum's budget)."""
+    a, b = st.rng.sample(QUORUM_IDS, 2)
+    st.add(t, "crash", {"controller": a, "lose": "none"})
+    t2 = t + st.rng.randint(500, 3_000)
+    st.add(t2, "crash", {"controller": b, "lose": "none"})
+    back = t2 + st.rng.randint(5_000, 15_000)
+    st.add(back, "restart", {"controller": a})
+    st.add(back + st.rng.randint(1_000, 5_000), "restart", {"controller": b})
+    return back
+
+
+def _q_voter_disk_loss(st: Story, t: int) -> int:
+    """A controller loses its disk and is formatted again: at kraft.version 0 it votes with an empty log
+    (static_quorum_disk_loss, outside the budget); at 1 it is an observer until it joins again (auto-join)."""
+    c = st.rng.choice(QUORUM_IDS)
+    st.add(t, "crash", {"controller": c, "lose": "all"})
+    back = t + st.rng.randint(2_000, 8_000)
+    st.add(back, "restart", {"controller": c})
+    return back
+
+
+#: Quorum episode name -> (weight, builder): one of them is drawn for each story with a controller quorum.
+QUORUM_EPISODES: dict[str, tuple[int, Build]] = {
+    "active_controller_crash": (30, _q_active_crash),
+    "active_controller_isolated": (20, _q_active_isolated),
+    "controller_minority_lost": (20, _q_minority_lost),
+    "controller_majority_lost": (10, _q_majority_lost),
+    "controller_disk_loss": (20, _q_voter_disk_loss),
 }

@@ -82,6 +82,24 @@ module or ``hash()``), a random cluster and a fault schedule:
 
   The KIP stories (the two above, the three unclean-recovery stories and the corrupted last replica)
   are exclusive (they never overlap another episode); the others may overlap.
+* a controller quorum (issue 33), drawn from ``random.Random(f"campaign-quorum:{seed}")`` so that every other
+  story is what it was: 30 % of the stories (:data:`QUORUM_SHARE`) run three controllers (ids 3000-3002) at
+  ``kraft_version`` 0 or 1 (50 % each; at 1 with ``controller.quorum.auto.join.enable``), their episodes name
+  the controller ``active`` (an isolation, cut or hold of "the controller" is of the active one), and one
+  *quorum episode* (:data:`~kraftlog.scenario.episodes.QUORUM_EPISODES`) starts 5-60 s in:
+
+  - ``active_controller_crash`` (30) — the active controller crashes (``lose`` none 45 %, unflushed 40 %,
+    all 15 %) and restarts 3-12 s later;
+  - ``active_controller_isolated`` (20) — the active controller is isolated for 4-15 s (check-quorum makes it
+    resign; the others elect a leader);
+  - ``controller_minority_lost`` (20) — one controller crashes (none 60 %, unflushed 40 %), back 3-20 s later;
+  - ``controller_majority_lost`` (10) — two controllers crash 0.5-3 s apart and return 5-20 s later: no
+    metadata meanwhile, outside the quorum's budget;
+  - ``controller_disk_loss`` (20) — a controller loses its disk and returns 2-8 s later, formatted again: at
+    kraft.version 0 a voter with an empty log (``static_quorum_disk_loss``: outside the budget), at 1 an
+    observer that joins the voters again.
+
+  Stopped controllers restart in the heal phase.
   Steps that would do nothing (crashing a broker that is down, restarting one that is up) are
   dropped, so the schedule text is what happens;
 * a heal-and-settle phase: every link healed, every held message released, every stopped broker
@@ -102,7 +120,9 @@ backward when we only have min ISR - 1 unclean shutdowns"). The rule used here:
   was up; crashing a stopped broker is a no-op), whatever its ``lose`` mode. A clean ``shutdown``,
   isolations, partitions, cuts, held requests, controller failovers and a crash of the controller
   (``crash: {node: controller}``, even ``lose: all``: it refuses to start unformatted, so no replica
-  loses anything) are not;
+  loses anything) are not; neither is a quorum controller's crash, which has a budget of its own
+  (:func:`quorum_within_budget`: at most ⌊(V−1)/2⌋ voters down at a time, no voter disk loss at
+  kraft.version 0);
 * a ``corrupt`` step counts as one data-losing fault of the partition it damages (a replica whose log
   the next load truncates), unless the damaged broker's stop was itself a crash not yet followed by a
   restart (the same replica is counted once); a ``disk_full`` counts as none: the broker acknowledges
@@ -135,9 +155,9 @@ is within its own budget.
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
-from .episodes import EPISODES, MIN_ISR, RF, TOPIC, DrawnStep, Story
+from .episodes import EPISODES, MIN_ISR, QUORUM_EPISODES, QUORUM_IDS, RF, TOPIC, DrawnStep, Story
 from .model import ACTIVE_CONTROLLER, CONTROLLER, ClientSpec, Scenario, TopicSpec, is_controller
 from .steps import (
     AlterConfig,
@@ -188,6 +208,8 @@ def scenario_name(seed: int) -> str:
 # ------------------------------------------------------------------------------------ generation
 #: No episode starts later than this (ms of scenario time).
 LAST_EPISODE_START_MS = 60_000
+#: The share of stories with a controller quorum of three (issue 33).
+QUORUM_SHARE = 0.3
 #: The consumer group of every story (issue 32): its consumer commits every second to ``__consumer_offsets``,
 #: whose 3 partitions (RF 3, a drawn assignment) count in the fault budget like t's.
 GROUP = "g1"
@@ -196,22 +218,27 @@ OFFSETS_TOPIC = "__consumer_offsets"
 OFFSETS_PARTITIONS = 3
 
 
-def _effective(steps: list[DrawnStep], brokers: int) -> list[DrawnStep]:
-    """Drop steps that would be no-ops (crash/shutdown of a stopped broker, restart of a running one) or
-    refused (a corrupt of a broker that runs: an overlapping episode restarted it)."""
-    up: set[object] = set(range(brokers))
+def _node_of(args: Mapping[str, object]) -> object:
+    """The node a drawn crash, shutdown or restart names (a broker, or a quorum's controller)."""
+    return args["broker"] if "broker" in args else args["controller"]
+
+
+def _effective(steps: list[DrawnStep], brokers: int, controllers: Sequence[object] = ()) -> list[DrawnStep]:
+    """Drop steps that would be no-ops (crash/shutdown of a stopped broker or controller, restart of a running
+    one) or refused (a corrupt of a broker that runs: an overlapping episode restarted it)."""
+    up: set[object] = set(range(brokers)) | set(controllers) | ({ACTIVE_CONTROLLER} if controllers else set())
     out = []
     for at, seq, verb, args in steps:
         if verb == "corrupt" and args["broker"] in up:
             continue
         if verb in ("crash", "shutdown"):
-            if args["broker"] not in up:
+            if _node_of(args) not in up:
                 continue
-            up.discard(args["broker"])
+            up.discard(_node_of(args))
         elif verb == "restart":
-            if args["broker"] in up:
+            if _node_of(args) in up:
                 continue
-            up.add(args["broker"])
+            up.add(_node_of(args))
         out.append((at, seq, verb, args))
     return out
 
@@ -228,9 +255,21 @@ def generate(seed: int, episodes: Sequence[str] | None = None) -> Scenario:
     """
     if episodes is not None:
         for name in episodes:
-            if name not in EPISODES:
-                raise KeyError(f"unknown episode {name!r} (known: {', '.join(EPISODES)})")
+            if name not in EPISODES and name not in QUORUM_EPISODES:
+                raise KeyError(f"unknown episode {name!r} (known: {', '.join([*EPISODES, *QUORUM_EPISODES])})")
     rng = random.Random(f"campaign:{seed}")
+    # A controller quorum (issue 33), drawn from a Random of its own so that the rest of every story is unchanged:
+    # QUORUM_SHARE of the stories run three controllers (kraft.version 0 or 1) and play one quorum episode.
+    quorum_rng = random.Random(f"campaign-quorum:{seed}")
+    quorum = quorum_rng.random() < QUORUM_SHARE
+    quorum_episode = quorum_rng.choices(list(QUORUM_EPISODES), weights=[w for w, _b in QUORUM_EPISODES.values()])[0]
+    kraft_version = quorum_rng.choice((0, 1))
+    if episodes is not None:
+        quorum_names = [n for n in episodes if n in QUORUM_EPISODES]
+        quorum = bool(quorum_names)
+        if quorum:
+            quorum_episode = quorum_names[0]
+        episodes = [n for n in episodes if n in EPISODES]
     brokers = rng.randint(3, 5)
     partitions = rng.choices((1, 2, 3), weights=(50, 30, 20))[0]
     assignment = tuple(tuple(rng.sample(range(brokers), RF)) for _ in range(partitions))
@@ -253,7 +292,11 @@ def generate(seed: int, episodes: Sequence[str] | None = None) -> Scenario:
     offsets_assignment = tuple(tuple(group_rng.sample(range(brokers), RF)) for _ in range(OFFSETS_PARTITIONS))
     restarts = sorted(group_rng.randint(5_000, LAST_EPISODE_START_MS) for _ in range(group_rng.randint(1, 2)))
 
-    st = Story(rng, brokers, assignment, lag_ms, socket_timeout_ms)
+    st = Story(rng, brokers, assignment, lag_ms, socket_timeout_ms,
+               controller=ACTIVE_CONTROLLER if quorum else CONTROLLER)
+    controllers = list(QUORUM_IDS) if quorum else []
+    if quorum and kraft_version == 1:
+        config["controller.quorum.auto.join.enable"] = "true"
     names = list(EPISODES)
     weights = [EPISODES[n][0] for n in names]
     count = rng.choices((1, 2, 3), weights=(30, 45, 25))[0]
@@ -277,9 +320,14 @@ def generate(seed: int, episodes: Sequence[str] | None = None) -> Scenario:
         # The next episode starts after this one began, possibly while it is still going on.
         t, previous_end, previous_exclusive = rng.randint(t + 3_000, end + 6_000), max(previous_end, end), exclusive
 
+    if quorum:
+        drawn.append(quorum_episode)
+        qst = Story(quorum_rng, brokers, assignment, lag_ms, socket_timeout_ms, steps=st.steps,
+                    controller=ACTIVE_CONTROLLER)
+        QUORUM_EPISODES[quorum_episode][1](qst, quorum_rng.randint(5_000, LAST_EPISODE_START_MS))
     restart_steps: list[DrawnStep] = [(at, 9, "restart_client", {"client": "c1"}) for at in restarts]
     steps = sorted([*st.steps, *restart_steps], key=lambda s: (s[0], s[1]))
-    steps = _effective(steps, brokers)
+    steps = _effective(steps, brokers, controllers)
 
     # Heal and settle: every link back, held messages released, stopped brokers restarted.
     last = max(at for at, *_ in steps)
@@ -289,13 +337,23 @@ def generate(seed: int, episodes: Sequence[str] | None = None) -> Scenario:
         tail.append((heal_at, 1, "release", {"api": None, "from": None, "to": None}))
     up: set[object] = set(range(brokers))
     for _at, _seq, verb, args in steps:
-        if verb in ("crash", "shutdown"):
+        if verb in ("crash", "shutdown") and "broker" in args:
             up.discard(args["broker"])
-        elif verb == "restart":
+        elif verb == "restart" and "broker" in args:
             up.add(args["broker"])
     down = sorted(set(range(brokers)) - up)
     rng.shuffle(down)
     at = heal_at
+    if quorum:  # the stopped controllers first, by the quorum's Random (the brokers' draws stay as they were)
+        cup: set[object] = set(controllers) | {ACTIVE_CONTROLLER}
+        for _at, _seq, verb, args in steps:
+            if verb == "crash" and "controller" in args:
+                cup.discard(args["controller"])
+            elif verb == "restart" and "controller" in args:
+                cup.add(args["controller"])
+        for c in [*(c for c in controllers if c not in cup), *([ACTIVE_CONTROLLER] if ACTIVE_CONTROLLER not in cup
+                                                                else [])]:
+            tail.append((heal_at + quorum_rng.randint(500, 2_000), 2, "restart", {"controller": c}))
     for broker in down:
         at += rng.randint(1_000, 3_000)
         tail.append((at, 2, "restart", {"broker": broker}))
@@ -325,6 +383,8 @@ def generate(seed: int, episodes: Sequence[str] | None = None) -> Scenario:
         clients=clients,
         steps=step_objs,
         until_ms=None,
+        controllers=3 if quorum else 1,
+        kraft_version=kraft_version if quorum else 0,
         source=f"campaign:{seed}",
     )
 

@@ -292,13 +292,15 @@ VERBS: tuple[str, ...] = tuple(ACTIONS)
 
 def action_from_args(verb: str, args: Mapping[str, object]) -> Action:
     """The action of ``verb`` from its arguments keyed as the file names them (the inverse of
-    :attr:`Action.args`; a crash or restart may name its node ``broker`` or ``node``). Lists become
+    :attr:`Action.args`; a crash or restart may name its node ``broker``, ``node`` or ``controller``). Lists become
     tuples. Raises KeyError for an unknown verb, TypeError for missing or unknown arguments."""
     cls = ACTIONS[verb]
     back = {v: k for k, v in _FILE_NAMES.items()}
     kwargs = {back.get(k, k): v for k, v in args.items()}
     if issubclass(cls, _Targeted) and "broker" in kwargs:
         kwargs["node"] = kwargs.pop("broker")
+    if issubclass(cls, _Targeted) and "controller" in kwargs:
+        kwargs["node"] = kwargs.pop("controller")
     for key in ("nodes", "groups"):
         value = kwargs.get(key)
         if value is not None:
