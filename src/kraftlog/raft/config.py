@@ -11,20 +11,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from ..metadata.config import DEFAULTS
 from ..protocol.raft_records import RaftEndpoint
 
 __all__ = ["QuorumConfig", "QuorumConfigError", "parse_quorum_voters", "QUORUM_CONFIG_DEFAULTS"]
 
-#: Kafka's names and defaults of the quorum configs this package reads.
-QUORUM_CONFIG_DEFAULTS: dict[str, str] = {
-    "controller.quorum.election.timeout.ms": "1000",
-    "controller.quorum.fetch.timeout.ms": "2000",
-    "controller.quorum.election.backoff.max.ms": "1000",
-    "controller.quorum.request.timeout.ms": "2000",
-    "controller.quorum.retry.backoff.ms": "20",
-    "controller.quorum.append.linger.ms": "25",
-    "controller.quorum.auto.join.enable": "false",
-}
+#: Kafka's names and defaults of the quorum configs this package reads (the one table of defaults is
+#: :data:`kraftlog.metadata.config.DEFAULTS`).
+QUORUM_CONFIG_DEFAULTS: dict[str, str] = {name: DEFAULTS[name] for name in (
+    "controller.quorum.election.timeout.ms", "controller.quorum.fetch.timeout.ms",
+    "controller.quorum.election.backoff.max.ms", "controller.quorum.request.timeout.ms",
+    "controller.quorum.retry.backoff.ms", "controller.quorum.append.linger.ms", "controller.quorum.auto.join.enable")}
 
 #: How long a leader parks a Fetch with nothing new (Kafka's ``KafkaRaftClient.MAX_FETCH_WAIT_MS``).
 MAX_FETCH_WAIT_MS = 500

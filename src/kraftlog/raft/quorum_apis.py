@@ -143,15 +143,23 @@ class QuorumApis:
                 error = Errors.INVALID_VOTER_KEY
         self.channel.send_response(env, _epoch_response(self, m.BeginQuorumEpochResponse, error or Errors.NONE))
 
-    def _handle_begin_quorum_epoch_response(self, now_ms: int, src: int, resp: m.BeginQuorumEpochResponse) -> bool:
+    def _epoch_response_handled(self, now_ms: int,
+                                resp: m.BeginQuorumEpochResponse | m.EndQuorumEpochResponse) -> bool | None:
+        """What BeginQuorumEpoch and EndQuorumEpoch answers share (Kafka's handlers): a top-level or partition
+        error backs off, a newer epoch or leader is followed (True/False: dealt with); None: the answer is for
+        this epoch and its API's own handling goes on."""
         if resp.error_code != Errors.NONE:
             return False
         leader = resp.leader_id if resp.leader_id >= 0 else None
         handled = self._handle_common_response(resp.partition_error_code, leader, resp.leader_epoch, now_ms)
         if handled is not None:
             return handled
-        if resp.partition_error_code != Errors.NONE:
-            return False
+        return False if resp.partition_error_code != Errors.NONE else None
+
+    def _handle_begin_quorum_epoch_response(self, now_ms: int, src: int, resp: m.BeginQuorumEpochResponse) -> bool:
+        handled = self._epoch_response_handled(now_ms, resp)
+        if handled is not None:
+            return handled
         if isinstance(self.state, LeaderState):
             self.state.add_acknowledgement_from(src)
         return True
@@ -189,14 +197,9 @@ class QuorumApis:
         return min(max_ms, base << (position - 1))
 
     def _handle_end_quorum_epoch_response(self, now_ms: int, src: int, resp: m.EndQuorumEpochResponse) -> bool:
-        if resp.error_code != Errors.NONE:
-            return False
-        leader = resp.leader_id if resp.leader_id >= 0 else None
-        handled = self._handle_common_response(resp.partition_error_code, leader, resp.leader_epoch, now_ms)
+        handled = self._epoch_response_handled(now_ms, resp)
         if handled is not None:
             return handled
-        if resp.partition_error_code != Errors.NONE:
-            return False
         if isinstance(self.state, Resigned):
             self.state.unacked.discard(src)
         return True
