@@ -27,6 +27,7 @@ from ..protocol.kio_extra.group_records.records import (
     OffsetCommitKey,
     OffsetCommitValue,
 )
+from ..protocol.wire.prescan import check_lengths
 
 __all__ = ["OffsetKey", "GroupKey", "OffsetValue", "GroupValue", "GroupMember", "UnknownRecord", "decode_key",
            "encode_key", "encode_offset_value", "decode_offset_value", "encode_group_value", "decode_group_value",
@@ -124,9 +125,11 @@ def _versioned(version: int, write, entity) -> bytes:  # type: ignore[no-untyped
     return buf.getvalue()
 
 
-def _read(data: bytes, reader, what: str):  # type: ignore[no-untyped-def]
+def _read(data: bytes, reader, what: str, entity_type: type | None = None):  # type: ignore[no-untyped-def]
     body = memoryview(data)[_INT16:]
     try:
+        if entity_type is not None:  # an array length the bytes cannot hold would make kio's reader abort
+            check_lengths(entity_type, body, 0)
         value, size = reader(body, 0)
     except Exception as exc:  # kio raises struct/Unicode/Index errors on short or bad input
         raise GroupRecordError(f"malformed {what}: {exc}") from None
@@ -196,7 +199,7 @@ def decode_group_value(data: bytes) -> GroupValue:
     version = _version(data, "GroupMetadataValue")
     if version != _GROUP_VALUE_VERSION:
         raise GroupRecordError(f"GroupMetadataValue version {version} is not read by kraftlog (it writes v3)")
-    v = _read(data, _read_group_value, "GroupMetadataValue")
+    v = _read(data, _read_group_value, "GroupMetadataValue", GroupMetadataValue)
     return GroupValue(v.protocol_type, int(v.generation), v.protocol, v.leader, int(v.current_state_timestamp),
                       tuple(GroupMember(mb.member_id, mb.group_instance_id, mb.client_id, mb.client_host,
                                         int(mb.rebalance_timeout), int(mb.session_timeout), bytes(mb.subscription),

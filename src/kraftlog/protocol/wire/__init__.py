@@ -62,10 +62,15 @@ to it. Only level ``urm`` serves them: a node below it neither accepts nor adver
 (``_NOT_ADVERTISED_UNTIL_URM``, :func:`supported_versions`, :func:`supported_api_versions`; DESIGN.md:
 advertise only what is implemented).
 
+Untrusted lengths: kio 0.6.5's native reader allocates an array from its length field before reading it
+and aborts the process (not an exception) when that allocation fails, so the bytes of every request and
+response body and KRaft control record are walked first (:mod:`.prescan`, generated per schema; the
+headers have no arrays): an array longer than the bytes left can hold is a :class:`WireError`.
+
 The package's modules, each usable on its own: :mod:`.mapper` (the generic mapper and the row types of
 the table), :mod:`.apis` (the table and the version lookups), :mod:`.shapes` (the messages mapped by
-hand), :mod:`.codec` (:func:`to_kio` / :func:`from_kio` and the bytes). This module exports what callers
-use.
+hand), :mod:`.codec` (:func:`to_kio` / :func:`from_kio` and the bytes), :mod:`.prescan` (the length
+check before kio reads). This module exports what callers use.
 """
 
 from __future__ import annotations

@@ -30,6 +30,7 @@ from .apis import (
     _version_for,
 )
 from .mapper import UnsupportedVersionError, _from_plan, _to_plan
+from .prescan import check_lengths
 from .shapes import _WHOLE, _is_metadata_fetch, metadata_fetch_version
 
 
@@ -117,6 +118,9 @@ def _read(entity_type: type, data: bytes | memoryview, offset: int) -> tuple[Any
     reader = _READERS.get(entity_type)
     if reader is None:
         reader = _READERS[entity_type] = entity_reader(entity_type)
+    # kio's native reader sizes an array from its length before reading it and aborts the process when
+    # that allocation fails: lengths that cannot fit the bytes are refused first (.prescan)
+    check_lengths(entity_type, data, offset)
     try:
         entity, size = reader(data, offset)
     except WireError:

@@ -44,6 +44,7 @@ from ..raft_records import (
     VotersRecord,
 )
 from ..records import ATTR_CONTROL, Record, RecordBatch
+from .prescan import check_lengths
 
 __all__ = ["LEADER_CHANGE", "KRAFT_VERSION", "KRAFT_VOTERS", "encode_control_record", "decode_control_record",
            "to_record_batch", "from_record_batch"]
@@ -125,6 +126,9 @@ def decode_control_record(key: bytes | None, value: bytes | None) -> ControlReco
     reader = _READERS.get(cls)
     if reader is None:
         reader = _READERS[cls] = entity_reader(cls)
+    # a value from the network (a Fetch response's control batch): array lengths checked before kio
+    # allocates from them (.prescan)
+    check_lengths(cls, value, _SHORT.size)
     try:
         entity, _ = reader(value, _SHORT.size)
     except Exception as exc:  # kio's reader raises its own errors on bytes that do not parse
