@@ -295,3 +295,23 @@ def test_with_auto_join_the_voter_that_lost_its_disk_replaces_its_old_directory_
     assert sorted(voters) == [1, 2, 3] and voters[b].voter_directory_id == new_dir
     net.commit(["z"])
     assert net.run_until(lambda: [r for _, r in net.node(b).committed] == ["base", "x", "z"], 10_000)
+
+
+def test_a_leader_whose_disk_is_full_stops_and_the_others_elect_a_leader_without_losing_a_commit() -> None:
+    """A metadata log write that fails (ENOSPC) stops the Raft client (Kafka's raft thread dies on an I/O error):
+    it sends and writes nothing more, and the two others elect a leader that holds every committed record."""
+    net = RaftNet(voters=3, seed=15)
+    net.commit(["a"])
+    leader = net.leader()
+    assert leader is not None
+    net.invariants.strict = False  # a stopped node is reported by the checks: expected here, and only that
+    net.disks[int(leader.node_id)].set_full(True)
+    leader.append(["never"], net.now)  # written at the linger's end: the write fails
+    assert net.run_until(lambda: leader.raft.fatal_error is not None, 1000)
+    assert "cannot be written" in str(leader.raft.fatal_error) and leader.raft.next_deadline() is None
+    others = [n for n in net.live() if n is not leader]
+    assert net.run_until(lambda: any(n.raft.ready_for_writes for n in others), 10_000)
+    offset = next(n for n in others if n.raft.ready_for_writes).append(["b"], net.now)
+    assert net.run_until(lambda: all(n.raft.high_watermark > offset for n in others), 5000)
+    assert all([r for _, r in n.committed] == ["a", "b"] for n in others)
+    assert {v.split(":")[0] for v in net.invariants.violations} == {f"node {leader.node_id} stopped"}
