@@ -11,17 +11,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from ..metadata.config import DEFAULTS
+from ..metadata import config as cfg
 from ..protocol.raft_records import RaftEndpoint
 
-__all__ = ["QuorumConfig", "QuorumConfigError", "parse_quorum_voters", "QUORUM_CONFIG_DEFAULTS"]
-
-#: Kafka's names and defaults of the quorum configs this package reads (the one table of defaults is
-#: :data:`kraftlog.metadata.config.DEFAULTS`).
-QUORUM_CONFIG_DEFAULTS: dict[str, str] = {name: DEFAULTS[name] for name in (
-    "controller.quorum.election.timeout.ms", "controller.quorum.fetch.timeout.ms",
-    "controller.quorum.election.backoff.max.ms", "controller.quorum.request.timeout.ms",
-    "controller.quorum.retry.backoff.ms", "controller.quorum.append.linger.ms", "controller.quorum.auto.join.enable")}
+__all__ = ["QuorumConfig", "QuorumConfigError", "parse_quorum_voters"]
 
 #: How long a leader parks a Fetch with nothing new (Kafka's ``KafkaRaftClient.MAX_FETCH_WAIT_MS``).
 MAX_FETCH_WAIT_MS = 500
@@ -46,30 +39,24 @@ class QuorumConfig:
 
     @classmethod
     def from_configs(cls, configs: Mapping[str, str]) -> QuorumConfig:
-        """Read Kafka's ``controller.quorum.*`` names from ``configs`` (strings); an absent one takes
-        Kafka's default. Raises :class:`QuorumConfigError` for a value that is not a non-negative int (or,
-        for ``controller.quorum.auto.join.enable``, not true/false)."""
-        def read_int(name: str) -> int:
-            raw = configs.get(name, QUORUM_CONFIG_DEFAULTS[name])
-            try:
-                value = int(raw)
-            except ValueError:
-                raise QuorumConfigError(f"{name}: {raw!r} is not an integer") from None
-            if value < 0:
-                raise QuorumConfigError(f"{name}: {value} is negative (Kafka: atLeast(0))")
-            return value
+        """Read Kafka's ``controller.quorum.*`` names from ``configs`` (strings); an absent one takes Kafka's
+        default. Each value is checked as every config is (:func:`kraftlog.metadata.config.invalid_value`: an INT
+        at least 0, a BOOLEAN); raises :class:`QuorumConfigError` with Kafka's message naming the config."""
+        def read(name: str) -> str:
+            raw = cfg.lookup(name, configs)
+            problem = cfg.invalid_value(name, raw)
+            if problem is not None:
+                raise QuorumConfigError(problem)
+            return raw
 
-        join = configs.get("controller.quorum.auto.join.enable", "false").strip().lower()
-        if join not in ("true", "false"):
-            raise QuorumConfigError(f"controller.quorum.auto.join.enable: {join!r} is not true or false")
         return cls(
-            election_timeout_ms=read_int("controller.quorum.election.timeout.ms"),
-            fetch_timeout_ms=read_int("controller.quorum.fetch.timeout.ms"),
-            election_backoff_max_ms=read_int("controller.quorum.election.backoff.max.ms"),
-            request_timeout_ms=read_int("controller.quorum.request.timeout.ms"),
-            retry_backoff_ms=read_int("controller.quorum.retry.backoff.ms"),
-            append_linger_ms=read_int("controller.quorum.append.linger.ms"),
-            auto_join=join == "true",
+            election_timeout_ms=int(read("controller.quorum.election.timeout.ms")),
+            fetch_timeout_ms=int(read("controller.quorum.fetch.timeout.ms")),
+            election_backoff_max_ms=int(read("controller.quorum.election.backoff.max.ms")),
+            request_timeout_ms=int(read("controller.quorum.request.timeout.ms")),
+            retry_backoff_ms=int(read("controller.quorum.retry.backoff.ms")),
+            append_linger_ms=int(read("controller.quorum.append.linger.ms")),
+            auto_join=cfg.as_bool(read("controller.quorum.auto.join.enable")),
         )
 
 
