@@ -120,6 +120,14 @@ DEFAULTS: dict[str, str] = {
     "controller.quorum.retry.backoff.ms": "20",
     "controller.quorum.append.linger.ms": "25",
     "controller.quorum.auto.join.enable": "false",
+    # The metadata log's segments, retention and snapshots (Kafka's MetadataLogConfig and the SnapshotGenerator's
+    # configs; static, read at start by the controller and by each broker for its local copy).
+    "metadata.log.segment.bytes": "1073741824",
+    "metadata.log.segment.ms": "604800000",
+    "metadata.max.retention.bytes": "104857600",
+    "metadata.max.retention.ms": "604800000",
+    "metadata.log.max.record.bytes.between.snapshots": "20971520",
+    "metadata.log.max.snapshot.interval.ms": "3600000",
     # The classic group coordinator (Kafka's group.* broker configs).
     "group.min.session.timeout.ms": "6000",
     "group.max.session.timeout.ms": "1800000",
@@ -255,6 +263,12 @@ _TYPES: dict[str, tuple[str, int | None, bool]] = {
     "controller.quorum.retry.backoff.ms": (_INT, 0, False),
     "controller.quorum.append.linger.ms": (_INT, 0, False),
     "controller.quorum.auto.join.enable": (_BOOLEAN, None, False),
+    "metadata.log.segment.bytes": (_INT, 12, False),
+    "metadata.log.segment.ms": (_LONG, 1, False),
+    "metadata.max.retention.bytes": (_LONG, None, False),
+    "metadata.max.retention.ms": (_LONG, None, False),
+    "metadata.log.max.record.bytes.between.snapshots": (_LONG, 1, False),
+    "metadata.log.max.snapshot.interval.ms": (_LONG, 0, False),
     "unclean.leader.election.enable": (_BOOLEAN, None, False),
     "unclean.leader.election.interval.ms": (_LONG, 1, False),
     "replica.lag.time.max.ms": (_LONG, None, False),

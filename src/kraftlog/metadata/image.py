@@ -359,7 +359,10 @@ class MetadataImage:
                         entry.pop(rec.name, None)
                     else:
                         entry[rec.name] = rec.value
-                    configs[res] = entry
+                    if entry:
+                        configs[res] = entry
+                    else:  # Kafka's ConfigurationImage drops a resource left with no config
+                        configs.pop(res, None)
                     delta.configs.add(res)
                 elif type(rec) is RemoveTopicRecord:
                     # Kafka's TopicsDelta.replay(RemoveTopicRecord) and ConfigurationsDelta.replay: the topic,

@@ -34,6 +34,7 @@ from .segment import (
     count_frames,
     encode_item,
     file_checksum,
+    metadata_base_offset,
     read_headers,
     recover_log,
 )
@@ -91,7 +92,7 @@ class _LogFile:
     leader's fetch responses send the bytes it wrote, with no ``pread`` and no copy."""
 
     __slots__ = ("fd", "kind", "items", "starts", "size", "durable", "sync_dirs", "tail", "tail_bytes", "crc",
-                 "headers")
+                 "headers", "base")
 
     def __init__(self, fd: int, kind: int, items: list[object] | None, starts: list[int], size: int,
                  durable: int, sync_dirs: list[str]) -> None:
@@ -99,6 +100,8 @@ class _LogFile:
         self.crc: int | None = 0 if size == 0 else None
         #: the batch headers its load read (a partition segment), until :meth:`FileDisk.scan_headers` takes them
         self.headers: list[BatchHeader] | None = None
+        #: a metadata log file's base offset (from its name: its first batch's offset), 0 for a segment
+        self.base = 0
         self.fd = fd
         self.kind = kind
         self.items = items
@@ -250,6 +253,7 @@ class FileDisk:
             fd = os.open(full, _OPEN_LOG | os.O_CREAT | os.O_EXCL, 0o644)
             f = self._logs[path] = _LogFile(fd, kind, [] if kind == METADATA else None, [], 0, 0,
                                             dirs_to_sync(parent, created))
+            f.base = metadata_base_offset(path) if kind == METADATA else 0
             return f
         try:
             total = os.fstat(fd).st_size
@@ -272,6 +276,7 @@ class FileDisk:
             raise
         f = self._logs[path] = _LogFile(fd, kind, items, starts, valid, valid, [])
         f.headers = headers
+        f.base = metadata_base_offset(path) if kind == METADATA else 0
         return f
 
     # ------------------------------------------------------------------ hooks (ShadowFileDisk's)
@@ -337,7 +342,7 @@ class FileDisk:
                 encode_item(kind, item, 0, now_ms)
             f = self._open(path, create=True)
             assert f is not None  # created
-        chunks = [encode_item(f.kind, item, f.count() + i, now_ms) for i, item in enumerate(items)]
+        chunks = [encode_item(f.kind, item, f.base + f.count() + i, now_ms) for i, item in enumerate(items)]
         size = f.size
         joined = b"".join(chunks)
         try:

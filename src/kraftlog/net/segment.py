@@ -93,6 +93,13 @@ class _ChunkReader:
         return memoryview(self.buf)[off:off + n]
 
 
+def metadata_base_offset(path: str) -> int:
+    """The metadata offset of the first record of the metadata log file ``path``: its name's 20-digit base offset
+    (Kafka's segment file names, ``00000000000000001234.log``), 0 for any other name."""
+    stem = os.path.basename(path).rpartition(".")[0]
+    return int(stem) if len(stem) == 20 and stem.isdigit() else 0
+
+
 def recover_log(fd: int, total: int, kind: int, path: str, verify_crc: bool = True,
                 headers: list[BatchHeader] | None = None) -> tuple[list[object] | None, list[int], int, str | None]:
     """Check the batches of a log file from its start, as Kafka's ``LogSegment.recover`` checks each
@@ -107,6 +114,7 @@ def recover_log(fd: int, total: int, kind: int, path: str, verify_crc: bool = Tr
     that is not an item of this file's kind."""
     reader = _ChunkReader(fd, total)
     items: list[object] | None = [] if kind == METADATA else None
+    base = metadata_base_offset(path) if kind == METADATA else 0
     starts: list[int] = []
     pos = 0
     reason = None
@@ -152,9 +160,9 @@ def recover_log(fd: int, total: int, kind: int, path: str, verify_crc: bool = Tr
         try:
             if items is not None:
                 batch = RecordBatch.from_bytes(view, verify_crc=False)
-                if batch.base_offset != len(items) or batch.record_count != 1:
+                if batch.base_offset != base + len(items) or batch.record_count != 1:
                     raise ValueError(f"metadata batch at offset {batch.base_offset} with {batch.record_count} "
-                                     f"records where offset {len(items)} with one record was expected")
+                                     f"records where offset {base + len(items)} with one record was expected")
                 items.append(decode_metadata_record(batch.records[0].value))
             else:
                 # A segment's batch is only checked, not kept: read its record count in place rather
@@ -233,7 +241,8 @@ def count_frames(fd: int, pos: int, total: int) -> int:
 def encode_item(kind: int, item: object, index: int, now_ms: int) -> bytes:
     """The bytes of ``item`` as the ``index``-th item of a log file of ``kind``: a partition segment's
     RecordBatch verbatim (its own v2 bytes); a metadata record as the value of a one-record v2 batch at
-    base offset ``index``, partition leader epoch 0, timestamp ``now_ms`` (KRaft's layout, kraftlog's JSON
+    base offset ``index`` (the file's base offset plus its position: :func:`metadata_base_offset`), partition
+    leader epoch 0, timestamp ``now_ms`` (KRaft's layout, kraftlog's JSON
     value). TypeError for an item that is not of the file's kind."""
     if kind == BATCHES:
         if not isinstance(item, RecordBatch):
