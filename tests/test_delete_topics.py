@@ -89,7 +89,7 @@ def test_each_deleted_topic_is_one_remove_topic_record_written_in_one_atomic_app
     record of the request in one atomic append (ControllerResult.atomicOf); each topic answered NONE with
     its name and id; the image no longer has them."""
     t2 = create(c, "t2")
-    c.ctl.disk = disk = RecordingDisk(c.ctl.disk)
+    c.ctl.disk = c.ctl.single.log.disk = disk = RecordingDisk(c.ctl.disk)
     start = c.ctl.end_offset
     resp = delete(c, "t", "t2")
     assert by_name(resp) == {("t", c.topic_id): (Errors.NONE, None), ("t2", t2): (Errors.NONE, None)}

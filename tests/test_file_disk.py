@@ -758,7 +758,7 @@ def test_a_controller_restarted_on_its_files_replays_the_same_metadata(tmp_path)
     image = c.image
     d = reopen(d)
     again = QuorumController({}, DEFAULT, d, Random(1), 3)
-    assert again.log == recs and again.end_offset == len(recs)
+    assert list(again.log) == recs and again.end_offset == len(recs)
     assert again.image == image
     d.close()
 

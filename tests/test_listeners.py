@@ -19,7 +19,7 @@ from kraftlog.protocol.errors import Errors
 from test_wire import SAMPLES
 
 RAFT_REQUESTS = (m.VoteRequest, m.BeginQuorumEpochRequest, m.EndQuorumEpochRequest, m.DescribeQuorumRequest,
-                 m.AddRaftVoterRequest, m.RemoveRaftVoterRequest, m.UpdateRaftVoterRequest)
+                 m.AddRaftVoterRequest, m.RemoveRaftVoterRequest, m.UpdateRaftVoterRequest, m.FetchSnapshotRequest)
 _IDS = [t.__name__ for t in RAFT_REQUESTS]
 
 
@@ -33,7 +33,7 @@ def test_the_controller_listener_advertises_them_and_the_kraft_fetch_versions() 
     supported = wire.supported_api_versions()
     ctl = lst.listener_api_versions(lst.CONTROLLER, supported)
     assert {t.API_KEY: ctl[t.API_KEY] for t in RAFT_REQUESTS} == {
-        52: (2, 2), 53: (1, 1), 54: (1, 1), 55: (0, 2), 80: (0, 0), 81: (0, 0), 82: (0, 0)}
+        52: (2, 2), 53: (1, 1), 54: (1, 1), 55: (0, 2), 59: (0, 1), 80: (0, 0), 81: (0, 0), 82: (0, 0)}
     assert ctl[m.MetadataFetchRequest.API_KEY] == (4, 18)  # a KRaft replica's fetch: v17/v18
     for listener in (lst.CLIENT, lst.INTERNAL):  # parsed to be refused; a data Fetch stops at v15
         advertised = lst.listener_api_versions(listener, supported)

@@ -9,8 +9,9 @@ import uuid
 from kraftlog.check.checkers import consumer_anomalies
 from kraftlog.client.admin import Admin
 from kraftlog.client.producer import Producer
-from kraftlog.controller.controller import CONTROLLER, MAX_RECORDS_PER_FETCH
+from kraftlog.controller.controller import CONTROLLER
 from kraftlog.controller.partition_change import build_partition_change
+from kraftlog.controller.single_node_quorum import MAX_RECORDS_PER_FETCH
 from kraftlog.level import Level
 from kraftlog.metadata.image import RESOURCE_TOPIC, PartitionRegistration
 from kraftlog.metadata.records import RECOVERING, ConfigRecord

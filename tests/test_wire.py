@@ -666,6 +666,12 @@ SAMPLES: dict[type, object] = {
                         m.QuorumReplicaState(2, None, 118, 1_700_000_000_450, 1_700_000_000_400),
                         m.QuorumReplicaState(3, DIR2, -1)),
         observers=(m.QuorumReplicaState(100, None, 90, 1_700_000_000_480, -1),)),
+    m.FetchSnapshotRequest: m.FetchSnapshotRequest(
+        current_leader_epoch=5, snapshot_end_offset=4200, snapshot_epoch=5, position=65536, cluster_id="kraftlog-test",
+        replica_id=1, max_bytes=1 << 20, replica_directory_id=DIR1),
+    m.FetchSnapshotResponse: m.FetchSnapshotResponse(
+        error_code=Errors.NONE, partition_error_code=Errors.NONE, snapshot_end_offset=4200, snapshot_epoch=5,
+        current_leader_id=3000, current_leader_epoch=5, size=70000, position=65536, unaligned_records=b"\x00" * 4464),
     m.AddRaftVoterRequest: m.AddRaftVoterRequest(
         cluster_id="kraftlog-test", timeout_ms=30_000, voter_id=4, voter_directory_id=DIR2,
         listeners=(RaftEndpoint("CONTROLLER", "c4", 9093), RaftEndpoint("ALT", "c4b", 19093))),

@@ -71,6 +71,7 @@ RANGES = {
     m.BeginQuorumEpochRequest: range(1, 2),
     m.EndQuorumEpochRequest: range(1, 2),
     m.DescribeQuorumRequest: range(0, 3),
+    m.FetchSnapshotRequest: range(0, 2),
     m.AddRaftVoterRequest: range(0, 1),
     m.RemoveRaftVoterRequest: range(0, 1),
     m.UpdateRaftVoterRequest: range(0, 1),
@@ -148,6 +149,7 @@ DROPS: list[tuple[type, range, str, Any]] = [
     (m.DescribeGroupsResponse, range(0, 3), "groups.authorized_operations", -2147483648),  # KIP-430
     (m.MetadataFetchRequest, range(0, 17), "replica_directory_id", None),  # KIP-853
     (m.MetadataFetchRequest, range(0, 18), "high_watermark", -1),
+    (m.FetchSnapshotRequest, range(0, 1), "replica_directory_id", None),  # KIP-853
     (m.DescribeQuorumResponse, range(0, 2), "error_message", None),  # v2
     (m.DescribeQuorumResponse, range(0, 2), "partition_error_message", None),
     (m.DescribeQuorumResponse, range(0, 2), "current_voters.replica_directory_id", None),  # KIP-853

@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, TypeAlias, cast
 from ..level import Level
 from ..metadata import config as cfg
 from ..metadata.image import MetadataApplyErrors, MetadataImage
+from ..metadata.snapshot import image_from_snapshot
 from ..metrics import KafkaMetrics
 from ..protocol import messages as m
 from ..protocol.errors import Errors
@@ -44,21 +45,22 @@ from ..protocol.node import Envelope, Message, NodeBase, earliest
 from ..raft.config import QuorumConfig
 from ..storage.disk import Disk
 from ..storage.meta_properties import read_identity
+from ..storage.metadata_log import METADATA_LOG_DIR, RecordsByOffset
 from .cluster_control import ClusterControlManager
 from .configuration_control import ConfigurationControlManager
 from .context import MetadataRecord
 from .metrics import count_elections, register_controller_metrics
 from .quorum_mode import ControllerQuorum, NotControllerError
 from .replication_control import ReplicationControlManager
+from .single_node_quorum import SingleNodeQuorum
 from .unclean_recovery import PartitionKey, UncleanRecoveryManager
 
 if TYPE_CHECKING:
     from ..raft.client import RaftContext
 
 CONTROLLER = "controller"
-METADATA_LOG = "metadata/__cluster_metadata-0/00000000000000000000.log"
-#: How many metadata records one MetadataFetch response carries at most.
-MAX_RECORDS_PER_FETCH = 2000
+#: The metadata log's first segment (a log that was never cleaned: every record from offset 0).
+METADATA_LOG = f"{METADATA_LOG_DIR}/00000000000000000000.log"
 
 #: The context of the controller's requests: ("log_info", broker, the partitions asked about).
 LogInfoContext: TypeAlias = tuple[str, int, tuple[PartitionKey, ...]]
@@ -94,16 +96,27 @@ class QuorumController(NodeBase[LogInfoContext]):
         self.cluster_id = cluster_id
         #: the Raft side of a controller of a quorum (``node_id`` given), None for the single controller
         self.quorum: ControllerQuorum | None = None
-        # the metadata log file holds what append() wrote: metadata records only (the single controller)
-        self.log = cast(list[MetadataRecord], list(disk.read(METADATA_LOG))) if node_id is None else []
         #: Metadata records this controller could not apply (Kafka's ``metadata-apply-error-count``; Kafka's
         #: controller exits on one, kraftlog's logs it, counts it and applies the rest: a metadata log
         #: written before CreateTopics validated names still loads).
         self.metadata_apply_errors = MetadataApplyErrors()
         self.image = MetadataImage()
-        if self.log:
-            self._replay(self.log, 0)
-        self.parked_fetches: list[tuple[int, m.Envelope, int]] = []
+        #: The single controller's metadata log and its serving (:class:`SingleNodeQuorum`), None in a quorum.
+        self.single: SingleNodeQuorum | None = None
+        #: The committed records by offset: the single controller's metadata log, a quorum controller's copy.
+        self.log: RecordsByOffset
+        if node_id is None:
+            self.single = SingleNodeQuorum(disk, self.static, cluster_id, now_ms, self.send_raw_response)
+            self.log = self.single.log
+            snapshot, snapshot_id, base, records = self.single.load(now_ms)  # MetadataLogLoadError: not started
+            if snapshot is not None and snapshot_id is not None:
+                self.image, delta = image_from_snapshot(snapshot, snapshot_id)
+                for offset, record, reason in delta.errors:
+                    self.metadata_apply_errors.add(offset, record, reason)
+            if records:
+                self._replay(cast(Sequence[MetadataRecord], records), base)
+        else:
+            self.log = RecordsByOffset()
         self.unclean_election_interval_ms = int(cfg.lookup("unclean.leader.election.interval.ms", self.static))
         self.next_unclean_election_ms = now_ms + self.unclean_election_interval_ms
         #: KIP-966's Unclean Recovery Manager (level ``urm``; in memory, empty after a failover).
@@ -167,7 +180,8 @@ class QuorumController(NodeBase[LogInfoContext]):
         """The metadata log end offset (next offset to be written)."""
         if self.quorum is not None:
             return self.quorum.next_offset
-        return len(self.log)
+        assert self.single is not None
+        return self.single.end_offset
 
     def append(self, records: Sequence[MetadataRecord], now_ms: int) -> None:
         """Append records and replay them into the image: the single controller commits them at once (a
@@ -180,23 +194,28 @@ class QuorumController(NodeBase[LogInfoContext]):
             count_elections(self.metrics, self.image, records)
             self._replay(records, base)
             return
-        base = len(self.log)
+        single = self.single
+        assert single is not None
+        base = single.end_offset
         # One write for the records of one event (KRaft appends them as one batch): a controller killed
         # around it restarts with all of them or none.
         try:
-            self.disk.append_many(METADATA_LOG, list(records), now_ms)
-            self.disk.fsync(METADATA_LOG, now_ms)
+            single.append(records, now_ms)
         except OSError as exc:
             self.fatal_error = f"the metadata log cannot be written: {exc}"
             self._outbox.clear()
             raise MetadataLogFailure(self.fatal_error) from exc
-        self.log.extend(records)
         count_elections(self.metrics, self.image, records)
         self._replay(records, base)
-        if self.parked_fetches:
-            parked, self.parked_fetches = self.parked_fetches, []
-            for _, env, offset in parked:
-                self._answer_metadata_fetch(env, offset)
+        single.after_append(records, self.image, self.metadata_apply_errors.count, now_ms)
+
+    def take_log_lines(self) -> list[str]:
+        """The lines about the metadata log (snapshots written or not, a load's problems) not yet taken, for the
+        node's log."""
+        if self.single is None:
+            return []
+        lines, self.single.log_lines = self.single.log_lines, []
+        return lines
 
     def _replay(self, records: Sequence[MetadataRecord], base: int) -> None:
         """Replay ``records`` (the first at metadata offset ``base``) into the image, counting those it
@@ -254,14 +273,8 @@ class QuorumController(NodeBase[LogInfoContext]):
             self._outbox.clear()
 
     def _run_tasks(self, now_ms: int) -> None:
-        if self.parked_fetches:
-            keep = []
-            for deadline, env, offset in self.parked_fetches:
-                if deadline <= now_ms:
-                    self._answer_metadata_fetch(env, offset)
-                else:
-                    keep.append((deadline, env, offset))
-            self.parked_fetches = keep
+        if self.single is not None and self.single.parked_fetches:
+            self.single.expire_fetches(now_ms)
         self.cluster.fence_expired_sessions(now_ms)
         if now_ms >= self.next_unclean_election_ms:
             self.next_unclean_election_ms = now_ms + self.unclean_election_interval_ms
@@ -281,7 +294,7 @@ class QuorumController(NodeBase[LogInfoContext]):
                 return earliest(self._request_deadline(), raft_deadline)
             return earliest(self._request_deadline(), raft_deadline, self.cluster.next_deadline(),
                             self.next_unclean_election_ms, self.urm.next_deadline(), self.replication.next_deadline())
-        parked = min((d for d, _, _ in self.parked_fetches), default=None)
+        parked = self.single.next_deadline() if self.single is not None else None
         return earliest(self._request_deadline(), parked, self.cluster.next_deadline(),
                         self.next_unclean_election_ms, self.urm.next_deadline(), self.replication.next_deadline())
 
@@ -334,7 +347,8 @@ class QuorumController(NodeBase[LogInfoContext]):
             self._on_quorum_request(now_ms, env)
             return
         if isinstance(req, m.MetadataFetchRequest):
-            self._handle_metadata_fetch(now_ms, env, req)  # may be parked: answers itself
+            assert self.single is not None
+            self.single.handle_fetch(now_ms, env, req)  # may be parked: answers itself
             return
         if isinstance(req, m.ElectLeadersRequest):
             self.replication.handle_elect_leaders(now_ms, env, req)  # may wait for recoveries: answers itself
@@ -386,6 +400,11 @@ class QuorumController(NodeBase[LogInfoContext]):
             return self.replication.handle_create_partitions(now_ms, req)
         if isinstance(req, m.AlterConfigsRequest):
             return self.configs.handle_legacy_alter_configs(now_ms, req)
+        if isinstance(req, m.FetchSnapshotRequest):
+            if self.single is None:  # the quorum's controllers write no snapshots yet
+                return m.FetchSnapshotResponse(Errors.NONE, Errors.SNAPSHOT_NOT_FOUND, req.snapshot_end_offset,
+                                               req.snapshot_epoch)
+            return self.single.handle_fetch_snapshot(req)
         return None
 
     def _after_event(self, now_ms: int) -> None:
@@ -404,24 +423,3 @@ class QuorumController(NodeBase[LogInfoContext]):
             context: LogInfoContext = ("log_info", broker, keys)
             corr = self.send_request(broker, m.GetReplicaLogInfoRequest(parts), now_ms, timeout_ms, context)
             self.urm.sent(broker, keys, now_ms, timeout_ms, corr)
-
-    # ================================================================= metadata fetch
-    def _handle_metadata_fetch(self, now_ms: int, env: m.Envelope, req: m.MetadataFetchRequest) -> None:
-        """KafkaRaftClient.handleFetchRequest (``req`` is ``env``'s message): a ClusterId other than ours
-        (an absent one is accepted, ``hasValidClusterId``) → INCONSISTENT_CLUSTER_ID; a fetch offset past
-        the log end or negative → OFFSET_OUT_OF_RANGE; otherwise the records from the fetch offset on,
-        parked up to ``max_wait_ms`` when there are none yet."""
-        if req.cluster_id is not None and req.cluster_id != self.cluster_id:
-            self.send_response(env, m.MetadataFetchResponse(Errors.INCONSISTENT_CLUSTER_ID, -1, -1))
-        elif req.fetch_offset > self.end_offset or req.fetch_offset < 0:
-            self.send_response(env, m.MetadataFetchResponse(Errors.OFFSET_OUT_OF_RANGE, self.end_offset,
-                                                            req.fetch_offset))
-        elif req.fetch_offset < self.end_offset or req.max_wait_ms <= 0:
-            self._answer_metadata_fetch(env, req.fetch_offset)
-        else:
-            self.parked_fetches.append((now_ms + req.max_wait_ms, env, req.fetch_offset))
-
-    def _answer_metadata_fetch(self, env: m.Envelope, start: int) -> None:
-        """Answer a MetadataFetch from offset ``start``: at most :data:`MAX_RECORDS_PER_FETCH` records."""
-        records = tuple(self.log[start:start + MAX_RECORDS_PER_FETCH])
-        self.send_response(env, m.MetadataFetchResponse(Errors.NONE, self.end_offset, start, records))

@@ -56,7 +56,7 @@ FORWARDED_APIS: frozenset[type[Request]] = frozenset((
 #: KRaft's quorum APIs (KIP-595, KIP-853): the controllers' own, served on their listener only.
 RAFT_APIS: frozenset[type[Request]] = frozenset((
     m.VoteRequest, m.BeginQuorumEpochRequest, m.EndQuorumEpochRequest, m.DescribeQuorumRequest,
-    m.AddRaftVoterRequest, m.RemoveRaftVoterRequest, m.UpdateRaftVoterRequest,
+    m.AddRaftVoterRequest, m.RemoveRaftVoterRequest, m.UpdateRaftVoterRequest, m.FetchSnapshotRequest,
 ))
 #: Controller APIs that need CLUSTER_ACTION: refused on a broker's client listener.
 CLUSTER_ACTION_APIS: frozenset[type[Request]] = frozenset((
@@ -164,6 +164,9 @@ def _raft_error_response(request: Message, code: int) -> Message:
         return m.DescribeQuorumResponse(error_code=code, error_message=None, partition_error_code=Errors.NONE,
                                         partition_error_message=None, leader_id=-1, leader_epoch=-1,
                                         high_watermark=-1, current_voters=(), observers=())
+    if type(request) is m.FetchSnapshotRequest:
+        return m.FetchSnapshotResponse(error_code=code, partition_error_code=Errors.NONE, snapshot_end_offset=-1,
+                                       snapshot_epoch=-1)
     if type(request) is m.AddRaftVoterRequest:
         return m.AddRaftVoterResponse(error_code=code, error_message=None)
     if type(request) is m.RemoveRaftVoterRequest:

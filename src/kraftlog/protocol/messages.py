@@ -14,13 +14,13 @@ Field conventions: offsets and epochs are ints (-1 = none), durations are ints i
 is Kafka's ``about`` text (or kraftlog's, where the core means more), prefixed by the field's path
 when the core flattens or renames it.
 
-Generated for the 38 APIs the core speaks, each holding the fields the protocol uses:
+Generated for the 39 APIs the core speaks, each holding the fields the protocol uses:
 AddRaftVoter, AlterConfigs, AlterPartition, ApiVersions, BeginQuorumEpoch, BrokerHeartbeat,
 BrokerRegistration, CreatePartitions, CreateTopics, DeleteGroups, DeleteRecords, DeleteTopics,
 DescribeConfigs, DescribeGroups, DescribeQuorum, DescribeTopicPartitions, ElectLeaders,
-EndQuorumEpoch, Fetch, FindCoordinator, GetReplicaLogInfo, Heartbeat, IncrementalAlterConfigs,
-InitProducerId, JoinGroup, LeaveGroup, ListGroups, ListOffsets, Metadata, OffsetCommit,
-OffsetDelete, OffsetFetch, OffsetForLeaderEpoch, Produce, RemoveRaftVoter, SyncGroup,
+EndQuorumEpoch, Fetch, FetchSnapshot, FindCoordinator, GetReplicaLogInfo, Heartbeat,
+IncrementalAlterConfigs, InitProducerId, JoinGroup, LeaveGroup, ListGroups, ListOffsets, Metadata,
+OffsetCommit, OffsetDelete, OffsetFetch, OffsetForLeaderEpoch, Produce, RemoveRaftVoter, SyncGroup,
 UpdateRaftVoter, Vote.
 The other APIs kio has are not generated: kraftlog neither sends nor
 serves them, kio's own entities already hold them in Kafka's shape, and a mirror nobody reads would
@@ -421,6 +421,11 @@ class MetadataFetchResponse:
     diverging_end_offset: int = -1
     #: ``responses[].partitions[].log_start_offset``: The current log start offset.
     log_start_offset: int = -1
+    #: ``responses[].partitions[].snapshot_id.end_offset``: The snapshot to fetch (FetchSnapshot) when the fetch
+    #: offset is below the log start offset (KIP-630's SnapshotId), -1: none.
+    snapshot_end_offset: int = -1
+    #: ``responses[].partitions[].snapshot_id.epoch``: The largest epoch.
+    snapshot_epoch: int = -1
     #: ``responses[].partitions[].records``: The KRaft log's batches, decoded: data batches of metadata records and
     #: control batches of KRaft's control records (``kraftlog.protocol.wire`` maps each to one record batch).
     batches: tuple[RaftBatch, ...] = ()
@@ -2323,6 +2328,73 @@ class DescribeQuorumResponse:
     observers: tuple[QuorumReplicaState, ...]
 
 
+# ------------------------------------------------- FetchSnapshot (API key 59, v1; KIP-630, KIP-853)
+@dataclass(slots=True)
+class FetchSnapshotRequest:
+    """A fetcher (``replica_id``; -1 for none) reads the snapshot (``snapshot_end_offset``, ``snapshot_epoch``)
+    from byte ``position`` on, at most ``max_bytes`` (KIP-630): what a Fetch answered with a SnapshotId
+    because its offset was below the log start offset.
+    One partition of the metadata log (``__cluster_metadata`` partition 0), flattened: Kafka's
+    ``Topics[].Partitions[]`` hold exactly it.
+
+    From Kafka's FetchSnapshotRequest v1 (``kio.schema.fetch_snapshot.v1.request``)."""
+
+    API: ClassVar[str] = "FetchSnapshot"
+    API_KEY: ClassVar[int] = 59
+    VERSION: ClassVar[int] = 1
+    #: ``topics[].partitions[].current_leader_epoch``: The current leader epoch of the partition, -1 for unknown
+    #: leader epoch.
+    current_leader_epoch: int
+    #: ``topics[].partitions[].snapshot_id.end_offset``: The end offset of the snapshot.
+    snapshot_end_offset: int
+    #: ``topics[].partitions[].snapshot_id.epoch``: The epoch of the snapshot.
+    snapshot_epoch: int
+    #: ``topics[].partitions[].position``: The byte position within the snapshot to start fetching from.
+    position: int
+    #: The clusterId if known, this is used to validate metadata fetches prior to broker registration.
+    cluster_id: str | None = None
+    #: The broker ID of the follower.
+    replica_id: int = -1
+    #: The maximum bytes to fetch from all of the snapshots.
+    max_bytes: int = 2147483647
+    #: ``topics[].partitions[].replica_directory_id`` v1: The directory id of the follower fetching.
+    replica_directory_id: uuid.UUID | None = None
+
+
+@dataclass(slots=True)
+class FetchSnapshotResponse:
+    """``error_code``: the top level's (INCONSISTENT_CLUSTER_ID); ``partition_error_code``: the partition's
+    (SNAPSHOT_NOT_FOUND, POSITION_OUT_OF_RANGE, ...). ``size``: the whole snapshot's bytes; ``position``:
+    where ``unaligned_records`` starts in it.
+    One partition of the metadata log (``__cluster_metadata`` partition 0), flattened: Kafka's
+    ``Topics[].Partitions[]`` hold exactly it.
+
+    From Kafka's FetchSnapshotResponse v1 (``kio.schema.fetch_snapshot.v1.response``)."""
+
+    API: ClassVar[str] = "FetchSnapshot"
+    #: The top level response error code.
+    error_code: int
+    #: ``topics[].partitions[].error_code``: The error code, or 0 if there was no fetch error.
+    partition_error_code: int
+    #: ``topics[].partitions[].snapshot_id.end_offset``: The snapshot end offset.
+    snapshot_end_offset: int
+    #: ``topics[].partitions[].snapshot_id.epoch``: The snapshot epoch.
+    snapshot_epoch: int
+    #: ``topics[].partitions[].current_leader.leader_id``: The ID of the current leader or -1 if the leader is
+    #: unknown.
+    current_leader_id: int = -1
+    #: ``topics[].partitions[].current_leader.leader_epoch``: The latest known leader epoch.
+    current_leader_epoch: int = -1
+    #: ``topics[].partitions[].size``: The total size of the snapshot.
+    size: int = -1
+    #: ``topics[].partitions[].position``: The starting byte position within the snapshot included in the Bytes
+    #: field.
+    position: int = -1
+    #: ``topics[].partitions[].unaligned_records``: Snapshot data in records format which may not be aligned on an
+    #: offset boundary.
+    unaligned_records: bytes = b""
+
+
 # ----------------------------------------------------------- AddRaftVoter (API key 80, v0; KIP-853)
 @dataclass(slots=True)
 class AddRaftVoterRequest:
@@ -2447,16 +2519,16 @@ REQUEST_TYPES: tuple[type, ...] = (
     FindCoordinatorRequest, OffsetCommitRequest, OffsetFetchRequest, InitProducerIdRequest, JoinGroupRequest,
     SyncGroupRequest, HeartbeatRequest, LeaveGroupRequest, ListGroupsRequest, DescribeGroupsRequest,
     DeleteGroupsRequest, OffsetDeleteRequest, ApiVersionsRequest, DeleteTopicsRequest, DescribeConfigsRequest,
-    VoteRequest, BeginQuorumEpochRequest, EndQuorumEpochRequest, DescribeQuorumRequest, AddRaftVoterRequest,
-    RemoveRaftVoterRequest, UpdateRaftVoterRequest,
+    VoteRequest, BeginQuorumEpochRequest, EndQuorumEpochRequest, DescribeQuorumRequest, FetchSnapshotRequest,
+    AddRaftVoterRequest, RemoveRaftVoterRequest, UpdateRaftVoterRequest,
 )
 #: The Kafka API names a scenario's ``hold``/``release`` may name.
 API_NAMES: frozenset[str] = frozenset({
     "AddRaftVoter", "AlterConfigs", "AlterPartition", "ApiVersions", "BeginQuorumEpoch", "BrokerHeartbeat",
     "BrokerRegistration", "CreatePartitions", "CreateTopics", "DeleteGroups", "DeleteRecords", "DeleteTopics",
     "DescribeConfigs", "DescribeGroups", "DescribeQuorum", "DescribeTopicPartitions", "ElectLeaders",
-    "EndQuorumEpoch", "Fetch", "FindCoordinator", "GetReplicaLogInfo", "Heartbeat", "IncrementalAlterConfigs",
-    "InitProducerId", "JoinGroup", "LeaveGroup", "ListGroups", "ListOffsets", "Metadata", "OffsetCommit",
-    "OffsetDelete", "OffsetFetch", "OffsetForLeaderEpoch", "Produce", "RemoveRaftVoter", "SyncGroup",
-    "UpdateRaftVoter", "Vote",
+    "EndQuorumEpoch", "Fetch", "FetchSnapshot", "FindCoordinator", "GetReplicaLogInfo", "Heartbeat",
+    "IncrementalAlterConfigs", "InitProducerId", "JoinGroup", "LeaveGroup", "ListGroups", "ListOffsets",
+    "Metadata", "OffsetCommit", "OffsetDelete", "OffsetFetch", "OffsetForLeaderEpoch", "Produce",
+    "RemoveRaftVoter", "SyncGroup", "UpdateRaftVoter", "Vote",
 })

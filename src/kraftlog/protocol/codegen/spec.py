@@ -228,6 +228,10 @@ APIS: tuple[Api, ...] = (
             F("diverging_epoch", "responses.partitions.diverging_epoch.epoch", type="int", default=-1),
             F("diverging_end_offset", "responses.partitions.diverging_epoch.end_offset", type="int", default=-1),
             F("log_start_offset", "responses.partitions.log_start_offset", type="int", default=-1),
+            F("snapshot_end_offset", "responses.partitions.snapshot_id.end_offset", type="int", default=-1, doc=(
+                "The snapshot to fetch (FetchSnapshot) when the fetch offset is below the log start offset "
+                "(KIP-630's SnapshotId), -1: none.")),
+            F("snapshot_epoch", "responses.partitions.snapshot_id.epoch", type="int", default=-1),
             F("batches", "responses.partitions.records", type="tuple[RaftBatch, ...]", default=(), doc=(
                 "The KRaft log's batches, decoded: data batches of metadata records and control batches of "
                 "KRaft's control records (``kraftlog.protocol.wire`` maps each to one record batch).")),

@@ -118,6 +118,36 @@ RAFT_APIS: tuple[Api, ...] = (
             F("observers", "topics.partitions.observers", type="tuple[QuorumReplicaState, ...]"),
         )),
     )),
+    Api("FetchSnapshot", 59, 1, Kio(1), title="FetchSnapshot (API key 59, v1; KIP-630, KIP-853)", classes=(
+        Struct("FetchSnapshotRequest", REQUEST, "", doc=(
+            "A fetcher (``replica_id``; -1 for none) reads the snapshot (``snapshot_end_offset``, ``snapshot_epoch``)\n"
+            "from byte ``position`` on, at most ``max_bytes`` (KIP-630): what a Fetch answered with a SnapshotId\n"
+            "because its offset was below the log start offset.\n" + _ONE_PARTITION), fields=(
+            F("current_leader_epoch", "topics.partitions.current_leader_epoch", type="int"),
+            F("snapshot_end_offset", "topics.partitions.snapshot_id.end_offset", type="int"),
+            F("snapshot_epoch", "topics.partitions.snapshot_id.epoch", type="int"),
+            F("position", "topics.partitions.position", type="int"),
+            F("cluster_id"),
+            F("replica_id"),
+            F("max_bytes"),
+            F("replica_directory_id", "topics.partitions.replica_directory_id", type=_UUID, default=None,
+              version=1),
+        )),
+        Struct("FetchSnapshotResponse", RESPONSE, "", doc=(
+            "``error_code``: the top level's (INCONSISTENT_CLUSTER_ID); ``partition_error_code``: the partition's\n"
+            "(SNAPSHOT_NOT_FOUND, POSITION_OUT_OF_RANGE, ...). ``size``: the whole snapshot's bytes; ``position``:\n"
+            "where ``unaligned_records`` starts in it.\n" + _ONE_PARTITION), fields=(
+            F("error_code"),
+            F("partition_error_code", "topics.partitions.error_code", type="int"),
+            F("snapshot_end_offset", "topics.partitions.snapshot_id.end_offset", type="int"),
+            F("snapshot_epoch", "topics.partitions.snapshot_id.epoch", type="int"),
+            F("current_leader_id", "topics.partitions.current_leader.leader_id", type="int", default=-1),
+            F("current_leader_epoch", "topics.partitions.current_leader.leader_epoch", type="int", default=-1),
+            F("size", "topics.partitions.size", type="int", default=-1),
+            F("position", "topics.partitions.position", type="int", default=-1),
+            F("unaligned_records", "topics.partitions.unaligned_records", type="bytes", default=b""),
+        )),
+    )),
     Api("AddRaftVoter", 80, 0, Kio(0), title="AddRaftVoter (API key 80, v0; KIP-853)", classes=(
         Struct("AddRaftVoterRequest", REQUEST, "", doc=(
             "Add voter (``voter_id``, ``voter_directory_id``) to the quorum (KIP-853, ``kraft.version`` 1); the\n"

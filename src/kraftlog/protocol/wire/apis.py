@@ -454,6 +454,8 @@ _APIS: tuple[_Api, ...] = (
             empty={**_NO_LEADER_EMPTY, "partition_error_message": None, "high_watermark": -1,
                    "current_voters": (), "observers": ()})),
          absent={"error_message": None, "replica_directory_id": None}),
+    # FetchSnapshot (KIP-630): mapped by hand (shapes.py), v0 and v1 (v1: the fetcher's directory id, KIP-853).
+    _Api(m.FetchSnapshotRequest, m.FetchSnapshotResponse, range(0, 2)),
     _Api(m.AddRaftVoterRequest, m.AddRaftVoterResponse, range(0, 1)),
     _Api(m.RemoveRaftVoterRequest, m.RemoveRaftVoterResponse, range(0, 1)),
     _Api(m.UpdateRaftVoterRequest, m.UpdateRaftVoterResponse, range(0, 1), custom=(

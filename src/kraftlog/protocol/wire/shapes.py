@@ -156,6 +156,7 @@ def _metadata_fetch_response_to_kio(msg: m.MetadataFetchResponse, version: int) 
                                                            end_offset=msg.diverging_end_offset),
                         current_leader=mod.LeaderIdAndEpoch(leader_id=msg.current_leader_id,
                                                             leader_epoch=msg.current_leader_epoch),
+                        snapshot_id=mod.SnapshotId(end_offset=msg.snapshot_end_offset, epoch=msg.snapshot_epoch),
                         aborted_transactions=None,
                         records=records,
                     ),
@@ -180,6 +181,7 @@ def _metadata_fetch_response_from_kio(e: Any) -> m.MetadataFetchResponse:
         "current_leader_id": p.current_leader.leader_id, "current_leader_epoch": p.current_leader.leader_epoch,
         "diverging_epoch": p.diverging_epoch.epoch, "diverging_end_offset": p.diverging_epoch.end_offset,
         "log_start_offset": p.log_start_offset,
+        "snapshot_end_offset": p.snapshot_id.end_offset, "snapshot_epoch": p.snapshot_id.epoch,
     }
     batches = decode_batches(p.records)
     if batches and batches[0].partition_leader_epoch == _METADATA_BATCH_LEADER_EPOCH:
@@ -258,6 +260,69 @@ def _single_coordinator_from_kio(e: Any) -> m.FindCoordinatorResponse:
     return m.FindCoordinatorResponse((coordinator,), 0 if throttle is None else _ms(throttle))
 
 
+# FetchSnapshot (KIP-630) names __cluster_metadata partition 0 as Topics[].Partitions[] with Kafka's older field
+# names (Name, Partition / Index) and a nested SnapshotId; the core flattens them (codegen/spec_raft.py). Decoding a
+# request or response that names anything else is a WireError; a response without topics is a top-level error's.
+_FETCH_SNAPSHOT_VERSIONS = range(0, 2)
+
+
+def _one_snapshot_partition(topics: Any, what: str) -> Any:
+    if not topics:
+        return None
+    if (len(topics) != 1 or topics[0].name != m.METADATA_TOPIC or len(topics[0].partitions) != 1
+            or getattr(topics[0].partitions[0], "partition", getattr(topics[0].partitions[0], "index", 0)) != 0):
+        raise WireError(f"a {what} names exactly __cluster_metadata partition 0")
+    return topics[0].partitions[0]
+
+
+def _fetch_snapshot_request_to_kio(msg: m.FetchSnapshotRequest, version: int) -> Any:
+    cls = _schema(m.FetchSnapshotRequest.API_KEY, version, request=True)
+    mod = sys.modules[cls.__module__]
+    extra = {"replica_directory_id": msg.replica_directory_id} if version >= 1 else {}
+    part = mod.PartitionSnapshot(partition=0, current_leader_epoch=msg.current_leader_epoch,
+                                 snapshot_id=mod.SnapshotId(end_offset=msg.snapshot_end_offset,
+                                                            epoch=msg.snapshot_epoch),
+                                 position=msg.position, **extra)
+    return cls(cluster_id=msg.cluster_id, replica_id=msg.replica_id, max_bytes=msg.max_bytes,
+               topics=(mod.TopicSnapshot(name=m.METADATA_TOPIC, partitions=(part,)),))
+
+
+def _fetch_snapshot_request_from_kio(e: Any) -> m.FetchSnapshotRequest:
+    p = _one_snapshot_partition(e.topics, "FetchSnapshot request")
+    if p is None:
+        raise WireError("a FetchSnapshot request names exactly __cluster_metadata partition 0")
+    return m.FetchSnapshotRequest(
+        current_leader_epoch=p.current_leader_epoch, snapshot_end_offset=p.snapshot_id.end_offset,
+        snapshot_epoch=p.snapshot_id.epoch, position=p.position, cluster_id=e.cluster_id, replica_id=e.replica_id,
+        max_bytes=e.max_bytes, replica_directory_id=getattr(p, "replica_directory_id", None))
+
+
+def _fetch_snapshot_response_to_kio(msg: m.FetchSnapshotResponse, version: int) -> Any:
+    cls = _schema(m.FetchSnapshotRequest.API_KEY, version, request=False)
+    mod = sys.modules[cls.__module__]
+    if msg.error_code != Errors.NONE and msg.size < 0 and not msg.unaligned_records:
+        return cls(throttle_time=_td(0), error_code=_ec(msg.error_code), topics=())
+    part = mod.PartitionSnapshot(
+        index=0, error_code=_ec(msg.partition_error_code),
+        snapshot_id=mod.SnapshotId(end_offset=msg.snapshot_end_offset, epoch=msg.snapshot_epoch),
+        current_leader=mod.LeaderIdAndEpoch(leader_id=msg.current_leader_id, leader_epoch=msg.current_leader_epoch),
+        size=msg.size, position=msg.position, unaligned_records=msg.unaligned_records)
+    return cls(throttle_time=_td(0), error_code=_ec(msg.error_code),
+               topics=(mod.TopicSnapshot(name=m.METADATA_TOPIC, partitions=(part,)),))
+
+
+def _fetch_snapshot_response_from_kio(e: Any) -> m.FetchSnapshotResponse:
+    p = _one_snapshot_partition(e.topics, "FetchSnapshot response")
+    if p is None:
+        return m.FetchSnapshotResponse(error_code=_code(e.error_code), partition_error_code=Errors.NONE,
+                                       snapshot_end_offset=-1, snapshot_epoch=-1)
+    return m.FetchSnapshotResponse(
+        error_code=_code(e.error_code), partition_error_code=_code(p.error_code),
+        snapshot_end_offset=p.snapshot_id.end_offset, snapshot_epoch=p.snapshot_id.epoch,
+        current_leader_id=p.current_leader.leader_id, current_leader_epoch=p.current_leader.leader_epoch,
+        size=p.size, position=p.position, unaligned_records=bytes(p.unaligned_records or b""))
+
+
 #: Core type -> (the versions mapped by hand, to kio at a version, from kio); other versions of the
 #: type map through the table. The metadata fetch is Fetch v15-v18 only.
 _WHOLE: dict[type, tuple[range, Callable[[Any, int], Any], Callable[[Any], Any]]] = {
@@ -269,4 +334,8 @@ _WHOLE: dict[type, tuple[range, Callable[[Any, int], Any], Callable[[Any], Any]]
     m.OffsetFetchResponse: (range(8, 9), _offset_fetch_response_to_kio,
                             _offset_fetch_response_from_kio),
     m.FindCoordinatorResponse: (range(0, 4), _single_coordinator_to_kio, _single_coordinator_from_kio),
+    m.FetchSnapshotRequest: (_FETCH_SNAPSHOT_VERSIONS, _fetch_snapshot_request_to_kio,
+                             _fetch_snapshot_request_from_kio),
+    m.FetchSnapshotResponse: (_FETCH_SNAPSHOT_VERSIONS, _fetch_snapshot_response_to_kio,
+                              _fetch_snapshot_response_from_kio),
 }
