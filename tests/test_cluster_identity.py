@@ -276,7 +276,9 @@ def test_only_a_replayed_remove_topic_record_deletes_even_when_it_came_in_an_ear
 def test_the_simulator_keeps_strays_when_the_controller_is_formatted_again():
     """SimCluster: the controller loses its disk and is formatted again by hand (an empty metadata log,
     as `kraftlog cluster format --controller` gives it); a broker restarted into it keeps its partition
-    as -stray, every record still on its disk; the brokers not restarted delete nothing either."""
+    as -stray, every record still on its disk. The brokers not restarted find the controller's log ending below
+    their local copies (OFFSET_OUT_OF_RANGE with a high watermark below their fetch offset): they refetch it from
+    offset 0 and, once caught up, keep their partitions as -stray too, deleting nothing."""
     scn = parse_scenario("name: s\nseed: 4\ncluster: {brokers: 3, config: {min.insync.replicas: 2}}\n"
                          "topics:\n  - {name: t, assignment: [[0, 1, 2]]}\nsteps:\n"
                          "  - {produce: {topic: t, count: 30, acks: all}}\n")
@@ -295,7 +297,9 @@ def test_the_simulator_keeps_strays_when_the_controller_is_formatted_again():
     assert list(sim.disks[1].read(f"{LOG_DIR}/{stray}/{SEGMENT_FILE}")) == segments[1]
     assert sum(b.record_count for b in segments[1]) == 30
     for b in (0, 2):
-        assert list(sim.disks[b].read(f"{LOG_DIR}/t-0/{SEGMENT_FILE}")) == segments[b]
+        stray = stray_dirs(sim.disks[b])["t-0"]
+        assert list(sim.disks[b].read(f"{LOG_DIR}/{stray}/{SEGMENT_FILE}")) == segments[b]
+        assert sim.nodes[b].image.offset == sim.controller.end_offset - 1  # refetched from 0, caught up
 
 
 def test_a_replaced_broker_disk_is_formatted_by_the_operator_and_the_broker_rejoins():

@@ -41,6 +41,7 @@ from .channel import (
     AlterPartitionContext,
     BrokerContext,
     FetchContext,
+    FetchSnapshotContext,
     ForwardContext,
     HeartbeatContext,
     MetadataFetchContext,
@@ -69,7 +70,8 @@ from .log_manager import (
     encode_partition_metadata,
 )
 from .metadata_cache import MetadataCache
-from .metadata_publisher import BrokerMetadataPublisher, MetadataLoader
+from .metadata_loader import MetadataLoader
+from .metadata_publisher import BrokerMetadataPublisher
 from .metrics import RequestMetrics, register_broker_metrics
 from .partition import Partition
 from .raft_loader import RaftMetadataLoader
@@ -164,7 +166,7 @@ class Broker(NodeBase[BrokerContext]):
         self.loader: MetadataLoader | RaftMetadataLoader
         if controller_quorum is None:
             self.loader = MetadataLoader(broker_id, cluster_id, self.config, self.cache, self.publisher,
-                                         self.lifecycle, self)
+                                         self.lifecycle, self, disk, self.static, self._note, now_ms)
         else:  # a quorum of controllers: the broker is a KRaft observer
             self.loader = RaftMetadataLoader(broker_id, cluster_id, self.directory_id,
                                              QuorumConfig.from_configs(self.static), self.publisher, self.lifecycle,
@@ -427,6 +429,9 @@ class Broker(NodeBase[BrokerContext]):
         elif isinstance(context, MetadataFetchContext):
             assert isinstance(message, m.MetadataFetchResponse) and isinstance(self.loader, MetadataLoader)
             self.loader.on_fetch(now_ms, message)
+        elif isinstance(context, FetchSnapshotContext):
+            assert isinstance(message, m.FetchSnapshotResponse) and isinstance(self.loader, MetadataLoader)
+            self.loader.on_fetch_snapshot(now_ms, context, message)
         elif isinstance(context, HeartbeatContext):
             assert isinstance(message, m.BrokerHeartbeatResponse)
             if self.lifecycle.on_heartbeat(now_ms, context, message):
@@ -453,7 +458,7 @@ class Broker(NodeBase[BrokerContext]):
             self.loader.handle_timeout(now_ms, context)
         elif isinstance(context, FetchContext):
             self.fetcher.on_fetch_timeout(now_ms, context)
-        elif isinstance(context, MetadataFetchContext):
+        elif isinstance(context, (MetadataFetchContext, FetchSnapshotContext)):
             assert isinstance(self.loader, MetadataLoader)
             self.loader.on_timeout(now_ms)
         elif isinstance(context, HeartbeatContext):

@@ -36,6 +36,16 @@ class MetadataFetchContext:
 
 
 @dataclass(slots=True, frozen=True)
+class FetchSnapshotContext:
+    """A FetchSnapshot in flight (:class:`~kraftlog.broker.metadata_loader.MetadataLoader`): the snapshot's end offset
+    and epoch, and the byte position asked for."""
+
+    end_offset: int
+    epoch: int
+    position: int
+
+
+@dataclass(slots=True, frozen=True)
 class FetchContext:
     """A follower Fetch to ``leader`` in flight, for ``keys`` (topic, partition) in the leader epochs
     ``epochs`` (parallel to ``keys``) (:class:`~kraftlog.broker.replica_fetcher.ReplicaFetcherManager`)."""
@@ -73,8 +83,8 @@ class AutoTopicCreationContext:
 
 
 #: The context of any request a broker sends.
-BrokerContext: TypeAlias = (RegisterContext | HeartbeatContext | MetadataFetchContext | FetchContext
-                            | AlterPartitionContext | ForwardContext | AutoTopicCreationContext)
+BrokerContext: TypeAlias = (RegisterContext | HeartbeatContext | MetadataFetchContext | FetchSnapshotContext
+                            | FetchContext | AlterPartitionContext | ForwardContext | AutoTopicCreationContext)
 
 
 class BrokerChannel(Protocol):

@@ -12,6 +12,7 @@ KIP-966).
 from __future__ import annotations
 
 import base64
+import re
 import uuid
 from collections.abc import Iterable
 from random import Random
@@ -443,3 +444,17 @@ def decode_partition_metadata(text: object) -> uuid.UUID | None:
     if len(raw) != 16 or raw == bytes(16):
         return None
     return uuid.UUID(bytes=raw)
+
+
+_STRAY_DIR = re.compile(r"^(?P<name>.+-\d+)\.[0-9a-f]{32}-stray$")
+
+
+def stray_partitions(disk: Disk) -> dict[str, str]:
+    """The partitions kept as ``-stray`` directories on ``disk``: partition name (``"t-0"``) -> its stray
+    directory's name (the latest by name when one partition has several)."""
+    out: dict[str, str] = {}
+    for path in disk.list(LOG_DIR + "/"):
+        parts = path.split("/")
+        if len(parts) >= 3 and (match := _STRAY_DIR.match(parts[1])) is not None:
+            out[match["name"]] = max(out.get(match["name"], ""), parts[1])
+    return out

@@ -30,6 +30,12 @@ class MetadataCache:
         self._limits.clear()
         return delta
 
+    def set_image(self, image: MetadataImage) -> None:
+        """Replace the image (a snapshot loaded) and forget what was derived from the previous one."""
+        self.image = image
+        self._min_isr.clear()
+        self._limits.clear()
+
     def min_isr(self, topic: str) -> int:
         """Effective min ISR of ``topic``: min(min.insync.replicas, RF) (KIP-966), cached per image."""
         cached = self._min_isr.get(topic)

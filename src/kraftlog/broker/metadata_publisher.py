@@ -1,5 +1,5 @@
-"""How metadata reaches a broker (KRaft): the :class:`MetadataLoader` fetches the controller's metadata log
-and the :class:`BrokerMetadataPublisher` applies what it replays (Kafka's ``MetadataLoader`` and
+"""How metadata reaches a broker (KRaft): the ``MetadataLoader`` (:mod:`.metadata_loader`) fetches the controller's
+metadata log and the :class:`BrokerMetadataPublisher` applies what it replays (Kafka's ``MetadataLoader`` and
 ``BrokerMetadataPublisher``): partition roles (``ReplicaManager.applyDelta``), topic deletions, stray
 partition directories, log configs. Leadership, ISR and ELR reach brokers only this way."""
 
@@ -9,21 +9,14 @@ import uuid
 from collections.abc import Sequence
 
 from ..metadata.image import MetadataApplyErrors, MetadataImage
-from ..protocol import messages as m
-from ..protocol.errors import Errors
 from ..protocol.node import Envelope
 from ..storage.meta_properties import kafka_uuid
-from .channel import CONTROLLER, BrokerChannel, LogDirFailureHandler, MetadataFetchContext
-from .config import BrokerConfig
+from .channel import LogDirFailureHandler
 from .group_coordinator import GroupCoordinator
-from .lifecycle import PENDING_CONTROLLED_SHUTDOWN, BrokerLifecycleManager
 from .log_manager import LogManager
 from .metadata_cache import MetadataCache
 from .replica_fetcher import ReplicaFetcherManager
 from .replica_manager import ReplicaManager
-
-#: How long (ms) a fetch of the metadata log may go unanswered (Kafka: controller.quorum.fetch.timeout.ms).
-METADATA_FETCH_TIMEOUT_MS = 2000
 
 
 class BrokerMetadataPublisher:
@@ -88,6 +81,43 @@ class BrokerMetadataPublisher:
             self._replicas.wake_delayed_fetches(now_ms)
         if changed or delta.deleted_topics:
             self._groups.runtime.sync(now_ms)  # load or unload __consumer_offsets shards
+
+    @property
+    def published(self) -> bool:
+        """Whether the broker has published an image (first caught up with the metadata log)."""
+        return self._published
+
+    def load_snapshot(self, now_ms: int, image: MetadataImage, errors: Sequence[tuple[int, object, str]] = ()) -> None:
+        """A metadata snapshot replaces the image (Kafka's ``MetadataLoader`` loading a snapshot): every partition
+        of the new image is to be applied. Before the first publish (a restarted broker loading its local snapshot,
+        or one too far behind fetching its controller's) it is only built; once published (a running broker that
+        fetched a snapshot) it is published at once as a whole image: a replica the image no longer gives this
+        broker is renamed ``-stray``, never deleted, since no RemoveTopicRecord says why it went (the rule of the
+        Snapshots issue; Kafka's ``TopicsDelta.finishSnapshot`` would treat a topic missing from the snapshot as
+        deleted). ``errors``: records of the snapshot the image could not apply (counted)."""
+        for offset, record, reason in errors:
+            self.metadata_apply_errors.add(offset, record, reason)
+        self._cache.set_image(image)
+        self._fetcher.dirty = True
+        self._unpublished |= set(image.partitions)
+        if not self._published:
+            return
+        self._stop_deleted_partitions(now_ms, {}, True)
+        changed, self._unpublished = self._unpublished, set()
+        try:
+            self._apply_partitions(now_ms, image, changed)
+        except OSError as exc:
+            self._fail(now_ms, exc, "applying partition changes")
+        self._logs.update_log_configs()
+        self._replicas.wake_delayed_fetches(now_ms)
+        self._groups.runtime.sync(now_ms)
+
+    def unpublish(self) -> None:
+        """The metadata log is refetched from its start (the controller's log no longer continues this broker's
+        copy): nothing is published until the broker has caught up again, then every partition is applied and the
+        stray rule runs as at a first publish."""
+        self._published = False
+        self._deleted_unpublished = {}
 
     def _apply_partitions(self, now_ms: int, image: MetadataImage, changed: set[tuple[str, int]]) -> None:
         """Become leader or follower of each changed partition assigned here (``ReplicaManager.applyDelta``).
@@ -179,73 +209,3 @@ class BrokerMetadataPublisher:
             return (f"{shown}: the current replica assignment {list(reg.replicas)} does not contain the "
                     f"local broker id {self.broker_id}")
         return None
-
-
-class MetadataLoader:
-    """Fetches the controller's metadata log for broker ``broker_id`` of cluster ``cluster_id`` (Kafka's
-    ``KafkaRaftClient`` as an observer feeding the ``MetadataLoader``) and hands each batch to the
-    ``publisher``, saying whether it reached the log's high watermark; times in ms."""
-
-    def __init__(self, broker_id: int, cluster_id: str, config: BrokerConfig, cache: MetadataCache,
-                 publisher: BrokerMetadataPublisher, lifecycle: BrokerLifecycleManager,
-                 channel: BrokerChannel) -> None:
-        self.broker_id = broker_id
-        self.cluster_id = cluster_id
-        self.config = config
-        self._cache = cache
-        self._publisher = publisher
-        self._lifecycle = lifecycle
-        self._channel = channel
-        self.next_metadata_fetch_ms: int | None = None
-        self.metadata_fetch_inflight = False
-
-    def start(self, now_ms: int) -> None:
-        """The broker registered: fetch now unless a fetch is in flight."""
-        if self.next_metadata_fetch_ms is None:
-            self.next_metadata_fetch_ms = now_ms
-        if not self.metadata_fetch_inflight:
-            self.send_fetch(now_ms)
-
-    def maybe_send(self, now_ms: int) -> None:
-        """Fetch if a fetch is due and none is in flight."""
-        if (self.next_metadata_fetch_ms is not None and now_ms >= self.next_metadata_fetch_ms
-                and not self.metadata_fetch_inflight):
-            self.send_fetch(now_ms)
-
-    def send_fetch(self, now_ms: int) -> None:
-        """Fetch the metadata log from the image's next offset (nothing before registration)."""
-        broker_epoch = self._lifecycle.broker_epoch
-        if broker_epoch < 0:  # unregistered: nothing to send; registration starts the fetches again
-            self.next_metadata_fetch_ms = None
-            return
-        self.metadata_fetch_inflight = True
-        self.next_metadata_fetch_ms = None
-        self._channel.send_request(CONTROLLER, m.MetadataFetchRequest(
-            self.broker_id, broker_epoch, self._cache.image.offset + 1, self.config.metadata_idle_ms,
-            self.cluster_id), now_ms, METADATA_FETCH_TIMEOUT_MS, MetadataFetchContext())
-
-    def on_fetch(self, now_ms: int, resp: m.MetadataFetchResponse) -> None:
-        """Publish the records that follow the image, then fetch again (long-polled by the controller)."""
-        self.metadata_fetch_inflight = False
-        if resp.error_code != Errors.NONE:
-            self.next_metadata_fetch_ms = now_ms + self.config.fetch_backoff_ms
-            return
-        if resp.records and resp.base_offset == self._cache.image.offset + 1:
-            self._publisher.apply_metadata(now_ms, resp.records, resp.base_offset,
-                                           caught_up=resp.base_offset + len(resp.records) >= resp.high_watermark)
-        self.next_metadata_fetch_ms = now_ms
-        if self._lifecycle.state == PENDING_CONTROLLED_SHUTDOWN:
-            self._lifecycle.next_heartbeat_ms = now_ms
-        self.send_fetch(now_ms)
-
-    def on_timeout(self, now_ms: int) -> None:
-        """A fetch went unanswered: fetch again after a tenth of ``replica.fetch.backoff.ms``."""
-        self.metadata_fetch_inflight = False
-        self.next_metadata_fetch_ms = now_ms + self.config.fetch_backoff_ms // 10
-
-    def next_deadline(self, d: int) -> int:
-        """The earlier of ``d`` and the next fetch's time (ms)."""
-        if (self.next_metadata_fetch_ms is not None and not self.metadata_fetch_inflight
-                and self.next_metadata_fetch_ms < d):
-            d = self.next_metadata_fetch_ms
-        return d

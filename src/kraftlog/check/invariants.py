@@ -150,12 +150,14 @@ def metadata_log_divergence(broker: int, broker_log: Sequence[object], controlle
     broker_metadata_log[b][offset] # con_metadata_log[offset]``), checked from offset ``start`` on.
 
     ``broker_log``/``controller_log``: lists of metadata records indexed by offset. Records are compared
-    by identity first (the simulator shares them), then by value (``--wire`` copies them). Returns the
-    first divergence only. Key: ``NoMetadataLogDivergence broker <id>``."""
+    by identity first (the simulator shares them), then by value (``--wire`` copies them). Offsets below the
+    controller's log start offset (``controller_log.start_offset``: cleaned after a snapshot) and broker entries
+    None (below a snapshot the broker loaded) are not compared. Returns the first divergence only. Key:
+    ``NoMetadataLogDivergence broker <id>``."""
     end = min(len(broker_log), len(controller_log))
-    for off in range(max(start, 0), end):
+    for off in range(max(start, getattr(controller_log, "start_offset", 0), 0), end):
         mine, theirs = broker_log[off], controller_log[off]
-        if mine is theirs or mine == theirs:
+        if mine is None or mine is theirs or mine == theirs:
             continue
         return [(f"{NO_METADATA_LOG_DIVERGENCE} broker {broker}",
                  f"t={now_ms}ms {NO_METADATA_LOG_DIVERGENCE} broker {broker}: metadata offset {off} holds "

@@ -75,6 +75,7 @@ from ..level import Level
 from ..protocol import listeners as lst
 from ..protocol import wire
 from ..storage.meta_properties import NodeIdentityError
+from ..storage.metadata_log import MetadataLogLoadError
 from . import node_logging
 from .disk import FileDisk
 from .driver import Clock, NodeDriver
@@ -206,6 +207,7 @@ def _spec_for(cluster: dict, node) -> dict:
 
 
 async def _main(directory: str, node) -> int:
+    began = time.monotonic()
     name = node_name(node)
     with open(os.path.join(directory, "cluster.json")) as f:
         cluster = json.load(f)
@@ -281,7 +283,7 @@ async def _main(directory: str, node) -> int:
                                               f"{lst.INTERNAL}://{HOST}:{ports[lst.INTERNAL]}")
             core = Broker(int(node), config, level, disk, rng, now, cluster["cluster_id"], verify_identity=True)
             port, internal = ports[lst.CLIENT], ports[lst.INTERNAL]
-    except NodeIdentityError as exc:
+    except (NodeIdentityError, MetadataLogLoadError) as exc:  # not this node's, or a metadata log not whole
         disk.close()
         for sock in socks.values():
             sock.close()
@@ -319,6 +321,9 @@ async def _main(directory: str, node) -> int:
     started = time.time()
 
     written = {"key": None, "at": 0.0}
+    #: seconds from the node's start (``_main``, kraftlog imported) to the broker's first published metadata image
+    #: (it caught up with the controller's metadata log): the metadata catch-up of a restart (benchmarks/)
+    published_after: dict[str, float | None] = {"s": None}
 
     def write_status(force: bool = True) -> None:
         # The run file is rewritten when what `cluster status` and `wait_ready` read changes (state, broker
@@ -326,7 +331,11 @@ async def _main(directory: str, node) -> int:
         # after every event, and a file write + rename per request was the largest cost under load.
         errors = core.metadata_apply_errors.count
         if node != CONTROLLER:
-            key = (core.state, core.broker_epoch, core.fenced, driver.control_port, core.log_dir_offline, errors)
+            published = core.publisher.published
+            if published and published_after["s"] is None:
+                published_after["s"] = round(time.monotonic() - began, 3)
+            key = (core.state, core.broker_epoch, core.fenced, driver.control_port, core.log_dir_offline, errors,
+                   published)
         else:
             key = (driver.control_port, errors)
         now = time.monotonic()
@@ -339,6 +348,7 @@ async def _main(directory: str, node) -> int:
                   "counters": {"metadata-apply-error-count": errors},
                   "listeners": driver.listener_stats()}
         if node != CONTROLLER:
+            status.update(metadata_offset=core.image.offset, metadata_published_after_s=published_after["s"])
             status.update(state=core.state, broker_epoch=core.broker_epoch, fenced=core.fenced,
                           log_dir_offline=core.log_dir_offline, log_dir_failure=core.log_dir_failure,
                           counters={"storage-error-count": core.storage_error_count,
@@ -353,16 +363,17 @@ async def _main(directory: str, node) -> int:
                                     "metadata-apply-error-count": errors,
                                     "stray-dir-count": len(core.strays)})
         else:
-            status.update(state="RUNNING", metadata_offset=core.end_offset)
+            single = core.single
+            status.update(state="RUNNING", metadata_offset=core.end_offset,
+                          metadata_log_start_offset=single.log.start_offset if single is not None else 0)
         write_json(run_path, status)
 
     def on_wake() -> None:
         if owner and stop["requested_ms"] is None and not owner_alive(int(owner)):
             log(f"owner pid {owner} is gone: shutting down")
             on_signal(signal.SIGTERM)
-        if node != CONTROLLER and core.log_lines:
-            for line in core.take_log_lines():
-                broker_log(line)
+        for line in core.take_log_lines():  # a broker's storage notes; the controller's metadata log and snapshots
+            (broker_log if node != CONTROLLER else log)(line)
         for line in core.metadata_apply_errors.take():  # Kafka's metadata fault handler logs each one
             metadata_log(line)
         write_status(force=False)
@@ -434,9 +445,8 @@ async def _main(directory: str, node) -> int:
         driver.stopping = True
         fatal = getattr(core, "fatal_error", None)
         clean = node == CONTROLLER or (core.stopped and fatal is None)
-        if node != CONTROLLER:
-            for line in core.take_log_lines():
-                broker_log(line)
+        for line in core.take_log_lines():
+            (broker_log if node != CONTROLLER else log)(line)
         write_status()
         await driver.close()
         await endpoint.close()

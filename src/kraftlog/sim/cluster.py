@@ -46,6 +46,7 @@ from ..storage.meta_properties import (
     new_directory_id,
     read_identity,
 )
+from ..storage.metadata_log import MetadataLogLoadError
 from .history import FLUSH_LINES, History
 
 #: The node id of a quorum's first controller (Kafka's examples number controllers 3000, 3001, ...).
@@ -257,7 +258,7 @@ class SimCluster:
                 self.start_controller(node_id)
             else:
                 self.start_broker(node_id)
-        except NodeIdentityError as exc:
+        except (NodeIdentityError, MetadataLogLoadError) as exc:
             self.refused.append((self.now, node_id, str(exc)))
             self.history.record(self.now, "refused", {"node": str(node_id), "reason": str(exc)})
             return False

@@ -14,7 +14,7 @@ digest.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from ..check import checkers, invariants
@@ -160,7 +160,9 @@ class OnlineChecks:
         if broker != node_id or node.image.offset != base + len(records) - 1:
             return  # dropped (a stale response, a gap) or replayed by another path
         copy = self._broker_metadata.setdefault(node_id, [])
-        copy[base:] = records  # a restarted broker replays from offset 0
+        if base > len(copy):  # after a snapshot the broker loaded: the records below it are not known here
+            copy.extend([None] * (base - len(copy)))
+        copy[base:] = records  # a restarted broker fetches from its local metadata log's end
         ctl = self.sim.controller
         if ctl is not None:
             self._record_violations(
@@ -194,7 +196,7 @@ class OnlineChecks:
             self._check_metadata_logs(log, self._metadata_checked)
             self._metadata_checked = len(log)
 
-    def _check_metadata_logs(self, log: list[object], start: int) -> None:
+    def _check_metadata_logs(self, log: Sequence[object], start: int) -> None:
         """NoMetadataLogDivergence from the controller's side: its records from offset ``start`` on
         against each broker's copy of the metadata log (brokers in id order)."""
         for broker in sorted(self._broker_metadata):

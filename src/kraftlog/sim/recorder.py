@@ -239,8 +239,9 @@ class RunRecorder:
         if len(log) <= self._seen_metadata:
             return False
         image = ctl.committed_image
-        self._count_elections(log[self._seen_metadata:], self._seen_metadata)
-        for rec in log[self._seen_metadata:]:
+        seen = max(self._seen_metadata, log.start_offset)  # a restarted controller's log may start at a snapshot
+        self._count_elections(log[seen:], seen)
+        for rec in log[seen:]:
             described = describe_record(rec, image)
             if described:
                 text, event = described
