@@ -314,7 +314,7 @@ def test_unknown_verb():
     msg = error_of(with_steps("{run_for: 1s}", "{after: 1s, explode: {broker: 1}}"))
     assert msg == (
         "bad.yaml:11: step 2: unknown verb 'explode' (expected one of: produce, crash, shutdown, restart, "
-        "restart_controller, pause, resume, disk_full, corrupt, isolate, partition, cut, heal, hold, release, alter_config, elect, "
+        "restart_controller, pause, resume, disk_full, corrupt, isolate, partition, cut, heal, hold, release, alter_config, delete_topic, elect, "
         "wait_until, expect, run_for, restart_client)"
     )
 
@@ -367,7 +367,7 @@ def test_unknown_condition_key():
 def test_condition_without_checks_or_with_wrong_types():
     assert error_of(with_steps("{expect: {broker: 1}}")) == (
         "bad.yaml:10: step 1 (expect): the broker condition has no checks "
-        "(expected any of: fenced, alive, in_controlled_shutdown, log_dir_offline)"
+        "(expected any of: fenced, alive, in_controlled_shutdown, log_dir_offline, metadata_offset_at_least, stray_partitions)"
     )
     assert error_of(with_steps("{expect: {broker: 1, alive: 1}}")) == (
         "bad.yaml:10: step 1 (expect): alive must be true or false, got 1"

@@ -53,7 +53,7 @@ from ..controller.controller import CONTROLLER
 from ..level import DEFAULT, Level
 from ..protocol import messages as m
 from ..protocol.errors import Errors
-from ..scenario import AlterConfig, Condition, Crash, Elect, Produce, RestartClient, Scenario, Step
+from ..scenario import AlterConfig, Condition, Crash, DeleteTopic, Elect, Produce, RestartClient, Scenario, Step
 from ..scenario.interpreter import ACKS, node_words, run_steps
 from ..scenario.result import RunResult
 from ..verdict import is_safe
@@ -83,6 +83,12 @@ def refusals(scn: Scenario) -> list[str]:
                    "have their own delays; remove it to run with --real")
     for step in scn.steps:
         where = step.label
+        cond = getattr(step.action, "condition", None)
+        if isinstance(cond, Condition) and (cond.kind == "metadata" or {"metadata_offset_at_least",
+                                                                            "stray_partitions"} & set(cond.checks)):
+            out.append(f"{where}: the metadata log conditions (metadata_log_start_at_least, "
+                       "metadata_snapshot_at_least, metadata_offset_at_least, stray_partitions) are read by the "
+                       "simulator only; remove them to run with --real")
         if isinstance(step.action, RestartClient):
             out.append(f"{where}: restart_client is run by the simulator only (with --real the consumers run in "
                        "this process; kraftlog chaos restarts a real consumer group)")
@@ -357,6 +363,10 @@ class RealScenarioRun(ProcessFaults):
         rtype, rname = (m.RESOURCE_TOPIC, action.topic) if action.topic else (m.RESOURCE_BROKER, "")
         resp = self._request(m.IncrementalAlterConfigsRequest((m.AlterConfigsResource(
             rtype, rname, tuple(m.AlterableConfig(k, m.OP_SET, str(v)) for k, v in sorted(action.config.items()))),)))
+        return Errors.REQUEST_TIMED_OUT if resp is None else resp.responses[0].error_code
+
+    def delete_topic(self, action: DeleteTopic) -> int:
+        resp = self._request(m.DeleteTopicsRequest((action.topic,)))
         return Errors.REQUEST_TIMED_OUT if resp is None else resp.responses[0].error_code
 
     def elect(self, action: Elect) -> int:

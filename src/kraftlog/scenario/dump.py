@@ -15,6 +15,7 @@ from .steps import (
     Corrupt,
     Crash,
     Cut,
+    DeleteTopic,
     DiskFull,
     Elect,
     Expect,
@@ -91,6 +92,8 @@ def _dump_args(action: Action) -> object:
             return _hold_args(api, src, dst)
         case AlterConfig(topic, config):
             return {**({} if topic is None else {"topic": topic}), "config": dict(config)}
+        case DeleteTopic(topic):
+            return {"topic": topic}
         case Elect(partition, kind, leader):
             return {"partition": partition, "type": kind, **({} if leader is None else {"leader": leader})}
         case WaitUntil(condition, timeout_ms):

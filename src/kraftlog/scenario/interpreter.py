@@ -28,6 +28,7 @@ from .steps import (
     Corrupt,
     Crash,
     Cut,
+    DeleteTopic,
     DiskFull,
     Elect,
     Expect,
@@ -196,6 +197,9 @@ class ClusterBackend(Protocol):
     def alter_config(self, action: AlterConfig) -> int:
         """IncrementalAlterConfigs; the error code (REQUEST_TIMED_OUT when unanswered)."""
 
+    def delete_topic(self, action: DeleteTopic) -> int:
+        """DeleteTopics; the error code (REQUEST_TIMED_OUT when unanswered)."""
+
     def elect(self, action: Elect) -> int:
         """ElectLeaders; the error code (REQUEST_TIMED_OUT when unanswered)."""
 
@@ -292,6 +296,9 @@ def run_step(backend: ClusterBackend, step: Step) -> None:
         case AlterConfig(topic, config) as action:
             err = _error_name(b.alter_config(action))
             b.log(f"{label}: {topic or 'cluster'} config {config} -> {err}", {**ev, "error": err})
+        case DeleteTopic(topic) as action:
+            err = _error_name(b.delete_topic(action))
+            b.log(f"{label}: delete topic {topic} -> {err}", {**ev, "error": err})
         case Elect(partition, kind) as action:
             err = _error_name(b.elect(action))
             b.log(f"{label}: {kind} election on {partition} -> {err}", {**ev, "error": err})

@@ -106,11 +106,14 @@ _PARTITION_CHECKS = (
     "hwm_at_least",
     "recovering",
 )
-_BROKER_CHECKS = ("fenced", "alive", "in_controlled_shutdown", "log_dir_offline")
+_BROKER_CHECKS = ("fenced", "alive", "in_controlled_shutdown", "log_dir_offline", "metadata_offset_at_least",
+                  "stray_partitions")
+#: A metadata log condition's checks (the single controller's metadata log and its snapshots).
+_METADATA_CHECKS = ("metadata_log_start_at_least", "metadata_snapshot_at_least")
 #: A quorum condition's checks: the active controller (an id, ``none`` or ``any``) and the Raft epoch.
 _QUORUM_CHECKS = ("active_controller", "quorum_epoch", "quorum_epoch_at_least")
 _SET_CHECKS = ("isr", "elr", "last_known_elr")
-_INT_CHECKS = ("leader_epoch_at_least", "hwm", "hwm_at_least")
+_INT_CHECKS = ("leader_epoch_at_least", "hwm", "hwm_at_least", "metadata_offset_at_least")
 
 _DEFAULT_WRITEBACK_MS = 30_000
 _DEFAULT_DELAY_MS = (1, 5)
@@ -220,7 +223,13 @@ class Condition:
     controller's committed partition state except ``hwm``/``hwm_at_least`` (the leader's HWM).
 
     ``kind == "broker"``: ``target`` is the broker id; checks are ``fenced``/``alive``/
-    ``in_controlled_shutdown``/``log_dir_offline`` (bool).
+    ``in_controlled_shutdown``/``log_dir_offline`` (bool), ``metadata_offset_at_least`` (int: the offset of
+    the last metadata record the running broker replayed) and ``stray_partitions`` (frozenset of partition names:
+    exactly those are kept as ``-stray`` directories on its disk).
+
+    ``kind == "metadata"``: ``target`` is ``"controller"``; checks are ``metadata_log_start_at_least`` and
+    ``metadata_snapshot_at_least`` (int: the single controller's metadata log start offset, its latest
+    snapshot's end offset).
 
     ``kind == "quorum"``: ``target`` is ``"controllers"``; checks are ``active_controller`` (a controller id,
     None for ``none``, ``"any"``) and ``quorum_epoch`` / ``quorum_epoch_at_least`` (int: the highest Raft epoch

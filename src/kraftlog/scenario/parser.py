@@ -663,6 +663,10 @@ class _Parser(_Reader):
         )
         return steps.AlterConfig(topic, config)
 
+    def verb_delete_topic(self, value: object, line: int) -> Action:
+        a = self.args(value, line, ("topic",))
+        return steps.DeleteTopic(self.topic_ref(self.require(a, "topic", "delete_topic"), a.value_line("topic")).name)
+
     def verb_elect(self, value: object, line: int) -> Action:
         a = self.args(value, line, ("partition", "type", "leader"))
         partition = self.partition_name(self.require(a, "partition", "elect"), a.value_line("partition"))
@@ -694,11 +698,14 @@ class _Parser(_Reader):
     def condition(self, a: LDict, extra: tuple[str, ...] = ()) -> Condition:
         quorum_keys = [k for k in model._QUORUM_CHECKS if k in a]
         if quorum_keys and not any(k in a for k in ("partition", "broker")):
-            return self.quorum_condition(a, extra)
+            return self.controller_condition(a, extra, "quorum")
+        if any(k in a for k in model._METADATA_CHECKS) and not any(k in a for k in ("partition", "broker")):
+            return self.controller_condition(a, extra, "metadata")
         kinds = [k for k in ("partition", "broker") if k in a]
         if len(kinds) != 1:
             self.fail(a.line, "a condition names exactly one 'partition: <topic>-<index>' or 'broker: <id>', or "
-                              "checks the quorum (active_controller, quorum_epoch, quorum_epoch_at_least)")
+                              "checks the quorum (active_controller, quorum_epoch, quorum_epoch_at_least) or the "
+                              "metadata log (metadata_log_start_at_least, metadata_snapshot_at_least)")
         kind = kinds[0]
         allowed = (kind, *(model._PARTITION_CHECKS if kind == "partition" else model._BROKER_CHECKS), *extra)
         self.keys(a, allowed, f"a {kind} condition")
@@ -718,32 +725,35 @@ class _Parser(_Reader):
                 checks[key] = self.brokers_set(value, line, key)
             elif key in model._INT_CHECKS:
                 checks[key] = self.int_(value, line, key, minimum=0)
+            elif key == "stray_partitions":
+                items = self.sequence(value, line, key)
+                checks[key] = frozenset(self.partition_name(v, items.item_line(i)) for i, v in enumerate(items))
             else:
                 checks[key] = self.bool_(value, line, key)
         if not checks:
             self.fail(a.line, f"the {kind} condition has no checks (expected any of: {', '.join(allowed[1:])})")
         return Condition(kind, target, checks)
 
-    def quorum_condition(self, a: LDict, extra: tuple[str, ...]) -> Condition:
-        """``active_controller: <id> | none | any`` and ``quorum_epoch[_at_least]: <n>`` (a quorum only)."""
-        self.keys(a, (*model._QUORUM_CHECKS, *extra), "a quorum condition")
-        if not self.controller_ids:
+    def controller_condition(self, a: LDict, extra: tuple[str, ...], kind: str) -> Condition:
+        """``kind`` "quorum": ``active_controller: <id> | none | any`` and ``quorum_epoch[_at_least]: <n>`` (a quorum
+        only); "metadata": ``metadata_log_start_at_least`` / ``metadata_snapshot_at_least: <n>`` (the single
+        controller's metadata log only: a quorum's controllers write no snapshots yet)."""
+        names = model._QUORUM_CHECKS if kind == "quorum" else model._METADATA_CHECKS
+        self.keys(a, (*names, *extra), "a quorum condition" if kind == "quorum" else "a metadata log condition")
+        if kind == "quorum" and not self.controller_ids:
             self.fail(a.line, "a quorum condition needs a quorum of controllers (cluster controllers > 1)")
+        if kind == "metadata" and self.controller_ids:
+            self.fail(a.line, "a metadata log condition reads the single controller's metadata log: a quorum's "
+                              "controllers write no snapshots yet")
         checks: dict[str, object] = {}
-        for key in model._QUORUM_CHECKS:
-            if key not in a:
-                continue
+        for key in (k for k in names if k in a):
             value, line = a[key], a.value_line(key)
-            if key == "active_controller":
-                if value in ("none", None):
-                    checks[key] = None
-                elif value == "any":
-                    checks[key] = "any"
-                else:
-                    checks[key] = self.controller(value, line)
-            else:
+            if key != "active_controller":
                 checks[key] = self.int_(value, line, key, minimum=0)
-        return Condition("quorum", "controllers", checks)
+            else:
+                checks[key] = None if value in ("none", None) else "any" if value == "any" else self.controller(value,
+                                                                                                              line)
+        return Condition(kind, "controllers" if kind == "quorum" else "controller", checks)
 
 
 

@@ -28,6 +28,7 @@ __all__ = [
     "VERBS",
     "Action",
     "AlterConfig",
+    "DeleteTopic",
     "Corrupt",
     "Crash",
     "Cut",
@@ -239,6 +240,14 @@ class AlterConfig(Action):
 
 
 @dataclass(frozen=True, slots=True)
+class DeleteTopic(Action):
+    """``delete_topic``: DeleteTopics of ``topic`` (its records go with it: they are not counted as lost)."""
+
+    VERB: ClassVar[str] = "delete_topic"
+    topic: str
+
+
+@dataclass(frozen=True, slots=True)
 class Elect(Action):
     """``elect``: ElectLeaders of ``type`` (KIP-966's five types) on ``partition`` (``"t-0"``);
     ``leader`` is the designated broker of type ``designation``, else None."""
@@ -286,7 +295,7 @@ class RestartClient(Action):
 #: Step verbs, in the order of the SCENARIOS.md table, and their classes.
 ACTIONS: dict[str, type[Action]] = {cls.VERB: cls for cls in (
     Produce, Crash, Shutdown, Restart, RestartController, Pause, Resume, DiskFull, Corrupt, Isolate, Partition, Cut,
-    Heal, Hold, Release, AlterConfig, Elect, WaitUntil, Expect, RunFor, RestartClient)}
+    Heal, Hold, Release, AlterConfig, DeleteTopic, Elect, WaitUntil, Expect, RunFor, RestartClient)}
 VERBS: tuple[str, ...] = tuple(ACTIONS)
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..broker.broker import LOG_DIR
+from ..broker.log_manager import stray_partitions
 from ..client.producer import record_identity
 from ..metadata.image import MetadataImage
 from ..metadata.topic_names import INTERNAL_TOPICS
@@ -79,6 +80,13 @@ def holds(sim: SimCluster, image: MetadataImage, cond: Condition) -> bool:
             if key == "quorum_epoch_at_least" and epoch < int(str(want)):
                 return False
         return True
+    if cond.kind == "metadata":
+        start, snapshot = metadata_log_view(sim)
+        for key, want in checks.items():
+            value = start if key == "metadata_log_start_at_least" else snapshot
+            if value is None or value < int(str(want)):
+                return False
+        return True
     if cond.kind == "partition":
         topic, _, idx = str(cond.target).rpartition("-")
         part = image.partitions.get((topic, int(idx)))
@@ -125,7 +133,30 @@ def holds(sim: SimCluster, image: MetadataImage, cond: Condition) -> bool:
         elif key == "log_dir_offline":
             if (reg is not None and not reg.has_online_log_dir) != want:
                 return False
+        elif key == "stray_partitions":
+            if frozenset(stray_partitions(sim.disks[broker])) != want:
+                return False
+        elif key == "metadata_offset_at_least":
+            offset = broker_metadata_offset(sim, broker)
+            if offset is None or offset < int(str(want)):
+                return False
     return True
+
+
+def broker_metadata_offset(sim: SimCluster, broker: int) -> int | None:
+    """The offset of the last metadata record running broker ``broker`` replayed, None when it is down."""
+    node = sim.nodes.get(broker)
+    return node.image.offset if node is not None and hasattr(node, "image") else None
+
+
+def metadata_log_view(sim: SimCluster) -> tuple[int | None, int | None]:
+    """(the single controller's metadata log start offset, its latest snapshot's end offset, -1 for none); None
+    for both while it is down."""
+    ctl = sim.controller
+    if ctl is None or ctl.single is None:
+        return None, None
+    latest = ctl.single.log.latest_snapshot_id
+    return ctl.single.log.start_offset, (latest.end_offset if latest is not None else -1)
 
 
 def observed(sim: SimCluster, image: MetadataImage, cond: Condition) -> str:
@@ -133,6 +164,9 @@ def observed(sim: SimCluster, image: MetadataImage, cond: Condition) -> str:
     if cond.kind == "quorum":
         active, epoch = quorum_view(sim)
         return f"active_controller={active if active is not None else 'none'}, quorum_epoch={epoch}"
+    if cond.kind == "metadata":
+        start, snapshot = metadata_log_view(sim)
+        return f"metadata_log_start={start}, metadata_snapshot={snapshot}"
     if cond.kind == "partition":
         topic, _, idx = str(cond.target).rpartition("-")
         part = image.partitions.get((topic, int(idx)))
@@ -145,7 +179,9 @@ def observed(sim: SimCluster, image: MetadataImage, cond: Condition) -> str:
     reg = image.brokers.get(int(cond.target))
     return (f"alive={sim.alive(int(cond.target))}, fenced={reg.fenced if reg else None}, "
             f"in_controlled_shutdown={reg.in_controlled_shutdown if reg else None}, "
-            f"log_dir_offline={(not reg.has_online_log_dir) if reg else None}")
+            f"log_dir_offline={(not reg.has_online_log_dir) if reg else None}, "
+            f"metadata_offset={broker_metadata_offset(sim, int(cond.target))}, "
+            f"stray_partitions={sorted(stray_partitions(sim.disks[int(cond.target)]))}")
 
 
 def retention_view(sim: SimCluster, image: MetadataImage, end_ms: int,

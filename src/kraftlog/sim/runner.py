@@ -452,6 +452,12 @@ class ScenarioRun:
         self.sim.history.record(self.sim.now, "alter_config", {"error": int(err)})
         return err
 
+    def delete_topic(self, action) -> int:
+        resp = self._admin_call(m.DeleteTopicsRequest((action.topic,)))
+        err = resp if isinstance(resp, int) else resp.responses[0].error_code
+        self.sim.history.record(self.sim.now, "delete_topic", {"topic": action.topic, "error": int(err)})
+        return err
+
     def elect(self, action) -> int:
         topic, _, idx = action.partition.rpartition("-")
         resp = self._admin_call(m.ElectLeadersRequest(m.ELECTION_TYPES[action.type], (m.ElectLeadersPartition(
