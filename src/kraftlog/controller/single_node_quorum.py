@@ -89,8 +89,9 @@ class SingleNodeQuorum:
                 if log.create_snapshot(snapshot_id, image_records(image), now_ms):
                     self.log_lines.append(f"wrote metadata snapshot {snapshot_id.file_name()} because {reason}; the "
                                           f"metadata log now starts at offset {log.start_offset}")
-            except OSError as exc:
-                self.log_lines.append(f"metadata snapshot {snapshot_id.file_name()} not written: {exc}")
+            except OSError as exc:  # the snapshot, or the cleaning after it (the log start checkpoint, a delete)
+                self.log_lines.append(f"metadata snapshot {snapshot_id.file_name()} not written or the log not "
+                                      f"cleaned after it: {exc}")
         if self.parked_fetches:
             parked, self.parked_fetches = self.parked_fetches, []
             for _, env, offset in parked:

@@ -155,6 +155,7 @@ class MetadataLog(RecordsByOffset):
         self.snapshots: list[SnapshotId] = []
         self._snapshot_bytes: dict[SnapshotId, int] = {}
         self._snapshot_time: dict[SnapshotId, int] = {}
+        self._cached: tuple[SnapshotId, bytes] | None = None
         self._segments: list[_Segment] = []
         super().__init__()
         self._load(now_ms)
@@ -210,11 +211,15 @@ class MetadataLog(RecordsByOffset):
         return LoadedSnapshot(snapshot_id, records, ts)
 
     def snapshot_data(self, snapshot_id: SnapshotId) -> bytes | None:
-        """The bytes of snapshot ``snapshot_id``'s file, None when it is not there."""
+        """The bytes of snapshot ``snapshot_id``'s file, None when it is not there. The latest bytes read are kept
+        (a fetcher asks for one snapshot chunk by chunk: the file is read once, not once per FetchSnapshot)."""
+        cached = self._cached
+        if cached is not None and cached[0] == snapshot_id:
+            return cached[1]
         value = self.disk.read_value(f"{METADATA_LOG_DIR}/{snapshot_id.file_name()}")
-        if isinstance(value, str):
-            return value.encode()
-        return value if isinstance(value, bytes) else None
+        data = value.encode() if isinstance(value, str) else value if isinstance(value, bytes) else None
+        self._cached = (snapshot_id, data) if data is not None else None
+        return data
 
     def load(self, now_ms: int) -> tuple[LoadedSnapshot | None, int, Sequence[object]]:
         """What a node rebuilds its image from: (the newest usable snapshot or None, the offset of the first record
@@ -322,6 +327,8 @@ class MetadataLog(RecordsByOffset):
             self._delete_snapshot(sid, now_ms)
 
     def _delete_snapshot(self, sid: SnapshotId, now_ms: int) -> None:
+        if self._cached is not None and self._cached[0] == sid:
+            self._cached = None
         self.disk.delete(f"{METADATA_LOG_DIR}/{sid.file_name()}", now_ms)
         self.snapshots.remove(sid)
         self._snapshot_bytes.pop(sid, None)
