@@ -19,7 +19,7 @@ from test_broker import MiniCluster
 
 # a snapshot every ~3 metadata records, segments of ~3 records, a retention of a few records and snapshots
 SMALL = {"metadata.log.max.record.bytes.between.snapshots": "600", "metadata.log.segment.bytes": "600",
-         "metadata.max.retention.bytes": "1500"}
+         "metadata.max.retention.bytes": "1500", "kraftlog.metadata.log.cleanup.interval.ms": "100"}
 
 
 def alter(c: MiniCluster, i: int) -> None:
@@ -42,6 +42,7 @@ def fetch_snapshot(c: MiniCluster, sid: SnapshotId, position: int, max_bytes: in
 def cleaned(c: MiniCluster, n: int = 20) -> None:
     for i in range(n):
         alter(c, i)
+    c.advance(c.now + 200)  # the cleaning runs on its timer (every 100 ms here), never inline with an append
     assert c.ctl.single is not None and c.ctl.single.log.start_offset > 0
 
 
@@ -202,6 +203,7 @@ def test_a_broker_behind_the_controllers_log_start_loads_the_controllers_snapsho
         r = c.send(m.IncrementalAlterConfigsRequest((m.AlterConfigsResource(
             m.RESOURCE_TOPIC, "other", (m.AlterableConfig("retention.ms", m.OP_SET, str(600_000 + i)),)),)),
             "admin", CONTROLLER)
+    c.advance(c.now + 200)
     assert c.ctl.single.log.start_offset > down_at + 1  # the deletion is below the controller's log start
     b = restart(c)
     c.advance(c.now + 12000)

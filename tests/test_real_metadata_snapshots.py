@@ -20,7 +20,7 @@ from kraftlog.protocol.errors import Errors
 pytestmark = pytest.mark.slow
 
 SMALL = {"metadata.log.max.record.bytes.between.snapshots": "20000", "metadata.log.segment.bytes": "20000",
-         "metadata.max.retention.bytes": "60000"}
+         "metadata.max.retention.bytes": "60000", "kraftlog.metadata.log.cleanup.interval.ms": "200"}
 
 
 def _run(directory: str, node: str) -> dict:
@@ -58,7 +58,9 @@ def test_a_real_broker_restarts_from_its_snapshot_and_from_the_controllers(tmp_p
         for i in range(30):  # ~1,500 ConfigRecords, ~300 KB of metadata log
             _alter(conn, topics, 600_000 + i)
         start_file = os.path.join(directory, "controller", "metadata", "__cluster_metadata-0", "log-start-offset")
-        assert int(open(start_file).read()) > 0 and _checkpoints(directory, "controller")  # cleaned past offset 0
+        wait_for("the controller's log cleaned past offset 0", lambda: os.path.exists(start_file)
+                 and int(open(start_file).read()) > 0, timeout_s=10)
+        assert _checkpoints(directory, "controller")
         wait_for("broker 0 caught up", lambda: _run(directory, "broker-0").get("metadata_offset", -1) >= _end(conn) - 1,
                  timeout_s=30)
         assert _checkpoints(directory, "broker-0")  # the broker's own snapshots of its copy

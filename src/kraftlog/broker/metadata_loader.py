@@ -16,8 +16,8 @@ snapshot (FetchSnapshot, KIP-630) when what it misses was cleaned away.
   OFFSET_OUT_OF_RANGE with a high watermark below the fetch offset: the copy is deleted and refetched from 0 and
   nothing is published until the broker caught up again (then the stray rule runs as after a restart).
 * **Snapshots**: once published, the broker writes snapshots of its image into its local copy by the
-  :class:`~kraftlog.metadata.snapshot.SnapshotGenerator`'s rule, and the copy is cleaned by retention, as a Kafka
-  broker's metadata log is.
+  :class:`~kraftlog.metadata.snapshot.SnapshotGenerator`'s rule, and the copy is cleaned by retention every 60 s,
+  as a Kafka broker's metadata log is.
 * A local copy that cannot be written (OSError: a full disk) is given up for this run (a line in the node's log):
   the broker keeps serving from memory, and at its next start loads what the copy holds and fetches the rest.
   Kafka halts a broker whose metadata log directory fails; the copy holds nothing that is not at the controller.
@@ -129,7 +129,13 @@ class MetadataLoader:
             self.send_fetch(now_ms)
 
     def maybe_send(self, now_ms: int) -> None:
-        """Fetch if a fetch is due and none is in flight."""
+        """Fetch if a fetch is due and none is in flight; clean the local copy when its cleaning is due."""
+        local = self.local
+        if local is not None and len(local.snapshots) >= 2 and now_ms >= local.next_clean_ms:
+            try:
+                local.clean_due(now_ms)
+            except OSError as exc:
+                self._note(f"the local metadata log could not be cleaned: {exc}")
         if (self.next_metadata_fetch_ms is not None and now_ms >= self.next_metadata_fetch_ms
                 and not self.metadata_fetch_inflight):
             self.send_fetch(now_ms)
@@ -253,8 +259,12 @@ class MetadataLoader:
         self.next_metadata_fetch_ms = now_ms + self.config.fetch_backoff_ms // 10
 
     def next_deadline(self, d: int) -> int:
-        """The earlier of ``d`` and the next fetch's time (ms)."""
+        """The earlier of ``d``, the next fetch's time and the local copy's next cleaning (ms; once it has two
+        snapshots, the least a cleaning needs)."""
         if (self.next_metadata_fetch_ms is not None and not self.metadata_fetch_inflight
                 and self.next_metadata_fetch_ms < d):
             d = self.next_metadata_fetch_ms
+        local = self.local
+        if local is not None and len(local.snapshots) >= 2 and local.next_clean_ms < d:
+            d = local.next_clean_ms
         return d

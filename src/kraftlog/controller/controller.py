@@ -273,8 +273,10 @@ class QuorumController(NodeBase[LogInfoContext]):
             self._outbox.clear()
 
     def _run_tasks(self, now_ms: int) -> None:
-        if self.single is not None and self.single.parked_fetches:
-            self.single.expire_fetches(now_ms)
+        if self.single is not None:
+            if self.single.parked_fetches:
+                self.single.expire_fetches(now_ms)
+            self.single.maybe_clean(now_ms)
         self.cluster.fence_expired_sessions(now_ms)
         if now_ms >= self.next_unclean_election_ms:
             self.next_unclean_election_ms = now_ms + self.unclean_election_interval_ms

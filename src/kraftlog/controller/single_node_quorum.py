@@ -7,7 +7,7 @@ snapshots, fsynced on every append) and serves it to the brokers:
 * ``append``: the records of one event, one write (all or none after a crash), then a snapshot of the image when
   the :class:`~kraftlog.metadata.snapshot.SnapshotGenerator` says one is due (Kafka's
   ``metadata.log.max.record.bytes.between.snapshots`` / ``metadata.log.max.snapshot.interval.ms``); the log is
-  then cleaned by retention (``KafkaMetadataLog.maybeClean``);
+  cleaned by retention every 60 s (``KafkaMetadataLog.maybeClean`` on Kafka's cleaner timer);
 * MetadataFetch (Kafka's ``handleFetchRequest``): records from the fetch offset on, parked up to ``max_wait_ms``
   when there are none yet; below the log start offset, the latest snapshot's id (the FetchResponse's SnapshotId);
 * FetchSnapshot (API 59, ``handleFetchSnapshotRequest``): a snapshot's bytes, in chunks.
@@ -87,15 +87,24 @@ class SingleNodeQuorum:
             snapshot_id = SnapshotId(log.end_offset, log.epoch)
             try:
                 if log.create_snapshot(snapshot_id, image_records(image), now_ms):
-                    self.log_lines.append(f"wrote metadata snapshot {snapshot_id.file_name()} because {reason}; the "
-                                          f"metadata log now starts at offset {log.start_offset}")
-            except OSError as exc:  # the snapshot, or the cleaning after it (the log start checkpoint, a delete)
-                self.log_lines.append(f"metadata snapshot {snapshot_id.file_name()} not written or the log not "
-                                      f"cleaned after it: {exc}")
+                    self.log_lines.append(f"wrote metadata snapshot {snapshot_id.file_name()} because {reason}")
+            except OSError as exc:
+                self.log_lines.append(f"metadata snapshot {snapshot_id.file_name()} not written: {exc}")
         if self.parked_fetches:
             parked, self.parked_fetches = self.parked_fetches, []
             for _, env, offset in parked:
                 self._answer(env, offset)
+
+    def maybe_clean(self, now_ms: int) -> None:
+        """The periodic cleaning by retention (Kafka's RaftMetadataLogCleanerManager, every 60 s); a failure (a full
+        disk) is a line, tried again at the next run."""
+        log = self.log
+        try:
+            if log.clean_due(now_ms):
+                self.log_lines.append(f"cleaned the metadata log: it starts at offset {log.start_offset}, latest "
+                                      f"snapshot {log.snapshots[-1].file_name()}")
+        except OSError as exc:
+            self.log_lines.append(f"the metadata log could not be cleaned: {exc}")
 
     # ------------------------------------------------------------------ serving
     def handle_fetch(self, now_ms: int, env: m.Envelope, req: m.MetadataFetchRequest) -> None:
@@ -131,8 +140,10 @@ class SingleNodeQuorum:
         self.parked_fetches = keep
 
     def next_deadline(self) -> int | None:
-        """The earliest parked fetch's deadline (ms), None when none is parked."""
-        return min((d for d, _, _ in self.parked_fetches), default=None)
+        """The earliest of a parked fetch's deadline and the next cleaning (ms; a cleaning only once there are two
+        snapshots, the least it needs), None when there is neither."""
+        clean = self.log.next_clean_ms if len(self.log.snapshots) >= 2 else None
+        return min((d for d in (*(d for d, _, _ in self.parked_fetches), clean) if d is not None), default=None)
 
     def _answer(self, env: m.Envelope, start: int) -> None:
         """Answer a MetadataFetch from offset ``start``: at most :data:`MAX_RECORDS_PER_FETCH` records; nothing

@@ -128,6 +128,9 @@ DEFAULTS: dict[str, str] = {
     "metadata.max.retention.ms": "604800000",
     "metadata.log.max.record.bytes.between.snapshots": "20971520",
     "metadata.log.max.snapshot.interval.ms": "3600000",
+    # kraftlog's own: how often the metadata log is cleaned by retention (Kafka's RaftMetadataLogCleanerManager runs
+    # every 60 s and has no config); stories that cross snapshots in seconds set it lower.
+    "kraftlog.metadata.log.cleanup.interval.ms": "60000",
     # The classic group coordinator (Kafka's group.* broker configs).
     "group.min.session.timeout.ms": "6000",
     "group.max.session.timeout.ms": "1800000",
@@ -269,6 +272,7 @@ _TYPES: dict[str, tuple[str, int | None, bool]] = {
     "metadata.max.retention.ms": (_LONG, None, False),
     "metadata.log.max.record.bytes.between.snapshots": (_LONG, 1, False),
     "metadata.log.max.snapshot.interval.ms": (_LONG, 0, False),
+    "kraftlog.metadata.log.cleanup.interval.ms": (_INT, 1, False),
     "unclean.leader.election.enable": (_BOOLEAN, None, False),
     "unclean.leader.election.interval.ms": (_LONG, 1, False),
     "replica.lag.time.max.ms": (_LONG, None, False),

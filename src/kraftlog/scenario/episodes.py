@@ -17,10 +17,13 @@ from typing import TypeVar
 
 from .model import ACTIVE_CONTROLLER, CONTROLLER, Node
 
-__all__ = ["EPISODES", "MIN_ISR", "QUORUM_EPISODES", "QUORUM_IDS", "RF", "TOPIC", "DrawnStep", "Episode", "Node",
+__all__ = ["DOOMED", "EPISODES", "MIN_ISR", "QUORUM_EPISODES", "QUORUM_IDS", "RF", "SNAPSHOT_EPISODES", "TOPIC",
+           "DrawnStep", "Episode", "Node",
            "StepArgs", "Story"]
 
 TOPIC = "t"
+#: The topic a snapshot episode deletes (issue 34).
+DOOMED = "doomed"
 MIN_ISR = 2
 RF = 3
 
@@ -513,4 +516,29 @@ QUORUM_EPISODES: dict[str, tuple[int, Build]] = {
     "controller_minority_lost": (20, _q_minority_lost),
     "controller_majority_lost": (10, _q_majority_lost),
     "controller_disk_loss": (20, _q_voter_disk_loss),
+}
+
+
+def _s_broker_down_across_snapshot(st: Story, t: int) -> int:
+    """A replica of ``doomed`` (``st.assignment``: that topic's replicas) stops (a clean shutdown 70 %, a crash
+    losing nothing 30 %); 1-3 s later ``doomed`` is deleted, and 30-50 config changes of ``t`` (``max.message.bytes``
+    above anything produced) write enough metadata for two snapshots and a cleaning past the deletion; the broker
+    restarts 3-10 s after them and must keep ``doomed-0`` as ``-stray``, never lose a record of ``t``."""
+    b = st.rng.choice(st.assignment[0])
+    how = st.weighted({"shutdown": 70, "none": 30})
+    _take_out(st, b, t, how)
+    at = t + st.rng.randint(1_000, 3_000)
+    st.add(at, "delete_topic", {"topic": DOOMED})
+    for i in range(st.rng.randint(30, 50)):
+        at += st.rng.randint(50, 150)
+        st.add(at, "alter_config", {"topic": TOPIC, "config": {"max.message.bytes": str(2_000_000 + i)}})
+    back = at + st.rng.randint(3_000, 10_000)
+    _bring_back(st, b, back, how)
+    return back
+
+
+#: Snapshot episode name -> (weight, builder): one of them is drawn for each story that crosses metadata snapshots
+#: (issue 34; the builder's Story has ``doomed``'s replicas as its assignment).
+SNAPSHOT_EPISODES: dict[str, tuple[int, Build]] = {
+    "broker_down_across_snapshot": (100, _s_broker_down_across_snapshot),
 }

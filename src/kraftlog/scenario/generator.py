@@ -100,6 +100,18 @@ module or ``hash()``), a random cluster and a fault schedule:
     observer that joins the voters again.
 
   Stopped controllers restart in the heal phase.
+* metadata snapshots (issue 34), drawn from ``random.Random(f"campaign-snapshots:{seed}")`` so that every other
+  story is what it was: 30 % of the stories with one controller (:data:`SNAPSHOT_SHARE`) write a snapshot every
+  1 or 2 KiB of metadata records (``metadata.log.max.record.bytes.between.snapshots``), roll 2 KiB segments and
+  keep 2 KiB (``metadata.max.retention.bytes``), cleaned every second
+  (``kraftlog.metadata.log.cleanup.interval.ms``), so that the controller's log start moves past what a stopped
+  broker last fetched; they add a topic ``doomed`` (1 partition, RF 3) with 20 acks=all records produced at 1 s,
+  and play one *snapshot episode* (:data:`~kraftlog.scenario.episodes.SNAPSHOT_EPISODES`) starting 5-60 s in:
+
+  - ``broker_down_across_snapshot`` — a replica of ``doomed`` stops (clean shutdown 70 %, crash losing nothing
+    30 %), ``doomed`` is deleted 1-3 s later and 30-50 config changes of ``t`` follow; the broker restarts 3-10 s
+    after them, behind the controller's log start: it fetches the controller's snapshot and keeps ``doomed-0`` as
+    ``-stray``. ``doomed``'s records go with the topic (not counted as lost).
   Steps that would do nothing (crashing a broker that is down, restarting one that is up) are
   dropped, so the schedule text is what happens;
 * a heal-and-settle phase: every link healed, every held message released, every stopped broker
@@ -157,7 +169,18 @@ from __future__ import annotations
 import random
 from collections.abc import Mapping, Sequence
 
-from .episodes import EPISODES, MIN_ISR, QUORUM_EPISODES, QUORUM_IDS, RF, TOPIC, DrawnStep, Story
+from .episodes import (
+    DOOMED,
+    EPISODES,
+    MIN_ISR,
+    QUORUM_EPISODES,
+    QUORUM_IDS,
+    RF,
+    SNAPSHOT_EPISODES,
+    TOPIC,
+    DrawnStep,
+    Story,
+)
 from .model import ACTIVE_CONTROLLER, CONTROLLER, ClientSpec, Scenario, TopicSpec, is_controller
 from .steps import (
     AlterConfig,
@@ -210,6 +233,8 @@ def scenario_name(seed: int) -> str:
 LAST_EPISODE_START_MS = 60_000
 #: The share of stories with a controller quorum of three (issue 33).
 QUORUM_SHARE = 0.3
+#: The share of the stories with one controller that cross metadata snapshots (issue 34).
+SNAPSHOT_SHARE = 0.3
 #: The consumer group of every story (issue 32): its consumer commits every second to ``__consumer_offsets``,
 #: whose 3 partitions (RF 3, a drawn assignment) count in the fault budget like t's.
 GROUP = "g1"
@@ -255,8 +280,9 @@ def generate(seed: int, episodes: Sequence[str] | None = None) -> Scenario:
     """
     if episodes is not None:
         for name in episodes:
-            if name not in EPISODES and name not in QUORUM_EPISODES:
-                raise KeyError(f"unknown episode {name!r} (known: {', '.join([*EPISODES, *QUORUM_EPISODES])})")
+            if name not in EPISODES and name not in QUORUM_EPISODES and name not in SNAPSHOT_EPISODES:
+                known = ", ".join([*EPISODES, *QUORUM_EPISODES, *SNAPSHOT_EPISODES])
+                raise KeyError(f"unknown episode {name!r} (known: {known})")
     rng = random.Random(f"campaign:{seed}")
     # A controller quorum (issue 33), drawn from a Random of its own so that the rest of every story is unchanged:
     # QUORUM_SHARE of the stories run three controllers (kraft.version 0 or 1) and play one quorum episode.
@@ -264,11 +290,20 @@ def generate(seed: int, episodes: Sequence[str] | None = None) -> Scenario:
     quorum = quorum_rng.random() < QUORUM_SHARE
     quorum_episode = quorum_rng.choices(list(QUORUM_EPISODES), weights=[w for w, _b in QUORUM_EPISODES.values()])[0]
     kraft_version = quorum_rng.choice((0, 1))
+    # Metadata snapshots (issue 34), drawn from a Random of their own: SNAPSHOT_SHARE of the stories with one
+    # controller set small snapshot and retention configs, add a topic to delete and play one snapshot episode.
+    snap_rng = random.Random(f"campaign-snapshots:{seed}")
+    snapshots = not quorum and snap_rng.random() < SNAPSHOT_SHARE
+    snapshot_episode = snap_rng.choices(list(SNAPSHOT_EPISODES), weights=[w for w, _b in SNAPSHOT_EPISODES.values()])[0]
     if episodes is not None:
         quorum_names = [n for n in episodes if n in QUORUM_EPISODES]
         quorum = bool(quorum_names)
         if quorum:
             quorum_episode = quorum_names[0]
+        snapshot_names = [n for n in episodes if n in SNAPSHOT_EPISODES]
+        snapshots = bool(snapshot_names) and not quorum
+        if snapshots:
+            snapshot_episode = snapshot_names[0]
         episodes = [n for n in episodes if n in EPISODES]
     brokers = rng.randint(3, 5)
     partitions = rng.choices((1, 2, 3), weights=(50, 30, 20))[0]
@@ -320,6 +355,20 @@ def generate(seed: int, episodes: Sequence[str] | None = None) -> Scenario:
         # The next episode starts after this one began, possibly while it is still going on.
         t, previous_end, previous_exclusive = rng.randint(t + 3_000, end + 6_000), max(previous_end, end), exclusive
 
+    extra_topics: tuple[TopicSpec, ...] = ()
+    if snapshots:
+        config.update({
+            "metadata.log.max.record.bytes.between.snapshots": str(snap_rng.choice((1024, 2048))),
+            "metadata.log.segment.bytes": "2048",
+            "metadata.max.retention.bytes": "2048",
+            "kraftlog.metadata.log.cleanup.interval.ms": "1000"})
+        doomed = tuple(snap_rng.sample(range(brokers), RF))
+        extra_topics = (TopicSpec(DOOMED, 1, RF, (doomed,), {}),)
+        drawn.append(snapshot_episode)
+        sst = Story(snap_rng, brokers, (doomed,), lag_ms, socket_timeout_ms, steps=st.steps)
+        sst.add(1_000, "produce", {"topic": DOOMED, "partition": 0, "count": 20, "acks": "all",
+                                   "timeout_ms": 30_000})
+        SNAPSHOT_EPISODES[snapshot_episode][1](sst, snap_rng.randint(5_000, LAST_EPISODE_START_MS))
     if quorum:
         drawn.append(quorum_episode)
         qst = Story(quorum_rng, brokers, assignment, lag_ms, socket_timeout_ms, steps=st.steps,
@@ -379,7 +428,8 @@ def generate(seed: int, episodes: Sequence[str] | None = None) -> Scenario:
         delay_min_ms=1,
         delay_max_ms=delay_max,
         topics=(TopicSpec(TOPIC, partitions, RF, assignment, {}),
-                TopicSpec(OFFSETS_TOPIC, OFFSETS_PARTITIONS, RF, offsets_assignment, {"cleanup.policy": "compact"})),
+                TopicSpec(OFFSETS_TOPIC, OFFSETS_PARTITIONS, RF, offsets_assignment, {"cleanup.policy": "compact"}),
+                *extra_topics),
         clients=clients,
         steps=step_objs,
         until_ms=None,

@@ -14,7 +14,10 @@ Files (under ``metadata/__cluster_metadata-0/`` of the node's Disk):
 Rules (Kafka's):
 
 * a segment rolls at ``metadata.log.segment.bytes`` or once ``metadata.log.segment.ms`` old;
-* :meth:`MetadataLog.maybe_clean` (``KafkaMetadataLog.maybeClean``): while the log and its snapshots take more
+* :meth:`MetadataLog.maybe_clean` (``KafkaMetadataLog.maybeClean``, run every 60 s as Kafka's
+  ``RaftMetadataLogCleanerManager`` runs it, never inline with an append: :meth:`MetadataLog.clean_due`;
+  ``kraftlog.metadata.log.cleanup.interval.ms`` changes the interval, for stories):
+  while the log and its snapshots take more
   than ``metadata.max.retention.bytes``, or the oldest snapshot is older than ``metadata.max.retention.ms``, and
   more than one snapshot exists, the oldest snapshot goes and the log start offset advances to the next one
   (``deleteBeforeSnapshot``): every segment wholly below it is deleted. The latest snapshot always stays;
@@ -66,6 +69,8 @@ class MetadataLogConfig:
     retention_ms: int = 604800000
     max_bytes_between_snapshots: int = 20971520
     max_snapshot_interval_ms: int = 3600000
+    #: how often the log is cleaned by retention (Kafka's RaftMetadataLogCleanerManager: a fixed 60 s)
+    cleanup_interval_ms: int = 60_000
 
     @staticmethod
     def from_configs(static: Mapping[str, str]) -> MetadataLogConfig:
@@ -76,7 +81,8 @@ class MetadataLogConfig:
             segment_bytes=get("metadata.log.segment.bytes"), segment_ms=get("metadata.log.segment.ms"),
             retention_bytes=get("metadata.max.retention.bytes"), retention_ms=get("metadata.max.retention.ms"),
             max_bytes_between_snapshots=get("metadata.log.max.record.bytes.between.snapshots"),
-            max_snapshot_interval_ms=get("metadata.log.max.snapshot.interval.ms"))
+            max_snapshot_interval_ms=get("metadata.log.max.snapshot.interval.ms"),
+            cleanup_interval_ms=get("kraftlog.metadata.log.cleanup.interval.ms"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,6 +162,8 @@ class MetadataLog(RecordsByOffset):
         self._snapshot_bytes: dict[SnapshotId, int] = {}
         self._snapshot_time: dict[SnapshotId, int] = {}
         self._cached: tuple[SnapshotId, bytes] | None = None
+        #: when :meth:`clean_due` cleans next (ms)
+        self.next_clean_ms = now_ms + config.cleanup_interval_ms
         self._segments: list[_Segment] = []
         super().__init__()
         self._load(now_ms)
@@ -273,15 +281,23 @@ class MetadataLog(RecordsByOffset):
     # ------------------------------------------------------------------ snapshots
     def create_snapshot(self, snapshot_id: SnapshotId, records: Sequence[object], now_ms: int) -> bool:
         """Write the snapshot ``snapshot_id`` holding ``records`` (the image at ``snapshot_id.end_offset - 1``)
-        unless it exists, then :meth:`maybe_clean`. False when it existed already. OSError propagates (nothing
-        changed then: the file is written atomically)."""
+        unless it exists. False when it existed already. OSError propagates (nothing changed then: the file is
+        written atomically). The log is cleaned later, on its owner's timer (:meth:`clean_due`)."""
         if snapshot_id in self._snapshot_bytes or snapshot_id in self.snapshots:
             return False
         data = encode_snapshot(records, snapshot_id.epoch, now_ms)
         self.disk.write_atomic(f"{METADATA_LOG_DIR}/{snapshot_id.file_name()}", data, now_ms)
         self._add_snapshot(snapshot_id, len(data), now_ms)
-        self.maybe_clean(now_ms)
         return True
+
+    def clean_due(self, now_ms: int) -> bool:
+        """Kafka's ``RaftMetadataLogCleanerManager``: :meth:`maybe_clean` once every ``cleanup_interval_ms`` (the
+        first time one interval after the log was opened). True when it ran and deleted something. OSError
+        propagates (the next run tries again)."""
+        if now_ms < self.next_clean_ms:
+            return False
+        self.next_clean_ms = now_ms + self.config.cleanup_interval_ms
+        return self.maybe_clean(now_ms)
 
     def _add_snapshot(self, snapshot_id: SnapshotId, size: int, now_ms: int) -> None:
         self.snapshots.append(snapshot_id)
