@@ -31,13 +31,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+
+from machine import describe  # benchmarks/machine.py (the script's directory is on sys.path)
 
 try:
     from kraftlog.net.disk import FileDisk
@@ -64,13 +65,7 @@ print(json.dumps({{"s": elapsed, "leo": log.log_end_offset}}))
 
 
 def _machine() -> str:
-    cpu = "unknown CPU"
-    try:
-        with open("/proc/cpuinfo") as fh:
-            cpu = next(line.split(":", 1)[1].strip() for line in fh if line.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
-    return f"{cpu}, {os.cpu_count()} cores, Python {platform.python_version()}, {platform.system()} {platform.release()}"
+    return describe()
 
 
 def _batch(batch_kib: int) -> bytes:
@@ -151,7 +146,7 @@ def main() -> None:
                 print(f"  run {i + 1}: {kind:<9} {seconds:7.3f} s  (LEO {leo:,})")
         assert len(leos) == 1, f"the loads disagree on the LEO: {leos}"
         med = {k: statistics.median(v) for k, v in runs.items()}
-        print(f"Median load: " + ", ".join(f"{k} {v:.3f} s" for k, v in med.items()))
+        print("Median load: " + ", ".join(f"{k} {v:.3f} s" for k, v in med.items()))
         print(f"Ratio full scan / checksum: {med['full scan'] / med['checksum']:.2f}x")
         if "before" in med:
             print(f"Ratio before (pre-issue build) / checksum: {med['before'] / med['checksum']:.2f}x")
