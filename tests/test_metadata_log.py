@@ -270,3 +270,31 @@ def test_on_files_a_segment_batch_carries_its_absolute_offset(tmp_path):
     from kraftlog.net.segment import segment_batches
     spans = segment_batches(tmp_path / METADATA_LOG_DIR / "00000000000000000006.log")
     assert [s.base_offset for s in spans] == [6, 7]
+
+
+def test_a_copy_that_serves_nobody_does_not_read_the_segments_below_its_snapshot():
+    """A broker's copy (serves=False) restarts from its newest readable snapshot: the segments wholly below it are
+    not read at load (the file-backed disk would decode every record), and the load gives what a full read gives."""
+    disk = SimDisk()
+    config = MetadataLogConfig(segment_bytes=3 * REC_BYTES, retention_bytes=-1, retention_ms=-1)
+    log = filled(disk, 20, config)
+    log.create_snapshot(SnapshotId(13, 0), recs(2), 0)
+    reads: list[str] = []
+
+    class Counting:
+        def __getattr__(self, name):
+            return getattr(disk, name)
+
+        def read(self, path):
+            reads.append(path.rpartition("/")[2])
+            return disk.read(path)
+
+    copy = MetadataLog(Counting(), config, 1, flush=False, serves=False)
+    assert reads == ["00000000000000000012.log", "00000000000000000015.log", "00000000000000000018.log"]
+    full = MetadataLog(disk, config, 1, flush=False)
+    a, b = copy.load(1), full.load(1)
+    assert a[0] is not None and b[0] is not None and a[0].records == b[0].records
+    assert (a[1], list(a[2])) == (b[1], list(b[2])) == (13, recs(7, 13))
+    copy.create_snapshot(SnapshotId(20, 0), recs(1), 2)
+    assert copy.delete_before_snapshot(SnapshotId(20, 0), 2)  # the unread segments go too
+    assert files(disk)[0] == "00000000000000000018.log"

@@ -81,7 +81,7 @@ class MetadataLoader:
     def _load_local(self, disk: Disk, log_config: MetadataLogConfig, now_ms: int) -> None:
         """Load the local copy into the image (not published)."""
         try:
-            local = MetadataLog(disk, log_config, now_ms, flush=False)
+            local = MetadataLog(disk, log_config, now_ms, flush=False, serves=False)
             try:
                 snapshot, base, records = local.load(now_ms)
             except MetadataLogLoadError as exc:

@@ -152,11 +152,17 @@ class MetadataLog(RecordsByOffset):
     ``records`` holds the records from :attr:`start_offset` to :attr:`end_offset` in memory (what fetches are
     served from); ``snapshots`` the ids of the snapshot files kept, oldest first."""
 
-    def __init__(self, disk: Disk, config: MetadataLogConfig, now_ms: int, *, flush: bool, epoch: int = 0) -> None:
+    def __init__(self, disk: Disk, config: MetadataLogConfig, now_ms: int, *, flush: bool, epoch: int = 0,
+                 serves: bool = True) -> None:
         self.disk = disk
         self.config = config
         self.flush = flush
         self.epoch = epoch
+        #: False for a copy that serves no fetcher (a broker's): at load the segments wholly below its newest
+        #: readable snapshot are not read (a restart replays from that snapshot); their bytes count for the
+        #: retention only once read, and the next cleaning past them deletes them
+        self.serves = serves
+        self._preloaded: LoadedSnapshot | None = None
         self.load_problems: list[str] = []
         self.snapshots: list[SnapshotId] = []
         self._snapshot_bytes: dict[SnapshotId, int] = {}
@@ -181,10 +187,23 @@ class MetadataLog(RecordsByOffset):
         self.snapshots.sort()
         seg_bases.sort()
         checkpointed = self.disk.read_value(LOG_START_FILE)
-        for base in seg_bases:
+        skip_below = -1
+        if not self.serves:
+            for sid in reversed(self.snapshots):
+                try:
+                    self._preloaded = self.read_snapshot(sid)
+                except WireError:
+                    continue  # load() tries it again and names the problem
+                skip_below = sid.end_offset
+                break
+        read_any = False
+        for i, base in enumerate(seg_bases):
             seg = _Segment(base, 0, 0, now_ms)
+            if not read_any and i + 1 < len(seg_bases) and seg_bases[i + 1] <= skip_below:
+                self._segments.append(seg)  # wholly below the snapshot the copy restarts from: not read
+                continue
             items = self.disk.read(seg.path)
-            if self._segments or self.records:
+            if read_any:
                 expected = self.start_offset + len(self.records)
                 if base != expected:
                     raise MetadataLogLoadError(
@@ -192,6 +211,7 @@ class MetadataLog(RecordsByOffset):
                         f"(a segment is missing or cut short)")
             else:
                 self.start_offset = base
+                read_any = True
             seg.count = len(items)
             seg.bytes = sum(metadata_record_bytes(r) for r in items)
             self._segments.append(seg)
@@ -236,10 +256,12 @@ class MetadataLog(RecordsByOffset):
             if sid.end_offset < self.start_offset:
                 break  # older ones are further below the log start: the log does not continue them
             try:
-                snap = self.read_snapshot(sid)
+                snap = self._preloaded if self._preloaded is not None and self._preloaded.snapshot_id == sid \
+                    else self.read_snapshot(sid)
             except WireError as exc:
                 self.load_problems.append(f"snapshot {sid.file_name()} not used: {exc}")
                 continue
+            self._preloaded = None
             if sid.end_offset > self.end_offset:
                 # the log lost its tail (not flushed) but the snapshot was written: the log starts at it
                 self.load_problems.append(
