@@ -256,10 +256,10 @@ class RunRecorder:
         for i, rec in enumerate(records):
             if type(rec) is PartitionChangeRecord and rec.leader is not None and rec.leader >= 0:
                 key = (shadow.topic_name(rec.topic_id), rec.partition_id)
-                old = shadow.partitions[key]
-                if rec.leader_recovery_state == RECOVERING:
+                old = shadow.partitions.get(key)  # None: its creation was not seen (below a snapshot)
+                if old is not None and rec.leader_recovery_state == RECOVERING:
                     self.metrics["unclean_elections"] += 1
-                elif rec.leader in old.elr:
+                elif old is not None and rec.leader in old.elr:
                     self.metrics["elr_elections"] += 1
             shadow, _ = shadow.replay([rec], base_offset + i)
         self._shadow = shadow
