@@ -69,8 +69,9 @@ def test_every_episode_is_drawn_over_300_seeds():
     for seed in range(300):
         text = faults.generate(seed).description.split("episodes ")[1].split(";")[0]
         drawn.update(text.split(", "))
-    from kraftlog.scenario.episodes import QUORUM_EPISODES  # a story with a controller quorum adds one (issue 33)
-    assert set(drawn) == set(faults.EPISODES) | set(QUORUM_EPISODES)
+    # a story with a controller quorum adds one (issue 33), a story that crosses metadata snapshots one (issue 34)
+    from kraftlog.scenario.episodes import QUORUM_EPISODES, SNAPSHOT_EPISODES
+    assert set(drawn) == set(faults.EPISODES) | set(QUORUM_EPISODES) | set(SNAPSHOT_EPISODES)
     for name in NEW_EPISODES:
         assert drawn[name] >= 10, (name, drawn[name])
     assert drawn["last_isr_member_loses_data"] == max(drawn.values())

@@ -106,7 +106,10 @@ def test_brokers_restarted_into_a_cluster_that_does_not_know_their_topics_delete
         kraftlog("cluster", "start", "--dir", directory, "--controller")
         for b in range(3):
             kraftlog("cluster", "stop", "--dir", directory, "--broker", str(b), "--kill")
-            before = _segments(directory, b)
+            # A running broker may have noticed already (issue 34: the controller's new log ends below its local
+            # metadata copy, so it refetches from 0 and keeps its partitions -stray without a restart).
+            before = {(STRAY.match(n)["name"] if STRAY.match(n) else n): data
+                      for n, data in _segments(directory, b).items()}
             assert set(before) == {"t-0", "t-1", "t-2"}
             kraftlog("cluster", "start", "--dir", directory, "--broker", str(b))
             after = _segments(directory, b)
@@ -117,7 +120,8 @@ def test_brokers_restarted_into_a_cluster_that_does_not_know_their_topics_delete
                 assert f.read().count("stray partition directory t-") == 3
         status = json.loads(kraftlog("cluster", "status", "--dir", directory, "--json").stdout)
         assert {n["id"]: len(n["strays"]) for n in status if n["role"] == "broker"} == {0: 3, 1: 3, 2: 3}
-        assert all(n["state"] == "RUNNING" and n["counters"]["stray-dir-count"] == 3
+        # stray-dir-count: renamed by the running process (3), or by its incarnation before the restart (0 now)
+        assert all(n["state"] == "RUNNING" and n["counters"]["stray-dir-count"] in (0, 3)
                    for n in status if n["role"] == "broker")
         with KafkaConnection(c.bootstrap.split(",")[0]) as conn:
             assert conn.request(m.MetadataRequest(("t",))).topics[0].error_code == Errors.UNKNOWN_TOPIC_OR_PARTITION
