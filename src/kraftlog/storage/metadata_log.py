@@ -63,14 +63,14 @@ class MetadataLogLoadError(Exception):
 class MetadataLogConfig:
     """Kafka's ``MetadataLogConfig`` and ``SnapshotGenerator`` settings (bytes, ms; -1 retention: no rule)."""
 
-    segment_bytes: int = 1073741824
-    segment_ms: int = 604800000
-    retention_bytes: int = 104857600
-    retention_ms: int = 604800000
-    max_bytes_between_snapshots: int = 20971520
-    max_snapshot_interval_ms: int = 3600000
+    segment_bytes: int = int(cfg.DEFAULTS["metadata.log.segment.bytes"])
+    segment_ms: int = int(cfg.DEFAULTS["metadata.log.segment.ms"])
+    retention_bytes: int = int(cfg.DEFAULTS["metadata.max.retention.bytes"])
+    retention_ms: int = int(cfg.DEFAULTS["metadata.max.retention.ms"])
+    max_bytes_between_snapshots: int = int(cfg.DEFAULTS["metadata.log.max.record.bytes.between.snapshots"])
+    max_snapshot_interval_ms: int = int(cfg.DEFAULTS["metadata.log.max.snapshot.interval.ms"])
     #: how often the log is cleaned by retention (Kafka's RaftMetadataLogCleanerManager: a fixed 60 s)
-    cleanup_interval_ms: int = 60_000
+    cleanup_interval_ms: int = int(cfg.DEFAULTS["kraftlog.metadata.log.cleanup.interval.ms"])
 
     @staticmethod
     def from_configs(static: Mapping[str, str]) -> MetadataLogConfig:

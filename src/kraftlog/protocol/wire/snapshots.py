@@ -21,7 +21,6 @@ a data record that is not a metadata record: a snapshot is used whole or not at 
 from __future__ import annotations
 
 import io
-import struct
 from collections.abc import Sequence
 from typing import Any
 
@@ -32,6 +31,7 @@ from kio.serial import entity_reader, entity_writer
 from ...metadata.codec import MetadataRecordError, decode_metadata_record, encode_metadata_record
 from ..errors import WireError
 from ..records import ATTR_CONTROL, Record, RecordBatch, decode_batches, encode_batches
+from .raft_batches import _KEY, _NONE, _SHORT  # Kafka's control record key and value prefix, no producer id
 
 __all__ = ["SNAPSHOT_HEADER", "SNAPSHOT_FOOTER", "RECORDS_PER_BATCH", "encode_snapshot", "decode_snapshot"]
 
@@ -40,10 +40,6 @@ SNAPSHOT_HEADER = 3
 SNAPSHOT_FOOTER = 4
 #: Metadata records per data batch of a snapshot.
 RECORDS_PER_BATCH = 1000
-
-_KEY = struct.Struct(">hh")
-_SHORT = struct.Struct(">h")
-_NONE = -1
 
 
 def _control(kind: int, entity: Any) -> Record:
