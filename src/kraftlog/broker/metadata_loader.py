@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from typing import cast
 
+from ..metadata.image import MetadataImage
 from ..metadata.records import MetadataRecord
 from ..metadata.snapshot import SnapshotGenerator, SnapshotId, image_from_snapshot, image_records, records_bytes
 from ..protocol import messages as m
@@ -207,7 +208,7 @@ class MetadataLoader:
             except OSError as exc:
                 self._give_up_local(exc, "deleting it")
         self._publisher.unpublish()
-        self._publisher.load_snapshot(now_ms, image_from_snapshot((), SnapshotId(0, 0))[0])
+        self._publisher.load_snapshot(now_ms, MetadataImage())
         self.snapshot_generator.publish_snapshot(now_ms)
 
     def on_fetch_snapshot(self, now_ms: int, context: FetchSnapshotContext, resp: m.FetchSnapshotResponse) -> None:
