@@ -139,13 +139,13 @@ def test_a_snapshot_that_cannot_be_written_leaves_the_log_whole_and_the_controll
                 raise OSError(28, "No space left on device", path)
             real.write_atomic(path, value, now_ms)
 
-    log.disk = FullForSnapshots()
+    log.disk = log.files.disk = FullForSnapshots()
     before = list(log.snapshots)
     for i in range(5):
         alter(c, i)
     assert c.ctl.fatal_error is None and log.snapshots == before
     assert any("not written" in line for line in c.ctl.take_log_lines())
-    log.disk = real
+    log.disk = log.files.disk = real
     for i in range(5, 10):
         alter(c, i)
     assert len(log.snapshots) > len(before) and log.start_offset == 0  # retention -1: nothing cleaned

@@ -170,7 +170,8 @@ class Broker(NodeBase[BrokerContext]):
         else:  # a quorum of controllers: the broker is a KRaft observer
             self.loader = RaftMetadataLoader(broker_id, cluster_id, self.directory_id,
                                              QuorumConfig.from_configs(self.static), self.publisher, self.lifecycle,
-                                             self, disk, Random(rng.getrandbits(64)), now_ms, controller_quorum)
+                                             self, disk, Random(rng.getrandbits(64)), now_ms, controller_quorum,
+                                             self.static, self._note)
         metadata_apis = MetadataApis(broker_id, cluster_id, self.cache, self)
         self.group_apis = GroupApis(broker_id, self.cache, self.groups, self.log_manager, self.lifecycle, self,
                                     self._log_dir_failed, metadata_apis.auto_topic_creation)

@@ -83,6 +83,11 @@ class BrokerMetadataPublisher:
             self._groups.runtime.sync(now_ms)  # load or unload __consumer_offsets shards
 
     @property
+    def image(self) -> MetadataImage:
+        """The image built so far (published or not)."""
+        return self._cache.image
+
+    @property
     def published(self) -> bool:
         """Whether the broker has published an image (first caught up with the metadata log)."""
         return self._published

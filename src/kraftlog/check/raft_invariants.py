@@ -9,10 +9,14 @@ controllers (voters) and brokers (observers) alike. Each finding is ``(key, mess
   (checked when a replica is first seen leading an epoch).
 * ``RaftStateMachineSafety`` — what one replica applied as committed is a prefix of what another applied, or
   the other way round: committed metadata never diverges between voters or brokers.
+
+Batches are compared by base offset: a replica's log may start above offset 0 (KIP-630: its prefix is in a
+snapshot, of committed data only), so each property reads the batches a log holds, from its log start on.
 """
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Iterable, Sequence
 from typing import Protocol
 
@@ -47,16 +51,23 @@ class RaftReplica(Protocol):
     def log_batches(self) -> Sequence[RaftBatch]: ...
 
 
+def _log_start(replica: RaftReplica, batches: Sequence[RaftBatch]) -> int:
+    """The replica's log start offset (a KafkaRaftClient's ``log_start_offset``; else its first batch's)."""
+    start = getattr(replica, "log_start_offset", None)
+    return int(start) if start is not None else (batches[0].base_offset if batches else 0)
+
+
 class RaftInvariantChecker:
     """Raft's invariants over replicas observed one at a time (:meth:`observe`), by node id. It keeps the
     leader of every epoch and the longest committed prefix any replica reported."""
 
     def __init__(self) -> None:
         self.leader_of: dict[int, object] = {}
-        self.committed: list[RaftBatch] = []
+        #: every batch a replica reported committed, by base offset
+        self.committed: dict[int, RaftBatch] = {}
         self._seen_leaders: set[tuple[int, object]] = set()
         self._checked_epochs: dict[object, int] = {}
-        #: node id -> (the replica object's id, how many of its committed batches were checked)
+        #: node id -> (the replica object's id, the offset up to which its committed batches were checked)
         self._checked_batches: dict[object, tuple[int | None, int]] = {}
 
     def observe(self, node_id: object, replica: RaftReplica, now_ms: int) -> list[Finding]:
@@ -77,34 +88,36 @@ class RaftInvariantChecker:
         if incarnation != id(replica):
             checked = 0
         hwm = replica.high_watermark
-        end = checked
+        first = bisect_left([b.base_offset for b in batches], checked) if checked else 0
+        end = first
         while end < len(batches) and batches[end].next_offset <= hwm:
             end += 1
-        found += self._state_machine(node_id, batches, checked, end, now_ms)
-        self._checked_batches[node_id] = (id(replica), end)
+        found += self._state_machine(node_id, batches[first:end], now_ms)
+        self._checked_batches[node_id] = (id(replica), batches[end - 1].next_offset if end > first else checked)
         if replica.is_leader and (replica.epoch, node_id) not in self._seen_leaders:
             self._seen_leaders.add((replica.epoch, node_id))
+            start = _log_start(replica, batches)
             mine = {(b.base_offset, b.epoch): b for b in batches}
-            for batch in self.committed:
-                if batch.epoch < replica.epoch and mine.get((batch.base_offset, batch.epoch)) != batch:
+            for base in sorted(self.committed):
+                batch = self.committed[base]
+                if base >= start and batch.epoch < replica.epoch \
+                        and mine.get((batch.base_offset, batch.epoch)) != batch:
                     found.append((f"{LEADER_COMPLETENESS} {node_id}",
                                   f"t={now_ms}ms {LEADER_COMPLETENESS} {node_id}: leads epoch {replica.epoch} without "
                                   f"the batch committed at offset {batch.base_offset} (epoch {batch.epoch})"))
                     break
         return found
 
-    def _state_machine(self, node_id: object, batches: Sequence[RaftBatch], start: int, end: int,
-                       now_ms: int) -> list[Finding]:
-        """The committed batches ``batches[start:end]`` of ``node_id`` against the longest committed prefix."""
+    def _state_machine(self, node_id: object, batches: Sequence[RaftBatch], now_ms: int) -> list[Finding]:
+        """``node_id``'s newly committed ``batches`` against what any replica committed at the same offsets."""
         known = self.committed
-        for i in range(start, min(end, len(known))):
-            if batches[i] != known[i]:
+        for batch in batches:
+            other = known.setdefault(batch.base_offset, batch)
+            if other != batch:
                 return [(f"{STATE_MACHINE_SAFETY} {node_id}",
                          f"t={now_ms}ms {STATE_MACHINE_SAFETY} {node_id}: committed the batch at offset "
-                         f"{batches[i].base_offset} (epoch {batches[i].epoch}) where another replica committed "
-                         f"the one at {known[i].base_offset} (epoch {known[i].epoch})")]
-        if end > len(known):
-            known.extend(batches[len(known):end])
+                         f"{batch.base_offset} (epoch {batch.epoch}) where another replica committed "
+                         f"the one at {other.base_offset} (epoch {other.epoch})")]
         return []
 
     def log_matching(self, logs: Iterable[tuple[object, Sequence[RaftBatch]]], now_ms: int) -> list[Finding]:
@@ -122,13 +135,14 @@ class RaftInvariantChecker:
 
 def log_matching(a: Sequence[RaftBatch], b: Sequence[RaftBatch]) -> bool:
     """Raft's Log Matching for two logs: if both hold a batch at the same base offset with the same epoch, every
-    batch before it is the same in both."""
-    by_base = {x.base_offset: (i, x) for i, x in enumerate(a)}
-    last_a = last_b = -1
-    for j, y in enumerate(b):
+    batch before it that both logs still hold (from the later of their starts) is the same in both."""
+    by_base = {x.base_offset: x for x in a}
+    match = -1
+    for y in b:
         hit = by_base.get(y.base_offset)
-        if hit is not None and hit[1].epoch == y.epoch:
-            last_a, last_b = hit[0], j
-    if last_a < 0:
+        if hit is not None and hit.epoch == y.epoch:
+            match = y.base_offset
+    if match < 0:
         return True
-    return last_a == last_b and list(a[:last_a + 1]) == list(b[:last_b + 1])
+    low = max(a[0].base_offset, b[0].base_offset)
+    return [x for x in a if low <= x.base_offset <= match] == [y for y in b if low <= y.base_offset <= match]

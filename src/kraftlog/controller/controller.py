@@ -40,7 +40,6 @@ from ..metadata.image import MetadataApplyErrors, MetadataImage
 from ..metadata.snapshot import image_from_snapshot
 from ..metrics import KafkaMetrics
 from ..protocol import messages as m
-from ..protocol.errors import Errors
 from ..protocol.node import Envelope, Message, NodeBase, earliest
 from ..raft.config import QuorumConfig
 from ..storage.disk import Disk
@@ -212,6 +211,8 @@ class QuorumController(NodeBase[LogInfoContext]):
     def take_log_lines(self) -> list[str]:
         """The lines about the metadata log (snapshots written or not, a load's problems) not yet taken, for the
         node's log."""
+        if self.quorum is not None:
+            return self.quorum.snapshots.take_lines()
         if self.single is None:
             return []
         lines, self.single.log_lines = self.single.log_lines, []
@@ -291,7 +292,7 @@ class QuorumController(NodeBase[LogInfoContext]):
         if self.fatal_error is not None:
             return None
         if self.quorum is not None:
-            raft_deadline = self.quorum.raft.next_deadline()
+            raft_deadline = earliest(self.quorum.raft.next_deadline(), self.quorum.next_deadline())
             if not self.quorum.is_active:
                 return earliest(self._request_deadline(), raft_deadline)
             return earliest(self._request_deadline(), raft_deadline, self.cluster.next_deadline(),
@@ -402,10 +403,7 @@ class QuorumController(NodeBase[LogInfoContext]):
             return self.replication.handle_create_partitions(now_ms, req)
         if isinstance(req, m.AlterConfigsRequest):
             return self.configs.handle_legacy_alter_configs(now_ms, req)
-        if isinstance(req, m.FetchSnapshotRequest):
-            if self.single is None:  # the quorum's controllers write no snapshots yet
-                return m.FetchSnapshotResponse(Errors.NONE, Errors.SNAPSHOT_NOT_FOUND, req.snapshot_end_offset,
-                                               req.snapshot_epoch)
+        if isinstance(req, m.FetchSnapshotRequest) and self.single is not None:  # a quorum's: its Raft client's
             return self.single.handle_fetch_snapshot(req)
         return None
 

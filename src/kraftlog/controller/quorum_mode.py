@@ -13,7 +13,16 @@
   records (Kafka's revert to the last committed snapshot), the managers are built anew as a standby's, and
   every response still waiting for a commit is answered NOT_CONTROLLER.
 
-The metadata log is the Raft log (``metadata/__cluster_metadata-0``): one file, whose items are Raft batches.
+* **Snapshots** (KIP-630, Kafka's ``SnapshotGenerator`` in every controller's ``MetadataLoader``): every controller,
+  active or standby, writes a snapshot of its *committed* image at a batch boundary once
+  ``metadata.log.max.record.bytes.between.snapshots`` bytes committed since the last one or
+  ``metadata.log.max.snapshot.interval.ms`` passed (never after a metadata record failed to apply), and cleans its
+  log by retention on Kafka's cleaner timer. A controller starts from its latest snapshot (then the committed
+  batches after it), and loads the snapshot its Raft client fetched from the leader when its log was too far
+  behind (FetchSnapshot).
+
+The metadata log is the Raft log (``metadata/__cluster_metadata-0``): segments whose items are Raft batches, and
+snapshots (:class:`~kraftlog.raft.log.RaftLog`).
 """
 
 from __future__ import annotations
@@ -24,12 +33,16 @@ from random import Random
 from typing import TYPE_CHECKING, Any, cast
 
 from ..metadata.image import MetadataImage
+from ..metadata.snapshot import image_from_snapshot
 from ..protocol.errors import Errors
 from ..protocol.listeners import error_response
 from ..protocol.node import Address, Envelope, Message
 from ..raft.client import KafkaRaftClient, NotLeaderError, RaftContext
 from ..raft.config import QuorumConfig
+from ..raft.snapshots import CommittedSnapshots
 from ..storage.disk import Disk
+from ..storage.metadata_log import MetadataLogConfig
+from ..storage.snapshot_files import LoadedSnapshot
 
 if TYPE_CHECKING:
     from .controller import QuorumController
@@ -68,9 +81,13 @@ class ControllerQuorum:
                  config: QuorumConfig, disk: Disk, rng: Random, now_ms: int, voters: Sequence[int] | None,
                  bootstrap_servers: Sequence[int] = ()) -> None:
         self.controller = controller
+        log_config = MetadataLogConfig.from_configs(controller.static)
         self.raft = KafkaRaftClient(node_id=node_id, directory_id=directory_id, cluster_id=cluster_id, config=config,
                                     disk=disk, rng=rng, now_ms=now_ms, channel=_RaftChannel(controller),
-                                    static_voters=voters, bootstrap_servers=bootstrap_servers)
+                                    static_voters=voters, bootstrap_servers=bootstrap_servers, log_config=log_config)
+        #: snapshots of the committed image and the log's cleaning (Kafka's SnapshotGenerator, cleaner)
+        self.snapshots = CommittedSnapshots(self.raft, log_config, now_ms)
+        self.snapshots.log_lines.extend(self.raft.log.load_problems)
         #: the epoch this controller is active in, None while standby
         self.active_epoch: int | None = None
         #: the last offset applied to the controller's image (active: its own writes, at once)
@@ -125,6 +142,9 @@ class ControllerQuorum:
         if self.active_epoch is not None and (not raft.is_leader or raft.epoch != self.active_epoch
                                               or raft.fatal_error is not None):
             self._renounce(now_ms)
+        snapshot = raft.take_snapshot()
+        if snapshot is not None:
+            self._load_snapshot(snapshot, now_ms)
         batches = raft.take_committed()
         standby_records: list[tuple[int, list[Any]]] = []
         log = self.controller.log
@@ -143,6 +163,14 @@ class ControllerQuorum:
             for batch in batches:
                 if not batch.control and batch.last_offset > self.committed_image.offset:
                     self.committed_image, _ = self.committed_image.replay(list(batch.records), batch.base_offset)
+        if batches:
+            self.snapshots.after_commits(batches, self.committed_image,
+                                         self.controller.metadata_apply_errors.count, now_ms)
+        if self.snapshots.maybe_clean(now_ms):
+            log, start = self.controller.log, self.raft.log.start_offset
+            if log.start_offset < start <= log.end_offset:  # the committed records by offset follow the log start
+                del log.records[:start - log.start_offset]
+                log.start_offset = start
         if self.active_epoch is None and raft.ready_for_writes and raft.fatal_error is None:
             self._claim(now_ms)
         if self.deferred:
@@ -169,18 +197,32 @@ class ControllerQuorum:
         deferred, self.deferred = self.deferred, []
         for _, request, _message in deferred:
             self.controller.send_raw_response(request, error_response(request.message, Errors.NOT_CONTROLLER))
-        image = MetadataImage()
-        applied = -1
-        for batch in self.raft.log.batches():
-            if batch.next_offset > self.raft.high_watermark:
-                break
-            if not batch.control:
-                image, _ = image.replay(list(batch.records), batch.base_offset)
-                applied = batch.last_offset
-        self.applied_offset = applied
+        # the committed image is kept as commits arrive (from the latest snapshot on)
+        self.applied_offset = self.committed_image.offset
+        self.controller.reset_image(self.committed_image)
+        self.controller.rebuild_managers(now_ms)
+
+    # ------------------------------------------------------------------ snapshots
+    def _load_snapshot(self, snapshot: LoadedSnapshot, now_ms: int) -> None:
+        """Kafka's ``MetadataLoader.handleLoadSnapshot`` on a controller: the image becomes the snapshot's whole
+        (at start, or after the Raft client installed one from the leader); the managers are built anew."""
+        sid = snapshot.snapshot_id
+        image, delta = image_from_snapshot(snapshot.records, sid)
+        for offset, record, reason in delta.errors:
+            self.controller.metadata_apply_errors.add(offset, record, reason)
+        log = self.controller.log
+        log.records = []
+        log.start_offset = sid.end_offset
+        self.applied_offset = sid.end_offset - 1
         self.committed_image = image
         self.controller.reset_image(image)
         self.controller.rebuild_managers(now_ms)
+        self.snapshots.generator.reset(now_ms)
+        self.snapshots.log_lines.append(f"loaded metadata snapshot {sid.file_name()}")
+
+    def next_deadline(self) -> int | None:
+        """The next cleaning of the log (ms), None when none is due; Raft's timers are the client's."""
+        return self.snapshots.next_deadline()
 
     def refuse(self, request: Envelope) -> None:
         """Answer a controller request on a standby: NOT_CONTROLLER (Kafka's controller APIs on a non-active

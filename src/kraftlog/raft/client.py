@@ -37,11 +37,14 @@ from ..protocol.errors import Errors
 from ..protocol.node import Address, Envelope, Message
 from ..protocol.raft_records import KRaftVersionRecord, LeaderChangeMessage, RaftBatch
 from ..storage.disk import Disk
+from ..storage.metadata_log import MetadataLogConfig
+from ..storage.snapshot_files import LoadedSnapshot
 from .bootstrap import read_bootstrap
 from .config import QuorumConfig
 from .leader_state import LeaderState
-from .log import METADATA_LOG_DIR, OffsetAndEpoch, RaftLog
+from .log import METADATA_LOG_DIR, RaftLog
 from .quorum_apis import QuorumApis, error_response
+from .snapshots import SnapshotFetching, control_from_snapshot
 from .states import (
     NEVER,
     Candidate,
@@ -62,8 +65,6 @@ __all__ = ["KafkaRaftClient", "RaftChannel", "RaftContext", "NotLeaderError", "R
 
 #: Kafka's limit of records in one batch of the metadata log (``QuorumController``'s ``MAX_RECORDS_PER_BATCH``).
 MAX_RECORDS_PER_BATCH = 10_000
-#: How many records one Fetch response carries at most (at least one batch).
-MAX_RECORDS_PER_FETCH = 10_000
 
 #: The context of the client's requests: ("raft", destination node id, the client's sequence number).
 RaftContext: TypeAlias = tuple[str, int, int]
@@ -101,37 +102,46 @@ class KafkaRaftClient(QuorumApis):
     """The Raft of one node. ``node_id`` and ``directory_id`` make its :class:`ReplicaKey` (the directory id of
     its metadata log, KIP-853); ``static_voters``: ``controller.quorum.voters`` ids (kraft.version 0), or None
     to read the voter set from the bootstrap checkpoint written by :func:`~kraftlog.raft.bootstrap.format_quorum`
-    (kraft.version 1; none there: no voter known until the log says). ``bootstrap_servers``:
-    ``controller.quorum.bootstrap.servers`` as node ids (default: the voters). ``can_become_voter``: a controller
-    (True) or a broker (False). Times are ms; ``rng`` draws the election jitter and bootstrap choices.
+    (kraft.version 1; none there: no voter known until the log says; a snapshot's voters replace both).
+    ``bootstrap_servers``: ``controller.quorum.bootstrap.servers`` as node ids (default: the voters).
+    ``can_become_voter``: a controller (True) or a broker (False). ``log_config``: the metadata log's segment,
+    retention and cleaning settings. Times are ms; ``rng`` draws the election jitter and bootstrap choices.
 
-    Raises ValueError when ``quorum-state`` cannot be read; OSError when the disk cannot be read."""
+    Raises ValueError when ``quorum-state`` cannot be read; OSError when the disk cannot be read;
+    :class:`~kraftlog.storage.metadata_log.MetadataLogLoadError` when the log cannot be loaded whole."""
 
     def __init__(self, *, node_id: int, directory_id: uuid.UUID, cluster_id: str, config: QuorumConfig,
                  disk: Disk, rng: Random, now_ms: int, channel: RaftChannel,
                  static_voters: Sequence[int] | None = None, bootstrap_servers: Sequence[int] = (),
-                 can_become_voter: bool = True, directory: str = METADATA_LOG_DIR) -> None:
+                 can_become_voter: bool = True, directory: str = METADATA_LOG_DIR,
+                 log_config: MetadataLogConfig | None = None) -> None:
         self.local = ReplicaKey(node_id, directory_id)
         self.cluster_id = cluster_id
         self.config = config
         self.rng = rng
         self.channel = channel
         self.can_become_voter = can_become_voter
-        self.log = RaftLog(disk, now_ms, directory)
+        self.log = RaftLog(disk, now_ms, directory, log_config)
         if static_voters is not None:
             self.control = ControlRecordState(VoterSet.static(static_voters), 0)
         else:
             base = read_bootstrap(disk, directory)
             self.control = ControlRecordState(base if base is not None else VoterSet({}), 1)
+        snapshot = self.log.latest_snapshot()
+        if snapshot is not None:
+            self.control = control_from_snapshot(snapshot, self.control)
         for batch in self.log.batches():
             self.control.update(batch)
+        #: the snapshot the host loads next (Kafka's new listener loads the latest snapshot)
+        self._pending_snapshot = snapshot
         self._bootstrap = tuple(sorted(bootstrap_servers))
         self.store = QuorumStateStore(disk, directory)
         #: why the client stopped (a failed write, an impossible message); None while it runs
         self.fatal_error: str | None = None
         #: the committed offset (exclusive) as far as this replica knows it; never goes back
         self.high_watermark = 0
-        self._delivered = 0
+        #: the offset the host reads next (take_committed)
+        self._delivered = snapshot.snapshot_id.end_offset if snapshot is not None else self.log.start_offset
         self._connections: dict[int, _Connection] = {}
         self._seq = 0
         #: parked Fetch requests (leader): (deadline ms, request envelope, replica key)
@@ -143,6 +153,7 @@ class KafkaRaftClient(QuorumApis):
         self.leader_epochs: list[int] = []
         from .reconfig import Reconfig  # a part of this client: KIP-853's handlers
         self.reconfig = Reconfig(self)
+        self.snapshots = SnapshotFetching(self)
         self.state: EpochState = self._initial_state(now_ms)
         if self.is_only_voter() and not isinstance(self.state, Candidate):
             self._to_prospective(now_ms)
@@ -194,13 +205,33 @@ class KafkaRaftClient(QuorumApis):
         """This replica is the one voter."""
         return self.voter_set().is_only_voter(self.local)
 
+    @property
+    def log_start_offset(self) -> int:
+        """The log start offset (above 0 once the log was cleaned below a snapshot, or restarted at one)."""
+        return self.log.start_offset
+
     def log_batches(self) -> Sequence[RaftBatch]:
         """The log's batches, in offset order (for the invariant checks)."""
         return self.log.batches()
 
+    def take_snapshot(self) -> LoadedSnapshot | None:
+        """The snapshot the host must load before it reads on (module :mod:`.snapshots`): the latest one when the
+        client started, or one installed from the leader; None otherwise. The host's image becomes the
+        snapshot's; :meth:`take_committed` goes on from its end offset."""
+        snapshot, self._pending_snapshot = self._pending_snapshot, None
+        return snapshot
+
+    def on_log_restarted(self, snapshot: LoadedSnapshot) -> None:
+        """The log restarted at ``snapshot`` (installed from the leader): appends go on from its end, and the host
+        loads it before anything after it."""
+        self._next_offset = self.log.end_offset
+        self._delivered = self.log.start_offset
+        self._pending_snapshot = snapshot
+
     def take_committed(self) -> list[RaftBatch]:
-        """The batches that committed since the last call (data and control), in offset order."""
-        if self._delivered >= self.high_watermark:
+        """The batches that committed since the last call (data and control), in offset order (none while a
+        snapshot waits for :meth:`take_snapshot`)."""
+        if self._delivered >= self.high_watermark or self._pending_snapshot is not None:
             return []
         out = []
         for batch in self.log.read(self._delivered, 1 << 62):
@@ -469,7 +500,8 @@ class KafkaRaftClient(QuorumApis):
         elif conn is not None and conn.inflight_seq is None and now_ms < conn.backoff_until:
             self._fetch_from_any_bootstrap(now_ms)
         elif not any(c.inflight_seq is not None for c in self._connections.values()):
-            self._maybe_send(now_ms, state.leader_id, self._fetch_request())
+            self._maybe_send(now_ms, state.leader_id, self.snapshots.request(state) if state.fetching_snapshot
+                             else self._fetch_request())
 
     def _bootstrap_servers(self) -> list[int]:
         servers = self._bootstrap or self.voter_set().voter_ids
@@ -708,60 +740,9 @@ class KafkaRaftClient(QuorumApis):
         self._parked.clear()
         self._reset_connections()
 
-    # ================================================================== Fetch (leader side)
-    def _empty_fetch_response(self, error: int, *, diverging: OffsetAndEpoch | None = None) -> m.MetadataFetchResponse:
-        state = self.state
-        hwm = state.high_watermark if isinstance(state, LeaderState) and state.high_watermark is not None else -1
-        return m.MetadataFetchResponse(
-            error_code=error, high_watermark=hwm, base_offset=self.log.end_offset,
-            current_leader_id=state.leader_id if state.leader_id is not None else -1,
-            current_leader_epoch=state.epoch,
-            diverging_epoch=diverging.epoch if diverging else -1,
-            diverging_end_offset=diverging.offset if diverging else -1, log_start_offset=0)
-
-    def _fetch_response(self, now_ms: int, req: m.MetadataFetchRequest, key: ReplicaKey) -> m.MetadataFetchResponse:
-        """Kafka's ``tryCompleteFetchRequest``."""
-        state = self.state
-        if req.current_leader_epoch < state.epoch:
-            return self._empty_fetch_response(Errors.FENCED_LEADER_EPOCH)
-        if req.current_leader_epoch > state.epoch:
-            return self._empty_fetch_response(Errors.UNKNOWN_LEADER_EPOCH)
-        if not isinstance(state, LeaderState):
-            return self._empty_fetch_response(Errors.NOT_LEADER_OR_FOLLOWER)
-        valid = self.log.validate_offset_and_epoch(req.fetch_offset, req.last_fetched_epoch)
-        if valid.diverging is not None:
-            return self._empty_fetch_response(Errors.NONE, diverging=valid.diverging)
-        if key.id >= 0 and key.id != self.local.id and state.update_replica(key, now_ms, req.fetch_offset,
-                                                                             self.log.end_offset):
-            self._on_leader_high_watermark(state, now_ms)
-        batches = self.log.read(req.fetch_offset, MAX_RECORDS_PER_FETCH) if req.fetch_offset < self.log.end_offset \
-            else ()
-        response = self._empty_fetch_response(Errors.NONE)
-        response.batches = batches
-        response.base_offset = batches[0].base_offset if batches else req.fetch_offset
-        return response
-
-    def _handle_fetch(self, now_ms: int, env: Envelope[m.MetadataFetchRequest]) -> None:
-        """Kafka's ``handleFetchRequest``: validate, answer at once when there is something to say, else park up
-        to ``max_wait_ms``."""
-        req = env.message
-        if req.cluster_id is not None and req.cluster_id != self.cluster_id:
-            self.channel.send_response(env, m.MetadataFetchResponse(Errors.INCONSISTENT_CLUSTER_ID, -1, -1))
-            return
-        if req.max_wait_ms < 0 or req.fetch_offset < 0 or req.last_fetched_epoch < 0 \
-                or req.last_fetched_epoch > req.current_leader_epoch:
-            self.channel.send_response(env, self._empty_fetch_response(Errors.INVALID_REQUEST))
-            return
-        key = ReplicaKey(req.replica_id, req.replica_directory_id)
-        response = self._fetch_response(now_ms, req, key)
-        if response.error_code != Errors.NONE or response.batches or req.max_wait_ms == 0 \
-                or response.diverging_epoch >= 0 or req.high_watermark < response.high_watermark:
-            self.channel.send_response(env, response)
-        else:
-            self._parked.append((now_ms + req.max_wait_ms, env, key))
-
 _REQUEST_HANDLERS: dict[type, Any] = {
     m.MetadataFetchRequest: KafkaRaftClient._handle_fetch,
+    m.FetchSnapshotRequest: lambda c, now, env: c.snapshots.handle_fetch_snapshot(now, env),
     m.VoteRequest: KafkaRaftClient._handle_vote,
     m.BeginQuorumEpochRequest: KafkaRaftClient._handle_begin_quorum_epoch,
     m.EndQuorumEpochRequest: KafkaRaftClient._handle_end_quorum_epoch,
@@ -773,6 +754,7 @@ _REQUEST_HANDLERS: dict[type, Any] = {
 
 _RESPONSE_HANDLERS: dict[type, Any] = {
     m.MetadataFetchResponse: KafkaRaftClient._handle_fetch_response,
+    m.FetchSnapshotResponse: lambda c, now, src, resp: c.snapshots.handle_response(now, src, resp),
     m.VoteResponse: KafkaRaftClient._handle_vote_response,
     m.BeginQuorumEpochResponse: KafkaRaftClient._handle_begin_quorum_epoch_response,
     m.EndQuorumEpochResponse: KafkaRaftClient._handle_end_quorum_epoch_response,

@@ -132,7 +132,7 @@ class LeaderState:
             raise AssertionError(f"a fetch from the leader itself: {key}")
         state = self.replica_state(key)
         state.update_follower(now_ms, fetch_offset, leader_end_offset)
-        self._update_check_quorum(key, now_ms)
+        self.update_check_quorum(key, now_ms)
         return self.voters.is_voter(key) and self._maybe_update_high_watermark()
 
     def _maybe_update_high_watermark(self) -> bool:
@@ -155,7 +155,7 @@ class LeaderState:
         return tuple(s.key for s in others)
 
     # ------------------------------------------------------------------ check-quorum and BeginQuorumEpoch
-    def _update_check_quorum(self, key: ReplicaKey, now_ms: int) -> None:
+    def update_check_quorum(self, key: ReplicaKey, now_ms: int) -> None:
         """Kafka's ``updateCheckQuorumForFollowingVoter``: count a voter's fetch; once a majority (the leader
         implicitly, when a voter) fetched in this interval, restart the check-quorum timer."""
         if self.voters.is_voter(key):

@@ -1,6 +1,6 @@
-"""The election APIs of :class:`~kraftlog.raft.client.KafkaRaftClient`, a part of it (Kafka's handlers in
-``KafkaRaftClient``): Vote (with KIP-996's pre-vote), BeginQuorumEpoch, EndQuorumEpoch, DescribeQuorum, and the
-error answers of every quorum API (``RaftUtil.errorResponse``)."""
+"""The election and Fetch APIs of :class:`~kraftlog.raft.client.KafkaRaftClient`, a part of it (Kafka's handlers
+in ``KafkaRaftClient``): Vote (with KIP-996's pre-vote), BeginQuorumEpoch, EndQuorumEpoch, DescribeQuorum, the
+metadata Fetch (leader and follower sides), and the error answers of every quorum API (``RaftUtil.errorResponse``)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,10 @@ from .log import OffsetAndEpoch, RaftLog
 from .states import Candidate, Follower, Prospective, RaftSafetyError, Resigned, Unattached
 from .voters import ControlRecordState, ReplicaKey
 
-__all__ = ["QuorumApis", "error_response"]
+__all__ = ["QuorumApis", "error_response", "MAX_RECORDS_PER_FETCH"]
+
+#: How many records one Fetch response carries at most (at least one batch).
+MAX_RECORDS_PER_FETCH = 10_000
 
 
 class QuorumApis:
@@ -31,6 +34,11 @@ class QuorumApis:
     high_watermark: int
     control: ControlRecordState
     can_become_voter: bool
+    snapshots: Any
+    _parked: list[tuple[int, Envelope[m.MetadataFetchRequest], ReplicaKey]]
+
+    def _on_leader_high_watermark(self, state: LeaderState, now_ms: int) -> None:
+        raise NotImplementedError
 
     def is_voter(self) -> bool:
         raise NotImplementedError
@@ -255,6 +263,10 @@ class QuorumApis:
             end = self.log.truncate_to_end_offset(diverging, now_ms)
             self.log.flush(now_ms)
             self.control.truncate(end)
+        elif resp.snapshot_end_offset >= 0 or resp.snapshot_epoch >= 0:
+            # the leader no longer holds this position: fetch its snapshot (Kafka's setFetchingSnapshot)
+            if not self.snapshots.start(state, resp.snapshot_end_offset, resp.snapshot_epoch):
+                return False
         else:
             appended = self.log.append_as_follower(resp.batches, now_ms, max_epoch=self.epoch)
             for batch in appended:
@@ -273,6 +285,67 @@ class QuorumApis:
         if new > self.high_watermark:
             self.high_watermark = new
         state.high_watermark = self.high_watermark
+
+    # ================================================================== Fetch (leader side)
+    def _empty_fetch_response(self, error: int, *, diverging: OffsetAndEpoch | None = None) -> m.MetadataFetchResponse:
+        state = self.state
+        hwm = state.high_watermark if isinstance(state, LeaderState) and state.high_watermark is not None else -1
+        return m.MetadataFetchResponse(
+            error_code=error, high_watermark=hwm, base_offset=self.log.end_offset,
+            current_leader_id=state.leader_id if state.leader_id is not None else -1,
+            current_leader_epoch=state.epoch,
+            diverging_epoch=diverging.epoch if diverging else -1,
+            diverging_end_offset=diverging.offset if diverging else -1, log_start_offset=self.log.start_offset)
+
+    def _fetch_response(self, now_ms: int, req: m.MetadataFetchRequest, key: ReplicaKey) -> m.MetadataFetchResponse:
+        """Kafka's ``tryCompleteFetchRequest``."""
+        state = self.state
+        if req.current_leader_epoch < state.epoch:
+            return self._empty_fetch_response(Errors.FENCED_LEADER_EPOCH)
+        if req.current_leader_epoch > state.epoch:
+            return self._empty_fetch_response(Errors.UNKNOWN_LEADER_EPOCH)
+        if not isinstance(state, LeaderState):
+            return self._empty_fetch_response(Errors.NOT_LEADER_OR_FOLLOWER)
+        latest = self.log.files.latest
+        valid = self.log.validate_offset_and_epoch(req.fetch_offset, req.last_fetched_epoch) \
+            if req.fetch_offset != 0 or latest is None else None  # Kafka: an empty follower gets the snapshot
+        if valid is None or valid.snapshot is not None:
+            sid = valid.snapshot if valid is not None and valid.snapshot is not None else latest
+            assert sid is not None
+            response = self._empty_fetch_response(Errors.NONE)
+            response.snapshot_end_offset, response.snapshot_epoch = sid.end_offset, sid.epoch
+            return response
+        if valid.diverging is not None:
+            return self._empty_fetch_response(Errors.NONE, diverging=valid.diverging)
+        if key.id >= 0 and key.id != self.local.id and state.update_replica(key, now_ms, req.fetch_offset,
+                                                                             self.log.end_offset):
+            self._on_leader_high_watermark(state, now_ms)
+        batches = self.log.read(req.fetch_offset, MAX_RECORDS_PER_FETCH) if req.fetch_offset < self.log.end_offset \
+            else ()
+        response = self._empty_fetch_response(Errors.NONE)
+        response.batches = batches
+        response.base_offset = batches[0].base_offset if batches else req.fetch_offset
+        return response
+
+    def _handle_fetch(self, now_ms: int, env: Envelope[m.MetadataFetchRequest]) -> None:
+        """Kafka's ``handleFetchRequest``: validate, answer at once when there is something to say, else park up
+        to ``max_wait_ms``."""
+        req = env.message
+        if req.cluster_id is not None and req.cluster_id != self.cluster_id:
+            self.channel.send_response(env, m.MetadataFetchResponse(Errors.INCONSISTENT_CLUSTER_ID, -1, -1))
+            return
+        if req.max_wait_ms < 0 or req.fetch_offset < 0 or req.last_fetched_epoch < 0 \
+                or req.last_fetched_epoch > req.current_leader_epoch:
+            self.channel.send_response(env, self._empty_fetch_response(Errors.INVALID_REQUEST))
+            return
+        key = ReplicaKey(req.replica_id, req.replica_directory_id)
+        response = self._fetch_response(now_ms, req, key)
+        if response.error_code != Errors.NONE or response.batches or req.max_wait_ms == 0 \
+                or response.diverging_epoch >= 0 or response.snapshot_end_offset >= 0 \
+                or req.high_watermark < response.high_watermark:
+            self.channel.send_response(env, response)
+        else:
+            self._parked.append((now_ms + req.max_wait_ms, env, key))
 
 
 def _vote_response(client: Any, error: int, granted: bool, *, top: bool = False) -> m.VoteResponse:

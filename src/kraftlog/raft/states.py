@@ -31,6 +31,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from random import Random
 
+from ..metadata.snapshot import SnapshotId
 from ..storage.disk import Disk
 from .voters import ReplicaKey
 
@@ -207,6 +208,9 @@ class Follower:
     #: when a voter next checks whether it must send UpdateRaftVoter, or an observer AddRaftVoter (ms)
     update_voter_deadline: int = 0
     has_updated_leader: bool = False
+    #: the snapshot being fetched from the leader (Kafka's ``fetchingSnapshot``) and its bytes so far
+    fetching_snapshot: SnapshotId | None = None
+    snapshot_bytes: bytearray = field(default_factory=bytearray)
     name = "Follower"
 
     def can_grant_vote(self, key: ReplicaKey, log_up_to_date: bool, pre_vote: bool) -> bool:

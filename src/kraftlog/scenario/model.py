@@ -229,7 +229,7 @@ class Condition:
 
     ``kind == "metadata"``: ``target`` is ``"controller"``; checks are ``metadata_log_start_at_least`` and
     ``metadata_snapshot_at_least`` (int: the single controller's metadata log start offset, its latest
-    snapshot's end offset).
+    snapshot's end offset; of a quorum, the least of those over its running controllers).
 
     ``kind == "quorum"``: ``target`` is ``"controllers"``; checks are ``active_controller`` (a controller id,
     None for ``none``, ``"any"``) and ``quorum_epoch`` / ``quorum_epoch_at_least`` (int: the highest Raft epoch

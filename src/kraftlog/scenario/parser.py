@@ -737,14 +737,11 @@ class _Parser(_Reader):
     def controller_condition(self, a: LDict, extra: tuple[str, ...], kind: str) -> Condition:
         """``kind`` "quorum": ``active_controller: <id> | none | any`` and ``quorum_epoch[_at_least]: <n>`` (a quorum
         only); "metadata": ``metadata_log_start_at_least`` / ``metadata_snapshot_at_least: <n>`` (the single
-        controller's metadata log only: a quorum's controllers write no snapshots yet)."""
+        controller's metadata log; of a quorum, every running controller's)."""
         names = model._QUORUM_CHECKS if kind == "quorum" else model._METADATA_CHECKS
         self.keys(a, (*names, *extra), "a quorum condition" if kind == "quorum" else "a metadata log condition")
         if kind == "quorum" and not self.controller_ids:
             self.fail(a.line, "a quorum condition needs a quorum of controllers (cluster controllers > 1)")
-        if kind == "metadata" and self.controller_ids:
-            self.fail(a.line, "a metadata log condition reads the single controller's metadata log: a quorum's "
-                              "controllers write no snapshots yet")
         checks: dict[str, object] = {}
         for key in (k for k in names if k in a):
             value, line = a[key], a.value_line(key)

@@ -150,13 +150,18 @@ def broker_metadata_offset(sim: SimCluster, broker: int) -> int | None:
 
 
 def metadata_log_view(sim: SimCluster) -> tuple[int | None, int | None]:
-    """(the single controller's metadata log start offset, its latest snapshot's end offset, -1 for none); None
-    for both while it is down."""
+    """(the metadata log start offset, the latest snapshot's end offset, -1 for none) of the single controller, or
+    of a quorum the least over its running controllers (every running voter's log starts there or later, and each
+    wrote or fetched a snapshot there or later); None for both while none runs."""
     ctl = sim.controller
-    if ctl is None or ctl.single is None:
+    if ctl is not None and ctl.single is not None:
+        latest = ctl.single.log.latest_snapshot_id
+        return ctl.single.log.start_offset, (latest.end_offset if latest is not None else -1)
+    logs = [c.quorum.raft.log for c in sim.controllers() if c.quorum is not None]
+    if not logs:
         return None, None
-    latest = ctl.single.log.latest_snapshot_id
-    return ctl.single.log.start_offset, (latest.end_offset if latest is not None else -1)
+    return (min(log.start_offset for log in logs),
+            min(log.files.latest.end_offset if log.files.latest is not None else -1 for log in logs))
 
 
 def observed(sim: SimCluster, image: MetadataImage, cond: Condition) -> str:

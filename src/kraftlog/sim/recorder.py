@@ -187,11 +187,12 @@ class RunRecorder:
                       "divergence_offset": tr.divergence_offset, "reset": tr.reset})
 
     # ================================================================= the brokers
-    def storage_lines(self, sim: SimCluster, node_id: int, node: Broker) -> None:
-        """A broker's storage-fault lines (a failed log directory, data dropped at load) into the timeline
-        (event ``storage``) and the history."""
+    def storage_lines(self, sim: SimCluster, node_id: int, node: Broker | QuorumController,
+                      role: str = "broker") -> None:
+        """A node's storage lines (a failed log directory, data dropped at load, metadata snapshots written,
+        fetched, loaded, a metadata log cleaned) into the timeline (event ``storage``) and the history."""
         for line in node.take_log_lines():
-            self.log(f"broker {node_id}: {line}", {"kind": "storage", "broker": node_id, "detail": line})
+            self.log(f"{role} {node_id}: {line}", {"kind": "storage", role: node_id, "detail": line})
             sim.history.record(sim.now, "storage", {"node": str(node_id), "detail": line})
 
     def observe_alter_partition(self, sim: SimCluster, env: m.Envelope) -> None:

@@ -29,6 +29,7 @@ import random
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import cast
 
 from ..broker.broker import LOG_DIR
 from ..check import checkers
@@ -36,7 +37,7 @@ from ..check.groups import group_findings
 from ..client.admin import Admin
 from ..client.consumer import Consumer
 from ..client.producer import Producer
-from ..controller.controller import CONTROLLER
+from ..controller.controller import CONTROLLER, QuorumController
 from ..level import DEFAULT, Level
 from ..metadata.image import MetadataImage
 from ..protocol import messages as m
@@ -177,6 +178,9 @@ class ScenarioRun:
         check the metadata logs and, when it committed metadata, the invariants."""
         if sim.quorum_ids:
             self.checks.observe_quorum(node_id)
+        ctl = sim.nodes.get(node_id)
+        if isinstance(ctl, QuorumController):
+            self.recorder.storage_lines(sim, cast(int, node_id), ctl, "controller")
         node = sim.controller if node_id in sim.controller_ids else None
         if node is None:
             return

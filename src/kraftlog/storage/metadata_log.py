@@ -42,8 +42,8 @@ from typing import Any
 from ..metadata import config as cfg
 from ..metadata.snapshot import SnapshotId, metadata_record_bytes
 from ..protocol.errors import WireError
-from ..protocol.wire.snapshots import decode_snapshot, encode_snapshot
 from .disk import Disk
+from .snapshot_files import LoadedSnapshot, SnapshotFiles
 
 __all__ = ["METADATA_LOG_DIR", "MetadataLogConfig", "MetadataLog", "MetadataLogLoadError", "LoadedSnapshot",
            "RecordsByOffset"]
@@ -83,15 +83,6 @@ class MetadataLogConfig:
             max_bytes_between_snapshots=get("metadata.log.max.record.bytes.between.snapshots"),
             max_snapshot_interval_ms=get("metadata.log.max.snapshot.interval.ms"),
             cleanup_interval_ms=get("kraftlog.metadata.log.cleanup.interval.ms"))
-
-
-@dataclass(frozen=True, slots=True)
-class LoadedSnapshot:
-    """A snapshot read whole: its id, its records, the append time (ms) of the last log record it contains."""
-
-    snapshot_id: SnapshotId
-    records: list[object]
-    last_contained_log_timestamp_ms: int
 
 
 class _Segment:
@@ -164,10 +155,8 @@ class MetadataLog(RecordsByOffset):
         self.serves = serves
         self._preloaded: LoadedSnapshot | None = None
         self.load_problems: list[str] = []
-        self.snapshots: list[SnapshotId] = []
-        self._snapshot_bytes: dict[SnapshotId, int] = {}
-        self._snapshot_time: dict[SnapshotId, int] = {}
-        self._cached: tuple[SnapshotId, bytes] | None = None
+        #: the snapshot files
+        self.files = SnapshotFiles(disk, METADATA_LOG_DIR)
         #: when :meth:`clean_due` cleans next (ms)
         self.next_clean_ms = now_ms + config.cleanup_interval_ms
         self._segments: list[_Segment] = []
@@ -176,16 +165,9 @@ class MetadataLog(RecordsByOffset):
 
     # ------------------------------------------------------------------ loading
     def _load(self, now_ms: int) -> None:
-        seg_bases: list[int] = []
-        for path in self.disk.list(METADATA_LOG_DIR + "/"):
-            name = path.rpartition("/")[2]
-            sid = SnapshotId.from_file_name(name)
-            if sid is not None:
-                self.snapshots.append(sid)
-            elif name.endswith(".log") and len(name) == 24 and name[:20].isdigit():
-                seg_bases.append(int(name[:20]))
-        self.snapshots.sort()
-        seg_bases.sort()
+        names = [path.rpartition("/")[2] for path in self.disk.list(METADATA_LOG_DIR + "/")]
+        self.files.scan(names)
+        seg_bases = sorted(int(n[:20]) for n in names if n.endswith(".log") and len(n) == 24 and n[:20].isdigit())
         checkpointed = self.disk.read_value(LOG_START_FILE)
         skip_below = -1
         if not self.serves:
@@ -222,32 +204,26 @@ class MetadataLog(RecordsByOffset):
             self.start_offset = start
 
     @property
+    def snapshots(self) -> list[SnapshotId]:
+        """The ids of the snapshot files kept, oldest first (a copy)."""
+        return list(self.files.ids)
+
+    @property
     def latest_snapshot_id(self) -> SnapshotId | None:
-        return self.snapshots[-1] if self.snapshots else None
+        return self.files.latest
 
     def size_bytes(self) -> int:
         """The log's segments and its snapshots, in bytes."""
-        return sum(s.bytes for s in self._segments) + sum(self._snapshot_size(s) for s in self.snapshots)
+        return sum(s.bytes for s in self._segments) + self.files.total_bytes()
 
     def read_snapshot(self, snapshot_id: SnapshotId) -> LoadedSnapshot:
         """The snapshot ``snapshot_id`` read whole. Raises :class:`WireError` when it is missing or does not
         decode."""
-        data = self.snapshot_data(snapshot_id)
-        if data is None:
-            raise WireError(f"snapshot {snapshot_id.file_name()} is missing")
-        records, ts = decode_snapshot(data)
-        return LoadedSnapshot(snapshot_id, records, ts)
+        return self.files.read(snapshot_id)
 
     def snapshot_data(self, snapshot_id: SnapshotId) -> bytes | None:
-        """The bytes of snapshot ``snapshot_id``'s file, None when it is not there. The latest bytes read are kept
-        (a fetcher asks for one snapshot chunk by chunk: the file is read once, not once per FetchSnapshot)."""
-        cached = self._cached
-        if cached is not None and cached[0] == snapshot_id:
-            return cached[1]
-        value = self.disk.read_value(f"{METADATA_LOG_DIR}/{snapshot_id.file_name()}")
-        data = value.encode() if isinstance(value, str) else value if isinstance(value, bytes) else None
-        self._cached = (snapshot_id, data) if data is not None else None
-        return data
+        """The bytes of snapshot ``snapshot_id``'s file, None when it is not there (read once per snapshot)."""
+        return self.files.data(snapshot_id)
 
     def load(self, now_ms: int) -> tuple[LoadedSnapshot | None, int, Sequence[object]]:
         """What a node rebuilds its image from: (the newest usable snapshot or None, the offset of the first record
@@ -268,7 +244,6 @@ class MetadataLog(RecordsByOffset):
                     f"the metadata log ends at offset {self.end_offset}, below snapshot {sid.file_name()}: "
                     f"it restarts at the snapshot")
                 self._restart_at(sid.end_offset, now_ms)
-            self._snapshot_time.setdefault(sid, snap.last_contained_log_timestamp_ms)
             return snap, sid.end_offset, self.records[sid.end_offset - self.start_offset:]
         if self.start_offset > 0:
             raise MetadataLogLoadError(
@@ -305,12 +280,7 @@ class MetadataLog(RecordsByOffset):
         """Write the snapshot ``snapshot_id`` holding ``records`` (the image at ``snapshot_id.end_offset - 1``)
         unless it exists. False when it existed already. OSError propagates (nothing changed then: the file is
         written atomically). The log is cleaned later, on its owner's timer (:meth:`clean_due`)."""
-        if snapshot_id in self._snapshot_bytes or snapshot_id in self.snapshots:
-            return False
-        data = encode_snapshot(records, snapshot_id.epoch, now_ms)
-        self.disk.write_atomic(f"{METADATA_LOG_DIR}/{snapshot_id.file_name()}", data, now_ms)
-        self._add_snapshot(snapshot_id, len(data), now_ms)
-        return True
+        return self.files.write(snapshot_id, records, now_ms)
 
     def clean_due(self, now_ms: int) -> bool:
         """Kafka's ``RaftMetadataLogCleanerManager``: :meth:`maybe_clean` once every ``cleanup_interval_ms`` (the
@@ -321,32 +291,14 @@ class MetadataLog(RecordsByOffset):
         self.next_clean_ms = now_ms + self.config.cleanup_interval_ms
         return self.maybe_clean(now_ms)
 
-    def _add_snapshot(self, snapshot_id: SnapshotId, size: int, now_ms: int) -> None:
-        self.snapshots.append(snapshot_id)
-        self.snapshots.sort()
-        self._snapshot_bytes[snapshot_id] = size
-        self._snapshot_time[snapshot_id] = now_ms
-
-    def _snapshot_size(self, sid: SnapshotId) -> int:
-        size = self._snapshot_bytes.get(sid)
-        if size is None:
-            data = self.snapshot_data(sid)
-            size = self._snapshot_bytes[sid] = len(data) if data is not None else 0
-        return size
-
     def install_snapshot(self, snapshot_id: SnapshotId, data: bytes, now_ms: int) -> LoadedSnapshot:
         """A fetcher's snapshot, fetched whole (FetchSnapshot): checked (it decodes: :class:`WireError`
         otherwise, nothing changed), written, and the log restarted at its end offset with every older snapshot
         and every segment deleted (Kafka's ``truncateToLatestSnapshot``). OSError propagates."""
-        records, ts = decode_snapshot(data)
-        self.disk.write_atomic(f"{METADATA_LOG_DIR}/{snapshot_id.file_name()}", data, now_ms)
-        if snapshot_id not in self.snapshots:
-            self._add_snapshot(snapshot_id, len(data), now_ms)
-        self._snapshot_time[snapshot_id] = ts
+        loaded = self.files.install(snapshot_id, data, now_ms)
         self._restart_at(snapshot_id.end_offset, now_ms)
-        for sid in [s for s in self.snapshots if s < snapshot_id]:
-            self._delete_snapshot(sid, now_ms)
-        return LoadedSnapshot(snapshot_id, records, ts)
+        self.files.delete_older_than(snapshot_id, now_ms)
+        return loaded
 
     def _restart_at(self, offset: int, now_ms: int) -> None:
         """Delete every segment and start an empty log at ``offset``."""
@@ -362,25 +314,14 @@ class MetadataLog(RecordsByOffset):
         of its controller's log)."""
         self._restart_at(0, now_ms)
         for sid in list(self.snapshots):
-            self._delete_snapshot(sid, now_ms)
-
-    def _delete_snapshot(self, sid: SnapshotId, now_ms: int) -> None:
-        if self._cached is not None and self._cached[0] == sid:
-            self._cached = None
-        self.disk.delete(f"{METADATA_LOG_DIR}/{sid.file_name()}", now_ms)
-        self.snapshots.remove(sid)
-        self._snapshot_bytes.pop(sid, None)
-        self._snapshot_time.pop(sid, None)
+            self.files.delete(sid, now_ms)
 
     def maybe_clean(self, now_ms: int) -> bool:
         """Kafka's ``maybeClean`` (module docstring): True when a snapshot or a segment was deleted."""
         cleaned = False
-        while len(self.snapshots) >= 2:
-            oldest = self.snapshots[0]
-            over_size = (self.config.retention_bytes >= 0 and self.size_bytes() > self.config.retention_bytes)
-            too_old = (self.config.retention_ms >= 0
-                       and now_ms - self._snapshot_time.get(oldest, now_ms) > self.config.retention_ms)
-            if not (over_size or too_old) or not self.delete_before_snapshot(self.snapshots[1], now_ms):
+        config = self.config
+        while self.files.oldest_over_retention(config.retention_bytes, config.retention_ms, self.size_bytes(), now_ms):
+            if not self.delete_before_snapshot(self.snapshots[1], now_ms):
                 break
             cleaned = True
         return cleaned
@@ -399,6 +340,5 @@ class MetadataLog(RecordsByOffset):
             self.disk.delete(seg.path, now_ms)
         self.records = self.records[new_start - self.start_offset:]
         self.start_offset = new_start
-        for sid in [s for s in self.snapshots if s < snapshot_id]:
-            self._delete_snapshot(sid, now_ms)
+        self.files.delete_older_than(snapshot_id, now_ms)
         return True

@@ -4,9 +4,12 @@ A snapshot is a sequence of v2 record batches, all in the snapshot's epoch, thei
 
 1. a control batch holding one ``SnapshotHeaderRecord`` (``ControlRecordType`` 3; schema v0: ``Version`` 0 and
    ``LastContainedLogTimestamp``, the append time in ms of the last log record the snapshot contains);
-2. data batches of at most :data:`RECORDS_PER_BATCH` records, each value a metadata record as kraftlog's metadata
+2. at ``kraft.version`` 1 (KIP-853), a control batch holding the ``KRaftVersionRecord`` and the ``VotersRecord`` in
+   force at the snapshot's end offset (Kafka's ``RecordsSnapshotWriter``: a replica that loads the snapshot learns
+   the voter set the cleaned log no longer holds);
+3. data batches of at most :data:`RECORDS_PER_BATCH` records, each value a metadata record as kraftlog's metadata
    log holds it (:func:`kraftlog.metadata.codec.encode_metadata_record`);
-3. a control batch holding one ``SnapshotFooterRecord`` (type 4; v0: ``Version`` 0).
+4. a control batch holding one ``SnapshotFooterRecord`` (type 4; v0: ``Version`` 0).
 
 The key and value of a control record are Kafka's (``ControlRecordUtils``): key int16 version 0 and int16 type,
 value the int16 schema version then the record (kio's entities of ``SnapshotHeaderRecord.json`` and
@@ -31,9 +34,18 @@ from kio.serial import entity_reader, entity_writer
 from ...metadata.codec import MetadataRecordError, decode_metadata_record, encode_metadata_record
 from ..errors import WireError
 from ..records import ATTR_CONTROL, Record, RecordBatch, decode_batches, encode_batches
-from .raft_batches import _KEY, _NONE, _SHORT  # Kafka's control record key and value prefix, no producer id
+from .raft_batches import (  # Kafka's control record key and value prefix, no producer id
+    _KEY,
+    _NONE,
+    _SHORT,
+    KRAFT_VERSION,
+    KRAFT_VOTERS,
+    decode_control_record,
+    encode_control_record,
+)
 
-__all__ = ["SNAPSHOT_HEADER", "SNAPSHOT_FOOTER", "RECORDS_PER_BATCH", "encode_snapshot", "decode_snapshot"]
+__all__ = ["SNAPSHOT_HEADER", "SNAPSHOT_FOOTER", "RECORDS_PER_BATCH", "encode_snapshot", "decode_snapshot",
+           "decode_snapshot_with_control"]
 
 #: Kafka's ``ControlRecordType`` ids of a snapshot's header and footer.
 SNAPSHOT_HEADER = 3
@@ -48,10 +60,12 @@ def _control(kind: int, entity: Any) -> Record:
     return Record(-1, _KEY.pack(0, kind), _SHORT.pack(0) + out.getvalue())
 
 
-def encode_snapshot(records: Sequence[object], epoch: int, last_contained_log_timestamp_ms: int) -> bytes:
+def encode_snapshot(records: Sequence[object], epoch: int, last_contained_log_timestamp_ms: int,
+                    control: Sequence[object] = ()) -> bytes:
     """The snapshot file of ``records`` (metadata records, in order) written in leader ``epoch`` (module
-    docstring); every batch's timestamp is ``last_contained_log_timestamp_ms``. Raises :class:`WireError` for a
-    record that is not a metadata record."""
+    docstring); every batch's timestamp is ``last_contained_log_timestamp_ms``; ``control``: the
+    ``KRaftVersionRecord`` and ``VotersRecord`` of a kraft.version 1 quorum (one control batch after the header),
+    none otherwise. Raises :class:`WireError` for a record that is not a metadata record."""
     ts = last_contained_log_timestamp_ms
     hv: Any = header_v0  # kio types its ints as its own primitives (i16, i64): plain ints here
     fv: Any = footer_v0
@@ -61,6 +75,11 @@ def encode_snapshot(records: Sequence[object], epoch: int, last_contained_log_ti
     batches = [RecordBatch(0, epoch, (Record(ts, head.key, head.value),), _NONE, _NONE, _NONE,
                            attributes=ATTR_CONTROL)]
     offset = 1
+    if control:
+        pairs = [encode_control_record(r) for r in control]
+        batches.append(RecordBatch(offset, epoch, tuple(Record(ts, k, v) for k, v in pairs), _NONE, _NONE, _NONE,
+                                   attributes=ATTR_CONTROL))
+        offset += len(pairs)
     for start in range(0, len(records), RECORDS_PER_BATCH):
         chunk = records[start:start + RECORDS_PER_BATCH]
         try:
@@ -76,6 +95,7 @@ def encode_snapshot(records: Sequence[object], epoch: int, last_contained_log_ti
 
 
 def _control_kind(batch: RecordBatch) -> int:
+    """The ``ControlRecordType`` of a header or footer batch (exactly one control record)."""
     if len(batch.records) != 1 or batch.records[0].key is None or len(batch.records[0].key or b"") < _KEY.size:
         raise WireError(f"snapshot control batch at offset {batch.base_offset}: not one control record")
     key = batch.records[0].key
@@ -88,7 +108,14 @@ def _control_kind(batch: RecordBatch) -> int:
 
 def decode_snapshot(data: bytes) -> tuple[list[object], int]:
     """(the metadata records, the last contained log timestamp in ms) of a snapshot's bytes (inverse of
-    :func:`encode_snapshot`). Raises :class:`WireError` (module docstring)."""
+    :func:`encode_snapshot`, its control records dropped). Raises :class:`WireError` (module docstring)."""
+    _control_records, records, ts = decode_snapshot_with_control(data)
+    return records, ts
+
+
+def decode_snapshot_with_control(data: bytes) -> tuple[list[object], list[object], int]:
+    """(the KRaftVersionRecord and VotersRecord it holds, the metadata records, the last contained log timestamp
+    in ms) of a snapshot's bytes. Raises :class:`WireError` (module docstring)."""
     try:
         batches = decode_batches(data)
     except WireError:
@@ -118,7 +145,16 @@ def decode_snapshot(data: bytes) -> tuple[list[object], int]:
     except Exception as exc:  # kio's reader raises its own errors on bytes that do not parse
         raise WireError(f"snapshot header: {type(exc).__name__}: {exc}") from exc
     records: list[object] = []
-    for batch in batches[1:-1]:
+    control: list[object] = []
+    for i, batch in enumerate(batches[1:-1]):
+        if batch.attributes & ATTR_CONTROL and i == 0:
+            for r in batch.records:  # KIP-853's voters, right after the header
+                kind = _KEY.unpack_from(r.key)[1] if r.key is not None and len(r.key) >= _KEY.size else -1
+                if kind not in (KRAFT_VERSION, KRAFT_VOTERS):
+                    raise WireError(f"snapshot: control record type {kind} after the header (only the kraft.version"
+                                    " and the voters belong there)")
+                control.append(decode_control_record(r.key, r.value))
+            continue
         if batch.attributes & ATTR_CONTROL:
             raise WireError(f"snapshot: a control batch at offset {batch.base_offset} between header and footer")
         for r in batch.records:
@@ -128,4 +164,4 @@ def decode_snapshot(data: bytes) -> tuple[list[object], int]:
                 records.append(decode_metadata_record(r.value))
             except MetadataRecordError as exc:
                 raise WireError(f"snapshot batch at offset {batch.base_offset}: {exc}") from exc
-    return records, int(header.last_contained_log_timestamp)
+    return control, records, int(header.last_contained_log_timestamp)
