@@ -204,3 +204,119 @@ def test_a_flushed_truncation_survives_a_crash() -> None:
     log.flush(T)
     disk.crash("unflushed", T + 1)
     assert RaftLog(disk, T + 1).end_offset == 3
+
+
+# ============================================================================================== snapshots (KIP-630)
+def small_log(disk: SimDisk | None = None) -> RaftLog:
+    """A log rolling a segment after every batch (segment.bytes 1) and cleaning by any excess (retention 0 bytes)."""
+    from kraftlog.storage.metadata_log import MetadataLogConfig
+    config = MetadataLogConfig(segment_bytes=1, retention_bytes=0, retention_ms=-1, cleanup_interval_ms=1000)
+    return RaftLog(disk if disk is not None else SimDisk(), T, config=config)
+
+
+def fill(log: RaftLog, *epochs_and_counts: tuple[int, int]) -> None:
+    for epoch, count in epochs_and_counts:
+        log.append_as_leader([f"r{log.end_offset + i}" for i in range(count)], epoch, T)
+    log.flush(T)
+
+
+def test_segments_roll_and_a_clean_deletes_those_below_the_second_snapshot_and_moves_the_log_start() -> None:
+    """KafkaMetadataLogTest testDeleteSnapshots / maybeClean: with two snapshots and the retention exceeded, the log
+    start advances to the newer snapshot (deleteBeforeSnapshot), the segments wholly below it and the older snapshot
+    go, the epoch cache's first entry starts at the log start; a reload finds the same log"""
+    from kraftlog.metadata.snapshot import SnapshotId
+    disk = SimDisk()
+    log = small_log(disk)
+    fill(log, (1, 2), (1, 2), (2, 2), (2, 2), (3, 2))
+    assert len([p for p in disk.list("metadata/") if p.endswith(".log")]) == 5
+    first, second = SnapshotId(4, 1), SnapshotId(6, 2)
+    assert log.create_snapshot(first, [], [], T) and log.create_snapshot(second, [], [], T)
+    assert log.maybe_clean(T)
+    assert (log.start_offset, log.end_offset, log.files.ids) == (6, 10, [second])
+    assert sorted(p.rpartition("/")[2] for p in disk.list("metadata/") if p.endswith(".log")) == [
+        "00000000000000000006.log", "00000000000000000008.log"]
+    assert log.end_offset_for_epoch(2) == oe(2, 8) and log.validate_offset_and_epoch(4, 1).snapshot == second
+    again = small_log(disk)
+    assert (again.start_offset, again.end_offset, again.last_fetched_epoch, again.files.ids) == (6, 10, 3, [second])
+    assert again.validate_offset_and_epoch(6, 2).snapshot is None and again.validate_offset_and_epoch(6, 2).diverging \
+        is None
+
+
+@pytest.mark.parametrize(("offset", "epoch", "kind"), [
+    # KafkaMetadataLogTest: testValidateOffsetLessThanOldestSnapshotOffset
+    pytest.param(3, 1, "snapshot", id="below-the-log-start"),
+    # testValidateOffsetEqualToOldestSnapshotOffset with another epoch
+    pytest.param(6, 1, "snapshot", id="at-the-start-with-another-epoch"),
+    # testValidateEpochLessThanOldestSnapshotEpoch
+    pytest.param(8, 1, "snapshot", id="epoch-below-the-oldest-snapshot"),
+    # testValidateOffsetEqualToOldestSnapshotOffset
+    pytest.param(6, 2, "valid", id="at-the-start-in-the-snapshots-epoch"),
+    # testValidateValidEpochAndOffset
+    pytest.param(8, 2, "valid", id="on-the-log"),
+    # testValidateUnknownEpochLessThanLastKnownGreaterThanOldestSnapshot's diverging answer
+    pytest.param(9, 2, "diverging", id="past-the-end-of-its-epoch"),
+])
+def test_validate_offset_and_epoch_with_a_snapshot_at_the_log_start(offset: int, epoch: int, kind: str) -> None:
+    """ReplicatedLog.validateOffsetAndEpoch with the oldest snapshot (6, 2) at the log start"""
+    from kraftlog.metadata.snapshot import SnapshotId
+    log = small_log()
+    fill(log, (1, 2), (1, 2), (2, 2), (2, 2), (3, 2))
+    log.create_snapshot(SnapshotId(6, 2), [], [], T)
+    assert log.delete_before_snapshot(SnapshotId(6, 2), T)
+    valid = log.validate_offset_and_epoch(offset, epoch)
+    got = "snapshot" if valid.snapshot is not None else "diverging" if valid.diverging is not None else "valid"
+    assert got == kind, valid
+    if kind == "diverging":
+        assert valid.diverging == oe(2, 8)
+
+
+def test_a_snapshot_beyond_the_log_restarts_the_log_at_it() -> None:
+    """testTruncateFullyToLatestSnapshot / testDoesntTruncateFully: a snapshot of a later epoch, or the same epoch
+    past the end, makes the log empty at its end offset (older snapshots go); one within the log changes nothing"""
+    from kraftlog.metadata.snapshot import SnapshotId
+    log = small_log()
+    fill(log, (1, 2), (2, 2))
+    log.create_snapshot(SnapshotId(2, 1), [], [], T)
+    assert not log.truncate_to_latest_snapshot(T) and log.end_offset == 4
+    log.files.write(SnapshotId(20, 5), [], T)
+    assert log.truncate_to_latest_snapshot(T)
+    assert (log.start_offset, log.end_offset, log.last_fetched_epoch, log.files.ids) == (20, 20, 5,
+                                                                                        [SnapshotId(20, 5)])
+    fill(log, (5, 1))
+    assert log.batches()[0].base_offset == 20
+
+
+def test_a_load_uses_an_older_snapshot_when_the_latest_does_not_decode_and_refuses_when_none_does() -> None:
+    """A flipped byte in the latest snapshot: the load names it and uses the older one the log continues; with no
+    readable snapshot at or above a log start above 0 the log cannot be loaded whole (the node refuses to start)"""
+    from kraftlog.metadata.snapshot import SnapshotId
+    from kraftlog.storage.metadata_log import MetadataLogLoadError
+    disk = SimDisk()
+    log = small_log(disk)
+    fill(log, (1, 2), (1, 2), (2, 2), (2, 2))
+    for sid in (SnapshotId(4, 1), SnapshotId(6, 2)):
+        log.create_snapshot(sid, [], [], T)
+    path = log.files.path(SnapshotId(6, 2))
+    data = bytearray(disk.read_value(path))
+    data[-3] ^= 1
+    disk.write_atomic(path, bytes(data), T)
+    again = small_log(disk)
+    assert again.files.ids == [SnapshotId(4, 1)] and "00000000000000000006-0000000002" in again.load_problems[0]
+    assert again.delete_before_snapshot(SnapshotId(4, 1), T) and again.start_offset == 4
+    disk.write_atomic(again.files.path(SnapshotId(4, 1)), b"not a snapshot", T)
+    with pytest.raises(MetadataLogLoadError, match="starts at offset 4"):
+        small_log(disk)
+
+
+def test_a_truncation_below_the_log_start_is_a_safety_error() -> None:
+    """What a snapshot holds committed: truncating below the log start would lose it (Kafka's truncateTo below the
+    high watermark is an IllegalArgumentException)"""
+    from kraftlog.metadata.snapshot import SnapshotId
+    from kraftlog.raft.states import RaftSafetyError
+    log = small_log()
+    fill(log, (1, 2), (1, 2), (2, 2))
+    log.create_snapshot(SnapshotId(4, 1), [], [], T)
+    log.delete_before_snapshot(SnapshotId(4, 1), T)
+    with pytest.raises(RaftSafetyError):
+        log.truncate_to(2, T)
+    assert log.truncate_to(4, T) == 4 and log.last_fetched_epoch == 1

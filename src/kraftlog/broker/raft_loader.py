@@ -20,9 +20,10 @@ from ..metadata.snapshot import image_from_snapshot
 from ..protocol.node import Message, NodeBase
 from ..raft.client import KafkaRaftClient, RaftChannel, RaftContext
 from ..raft.config import QuorumConfig
+from ..raft.log import RaftLog
 from ..raft.snapshots import CommittedSnapshots
 from ..storage.disk import Disk
-from ..storage.metadata_log import MetadataLogConfig
+from ..storage.metadata_log import MetadataLogConfig, MetadataLogLoadError
 from .lifecycle import PENDING_CONTROLLED_SHUTDOWN, BrokerLifecycleManager
 from .metadata_publisher import BrokerMetadataPublisher
 
@@ -44,12 +45,20 @@ class RaftMetadataLoader:
         self._lifecycle = lifecycle
         self._node = channel
         log_config = MetadataLogConfig.from_configs(static or {})
-        self.raft = KafkaRaftClient(node_id=broker_id, directory_id=directory_id, cluster_id=cluster_id,
-                                    config=config, disk=disk, rng=rng, now_ms=now_ms, channel=channel,
-                                    static_voters=self.controllers, bootstrap_servers=self.controllers,
-                                    can_become_voter=False, log_config=log_config)
-        self._leader: tuple[int | None, int] = (None, -1)
         self._note = note if note is not None else (lambda line: None)
+
+        def client() -> KafkaRaftClient:
+            return KafkaRaftClient(node_id=broker_id, directory_id=directory_id, cluster_id=cluster_id,
+                                   config=config, disk=disk, rng=rng, now_ms=now_ms, channel=channel,
+                                   static_voters=self.controllers, bootstrap_servers=self.controllers,
+                                   can_become_voter=False, log_config=log_config)
+        try:
+            self.raft = client()
+        except MetadataLogLoadError as exc:  # an observer's copy is refetched, as the single controller's brokers do
+            self._note(f"the local metadata log cannot be loaded ({exc}): it is deleted and fetched again")
+            RaftLog.delete_files(disk, now_ms)
+            self.raft = client()
+        self._leader: tuple[int | None, int] = (None, -1)
         #: snapshots of the committed (published) image and the log's cleaning
         self.snapshots = CommittedSnapshots(self.raft, log_config, now_ms)
         self.snapshots.log_lines.extend(self.raft.log.load_problems)

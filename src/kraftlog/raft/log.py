@@ -129,6 +129,15 @@ class RaftLog:
         self.next_clean_ms = now_ms + self.config.cleanup_interval_ms
         self._load(now_ms)
 
+    @staticmethod
+    def delete_files(disk: Disk, now_ms: int, directory: str = METADATA_LOG_DIR) -> None:
+        """Delete every segment, snapshot and the log-start checkpoint under ``directory`` (a broker's copy that
+        cannot be loaded: it is fetched again); ``quorum-state`` and the bootstrap checkpoint stay."""
+        for path in disk.list(directory + "/"):
+            name = path.rpartition("/")[2]
+            if name.endswith(".log") or SnapshotId.from_file_name(name) is not None or name == "log-start-offset":
+                disk.delete(path, now_ms)
+
     # ------------------------------------------------------------------ loading
     def _load(self, now_ms: int) -> None:
         names = [p.rpartition("/")[2] for p in self.disk.list(self.directory + "/")]

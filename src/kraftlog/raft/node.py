@@ -12,6 +12,7 @@ import uuid
 from collections.abc import Sequence
 from random import Random
 
+from ..metadata.snapshot import SnapshotId
 from ..protocol.node import Envelope, Message, NodeBase, earliest
 from ..protocol.raft_records import RaftBatch
 from ..storage.disk import Disk
@@ -22,7 +23,8 @@ __all__ = ["RaftNode"]
 
 class RaftNode(NodeBase[RaftContext]):
     """A KRaft replica as a node: ``committed`` is its state machine (every data record that committed, in
-    offset order, as (offset, record)); ``committed_batches`` every batch handed to it. Arguments as
+    offset order, as (offset, record); a snapshot's records, loaded, as (-1, record)); ``committed_batches`` every
+    batch handed to it. Arguments as
     :class:`~kraftlog.raft.client.KafkaRaftClient`'s; ``directory_id`` defaults to one drawn from ``rng``."""
 
     def __init__(self, node_id: int, disk: Disk, rng: Random, now_ms: int, *, cluster_id: str = "kraftlog",
@@ -39,6 +41,8 @@ class RaftNode(NodeBase[RaftContext]):
                                     can_become_voter=can_become_voter)
         self.committed: list[tuple[int, object]] = []
         self.committed_batches: list[RaftBatch] = []
+        #: the snapshots loaded (at start, or fetched from the leader), in order
+        self.loaded_snapshots: list[SnapshotId] = []
         self.raft.poll(now_ms)
         self._collect()
 
@@ -49,6 +53,10 @@ class RaftNode(NodeBase[RaftContext]):
         return offset
 
     def _collect(self) -> None:
+        snapshot = self.raft.take_snapshot()
+        if snapshot is not None:  # the state machine becomes the snapshot's records (offset -1: before its end)
+            self.loaded_snapshots.append(snapshot.snapshot_id)
+            self.committed = [(-1, r) for r in snapshot.records]
         for batch in self.raft.take_committed():
             self.committed_batches.append(batch)
             if not batch.control:

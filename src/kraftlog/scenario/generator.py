@@ -101,17 +101,21 @@ module or ``hash()``), a random cluster and a fault schedule:
 
   Stopped controllers restart in the heal phase.
 * metadata snapshots (issue 34), drawn from ``random.Random(f"campaign-snapshots:{seed}")`` so that every other
-  story is what it was: 30 % of the stories with one controller (:data:`SNAPSHOT_SHARE`) write a snapshot every
-  1 or 2 KiB of metadata records (``metadata.log.max.record.bytes.between.snapshots``), roll 2 KiB segments and
-  keep 2 KiB (``metadata.max.retention.bytes``), cleaned every second
-  (``kraftlog.metadata.log.cleanup.interval.ms``), so that the controller's log start moves past what a stopped
-  broker last fetched; they add a topic ``doomed`` (1 partition, RF 3) with 20 acks=all records produced at 1 s,
-  and play one *snapshot episode* (:data:`~kraftlog.scenario.episodes.SNAPSHOT_EPISODES`) starting 5-60 s in:
+  story is what it was: 30 % of the stories (:data:`SNAPSHOT_SHARE`; with one controller or a quorum) write a
+  snapshot every 1 or 2 KiB of metadata records (``metadata.log.max.record.bytes.between.snapshots``), roll 2 KiB
+  segments and keep 2 KiB (``metadata.max.retention.bytes``), cleaned every second
+  (``kraftlog.metadata.log.cleanup.interval.ms``), so that the controllers' log start moves past what a stopped
+  broker or voter last fetched; they add a topic ``doomed`` (1 partition, RF 3) with 20 acks=all records produced
+  at 1 s, and play one *snapshot episode* (:data:`~kraftlog.scenario.episodes.SNAPSHOT_EPISODES`) starting 5-60 s
+  in (with one controller always the first; with a quorum either, 50/50):
 
   - ``broker_down_across_snapshot`` — a replica of ``doomed`` stops (clean shutdown 70 %, crash losing nothing
     30 %), ``doomed`` is deleted 1-3 s later and 30-50 config changes of ``t`` follow; the broker restarts 3-10 s
     after them, behind the controller's log start: it fetches the controller's snapshot and keeps ``doomed-0`` as
     ``-stray``. ``doomed``'s records go with the topic (not counted as lost).
+  - ``voter_down_across_snapshot`` — a controller of the quorum crashes losing nothing, ``doomed`` is deleted and
+    the metadata churns the same way; it restarts 3-10 s after, behind the leader's log start, and catches up by
+    FetchSnapshot (KIP-630).
   Steps that would do nothing (crashing a broker that is down, restarting one that is up) are
   dropped, so the schedule text is what happens;
 * a heal-and-settle phase: every link healed, every held message released, every stopped broker
@@ -233,7 +237,7 @@ def scenario_name(seed: int) -> str:
 LAST_EPISODE_START_MS = 60_000
 #: The share of stories with a controller quorum of three (issue 33).
 QUORUM_SHARE = 0.3
-#: The share of the stories with one controller that cross metadata snapshots (issue 34).
+#: The share of the stories (one controller or a quorum) that cross metadata snapshots (issue 34).
 SNAPSHOT_SHARE = 0.3
 #: The consumer group of every story (issue 32): its consumer commits every second to ``__consumer_offsets``,
 #: whose 3 partitions (RF 3, a drawn assignment) count in the fault budget like t's.
@@ -288,20 +292,23 @@ def generate(seed: int, episodes: Sequence[str] | None = None) -> Scenario:
     # QUORUM_SHARE of the stories run three controllers (kraft.version 0 or 1) and play one quorum episode.
     quorum_rng = random.Random(f"campaign-quorum:{seed}")
     quorum = quorum_rng.random() < QUORUM_SHARE
-    quorum_episode = quorum_rng.choices(list(QUORUM_EPISODES), weights=[w for w, _b in QUORUM_EPISODES.values()])[0]
+    quorum_episode: str | None = quorum_rng.choices(list(QUORUM_EPISODES),
+                                                    weights=[w for w, _b in QUORUM_EPISODES.values()])[0]
     kraft_version = quorum_rng.choice((0, 1))
     # Metadata snapshots (issue 34), drawn from a Random of their own: SNAPSHOT_SHARE of the stories with one
     # controller set small snapshot and retention configs, add a topic to delete and play one snapshot episode.
     snap_rng = random.Random(f"campaign-snapshots:{seed}")
-    snapshots = not quorum and snap_rng.random() < SNAPSHOT_SHARE
-    snapshot_episode = snap_rng.choices(list(SNAPSHOT_EPISODES), weights=[w for w, _b in SNAPSHOT_EPISODES.values()])[0]
+    snapshots = snap_rng.random() < SNAPSHOT_SHARE
+    snapshot_choices = [n for n in SNAPSHOT_EPISODES if quorum or not n.startswith("voter_")]
+    snapshot_episode = snap_rng.choices(snapshot_choices,
+                                        weights=[SNAPSHOT_EPISODES[n][0] for n in snapshot_choices])[0]
     if episodes is not None:
         quorum_names = [n for n in episodes if n in QUORUM_EPISODES]
-        quorum = bool(quorum_names)
-        if quorum:
-            quorum_episode = quorum_names[0]
-        snapshot_names = [n for n in episodes if n in SNAPSHOT_EPISODES]
-        snapshots = bool(snapshot_names) and not quorum
+        # a voter_ snapshot episode needs a quorum: asked for alone, it plays without a quorum episode
+        quorum = bool(quorum_names) or any(n.startswith("voter_") and n in SNAPSHOT_EPISODES for n in episodes)
+        quorum_episode = quorum_names[0] if quorum_names else None
+        snapshot_names = [n for n in episodes if n in SNAPSHOT_EPISODES and (quorum or not n.startswith("voter_"))]
+        snapshots = bool(snapshot_names)
         if snapshots:
             snapshot_episode = snapshot_names[0]
         episodes = [n for n in episodes if n in EPISODES]
@@ -369,7 +376,7 @@ def generate(seed: int, episodes: Sequence[str] | None = None) -> Scenario:
         sst.add(1_000, "produce", {"topic": DOOMED, "partition": 0, "count": 20, "acks": "all",
                                    "timeout_ms": 30_000})
         SNAPSHOT_EPISODES[snapshot_episode][1](sst, snap_rng.randint(5_000, LAST_EPISODE_START_MS))
-    if quorum:
+    if quorum and quorum_episode is not None:
         drawn.append(quorum_episode)
         qst = Story(quorum_rng, brokers, assignment, lag_ms, socket_timeout_ms, steps=st.steps,
                     controller=ACTIVE_CONTROLLER)
