@@ -10,6 +10,8 @@ Kafka."""
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kraftlog.protocol.raft_records import RaftBatch
 from kraftlog.raft.log import OffsetAndEpoch, RaftLog
@@ -320,3 +322,55 @@ def test_a_truncation_below_the_log_start_is_a_safety_error() -> None:
     with pytest.raises(RaftSafetyError):
         log.truncate_to(2, T)
     assert log.truncate_to(4, T) == 4 and log.last_fetched_epoch == 1
+
+
+# ============================================================================================== a property
+
+_OPS = st.lists(st.one_of(
+    st.tuples(st.just("append"), st.integers(0, 1), st.integers(1, 3)),   # epoch step, record count
+    st.tuples(st.just("snapshot"), st.integers(0, 6), st.just(0)),          # how many batches below the end
+    st.tuples(st.just("clean"), st.just(0), st.just(0)),
+    st.tuples(st.just("truncate"), st.integers(0, 4), st.just(0)),          # how many batches to drop
+    st.tuples(st.just("reload"), st.just(0), st.just(0)),
+), max_size=40)
+
+
+@settings(max_examples=150, deadline=None)
+@given(ops=_OPS)
+def test_a_reload_always_finds_the_log_it_left(ops: list[tuple[str, int, int]]) -> None:
+    """Appends, snapshots at batch boundaries, cleanings (every segment one batch, retention 0: every clean advances
+    to the second snapshot) and truncations at or above the log start, in any order: reloading the log from its disk
+    gives the same start, end, last fetched epoch, batches and snapshots, and the leader-epoch cache answers the
+    same for every epoch; the log never holds a batch below its start and every snapshot ends at or after it."""
+    from kraftlog.metadata.snapshot import SnapshotId
+    disk = SimDisk()
+    log = small_log(disk)
+    epoch = 1
+    for op, a, b in ops:
+        if op == "append":
+            epoch += a
+            log.append_as_leader([f"r{log.end_offset + i}" for i in range(b)], epoch, T)
+            log.flush(T)
+        elif op == "snapshot" and log.batches():
+            held = log.batches()
+            batch = held[max(0, len(held) - 1 - a)]
+            log.create_snapshot(SnapshotId(batch.next_offset, batch.epoch), [], [], T)
+        elif op == "clean":
+            log.maybe_clean(T)
+        elif op == "truncate" and log.batches():
+            held = log.batches()
+            target = held[max(0, len(held) - a)].base_offset if a else log.end_offset
+            snapshot_ends = [s.end_offset for s in log.files.ids]
+            if all(target >= end for end in snapshot_ends):  # a snapshot is of committed data: never truncated
+                log.truncate_to(target, T)
+                log.flush(T)
+        elif op == "reload":
+            log = small_log(disk)
+        again = small_log(disk)
+        assert (again.start_offset, again.end_offset, again.last_fetched_epoch) == (
+            log.start_offset, log.end_offset, log.last_fetched_epoch), op
+        assert list(again.batches()) == list(log.batches()) and again.files.ids == log.files.ids, op
+        for e in range(0, epoch + 2):
+            assert again.end_offset_for_epoch(e) == log.end_offset_for_epoch(e), (op, e)
+        assert all(b.base_offset >= log.start_offset for b in log.batches())
+        assert all(s.end_offset >= log.start_offset for s in log.files.ids)

@@ -125,6 +125,8 @@ class RaftLog:
         self._start_epoch = 0
         #: (items, bytes) at the head of the first segment's file below the log start (not held in memory)
         self._head = (0, 0)
+        #: the snapshot the load read whole (the first :meth:`latest_snapshot` hands it over: read once)
+        self._preloaded: LoadedSnapshot | None = None
         #: when :meth:`clean_due` cleans next (ms)
         self.next_clean_ms = now_ms + self.config.cleanup_interval_ms
         self._load(now_ms)
@@ -184,7 +186,7 @@ class RaftLog:
             if sid.end_offset < self.start_offset:
                 break
             try:
-                self.files.read(sid)
+                self._preloaded = self.files.read(sid)
             except WireError as exc:
                 self.load_problems.append(f"snapshot {sid.file_name()} not used: {exc}")
                 self.files.ids.remove(sid)  # the file stays (evidence); it is neither served nor loaded
@@ -400,6 +402,9 @@ class RaftLog:
         """The latest snapshot read whole, None when there is none. Raises :class:`WireError` when it no longer
         decodes."""
         sid = self.files.latest
+        preloaded, self._preloaded = self._preloaded, None
+        if preloaded is not None and preloaded.snapshot_id == sid:
+            return preloaded
         return self.files.read(sid) if sid is not None else None
 
     def create_snapshot(self, snapshot_id: SnapshotId, records: Sequence[object], control: Sequence[object],
