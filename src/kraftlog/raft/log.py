@@ -48,7 +48,7 @@ from ..protocol.errors import WireError
 from ..protocol.raft_records import RaftBatch
 from ..storage.disk import Disk, LoadDrop
 from ..storage.metadata_log import MetadataLogConfig, MetadataLogLoadError
-from ..storage.snapshot_files import LoadedSnapshot, SnapshotFiles
+from ..storage.snapshot_files import LoadedSnapshot, SnapshotFiles, SnapshotRetention
 from .states import RaftSafetyError
 
 __all__ = ["RaftLog", "OffsetAndEpoch", "ValidOffsetAndEpoch", "METADATA_LOG_DIR", "raft_batch_bytes"]
@@ -98,7 +98,7 @@ class _Segment:
         self.path = f"{directory}/{base:020d}.log"
 
 
-class RaftLog:
+class RaftLog(SnapshotRetention):
     """The KRaft log of one node (module docstring). ``config``: the segment, retention and cleaning settings
     (Kafka's defaults when None). ``load_drops`` says what the load dropped (recovery of a damaged tail, a batch
     not following its predecessor), ``load_problems`` which snapshots it could not use. Raises
@@ -447,37 +447,14 @@ class RaftLog:
         """The log's segments and its snapshots, in bytes."""
         return sum(s.bytes for s in self._segments) + self.files.total_bytes()
 
-    def clean_due(self, now_ms: int) -> bool:
-        """Kafka's ``RaftMetadataLogCleanerManager``: :meth:`maybe_clean` once every ``cleanup_interval_ms``. True when
-        it ran and deleted something. OSError propagates (the next run tries again)."""
-        if now_ms < self.next_clean_ms:
-            return False
-        self.next_clean_ms = now_ms + self.config.cleanup_interval_ms
-        return self.maybe_clean(now_ms)
+    def _log_bounds(self) -> tuple[int, int]:
+        return self.start_offset, self.end_offset
 
-    def maybe_clean(self, now_ms: int) -> bool:
-        """Kafka's ``maybeClean`` (module docstring): True when a snapshot or a segment was deleted."""
-        cleaned = False
-        config = self.config
-        while self.files.oldest_over_retention(config.retention_bytes, config.retention_ms, self.size_bytes(), now_ms):
-            if not self.delete_before_snapshot(self.files.ids[1], now_ms):
-                break
-            cleaned = True
-        return cleaned
-
-    def delete_before_snapshot(self, snapshot_id: SnapshotId, now_ms: int) -> bool:
-        """Kafka's ``deleteBeforeSnapshot``: when ``snapshot_id`` is kept, above the log start offset and at or
-        below the log end, the log start offset advances to it, the segments wholly below it and the older
-        snapshots are deleted. False when nothing changed."""
-        if (snapshot_id not in self.files.ids or snapshot_id.end_offset <= self.start_offset
-                or snapshot_id.end_offset > self.end_offset):
-            return False
+    def _advance_start(self, snapshot_id: SnapshotId, now_ms: int) -> None:
         new_start = snapshot_id.end_offset
         self.disk.write_atomic(f"{self.directory}/log-start-offset", f"{new_start}\n", now_ms)
         self._drop_below(new_start, now_ms)
         self._start_epoch = snapshot_id.epoch
-        self.files.delete_older_than(snapshot_id, now_ms)
-        return True
 
     def _drop_below(self, new_start: int, now_ms: int) -> None:
         """Delete the segments wholly below ``new_start``, forget the batches below it (those of the first segment

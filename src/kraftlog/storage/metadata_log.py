@@ -43,7 +43,7 @@ from ..metadata import config as cfg
 from ..metadata.snapshot import SnapshotId, metadata_record_bytes
 from ..protocol.errors import WireError
 from .disk import Disk
-from .snapshot_files import LoadedSnapshot, SnapshotFiles
+from .snapshot_files import LoadedSnapshot, SnapshotFiles, SnapshotRetention
 
 __all__ = ["METADATA_LOG_DIR", "MetadataLogConfig", "MetadataLog", "MetadataLogLoadError", "LoadedSnapshot",
            "RecordsByOffset"]
@@ -135,7 +135,7 @@ class RecordsByOffset:
         self.records.extend(records)
 
 
-class MetadataLog(RecordsByOffset):
+class MetadataLog(SnapshotRetention, RecordsByOffset):
     """A node's metadata log on ``disk`` (module docstring). ``flush``: fsync every append (the controller, whose
     log is the committed metadata; a broker's local copy is not flushed: it is refetched when lost). ``epoch``:
     the leader epoch its snapshots are written in (0: kraftlog's single controller).
@@ -282,15 +282,6 @@ class MetadataLog(RecordsByOffset):
         written atomically). The log is cleaned later, on its owner's timer (:meth:`clean_due`)."""
         return self.files.write(snapshot_id, records, now_ms)
 
-    def clean_due(self, now_ms: int) -> bool:
-        """Kafka's ``RaftMetadataLogCleanerManager``: :meth:`maybe_clean` once every ``cleanup_interval_ms`` (the
-        first time one interval after the log was opened). True when it ran and deleted something. OSError
-        propagates (the next run tries again)."""
-        if now_ms < self.next_clean_ms:
-            return False
-        self.next_clean_ms = now_ms + self.config.cleanup_interval_ms
-        return self.maybe_clean(now_ms)
-
     def install_snapshot(self, snapshot_id: SnapshotId, data: bytes, now_ms: int) -> LoadedSnapshot:
         """A fetcher's snapshot, fetched whole (FetchSnapshot): checked (it decodes: :class:`WireError`
         otherwise, nothing changed), written, and the log restarted at its end offset with every older snapshot
@@ -316,23 +307,10 @@ class MetadataLog(RecordsByOffset):
         for sid in list(self.snapshots):
             self.files.delete(sid, now_ms)
 
-    def maybe_clean(self, now_ms: int) -> bool:
-        """Kafka's ``maybeClean`` (module docstring): True when a snapshot or a segment was deleted."""
-        cleaned = False
-        config = self.config
-        while self.files.oldest_over_retention(config.retention_bytes, config.retention_ms, self.size_bytes(), now_ms):
-            if not self.delete_before_snapshot(self.snapshots[1], now_ms):
-                break
-            cleaned = True
-        return cleaned
+    def _log_bounds(self) -> tuple[int, int]:
+        return self.start_offset, self.end_offset
 
-    def delete_before_snapshot(self, snapshot_id: SnapshotId, now_ms: int) -> bool:
-        """Kafka's ``deleteBeforeSnapshot``: when ``snapshot_id`` is kept, above the log start offset and at or
-        below the log end, the log start offset advances to it, the segments wholly below it and the older
-        snapshots are deleted. False when nothing changed."""
-        if (snapshot_id not in self.snapshots or snapshot_id.end_offset <= self.start_offset
-                or snapshot_id.end_offset > self.end_offset):
-            return False
+    def _advance_start(self, snapshot_id: SnapshotId, now_ms: int) -> None:
         new_start = snapshot_id.end_offset
         self.disk.write_atomic(LOG_START_FILE, f"{new_start}\n", now_ms)
         while len(self._segments) > 1 and self._segments[1].base <= new_start:
@@ -340,5 +318,3 @@ class MetadataLog(RecordsByOffset):
             self.disk.delete(seg.path, now_ms)
         self.records = self.records[new_start - self.start_offset:]
         self.start_offset = new_start
-        self.files.delete_older_than(snapshot_id, now_ms)
-        return True

@@ -16,13 +16,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from ..metadata.snapshot import SnapshotId
 from ..protocol.errors import WireError
 from ..protocol.wire.snapshots import decode_snapshot_with_control, encode_snapshot
 from .disk import Disk
 
-__all__ = ["SnapshotFiles", "LoadedSnapshot"]
+__all__ = ["SnapshotFiles", "LoadedSnapshot", "SnapshotRetention"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,3 +146,60 @@ class SnapshotFiles:
         over_size = retention_bytes >= 0 and total_bytes > retention_bytes
         too_old = retention_ms >= 0 and now_ms - self.time_ms(self.ids[0], now_ms) > retention_ms
         return over_size or too_old
+
+
+class SnapshotRetention:
+    """Kafka's ``KafkaMetadataLog`` cleaning, shared by the logs with snapshots (``MetadataLog``, ``RaftLog``): the
+    cleaner's timer (:meth:`clean_due`), ``maybeClean`` and ``deleteBeforeSnapshot``. The log gives its snapshot
+    files, its retention settings (``config``: ``retention_bytes``, ``retention_ms``, ``cleanup_interval_ms``), its
+    bounds and size (:meth:`_log_bounds`, :meth:`size_bytes`) and moves its own start (:meth:`_advance_start`)."""
+
+    files: SnapshotFiles
+    config: Any
+    #: when :meth:`clean_due` cleans next (ms)
+    next_clean_ms: int
+
+    def size_bytes(self) -> int:
+        """The log's segments and its snapshots, in bytes."""
+        raise NotImplementedError
+
+    def _log_bounds(self) -> tuple[int, int]:
+        """(log start offset, log end offset)."""
+        raise NotImplementedError
+
+    def _advance_start(self, snapshot_id: SnapshotId, now_ms: int) -> None:
+        """Move the log start up to ``snapshot_id``'s end offset (checkpointed) and delete the segments wholly below
+        it."""
+        raise NotImplementedError
+
+    def clean_due(self, now_ms: int) -> bool:
+        """Kafka's ``RaftMetadataLogCleanerManager``: :meth:`maybe_clean` once every ``cleanup_interval_ms`` (the
+        first time one interval after the log was opened). True when it ran and deleted something. OSError
+        propagates (the next run tries again)."""
+        if now_ms < self.next_clean_ms:
+            return False
+        self.next_clean_ms = now_ms + self.config.cleanup_interval_ms
+        return self.maybe_clean(now_ms)
+
+    def maybe_clean(self, now_ms: int) -> bool:
+        """Kafka's ``maybeClean``: while the log and its snapshots take more than ``retention_bytes``, or the oldest
+        snapshot is older than ``retention_ms``, and two snapshots or more exist, the log start advances to the
+        second oldest (:meth:`delete_before_snapshot`). True when a snapshot or a segment was deleted."""
+        cleaned = False
+        config = self.config
+        while self.files.oldest_over_retention(config.retention_bytes, config.retention_ms, self.size_bytes(), now_ms):
+            if not self.delete_before_snapshot(self.files.ids[1], now_ms):
+                break
+            cleaned = True
+        return cleaned
+
+    def delete_before_snapshot(self, snapshot_id: SnapshotId, now_ms: int) -> bool:
+        """Kafka's ``deleteBeforeSnapshot``: when ``snapshot_id`` is kept, above the log start offset and at or
+        below the log end, the log start offset advances to it, the segments wholly below it and the older
+        snapshots are deleted. False when nothing changed."""
+        start, end = self._log_bounds()
+        if snapshot_id not in self.files.ids or not start < snapshot_id.end_offset <= end:
+            return False
+        self._advance_start(snapshot_id, now_ms)
+        self.files.delete_older_than(snapshot_id, now_ms)
+        return True
