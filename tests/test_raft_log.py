@@ -374,3 +374,75 @@ def test_a_reload_always_finds_the_log_it_left(ops: list[tuple[str, int, int]]) 
             assert again.end_offset_for_epoch(e) == log.end_offset_for_epoch(e), (op, e)
         assert all(b.base_offset >= log.start_offset for b in log.batches())
         assert all(s.end_offset >= log.start_offset for s in log.files.ids)
+
+
+# ============================================================================================== found in review
+def test_a_flush_syncs_every_segment_written_since_the_last_even_when_one_rolled_between() -> None:
+    """Kafka's log.flush up to the log end: two batches appended in one linger roll a segment between them; a crash
+    losing what was not synced keeps both (before, only the last segment was synced and a committed batch of the
+    first could vanish)."""
+    disk = SimDisk()
+    log = small_log(disk)
+    log.append_as_leader(["a"], 1, T)
+    log.append_as_leader(["b"], 1, T)
+    log.append_as_leader(["c"], 1, T)
+    log.flush(T)
+    assert len([p for p in disk.list("metadata/") if p.endswith(".log")]) == 3
+    disk.crash("unflushed", T)
+    assert small_log(disk).end_offset == 3
+
+
+def test_a_damaged_first_segment_ends_the_log_there_and_the_later_segments_go() -> None:
+    """Kafka's recovery: nothing after a damaged batch is part of the log. Before, the next segment's batches were
+    read as if they followed, and read(0) handed out offset 1 as the first batch."""
+    disk = SimDisk()
+    log = small_log(disk)
+    fill(log, (1, 1), (1, 1), (1, 1))
+    disk.corrupt(log.path.replace("2.log", "0.log"), 0)
+    again = small_log(disk)
+    assert (again.start_offset, again.end_offset, list(again.batches())) == (0, 0, [])
+    assert again.read(0, 100) == () and not [p for p in disk.list("metadata/") if p.endswith(".log")
+                                             and not p.endswith("00000000000000000000.log")]
+
+
+def test_a_fetched_snapshot_restarts_the_log_even_below_its_last_epoch() -> None:
+    """A follower whose uncommitted tail is of a later epoch than the leader's snapshot: the install truncates the
+    log fully (before, nothing was truncated and the follower looped on the same SnapshotId)."""
+    from kraftlog.metadata.snapshot import SnapshotId
+    from kraftlog.protocol.wire.snapshots import encode_snapshot
+    log = small_log()
+    fill(log, (1, 3), (2, 2))
+    sid = SnapshotId(6, 1)
+    log.install_snapshot(sid, encode_snapshot([], 1, T), T)
+    assert (log.start_offset, log.end_offset, log.last_fetched_epoch, list(log.batches())) == (6, 6, 1, [])
+
+
+def test_time_retention_counts_the_oldest_snapshots_age_after_a_restart() -> None:
+    """metadata.max.retention.ms after a reload: the oldest snapshot's age is read from its header (before, an
+    unread snapshot was taken as written now and never aged)."""
+    from kraftlog.metadata.snapshot import SnapshotId
+    from kraftlog.storage.metadata_log import MetadataLogConfig
+    config = MetadataLogConfig(segment_bytes=1, retention_bytes=-1, retention_ms=1000)
+    disk = SimDisk()
+    log = RaftLog(disk, T, config=config)
+    fill(log, (1, 1), (1, 1), (1, 1))
+    log.create_snapshot(SnapshotId(1, 1), [], [], T)
+    log.create_snapshot(SnapshotId(2, 1), [], [], T)
+    again = RaftLog(disk, T + 5000, config=config)
+    assert again.maybe_clean(T + 5000) and again.start_offset == 2
+
+
+def test_snapshots_below_the_log_start_are_deleted_at_load() -> None:
+    """Kafka's recoverSnapshots: a clean that stopped after its checkpoint left an older snapshot file: the load
+    deletes it."""
+    from kraftlog.metadata.snapshot import SnapshotId
+    disk = SimDisk()
+    log = small_log(disk)
+    fill(log, (1, 1), (1, 1), (1, 1), (1, 1))
+    log.create_snapshot(SnapshotId(2, 1), [], [], T)
+    log.create_snapshot(SnapshotId(3, 1), [], [], T)
+    disk.write_atomic(f"{log.directory}/log-start-offset", "3\n", T)
+    again = small_log(disk)
+    assert again.files.ids == [SnapshotId(3, 1)] and again.start_offset == 3
+    assert [p.rpartition("/")[2] for p in disk.list("metadata/") if p.endswith(".checkpoint")] == [
+        SnapshotId(3, 1).file_name()]

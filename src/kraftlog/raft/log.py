@@ -125,6 +125,8 @@ class RaftLog(SnapshotRetention):
         self._start_epoch = 0
         #: (items, bytes) at the head of the first segment's file below the log start (not held in memory)
         self._head = (0, 0)
+        #: segments written since the last :meth:`flush`
+        self._unsynced: set[str] = set()
         #: the snapshot the load read whole (the first :meth:`latest_snapshot` hands it over: read once)
         self._preloaded: LoadedSnapshot | None = None
         #: when :meth:`clean_due` cleans next (ms)
@@ -149,33 +151,35 @@ class RaftLog(SnapshotRetention):
         start = int(checkpoint) if isinstance(checkpoint, str) and checkpoint.strip().isdigit() else 0
         for i, base in enumerate(bases):
             seg = _Segment(self.directory, base, now_ms)
-            self.load_drops.extend(self.disk.recover(seg.path, now_ms))
+            recovered = self.disk.recover(seg.path, now_ms)
+            self.load_drops.extend(recovered)
             items = self.disk.read(seg.path)
             kept = 0
             for item in items:
                 batch = cast(RaftBatch, item)
-                if not isinstance(item, RaftBatch) or not batch.records \
-                        or (self._batches and batch.base_offset != self.end_offset) \
-                        or (not self._batches and kept == 0 and self._segments and batch.base_offset != base) \
+                # every batch follows its predecessor; a segment's first batch starts at the segment's base
+                expected = self.end_offset if kept or self._segments else base
+                if not isinstance(item, RaftBatch) or not batch.records or batch.base_offset != expected \
                         or (self._epochs and batch.epoch < self._epochs[-1]):
                     break
-                if not self._batches and not self._segments:
-                    self.start_offset = batch.base_offset
                 seg.count += 1
                 seg.bytes += raft_batch_bytes(batch)
                 self._add(batch)
                 kept += 1
+            if not self._segments:
+                self.start_offset = base
             self._segments.append(seg)
             if kept < len(items):
                 self.load_drops.append(LoadDrop(seg.path, kept, len(items), len(items) - kept,
                                                 "a batch that does not follow its predecessor"))
                 self.disk.truncate(seg.path, kept, now_ms)
                 self.disk.fsync(seg.path, now_ms)
-                for later in bases[i + 1:]:  # nothing after a torn batch is part of the log
+            if recovered or kept < len(items):
+                # Kafka's log recovery: nothing after a damaged or torn batch is part of the log (the later
+                # segments go; what committed is fetched again from the leader)
+                for later in bases[i + 1:]:
                     self.disk.delete(f"{self.directory}/{later:020d}.log", now_ms)
                 break
-        if not self._batches and self._segments:
-            self.start_offset = self._segments[0].base
         if start > self.start_offset:  # a clean advanced the start into the first segment
             self._drop_below(min(start, self.end_offset) if self._batches else start, now_ms)
         self._load_snapshots(now_ms)
@@ -200,7 +204,9 @@ class RaftLog(SnapshotRetention):
                     f"read" + (f" ({'; '.join(self.load_problems)})" if self.load_problems else ""))
             self.files.ids = [s for s in self.files.ids if s < SnapshotId(0, 0)]
             return
-        self.files.ids = [s for s in self.files.ids if s <= usable and s.end_offset >= self.start_offset]
+        for old in [s for s in self.files.ids if s.end_offset < self.start_offset]:
+            self.files.delete(old, now_ms)  # Kafka's recoverSnapshots: below the log start, never loaded again
+        self.files.ids = [s for s in self.files.ids if s <= usable]
         if self.truncate_to_latest_snapshot(now_ms):
             self.load_problems.append(f"the metadata log ends below snapshot {usable.file_name()}: it restarts there")
         earliest = self.files.earliest
@@ -343,6 +349,7 @@ class RaftLog(SnapshotRetention):
             self.disk.create(seg.path, now_ms)
             self._segments.append(seg)
         self.disk.append_many(seg.path, batches, now_ms)
+        self._unsynced.add(seg.path)
         for batch in batches:
             seg.count += 1
             seg.bytes += raft_batch_bytes(batch)
@@ -368,6 +375,7 @@ class RaftLog(SnapshotRetention):
             seg.count = head[0] + len(held)
             seg.bytes = head[1] + sum(raft_batch_bytes(b) for b in held)
             self.disk.truncate(seg.path, seg.count, now_ms)
+            self._unsynced.add(seg.path)
             while self._epoch_starts and self._epoch_starts[-1] >= end:
                 self._epochs.pop()
                 self._epoch_starts.pop()
@@ -380,15 +388,17 @@ class RaftLog(SnapshotRetention):
         if diverging.epoch == 0:
             target = min(diverging.offset, self.end_offset)
         else:
-            local = self.end_offset_for_epoch(diverging.epoch) or OffsetAndEpoch(self.last_fetched_epoch,
-                                                                                 self.end_offset)
+            local = self.metadata_end_offset_for_epoch(diverging.epoch)
             target = min(local.offset, diverging.offset) if local.epoch == diverging.epoch else local.offset
-        return self.truncate_to(max(target, self.start_offset), now_ms)
+        return self.truncate_to(target, now_ms)
 
     def flush(self, now_ms: int) -> None:
-        """fsync the active segment (OSError when the disk fails); a rolled segment was synced whole when written."""
-        if self._segments:
-            self.disk.fsync(self._segments[-1].path, now_ms)
+        """fsync every segment written since the last flush (several when a segment rolled between: Kafka's
+        ``log.flush`` up to the log end); OSError when the disk fails."""
+        live = {seg.path for seg in self._segments}
+        for path in sorted(self._unsynced & live):
+            self.disk.fsync(path, now_ms)
+        self._unsynced.clear()
 
     def _add(self, batch: RaftBatch) -> None:
         self._batches.append(batch)
@@ -421,16 +431,19 @@ class RaftLog(SnapshotRetention):
         decode; nothing changed then), written, and the log truncated to it (:meth:`truncate_to_latest_snapshot`).
         OSError propagates."""
         loaded = self.files.install(snapshot_id, data, now_ms)
-        self.truncate_to_latest_snapshot(now_ms)
+        self.truncate_to_latest_snapshot(now_ms, force=True)
         return loaded
 
-    def truncate_to_latest_snapshot(self, now_ms: int) -> bool:
+    def truncate_to_latest_snapshot(self, now_ms: int, *, force: bool = False) -> bool:
         """Kafka's ``truncateToLatestSnapshot``: when the latest snapshot is beyond the log (a later epoch than its
         last batch, or the same epoch and an end offset past the log end), every segment is deleted, the log
-        starts empty at the snapshot's end offset and the older snapshots go. True when it did."""
+        starts empty at the snapshot's end offset and the older snapshots go. True when it did. ``force``: a
+        snapshot fetched from the leader, which said this log's position is not on its log (Kafka throws when that
+        does not truncate fully; kraftlog truncates: the snapshot is committed data, the log after it is not)."""
         sid = self.files.latest
         last_epoch = self._epochs[-1] if self._epochs else 0
-        if sid is None or sid.epoch < last_epoch or (sid.epoch == last_epoch and sid.end_offset <= self.end_offset):
+        if sid is None or (not force and (sid.epoch < last_epoch
+                                          or (sid.epoch == last_epoch and sid.end_offset <= self.end_offset))):
             return False
         for seg in self._segments:
             self.disk.delete(seg.path, now_ms)
@@ -474,5 +487,7 @@ class RaftLog(SnapshotRetention):
         self.start_offset = new_start
         while len(self._epoch_starts) > 1 and self._epoch_starts[1] <= new_start:
             del self._epochs[0], self._epoch_starts[0]
-        if self._epoch_starts:
+        if not self._batches:  # nothing held: the epoch is the snapshot's (last_fetched_epoch), as after truncate_to
+            self._epochs, self._epoch_starts = [], []
+        elif self._epoch_starts:
             self._epoch_starts[0] = max(self._epoch_starts[0], new_start)

@@ -204,10 +204,11 @@ class CommittedSnapshots:
         reason = self.generator.publish_log_delta(sum(records_bytes(b.records) for b in batches if not b.control),
                                                   now_ms)
         log = self.raft.log
-        batch = log.batch_at(image.offset)
-        if reason is None or batch is None or batch.last_offset != image.offset:
+        last = batches[-1] if batches else None
+        if reason is None or last is None or last.next_offset <= image.offset:
             return
-        sid = SnapshotId(image.offset + 1, batch.epoch)
+        # Kafka's MetadataBatchLoader: the snapshot ends at the last committed batch, control batches included
+        sid = SnapshotId(last.next_offset, last.epoch)
         try:
             if log.create_snapshot(sid, image_records(image), self.raft.snapshots.control_records(sid.end_offset),
                                    now_ms):
@@ -218,7 +219,7 @@ class CommittedSnapshots:
     def maybe_clean(self, now_ms: int) -> bool:
         """The log cleaned by retention when the cleaner's timer is due; True when the log start moved."""
         log = self.raft.log
-        if len(log.files.ids) < 2 or now_ms < log.next_clean_ms:
+        if now_ms < log.next_clean_ms:
             return False
         try:
             if log.clean_due(now_ms):

@@ -124,6 +124,16 @@ class SnapshotFiles:
         """The append time of the last log record snapshot ``sid`` contains (ms), ``default`` when unknown."""
         return self._time.get(sid, default)
 
+    def _contained_time_ms(self, sid: SnapshotId, default: int) -> int:
+        """:meth:`time_ms`, read from the snapshot's header when not known yet (a snapshot the load did not read:
+        after a restart the oldest one's age still counts); ``default`` when it cannot be read."""
+        if sid not in self._time:
+            try:
+                self.read(sid)
+            except WireError:
+                return default
+        return self._time.get(sid, default)
+
     def delete(self, sid: SnapshotId, now_ms: int) -> None:
         if self._cached is not None and self._cached[0] == sid:
             self._cached = None
@@ -144,7 +154,7 @@ class SnapshotFiles:
         if len(self.ids) < 2:
             return False
         over_size = retention_bytes >= 0 and total_bytes > retention_bytes
-        too_old = retention_ms >= 0 and now_ms - self.time_ms(self.ids[0], now_ms) > retention_ms
+        too_old = retention_ms >= 0 and now_ms - self._contained_time_ms(self.ids[0], now_ms) > retention_ms
         return over_size or too_old
 
 
