@@ -410,7 +410,9 @@ def test_free_ports_lie_below_the_ephemeral_range_so_a_restart_can_bind_them_aga
     the local end of an outgoing connection, and the node's restart fails with EADDRINUSE (seen in a
     chaos run). cluster.up records ports chosen below that range instead."""
     import socket
-    low, _ = cl._ephemeral_range()
+
+    from kraftlog.net.cluster_files import _ephemeral_range
+    low, _ = _ephemeral_range()
     ports = cl.free_ports(7)
     assert len(set(ports)) == 7 and all(1024 <= p < low for p in ports)
     for p in ports:

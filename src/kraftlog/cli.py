@@ -252,12 +252,13 @@ from .spark.cli import campaign  # noqa: E402  (the command lives with the Spark
 
 main.add_command(campaign)
 
-from .net.cli import chaos, cluster, elect, topics  # noqa: E402  (the real cluster's commands)
+from .net.cli import chaos, cluster, elect, metadata_quorum, topics  # noqa: E402  (the real cluster's commands)
 
 main.add_command(cluster)
 main.add_command(topics)
 main.add_command(elect)
 main.add_command(chaos)
+main.add_command(metadata_quorum)
 
 from .net.groups_cli import groups  # noqa: E402  (consumer groups of a real cluster)
 

@@ -87,7 +87,8 @@ class QuorumController(NodeBase[LogInfoContext]):
                  quorum_bootstrap: Sequence[int] = ()) -> None:
         super().__init__(CONTROLLER if node_id is None else node_id)
         if verify_identity:
-            read_identity(disk, CONTROLLER if node_id is None else str(node_id), cluster_id)
+            identity = read_identity(disk, CONTROLLER if node_id is None else str(node_id), cluster_id)
+            directory_id = directory_id or identity.directory_id  # Kafka's meta.properties directory.id
         self.static = dict(config)
         self.level = level
         self.disk = disk

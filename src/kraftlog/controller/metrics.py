@@ -3,7 +3,8 @@
 :class:`~kraftlog.metrics.KafkaMetrics` and read from its state when collected.
 
 Gauges from the metadata image (``ControllerMetadataMetrics``, ``kafka.controller:type=KafkaController``):
-``ActiveControllerCount`` (1 while this controller runs, 0 once its metadata log failed),
+``ActiveControllerCount`` (1 while this controller runs and is the active one -- a quorum's standby: 0 --, 0 once
+its metadata log failed),
 ``OfflinePartitionsCount`` (no leader), ``PreferredReplicaImbalanceCount`` (the leader is not the first
 replica), ``FencedBrokerCount``, ``ActiveBrokerCount`` (registered and unfenced), ``GlobalTopicCount``,
 ``GlobalPartitionCount``, ``MetadataErrorCount`` (records this controller could not apply),
@@ -81,7 +82,8 @@ def register_controller_metrics(metrics: KafkaMetrics, controller: QuorumControl
     def count(pred: Callable[[MetadataImage], int]) -> Callable[[], float]:
         return lambda: pred(image())
 
-    metrics.gauge(ACTIVE_CONTROLLER_COUNT, lambda: 0 if controller.fatal_error is not None else 1)
+    metrics.gauge(ACTIVE_CONTROLLER_COUNT, lambda: 0 if controller.fatal_error is not None or (
+        controller.quorum is not None and not controller.quorum.is_active) else 1)
     metrics.gauge(OFFLINE_PARTITIONS_COUNT, count(
         lambda im: sum(1 for p in im.partitions.values() if p.leader == NO_LEADER)))
     metrics.gauge(PREFERRED_REPLICA_IMBALANCE_COUNT, count(

@@ -187,12 +187,15 @@ class ControllerQuorum:
         """Kafka's ``QuorumController.claim``: the image is the committed one; the managers start anew."""
         self.active_epoch = self.raft.epoch
         self.active_epochs.append(self.raft.epoch)
+        self.snapshots.log_lines.append(f"became the active controller (leader of epoch {self.raft.epoch})")
         self.last_written = self.raft.next_offset - 1
         self.controller.rebuild_managers(now_ms)
 
     def _renounce(self, now_ms: int) -> None:
         """Kafka's ``QuorumController.renounce``: back to the committed image, managers anew, waiting answers
         NOT_CONTROLLER."""
+        self.snapshots.log_lines.append(f"no longer the active controller (epoch {self.active_epoch}; now epoch "
+                                        f"{self.raft.epoch}, leader {self.raft.leader_id})")
         self.active_epoch = None
         deferred, self.deferred = self.deferred, []
         for _, request, _message in deferred:

@@ -23,8 +23,9 @@ from ..protocol import messages as m
 from ..protocol.errors import Errors
 from ..storage.meta_properties import kafka_uuid
 from . import cluster as cl
+from .node import is_controller_id, node_name
 
-__all__ = ["cluster", "topics", "elect", "chaos"]
+__all__ = ["cluster", "topics", "elect", "chaos", "metadata_quorum"]
 
 
 def _fail(message: str, code: int) -> None:
@@ -50,12 +51,14 @@ def cluster() -> None:
 
 @cluster.command("up")
 @click.option("--brokers", type=int, default=3, show_default=True, help="Number of brokers (ids 0..N-1).")
+@click.option("--controllers", type=int, default=1, show_default=True,
+              help="Number of controllers: 1, or a KRaft quorum of N voters (ids 3000..; 3 recommended).")
 @click.option("--dir", "directory", required=True, type=click.Path(file_okay=False),
               help="Cluster directory (data, logs, cluster.json); reused if it holds this cluster.")
 @click.option("--port", type=int, default=9092, show_default=True,
               help="Client port of broker 0 (broker i: port+i); 0 picks free ports.")
 @click.option("--controller-port", type=int, default=None,
-              help="The controller's port (default: a free port, recorded).")
+              help="The controller's port (controller i of a quorum: port+i; default: free ports, recorded).")
 @click.option("--internal-port", type=int, default=None,
               help="Inter-broker port of broker 0 (broker i: internal-port+i; default: free ports, recorded).")
 @click.option("--level", callback=level_option, default=None,
@@ -67,14 +70,15 @@ def cluster() -> None:
 @click.option("--chaos", is_flag=True,
               help="Chaos mode: every node serves a loopback control channel for link faults and keeps its "
                    "disk's shadow (for fault injectors such as `kraftlog chaos`).")
-def cluster_up(brokers: int, directory: str, port: int, controller_port: int | None, internal_port: int | None,
-               level: Level | None, seed: int | None, configs: tuple[str, ...], detach: bool, chaos: bool) -> None:
-    """Start the controller and N brokers as separate processes. A port in use exits 2 naming the node and
-    the port."""
+def cluster_up(brokers: int, controllers: int, directory: str, port: int, controller_port: int | None,
+               internal_port: int | None, level: Level | None, seed: int | None, configs: tuple[str, ...],
+               detach: bool, chaos: bool) -> None:
+    """Start the controller (or a quorum of them) and N brokers as separate processes. A port in use exits 2
+    naming the node and the port."""
     chosen = _configs(configs)
     try:
         info = cl.up(directory, brokers, port, level, seed, chosen, chaos=chaos,
-                     controller_port=controller_port, internal_port=internal_port)
+                     controller_port=controller_port, internal_port=internal_port, controllers=controllers)
     except cl.ClusterError as exc:
         _fail(str(exc), exc.code)
     if "default.replication.factor" not in chosen:
@@ -86,7 +90,9 @@ def cluster_up(brokers: int, directory: str, port: int, controller_port: int | N
                    "(Kafka's 3 needs 3 brokers: consumer groups would find no coordinator; --config "
                    "offsets.topic.replication.factor=N to choose)")
     directory = os.path.abspath(directory)
-    click.echo(f"kraftlog cluster up: {brokers} brokers, level {info['level']}, seed {info['seed']}, "
+    click.echo(f"kraftlog cluster up: {brokers} brokers, "
+               + (f"a quorum of {controllers} controllers, " if controllers > 1 else "")
+               + f"level {info['level']}, seed {info['seed']}, "
                f"bootstrap {info['bootstrap']}" + (", chaos mode" if chaos else ""))
     if detach:
         click.echo(f"stop it with: kraftlog cluster down --dir {directory}")
@@ -194,15 +200,17 @@ def cluster_status(directory: str, as_json: bool) -> None:
 @cluster.command("start")
 @click.option("--dir", "directory", required=True, type=click.Path(file_okay=False))
 @click.option("--broker", type=int, default=None, help="The broker to start.")
-@click.option("--controller", is_flag=True, help="Start the controller instead.")
-def cluster_start(directory: str, broker: int | None, controller: bool) -> None:
+@click.option("--controller", is_flag=False, flag_value="controller", default=None, metavar="[ID]",
+              help="Start the controller instead (a quorum's: give its id, e.g. 3001).")
+def cluster_start(directory: str, broker: int | None, controller: str | None) -> None:
     """Start one stopped or killed node; a broker recovers its log and rejoins (waits until unfenced)."""
-    if (broker is None) == (not controller):
-        _fail("give exactly one of --broker N and --controller", 2)
+    if (broker is None) == (controller is None):
+        _fail("give exactly one of --broker N and --controller [ID]", 2)
     try:
-        if controller:
-            entry = cl.start_controller(directory)
-            click.echo(f"controller started (pid {entry['pid']}, port {entry['port']})")
+        if controller is not None:
+            node = _controller_node(controller)
+            entry = cl.start_controller(directory, node)
+            click.echo(f"{node_name(node)} started (pid {entry['pid']}, port {entry['port']})")
         else:
             entry = cl.start_broker(directory, broker)
             click.echo(f"broker-{broker} started and unfenced (pid {entry['pid']}, port {entry['port']})"
@@ -215,37 +223,56 @@ def cluster_start(directory: str, broker: int | None, controller: bool) -> None:
 @cluster.command("format")
 @click.option("--dir", "directory", required=True, type=click.Path(file_okay=False))
 @click.option("--broker", type=int, default=None, help="The broker whose directory to format.")
-@click.option("--controller", is_flag=True, help="Format the controller's directory instead.")
-def cluster_format(directory: str, broker: int | None, controller: bool) -> None:
+@click.option("--controller", is_flag=False, flag_value="controller", default=None, metavar="[ID]",
+              help="Format the controller's directory instead (a quorum's: give its id).")
+def cluster_format(directory: str, broker: int | None, controller: str | None) -> None:
     """Format a stopped node's directory as `kafka-storage.sh format` does (meta.properties: this cluster's
     id, the node id, a new directory id). Refused when the node runs or its directory is already
     formatted. A controller formatted again starts with an EMPTY metadata log: every topic is forgotten
     and the brokers keep their partitions as -stray directories (nothing is deleted); do it only to
     rebuild a cluster whose metadata is lost for good."""
-    if (broker is None) == (not controller):
-        _fail("give exactly one of --broker N and --controller", 2)
-    node = "controller" if controller else broker
+    if (broker is None) == (controller is None):
+        _fail("give exactly one of --broker N and --controller [ID]", 2)
+    node = _controller_node(controller) if controller is not None else broker
     try:
         identity = cl.format_node(directory, node)
     except cl.ClusterError as exc:
         _fail(str(exc), exc.code)
-    name = "controller" if controller else f"broker-{broker}"
+    name = node_name(node)
     click.echo(f"formatted {name}: cluster.id {identity.cluster_id}, node.id {identity.node_id}, directory.id "
                f"{kafka_uuid(identity.directory_id)}")
 
 
 @cluster.command("stop")
 @click.option("--dir", "directory", required=True, type=click.Path(file_okay=False))
-@click.option("--broker", type=int, required=True, help="The broker to stop.")
+@click.option("--broker", type=int, default=None, help="The broker to stop.")
+@click.option("--controller", is_flag=False, flag_value="controller", default=None, metavar="[ID]",
+              help="Stop the controller instead (a quorum's: give its id).")
 @click.option("--kill", is_flag=True, help="SIGKILL instead of a clean shutdown.")
-def cluster_stop(directory: str, broker: int, kill: bool) -> None:
-    """Stop one broker: a clean (controlled) shutdown, or SIGKILL with --kill."""
+def cluster_stop(directory: str, broker: int | None, controller: str | None, kill: bool) -> None:
+    """Stop one node: a clean (a broker's: controlled) shutdown, or SIGKILL with --kill."""
+    if (broker is None) == (controller is None):
+        _fail("give exactly one of --broker N and --controller [ID]", 2)
+    node = _controller_node(controller) if controller is not None else broker
     try:
-        was_running = cl.stop_broker(directory, broker, kill=kill)
+        was_running = cl.stop_broker(directory, node, kill=kill)
     except cl.ClusterError as exc:
         _fail(str(exc), exc.code)
-    click.echo(f"broker-{broker} {'killed' if kill else 'stopped'}" if was_running
-               else f"broker-{broker} was not running")
+    click.echo(f"{node_name(node)} {'killed' if kill else 'stopped'}" if was_running
+               else f"{node_name(node)} was not running")
+
+
+def _controller_node(value: str) -> str | int:
+    """``--controller``'s node: ``controller`` (the single one), or a quorum voter's id (>= 3000)."""
+    if value == "controller":
+        return value
+    try:
+        node = int(value)
+    except ValueError:
+        _fail(f"--controller takes a controller id (3000, 3001, ...), got {value!r}", 2)
+    if not is_controller_id(node):
+        _fail(f"--controller {node}: a quorum's controller ids start at 3000", 2)
+    return node
 
 
 # ====================================================================== topics
@@ -540,3 +567,81 @@ def _print_chaos(verdict: dict, directory: str) -> None:
     click.echo(f"verdict: {outcome_words(verdict)}")
     click.echo(f"written: {os.path.join(os.path.abspath(directory), 'chaos.json')}, "
                f"{os.path.join(os.path.abspath(directory), 'acks.parquet')}")
+
+
+# ====================================================================== metadata-quorum
+@click.group("metadata-quorum")
+@click.option("--bootstrap-controller", "bootstrap", default=None, metavar="HOST:PORT[,HOST:PORT...]",
+              help="Controllers to ask (Kafka's --bootstrap-controller); the active one answers.")
+@click.option("--dir", "directory", default=None, type=click.Path(file_okay=False),
+              help="Or a cluster directory: its controllers, from cluster.json.")
+@click.pass_context
+def metadata_quorum(ctx: click.Context, bootstrap: str | None, directory: str | None) -> None:
+    """The KRaft quorum's state, as `kafka-metadata-quorum.sh` shows it (DescribeQuorum, API 55)."""
+    if (bootstrap is None) == (directory is None):
+        _fail("give exactly one of --bootstrap-controller HOST:PORT and --dir DIR", 2)
+    if directory is not None:
+        try:
+            info = cl.load(directory)
+        except cl.ClusterError as exc:
+            _fail(str(exc), exc.code)
+        voters = [n for n in info["nodes"] if n["role"] == "controller" and n["id"] != "controller"]
+        if not voters:
+            _fail(f"{directory} runs a single controller (`cluster up --controllers 1`): no KRaft quorum to "
+                  "describe", 2)
+        bootstrap = ",".join(f"{n['host']}:{n['port']}" for n in voters)
+    ctx.obj = bootstrap
+
+
+def _describe_quorum(bootstrap: str) -> m.DescribeQuorumResponse:
+    """Ask each controller in turn; the leader answers (a voter that does not lead: NOT_LEADER_OR_FOLLOWER)."""
+    problems = []
+    for address in bootstrap.split(","):
+        try:
+            with _connect(address) as k:
+                resp = k.request(m.DescribeQuorumRequest())
+        except SystemExit:
+            problems.append(f"{address}: cannot connect")
+            continue
+        assert isinstance(resp, m.DescribeQuorumResponse)
+        code = resp.error_code or resp.partition_error_code
+        if code == Errors.NONE:
+            return resp
+        problems.append(f"{address}: {_error_name(code)}")
+    _fail("no controller answered as the quorum's leader (" + "; ".join(problems) + ")", 1)
+    raise AssertionError  # _fail exits
+
+
+@metadata_quorum.command("describe")
+@click.option("--status", is_flag=True, help="The leader, its epoch, the high watermark, the voters and observers.")
+@click.option("--replication", is_flag=True, help="Each replica's log end offset and lag, as the leader sees it.")
+@click.pass_obj
+def metadata_quorum_describe(bootstrap: str, status: bool, replication: bool) -> None:
+    """`kafka-metadata-quorum.sh describe --status | --replication`."""
+    if status == replication:
+        _fail("give exactly one of --status and --replication", 2)
+    resp = _describe_quorum(bootstrap)
+    replicas = [(r, "Leader" if r.replica_id == resp.leader_id else "Follower") for r in resp.current_voters] + [
+        (r, "Observer") for r in resp.observers]
+    now = int(time.time() * 1000)
+    if status:
+        lags = [resp.high_watermark - r.log_end_offset for r, _ in replicas if r.log_end_offset >= 0]
+        times = [now - r.last_caught_up_timestamp for r, kind in replicas
+                 if kind == "Follower" and r.last_caught_up_timestamp >= 0]
+        click.echo(f"LeaderId:               {resp.leader_id}")
+        click.echo(f"LeaderEpoch:            {resp.leader_epoch}")
+        click.echo(f"HighWatermark:          {resp.high_watermark}")
+        click.echo(f"MaxFollowerLag:         {max(lags, default=0)}")
+        click.echo(f"MaxFollowerLagTimeMs:   {max(times, default=0)}")
+        click.echo(f"CurrentVoters:          {sorted(r.replica_id for r in resp.current_voters)}")
+        click.echo(f"CurrentObservers:       {sorted(r.replica_id for r in resp.observers)}")
+        return
+    table = Table(title="metadata quorum replication")
+    for col in ("NodeId", "DirectoryId", "LogEndOffset", "Lag", "LastFetchTimestamp", "LastCaughtUpTimestamp",
+                "Status"):
+        table.add_column(col)
+    for r, kind in replicas:
+        table.add_row(str(r.replica_id), kafka_uuid(r.replica_directory_id) if r.replica_directory_id else "-",
+                      str(r.log_end_offset), str(resp.high_watermark - r.log_end_offset),
+                      str(r.last_fetch_timestamp), str(r.last_caught_up_timestamp), kind)
+    Console().print(table)

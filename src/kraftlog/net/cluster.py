@@ -39,8 +39,6 @@ shuts the nodes down cleanly) and is stopped by its PID, never by name. Ports ar
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import json
 import os
 import shutil
@@ -56,13 +54,19 @@ from random import SystemRandom
 from ..controller.controller import CONTROLLER
 from ..level import Level
 from ..storage.meta_properties import META_PROPERTIES, MetaProperties, format_disk, kafka_uuid, new_directory_id
+from .cluster_files import ClusterError, free_ports, load, node_alive, pid_alive
+from .cluster_files import cluster_path as _cluster_path
+from .cluster_files import entry as _entry
+from .cluster_files import locked as _locked
+from .cluster_files import save as _save
+from .cluster_files import update_entry as _update_entry
 from .disk import FileDisk
 from .link_filter import LinkFilter
-from .node import HOST, LINKS_FILE, node_name, read_links, write_json
+from .node import CONTROLLER_ID_BASE, HOST, LINKS_FILE, node_name, quorum_voters, read_links, write_json
 
 __all__ = ["ClusterError", "free_ports", "up", "down", "status", "start_broker", "stop_broker", "load", "NodeStatus",
            "format_node", "strays", "READY_TIMEOUT_S", "pid_alive", "kill", "control", "control_all", "pause",
-           "resume", "kill_node"]
+           "resume", "kill_node", "node_alive"]
 
 #: The suffix of a stray partition directory (Kafka's ``LogManager.StrayDirSuffix``).
 STRAY_SUFFIX = "-stray"
@@ -70,127 +74,6 @@ STRAY_SUFFIX = "-stray"
 READY_TIMEOUT_S = 60.0
 #: How long (s) a clean shutdown may take before the process is killed.
 STOP_TIMEOUT_S = 45.0
-
-
-class ClusterError(Exception):
-    """A cluster command cannot proceed; ``code`` is the exit code (2: bad request, 1: failure)."""
-
-    def __init__(self, message: str, code: int = 1) -> None:
-        super().__init__(message)
-        self.code = code
-
-
-def _cluster_path(directory: str) -> str:
-    return os.path.join(directory, "cluster.json")
-
-
-def load(directory: str) -> dict:
-    """The cluster.json of ``directory``; ClusterError (exit 2) when there is none."""
-    try:
-        with open(_cluster_path(directory)) as f:
-            return json.load(f)
-    except FileNotFoundError:
-        raise ClusterError(f"{directory} holds no cluster (no cluster.json); start one with `kraftlog "
-                           f"cluster up --dir {directory}`", 2) from None
-    except (OSError, ValueError) as exc:
-        raise ClusterError(f"cannot read {_cluster_path(directory)}: {exc}", 2) from None
-
-
-def _save(directory: str, cluster: dict) -> None:
-    with _locked(directory):
-        write_json(_cluster_path(directory), cluster)
-
-
-@contextlib.contextmanager
-def _locked(directory: str):
-    """Hold the exclusive lock of ``directory``'s cluster.json (``fcntl.flock`` on ``cluster.json.lock``)
-    for a read-modify-write: parallel ``cluster start --broker N`` runs each see the others' updates
-    (issue 28 item 6). Not re-entrant: hold it once per process."""
-    with open(os.path.join(directory, "cluster.json.lock"), "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
-
-
-def _update_entry(directory: str, node, **changes) -> dict:
-    """Re-read cluster.json under its lock, apply ``changes`` to ``node``'s entry (and ``bootstrap`` when
-    broker 0's client port changes), write it back atomically; return the updated cluster dict."""
-    with _locked(directory):
-        cluster = load(directory)
-        entry = _entry(cluster, node)
-        entry.update(changes)
-        if node == 0 and "port" in changes:
-            cluster["bootstrap"] = f"{HOST}:{changes['port']}"
-        write_json(_cluster_path(directory), cluster)
-        return cluster
-
-
-def _entry(cluster: dict, node) -> dict:
-    for e in cluster["nodes"]:
-        if e["id"] == node:
-            return e
-    raise ClusterError(f"no node {node!r} in this cluster (brokers 0..{cluster['brokers'] - 1})", 2)
-
-
-def _ephemeral_range() -> tuple[int, int]:
-    try:
-        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
-            low, high = (int(x) for x in f.read().split())
-        return low, high
-    except (OSError, ValueError):
-        return 32768, 60999  # Linux's default
-
-
-def free_ports(count: int, low: int = 10000, exclude: frozenset[int] = frozenset()) -> list[int]:
-    """``count`` distinct ports on 127.0.0.1, none of ``exclude``, that nothing listens on now, chosen
-    below the kernel's ephemeral range (``ip_local_port_range``). A port the kernel picked (``bind`` to 0) lies in that
-    range, where it may be handed to an outgoing connection's local end while the node is down: its
-    restart then fails with EADDRINUSE. Ports outside it are not reused that way. ClusterError when
-    fewer than ``count`` can be found."""
-    if count <= 0:
-        return []
-    start, _ = _ephemeral_range()
-    candidates = list(range(low, start)) or list(range(1024, 65536))
-    offset = SystemRandom().randrange(len(candidates))
-    out: list[int] = []
-    for i in range(len(candidates)):
-        port = candidates[(offset + i) % len(candidates)]
-        if port in exclude:
-            continue
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-            try:
-                sock.bind((HOST, port))
-            except OSError:
-                continue
-        out.append(port)
-        if len(out) == count:
-            return out
-    raise ClusterError(f"cannot find {count} free ports on {HOST} below {start}")
-
-
-def node_alive(cluster: dict, node) -> bool:
-    """Whether ``node``'s process (by the PID cluster.json records) runs; ``cluster``: :func:`load`'s dict.
-    ClusterError (exit 2) for a node the cluster does not have."""
-    return pid_alive(_entry(cluster, node).get("pid"))
-
-
-def pid_alive(pid: int | None) -> bool:
-    """Whether process ``pid`` runs (a zombie, exited but not yet reaped, does not)."""
-    if not pid:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:  # a zombie (our own child that exited) is not alive
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().split(") ", 1)[1][:1] != "Z"
-    except OSError:
-        return True
 
 
 def _run_file(directory: str, node) -> dict | None:
@@ -254,7 +137,7 @@ def _start_node(directory: str, cluster: dict, node) -> subprocess.Popen:
         fresh = load(directory)
         entry = _entry(fresh, node)
         if pid_alive(entry.get("pid")):
-            what = "the controller" if node == CONTROLLER else f"broker-{node}"
+            what = "the controller" if node == CONTROLLER else node_name(node)
             raise ClusterError(f"{what} is already running (pid {entry['pid']})", 2)
         entry["incarnation"] = entry.get("incarnation", 0) + 1  # seeds the node's Random (kraftlog.net.node)
         write_json(_cluster_path(directory), fresh)
@@ -305,12 +188,13 @@ def format_node(directory: str, node, cluster: dict | None = None) -> MetaProper
 PORT_KEYS = ("port", "internal_port", "metrics_port")
 
 
-def check_ports(brokers: int, port: int, controller_port: int | None, internal_port: int | None) -> None:
+def check_ports(brokers: int, port: int, controller_port: int | None, internal_port: int | None,
+                controllers: int = 1) -> None:
     """Validate ``up``'s port choices (0 or None: free ports): broker ``i``'s client port ``port + i``,
-    its internal port ``internal_port + i``, the controller's ``controller_port``, each range within
+    its internal port ``internal_port + i``, controller ``i``'s ``controller_port + i``, each range within
     1..65535 and none overlapping another. ClusterError (exit 2) naming the option otherwise."""
     spans = {"--port": (port, brokers), "--internal-port": (internal_port, brokers),
-             "--controller-port": (controller_port, 1)}
+             "--controller-port": (controller_port, controllers)}
     taken: list[tuple[str, range]] = []
     for option, (base, count) in spans.items():
         if not base:
@@ -330,8 +214,9 @@ def _span(ports: range) -> str:
 
 def up(directory: str, brokers: int, port: int = 9092, level: Level | None = None, seed: int | None = None,
        config: dict | None = None, chaos: bool = False, owned: bool = False, controller_port: int | None = None,
-       internal_port: int | None = None) -> dict:
-    """Start a controller and ``brokers`` brokers on 127.0.0.1 with data under ``directory`` (reused when
+       internal_port: int | None = None, controllers: int = 1) -> dict:
+    """Start a controller (``controllers`` > 1: a KRaft quorum of that many voters, ids 3000, 3001, ..., static
+    ``controller.quorum.voters``) and ``brokers`` brokers on 127.0.0.1 with data under ``directory`` (reused when
     it holds a cluster of the same size and level: the nodes recover their logs) and return cluster.json.
     Broker ``i`` listens for clients on ``port + i`` and for brokers on ``internal_port + i``; the
     controller on ``controller_port`` (:func:`check_ports`). Any of them 0 (None: the two latter's
@@ -349,13 +234,18 @@ def up(directory: str, brokers: int, port: int = 9092, level: Level | None = Non
     from ..level import DEFAULT
     if brokers < 1 or brokers > 50:
         raise ClusterError(f"--brokers must be within 1..50, got {brokers}", 2)
-    check_ports(brokers, port, controller_port, internal_port)
+    if controllers < 1 or controllers > 9:
+        raise ClusterError(f"--controllers must be within 1..9, got {controllers}", 2)
+    check_ports(brokers, port, controller_port, internal_port, controllers)
     os.makedirs(directory, exist_ok=True)
     directory = os.path.abspath(directory)
     if os.path.exists(_cluster_path(directory)):
         cluster = load(directory)
         if cluster["brokers"] != brokers:
             raise ClusterError(f"{directory} holds a cluster of {cluster['brokers']} brokers, not {brokers}", 2)
+        if len(controller_ids(cluster)) != controllers:
+            raise ClusterError(f"{directory} holds a cluster of {len(controller_ids(cluster))} controller(s), not "
+                               f"{controllers}", 2)
         if level is not None and cluster["level"] != level.label:
             raise ClusterError(f"{directory} holds a cluster at level {cluster['level']}, not {level.label}", 2)
         running = [node_name(e["id"]) for e in cluster["nodes"] if pid_alive(e.get("pid"))]
@@ -376,7 +266,7 @@ def up(directory: str, brokers: int, port: int = 9092, level: Level | None = Non
             e["metrics_port"] = free
         for e in cluster["nodes"]:  # ports named now replace the recorded ones
             if e["role"] == "controller" and controller_port:
-                e["port"] = controller_port
+                e["port"] = controller_port + (e["id"] - CONTROLLER_ID_BASE if e["id"] != CONTROLLER else 0)
             elif e["role"] == "broker" and internal_port:
                 e["internal_port"] = internal_port + e["id"]
     else:
@@ -386,8 +276,9 @@ def up(directory: str, brokers: int, port: int = 9092, level: Level | None = Non
             "seed": seed if seed is not None else SystemRandom().randrange(2 ** 31),
             "cluster_id": kafka_uuid(uuid.UUID(int=SystemRandom().getrandbits(128))), "brokers": brokers,
             "config": dict(config or {}), "chaos": bool(chaos),
-            "nodes": [{"id": CONTROLLER, "role": "controller", "pid": None, "host": HOST, "port": controller_port or 0,
-                       "internal_port": None, "metrics_port": 0}]
+            "nodes": [{"id": CONTROLLER if controllers == 1 else CONTROLLER_ID_BASE + i, "role": "controller",
+                       "pid": None, "host": HOST, "port": controller_port + i if controller_port else 0,
+                       "internal_port": None, "metrics_port": 0} for i in range(controllers)]
             + [{"id": i, "role": "broker", "pid": None, "host": HOST, "port": port + i if port else 0,
                 "internal_port": internal_port + i if internal_port else 0, "metrics_port": 0}
                for i in range(brokers)],
@@ -422,7 +313,7 @@ def up(directory: str, brokers: int, port: int = 9092, level: Level | None = Non
         pass
     started: list[subprocess.Popen] = []
     try:
-        for node in [CONTROLLER] + list(range(brokers)):
+        for node in controller_ids(cluster) + list(range(brokers)):
             started.append(_start_node(directory, cluster, node))
         wait_ready(directory, list(range(brokers)))
     except BaseException:
@@ -449,7 +340,7 @@ def wait_ready(directory: str, broker_ids: list[int], timeout_s: float = READY_T
         if ready:
             return
         time.sleep(0.1)
-    tails = "\n".join(_tail(directory, n) for n in [CONTROLLER] + broker_ids)
+    tails = "\n".join(_tail(directory, n) for n in controller_ids(load(directory)) + broker_ids)
     raise ClusterError(f"brokers not all unfenced within {timeout_s:.0f} s\n{tails}")
 
 
@@ -623,9 +514,10 @@ def down(directory: str) -> list[tuple[str, bool]]:
         _kill(e["pid"], signal.SIGCONT)
     for e in brokers:
         out.append((node_name(e["id"]), _stop_pid(e["pid"], kill=False)))
-    ctrl = _entry(cluster, CONTROLLER)
-    if pid_alive(ctrl.get("pid")):
-        out.append((CONTROLLER, _stop_pid(ctrl["pid"], kill=False)))
+    for node in controller_ids(cluster):
+        ctrl = _entry(cluster, node)
+        if pid_alive(ctrl.get("pid")):
+            out.append((node_name(node), _stop_pid(ctrl["pid"], kill=False)))
     return out
 
 
@@ -786,13 +678,18 @@ def control_all(directory: str, command: dict, timeout_s: float = CONTROL_TIMEOU
     return {e["id"]: answers[e["id"]] for e in cluster["nodes"] if e["id"] in answers}
 
 
-def start_controller(directory: str) -> dict:
-    """Start the controller (stopped or killed) on its recorded port. Its directory is never formatted
-    here: ClusterError (exit 1, the node's one-line reason) when it refuses to start on a directory that
-    is missing, not formatted or not this cluster's."""
+def start_controller(directory: str, node=CONTROLLER) -> dict:
+    """Start the controller ``node`` (the single one, or a quorum voter's id; stopped or killed) on its recorded
+    port. Its directory is never formatted here: ClusterError (exit 1, the node's one-line reason) when it refuses
+    to start on a directory that is missing, not formatted or not this cluster's."""
     cluster = load(directory)
-    entry = _entry(cluster, CONTROLLER)
+    entry = _entry(cluster, node)
     if pid_alive(entry.get("pid")):
-        raise ClusterError(f"the controller is already running (pid {entry['pid']})", 2)
-    _start_node(directory, cluster, CONTROLLER)
-    return _entry(load(directory), CONTROLLER)
+        raise ClusterError(f"{node_name(node)} is already running (pid {entry['pid']})", 2)
+    _start_node(directory, cluster, node)
+    return _entry(load(directory), node)
+
+
+def controller_ids(cluster: dict) -> list:
+    """The controller nodes of ``cluster``: ``["controller"]``, or a quorum's voter ids."""
+    return quorum_voters(cluster) or [CONTROLLER]

@@ -29,6 +29,7 @@ from .files import O_CLOEXEC, TMP_SUFFIX, atomic_write, dirs_to_sync, fsync_dir,
 from .segment import (
     BATCHES,
     METADATA,
+    RAFT,
     SCAN_CHUNK,
     BatchHeader,
     count_frames,
@@ -120,12 +121,14 @@ class _LogFile:
 class FileDisk:
     """The :class:`~kraftlog.storage.disk.Disk` of a real process: files under ``root``.
 
-    ``FileDisk(root, log=None, metadata_prefix="metadata/")``: ``root`` is created if missing and locked
-    (``<root>/.lock``, :class:`DirectoryLockedError` if held); ``log`` receives one line (str) per recovery
-    event (a torn tail truncated at load); log files under ``metadata_prefix`` hold metadata records, other
-    log files RecordBatch items (formats, path rules and durability: docs/DESIGN.md, "The file-backed
-    disk"). The shadow directory (:data:`SHADOW_DIR`) is never read or written here (chaos mode's
-    :class:`~kraftlog.net.shadow.ShadowFileDisk` keeps it). Times (``now_ms``) are ints in ms; only a
+    ``FileDisk(root, log=None, metadata_prefix="metadata/", raft_metadata=False)``: ``root`` is created if missing
+    and locked (``<root>/.lock``, :class:`DirectoryLockedError` if held); ``log`` receives one line (str) per
+    recovery event (a torn tail truncated at load); log files under ``metadata_prefix`` hold metadata records
+    (``raft_metadata``: a KRaft quorum member's Raft batches, each one v2 batch at its own offset in its own
+    leader epoch, control batches flagged, as Kafka's ``__cluster_metadata-0``), other log files RecordBatch items
+    (formats, path rules and durability: docs/DESIGN.md, "The file-backed disk"). The shadow directory
+    (:data:`SHADOW_DIR`) is never read or written here (chaos mode's :class:`~kraftlog.net.shadow.ShadowFileDisk`
+    keeps it). Times (``now_ms``) are ints in ms; only a
     metadata record's batch timestamp uses them. Sizes are bytes. OS errors (ENOSPC, EIO, ...) propagate
     as OSError (a failed append leaves the file as it was, best effort): the broker takes its log
     directory offline (DESIGN.md, "Faults a real deployment meets"); :meth:`set_full` injects ENOSPC.
@@ -134,13 +137,15 @@ class FileDisk:
     :meth:`close` (also a context manager).
     """
 
-    __slots__ = ("root", "metadata_prefix", "_log", "_logs", "_lock_fd", "_tail_bytes", "_drops",
-                 "_full_until")
+    __slots__ = ("root", "metadata_prefix", "raft_metadata", "_log", "_logs", "_lock_fd", "_tail_bytes",
+                 "_drops", "_full_until")
 
     def __init__(self, root: str | os.PathLike[str], log: Callable[[str], None] | None = None,
-                 metadata_prefix: str = METADATA_PREFIX) -> None:
+                 metadata_prefix: str = METADATA_PREFIX, raft_metadata: bool = False) -> None:
         self.root = os.path.abspath(os.fspath(root))
         self.metadata_prefix = metadata_prefix
+        #: the metadata log files are a KRaft quorum member's (Raft batches), not metadata records
+        self.raft_metadata = raft_metadata
         self._log = log
         self._logs: dict[str, _LogFile] = {}
         self._tail_bytes = 0  # the tail caches' bytes, all files
@@ -231,7 +236,9 @@ class FileDisk:
         return full
 
     def _kind(self, path: str) -> int:
-        return METADATA if path.startswith(self.metadata_prefix) else BATCHES
+        if path.startswith(self.metadata_prefix):
+            return RAFT if self.raft_metadata else METADATA
+        return BATCHES
 
     # ------------------------------------------------------------------ loading
     def _open(self, path: str, create: bool, verify: bool = True, keep_headers: bool = False) -> _LogFile | None:
@@ -251,7 +258,7 @@ class FileDisk:
             created = make_dirs(parent)
             self._creating(path)
             fd = os.open(full, _OPEN_LOG | os.O_CREAT | os.O_EXCL, 0o644)
-            f = self._logs[path] = _LogFile(fd, kind, [] if kind == METADATA else None, [], 0, 0,
+            f = self._logs[path] = _LogFile(fd, kind, [] if kind != BATCHES else None, [], 0, 0,
                                             dirs_to_sync(parent, created))
             f.base = metadata_base_offset(path) if kind == METADATA else 0
             return f

@@ -106,9 +106,27 @@ METRICS = "METRICS"
 EXIT_PORT_IN_USE = 2
 
 
+#: The node id of a quorum's first controller (``cluster up --controllers N``: 3000, 3001, ...; Kafka's examples
+#: number controllers so, and the simulator does too). Broker ids stay below it.
+CONTROLLER_ID_BASE = 3000
+
+
+def is_controller_id(node) -> bool:
+    """``node`` names a controller: the single one (``controller``) or a quorum's voter (an id >= 3000)."""
+    return node == CONTROLLER or (isinstance(node, int) and node >= CONTROLLER_ID_BASE)
+
+
 def node_name(node) -> str:
-    """``controller`` or ``broker-<id>``: the name of a node's data directory, log and run files."""
-    return CONTROLLER if node == CONTROLLER else f"broker-{node}"
+    """``controller``, ``controller-<id>`` (a quorum's voter) or ``broker-<id>``: the name of a node's data
+    directory, log and run files."""
+    if node == CONTROLLER:
+        return CONTROLLER
+    return f"controller-{node}" if is_controller_id(node) else f"broker-{node}"
+
+
+def quorum_voters(cluster: dict) -> list[int]:
+    """The ids of a cluster's controller quorum (``controller.quorum.voters``), [] with the single controller."""
+    return sorted(e["id"] for e in cluster["nodes"] if e["role"] == "controller" and isinstance(e["id"], int))
 
 
 def _bind(port: int) -> socket.socket:
@@ -247,7 +265,9 @@ async def _main(directory: str, node) -> int:
     rng = Random(f"{cluster['seed']}:{node}:{incarnation}")
 
     socks = {}
-    wanted = ({lst.CONTROLLER: spec["port"]} if node == CONTROLLER
+    controller = is_controller_id(node)
+    voters = quorum_voters(cluster)
+    wanted = ({lst.CONTROLLER: spec["port"]} if controller
               else {lst.CLIENT: spec["port"], lst.INTERNAL: spec["internal_port"]})
     if spec.get("metrics_port") is not None:  # cluster up records one per node (0: a free port)
         wanted[METRICS] = spec["metrics_port"]
@@ -271,28 +291,32 @@ async def _main(directory: str, node) -> int:
         node_log.error(f"cluster.json: {exc}")
         return 2
     chaos = bool(cluster.get("chaos", False))
-    disk = (ShadowFileDisk if chaos else FileDisk)(root, log=storage_log)
+    # a quorum's nodes (voters and the brokers observing them) keep the KRaft log: Raft batches
+    disk = (ShadowFileDisk if chaos else FileDisk)(root, log=storage_log, raft_metadata=bool(voters))
     clock = Clock()
     now = clock.now_ms()
     try:
-        if node == CONTROLLER:
-            core = QuorumController(config, level, disk, rng, now, cluster["cluster_id"], verify_identity=True)
+        if controller:
+            core = QuorumController(config, level, disk, rng, now, cluster["cluster_id"], verify_identity=True,
+                                    node_id=None if node == CONTROLLER else int(node),
+                                    quorum_voters=voters if voters else None)
             port, internal = ports[lst.CONTROLLER], None
         else:
             config["advertised.listeners"] = (f"{lst.CLIENT}://{HOST}:{ports[lst.CLIENT]},"
                                               f"{lst.INTERNAL}://{HOST}:{ports[lst.INTERNAL]}")
-            core = Broker(int(node), config, level, disk, rng, now, cluster["cluster_id"], verify_identity=True)
+            core = Broker(int(node), config, level, disk, rng, now, cluster["cluster_id"], verify_identity=True,
+                          controller_quorum=voters if voters else None)
             port, internal = ports[lst.CLIENT], ports[lst.INTERNAL]
-    except (NodeIdentityError, MetadataLogLoadError) as exc:  # not this node's, or a metadata log not whole
+    except (NodeIdentityError, MetadataLogLoadError, ValueError) as exc:  # not this node's, a log not whole
         disk.close()
         for sock in socks.values():
             sock.close()
         return refuse(f"{root}: {exc}")
-    controller_spec = _spec_for(cluster, CONTROLLER)
+    controller_ports = {e["id"]: e["port"] for e in cluster["nodes"] if e["role"] == "controller"}
 
     def address_of(peer):
-        if peer == CONTROLLER:
-            return HOST, controller_spec["port"]
+        if peer in controller_ports:  # the single controller, or a voter of the quorum
+            return HOST, controller_ports[peer]
         reg = core.image.brokers.get(peer)
         return None if reg is None else reg.endpoint(lst.INTERNAL)
 
@@ -316,7 +340,7 @@ async def _main(directory: str, node) -> int:
         if link_filter.active:
             driver_log(f"link filter rules from {LINKS_FILE}: {json.dumps(link_filter.to_rules(), sort_keys=True)}")
     driver = NodeDriver(core, socks, address_of, driver_log, client_id=name, clock=clock, link_filter=link_filter,
-                        control_handlers={"disk_full": disk_full} if chaos and node != CONTROLLER else None,
+                        control_handlers={"disk_full": disk_full} if chaos and not controller else None,
                         limits=limits)
     started = time.time()
 
@@ -330,14 +354,16 @@ async def _main(directory: str, node) -> int:
         # epoch, fencing, control port), and otherwise at most once per STATUS_INTERVAL_S: on_wake runs
         # after every event, and a file write + rename per request was the largest cost under load.
         errors = core.metadata_apply_errors.count
-        if node != CONTROLLER:
+        if not controller:
             published = core.publisher.published
             if published and published_after["s"] is None:
                 published_after["s"] = round(time.monotonic() - began, 3)
             key = (core.state, core.broker_epoch, core.fenced, driver.control_port, core.log_dir_offline, errors,
                    published)
         else:
-            key = (driver.control_port, errors)
+            quorum = core.quorum
+            key = (driver.control_port, errors) if quorum is None else (
+                driver.control_port, errors, quorum.raft.leader_id, quorum.raft.epoch, quorum.is_active)
         now = time.monotonic()
         if not force and key == written["key"] and now - written["at"] < STATUS_INTERVAL_S:
             return
@@ -347,7 +373,7 @@ async def _main(directory: str, node) -> int:
                   "metrics_port": metrics_port, "gauges": key_gauges(core.metrics),
                   "counters": {"metadata-apply-error-count": errors},
                   "listeners": driver.listener_stats()}
-        if node != CONTROLLER:
+        if not controller:
             status.update(metadata_offset=core.image.offset, metadata_published_after_s=published_after["s"])
             status.update(state=core.state, broker_epoch=core.broker_epoch, fenced=core.fenced,
                           log_dir_offline=core.log_dir_offline, log_dir_failure=core.log_dir_failure,
@@ -362,10 +388,17 @@ async def _main(directory: str, node) -> int:
                                     "cleaning-in-progress": int(core.log_manager.cleaner.cleaning is not None),
                                     "metadata-apply-error-count": errors,
                                     "stray-dir-count": len(core.strays)})
-        else:
+        elif core.quorum is None:
             single = core.single
             status.update(state="RUNNING", metadata_offset=core.end_offset,
                           metadata_log_start_offset=single.log.start_offset if single is not None else 0)
+        else:  # a voter: its Raft state (what `metadata-quorum describe` and the fault injectors read)
+            raft = core.quorum.raft
+            status.update(state="RUNNING", metadata_offset=raft.high_watermark - 1,
+                          metadata_log_start_offset=raft.log_start_offset,
+                          quorum={"leader_id": raft.leader_id, "epoch": raft.epoch, "active": core.quorum.is_active,
+                                  "state": raft.state.name, "high_watermark": raft.high_watermark,
+                                  "log_end_offset": raft.log.end_offset})
         write_json(run_path, status)
 
     def on_wake() -> None:
@@ -373,15 +406,15 @@ async def _main(directory: str, node) -> int:
             log(f"owner pid {owner} is gone: shutting down")
             on_signal(signal.SIGTERM)
         for line in core.take_log_lines():  # a broker's storage notes; the controller's metadata log and snapshots
-            (broker_log if node != CONTROLLER else log)(line)
+            (broker_log if not controller else log)(line)
         for line in core.metadata_apply_errors.take():  # Kafka's metadata fault handler logs each one
             metadata_log(line)
         write_status(force=False)
-        if node == CONTROLLER:
+        if controller:
             for ev in core.urm.take_events():  # the unclean recoveries' steps (KIP-966), into the node's log
                 recovery_log(f"unclean recovery of {ev.partition}: {ev.kind}: {ev.detail}")
 
-    if node == CONTROLLER:  # Kafka's ControllerEventManager histograms: only the driver sees an event wait and run
+    if controller:  # Kafka's ControllerEventManager histograms: only the driver sees an event wait and run
         driver.event_timers = (core.metrics.histogram(EVENT_QUEUE_TIME),
                                core.metrics.histogram(EVENT_QUEUE_PROCESSING_TIME))
     endpoint = MetricsEndpoint(lambda: core.metrics)
@@ -403,7 +436,7 @@ async def _main(directory: str, node) -> int:
             return
         stop["requested_ms"] = clock.now_ms()
         log(f"signal {signal.Signals(signum).name}: shutting down")
-        if node != CONTROLLER:
+        if not controller:
             core.begin_controlled_shutdown(clock.now_ms())
         driver.kick()
 
@@ -434,7 +467,7 @@ async def _main(directory: str, node) -> int:
         requested = stop["requested_ms"]
         if requested is None:
             return False
-        if node == CONTROLLER or core.stopped:
+        if controller or core.stopped:
             return True
         return clock.now_ms() - requested > CONTROLLED_SHUTDOWN_MAX_MS + SHUTDOWN_GRACE_MS
 
@@ -444,9 +477,9 @@ async def _main(directory: str, node) -> int:
     finally:
         driver.stopping = True
         fatal = getattr(core, "fatal_error", None)
-        clean = node == CONTROLLER or (core.stopped and fatal is None)
+        clean = controller or (core.stopped and fatal is None)
         for line in core.take_log_lines():
-            (broker_log if node != CONTROLLER else log)(line)
+            (broker_log if not controller else log)(line)
         write_status()
         await driver.close()
         await endpoint.close()
@@ -459,10 +492,10 @@ async def _main(directory: str, node) -> int:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if len(argv) != 2:
-        print("usage: python -m kraftlog.net.node DIR controller|BROKER_ID", file=sys.stderr)
+        print("usage: python -m kraftlog.net.node DIR controller|NODE_ID", file=sys.stderr)
         return 2
     directory, node = argv
-    node = node if node == CONTROLLER else int(node)
+    node = node if node == CONTROLLER else int(node)  # a broker's id, or a quorum voter's (>= 3000)
     tune_malloc()
     try:
         import uvloop  # measured here: about 2x asyncio's request rate on framing

@@ -16,13 +16,15 @@ from crc32c import crc32c
 
 from ..metadata.codec import decode_metadata_record, encode_metadata_record
 from ..metadata.records import METADATA_RECORD_TYPES
+from ..protocol.raft_records import RaftBatch
 from ..protocol.records import Record, RecordBatch
 from ..protocol.wire import encode_batches
+from ..protocol.wire.raft_batches import from_record_batch, to_record_batch
 from .files import O_CLOEXEC
 
 __all__ = [
     "BatchHeader", "read_headers", "file_checksum",
-    "BATCHES", "METADATA", "SCAN_CHUNK", "UndecodableLogError", "recover_log", "count_frames", "encode_item",
+    "BATCHES", "METADATA", "RAFT", "SCAN_CHUNK", "UndecodableLogError", "recover_log", "count_frames", "encode_item",
     "BatchSpan", "segment_batches", "corrupt_segment",
 ]
 
@@ -47,9 +49,11 @@ _METADATA_LEADER_EPOCH = 0
 _HEADER = struct.Struct(">qiibIhiqqqhii")
 _HEADER_BYTES = 61
 
-#: The two kinds of log file: a partition segment (RecordBatch items) and the metadata log (metadata records).
+#: The kinds of log file: a partition segment (RecordBatch items), the single controller's metadata log and a broker's
+#: copy of it (metadata records), and a KRaft quorum member's metadata log (Raft batches: KafkaRaftClient's log).
 BATCHES = 0
 METADATA = 1
+RAFT = 2
 
 #: Bytes read per system call when recovering or scanning a segment.
 SCAN_CHUNK = 1 << 20
@@ -113,7 +117,7 @@ def recover_log(fd: int, total: int, kind: int, path: str, verify_crc: bool = Tr
     is invalid, or None). Raises :class:`UndecodableLogError` for a batch with a valid length and CRC
     that is not an item of this file's kind."""
     reader = _ChunkReader(fd, total)
-    items: list[object] | None = [] if kind == METADATA else None
+    items: list[object] | None = [] if kind in (METADATA, RAFT) else None
     base = metadata_base_offset(path) if kind == METADATA else 0
     starts: list[int] = []
     pos = 0
@@ -158,7 +162,14 @@ def recover_log(fd: int, total: int, kind: int, path: str, verify_crc: bool = Tr
             break
         # Length and CRC are valid: the batch was written whole. Failing to read it is not a torn tail.
         try:
-            if items is not None:
+            if kind == RAFT:
+                assert items is not None
+                raft = from_record_batch(RecordBatch.from_bytes(view, verify_crc=False))
+                if items and raft.base_offset != items[-1].next_offset:  # type: ignore[attr-defined]
+                    raise ValueError(f"KRaft batch at offset {raft.base_offset} where offset "
+                                     f"{items[-1].next_offset} was expected")  # type: ignore[attr-defined]
+                items.append(raft)
+            elif items is not None:
                 batch = RecordBatch.from_bytes(view, verify_crc=False)
                 if batch.base_offset != base + len(items) or batch.record_count != 1:
                     raise ValueError(f"metadata batch at offset {batch.base_offset} with {batch.record_count} "
@@ -248,6 +259,10 @@ def encode_item(kind: int, item: object, index: int, now_ms: int) -> bytes:
         if not isinstance(item, RecordBatch):
             raise TypeError(f"a partition log holds RecordBatch items, not {type(item).__name__}")
         return item.data  # an encoded batch's own bytes, verbatim
+    if kind == RAFT:
+        if not isinstance(item, RaftBatch):
+            raise TypeError(f"a KRaft log holds RaftBatch items, not {type(item).__name__}")
+        return encode_batches((to_record_batch(item),))  # Kafka's layout: one v2 batch at its own offset
     if type(item) not in METADATA_RECORD_TYPES:
         raise TypeError(f"the metadata log holds metadata records, not {type(item).__name__}")
     value = encode_metadata_record(item)

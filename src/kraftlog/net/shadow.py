@@ -177,10 +177,10 @@ class ShadowFileDisk(FileDisk):
     __slots__ = ("_shadows",)
 
     def __init__(self, root: str | os.PathLike[str], log: Callable[[str], None] | None = None,
-                 metadata_prefix: str = METADATA_PREFIX) -> None:
+                 metadata_prefix: str = METADATA_PREFIX, raft_metadata: bool = False) -> None:
         #: the shadow of each log file loaded or created (by Disk path)
         self._shadows: dict[str, _Shadow] = {}
-        super().__init__(root, log, metadata_prefix)
+        super().__init__(root, log, metadata_prefix, raft_metadata)
 
     # ------------------------------------------------------------------ hooks
     def _creating(self, path: str) -> None:
