@@ -66,7 +66,8 @@ def main(kills: int) -> None:
         cl.up(directory, 3, 0, controllers=3, config={"replica.lag.time.max.ms": "5000"})
         bootstrap = ",".join(f"127.0.0.1:{n['port']}" for n in cl.load(directory)["nodes"] if n["role"] == "broker")
         from confluent_kafka.admin import AdminClient, NewTopic
-        for f in AdminClient({"bootstrap.servers": bootstrap}).create_topics([NewTopic("t", 3, 3)]).values():
+        admin = AdminClient({"bootstrap.servers": bootstrap})  # kept: a collected client cancels its futures
+        for f in admin.create_topics([NewTopic("t", 3, 3)]).values():
             f.result(30)
         acked: list[bytes] = []
         failed: list[str] = []
