@@ -51,13 +51,15 @@ def active(directory: str, exclude: int | None = None) -> int | None:
 
 
 def wait(what: str, predicate, timeout_s: float = 30.0, interval_s: float = 0.01):
+    """``predicate()`` once it is true, polled every ``interval_s`` (10 ms: the window's resolution)."""
     deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
+    value = predicate()
+    while not value:
+        if time.monotonic() >= deadline:
+            raise SystemExit(f"timed out waiting for {what}")
         time.sleep(interval_s)
-    raise SystemExit(f"timed out waiting for {what}")
+        value = predicate()
+    return value
 
 
 def main(kills: int) -> None:
