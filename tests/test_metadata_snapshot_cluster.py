@@ -245,3 +245,20 @@ def test_the_snapshot_id_and_the_snapshot_chunks_cross_the_wire():
     assert wire.roundtrip(chunk, as_response_to=m.FetchSnapshotRequest) == chunk
     refused = m.FetchSnapshotResponse(Errors.INCONSISTENT_CLUSTER_ID, Errors.NONE, -1, -1)
     assert wire.roundtrip(refused, as_response_to=m.FetchSnapshotRequest) == refused
+
+
+def test_a_running_broker_loading_a_snapshot_without_a_topic_tombstones_its_offsets_and_keeps_its_logs():
+    """Kafka's TopicsDelta.finishSnapshot -> GroupCoordinator.onPartitionsDeleted: a topic missing from a snapshot
+    a published broker loads has its committed offsets tombstoned; its partition directories become -stray (the
+    Snapshots issue's rule: no RemoveTopicRecord says why it went)."""
+    from kraftlog.metadata.records import RemoveTopicRecord
+    c = MiniCluster(config=SMALL)
+    c.produce(5)
+    b = c.b
+    assert b.publisher.published and "t" in b.image.topics
+    calls: list[list[str]] = []
+    b.publisher._groups.on_topics_deleted = lambda now, names: calls.append(list(names))
+    without, _ = b.image.replay([RemoveTopicRecord(b.image.topics["t"].topic_id)], b.image.offset + 1)
+    b.publisher.load_snapshot(c.now, without)
+    assert calls == [["t"]]
+    assert list(stray_partitions(b.disk)) == ["t-0"]

@@ -99,15 +99,20 @@ class BrokerMetadataPublisher:
         fetched a snapshot) it is published at once as a whole image: a replica the image no longer gives this
         broker is renamed ``-stray``, never deleted, since no RemoveTopicRecord says why it went (the rule of the
         Snapshots issue; Kafka's ``TopicsDelta.finishSnapshot`` would treat a topic missing from the snapshot as
-        deleted). ``errors``: records of the snapshot the image could not apply (counted)."""
+        deleted). The committed offsets of a topic the new image no longer has are tombstoned, as Kafka's
+        ``onPartitionsDeleted`` does for a topic missing from a loaded snapshot (the logs stay: -stray).
+        ``errors``: records of the snapshot the image could not apply (counted)."""
         for offset, record, reason in errors:
             self.metadata_apply_errors.add(offset, record, reason)
+        vanished = sorted(set(self._cache.image.topics) - set(image.topics))
         self._cache.set_image(image)
         self._fetcher.dirty = True
         self._unpublished |= set(image.partitions)
         if not self._published:
             return
         self._stop_deleted_partitions(now_ms, {}, True)
+        if vanished:  # Kafka's TopicsDelta.finishSnapshot -> onPartitionsDeleted: their committed offsets go
+            self._groups.on_topics_deleted(now_ms, vanished)
         changed, self._unpublished = self._unpublished, set()
         try:
             self._apply_partitions(now_ms, image, changed)
