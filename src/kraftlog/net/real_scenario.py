@@ -76,8 +76,9 @@ def refusals(scn: Scenario) -> list[str]:
     can run with ``--real``."""
     out = []
     if scn.controllers != 1:
-        out.append(f"cluster controllers {scn.controllers}: a controller quorum runs in the simulator only (the real "
-                   "cluster has one controller process); remove it to run with --real")
+        out.append(f"cluster controllers {scn.controllers}: `scenario run --real` drives one controller process "
+                   "(a real quorum runs with `kraftlog cluster up --controllers 3`, not from a story yet); remove it "
+                   "to run with --real")
     if (scn.delay_min_ms, scn.delay_max_ms) != _SIM_DELAY:
         out.append(f"sim.network_delay {scn.delay_min_ms}ms-{scn.delay_max_ms}ms: real processes on loopback "
                    "have their own delays; remove it to run with --real")
