@@ -172,6 +172,24 @@ def test_every_fault_kind_is_a_sequence_of_scenario_steps():
                 assert inject[0].node == heal[0].node == "controller"
 
 
+def test_a_quorum_plan_faults_the_controller_as_often_as_a_broker_and_a_single_controllers_plan_is_unchanged():
+    """--controllers 3: the active controller is killed, paused and isolated (QUORUM_FAULT_KINDS), each a fault on
+    "controller" healed on it; with one controller every seed's plan is what it was."""
+    from kraftlog.net.chaos_plan import QUORUM_FAULT_KINDS, fault_steps
+    quorum = [f for s in range(40) for f in plan_faults(s, 3, controllers=3)]
+    assert {f.kind for f in quorum} == set(QUORUM_FAULT_KINDS)
+    assert sum(f.kind.startswith("controller_") for f in quorum) > len(quorum) // 5
+    verbs = {"controller_kill": (["crash"], ["restart"]), "controller_pause": (["pause"], ["resume"]),
+             "controller_isolate": (["isolate"], ["heal"])}
+    for number, f in enumerate(quorum):
+        if f.kind in verbs:
+            inject, heal = fault_steps(f, 3, 3, 0, number)
+            assert ([a.VERB for a in inject], [a.VERB for a in heal]) == verbs[f.kind] and f.node == "controller"
+    assert [(f.kind, f.node) for f in plan_faults(3, 3)] == [(f.kind, f.node) for f in plan_faults(3, 3, controllers=1)]
+    assert not any(f.kind.startswith("controller_") and f.kind != "controller_kill"
+                   for s in range(40) for f in plan_faults(s, 3))
+
+
 def test_chaos_dry_run_prints_the_plan_as_scenario_steps_and_starts_nothing(tmp_path):
     """``kraftlog chaos --dry-run``: the seed's plan as the steps section of a scenario file (it parses, with
     the chaos topic, to the steps :func:`plan_steps` gives); the faults are plan_faults' in order; nothing

@@ -82,3 +82,16 @@ def test_killing_the_active_controller_of_a_real_quorum_loses_nothing_and_anothe
 def test_cluster_up_refuses_a_bad_number_of_controllers(tmp_path):
     bad = kraftlog("cluster", "up", "--controllers", "0", "--dir", str(tmp_path / "c"), "--detach", check=False)
     assert bad.returncode == 2 and "--controllers must be within 1..9" in bad.stderr
+
+
+def test_chaos_on_a_quorum_kills_pauses_and_isolates_the_active_controller_and_loses_nothing(tmp_path):
+    """`kraftlog chaos --controllers 3`: a fault on "the controller" hits the active voter (its detail names it);
+    acks=all records survive every one of them."""
+    proc = kraftlog("chaos", "--controllers", "3", "--brokers", "3", "--duration", "40s", "--faults",
+                    "controller_kill,controller_pause,controller_isolate", "--seed", "5", "--dir",
+                    str(tmp_path / "c"), "--json", "--fail-on-loss", timeout=600)
+    verdict = json.loads(proc.stdout)
+    assert verdict["safe"] and verdict["lost_acked"] == 0 and verdict["passed"]
+    faults = verdict["faults"]
+    assert len(faults) >= 2 and all("the active controller was controller-30" in f["detail"] for f in faults)
+    assert verdict["acked"]["all"] > 0

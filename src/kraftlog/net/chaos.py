@@ -39,6 +39,9 @@ One run:
    gives a seed's plan as steps (``kraftlog chaos --dry-run``). A *story* replaces the random plan with a
    pinned sequence: ``last-replica-standing`` (KIP-966's motivating story;
    :meth:`ChaosRun._story_last_replica_standing`).
+   With a controller quorum (``controllers`` 3 or 5), a fault on the controller hits the active voter (see
+   :mod:`kraftlog.net.faults`) and the plan draws :data:`~kraftlog.net.chaos_plan.QUORUM_FAULT_KINDS`
+   (``controller_pause``, ``controller_isolate``, a heavier ``controller_kill``).
 4. **Heal, settle, read back.** Every link healed, every node resumed or restarted, the brokers unfenced
    and the ISRs complete (at most :data:`SETTLE_S`); the producers flush and stop; every partition is
    read from its leader from offset 0 to its HWM (what a consumer may read); the consumer catches up and
@@ -306,15 +309,17 @@ def client_sends(producers, acked_by_producer: Counter) -> dict[str, dict[str, o
     return out
 
 
-def chaos_ports(port_base: int | None, brokers: int) -> dict[str, int]:
-    """``kraftlog chaos --port-base N``'s ports as :func:`kraftlog.net.cluster.up` takes them: the
-    controller on N, broker ``i``'s client listener on N+1+i and its internal one on N+1+brokers+i (2 x
-    brokers + 1 consecutive ports); None: free ports. ValueError when they do not fit under 65536."""
+def chaos_ports(port_base: int | None, brokers: int, controllers: int = 1) -> dict[str, int]:
+    """``kraftlog chaos --port-base N``'s ports as :func:`kraftlog.net.cluster.up` takes them: controller ``j``
+    on N+j, broker ``i``'s client listener on N+C+i and its internal one on N+C+brokers+i (2 x brokers + C
+    consecutive ports, C controllers); None: free ports. ValueError when they do not fit under 65536."""
     if port_base is None:
         return {"port": 0}
-    if not 1 <= port_base <= 65535 - 2 * brokers:
-        raise ValueError(f"--port-base must be within 1..{65535 - 2 * brokers} for {brokers} brokers, got {port_base}")
-    return {"controller_port": port_base, "port": port_base + 1, "internal_port": port_base + 1 + brokers}
+    top = 65536 - 2 * brokers - controllers
+    if not 1 <= port_base <= top:
+        raise ValueError(f"--port-base must be within 1..{top} for {brokers} brokers, got {port_base}")
+    return {"controller_port": port_base, "port": port_base + controllers,
+            "internal_port": port_base + controllers + brokers}
 
 
 class ChaosRun:
@@ -327,9 +332,11 @@ class ChaosRun:
     def __init__(self, directory: str, brokers: int = 3, duration_s: float = 120.0, seed: int = 0,
                  level: Level | None = None, partitions: int = 3, rate: float = 100.0, story: str = "random",
                  progress=lambda line: None, kinds: tuple[str, ...] | None = None,
-                 port_base: int | None = None) -> None:
+                 port_base: int | None = None, controllers: int = 1) -> None:
         if brokers < 1 or brokers > 9:
             raise ValueError(f"--brokers must be within 1..9 for a chaos run, got {brokers}")
+        if controllers not in (1, 3, 5):
+            raise ValueError(f"--controllers must be 1, 3 or 5 for a chaos run, got {controllers}")
         if not 1 <= partitions <= 50:
             raise ValueError(f"--partitions must be within 1..50, got {partitions}")
         if not 0 < duration_s <= 24 * 3600:
@@ -341,8 +348,10 @@ class ChaosRun:
         if story == "last-replica-standing" and brokers < 3:
             raise ValueError("the last-replica-standing story needs at least 3 brokers")
         if kinds is not None:
-            plan_faults(seed, brokers, 1, kinds)  # ValueError for an unknown kind
-        self.ports_given = chaos_ports(port_base, brokers)
+            plan_faults(seed, brokers, 1, kinds, controllers)  # ValueError for an unknown kind
+        self.ports_given = chaos_ports(port_base, brokers, controllers)
+        #: 1, or the voters of a KRaft quorum (a fault on "the controller" hits the active one)
+        self.controllers = controllers
         self.kinds = kinds
         self.directory = os.path.abspath(directory)
         self.brokers, self.duration_s, self.seed = brokers, duration_s, seed
@@ -432,7 +441,10 @@ class ChaosRun:
         f.at_ms = _now_ms(self.t0)
         inject, heal = fault_steps(f, self.brokers, self.partitions, self.seed, len(self.faults))
         self._heals[id(f)] = heal
+        self.backend.hit_voter = None
         f.detail = self._run_actions(inject)
+        if self.backend.hit_voter is not None:  # a quorum: the fault hit the active voter
+            f.detail += f"; the active controller was controller-{self.backend.hit_voter}"
         self.event(f"fault: {f.describe()}" + (f" ({f.detail})" if f.detail else ""))
 
     def heal(self, f: Fault) -> None:
@@ -484,7 +496,7 @@ class ChaosRun:
             interruptible_sleep(min(5.0, max(0.0, end - time.monotonic())))
             self._story_last_replica_standing(end)
             return
-        plan = plan_faults(self.seed, self.brokers, kinds=self.kinds)
+        plan = plan_faults(self.seed, self.brokers, kinds=self.kinds, controllers=self.controllers)
         interruptible_sleep(min(STEADY_S, max(0.0, end - time.monotonic())))  # steady traffic first
         for f in plan:
             if time.monotonic() + f.hold_ms / 1000 + 1 > end:
@@ -514,14 +526,16 @@ class ChaosRun:
             self.progress(f"starting a {self.brokers}-broker chaos-mode cluster in {self.directory} "
                           f"(level {self.level.label}, seed {self.seed})")
             cl.up(self.directory, self.brokers, level=self.level, seed=self.seed, config=dict(CHAOS_CONFIG),
-                  chaos=True, owned=True, **self.ports_given)
+                  chaos=True, owned=True, controllers=self.controllers, **self.ports_given)
             self.client_logger = _file_logger(os.path.join(self.directory, "clients.log"))
             info = cl.load(self.directory)
             self.ports = {e["id"]: e["port"] for e in info["nodes"]}
             self.bootstrap = ",".join(f"{HOST}:{self.ports[b]}" for b in range(self.brokers))
             self._create_topic()
             self.t0 = time.monotonic()
-            self.event(f"cluster ready: {self.brokers} brokers, level {self.level.label}, seed {self.seed}, "
+            self.event(f"cluster ready: {self.brokers} brokers, "
+                       + (f"a quorum of {self.controllers} controllers, " if self.controllers > 1 else "")
+                       + f"level {self.level.label}, seed {self.seed}, "
                        f"topic {TOPIC} ({self.partitions} partitions, RF {self.rf}, min ISR {self.min_isr})")
             producers = [_ProducerThread(self, "producer-all", "all", self.rate),
                          _ProducerThread(self, "producer-1", "1", self.rate)]

@@ -27,7 +27,8 @@ from ..scenario import (
 )
 from .node import node_name
 
-__all__ = ["Fault", "plan_faults", "fault_steps", "plan_steps", "FAULT_KINDS", "UNCLEAN", "STORIES", "TOPIC",
+__all__ = ["Fault", "plan_faults", "fault_steps", "plan_steps", "FAULT_KINDS", "QUORUM_FAULT_KINDS", "UNCLEAN",
+           "STORIES", "TOPIC",
            "RECOVERY_WAIT_S", "STEADY_S"]
 
 #: The topic every client writes to and reads from.
@@ -35,6 +36,10 @@ TOPIC = "chaos"
 #: The fault kinds of a random plan, with their weights.
 FAULT_KINDS = {"kill": 2.0, "pause": 2.0, "shutdown": 1.5, "lose_unflushed": 1.5, "isolate": 2.0, "cut": 1.0,
                "partition": 1.0, "controller_kill": 0.7, "disk_full": 1.0, "corrupt": 1.0}
+#: The fault kinds of a random plan on a controller quorum (``--controllers`` > 1): the same, and the active
+#: controller killed, paused (SIGSTOP: a deposed leader that comes back) or isolated (check-quorum) as often as a
+#: broker is (a fault on "the controller" hits the active voter: :mod:`kraftlog.net.faults`).
+QUORUM_FAULT_KINDS = {**FAULT_KINDS, "controller_kill": 2.0, "controller_pause": 1.5, "controller_isolate": 1.5}
 #: Faults after which the broker restarted as after an unclean shutdown and may have lost data (KIP-966:
 #: it leaves the ELR): a crash, and a corrupted log (the fault budget counts both as data-losing; a full
 #: disk loses nothing acknowledged and counts as none).
@@ -74,25 +79,29 @@ class Fault:
         return f"{self.kind} {who}"
 
 
-def plan_faults(seed: int, brokers: int, count: int = 64, kinds: tuple[str, ...] | None = None) -> list[Fault]:
+def plan_faults(seed: int, brokers: int, count: int = 64, kinds: tuple[str, ...] | None = None,
+                controllers: int = 1) -> list[Fault]:
     """The first ``count`` faults of seed ``seed``'s random plan (the run takes as many as its duration
     allows): drawn from ``Random(f"chaos:{seed}")`` only, so the same seed and cluster size give the
     same faults, in the same order, with the same holds and gaps (ms). ``kinds``: draw only these (keys of
-    :data:`FAULT_KINDS`; ValueError for another); None: all of them."""
+    :data:`QUORUM_FAULT_KINDS`; ValueError for another); None: all of :data:`FAULT_KINDS`, or of
+    :data:`QUORUM_FAULT_KINDS` with ``controllers`` > 1 (a quorum)."""
     rng = Random(f"chaos:{seed}")
+    table = QUORUM_FAULT_KINDS if controllers > 1 else FAULT_KINDS
     if kinds is not None:
-        unknown = sorted(set(kinds) - set(FAULT_KINDS))
+        unknown = sorted(set(kinds) - set(QUORUM_FAULT_KINDS))
         if unknown or not kinds:
             raise ValueError(f"unknown fault kind(s) {', '.join(unknown) or '(none given)'} "
-                             f"(expected some of: {', '.join(sorted(FAULT_KINDS))})")
-    names = sorted(FAULT_KINDS if kinds is None else set(kinds))
-    weights = [FAULT_KINDS[k] for k in names]
+                             f"(expected some of: {', '.join(sorted(QUORUM_FAULT_KINDS))})")
+    names = sorted(table if kinds is None else set(kinds))
+    weights = [QUORUM_FAULT_KINDS[k] if controllers > 1 else FAULT_KINDS.get(k, QUORUM_FAULT_KINDS[k])
+               for k in names]
     out = []
     for _ in range(count):
         kind = rng.choices(names, weights)[0]
         if brokers < 2 and kind in ("cut", "partition"):
             kind = "isolate" if "isolate" in names else "pause"
-        node = CONTROLLER if kind == "controller_kill" else rng.randrange(brokers)
+        node = CONTROLLER if kind.startswith("controller_") else rng.randrange(brokers)
         peer = None
         if kind == "cut":
             others = [b for b in range(brokers) if b != node] + [CONTROLLER]
@@ -107,7 +116,8 @@ def fault_steps(f: Fault, brokers: int, partitions: int, seed: int, number: int)
     the plan (0-based), from which a ``corrupt`` draws its partition of :data:`TOPIC` (Random of the seed and
     ``number`` only: the plan's own draws are unchanged).
 
-    kill → crash (lose none), restart; controller_kill → the same on the controller; lose_unflushed →
+    kill → crash (lose none), restart; controller_kill → the same on the controller; controller_pause → pause,
+    resume the controller; controller_isolate → isolate the controller, heal; lose_unflushed →
     crash (lose unflushed), restart; pause → pause, resume; shutdown → shutdown, restart; isolate →
     isolate, heal; cut → cut, heal; partition → partition ([node] from the rest), heal; disk_full →
     disk_full for the hold, then an operator's restart (shutdown, restart); corrupt → shutdown, corrupt (the
@@ -118,11 +128,11 @@ def fault_steps(f: Fault, brokers: int, partitions: int, seed: int, number: int)
             return (Crash(node, "none"),), (Restart(node),)
         case "lose_unflushed":
             return (Crash(node, "unflushed"),), (Restart(node),)
-        case "pause":
+        case "pause" | "controller_pause":
             return (Pause(node),), (Resume(node),)
         case "shutdown":
             return (Shutdown(node),), (Restart(node),)
-        case "isolate":
+        case "isolate" | "controller_isolate":
             return (Isolate((node,)),), (Heal(None),)
         case "cut":
             return (Cut(node, f.peer),), (Heal(None),)
@@ -138,7 +148,7 @@ def fault_steps(f: Fault, brokers: int, partitions: int, seed: int, number: int)
 
 
 def plan_steps(seed: int, brokers: int, partitions: int = 3, duration_s: float = 120.0,
-               kinds: tuple[str, ...] | None = None) -> list[Step]:
+               kinds: tuple[str, ...] | None = None, controllers: int = 1) -> list[Step]:
     """Seed ``seed``'s random plan as scenario steps (what ``kraftlog chaos --dry-run`` prints): the first
     fault at :data:`STEADY_S`, each fault's heal ``after`` its hold, the next fault ``after`` its gap, as
     many faults as fit in ``duration_s`` when every recovery is instant. A run also waits, after each heal,
@@ -146,7 +156,7 @@ def plan_steps(seed: int, brokers: int, partitions: int = 3, duration_s: float =
     fewer may fit."""
     steps: list[Step] = []
     t_ms, end_ms, gap_ms = int(STEADY_S * 1000), int(duration_s * 1000), 0
-    for number, f in enumerate(plan_faults(seed, brokers, kinds=kinds)):
+    for number, f in enumerate(plan_faults(seed, brokers, kinds=kinds, controllers=controllers)):
         if t_ms + f.hold_ms + 1000 > end_ms:
             break
         inject, heal = fault_steps(f, brokers, partitions, seed, number)

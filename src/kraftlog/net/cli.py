@@ -433,6 +433,8 @@ def _duration_s(ctx, param, value: str) -> float:
               help="Cluster directory, kept afterwards with chaos.json, acks.parquet and the node logs "
                    "(default: a new directory under the system's temporary directory).")
 @click.option("--brokers", type=int, default=3, show_default=True, help="Number of brokers (1..9).")
+@click.option("--controllers", type=int, default=1, show_default=True,
+              help="1, or a KRaft quorum of N voters: a controller fault then hits the active one.")
 @click.option("--duration", default="120s", show_default=True, callback=_duration_s,
               help="How long faults and traffic go on once the cluster is ready (e.g. 90s, 5m); the heal, "
                    "settle and read-back come after.")
@@ -455,9 +457,9 @@ def _duration_s(ctx, param, value: str) -> float:
 @click.option("--dry-run", is_flag=True,
               help="Print the seed's fault plan as scenario steps (YAML, SCENARIOS.md's format) and exit: "
                    "nothing starts.")
-def chaos(directory: str | None, brokers: int, duration: float, seed: int | None, level: Level | None,
-          port_base: int | None, partitions: int, rate: float, story: str, kinds: str | None, as_json: bool,
-          fail_on_loss: bool, dry_run: bool) -> None:
+def chaos(directory: str | None, brokers: int, controllers: int, duration: float, seed: int | None,
+          level: Level | None, port_base: int | None, partitions: int, rate: float, story: str, kinds: str | None,
+          as_json: bool, fail_on_loss: bool, dry_run: bool) -> None:
     """Start a real cluster, run real clients (a confluent-kafka idempotent acks=all producer, an acks=1
     producer, kraftlog's KIP-320 consumer) and inject seeded faults (SIGKILL, SIGSTOP, clean shutdown,
     lose-unflushed, isolation, cut links, partitions, controller kill, a full disk, a flipped byte in a
@@ -474,7 +476,7 @@ def chaos(directory: str | None, brokers: int, duration: float, seed: int | None
         seed = SystemRandom().randrange(2 ** 31)
     kind_list = None if kinds is None else tuple(k.strip() for k in kinds.split(",") if k.strip())
     if dry_run:
-        _print_plan(seed, brokers, partitions, duration, story, kind_list)
+        _print_plan(seed, brokers, partitions, duration, story, kind_list, controllers)
         return
     if directory is None:
         directory = tempfile.mkdtemp(prefix="kraftlog-chaos-")
@@ -488,7 +490,7 @@ def chaos(directory: str | None, brokers: int, duration: float, seed: int | None
     try:
         run = ChaosRun(directory, brokers=brokers, duration_s=duration, seed=seed, level=level,
                        partitions=partitions, rate=rate, story=story, progress=progress, kinds=kind_list,
-                       port_base=port_base)
+                       port_base=port_base, controllers=controllers)
     except ValueError as exc:
         _fail(str(exc), 2)
     with sigterm_interrupts():
@@ -509,7 +511,8 @@ def chaos(directory: str | None, brokers: int, duration: float, seed: int | None
     sys.exit(code)
 
 
-def _print_plan(seed: int, brokers: int, partitions: int, duration_s: float, story: str, kinds) -> None:
+def _print_plan(seed: int, brokers: int, partitions: int, duration_s: float, story: str, kinds,
+                controllers: int = 1) -> None:
     """``chaos --dry-run``: the fault plan as the steps of a scenario file (exit 2 for a bad option or a
     story, whose steps depend on the running cluster)."""
     from ..scenario import dump_steps
@@ -520,12 +523,14 @@ def _print_plan(seed: int, brokers: int, partitions: int, duration_s: float, sto
         _fail(f"--dry-run prints random plans only: the {story} story's steps depend on the running cluster "
               "(its partition's leader)", 2)
     try:
-        ChaosRun(os.devnull, brokers=brokers, duration_s=duration_s, seed=seed, partitions=partitions, kinds=kinds)
-        steps = plan_steps(seed, brokers, partitions, duration_s, kinds)
+        ChaosRun(os.devnull, brokers=brokers, duration_s=duration_s, seed=seed, partitions=partitions, kinds=kinds,
+                 controllers=controllers)
+        steps = plan_steps(seed, brokers, partitions, duration_s, kinds, controllers)
     except ValueError as exc:
         _fail(str(exc), 2)
     click.echo(f"# kraftlog chaos --seed {seed} --brokers {brokers} --partitions {partitions} "
-               f"--duration {duration_s:g}s: the fault plan as scenario steps (topic chaos). After each heal\n"
+               + (f"--controllers {controllers} " if controllers > 1 else "")
+               + f"--duration {duration_s:g}s: the fault plan as scenario steps (topic chaos). After each heal\n"
                f"# the run waits until every ISR is complete (at most {RECOVERY_WAIT_S:g}s), so its faults start "
                "later than these times and fewer may fit.")
     click.echo(dump_steps(steps), nl=False)
@@ -539,7 +544,7 @@ def _print_chaos(verdict: dict, directory: str) -> None:
         healed = "-" if f["healed_ms"] is None else f"{f['healed_ms'] / 1000:.1f}s"
         rec = "-" if f["recovered_ms"] is None else f"{f['recovered_ms'] / 1000:.1f}s"
         target = f["node"] if f["peer"] is None else f"{f['node']} -> {f['peer']}"
-        click.echo(f"  {f['at_ms'] / 1000:7.1f}s  {f['kind']:<16} {str(target):<16} healed {healed:>7}  "
+        click.echo(f"  {f['at_ms'] / 1000:7.1f}s  {f['kind']:<18} {str(target):<16} healed {healed:>7}  "
                    f"ISRs complete {rec:>7}" + (f"  ({f['detail']})" if f["detail"] else ""))
     a = verdict["acked"]
     click.echo(f"acknowledged: {a['all']:,} acks=all, {a['1']:,} acks=1; "

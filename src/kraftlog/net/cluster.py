@@ -66,7 +66,7 @@ from .node import CONTROLLER_ID_BASE, HOST, LINKS_FILE, node_name, quorum_voters
 
 __all__ = ["ClusterError", "free_ports", "up", "down", "status", "start_broker", "stop_broker", "load", "NodeStatus",
            "format_node", "strays", "READY_TIMEOUT_S", "pid_alive", "kill", "control", "control_all", "pause",
-           "resume", "kill_node", "node_alive"]
+           "resume", "kill_node", "node_alive", "active_controller", "controller_ids", "start_controller"]
 
 #: The suffix of a stray partition directory (Kafka's ``LogManager.StrayDirSuffix``).
 STRAY_SUFFIX = "-stray"
@@ -688,6 +688,18 @@ def start_controller(directory: str, node=CONTROLLER) -> dict:
         raise ClusterError(f"{node_name(node)} is already running (pid {entry['pid']})", 2)
     _start_node(directory, cluster, node)
     return _entry(load(directory), node)
+
+
+def active_controller(directory: str) -> int | None:
+    """A quorum's active voter, as the running voters' run files report it (the one whose ``quorum.active`` is
+    true); while none is, the first running voter; None when none runs (or the cluster has one controller)."""
+    info = load(directory)
+    running = [v for v in quorum_voters(info) if node_alive(info, v)]
+    for voter in running:
+        run = _run_file(directory, voter) or {}
+        if (run.get("quorum") or {}).get("active"):
+            return voter
+    return running[0] if running else None
 
 
 def controller_ids(cluster: dict) -> list:

@@ -3,6 +3,11 @@ of :class:`kraftlog.scenario.interpreter.ClusterBackend`, by PID and over the no
 (:mod:`kraftlog.net.cluster`). Shared by ``kraftlog scenario run --real``
 (:class:`kraftlog.net.real_scenario.RealScenarioRun`) and ``kraftlog chaos`` (:mod:`kraftlog.net.chaos`),
 whose fault plans are scenario steps: one fault vocabulary, one way to inject each fault.
+
+With a controller quorum (``cluster up --controllers N``), a fault on ``"controller"`` hits the *active* voter (the
+one whose run file says so, when the fault is injected: Kafka's failover tests kill the active controller), and
+its heal restarts, resumes or reconnects that same voter; a partition from "the controller" is one from every
+voter.
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ from ..controller.controller import CONTROLLER
 from ..scenario import Corrupt, Step, corrupt_target
 from ..scenario.interpreter import Corrupted, node_words
 from . import cluster as cl
-from .node import node_name
+from .node import node_name, quorum_voters
 
 __all__ = ["ProcessFaults"]
 
@@ -29,12 +34,36 @@ class ProcessFaults:
         self.directory = directory
         self.seed = seed
         self.paused: set = set()
+        #: the voter a fault on "controller" hit last (a quorum run), which its heal brings back
+        self.hit_voter: int | None = None
+
+    def _voters(self) -> list[int]:
+        return quorum_voters(cl.load(self.directory))
+
+    def _target(self, node):
+        """The process a fault on ``node`` hits: a quorum's active voter for ``"controller"`` (any running voter
+        while none is active), ``node`` itself otherwise."""
+        if node != CONTROLLER or not self._voters():
+            return node
+        voter = cl.active_controller(self.directory)
+        self.hit_voter = voter
+        return voter
+
+    def _healed(self, node):
+        """The process a heal of ``node`` concerns: the voter the last fault on ``"controller"`` hit."""
+        if node == CONTROLLER and self.hit_voter is not None:
+            return self.hit_voter
+        return node
 
     def alive(self, node) -> bool:
-        return cl.node_alive(cl.load(self.directory), node)
+        info = cl.load(self.directory)
+        if node == CONTROLLER and quorum_voters(info):
+            return all(cl.node_alive(info, v) for v in quorum_voters(info))
+        return cl.node_alive(info, node)
 
     def crash(self, node, lose: str) -> None:
         """SIGKILL by PID; ``unflushed``: every file back to its last fsync; ``all``: the data directory gone."""
+        node = self._target(node)
         cl.kill_node(self.directory, node)
         self.paused.discard(node)
         root = os.path.join(self.directory, node_name(node))
@@ -49,7 +78,11 @@ class ProcessFaults:
 
     def restart(self, node) -> str | None:
         try:
-            if node == CONTROLLER:
+            if node == CONTROLLER and self._voters():
+                for voter in ([self._healed(node)] if self.hit_voter is not None else self._voters()):
+                    if not cl.node_alive(cl.load(self.directory), voter):
+                        cl.start_controller(self.directory, voter)
+            elif node == CONTROLLER:
                 cl.start_controller(self.directory)
             else:
                 cl.start_broker(self.directory, node, wait=False)
@@ -58,12 +91,12 @@ class ProcessFaults:
         return None
 
     def restart_controller(self) -> str | None:
-        cl.kill_node(self.directory, CONTROLLER)
+        cl.kill_node(self.directory, self._target(CONTROLLER))
         return self.restart(CONTROLLER)
 
     def pause(self, node) -> str | None:
         """SIGSTOP by PID (:func:`kraftlog.net.cluster.pause`, as ``kraftlog chaos`` pauses a node)."""
-        if not cl.pause(self.directory, node):
+        if not cl.pause(self.directory, self._target(node)):
             return f"{node_words(node)} is not running"
         self.paused.add(node)
         return None
@@ -73,7 +106,7 @@ class ProcessFaults:
         if node not in self.paused:
             return f"{node_words(node)} is not paused"
         self.paused.discard(node)
-        cl.resume(self.directory, node)
+        cl.resume(self.directory, self._healed(node))
         return None
 
     def disk_full(self, broker: int, for_ms: int) -> str | None:
@@ -104,13 +137,15 @@ class ProcessFaults:
         cl.control_all(self.directory, {"cmd": verb, **{k: v for k, v in fields.items() if v is not None}})
 
     def isolate(self, nodes: tuple) -> None:
-        self._links("isolate", nodes=list(nodes))
+        self._links("isolate", nodes=[self._target(n) for n in nodes])
 
     def partition(self, groups: tuple) -> None:
-        self._links("partition", groups=[list(g) for g in groups])
+        voters = self._voters()
+        expanded = [[v for n in g for v in (voters if n == CONTROLLER and voters else [n])] for g in groups]
+        self._links("partition", groups=expanded)
 
     def cut(self, src, dst) -> None:
-        self._links("cut", **{"from": src, "to": dst})
+        self._links("cut", **{"from": self._target(src), "to": self._target(dst)})
 
     def heal(self, nodes: tuple | None) -> None:
         self._links("heal", nodes=None if nodes is None else list(nodes))

@@ -55,14 +55,15 @@ _CUT_KEYS = (("from", "to"), ("src", "dst"))
 
 
 def node_of_client_id(client_id) -> object:
-    """The node a node process's own client id names (``controller``; ``broker-<id>``, as
-    :func:`kraftlog.net.node.node_name` spells it), else None."""
+    """The node a node process's own client id names (``controller``; ``broker-<id>``; a quorum voter's
+    ``controller-<id>``, as :func:`kraftlog.net.node.node_name` spells them), else None."""
     if client_id == CONTROLLER:
         return CONTROLLER
-    if isinstance(client_id, str) and client_id.startswith("broker-"):
-        digits = client_id[len("broker-"):]
-        if digits.isascii() and digits.isdigit() and (digits == "0" or digits[0] != "0"):
-            return int(digits)
+    for prefix in ("broker-", "controller-"):  # a broker, or a quorum's voter (controller-3000)
+        if isinstance(client_id, str) and client_id.startswith(prefix):
+            digits = client_id[len(prefix):]
+            if digits.isascii() and digits.isdigit() and (digits == "0" or digits[0] != "0"):
+                return int(digits)
     return None
 
 
