@@ -691,14 +691,18 @@ def start_controller(directory: str, node=CONTROLLER) -> dict:
 
 
 def active_controller(directory: str) -> int | None:
-    """A quorum's active voter, as the running voters' run files report it (the one whose ``quorum.active`` is
-    true); while none is, the first running voter; None when none runs (or the cluster has one controller)."""
+    """A quorum's active voter, as the running voters' run files report it (``quorum.active`` true, in the highest
+    epoch: a paused former leader's file still says active); while none is, the first running voter; None when
+    none runs (or the cluster has one controller)."""
     info = load(directory)
     running = [v for v in quorum_voters(info) if node_alive(info, v)]
+    active = []
     for voter in running:
-        run = _run_file(directory, voter) or {}
-        if (run.get("quorum") or {}).get("active"):
-            return voter
+        quorum = (_run_file(directory, voter) or {}).get("quorum") or {}
+        if quorum.get("active"):
+            active.append((quorum.get("epoch", -1), voter))
+    if active:  # a paused former leader still says active: the newest epoch's is the active one
+        return max(active)[1]
     return running[0] if running else None
 
 
