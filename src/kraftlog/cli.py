@@ -260,6 +260,11 @@ main.add_command(elect)
 main.add_command(chaos)
 main.add_command(metadata_quorum)
 
+from .net.storage_cli import server, storage  # noqa: E402  (one node from its server.properties)
+
+main.add_command(server)
+main.add_command(storage)
+
 from .net.groups_cli import groups  # noqa: E402  (consumer groups of a real cluster)
 
 main.add_command(groups)

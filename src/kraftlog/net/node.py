@@ -66,7 +66,8 @@ import socket
 import sys
 import threading
 import time
-from random import Random
+from dataclasses import dataclass
+from random import Random, SystemRandom
 
 from ..broker.broker import CONTROLLED_SHUTDOWN_MAX_MS, Broker
 from ..controller.controller import CONTROLLER, QuorumController
@@ -83,6 +84,7 @@ from .link_filter import LinkFilter
 from .listener_limits import ListenerLimits
 from .meta_properties import read_meta_properties
 from .metrics_http import MetricsEndpoint, key_gauges
+from .server_config import ServerConfig, ServerConfigError, load_server_config
 from .shadow import ShadowFileDisk
 
 HOST = "127.0.0.1"
@@ -129,10 +131,16 @@ def quorum_voters(cluster: dict) -> list[int]:
     return sorted(e["id"] for e in cluster["nodes"] if e["role"] == "controller" and isinstance(e["id"], int))
 
 
-def _bind(port: int) -> socket.socket:
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+def _bind(host: str, port: int) -> socket.socket:
+    """A listening socket on ``host`` ("" : every interface) and ``port`` (0: a free one); OSError when the
+    address is in use or not this host's."""
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((HOST, port))
+    try:
+        sock.bind((host, port))
+    except OSError:
+        sock.close()
+        raise
     sock.listen(128)
     sock.setblocking(False)
     return sock
@@ -206,6 +214,12 @@ def tune_malloc() -> bool:
         mallopt(_M_TRIM_THRESHOLD, MALLOC_TRIM_THRESHOLD))
 
 
+def _advertised_host(host: str) -> str:
+    """The host a broker advertises for a listener bound to ``host`` (every interface: this host's name, as
+    Kafka advertises the canonical host name)."""
+    return host or socket.gethostname()
+
+
 def owner_alive(owner_pid: int) -> bool:
     """Whether the owner's PID still runs (the watchdog's second guard)."""
     try:
@@ -217,22 +231,96 @@ def owner_alive(owner_pid: int) -> bool:
     return True
 
 
-def _spec_for(cluster: dict, node) -> dict:
-    for entry in cluster["nodes"]:
-        if entry["id"] == node:
-            return entry
-    raise SystemExit(f"node {node!r} is not in cluster.json")
+@dataclass
+class NodeSpec:
+    """What one node process runs: from ``cluster.json`` (:func:`spec_from_cluster`, ``kraftlog cluster``) or
+    from a ``server.properties`` (:func:`spec_from_server_config`, ``kraftlog server``).
+
+    ``node``: the core's node id (:data:`~kraftlog.controller.controller.CONTROLLER` for the single controller);
+    ``name``: its client id and file name (``broker-1``, ``controller-3000``); ``root``: its data directory;
+    ``binds``: listener role (``CLIENT``, ``INTERNAL``, ``CONTROLLER``, ``METRICS``) -> (host, port) to bind
+    (port 0: a free one); ``advertise``: a broker's role -> (host, port) it registers (port 0: the bound one);
+    ``controllers``: controller id -> (host, port); ``voters``: the quorum's ids ([] for the single
+    controller); ``cluster_id``: None to take it from the directory's meta.properties; ``seed``: the text its
+    Random is seeded with (None: the OS's randomness); ``run_path``: its run file (None: none); ``chaos``,
+    ``owner_pid``, ``links_dir``: a fault injector's (``cluster.json``)."""
+
+    node: object
+    name: str
+    controller: bool
+    root: str
+    level: Level
+    config: dict
+    binds: dict
+    advertise: dict
+    controllers: dict
+    voters: list
+    cluster_id: str | None = None
+    seed: str | None = None
+    run_path: str | None = None
+    incarnation: int | None = None
+    chaos: bool = False
+    owner_pid: int | None = None
+    links_dir: str | None = None
 
 
-async def _main(directory: str, node) -> int:
-    began = time.monotonic()
-    name = node_name(node)
+def spec_from_cluster(directory: str, node) -> NodeSpec:
+    """The spec of ``node`` of the ``kraftlog cluster`` directory ``directory`` (its cluster.json): every
+    listener on 127.0.0.1. SystemExit when the node is not in it."""
     with open(os.path.join(directory, "cluster.json")) as f:
         cluster = json.load(f)
-    try:  # the logging module, as cluster.json's log.* configs say (kraftlog.net.node_logging)
-        node_log = node_logging.configure(name, {k: str(v) for k, v in cluster.get("config", {}).items()})
+    spec = next((e for e in cluster["nodes"] if e["id"] == node), None)
+    if spec is None:
+        raise SystemExit(f"node {node!r} is not in cluster.json")
+    controller = is_controller_id(node)
+    binds = ({lst.CONTROLLER: (HOST, spec["port"])} if controller
+             else {lst.CLIENT: (HOST, spec["port"]), lst.INTERNAL: (HOST, spec["internal_port"])})
+    if spec.get("metrics_port") is not None:  # cluster up records one per node (0: a free port)
+        binds[METRICS] = (HOST, spec["metrics_port"])
+    return NodeSpec(
+        node=node, name=node_name(node), controller=controller, root=os.path.join(directory, node_name(node)),
+        level=Level.parse(cluster["level"]), config={k: str(v) for k, v in cluster.get("config", {}).items()},
+        binds=binds, advertise={} if controller else {lst.CLIENT: (HOST, 0), lst.INTERNAL: (HOST, 0)},
+        controllers={e["id"]: (HOST, e["port"]) for e in cluster["nodes"] if e["role"] == "controller"},
+        voters=quorum_voters(cluster), cluster_id=cluster["cluster_id"], seed=str(cluster["seed"]),
+        run_path=os.path.join(directory, "run", f"{node_name(node)}.json"), incarnation=spec.get("incarnation"),
+        chaos=bool(cluster.get("chaos", False)), owner_pid=cluster.get("owner_pid") or None, links_dir=directory)
+
+
+def spec_from_server_config(server: ServerConfig) -> NodeSpec:
+    """The spec of a node run from its ``server.properties`` (:mod:`kraftlog.net.server_config`): a
+    controller's listener becomes the ``CONTROLLER`` role; a broker's inter-broker listener ``INTERNAL``
+    and its other one ``CLIENT`` (with one listener for both, ``INTERNAL`` serves clients too and is
+    advertised under both names); ``metrics.port`` on the host of the node's first listener."""
+    binds: dict = {}
+    advertise: dict = {}
+    if server.is_controller:
+        ep = server.listeners[server.controller_listener]
+        binds[lst.CONTROLLER] = (ep.host, ep.port)
+    else:
+        inter = server.inter_broker_listener
+        client = server.client_listener()
+        assert inter is not None and client is not None  # a broker's (server_config)
+        binds[lst.INTERNAL] = (server.listeners[inter].host, server.listeners[inter].port)
+        if client != inter:
+            binds[lst.CLIENT] = (server.listeners[client].host, server.listeners[client].port)
+        for role, name in ((lst.INTERNAL, inter), (lst.CLIENT, client)):
+            advertise[role] = (server.advertised[name].host, server.advertised[name].port)
+    if server.metrics_port is not None:
+        binds[METRICS] = (next(iter(server.listeners.values())).host, server.metrics_port)
+    return NodeSpec(
+        node=server.node_id, name=server.name, controller=server.is_controller, root=server.data_dir,
+        level=server.level, config=dict(server.config), binds=binds, advertise=advertise,
+        controllers=dict(server.voters), voters=sorted(server.voters))
+
+
+async def _main(spec: NodeSpec) -> int:
+    began = time.monotonic()
+    node, name = spec.node, spec.name
+    try:  # the logging module, as the config's log.* keys say (kraftlog.net.node_logging)
+        node_log = node_logging.configure(name, spec.config)
     except ValueError as exc:
-        print(f"{name}: cluster.json: {exc}", file=sys.stderr, flush=True)
+        print(f"{name}: {exc}", file=sys.stderr, flush=True)
         return 2
     log = node_log.info
     broker_log = logging.getLogger(node_logging.BROKER).info
@@ -240,83 +328,93 @@ async def _main(directory: str, node) -> int:
     recovery_log = logging.getLogger(node_logging.UNCLEAN_RECOVERY).info
     driver_log = logging.getLogger(node_logging.DRIVER).info
     storage_log = logging.getLogger(node_logging.STORAGE).warning
-    spec = _spec_for(cluster, node)
-    owner = cluster.get("owner_pid")
+    owner = spec.owner_pid
     if owner:
         die_with_owner(int(owner))
-    level = Level.parse(cluster["level"])
-    root = os.path.join(directory, name)
-    run_path = os.path.join(directory, "run", f"{name}.json")
-    os.makedirs(os.path.dirname(run_path), exist_ok=True)
+    level = spec.level
+    root = spec.root
+    run_path = spec.run_path
+    if run_path is not None:
+        os.makedirs(os.path.dirname(run_path), exist_ok=True)
+
+    def write_run(data: dict) -> None:
+        if run_path is not None:
+            write_json(run_path, data)
 
     def refuse(reason: str) -> int:
         node_log.error(f"refused to start: {reason}")
-        write_json(run_path, {"pid": os.getpid(), "refused": reason, "updated": time.time()})
+        write_run({"pid": os.getpid(), "refused": reason, "updated": time.time()})
         return EXIT_REFUSED
 
     if not os.path.isdir(root):  # nothing is created for a lost directory: it stays as the operator left it
         return refuse(f"{root} does not exist: not formatted (no meta.properties)")
-    incarnation = spec.get("incarnation")
+    try:
+        identity = read_meta_properties(root) or {}
+    except ValueError as exc:
+        return refuse(str(exc))
+    cluster_id = spec.cluster_id if spec.cluster_id is not None else identity.get("cluster.id")
+    if cluster_id is None:
+        return refuse(f"{root} is not formatted (no meta.properties): run `kraftlog storage format` first")
+    incarnation = spec.incarnation
     if not incarnation:  # a cluster.json written before the launcher counted starts
         try:
-            incarnation = int((read_meta_properties(root) or {}).get("incarnation", "0")) + 1
+            incarnation = int(identity.get("incarnation", "0")) + 1
         except ValueError:
             incarnation = 1
-    rng = Random(f"{cluster['seed']}:{node}:{incarnation}")
+    rng = Random(f"{spec.seed}:{node}:{incarnation}" if spec.seed is not None else SystemRandom().getrandbits(64))
 
     socks = {}
-    controller = is_controller_id(node)
-    voters = quorum_voters(cluster)
-    wanted = ({lst.CONTROLLER: spec["port"]} if controller
-              else {lst.CLIENT: spec["port"], lst.INTERNAL: spec["internal_port"]})
-    if spec.get("metrics_port") is not None:  # cluster up records one per node (0: a free port)
-        wanted[METRICS] = spec["metrics_port"]
-    for listener, port in wanted.items():
+    controller = spec.controller
+    voters = spec.voters
+    for listener, (host, port) in spec.binds.items():
         try:
-            socks[listener] = _bind(port or 0)
+            socks[listener] = _bind(host, port or 0)
         except OSError as exc:
             for sock in socks.values():
                 sock.close()
-            reason = f"cannot bind its {listener} listener to {HOST}:{port}: {exc.strerror or exc}"
+            reason = f"cannot bind its {listener} listener to {host or '*'}:{port}: {exc.strerror or exc}"
             node_log.error(f"refused to start: {reason}")
-            write_json(run_path, {"pid": os.getpid(), "refused": reason, "port_in_use": port,
-                                  "listener": listener, "updated": time.time()})
+            write_run({"pid": os.getpid(), "refused": reason, "port_in_use": port,
+                       "listener": listener, "updated": time.time()})
             return EXIT_PORT_IN_USE
     metrics_sock = socks.pop(METRICS, None)
     ports = {k: s.getsockname()[1] for k, s in socks.items()}
-    config = {k: str(v) for k, v in cluster.get("config", {}).items()}
+    config = dict(spec.config)
     try:
         limits = ListenerLimits.from_config(config)
     except ValueError as exc:
-        node_log.error(f"cluster.json: {exc}")
+        node_log.error(f"config: {exc}")
         return 2
-    chaos = bool(cluster.get("chaos", False))
+    chaos = spec.chaos
     # a quorum's nodes (voters and the brokers observing them) keep the KRaft log: Raft batches
     disk = (ShadowFileDisk if chaos else FileDisk)(root, log=storage_log, raft_metadata=bool(voters))
     clock = Clock()
     now = clock.now_ms()
     try:
         if controller:
-            core = QuorumController(config, level, disk, rng, now, cluster["cluster_id"], verify_identity=True,
+            core = QuorumController(config, level, disk, rng, now, cluster_id, verify_identity=True,
                                     node_id=None if node == CONTROLLER else int(node),
                                     quorum_voters=voters if voters else None)
             port, internal = ports[lst.CONTROLLER], None
         else:
-            config["advertised.listeners"] = (f"{lst.CLIENT}://{HOST}:{ports[lst.CLIENT]},"
-                                              f"{lst.INTERNAL}://{HOST}:{ports[lst.INTERNAL]}")
-            core = Broker(int(node), config, level, disk, rng, now, cluster["cluster_id"], verify_identity=True,
+            advertised = {}
+            for role, (host, adv_port) in spec.advertise.items():
+                bound = ports.get(role, ports[lst.INTERNAL])  # one listener for clients and brokers
+                advertised[role] = f"{role}://{_advertised_host(host)}:{adv_port or bound}"
+            config["advertised.listeners"] = ",".join(advertised[r] for r in sorted(advertised))
+            core = Broker(int(node), config, level, disk, rng, now, cluster_id, verify_identity=True,
                           controller_quorum=voters if voters else None)
-            port, internal = ports[lst.CLIENT], ports[lst.INTERNAL]
+            port, internal = ports.get(lst.CLIENT, ports[lst.INTERNAL]), ports[lst.INTERNAL]
     except (NodeIdentityError, MetadataLogLoadError, ValueError) as exc:  # not this node's, a log not whole
         disk.close()
         for sock in socks.values():
             sock.close()
         return refuse(f"{root}: {exc}")
-    controller_ports = {e["id"]: e["port"] for e in cluster["nodes"] if e["role"] == "controller"}
+    controller_addresses = spec.controllers
 
     def address_of(peer):
-        if peer in controller_ports:  # the single controller, or a voter of the quorum
-            return HOST, controller_ports[peer]
+        if peer in controller_addresses:  # the single controller, or a voter of the quorum
+            return controller_addresses[peer]
         reg = core.image.brokers.get(peer)
         return None if reg is None else reg.endpoint(lst.INTERNAL)
 
@@ -336,7 +434,7 @@ async def _main(directory: str, node) -> int:
 
     link_filter = None
     if chaos:
-        link_filter = LinkFilter.from_rules(read_links(directory))
+        link_filter = LinkFilter.from_rules(read_links(spec.links_dir or root))
         if link_filter.active:
             driver_log(f"link filter rules from {LINKS_FILE}: {json.dumps(link_filter.to_rules(), sort_keys=True)}")
     driver = NodeDriver(core, socks, address_of, driver_log, client_id=name, clock=clock, link_filter=link_filter,
@@ -353,6 +451,8 @@ async def _main(directory: str, node) -> int:
         # The run file is rewritten when what `cluster status` and `wait_ready` read changes (state, broker
         # epoch, fencing, control port), and otherwise at most once per STATUS_INTERVAL_S: on_wake runs
         # after every event, and a file write + rename per request was the largest cost under load.
+        if run_path is None:  # `kraftlog server`: no run file (its state is in its log and on /metrics)
+            return
         errors = core.metadata_apply_errors.count
         if not controller:
             published = core.publisher.published
@@ -399,7 +499,7 @@ async def _main(directory: str, node) -> int:
                           quorum={"leader_id": raft.leader_id, "epoch": raft.epoch, "active": core.quorum.is_active,
                                   "state": raft.state.name, "high_watermark": raft.high_watermark,
                                   "log_end_offset": raft.log.end_offset})
-        write_json(run_path, status)
+        write_run(status)
 
     def on_wake() -> None:
         if owner and stop["requested_ms"] is None and not owner_alive(int(owner)):
@@ -424,8 +524,9 @@ async def _main(directory: str, node) -> int:
     if chaos:
         await driver.start_control(HOST)
     write_status()
-    log(f"started (incarnation {incarnation}, level {cluster['level']}, ports {ports}, pid {os.getpid()}"
-        + (f", metrics on http://{HOST}:{metrics_port}/metrics" if metrics_port is not None else "")
+    log(f"started (incarnation {incarnation}, level {level.label}, ports {ports}, pid {os.getpid()}"
+        + (f", metrics on http://{metrics_sock.getsockname()[0]}:{metrics_port}/metrics"
+           if metrics_sock is not None else "")
         + (f", chaos mode, control port {driver.control_port})" if chaos else ")"))
 
     stop = {"requested_ms": None}
@@ -489,20 +590,42 @@ async def _main(directory: str, node) -> int:
     return 1 if fatal else 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    if len(argv) != 2:
-        print("usage: python -m kraftlog.net.node DIR controller|NODE_ID", file=sys.stderr)
-        return 2
-    directory, node = argv
-    node = node if node == CONTROLLER else int(node)  # a broker's id, or a quorum voter's (>= 3000)
+def run(spec: NodeSpec) -> int:
+    """Run the node ``spec`` describes until it stops (its exit status): glibc's malloc tuned, uvloop when
+    installed."""
     tune_malloc()
     try:
         import uvloop  # measured here: about 2x asyncio's request rate on framing
         runner = uvloop.run
     except ImportError:
         runner = asyncio.run
-    return runner(_main(directory, node))
+    return runner(_main(spec))
+
+
+def run_server(path: str) -> int:
+    """``kraftlog server CONFIG.properties``: run the node a properties file describes
+    (:mod:`kraftlog.net.server_config`). A file kraftlog cannot run a node from exits 2 with one line naming
+    the key; a port in use exits 2 (:data:`EXIT_PORT_IN_USE`) with one line naming it; an unformatted or
+    foreign directory exits 1 (:data:`EXIT_REFUSED`)."""
+    try:
+        server = load_server_config(path)
+    except ServerConfigError as exc:
+        print(f"kraftlog server: {path}: {exc}", file=sys.stderr, flush=True)
+        return 2
+    return run(spec_from_server_config(server))
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if len(argv) == 2 and argv[0] == "--config":
+        return run_server(argv[1])
+    if len(argv) != 2:
+        print("usage: python -m kraftlog.net.node DIR controller|NODE_ID | --config SERVER.properties",
+              file=sys.stderr)
+        return 2
+    directory, node = argv
+    node = node if node == CONTROLLER else int(node)  # a broker's id, or a quorum voter's (>= 3000)
+    return run(spec_from_cluster(directory, node))
 
 
 if __name__ == "__main__":

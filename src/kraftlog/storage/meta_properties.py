@@ -35,6 +35,7 @@ __all__ = [
     "NodeIdentityError",
     "decode_properties",
     "encode_properties",
+    "load_properties",
     "format_disk",
     "kafka_uuid",
     "new_directory_id",
@@ -191,13 +192,20 @@ def encode_properties(props: Mapping[str, object]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def decode_properties(text: str) -> dict[str, str]:
-    """Every key of properties ``text`` (``java.util.Properties.load``). ValueError when it is not
-    properties text or lacks ``version`` (Kafka refuses to start on an unreadable meta.properties)."""
+def load_properties(text: str) -> dict[str, str]:
+    """Every key of properties ``text`` as ``java.util.Properties.load`` reads it (comments, continuation
+    lines, escapes; a later key replaces an earlier one). ValueError when it is not properties text."""
     props: dict[str, str] = {}
     for line in _logical_lines(text):
         key, value = _split_property(line)
         props[key] = value
+    return props
+
+
+def decode_properties(text: str) -> dict[str, str]:
+    """Every key of properties ``text`` (``java.util.Properties.load``). ValueError when it is not
+    properties text or lacks ``version`` (Kafka refuses to start on an unreadable meta.properties)."""
+    props = load_properties(text)
     if "version" not in props:
         raise ValueError("no version: not a meta.properties file")
     return props

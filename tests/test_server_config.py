@@ -1,0 +1,182 @@
+"""`kraftlog server`'s properties file and `kraftlog storage`: Kafka's KRaft node configuration rules
+(`KafkaConfig`'s validation), each refusal one line naming the key, and `storage format`'s Formatter rules."""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import uuid
+
+import pytest
+from click.testing import CliRunner
+
+from kraftlog.cli import main
+from kraftlog.level import Level
+from kraftlog.net.node import NodeSpec, spec_from_server_config
+from kraftlog.net.server_config import ServerConfigError, load_server_config, parse_server_config
+from kraftlog.net.storage_cli import random_uuid
+from kraftlog.protocol import listeners as lst
+from kraftlog.storage.meta_properties import parse_kafka_uuid
+
+EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples" / "three-hosts"
+
+VOTERS = "3000@127.0.0.1:9093,3001@127.0.0.2:9093,3002@127.0.0.3:9093"
+CONTROLLER = f"""node.id=3001
+process.roles=controller
+listeners=CONTROLLER://127.0.0.2:9093
+controller.listener.names=CONTROLLER
+controller.quorum.voters={VOTERS}
+log.dirs=/var/lib/kraftlog/c1
+"""
+BROKER = f"""node.id=1
+process.roles=broker
+listeners=CLIENT://127.0.0.5:9092,BROKER://127.0.0.5:9094
+advertised.listeners=CLIENT://broker1.example:9092
+inter.broker.listener.name=BROKER
+controller.listener.names=CONTROLLER
+listener.security.protocol.map=CLIENT:PLAINTEXT,BROKER:PLAINTEXT,CONTROLLER:PLAINTEXT
+controller.quorum.voters={VOTERS}
+log.dirs=/var/lib/kraftlog/b1
+metrics.port=9100
+min.insync.replicas=2
+log.level=DEBUG
+"""
+
+
+def _with(text: str, **changes: str | None) -> str:
+    """``text`` with the keys of ``changes`` (dots as underscores) replaced, added or (None) removed."""
+    lines = text.splitlines()
+    for key, value in changes.items():
+        key = key.replace("_", ".")
+        lines = [line for line in lines if not line.startswith(key + "=")]
+        if value is not None:
+            lines.append(f"{key}={value}")
+    return "\n".join(lines) + "\n"
+
+
+def test_a_controller_file_is_read_as_kafka_names_it():
+    server = parse_server_config(CONTROLLER)
+    assert server.node_id == 3001 and server.is_controller and server.name == "controller-3001"
+    assert server.voters == {3000: ("127.0.0.1", 9093), 3001: ("127.0.0.2", 9093), 3002: ("127.0.0.3", 9093)}
+    assert server.data_dir == "/var/lib/kraftlog/c1" and server.metrics_port is None
+    assert server.level == Level.URM  # kraftlog.level's default: the highest level
+    spec = spec_from_server_config(server)
+    assert isinstance(spec, NodeSpec) and spec.controller and spec.node == 3001
+    assert spec.binds == {lst.CONTROLLER: ("127.0.0.2", 9093)} and spec.voters == [3000, 3001, 3002]
+    assert spec.run_path is None and spec.cluster_id is None  # the cluster id comes from meta.properties
+
+
+def test_a_broker_maps_its_listeners_to_the_client_and_inter_broker_roles():
+    server = parse_server_config(BROKER)
+    assert not server.is_controller and server.inter_broker_listener == "BROKER"
+    assert server.client_listener() == "CLIENT"
+    assert server.config == {"min.insync.replicas": "2", "log.level": "DEBUG"}
+    spec = spec_from_server_config(server)
+    assert spec.binds == {lst.INTERNAL: ("127.0.0.5", 9094), lst.CLIENT: ("127.0.0.5", 9092),
+                          "METRICS": ("127.0.0.5", 9100)}
+    # advertised.listeners overrides CLIENT only; BROKER is advertised as it listens
+    assert spec.advertise == {lst.INTERNAL: ("127.0.0.5", 9094), lst.CLIENT: ("broker1.example", 9092)}
+
+
+def test_one_listener_serves_clients_and_brokers_as_kafkas_default_plaintext():
+    server = parse_server_config(_with(BROKER, listeners="PLAINTEXT://127.0.0.5:9092", advertised_listeners=None,
+                                       inter_broker_listener_name=None, listener_security_protocol_map=None))
+    assert server.inter_broker_listener == "PLAINTEXT" and server.client_listener() == "PLAINTEXT"
+    spec = spec_from_server_config(server)
+    assert spec.binds == {lst.INTERNAL: ("127.0.0.5", 9092), "METRICS": ("127.0.0.5", 9100)}
+    assert spec.advertise == {lst.INTERNAL: ("127.0.0.5", 9092), lst.CLIENT: ("127.0.0.5", 9092)}
+
+
+@pytest.mark.parametrize("text, message", [
+    (_with(BROKER, num_io_threads="8"), "unknown configuration 'num.io.threads'"),
+    (_with(BROKER, min_insync_replica="2"), "did you mean 'min.insync.replicas'"),
+    (_with(BROKER, node_id=None), 'Missing required configuration "node.id"'),
+    (_with(BROKER, node_id="one"), "Invalid value one for configuration node.id"),
+    (_with(BROKER, process_roles=None), 'Missing required configuration "process.roles"'),
+    (_with(BROKER, process_roles="broker,controller"), "combined mode"),
+    (_with(BROKER, listeners=None), 'Missing required configuration "listeners"'),
+    (_with(BROKER, listeners="CLIENT:9092"), "is not NAME://HOST:PORT"),
+    (_with(BROKER, listeners="CLIENT://127.0.0.5:99999"), "port within 0..65535"),
+    (_with(BROKER, listener_security_protocol_map="CLIENT:PLAINTEXT"), "no security protocol for listener BROKER"),
+    (_with(BROKER, listener_security_protocol_map="CLIENT:SSL,BROKER:PLAINTEXT"), "uses SSL"),
+    (_with(BROKER, inter_broker_listener_name="INTERNAL"), "inter.broker.listener.name: INTERNAL"),
+    (_with(BROKER, controller_listener_names=None), "controller.listener.names must contain"),
+    (_with(BROKER, controller_listener_names="CLIENT"), "must not contain a value appearing in listeners"),
+    (_with(BROKER, controller_quorum_voters=None), 'Missing required configuration "controller.quorum.voters"'),
+    (_with(BROKER, controller_quorum_voters="3000@127.0.0.1"), "is not HOST:PORT"),
+    (_with(BROKER, controller_quorum_voters="x@127.0.0.1:9093"), "is not ID@HOST:PORT"),
+    (_with(BROKER, controller_quorum_voters="1@127.0.0.1:9093"), "must not be in the voters"),
+    (_with(BROKER, controller_quorum_bootstrap_servers="127.0.0.1:9093"), "dynamic quorum"),
+    (_with(BROKER, log_dirs="/a,/b"), "one log directory"),
+    (_with(BROKER, log_dirs=None), 'Missing required configuration "log.dirs"'),
+    (_with(BROKER, metadata_log_dir="/elsewhere"), "keeps its metadata log in its log directory"),
+    (_with(BROKER, min_insync_replicas="0"), "Invalid value 0 for configuration min.insync.replicas"),
+    (_with(BROKER, kraftlog_level="fast"), "kraftlog.level: unknown or unimplemented level"),
+    (_with(BROKER, metrics_port="70000"), "metrics.port"),
+    (_with(CONTROLLER, node_id="3005"), "the node id 3005 must be in the voters"),
+    (_with(CONTROLLER, listeners="CONTROLLER://127.0.0.2:9095"),
+     "voter 3001@127.0.0.2:9093 is not this node's controller listener CONTROLLER://127.0.0.2:9095"),
+    (_with(CONTROLLER, listeners="CONTROLLER://127.0.0.9:9093"), "is not this node's controller listener"),
+    (_with(CONTROLLER, listeners="CONTROLLER://127.0.0.2:9093,PLAINTEXT://127.0.0.2:9092"),
+     "PLAINTEXT is not in controller.listener.names"),
+    (_with(CONTROLLER, controller_listener_names="OTHER", listener_security_protocol_map="CONTROLLER:PLAINTEXT"),
+     "OTHER must appear in listeners"),
+])
+def test_a_file_kraftlog_cannot_run_is_refused_in_one_line_naming_the_key(text, message):
+    with pytest.raises(ServerConfigError) as caught:
+        parse_server_config(text)
+    assert message in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_the_three_host_example_files_are_valid(tmp_path):
+    files = sorted(EXAMPLES.glob("*.properties"))
+    assert [f.name for f in files] == ["broker-0.properties", "broker-1.properties", "broker-2.properties",
+                                      "controller-3000.properties", "controller-3001.properties",
+                                      "controller-3002.properties"]
+    servers = [load_server_config(str(f)) for f in files]
+    hosts = {next(iter(s.listeners.values())).host for s in servers}
+    assert hosts == {f"127.0.0.{i}" for i in range(1, 7)}  # one loopback address per host
+    assert {s.node_id for s in servers if s.is_controller} == set(servers[0].voters)
+
+
+def _runner_files(tmp_path: pathlib.Path, text: str) -> str:
+    path = tmp_path / "server.properties"
+    path.write_text(_with(text, log_dirs=str(tmp_path / "data")))
+    return str(path)
+
+
+def test_storage_format_writes_meta_properties_and_refuses_a_formatted_directory(tmp_path):
+    runner = CliRunner()
+    config = _runner_files(tmp_path, BROKER)
+    cluster_id = random_uuid()
+    assert len(cluster_id) == 22 and parse_kafka_uuid(cluster_id) != uuid.UUID(int=0)
+    done = runner.invoke(main, ["storage", "format", "--cluster-id", cluster_id, "--config", config])
+    assert done.exit_code == 0, done.output
+    text = (tmp_path / "data" / "meta.properties").read_text()
+    assert f"cluster.id={cluster_id}" in text and "node.id=1" in text and "directory.id=" in text
+    again = runner.invoke(main, ["storage", "format", "-t", cluster_id, "-c", config])
+    assert again.exit_code == 1 and "is already formatted" in again.output
+    ignored = runner.invoke(main, ["storage", "format", "-t", cluster_id, "-c", config, "--ignore-formatted"])
+    assert ignored.exit_code == 0 and (tmp_path / "data" / "meta.properties").read_text() == text
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--cluster-id", "not-a-uuid"], "does not appear to be a valid UUID"),
+    (["--cluster-id", "AAAAAAAAAAAAAAAAAAAAAA"], "is a reserved UUID"),
+    (["--standalone"], "You cannot specify controller.quorum.voters and format the node with --standalone"),
+    (["--no-initial-controllers"], "controller.quorum.voters"),
+    (["--standalone", "--no-initial-controllers"], "only one of --standalone"),
+])
+def test_storage_format_refuses_bad_requests_in_one_line(tmp_path, args, message):
+    config = _runner_files(tmp_path, CONTROLLER)
+    full = ["storage", "format", "--config", config] + (args if "--cluster-id" in args
+                                                       else ["--cluster-id", random_uuid(), *args])
+    result = CliRunner().invoke(main, full)
+    assert result.exit_code == 2 and message in result.output and result.output.count("\n") == 1
+    assert not os.path.exists(tmp_path / "data" / "meta.properties")
+
+
+def test_storage_format_refuses_a_controller_flag_on_a_broker(tmp_path):
+    config = _runner_files(tmp_path, BROKER)
+    result = CliRunner().invoke(main, ["storage", "format", "-t", random_uuid(), "-c", config, "--standalone"])
+    assert result.exit_code == 2 and "describes a broker" in result.output
