@@ -190,6 +190,23 @@ def test_a_quorum_plan_faults_the_controller_as_often_as_a_broker_and_a_single_c
                    for s in range(40) for f in plan_faults(s, 3))
 
 
+def test_a_dynamic_quorum_plan_also_loses_the_active_controllers_disk_and_a_static_one_never_does():
+    """--kraft-version 1 (KIP-853): controller_disk_loss is a crash losing the active controller's directory, healed
+    by a restart (which formats it again); a static quorum's plan never draws it and refuses it by name, since a
+    static voter that lost its log must not come back."""
+    from kraftlog.net.chaos_plan import DYNAMIC_QUORUM_FAULT_KINDS, QUORUM_FAULT_KINDS, fault_steps
+    dynamic = [f for s in range(40) for f in plan_faults(s, 3, controllers=3, kraft_version=1)]
+    assert {f.kind for f in dynamic} == set(DYNAMIC_QUORUM_FAULT_KINDS)
+    lost = [f for f in dynamic if f.kind == "controller_disk_loss"]
+    inject, heal = fault_steps(lost[0], 3, 3, 0, 0)
+    assert [(a.VERB, a.node, a.lose) for a in inject] == [("crash", "controller", "all")]
+    assert [a.VERB for a in heal] == ["restart"]
+    assert not any(f.kind == "controller_disk_loss" for s in range(40) for f in plan_faults(s, 3, controllers=3))
+    assert {f.kind for s in range(40) for f in plan_faults(s, 3, controllers=3)} == set(QUORUM_FAULT_KINDS)
+    with pytest.raises(ValueError, match="controller_disk_loss needs a kraft.version 1 quorum"):
+        plan_faults(1, 3, kinds=("controller_disk_loss",), controllers=3)
+
+
 def test_chaos_dry_run_prints_the_plan_as_scenario_steps_and_starts_nothing(tmp_path):
     """``kraftlog chaos --dry-run``: the seed's plan as the steps section of a scenario file (it parses, with
     the chaos topic, to the steps :func:`plan_steps` gives); the faults are plan_faults' in order; nothing

@@ -82,6 +82,9 @@ def test_killing_the_active_controller_of_a_real_quorum_loses_nothing_and_anothe
 def test_cluster_up_refuses_a_bad_number_of_controllers(tmp_path):
     bad = kraftlog("cluster", "up", "--controllers", "0", "--dir", str(tmp_path / "c"), "--detach", check=False)
     assert bad.returncode == 2 and "--controllers must be within 1..9" in bad.stderr
+    single = kraftlog("cluster", "up", "--kraft-version", "1", "--dir", str(tmp_path / "d"), "--detach", check=False)
+    assert single.returncode == 2 and "--kraft-version 1 needs a controller quorum" in single.stderr
+    assert not os.path.exists(tmp_path / "d" / "cluster.json")
 
 
 def test_chaos_on_a_quorum_kills_pauses_and_isolates_the_active_controller_and_loses_nothing(tmp_path):
@@ -95,3 +98,23 @@ def test_chaos_on_a_quorum_kills_pauses_and_isolates_the_active_controller_and_l
     faults = verdict["faults"]
     assert len(faults) >= 2 and all("the active controller was controller-30" in f["detail"] for f in faults)
     assert verdict["acked"]["all"] > 0
+
+
+def test_chaos_on_a_dynamic_quorum_loses_the_active_controllers_directory_and_every_voter_comes_back(tmp_path):
+    """`kraftlog chaos --controllers 3 --kraft-version 1` (KIP-853): controller_disk_loss SIGKILLs the active voter,
+    deletes its directory and formats it again (a new directory id, no bootstrap checkpoint); it rejoins the voters
+    by auto-join before the run goes on, and no acknowledged record is lost."""
+    directory = tmp_path / "c"
+    proc = kraftlog("chaos", "--controllers", "3", "--kraft-version", "1", "--brokers", "2", "--duration", "35s",
+                    "--faults", "controller_disk_loss", "--seed", "5", "--dir", str(directory), "--json",
+                    "--fail-on-loss", timeout=600)
+    verdict = json.loads(proc.stdout)
+    assert verdict["safe"] and verdict["lost_acked"] == 0 and verdict["passed"]
+    faults = verdict["faults"]
+    assert len(faults) >= 2 and all(f["kind"] == "controller_disk_loss" and "crashed (lose all)" in f["detail"]
+                                    for f in faults)
+    assert all(f.get("recovered_ms") is not None for f in faults), "a lost voter did not rejoin in time"
+    info = json.loads((directory / "cluster.json").read_text())
+    assert info["kraft_version"] == 1
+    runs = [json.loads((directory / "run" / f"controller-{v}.json").read_text())["quorum"] for v in VOTERS]
+    assert all(q["voter"] and q["voters"] == list(VOTERS) and q["kraft_version"] == 1 for q in runs)

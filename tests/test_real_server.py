@@ -13,13 +13,17 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from contextlib import ExitStack
 
 import pytest
-from confluent_kafka import Consumer
+from confluent_kafka import Consumer, Producer, TopicPartition
 
+from kraftlog.net.client import KafkaConnection
 from kraftlog.net.cluster_files import free_ports
+from kraftlog.protocol import messages as m
+from kraftlog.storage.meta_properties import parse_kafka_uuid
 from test_real_cluster import _consume, _produce, kraftlog
 from test_server_config import EXAMPLES
 
@@ -187,3 +191,144 @@ def test_a_port_in_use_exits_2_with_one_line_and_an_unformatted_directory_exits_
         out = _run_server(tmp_path, text)
     assert out.returncode == 2 and out.stderr.count("\n") == 1, out.stderr
     assert f"cannot bind its CONTROLLER listener to 127.0.0.2:{port}" in out.stderr
+
+
+def _dynamic_layout(tmp_path, brokers: int = 2) -> tuple[dict[int, str], str]:
+    """Three controllers of a dynamic quorum (KIP-853: controller.quorum.bootstrap.servers, auto-join on) on
+    127.0.0.1-3 and ``brokers`` one-listener brokers on 127.0.0.4.., in ``tmp_path``; (node id -> file, the
+    bootstrap servers)."""
+    cport, bport = free_ports(2)
+    servers = ",".join(f"127.0.0.{i}:{cport}" for i in (1, 2, 3))
+    files = {}
+    for i in range(3):
+        files[3000 + i] = f"controller-{3000 + i}.properties"
+        (tmp_path / files[3000 + i]).write_text(
+            f"node.id={3000 + i}\nprocess.roles=controller\nlisteners=CONTROLLER://127.0.0.{i + 1}:{cport}\n"
+            f"controller.listener.names=CONTROLLER\ncontroller.quorum.bootstrap.servers={servers}\n"
+            f"controller.quorum.auto.join.enable=true\nlog.dirs=data/controller-{3000 + i}\n")
+    for b in range(brokers):
+        files[b] = f"broker-{b}.properties"
+        (tmp_path / files[b]).write_text(
+            f"node.id={b}\nprocess.roles=broker\nlisteners=PLAINTEXT://127.0.0.{4 + b}:{bport}\n"
+            f"controller.listener.names=CONTROLLER\ncontroller.quorum.bootstrap.servers={servers}\n"
+            f"log.dirs=data/broker-{b}\ndefault.replication.factor={brokers}\nmin.insync.replicas={brokers}\n"
+            f"offsets.topic.replication.factor={brokers}\nreplica.lag.time.max.ms=5000\n")
+    return files, servers
+
+
+def files_port(tmp_path) -> str:
+    """The brokers' port of :func:`_dynamic_layout`'s files (the same on every host)."""
+    return (tmp_path / "broker-0.properties").read_text().split("listeners=PLAINTEXT://127.0.0.4:")[1].split()[0]
+
+
+def _describe(servers: str) -> m.DescribeQuorumResponse | None:
+    """The quorum as its leader describes it (kraftlog's own DescribeQuorum), None while none answers."""
+    for address in servers.split(","):
+        try:
+            with KafkaConnection(address, timeout_s=5) as k:
+                resp = k.request(m.DescribeQuorumRequest())
+        except OSError:
+            continue
+        if isinstance(resp, m.DescribeQuorumResponse) and resp.error_code == 0 and resp.partition_error_code == 0:
+            return resp
+    return None
+
+
+def _unfenced(address: str) -> set[int]:
+    """The brokers a broker's Metadata answer lists (the unfenced ones), empty while it does not answer."""
+    try:
+        with KafkaConnection(address, timeout_s=5) as k:
+            resp = k.request(m.MetadataRequest(topics=()))
+    except OSError:
+        return set()
+    return {b.node_id for b in resp.brokers} if isinstance(resp, m.MetadataResponse) else set()
+
+
+def _wait(what: str, check, timeout_s: float = 60):
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        found = check()
+        if found:
+            return found
+        time.sleep(0.3)
+    raise AssertionError(f"not within {timeout_s} s: {what}")
+
+
+def test_a_voter_that_lost_its_disk_rejoins_a_dynamic_quorum_and_nothing_acknowledged_is_lost(tmp_path):
+    """KIP-853 on real processes: the active controller of a kraft.version 1 quorum is SIGKILLed and its directory
+    deleted under an acks=all producer; `kraftlog server` refuses the empty directory; formatted again with
+    --no-initial-controllers it comes back with a new directory id, removes its old self from the voters and
+    adds itself (controller.quorum.auto.join.enable), and the quorum keeps committing; no acknowledged record is
+    lost. A static voter that lost its disk would instead come back as a voter with an empty log."""
+    files, servers = _dynamic_layout(tmp_path)
+    cluster_id = _kraftlog_in(tmp_path, "storage", "random-uuid").stdout.strip()
+    dirs = {n: _kraftlog_in(tmp_path, "storage", "random-uuid").stdout.strip() for n in (3000, 3001, 3002)}
+    initial = ",".join(f"{n}@127.0.0.{n - 2999}:{servers.split(',')[0].split(':')[1]}:{dirs[n]}" for n in dirs)
+    for node, name in files.items():
+        extra = ["--initial-controllers", initial] if node >= 3000 else []
+        out = _kraftlog_in(tmp_path, "storage", "format", "-t", cluster_id, "-c", name, *extra)
+        assert out.returncode == 0, out.stderr
+    procs: dict[int, subprocess.Popen] = {}
+    acked: list[bytes] = []
+    stop = threading.Event()
+
+    def produce() -> None:  # acks=all all along, as a user's producer would
+        producer = Producer({"bootstrap.servers": "127.0.0.4:" + files_port(tmp_path), "acks": "all",
+                             "enable.idempotence": True, "linger.ms": 5})
+        i = 0
+        while not stop.is_set():
+            producer.produce("ledger", f"r{i}".encode(),
+                             on_delivery=lambda err, msg: acked.append(msg.value()) if err is None else None)
+            producer.poll(0)
+            i += 1
+            time.sleep(0.002)
+        producer.flush(30)
+
+    with ExitStack() as stack:
+        stack.callback(lambda: _stop([procs[n] for n in sorted(procs, key=lambda n: (n >= 3000, n))]))
+        for node in (3000, 3001, 3002, 0, 1):
+            procs[node] = _server(tmp_path, files[node])
+        first = _wait("a quorum with both brokers observing", lambda: (d := _describe(servers)) is not None and {
+            o.replica_id for o in d.observers} >= {0, 1} and d)
+        assert {v.replica_id: v.replica_directory_id for v in first.current_voters} == {
+            n: parse_kafka_uuid(dirs[n]) for n in dirs}
+        _wait("both brokers unfenced", lambda: _unfenced("127.0.0.4:" + files_port(tmp_path)) == {0, 1})
+        kraftlog("topics", "create", "--bootstrap-server", "127.0.0.4:" + files_port(tmp_path), "--topic", "ledger",
+                 "--partitions", "2", "--replication-factor", "2")
+        writer = threading.Thread(target=produce, daemon=True)
+        writer.start()
+        stack.callback(stop.set)
+        _wait("records acknowledged", lambda: len(acked) > 200)
+        leader = first.leader_id
+        procs.pop(leader).kill()  # SIGKILL, then the disk is gone
+        shutil.rmtree(tmp_path / "data" / f"controller-{leader}")
+        second = _wait("another leader", lambda: (d := _describe(servers)) is not None and d.leader_id != leader and d)
+        refused = subprocess.run([sys.executable, "-m", "kraftlog.cli", "server", files[leader]], cwd=tmp_path,
+                                 capture_output=True, text=True, timeout=60)
+        assert refused.returncode == 1 and "not formatted" in refused.stderr
+        out = _kraftlog_in(tmp_path, "storage", "format", "-t", cluster_id, "-c", files[leader],
+                           "--no-initial-controllers")
+        assert out.returncode == 0, out.stderr
+        new_dir = parse_kafka_uuid(out.stdout.split("directory.id ")[1].rstrip(".\n"))
+        assert new_dir != parse_kafka_uuid(dirs[leader])
+        procs[leader] = _server(tmp_path, files[leader])
+        rejoined = _wait("the lost voter back as a voter with its new directory id", lambda: (
+            d := _describe(servers)) is not None and {(v.replica_id, v.replica_directory_id) for v in d.current_voters}
+            == {(n, parse_kafka_uuid(dirs[n])) for n in dirs if n != leader} | {(leader, new_dir)} and d, 90)
+        assert rejoined.leader_epoch >= second.leader_epoch
+        kraftlog("topics", "create", "--bootstrap-server", "127.0.0.5:" + files_port(tmp_path), "--topic", "after",
+                 "--partitions", "1", "--replication-factor", "2")  # the quorum still commits
+        time.sleep(1)
+        stop.set()
+        writer.join(60)
+        assert len(acked) > 300
+        consumer = Consumer({"bootstrap.servers": "127.0.0.5:" + files_port(tmp_path), "group.id": "audit",
+                             "enable.auto.commit": False})
+        try:
+            consumer.assign([TopicPartition("ledger", p, 0) for p in range(2)])
+            got = {msg.value() for msg in _consume(consumer, len(acked))}
+        finally:
+            consumer.close()
+        assert set(acked) <= got, f"{len(set(acked) - got)} acknowledged records lost"
+        for node, proc in procs.items():
+            assert proc.poll() is None, f"node {node} exited"

@@ -102,11 +102,12 @@ def test_one_listener_serves_clients_and_brokers_as_kafkas_default_plaintext():
     (_with(BROKER, inter_broker_listener_name="INTERNAL"), "inter.broker.listener.name: INTERNAL"),
     (_with(BROKER, controller_listener_names=None), "controller.listener.names must contain"),
     (_with(BROKER, controller_listener_names="CLIENT"), "must not contain a value appearing in listeners"),
-    (_with(BROKER, controller_quorum_voters=None), 'Missing required configuration "controller.quorum.voters"'),
     (_with(BROKER, controller_quorum_voters="3000@127.0.0.1"), "is not HOST:PORT"),
     (_with(BROKER, controller_quorum_voters="x@127.0.0.1:9093"), "is not ID@HOST:PORT"),
     (_with(BROKER, controller_quorum_voters="1@127.0.0.1:9093"), "must not be in the voters"),
-    (_with(BROKER, controller_quorum_bootstrap_servers="127.0.0.1:9093"), "dynamic quorum"),
+    (_with(BROKER, controller_quorum_voters=None), 'or "controller.quorum.bootstrap.servers"'),
+    (_with(BROKER, controller_quorum_voters=None, controller_quorum_bootstrap_servers="127.0.0.1"),
+     "is not HOST:PORT"),
     (_with(BROKER, log_dirs="/a,/b"), "one log directory"),
     (_with(BROKER, log_dirs=None), 'Missing required configuration "log.dirs"'),
     (_with(BROKER, metadata_log_dir="/elsewhere"), "keeps its metadata log in its log directory"),
@@ -164,7 +165,7 @@ def test_storage_format_writes_meta_properties_and_refuses_a_formatted_directory
     (["--cluster-id", "not-a-uuid"], "does not appear to be a valid UUID"),
     (["--cluster-id", "AAAAAAAAAAAAAAAAAAAAAA"], "is a reserved UUID"),
     (["--standalone"], "You cannot specify controller.quorum.voters and format the node with --standalone"),
-    (["--no-initial-controllers"], "controller.quorum.voters"),
+    (["--no-initial-controllers"], "please remove controller.quorum.voters"),
     (["--standalone", "--no-initial-controllers"], "only one of --standalone"),
 ])
 def test_storage_format_refuses_bad_requests_in_one_line(tmp_path, args, message):
@@ -180,3 +181,67 @@ def test_storage_format_refuses_a_controller_flag_on_a_broker(tmp_path):
     config = _runner_files(tmp_path, BROKER)
     result = CliRunner().invoke(main, ["storage", "format", "-t", random_uuid(), "-c", config, "--standalone"])
     assert result.exit_code == 2 and "describes a broker" in result.output
+
+
+DYNAMIC = _with(CONTROLLER, controller_quorum_voters=None,
+                controller_quorum_bootstrap_servers="127.0.0.1:9093,127.0.0.2:9093,127.0.0.3:9093")
+
+
+def test_a_dynamic_quorum_names_bootstrap_servers_by_kafkas_negative_ids():
+    """KIP-853: without controller.quorum.voters the node asks the bootstrap servers, ids -2, -3, -4 (Kafka's
+    QuorumConfig), and learns the voters from its bootstrap checkpoint and the log."""
+    server = parse_server_config(DYNAMIC)
+    assert server.dynamic_quorum and server.voters == {}
+    spec = spec_from_server_config(server)
+    assert spec.voters == [] and spec.bootstrap == {-2: ("127.0.0.1", 9093), -3: ("127.0.0.2", 9093),
+                                                    -4: ("127.0.0.3", 9093)}
+    assert spec.listener == ("CONTROLLER", "127.0.0.2", 9093)
+    broker = spec_from_server_config(parse_server_config(_with(
+        BROKER, controller_quorum_voters=None, controller_quorum_bootstrap_servers="127.0.0.1:9093")))
+    assert broker.voters == [] and broker.bootstrap == {-2: ("127.0.0.1", 9093)} and broker.listener is None
+
+
+def _bootstrap_voters(root: pathlib.Path):
+    from kraftlog.net.disk import FileDisk
+    from kraftlog.raft.bootstrap import read_bootstrap
+    with FileDisk(root, raft_metadata=True) as disk:
+        return read_bootstrap(disk)
+
+
+def test_storage_format_standalone_writes_the_bootstrap_checkpoint_with_this_controller(tmp_path):
+    config = _runner_files(tmp_path, DYNAMIC)
+    missing = CliRunner().invoke(main, ["storage", "format", "-t", random_uuid(), "-c", config])
+    assert missing.exit_code == 2 and "you must specify one of the following: --standalone" in missing.output
+    done = CliRunner().invoke(main, ["storage", "format", "-t", random_uuid(), "-c", config, "--standalone"])
+    assert done.exit_code == 0, done.output
+    voters = _bootstrap_voters(tmp_path / "data")
+    (voter,) = voters.voters.values()
+    dir_id = (tmp_path / "data" / "meta.properties").read_text().split("directory.id=")[1].split()[0]
+    assert voter.voter_id == 3001 and voter.voter_directory_id == parse_kafka_uuid(dir_id)
+    assert [(e.name, e.host, e.port) for e in voter.endpoints] == [("CONTROLLER", "127.0.0.2", 9093)]
+
+
+def test_storage_format_initial_controllers_gives_this_node_the_directory_id_named(tmp_path):
+    ids = {n: random_uuid() for n in (3000, 3001, 3002)}
+    initial = ",".join(f"{n}@127.0.0.{n - 2999}:9093:{ids[n]}" for n in ids)
+    config = _runner_files(tmp_path, DYNAMIC)
+    done = CliRunner().invoke(main, ["storage", "format", "-t", random_uuid(), "-c", config,
+                                     "--initial-controllers", initial])
+    assert done.exit_code == 0, done.output
+    assert f"directory.id={ids[3001]}" in (tmp_path / "data" / "meta.properties").read_text()
+    voters = _bootstrap_voters(tmp_path / "data")
+    assert {v.voter_id: (v.voter_directory_id, v.endpoints[0].host) for v in voters.voters.values()} == {
+        n: (parse_kafka_uuid(ids[n]), f"127.0.0.{n - 2999}") for n in ids}
+
+
+@pytest.mark.parametrize("initial, message", [
+    ("3000@127.0.0.1:9093:" + "A" * 22, "does not name this node (3001)"),
+    ("3001@127.0.0.2:9093", "is not ID@HOST:PORT:DIRECTORY_ID"),
+    ("3001@127.0.0.2:9093:not-an-id", "not-an-id"),
+])
+def test_storage_format_refuses_bad_initial_controllers(tmp_path, initial, message):
+    config = _runner_files(tmp_path, DYNAMIC)
+    result = CliRunner().invoke(main, ["storage", "format", "-t", random_uuid(), "-c", config,
+                                       "--initial-controllers", initial])
+    assert result.exit_code == 2 and message in result.output, result.output
+    assert not os.path.exists(tmp_path / "data" / "meta.properties")

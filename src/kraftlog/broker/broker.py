@@ -112,11 +112,12 @@ class Broker(NodeBase[BrokerContext]):
     this cluster id) and raises :class:`~kraftlog.storage.meta_properties.NodeIdentityError` otherwise,
     as a Kafka broker refuses to start on an unformatted or foreign log dir; ``directory_id`` is the log
     dir's ``directory.id`` (KIP-858). An I/O error while loading the logs takes the directory offline at
-    once: the broker registers, reports it in its first heartbeat and waits for a restart."""
+    once: the broker registers, reports it in its first heartbeat and waits for a restart. ``controller_quorum``:
+    the static voters' ids, or bootstrap servers' with ``quorum_static_voters`` False (KIP-853; RaftMetadataLoader)."""
 
     def __init__(self, broker_id: int, config: dict[str, str], level: Level, disk: Disk, rng: Random,
                  now_ms: int, cluster_id: str = "kraftlog", *, verify_identity: bool = False,
-                 controller_quorum: Sequence[int] | None = None) -> None:
+                 controller_quorum: Sequence[int] | None = None, quorum_static_voters: bool = True) -> None:
         super().__init__(broker_id)
         identity = read_identity(disk, broker_id, cluster_id) if verify_identity else None
         refuse_old_offset_files(disk)
@@ -171,7 +172,7 @@ class Broker(NodeBase[BrokerContext]):
             self.loader = RaftMetadataLoader(broker_id, cluster_id, self.directory_id,
                                              QuorumConfig.from_configs(self.static), self.publisher, self.lifecycle,
                                              self, disk, Random(rng.getrandbits(64)), now_ms, controller_quorum,
-                                             self.static, self._note)
+                                             self.static, self._note, static_voters=quorum_static_voters)
         metadata_apis = MetadataApis(broker_id, cluster_id, self.cache, self)
         self.group_apis = GroupApis(broker_id, self.cache, self.groups, self.log_manager, self.lifecycle, self,
                                     self._log_dir_failed, metadata_apis.auto_topic_creation)

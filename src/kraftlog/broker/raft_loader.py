@@ -34,12 +34,15 @@ class RaftMetadataLoader:
     """The metadata log of broker ``broker_id`` as an observer of the quorum ``controllers`` (their node ids).
     Its Raft log lives on the broker's ``disk`` (``metadata/__cluster_metadata-0``, not flushed: an observer
     acknowledges nothing); ``static``: the broker's static configs (the metadata log's segment, retention and
-    snapshot settings); ``note`` writes a line to the node's log; times are ms."""
+    snapshot settings); ``note`` writes a line to the node's log; ``static_voters``: ``controllers`` are the
+    static voters (kraft.version 0), else only where to fetch from (bootstrap servers: the voters come from the
+    log); times are ms."""
 
     def __init__(self, broker_id: int, cluster_id: str, directory_id: uuid.UUID, config: QuorumConfig,
                  publisher: BrokerMetadataPublisher, lifecycle: BrokerLifecycleManager, channel: RaftChannel,
                  disk: Disk, rng: Random, now_ms: int, controllers: Sequence[int],
-                 static: dict[str, str] | None = None, note: Callable[[str], None] | None = None) -> None:
+                 static: dict[str, str] | None = None, note: Callable[[str], None] | None = None,
+                 static_voters: bool = True) -> None:
         self.controllers = tuple(sorted(controllers))
         self._publisher = publisher
         self._lifecycle = lifecycle
@@ -50,7 +53,8 @@ class RaftMetadataLoader:
         def client() -> KafkaRaftClient:
             return KafkaRaftClient(node_id=broker_id, directory_id=directory_id, cluster_id=cluster_id,
                                    config=config, disk=disk, rng=rng, now_ms=now_ms, channel=channel,
-                                   static_voters=self.controllers, bootstrap_servers=self.controllers,
+                                   static_voters=self.controllers if static_voters else None,
+                                   bootstrap_servers=self.controllers,
                                    can_become_voter=False, log_config=log_config)
         try:
             self.raft = client()

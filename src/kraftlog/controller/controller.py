@@ -41,6 +41,7 @@ from ..metadata.snapshot import image_from_snapshot
 from ..metrics import KafkaMetrics
 from ..protocol import messages as m
 from ..protocol.node import Envelope, Message, NodeBase, earliest
+from ..protocol.raft_records import RaftEndpoint
 from ..raft.config import QuorumConfig
 from ..storage.disk import Disk
 from ..storage.meta_properties import read_identity
@@ -79,12 +80,17 @@ class QuorumController(NodeBase[LogInfoContext]):
     its ``meta.properties`` (:func:`kraftlog.storage.meta_properties.read_identity`) and raises
     :class:`~kraftlog.storage.meta_properties.NodeIdentityError` when the directory is not formatted
     or belongs to another node or cluster: a lost metadata directory must not come back as an empty
-    metadata log (the brokers would then forget every topic)."""
+    metadata log (the brokers would then forget every topic).
+
+    A controller of a KRaft quorum (``node_id`` given): ``quorum_voters`` are ``controller.quorum.voters``' ids
+    (kraft.version 0), None for the bootstrap checkpoint's voters (kraft.version 1, KIP-853);
+    ``quorum_bootstrap``: ``controller.quorum.bootstrap.servers`` as node ids; ``listeners``: its controller
+    listener's endpoints (none in the simulator)."""
 
     def __init__(self, config: dict[str, str], level: Level, disk: Disk, rng: Random, now_ms: int,
                  cluster_id: str = "kraftlog", *, verify_identity: bool = False, node_id: int | None = None,
                  quorum_voters: Sequence[int] | None = None, directory_id: uuid.UUID | None = None,
-                 quorum_bootstrap: Sequence[int] = ()) -> None:
+                 quorum_bootstrap: Sequence[int] = (), listeners: Sequence[RaftEndpoint] = ()) -> None:
         super().__init__(CONTROLLER if node_id is None else node_id)
         if verify_identity:
             identity = read_identity(disk, CONTROLLER if node_id is None else str(node_id), cluster_id)
@@ -130,7 +136,7 @@ class QuorumController(NodeBase[LogInfoContext]):
         if node_id is not None:
             self.quorum = ControllerQuorum(self, node_id, directory_id or uuid.UUID(int=rng.getrandbits(128)),
                                            cluster_id, QuorumConfig.from_configs(self.static), disk, rng, now_ms,
-                                           quorum_voters, quorum_bootstrap)
+                                           quorum_voters, quorum_bootstrap, listeners)
             self.quorum.after_event(now_ms)
 
     def rebuild_managers(self, now_ms: int) -> None:

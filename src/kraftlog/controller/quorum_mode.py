@@ -37,6 +37,7 @@ from ..metadata.snapshot import image_from_snapshot
 from ..protocol.errors import Errors
 from ..protocol.listeners import error_response
 from ..protocol.node import Address, Envelope, Message
+from ..protocol.raft_records import RaftEndpoint
 from ..raft.client import KafkaRaftClient, NotLeaderError, RaftContext
 from ..raft.config import QuorumConfig
 from ..raft.snapshots import CommittedSnapshots
@@ -75,16 +76,17 @@ class ControllerQuorum:
     """The Raft side of controller ``node_id``: ``voters`` are ``controller.quorum.voters``' ids (kraft.version
     0) or None for the voters of the bootstrap checkpoint (kraft.version 1); ``bootstrap_servers``:
     ``controller.quorum.bootstrap.servers`` as node ids (how a controller that is no voter finds the leader);
-    times are ms."""
+    ``listeners``: its controller listener's endpoints (none in the simulator); times are ms."""
 
     def __init__(self, controller: QuorumController, node_id: int, directory_id: uuid.UUID, cluster_id: str,
                  config: QuorumConfig, disk: Disk, rng: Random, now_ms: int, voters: Sequence[int] | None,
-                 bootstrap_servers: Sequence[int] = ()) -> None:
+                 bootstrap_servers: Sequence[int] = (), listeners: Sequence[RaftEndpoint] = ()) -> None:
         self.controller = controller
         log_config = MetadataLogConfig.from_configs(controller.static)
         self.raft = KafkaRaftClient(node_id=node_id, directory_id=directory_id, cluster_id=cluster_id, config=config,
                                     disk=disk, rng=rng, now_ms=now_ms, channel=_RaftChannel(controller),
-                                    static_voters=voters, bootstrap_servers=bootstrap_servers, log_config=log_config)
+                                    static_voters=voters, bootstrap_servers=bootstrap_servers, log_config=log_config,
+                                    local_listeners=listeners)
         #: snapshots of the committed image and the log's cleaning (Kafka's SnapshotGenerator, cleaner)
         self.snapshots = CommittedSnapshots(self.raft, log_config, now_ms)
         self.snapshots.log_lines.extend(self.raft.log.load_problems)

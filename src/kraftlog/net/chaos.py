@@ -332,11 +332,14 @@ class ChaosRun:
     def __init__(self, directory: str, brokers: int = 3, duration_s: float = 120.0, seed: int = 0,
                  level: Level | None = None, partitions: int = 3, rate: float = 100.0, story: str = "random",
                  progress=lambda line: None, kinds: tuple[str, ...] | None = None,
-                 port_base: int | None = None, controllers: int = 1) -> None:
+                 port_base: int | None = None, controllers: int = 1, kraft_version: int = 0) -> None:
         if brokers < 1 or brokers > 9:
             raise ValueError(f"--brokers must be within 1..9 for a chaos run, got {brokers}")
         if controllers not in (1, 3, 5):
             raise ValueError(f"--controllers must be 1, 3 or 5 for a chaos run, got {controllers}")
+        if kraft_version not in (0, 1) or (kraft_version == 1 and controllers == 1):
+            raise ValueError(f"--kraft-version must be 0, or 1 with a quorum (--controllers 3 or 5), got "
+                             f"{kraft_version}")
         if not 1 <= partitions <= 50:
             raise ValueError(f"--partitions must be within 1..50, got {partitions}")
         if not 0 < duration_s <= 24 * 3600:
@@ -348,10 +351,12 @@ class ChaosRun:
         if story == "last-replica-standing" and brokers < 3:
             raise ValueError("the last-replica-standing story needs at least 3 brokers")
         if kinds is not None:
-            plan_faults(seed, brokers, 1, kinds, controllers)  # ValueError for an unknown kind
+            plan_faults(seed, brokers, 1, kinds, controllers, kraft_version)  # ValueError for an unknown kind
         self.ports_given = chaos_ports(port_base, brokers, controllers)
         #: 1, or the voters of a KRaft quorum (a fault on "the controller" hits the active one)
         self.controllers = controllers
+        #: 0: static voters; 1: KIP-853's dynamic quorum (its plans lose the active controller's directory too)
+        self.kraft_version = kraft_version
         self.kinds = kinds
         self.directory = os.path.abspath(directory)
         self.brokers, self.duration_s, self.seed = brokers, duration_s, seed
@@ -418,6 +423,19 @@ class ChaosRun:
         parts = self.describe()
         return parts is not None and len(parts) == self.partitions and all(
             p.leader_id >= 0 and sorted(p.isr_nodes) == sorted(p.replica_nodes) for p in parts)
+
+    def _recovered(self) -> bool:
+        """Every ISR complete, and in a kraft.version 1 quorum every controller a voter again (a voter that lost
+        its directory rejoins by auto-join once it caught up: KIP-853)."""
+        return self._isrs_complete() and (self.kraft_version == 0 or self.voters_complete())
+
+    def voters_complete(self) -> bool:
+        """Every running controller of the quorum reports itself a voter (its run file, KIP-853)."""
+        info = cl.load(self.directory)
+        ids = cl.controller_ids(info)
+        runs = [cl.run_file(self.directory, v) or {} for v in ids]
+        return all(cl.node_alive(info, v) and (r.get("quorum") or {}).get("voter") for v, r in zip(ids, runs,
+                                                                                                      strict=True))
 
     def _wait(self, what, timeout_s: float, step_s: float = 0.25) -> bool:
         deadline = time.monotonic() + timeout_s
@@ -496,7 +514,8 @@ class ChaosRun:
             interruptible_sleep(min(5.0, max(0.0, end - time.monotonic())))
             self._story_last_replica_standing(end)
             return
-        plan = plan_faults(self.seed, self.brokers, kinds=self.kinds, controllers=self.controllers)
+        plan = plan_faults(self.seed, self.brokers, kinds=self.kinds, controllers=self.controllers,
+                           kraft_version=self.kraft_version)
         interruptible_sleep(min(STEADY_S, max(0.0, end - time.monotonic())))  # steady traffic first
         for f in plan:
             if time.monotonic() + f.hold_ms / 1000 + 1 > end:
@@ -505,7 +524,7 @@ class ChaosRun:
             self.faults.append(f)
             interruptible_sleep(f.hold_ms / 1000)
             self.heal(f)
-            recovered = self._wait(self._isrs_complete, RECOVERY_WAIT_S)
+            recovered = self._wait(self._recovered, RECOVERY_WAIT_S)
             if recovered:
                 f.recovered_ms = _now_ms(self.t0)
             else:
@@ -526,7 +545,8 @@ class ChaosRun:
             self.progress(f"starting a {self.brokers}-broker chaos-mode cluster in {self.directory} "
                           f"(level {self.level.label}, seed {self.seed})")
             cl.up(self.directory, self.brokers, level=self.level, seed=self.seed, config=dict(CHAOS_CONFIG),
-                  chaos=True, owned=True, controllers=self.controllers, **self.ports_given)
+                  chaos=True, owned=True, controllers=self.controllers, kraft_version=self.kraft_version,
+                  **self.ports_given)
             self.client_logger = _file_logger(os.path.join(self.directory, "clients.log"))
             info = cl.load(self.directory)
             self.ports = {e["id"]: e["port"] for e in info["nodes"]}
@@ -534,7 +554,8 @@ class ChaosRun:
             self._create_topic()
             self.t0 = time.monotonic()
             self.event(f"cluster ready: {self.brokers} brokers, "
-                       + (f"a quorum of {self.controllers} controllers, " if self.controllers > 1 else "")
+                       + (f"a quorum of {self.controllers} controllers (kraft.version {self.kraft_version}), "
+                          if self.controllers > 1 else "")
                        + f"level {self.level.label}, seed {self.seed}, "
                        f"topic {TOPIC} ({self.partitions} partitions, RF {self.rf}, min ISR {self.min_isr})")
             producers = [_ProducerThread(self, "producer-all", "all", self.rate),
@@ -649,9 +670,11 @@ class ChaosRun:
         except cl.ClusterError as exc:
             self.event(f"settle: {str(exc).splitlines()[0]}")
             return False
-        ok = self._wait(self._isrs_complete, SETTLE_S)
-        self.event("settled: every broker unfenced, every ISR complete" if ok
-                   else f"not settled: ISRs incomplete after {SETTLE_S:.0f} s")
+        ok = self._wait(self._recovered, SETTLE_S)
+        voters = " and every controller a voter again" if self.kraft_version == 1 else ""
+        self.event(f"settled: every broker unfenced, every ISR complete{voters}" if ok
+                   else f"not settled: ISRs incomplete{voters and ' or a controller not a voter'} after "
+                        f"{SETTLE_S:.0f} s")
         return ok
 
     def _read_back(self) -> tuple[dict, dict]:

@@ -28,6 +28,7 @@ from ..scenario import (
 from .node import node_name
 
 __all__ = ["Fault", "plan_faults", "fault_steps", "plan_steps", "FAULT_KINDS", "QUORUM_FAULT_KINDS", "UNCLEAN",
+           "DYNAMIC_QUORUM_FAULT_KINDS",
            "STORIES", "TOPIC",
            "RECOVERY_WAIT_S", "STEADY_S"]
 
@@ -40,6 +41,10 @@ FAULT_KINDS = {"kill": 2.0, "pause": 2.0, "shutdown": 1.5, "lose_unflushed": 1.5
 #: controller killed, paused (SIGSTOP: a deposed leader that comes back) or isolated (check-quorum) as often as a
 #: broker is (a fault on "the controller" hits the active voter: :mod:`kraftlog.net.faults`).
 QUORUM_FAULT_KINDS = {**FAULT_KINDS, "controller_kill": 2.0, "controller_pause": 1.5, "controller_isolate": 1.5}
+#: The fault kinds of a random plan on a kraft.version 1 quorum (``--kraft-version 1``, KIP-853): the same, and the
+#: active controller's directory lost (SIGKILL, the directory deleted, formatted again, restarted: it rejoins the
+#: voters with a new directory id).
+DYNAMIC_QUORUM_FAULT_KINDS = {**QUORUM_FAULT_KINDS, "controller_disk_loss": 1.5}
 #: Faults after which the broker restarted as after an unclean shutdown and may have lost data (KIP-966:
 #: it leaves the ELR): a crash, and a corrupted log (the fault budget counts both as data-losing; a full
 #: disk loses nothing acknowledged and counts as none).
@@ -80,22 +85,26 @@ class Fault:
 
 
 def plan_faults(seed: int, brokers: int, count: int = 64, kinds: tuple[str, ...] | None = None,
-                controllers: int = 1) -> list[Fault]:
+                controllers: int = 1, kraft_version: int = 0) -> list[Fault]:
     """The first ``count`` faults of seed ``seed``'s random plan (the run takes as many as its duration
     allows): drawn from ``Random(f"chaos:{seed}")`` only, so the same seed and cluster size give the
     same faults, in the same order, with the same holds and gaps (ms). ``kinds``: draw only these (keys of
     :data:`QUORUM_FAULT_KINDS`; ValueError for another); None: all of :data:`FAULT_KINDS`, or of
-    :data:`QUORUM_FAULT_KINDS` with ``controllers`` > 1 (a quorum)."""
+    :data:`QUORUM_FAULT_KINDS` with ``controllers`` > 1 (a quorum), of :data:`DYNAMIC_QUORUM_FAULT_KINDS` with
+    ``kraft_version`` 1 too (``controller_disk_loss`` needs it: ValueError otherwise)."""
     rng = Random(f"chaos:{seed}")
-    table = QUORUM_FAULT_KINDS if controllers > 1 else FAULT_KINDS
+    table = (DYNAMIC_QUORUM_FAULT_KINDS if kraft_version == 1 else QUORUM_FAULT_KINDS) if controllers > 1 \
+        else FAULT_KINDS
     if kinds is not None:
-        unknown = sorted(set(kinds) - set(QUORUM_FAULT_KINDS))
+        unknown = sorted(set(kinds) - set(DYNAMIC_QUORUM_FAULT_KINDS))
         if unknown or not kinds:
             raise ValueError(f"unknown fault kind(s) {', '.join(unknown) or '(none given)'} "
-                             f"(expected some of: {', '.join(sorted(QUORUM_FAULT_KINDS))})")
+                             f"(expected some of: {', '.join(sorted(DYNAMIC_QUORUM_FAULT_KINDS))})")
+        if "controller_disk_loss" in kinds and table is not DYNAMIC_QUORUM_FAULT_KINDS:
+            raise ValueError("controller_disk_loss needs a kraft.version 1 quorum (--controllers 3 --kraft-version 1):"
+                             " a static voter that lost its disk must not come back")
     names = sorted(table if kinds is None else set(kinds))
-    weights = [QUORUM_FAULT_KINDS[k] if controllers > 1 else FAULT_KINDS.get(k, QUORUM_FAULT_KINDS[k])
-               for k in names]
+    weights = [table.get(k, DYNAMIC_QUORUM_FAULT_KINDS[k]) for k in names]
     out = []
     for _ in range(count):
         kind = rng.choices(names, weights)[0]
@@ -116,7 +125,8 @@ def fault_steps(f: Fault, brokers: int, partitions: int, seed: int, number: int)
     the plan (0-based), from which a ``corrupt`` draws its partition of :data:`TOPIC` (Random of the seed and
     ``number`` only: the plan's own draws are unchanged).
 
-    kill → crash (lose none), restart; controller_kill → the same on the controller; controller_pause → pause,
+    kill → crash (lose none), restart; controller_kill → the same on the controller; controller_disk_loss → crash
+    (lose all) the controller, restart it (its directory formatted again); controller_pause → pause,
     resume the controller; controller_isolate → isolate the controller, heal; lose_unflushed →
     crash (lose unflushed), restart; pause → pause, resume; shutdown → shutdown, restart; isolate →
     isolate, heal; cut → cut, heal; partition → partition ([node] from the rest), heal; disk_full →
@@ -126,6 +136,8 @@ def fault_steps(f: Fault, brokers: int, partitions: int, seed: int, number: int)
     match f.kind:
         case "kill" | "controller_kill":
             return (Crash(node, "none"),), (Restart(node),)
+        case "controller_disk_loss":  # the restart formats the lost directory again (ProcessFaults.restart)
+            return (Crash(node, "all"),), (Restart(node),)
         case "lose_unflushed":
             return (Crash(node, "unflushed"),), (Restart(node),)
         case "pause" | "controller_pause":
@@ -148,7 +160,7 @@ def fault_steps(f: Fault, brokers: int, partitions: int, seed: int, number: int)
 
 
 def plan_steps(seed: int, brokers: int, partitions: int = 3, duration_s: float = 120.0,
-               kinds: tuple[str, ...] | None = None, controllers: int = 1) -> list[Step]:
+               kinds: tuple[str, ...] | None = None, controllers: int = 1, kraft_version: int = 0) -> list[Step]:
     """Seed ``seed``'s random plan as scenario steps (what ``kraftlog chaos --dry-run`` prints): the first
     fault at :data:`STEADY_S`, each fault's heal ``after`` its hold, the next fault ``after`` its gap, as
     many faults as fit in ``duration_s`` when every recovery is instant. A run also waits, after each heal,
@@ -156,7 +168,8 @@ def plan_steps(seed: int, brokers: int, partitions: int = 3, duration_s: float =
     fewer may fit."""
     steps: list[Step] = []
     t_ms, end_ms, gap_ms = int(STEADY_S * 1000), int(duration_s * 1000), 0
-    for number, f in enumerate(plan_faults(seed, brokers, kinds=kinds, controllers=controllers)):
+    for number, f in enumerate(plan_faults(seed, brokers, kinds=kinds, controllers=controllers,
+                                           kraft_version=kraft_version)):
         if t_ms + f.hold_ms + 1000 > end_ms:
             break
         inject, heal = fault_steps(f, brokers, partitions, seed, number)

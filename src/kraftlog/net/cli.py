@@ -53,6 +53,9 @@ def cluster() -> None:
 @click.option("--brokers", type=int, default=3, show_default=True, help="Number of brokers (ids 0..N-1).")
 @click.option("--controllers", type=int, default=1, show_default=True,
               help="Number of controllers: 1, or a KRaft quorum of N voters (ids 3000..; 3 recommended).")
+@click.option("--kraft-version", type=click.IntRange(0, 1), default=0, show_default=True,
+              help="A quorum's kraft.version: 0 static voters, 1 KIP-853's dynamic quorum (bootstrap servers, "
+                   "voters with directory ids, auto-join).")
 @click.option("--dir", "directory", required=True, type=click.Path(file_okay=False),
               help="Cluster directory (data, logs, cluster.json); reused if it holds this cluster.")
 @click.option("--port", type=int, default=9092, show_default=True,
@@ -70,7 +73,8 @@ def cluster() -> None:
 @click.option("--chaos", is_flag=True,
               help="Chaos mode: every node serves a loopback control channel for link faults and keeps its "
                    "disk's shadow (for fault injectors such as `kraftlog chaos`).")
-def cluster_up(brokers: int, controllers: int, directory: str, port: int, controller_port: int | None,
+def cluster_up(brokers: int, controllers: int, kraft_version: int, directory: str, port: int,
+               controller_port: int | None,
                internal_port: int | None, level: Level | None, seed: int | None, configs: tuple[str, ...],
                detach: bool, chaos: bool) -> None:
     """Start the controller (or a quorum of them) and N brokers as separate processes. A port in use exits 2
@@ -78,7 +82,8 @@ def cluster_up(brokers: int, controllers: int, directory: str, port: int, contro
     chosen = _configs(configs)
     try:
         info = cl.up(directory, brokers, port, level, seed, chosen, chaos=chaos,
-                     controller_port=controller_port, internal_port=internal_port, controllers=controllers)
+                     controller_port=controller_port, internal_port=internal_port, controllers=controllers,
+                     kraft_version=kraft_version)
     except cl.ClusterError as exc:
         _fail(str(exc), exc.code)
     if "default.replication.factor" not in chosen:
@@ -91,7 +96,7 @@ def cluster_up(brokers: int, controllers: int, directory: str, port: int, contro
                    "offsets.topic.replication.factor=N to choose)")
     directory = os.path.abspath(directory)
     click.echo(f"kraftlog cluster up: {brokers} brokers, "
-               + (f"a quorum of {controllers} controllers, " if controllers > 1 else "")
+               + (f"a quorum of {controllers} controllers (kraft.version {kraft_version}), " if controllers > 1 else "")
                + f"level {info['level']}, seed {info['seed']}, "
                f"bootstrap {info['bootstrap']}" + (", chaos mode" if chaos else ""))
     if detach:
@@ -435,6 +440,8 @@ def _duration_s(ctx, param, value: str) -> float:
 @click.option("--brokers", type=int, default=3, show_default=True, help="Number of brokers (1..9).")
 @click.option("--controllers", type=int, default=1, show_default=True,
               help="1, or a KRaft quorum of N voters: a controller fault then hits the active one.")
+@click.option("--kraft-version", type=click.IntRange(0, 1), default=0, show_default=True,
+              help="A quorum's kraft.version: 1 (KIP-853) adds controller_disk_loss to the plan.")
 @click.option("--duration", default="120s", show_default=True, callback=_duration_s,
               help="How long faults and traffic go on once the cluster is ready (e.g. 90s, 5m); the heal, "
                    "settle and read-back come after.")
@@ -457,7 +464,7 @@ def _duration_s(ctx, param, value: str) -> float:
 @click.option("--dry-run", is_flag=True,
               help="Print the seed's fault plan as scenario steps (YAML, SCENARIOS.md's format) and exit: "
                    "nothing starts.")
-def chaos(directory: str | None, brokers: int, controllers: int, duration: float, seed: int | None,
+def chaos(directory: str | None, brokers: int, controllers: int, kraft_version: int, duration: float, seed: int | None,
           level: Level | None, port_base: int | None, partitions: int, rate: float, story: str, kinds: str | None,
           as_json: bool, fail_on_loss: bool, dry_run: bool) -> None:
     """Start a real cluster, run real clients (a confluent-kafka idempotent acks=all producer, an acks=1
@@ -476,7 +483,7 @@ def chaos(directory: str | None, brokers: int, controllers: int, duration: float
         seed = SystemRandom().randrange(2 ** 31)
     kind_list = None if kinds is None else tuple(k.strip() for k in kinds.split(",") if k.strip())
     if dry_run:
-        _print_plan(seed, brokers, partitions, duration, story, kind_list, controllers)
+        _print_plan(seed, brokers, partitions, duration, story, kind_list, controllers, kraft_version)
         return
     if directory is None:
         directory = tempfile.mkdtemp(prefix="kraftlog-chaos-")
@@ -490,7 +497,7 @@ def chaos(directory: str | None, brokers: int, controllers: int, duration: float
     try:
         run = ChaosRun(directory, brokers=brokers, duration_s=duration, seed=seed, level=level,
                        partitions=partitions, rate=rate, story=story, progress=progress, kinds=kind_list,
-                       port_base=port_base, controllers=controllers)
+                       port_base=port_base, controllers=controllers, kraft_version=kraft_version)
     except ValueError as exc:
         _fail(str(exc), 2)
     with sigterm_interrupts():
@@ -512,7 +519,7 @@ def chaos(directory: str | None, brokers: int, controllers: int, duration: float
 
 
 def _print_plan(seed: int, brokers: int, partitions: int, duration_s: float, story: str, kinds,
-                controllers: int = 1) -> None:
+                controllers: int = 1, kraft_version: int = 0) -> None:
     """``chaos --dry-run``: the fault plan as the steps of a scenario file (exit 2 for a bad option or a
     story, whose steps depend on the running cluster)."""
     from ..scenario import dump_steps
@@ -524,12 +531,13 @@ def _print_plan(seed: int, brokers: int, partitions: int, duration_s: float, sto
               "(its partition's leader)", 2)
     try:
         ChaosRun(os.devnull, brokers=brokers, duration_s=duration_s, seed=seed, partitions=partitions, kinds=kinds,
-                 controllers=controllers)
-        steps = plan_steps(seed, brokers, partitions, duration_s, kinds, controllers)
+                 controllers=controllers, kraft_version=kraft_version)
+        steps = plan_steps(seed, brokers, partitions, duration_s, kinds, controllers, kraft_version)
     except ValueError as exc:
         _fail(str(exc), 2)
     click.echo(f"# kraftlog chaos --seed {seed} --brokers {brokers} --partitions {partitions} "
                + (f"--controllers {controllers} " if controllers > 1 else "")
+               + (f"--kraft-version {kraft_version} " if kraft_version else "")
                + f"--duration {duration_s:g}s: the fault plan as scenario steps (topic chaos). After each heal\n"
                f"# the run waits until every ISR is complete (at most {RECOVERY_WAIT_S:g}s), so its faults start "
                "later than these times and fewer may fit.")
@@ -601,12 +609,15 @@ def metadata_quorum(ctx: click.Context, bootstrap: str | None, directory: str | 
 def _describe_quorum(bootstrap: str) -> m.DescribeQuorumResponse:
     """Ask each controller in turn; the leader answers (a voter that does not lead: NOT_LEADER_OR_FOLLOWER)."""
     problems = []
+    from .client import KafkaConnection
     for address in bootstrap.split(","):
         try:
-            with _connect(address) as k:
+            with KafkaConnection(address) as k:
                 resp = k.request(m.DescribeQuorumRequest())
-        except SystemExit:
-            problems.append(f"{address}: cannot connect")
+        except ValueError as exc:
+            _fail(str(exc), 2)
+        except OSError as exc:  # a controller that is down: ask the next one (one line at the end if none answers)
+            problems.append(f"{address}: cannot connect ({exc.strerror or exc})")
             continue
         assert isinstance(resp, m.DescribeQuorumResponse)
         code = resp.error_code or resp.partition_error_code

@@ -53,7 +53,17 @@ from random import SystemRandom
 
 from ..controller.controller import CONTROLLER
 from ..level import Level
-from ..storage.meta_properties import META_PROPERTIES, MetaProperties, format_disk, kafka_uuid, new_directory_id
+from ..protocol import listeners as lst
+from ..protocol.raft_records import RaftEndpoint, Voter, VotersRecord
+from ..raft.bootstrap import format_quorum
+from ..storage.meta_properties import (
+    META_PROPERTIES,
+    MetaProperties,
+    format_disk,
+    kafka_uuid,
+    new_directory_id,
+    parse_kafka_uuid,
+)
 from .cluster_files import ClusterError, free_ports, load, node_alive, pid_alive
 from .cluster_files import cluster_path as _cluster_path
 from .cluster_files import entry as _entry
@@ -62,11 +72,13 @@ from .cluster_files import save as _save
 from .cluster_files import update_entry as _update_entry
 from .disk import FileDisk
 from .link_filter import LinkFilter
+from .meta_properties import read_meta_properties
 from .node import CONTROLLER_ID_BASE, HOST, LINKS_FILE, node_name, quorum_voters, read_links, write_json
 
 __all__ = ["ClusterError", "free_ports", "up", "down", "status", "start_broker", "stop_broker", "load", "NodeStatus",
            "format_node", "strays", "READY_TIMEOUT_S", "pid_alive", "kill", "control", "control_all", "pause",
-           "resume", "kill_node", "node_alive", "active_controller", "controller_ids", "start_controller"]
+           "resume", "kill_node", "node_alive", "active_controller", "controller_ids", "start_controller", "run_file",
+           "format_initial_controllers"]
 
 #: The suffix of a stray partition directory (Kafka's ``LogManager.StrayDirSuffix``).
 STRAY_SUFFIX = "-stray"
@@ -74,6 +86,11 @@ STRAY_SUFFIX = "-stray"
 READY_TIMEOUT_S = 60.0
 #: How long (s) a clean shutdown may take before the process is killed.
 STOP_TIMEOUT_S = 45.0
+
+
+def run_file(directory: str, node) -> dict | None:
+    """The run file ``node`` last wrote (:mod:`kraftlog.net.node`), None when there is none or it cannot be read."""
+    return _run_file(directory, node)
 
 
 def _run_file(directory: str, node) -> dict | None:
@@ -183,6 +200,20 @@ def format_node(directory: str, node, cluster: dict | None = None) -> MetaProper
     return identity
 
 
+def format_initial_controllers(directory: str, cluster: dict) -> None:
+    """``storage format --initial-controllers`` on every controller of a kraft.version 1 cluster: the bootstrap
+    checkpoint names each voter with the directory id of its ``meta.properties`` and its controller listener on
+    127.0.0.1 (KIP-853). OSError when a directory cannot be written."""
+    voters = []
+    for v in quorum_voters(cluster):
+        props = read_meta_properties(_node_root(directory, v)) or {}
+        voters.append(Voter(v, parse_kafka_uuid(props["directory.id"]),
+                            (RaftEndpoint(lst.CONTROLLER, HOST, _entry(cluster, v)["port"]),)))
+    for v in quorum_voters(cluster):
+        with FileDisk(_node_root(directory, v), raft_metadata=True) as disk:
+            format_quorum(disk, 0, VotersRecord(tuple(voters)))
+
+
 #: A node entry's ports in cluster.json: its listener (a broker's client one), a broker's inter-broker
 #: listener, its /metrics endpoint (kraftlog.net.metrics_http).
 PORT_KEYS = ("port", "internal_port", "metrics_port")
@@ -214,7 +245,7 @@ def _span(ports: range) -> str:
 
 def up(directory: str, brokers: int, port: int = 9092, level: Level | None = None, seed: int | None = None,
        config: dict | None = None, chaos: bool = False, owned: bool = False, controller_port: int | None = None,
-       internal_port: int | None = None, controllers: int = 1) -> dict:
+       internal_port: int | None = None, controllers: int = 1, kraft_version: int = 0) -> dict:
     """Start a controller (``controllers`` > 1: a KRaft quorum of that many voters, ids 3000, 3001, ..., static
     ``controller.quorum.voters``) and ``brokers`` brokers on 127.0.0.1 with data under ``directory`` (reused when
     it holds a cluster of the same size and level: the nodes recover their logs) and return cluster.json.
@@ -229,6 +260,11 @@ def up(directory: str, brokers: int, port: int = 9092, level: Level | None = Non
     cluster.json; see :mod:`kraftlog.net.node`): for a fault injector that must leave no node behind
     when it is killed; it must then start and restart the nodes from its main thread (the kernel's
     parent-death signal follows the thread that started a node). Every ``up`` starts with no link rule.
+    ``kraft_version`` 1 (a quorum only): KIP-853's dynamic quorum, as ``kraftlog server`` runs it from
+    ``controller.quorum.bootstrap.servers``: each controller's directory is formatted with the bootstrap checkpoint
+    naming every voter with its directory id and endpoint (``storage format --initial-controllers``), the nodes
+    know the controllers only as bootstrap servers, and ``controller.quorum.auto.join.enable`` is true unless
+    ``config`` says otherwise: a voter whose directory was lost and formatted again rejoins with its new one.
     Raises ClusterError (exit 2) on a mismatch with an existing cluster or a cluster that is already
     running."""
     from ..level import DEFAULT
@@ -236,6 +272,11 @@ def up(directory: str, brokers: int, port: int = 9092, level: Level | None = Non
         raise ClusterError(f"--brokers must be within 1..50, got {brokers}", 2)
     if controllers < 1 or controllers > 9:
         raise ClusterError(f"--controllers must be within 1..9, got {controllers}", 2)
+    if kraft_version not in (0, 1):
+        raise ClusterError(f"--kraft-version must be 0 (static voters) or 1 (dynamic, KIP-853), got {kraft_version}", 2)
+    if kraft_version == 1 and controllers == 1:
+        raise ClusterError("--kraft-version 1 needs a controller quorum (--controllers 3): the single controller "
+                           "is not a Raft quorum", 2)
     check_ports(brokers, port, controller_port, internal_port, controllers)
     os.makedirs(directory, exist_ok=True)
     directory = os.path.abspath(directory)
@@ -246,6 +287,9 @@ def up(directory: str, brokers: int, port: int = 9092, level: Level | None = Non
         if len(controller_ids(cluster)) != controllers:
             raise ClusterError(f"{directory} holds a cluster of {len(controller_ids(cluster))} controller(s), not "
                                f"{controllers}", 2)
+        if cluster.get("kraft_version", 0) != kraft_version:
+            raise ClusterError(f"{directory} holds a cluster at kraft.version {cluster.get('kraft_version', 0)}, not "
+                               f"{kraft_version}", 2)
         if level is not None and cluster["level"] != level.label:
             raise ClusterError(f"{directory} holds a cluster at level {cluster['level']}, not {level.label}", 2)
         running = [node_name(e["id"]) for e in cluster["nodes"] if pid_alive(e.get("pid"))]
@@ -275,7 +319,7 @@ def up(directory: str, brokers: int, port: int = 9092, level: Level | None = Non
             "bootstrap": None, "level": level.label,
             "seed": seed if seed is not None else SystemRandom().randrange(2 ** 31),
             "cluster_id": kafka_uuid(uuid.UUID(int=SystemRandom().getrandbits(128))), "brokers": brokers,
-            "config": dict(config or {}), "chaos": bool(chaos),
+            "config": dict(config or {}), "chaos": bool(chaos), "kraft_version": kraft_version,
             "nodes": [{"id": CONTROLLER if controllers == 1 else CONTROLLER_ID_BASE + i, "role": "controller",
                        "pid": None, "host": HOST, "port": controller_port + i if controller_port else 0,
                        "internal_port": None, "metrics_port": 0} for i in range(controllers)]
@@ -289,10 +333,14 @@ def up(directory: str, brokers: int, port: int = 9092, level: Level | None = Non
         given = frozenset(e[k] for e in cluster["nodes"] for k in PORT_KEYS if e.get(k))
         for (e, k), free in zip(unset, free_ports(len(unset), exclude=given), strict=True):
             e[k] = free
+        if kraft_version == 1:
+            cluster["config"].setdefault("controller.quorum.auto.join.enable", "true")
         _save(directory, cluster)
         for e in cluster["nodes"]:  # a new cluster: every directory is new
             if _blank(_node_root(directory, e["id"])):
                 format_node(directory, e["id"], cluster)
+        if kraft_version == 1:
+            format_initial_controllers(directory, cluster)
     # Kafka's default.replication.factor is 1 (an auto-created topic would then live on one broker); a
     # cluster brought up here gets min(3, brokers) unless --config names it (`cluster up` says so).
     if "default.replication.factor" not in cluster["config"]:

@@ -81,7 +81,8 @@ class Peer:
         self.peer = peer
         self.writer: asyncio.Transport | None = None
         self.pending: list[tuple[int, bytes]] = []  # (correlation id, frame) waiting for the connection
-        self.inflight: dict[int, type] = {}
+        #: correlation id -> (the request type, the version it was sent at): its response is read at that version
+        self.inflight: dict[int, tuple[type, int]] = {}
         self.connecting = False
         #: counts this peer's connections: a response held on one connection is lost if it closed since
         self.generation = 0

@@ -615,13 +615,15 @@ class NodeDriver:
                 lf.hold_message(api, self.node.node_id, env.dst, ("send", env))
                 return
         peer = self._peer(env.dst, channel_of(env.message))
+        version = wire.default_version(env.message)  # the response is read at the version the request went at
         try:
-            frame = wire.frame(wire.encode_request(env.message, env.correlation_id, client_id=self.client_id))
+            frame = wire.frame(wire.encode_request(env.message, env.correlation_id, client_id=self.client_id,
+                                                   version=version))
         except Exception as exc:  # e.g. a forwarded admin request the wire cannot express at our version
             self.log(f"cannot send {type(env.message).__name__} to {env.dst}: {exc}")
             self._failed.append(env.correlation_id)
             return
-        peer.inflight[env.correlation_id] = type(env.message)
+        peer.inflight[env.correlation_id] = (type(env.message), version)
         if peer.writer is not None:
             peer.writer.write(frame)
             return
@@ -699,10 +701,10 @@ class NodeDriver:
         peer = protocol.peer
         try:
             for corr, payload in protocol.decoder.buffer_updated(nbytes):
-                request_type = peer.inflight.pop(corr, None)
-                if request_type is None:
+                sent = peer.inflight.pop(corr, None)
+                if sent is None:
                     continue
-                _, msg = wire.decode_response(payload, request_type)
+                _, msg = wire.decode_response(payload, sent[0], sent[1])
                 self._receive_response(peer, peer.generation, corr, msg)
             self._flush()
         except Exception as exc:  # a broken stream or an undecodable response: drop the connection

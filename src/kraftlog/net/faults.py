@@ -81,6 +81,7 @@ class ProcessFaults:
             if node == CONTROLLER and self._voters():
                 for voter in ([self._healed(node)] if self.hit_voter is not None else self._voters()):
                     if not cl.node_alive(cl.load(self.directory), voter):
+                        self._reformat_lost_voter(voter)
                         cl.start_controller(self.directory, voter)
             elif node == CONTROLLER:
                 cl.start_controller(self.directory)
@@ -89,6 +90,17 @@ class ProcessFaults:
         except cl.ClusterError as exc:
             return str(exc)
         return None
+
+    def _reformat_lost_voter(self, voter: int) -> None:
+        """The operator's answer to a voter's lost directory in a kraft.version 1 quorum (KIP-853): ``storage
+        format --no-initial-controllers``, a new directory id and no bootstrap checkpoint; the voter then rejoins
+        by auto-join (``controller.quorum.auto.join.enable``), as the simulator's restart of a blank disk does.
+        A static quorum's lost voter is not reformatted: it stays down (``kraftlog server`` refuses the empty
+        directory), since a static voter with an empty log may elect a leader that lacks committed metadata."""
+        info = cl.load(self.directory)
+        if info.get("kraft_version", 0) == 1 and not os.path.exists(
+                os.path.join(self.directory, node_name(voter), "meta.properties")):
+            cl.format_node(self.directory, voter, info)
 
     def restart_controller(self) -> str | None:
         cl.kill_node(self.directory, self._target(CONTROLLER))

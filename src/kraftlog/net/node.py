@@ -66,7 +66,7 @@ import socket
 import sys
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from random import Random, SystemRandom
 
 from ..broker.broker import CONTROLLED_SHUTDOWN_MAX_MS, Broker
@@ -75,6 +75,7 @@ from ..controller.metrics import EVENT_QUEUE_PROCESSING_TIME, EVENT_QUEUE_TIME
 from ..level import Level
 from ..protocol import listeners as lst
 from ..protocol import wire
+from ..protocol.raft_records import RaftEndpoint
 from ..storage.meta_properties import NodeIdentityError
 from ..storage.metadata_log import MetadataLogLoadError
 from . import node_logging
@@ -240,10 +241,10 @@ class NodeSpec:
     ``name``: its client id and file name (``broker-1``, ``controller-3000``); ``root``: its data directory;
     ``binds``: listener role (``CLIENT``, ``INTERNAL``, ``CONTROLLER``, ``METRICS``) -> (host, port) to bind
     (port 0: a free one); ``advertise``: a broker's role -> (host, port) it registers (port 0: the bound one);
-    ``controllers``: controller id -> (host, port); ``voters``: the quorum's ids ([] for the single
-    controller); ``cluster_id``: None to take it from the directory's meta.properties; ``seed``: the text its
-    Random is seeded with (None: the OS's randomness); ``run_path``: its run file (None: none); ``chaos``,
-    ``owner_pid``, ``links_dir``: a fault injector's (``cluster.json``)."""
+    ``controllers``: controller id -> (host, port) (static voters); ``voters``: the quorum's static ids ([] for the
+    single controller and for a dynamic quorum); ``cluster_id``: None to take it from the directory's
+    meta.properties; ``seed``: the text its Random is seeded with (None: the OS's randomness); ``run_path``: its
+    run file (None: none); ``chaos``, ``owner_pid``, ``links_dir``: a fault injector's (``cluster.json``)."""
 
     node: object
     name: str
@@ -255,6 +256,11 @@ class NodeSpec:
     advertise: dict
     controllers: dict
     voters: list
+    #: KIP-853's dynamic quorum: ``controller.quorum.bootstrap.servers`` by the ids the node gives them (Kafka's
+    #: -2, -3, ...) -> (host, port); the voters are then in the bootstrap checkpoint and the log, not ``voters``
+    bootstrap: dict = field(default_factory=dict)
+    #: a controller's own controller listener (name, host, port): what it tells the quorum it listens on
+    listener: tuple | None = None
     cluster_id: str | None = None
     seed: str | None = None
     run_path: str | None = None
@@ -262,6 +268,11 @@ class NodeSpec:
     chaos: bool = False
     owner_pid: int | None = None
     links_dir: str | None = None
+
+
+#: The id of ``controller.quorum.bootstrap.servers``' first server, the next ones -3, -4, ... (Kafka's
+#: ``QuorumConfig.parseBootstrapServers``): a bootstrap server is an address whose node id is unknown.
+BOOTSTRAP_ID_BASE = -2
 
 
 def spec_from_cluster(directory: str, node) -> NodeSpec:
@@ -277,12 +288,19 @@ def spec_from_cluster(directory: str, node) -> NodeSpec:
              else {lst.CLIENT: (HOST, spec["port"]), lst.INTERNAL: (HOST, spec["internal_port"])})
     if spec.get("metrics_port") is not None:  # cluster up records one per node (0: a free port)
         binds[METRICS] = (HOST, spec["metrics_port"])
+    voters = quorum_voters(cluster)
+    controllers = {e["id"]: (HOST, e["port"]) for e in cluster["nodes"] if e["role"] == "controller"}
+    bootstrap = {}
+    if voters and cluster.get("kraft_version", 0) == 1:  # KIP-853: the controllers as bootstrap servers
+        bootstrap = {BOOTSTRAP_ID_BASE - i: controllers[v] for i, v in enumerate(voters)}
+        controllers, voters = {}, []
     return NodeSpec(
         node=node, name=node_name(node), controller=controller, root=os.path.join(directory, node_name(node)),
         level=Level.parse(cluster["level"]), config={k: str(v) for k, v in cluster.get("config", {}).items()},
         binds=binds, advertise={} if controller else {lst.CLIENT: (HOST, 0), lst.INTERNAL: (HOST, 0)},
-        controllers={e["id"]: (HOST, e["port"]) for e in cluster["nodes"] if e["role"] == "controller"},
-        voters=quorum_voters(cluster), cluster_id=cluster["cluster_id"], seed=str(cluster["seed"]),
+        controllers=controllers, voters=voters, bootstrap=bootstrap,
+        listener=(lst.CONTROLLER, HOST, spec["port"]) if controller and node != CONTROLLER else None,
+        cluster_id=cluster["cluster_id"], seed=str(cluster["seed"]),
         run_path=os.path.join(directory, "run", f"{node_name(node)}.json"), incarnation=spec.get("incarnation"),
         chaos=bool(cluster.get("chaos", False)), owner_pid=cluster.get("owner_pid") or None, links_dir=directory)
 
@@ -294,9 +312,11 @@ def spec_from_server_config(server: ServerConfig) -> NodeSpec:
     advertised under both names); ``metrics.port`` on the host of the node's first listener."""
     binds: dict = {}
     advertise: dict = {}
+    listener = None
     if server.is_controller:
         ep = server.listeners[server.controller_listener]
         binds[lst.CONTROLLER] = (ep.host, ep.port)
+        listener = (ep.name, ep.host, ep.port)
     else:
         inter = server.inter_broker_listener
         client = server.client_listener()
@@ -311,7 +331,8 @@ def spec_from_server_config(server: ServerConfig) -> NodeSpec:
     return NodeSpec(
         node=server.node_id, name=server.name, controller=server.is_controller, root=server.data_dir,
         level=server.level, config=dict(server.config), binds=binds, advertise=advertise,
-        controllers=dict(server.voters), voters=sorted(server.voters))
+        controllers=dict(server.voters), voters=sorted(server.voters), listener=listener,
+        bootstrap={BOOTSTRAP_ID_BASE - i: address for i, address in enumerate(server.bootstrap_servers)})
 
 
 async def _main(spec: NodeSpec) -> int:
@@ -387,14 +408,17 @@ async def _main(spec: NodeSpec) -> int:
         return 2
     chaos = spec.chaos
     # a quorum's nodes (voters and the brokers observing them) keep the KRaft log: Raft batches
-    disk = (ShadowFileDisk if chaos else FileDisk)(root, log=storage_log, raft_metadata=bool(voters))
+    disk = (ShadowFileDisk if chaos else FileDisk)(root, log=storage_log, raft_metadata=bool(voters or spec.bootstrap))
     clock = Clock()
     now = clock.now_ms()
     try:
         if controller:
+            own = () if spec.listener is None else (RaftEndpoint(
+                spec.listener[0], _advertised_host(spec.listener[1]), spec.listener[2] or ports[lst.CONTROLLER]),)
             core = QuorumController(config, level, disk, rng, now, cluster_id, verify_identity=True,
                                     node_id=None if node == CONTROLLER else int(node),
-                                    quorum_voters=voters if voters else None)
+                                    quorum_voters=voters if voters else None, quorum_bootstrap=sorted(spec.bootstrap),
+                                    listeners=own)
             port, internal = ports[lst.CONTROLLER], None
         else:
             advertised = {}
@@ -403,18 +427,23 @@ async def _main(spec: NodeSpec) -> int:
                 advertised[role] = f"{role}://{_advertised_host(host)}:{adv_port or bound}"
             config["advertised.listeners"] = ",".join(advertised[r] for r in sorted(advertised))
             core = Broker(int(node), config, level, disk, rng, now, cluster_id, verify_identity=True,
-                          controller_quorum=voters if voters else None)
+                          controller_quorum=voters or sorted(spec.bootstrap) or None,
+                          quorum_static_voters=bool(voters))
             port, internal = ports.get(lst.CLIENT, ports[lst.INTERNAL]), ports[lst.INTERNAL]
     except (NodeIdentityError, MetadataLogLoadError, ValueError) as exc:  # not this node's, a log not whole
         disk.close()
         for sock in socks.values():
             sock.close()
         return refuse(f"{root}: {exc}")
-    controller_addresses = spec.controllers
+    controller_addresses = {**spec.controllers, **spec.bootstrap}
+    raft = (core.quorum.raft if core.quorum is not None else None) if controller else getattr(core.loader, "raft", None)
 
     def address_of(peer):
-        if peer in controller_addresses:  # the single controller, or a voter of the quorum
+        if peer in controller_addresses:  # the single controller, a static voter or a bootstrap server
             return controller_addresses[peer]
+        found = raft.endpoint_of(peer) if raft is not None and isinstance(peer, int) else None
+        if found is not None:  # a voter of a dynamic quorum, or a leader an answer named (KIP-853)
+            return found
         reg = core.image.brokers.get(peer)
         return None if reg is None else reg.endpoint(lst.INTERNAL)
 
@@ -463,7 +492,8 @@ async def _main(spec: NodeSpec) -> int:
         else:
             quorum = core.quorum
             key = (driver.control_port, errors) if quorum is None else (
-                driver.control_port, errors, quorum.raft.leader_id, quorum.raft.epoch, quorum.is_active)
+                driver.control_port, errors, quorum.raft.leader_id, quorum.raft.epoch, quorum.is_active,
+                quorum.raft.voter_set().voter_ids, quorum.raft.is_voter())
         now = time.monotonic()
         if not force and key == written["key"] and now - written["at"] < STATUS_INTERVAL_S:
             return
@@ -498,7 +528,8 @@ async def _main(spec: NodeSpec) -> int:
                           metadata_log_start_offset=raft.log_start_offset,
                           quorum={"leader_id": raft.leader_id, "epoch": raft.epoch, "active": core.quorum.is_active,
                                   "state": raft.state.name, "high_watermark": raft.high_watermark,
-                                  "log_end_offset": raft.log.end_offset})
+                                  "log_end_offset": raft.log.end_offset, "voter": raft.is_voter(),
+                                  "voters": list(raft.voter_set().voter_ids), "kraft_version": raft.kraft_version})
         write_run(status)
 
     def on_wake() -> None:

@@ -16,9 +16,10 @@ CLI exits 2 with it). What it reads, with Kafka's names and rules (``KafkaConfig
   first one; a broker must not list it in ``listeners``), ``inter.broker.listener.name`` (default
   ``PLAINTEXT``; must be a broker listener);
 * ``controller.quorum.voters`` (``ID@HOST:PORT,...``, static voters, kraft.version 0): a controller must be
-  in it with the host and port of its own controller listener (as bound or advertised), a broker must not;
-  ``controller.quorum.bootstrap.servers`` (KIP-853's dynamic quorum) is refused with the reason: kraftlog's
-  TCP driver addresses controllers by node id, which bootstrap servers do not carry;
+  in it with the host and port of its own controller listener, a broker must not; or, without it,
+  ``controller.quorum.bootstrap.servers`` (``HOST:PORT,...``, KIP-853's dynamic quorum, kraft.version 1: the
+  voters are in the bootstrap checkpoint ``storage format`` wrote and in the log; the servers are where a node
+  asks first, and an answer names the leader's endpoint);
 * ``log.dirs`` (or ``log.dir``): one directory (kraftlog's broker has one log directory, see the JBOD
   rules in the README), ``metadata.log.dir`` (a controller's directory; a broker's must be its log
   directory); a relative directory is taken from the working directory, as Kafka does),
@@ -89,7 +90,9 @@ class ServerConfig:
     ``advertised``: a broker's advertised endpoints by listener name (a controller advertises nothing);
     ``controller_listener``: the first of ``controller.listener.names``; ``inter_broker_listener``: a
     broker's listener for replica fetches; ``voters``: node id -> (host, port) of
-    ``controller.quorum.voters``; ``data_dir``: the node's directory (absolute); ``metrics_port``: None for
+    ``controller.quorum.voters`` ({} for a dynamic quorum); ``bootstrap_servers``: (host, port) of
+    ``controller.quorum.bootstrap.servers`` when there are no static voters, else (); ``data_dir``: the node's
+    directory (absolute); ``metrics_port``: None for
     no endpoint; ``level``; ``config``: the broker/topic defaults and ``log.*`` keys, as strings, for the
     node's core; ``source``: the file read."""
 
@@ -100,11 +103,17 @@ class ServerConfig:
     controller_listener: str
     inter_broker_listener: str | None
     voters: dict[int, tuple[str, int]]
+    bootstrap_servers: tuple[tuple[str, int], ...]
     data_dir: str
     metrics_port: int | None
     level: Level
     config: dict[str, str] = field(default_factory=dict)
     source: str = ""
+
+    @property
+    def dynamic_quorum(self) -> bool:
+        """KIP-853's dynamic quorum (kraft.version 1): no static voters, bootstrap servers instead."""
+        return not self.voters
 
     @property
     def is_controller(self) -> bool:
@@ -297,14 +306,18 @@ def parse_server_config(text: str, source: str = "server.properties") -> ServerC
             if unknown:
                 raise ServerConfigError(f"advertised.listeners: {', '.join(unknown)} is not in listeners")
             advertised.update(given)
-    voters_text = props.get("controller.quorum.voters", "").strip()
-    if props.get("controller.quorum.bootstrap.servers", "").strip():
-        raise ServerConfigError("controller.quorum.bootstrap.servers (KIP-853's dynamic quorum) is not served by "
-                                "kraftlog server yet: name the voters in controller.quorum.voters")
-    voters = parse_voters(voters_text)
+    voters = parse_voters(props.get("controller.quorum.voters", "").strip())
+    servers = props.get("controller.quorum.bootstrap.servers", "").split(",")
+    bootstrap = tuple(parse_endpoint(item, "controller.quorum.bootstrap.servers")
+                      for item in filter(None, (x.strip() for x in servers)))
+    if any(not host or port == 0 for host, port in bootstrap):
+        raise ServerConfigError("controller.quorum.bootstrap.servers: each server needs a host and a port")
+    if not voters and not bootstrap:
+        raise ServerConfigError('Missing required configuration "controller.quorum.voters" (static voters, '
+                                'ID@HOST:PORT,...) or "controller.quorum.bootstrap.servers" (dynamic, HOST:PORT,...)')
     if not voters:
-        raise ServerConfigError('Missing required configuration "controller.quorum.voters" (ID@HOST:PORT,...)')
-    if controller:
+        pass  # KIP-853's dynamic quorum: the voters are in the bootstrap checkpoint and the log
+    elif controller:
         if node_id not in voters:
             raise ServerConfigError(f"controller.quorum.voters: the node id {node_id} must be in the voters "
                                     f"({', '.join(map(str, sorted(voters)))}) when process.roles=controller")
@@ -337,5 +350,6 @@ def parse_server_config(text: str, source: str = "server.properties") -> ServerC
         raise ServerConfigError(f"kraftlog.level: {exc}") from None
     return ServerConfig(node_id=node_id, roles=roles, listeners=listeners, advertised=advertised,
                         controller_listener=controller_names[0], inter_broker_listener=inter, voters=voters,
+                        bootstrap_servers=() if voters else bootstrap,
                         data_dir=os.path.abspath(os.path.expanduser(data_dir)), metrics_port=metrics_port,
                         level=level, config=config, source=source)

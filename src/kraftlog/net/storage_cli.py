@@ -6,10 +6,10 @@
 * ``kraftlog storage format --cluster-id ID --config FILE`` writes the node's ``meta.properties`` (version 1,
   ``cluster.id``, ``node.id`` and a new ``directory.id``, KIP-858) into the directory the file names
   (``metadata.log.dir`` for a controller, else ``log.dirs``), creating it. As Kafka's ``Formatter``: a
-  directory already formatted is refused (exit 1) unless ``--ignore-formatted``; ``--standalone``,
-  ``--initial-controllers`` and ``--no-initial-controllers`` bootstrap KIP-853's dynamic quorum and are
-  refused for a node whose file names ``controller.quorum.voters`` (Kafka's message); on a broker they are
-  refused too (they are a controller's).
+  directory already formatted is refused (exit 1) unless ``--ignore-formatted``. A controller of KIP-853's
+  dynamic quorum (``controller.quorum.bootstrap.servers``) takes one of ``--standalone``,
+  ``--initial-controllers`` and ``--no-initial-controllers`` (:func:`format_storage`); they are refused for a
+  node whose file names ``controller.quorum.voters`` and for a broker (Kafka's messages).
 * ``kraftlog server FILE`` runs the node (:func:`kraftlog.net.node.run_server`) until SIGTERM/SIGINT; it
   refuses an unformatted directory.
 
@@ -19,12 +19,15 @@ Bad options and properties exit 2 with one line (``error: ...``); a directory th
 from __future__ import annotations
 
 import os
+import socket
 import sys
 import uuid
 from random import SystemRandom
 
 import click
 
+from ..protocol.raft_records import RaftEndpoint, Voter, VotersRecord
+from ..raft.bootstrap import format_quorum
 from ..storage.meta_properties import (
     META_PROPERTIES,
     MetaProperties,
@@ -34,7 +37,7 @@ from ..storage.meta_properties import (
     parse_kafka_uuid,
 )
 from .disk import FileDisk
-from .server_config import ServerConfigError, load_server_config
+from .server_config import ServerConfigError, load_server_config, parse_endpoint
 
 __all__ = ["server", "storage", "format_storage", "random_uuid"]
 
@@ -49,9 +52,42 @@ def random_uuid() -> str:
     return kafka_uuid(new_directory_id(SystemRandom()))
 
 
-def format_storage(config_path: str, cluster_id: str, ignore_formatted: bool = False) -> tuple[str, MetaProperties]:
-    """Format the directory of the node ``config_path`` describes for cluster ``cluster_id``; returns (the
-    directory, what was written). ValueError (a bad file or cluster id: exit 2), FileExistsError (already
+def parse_initial_controllers(text: str) -> list[Voter]:
+    """``--initial-controllers``: ``ID@HOST:PORT:DIRID,...`` (Kafka's ``DynamicVoters`` form, the directory id
+    in Kafka's Uuid form) as voters; ValueError naming the entry otherwise."""
+    voters: list[Voter] = []
+    for item in filter(None, (x.strip() for x in text.split(","))):
+        ident, sep, rest = item.partition("@")
+        address, colon, dir_text = rest.rpartition(":")
+        wrong = f"--initial-controllers: {item!r} is not ID@HOST:PORT:DIRECTORY_ID"
+        if not sep or not colon or ":" not in address or not ident.isascii() or not ident.isdigit():
+            raise ValueError(wrong)
+        try:
+            host, port = parse_endpoint(address, "--initial-controllers")
+        except ValueError:
+            raise ValueError(f"{wrong} (a port within 0..65535)") from None
+        try:
+            directory_id = parse_kafka_uuid(dir_text)
+        except ValueError:
+            raise ValueError(f"{wrong}: {dir_text!r} is not a directory id (`storage random-uuid` makes one)") from None
+        if any(v.voter_id == int(ident) for v in voters):
+            raise ValueError(f"--initial-controllers: voter {ident} is named twice")
+        voters.append(Voter(int(ident), directory_id, (RaftEndpoint("CONTROLLER", host, port),)))
+    if not voters:
+        raise ValueError("--initial-controllers: no controller")
+    return voters
+
+
+def format_storage(config_path: str, cluster_id: str, ignore_formatted: bool = False, *, standalone: bool = False,
+                   initial_controllers: str | None = None,
+                   no_initial_controllers: bool = False) -> tuple[str, MetaProperties]:
+    """Format the directory of the node ``config_path`` describes for cluster ``cluster_id`` (Kafka's
+    ``Formatter``); returns (the directory, what was written: no directory id when it was already formatted and
+    ``ignore_formatted``). A controller of a dynamic quorum (KIP-853: ``controller.quorum.bootstrap.servers``, no
+    static voters) takes exactly one of ``standalone`` (it is the only initial voter), ``initial_controllers``
+    (``ID@HOST:PORT:DIRID,...``: this node's entry gives its directory id) and ``no_initial_controllers`` (it
+    joins later); the first two write the bootstrap checkpoint (KRaftVersionRecord 1 and the VotersRecord with
+    each voter's endpoint). ValueError (a bad file, cluster id or flag: exit 2), FileExistsError (already
     formatted and not ``ignore_formatted``), OSError (cannot write)."""
     server = load_server_config(config_path)
     try:
@@ -60,14 +96,46 @@ def format_storage(config_path: str, cluster_id: str, ignore_formatted: bool = F
         raise ValueError(f"Cluster ID string {cluster_id} does not appear to be a valid UUID") from None
     if parsed == uuid.UUID(int=0):
         raise ValueError(f"Cluster ID string {cluster_id} is a reserved UUID")
+    flags = [f for f, on in (("--standalone", standalone), ("--initial-controllers", initial_controllers),
+                             ("--no-initial-controllers", no_initial_controllers)) if on]
+    if len(flags) > 1:
+        raise ValueError(f"only one of --standalone, --initial-controllers and --no-initial-controllers, got "
+                         f"{' and '.join(flags)}")
+    if flags and not server.is_controller:
+        raise ValueError(f"{flags[0]} formats a controller; {config_path} describes a broker (process.roles=broker)")
+    if flags and not server.dynamic_quorum:  # Kafka's Formatter, word for word
+        raise ValueError(f"You cannot specify controller.quorum.voters and format the node with {flags[0]}. If you "
+                         "want to use dynamic quorum, please remove controller.quorum.voters and specify "
+                         "controller.quorum.bootstrap.servers instead.")
+    if server.is_controller and server.dynamic_quorum and not flags:
+        raise ValueError("Because controller.quorum.voters is not set on this controller, you must specify one of "
+                         "the following: --standalone, --initial-controllers, or --no-initial-controllers.")
+    directory_id = new_directory_id(SystemRandom())
+    initial: VotersRecord | None = None
+    own = server.listeners[server.controller_listener] if server.is_controller else None
+    if standalone and own is not None:
+        initial = VotersRecord((Voter(server.node_id, directory_id, (RaftEndpoint(
+            own.name, own.host or socket.gethostname(), own.port),)),))
+    elif initial_controllers is not None and own is not None:
+        voters = parse_initial_controllers(initial_controllers)
+        mine = next((v for v in voters if v.voter_id == server.node_id), None)
+        if mine is None:
+            raise ValueError(f"--initial-controllers does not name this node ({server.node_id}); format a controller "
+                             "that joins later with --no-initial-controllers")
+        assert mine.voter_directory_id is not None
+        directory_id = mine.voter_directory_id  # Kafka: the metadata log directory takes the id given
+        initial = VotersRecord(tuple(Voter(v.voter_id, v.voter_directory_id, tuple(
+            RaftEndpoint(own.name, e.host, e.port) for e in v.endpoints)) for v in voters))
     root = server.data_dir
     if os.path.exists(os.path.join(root, META_PROPERTIES)):
         if ignore_formatted:
             return root, MetaProperties(cluster_id, str(server.node_id))
         raise FileExistsError(f"Log directory {root} is already formatted. Use --ignore-formatted to ignore this "
                               "directory and format the others.")
-    identity = MetaProperties(cluster_id, str(server.node_id), new_directory_id(SystemRandom()))
-    with FileDisk(root) as disk:
+    identity = MetaProperties(cluster_id, str(server.node_id), directory_id)
+    with FileDisk(root, raft_metadata=True) as disk:
+        if initial is not None:
+            format_quorum(disk, 0, initial)
         format_disk(disk, identity, 0)
     return root, identity
 
@@ -96,24 +164,12 @@ def storage_random_uuid() -> None:
 def storage_format(cluster_id: str, config_path: str, ignore_formatted: bool, standalone: bool,
                    initial_controllers: str | None, no_initial: bool) -> None:
     """Write the node's meta.properties into its directory (Kafka's `kafka-storage.sh format`)."""
-    flags = [f for f, on in (("--standalone", standalone), ("--initial-controllers", initial_controllers),
-                             ("--no-initial-controllers", no_initial)) if on]
-    if len(flags) > 1:
-        _fail(f"only one of --standalone, --initial-controllers and --no-initial-controllers, got "
-              f"{' and '.join(flags)}", 2)
     try:
-        server = load_server_config(config_path)
+        root, identity = format_storage(config_path, cluster_id, ignore_formatted, standalone=standalone,
+                                        initial_controllers=initial_controllers, no_initial_controllers=no_initial)
     except ServerConfigError as exc:
         _fail(f"{config_path}: {exc}", 2)
         return
-    if flags and not server.is_controller:
-        _fail(f"{flags[0]} formats a controller; {config_path} describes a broker (process.roles=broker)", 2)
-    if flags:  # Kafka's Formatter, word for word where it applies
-        _fail(f"You cannot specify controller.quorum.voters and format the node with {flags[0]}. If you want to "
-              "use dynamic quorum, please remove controller.quorum.voters and specify "
-              "controller.quorum.bootstrap.servers instead (kraftlog server runs static voters only, for now).", 2)
-    try:
-        root, identity = format_storage(config_path, cluster_id, ignore_formatted)
     except ValueError as exc:
         _fail(str(exc), 2)
         return
@@ -121,12 +177,12 @@ def storage_format(cluster_id: str, config_path: str, ignore_formatted: bool, st
         _fail(str(exc), 1)
         return
     except OSError as exc:
-        _fail(f"cannot format {server.data_dir}: {exc.strerror or exc}", 1)
+        _fail(f"cannot format {config_path}'s directory: {exc.strerror or exc}", 1)
         return
     if identity.directory_id is None:
         click.echo(f"All of the log directories are already formatted ({root}).")
     else:
-        click.echo(f"Formatting {root} with cluster.id {cluster_id}, node.id {server.node_id}, directory.id "
+        click.echo(f"Formatting {root} with cluster.id {cluster_id}, node.id {identity.node_id}, directory.id "
                    f"{kafka_uuid(identity.directory_id)}.")
 
 

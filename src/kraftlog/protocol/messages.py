@@ -50,7 +50,7 @@ class FetchPartition:
     ``topic``: the topic's name, which Fetch v4-v12 carry instead of ``topic_id`` (then the zero
     UUID); "" at v13+.
 
-    From Kafka's FetchRequest v15 ``topics[].partitions[]`` (``kio.schema.fetch.v15.request``)."""
+    From Kafka's FetchRequest v12 ``topics[].partitions[]`` (``kio.schema.fetch.v12.request``)."""
 
     #: ``topics[].topic_id``: The unique topic ID.
     topic_id: uuid.UUID
@@ -120,7 +120,7 @@ class FetchPartitionResponse:
     ``topic``: the topic's name, answering a Fetch v4-v12 (which names topics; ``topic_id`` is then
     the zero UUID); "" at v13+.
 
-    From Kafka's FetchResponse v15 ``responses[].partitions[]`` (``kio.schema.fetch.v15.response``)."""
+    From Kafka's FetchResponse v12 ``responses[].partitions[]`` (``kio.schema.fetch.v12.response``)."""
 
     #: ``responses[].topic_id``: The unique topic ID.
     topic_id: uuid.UUID
@@ -360,7 +360,7 @@ class MetadataFetchRequest:
     ``cluster_id``: Fetch's ClusterId tagged field (KIP-595), the broker's cluster id; None (not sent) is
     accepted, as ``KafkaRaftClient.hasValidClusterId`` accepts it, another one is INCONSISTENT_CLUSTER_ID.
 
-    From Kafka's FetchRequest v15 (``kio.schema.fetch.v15.request``)."""
+    From Kafka's FetchRequest v18 (``kio.schema.fetch.v18.request``)."""
 
     API: ClassVar[str] = "Fetch"
     API_KEY: ClassVar[int] = 1
@@ -389,6 +389,22 @@ class MetadataFetchRequest:
 
 
 @dataclass(slots=True)
+class RaftNodeEndpoint:
+    """Where a node named in a response listens (Fetch v16+'s NodeEndpoints, KIP-853): the leader's endpoint
+    on the listener the request came in on, so that an observer that found the quorum through
+    ``controller.quorum.bootstrap.servers`` can reach the leader.
+
+    From Kafka's FetchResponse v16 ``node_endpoints[]`` (``kio.schema.fetch.v16.response``)."""
+
+    #: The ID of the associated node.
+    node_id: int
+    #: The node's hostname.
+    host: str
+    #: The node's port.
+    port: int
+
+
+@dataclass(slots=True)
 class MetadataFetchResponse:
     """``records``: metadata records from ``fetch_offset`` on (``kraftlog.metadata.records``), the
     non-replicated controller's form; ``batches``: the KRaft log's batches from ``fetch_offset`` on
@@ -397,7 +413,7 @@ class MetadataFetchResponse:
     ``high_watermark``: the metadata log's high watermark. ``current_leader_*`` / ``diverging_*``: Kafka's
     CurrentLeader and DivergingEpoch (KIP-595), -1 for none.
 
-    From Kafka's FetchResponse v15 (``kio.schema.fetch.v15.response``)."""
+    From Kafka's FetchResponse v16 (``kio.schema.fetch.v16.response``)."""
 
     API: ClassVar[str] = "Fetch"
     #: The top level response error code.
@@ -429,6 +445,9 @@ class MetadataFetchResponse:
     #: ``responses[].partitions[].records``: The KRaft log's batches, decoded: data batches of metadata records and
     #: control batches of KRaft's control records (``kraftlog.protocol.wire`` maps each to one record batch).
     batches: tuple[RaftBatch, ...] = ()
+    #: ``node_endpoints[]`` v16: The current leader's endpoint (KIP-853's NodeEndpoints, Fetch v16+), () when
+    #: unknown.
+    node_endpoints: tuple[RaftNodeEndpoint, ...] = ()
 
 
 # -------------------------------------------------------------------------- Produce (API key 0, v9)

@@ -35,7 +35,7 @@ from typing import Any, Protocol, TypeAlias
 from ..protocol import messages as m
 from ..protocol.errors import Errors
 from ..protocol.node import Address, Envelope, Message
-from ..protocol.raft_records import KRaftVersionRecord, LeaderChangeMessage, RaftBatch
+from ..protocol.raft_records import KRaftVersionRecord, LeaderChangeMessage, RaftBatch, RaftEndpoint
 from ..storage.disk import Disk
 from ..storage.metadata_log import MetadataLogConfig
 from ..storage.snapshot_files import LoadedSnapshot
@@ -105,7 +105,10 @@ class KafkaRaftClient(QuorumApis):
     (kraft.version 1; none there: no voter known until the log says; a snapshot's voters replace both).
     ``bootstrap_servers``: ``controller.quorum.bootstrap.servers`` as node ids (default: the voters).
     ``can_become_voter``: a controller (True) or a broker (False). ``log_config``: the metadata log's segment,
-    retention and cleaning settings. Times are ms; ``rng`` draws the election jitter and bootstrap choices.
+    retention and cleaning settings. ``local_listeners``: a controller's own endpoints (its controller listener;
+    none in the simulator, where a node id is an address): what it tells the leader when it joins or updates
+    itself (AddRaftVoter, UpdateRaftVoter) and what it names as the leader in a Fetch answer's NodeEndpoints.
+    Times are ms; ``rng`` draws the election jitter and bootstrap choices.
 
     Raises ValueError when ``quorum-state`` cannot be read; OSError when the disk cannot be read;
     :class:`~kraftlog.storage.metadata_log.MetadataLogLoadError` when the log cannot be loaded whole."""
@@ -114,8 +117,11 @@ class KafkaRaftClient(QuorumApis):
                  disk: Disk, rng: Random, now_ms: int, channel: RaftChannel,
                  static_voters: Sequence[int] | None = None, bootstrap_servers: Sequence[int] = (),
                  can_become_voter: bool = True, directory: str = METADATA_LOG_DIR,
-                 log_config: MetadataLogConfig | None = None) -> None:
+                 log_config: MetadataLogConfig | None = None, local_listeners: Sequence[RaftEndpoint] = ()) -> None:
         self.local = ReplicaKey(node_id, directory_id)
+        self.local_listeners = tuple(local_listeners)
+        #: endpoints other nodes' answers named (Fetch's NodeEndpoints): node id -> (host, port)
+        self._learned_endpoints: dict[int, tuple[str, int]] = {}
         self.cluster_id = cluster_id
         self.config = config
         self.rng = rng
@@ -196,6 +202,29 @@ class KafkaRaftClient(QuorumApis):
     def voter_set(self) -> VoterSet:
         """The voter set in force (the latest appended)."""
         return self.control.last_voter_set()
+
+    def endpoint_of(self, node_id: int) -> tuple[str, int] | None:
+        """Where ``node_id`` listens as far as this replica knows (KIP-853): its own listener, a voter's first
+        endpoint in the voter set in force, or what an answer's NodeEndpoints said; None when unknown (then the
+        driver's static map, ``controller.quorum.voters`` or the bootstrap servers, is all there is)."""
+        if node_id == self.local.id and self.local_listeners:
+            return self.local_listeners[0].host, self.local_listeners[0].port
+        voter = self.voter_set().voters.get(node_id)
+        if voter is not None and voter.endpoints:
+            return voter.endpoints[0].host, voter.endpoints[0].port
+        return self._learned_endpoints.get(node_id)
+
+    def learn_endpoints(self, endpoints: Sequence[m.RaftNodeEndpoint]) -> None:
+        """Remember the endpoints an answer named (Fetch's NodeEndpoints)."""
+        for e in endpoints:
+            self._learned_endpoints[e.node_id] = (e.host, e.port)
+
+    def leader_endpoints(self, leader_id: int | None) -> tuple[m.RaftNodeEndpoint, ...]:
+        """The NodeEndpoints of an answer naming ``leader_id`` as the leader: its endpoint when known, else ()."""
+        if leader_id is None:
+            return ()
+        found = self.endpoint_of(leader_id)
+        return () if found is None else (m.RaftNodeEndpoint(leader_id, found[0], found[1]),)
 
     def is_voter(self) -> bool:
         """This replica is a voter of the voter set in force."""

@@ -71,6 +71,12 @@ class QuorumApis:
     def _handle_common_response(self, error: int, leader_id: int | None, epoch: int, now_ms: int) -> bool | None:
         raise NotImplementedError
 
+    def learn_endpoints(self, endpoints: Any) -> None:
+        raise NotImplementedError
+
+    def leader_endpoints(self, leader_id: int | None) -> tuple[m.RaftNodeEndpoint, ...]:
+        raise NotImplementedError
+
     # ================================================================== Vote
     def _handle_vote(self, now_ms: int, env: Envelope[m.VoteRequest]) -> None:
         """Kafka's ``handleVoteRequest``."""
@@ -249,6 +255,8 @@ class QuorumApis:
         if resp.error_code == Errors.INCONSISTENT_CLUSTER_ID or resp.error_code == Errors.BROKER_NOT_AVAILABLE:
             return False
         leader = resp.current_leader_id if resp.current_leader_id >= 0 else None
+        if resp.node_endpoints:  # where the leader listens (KIP-853): how an observer of bootstrap servers finds it
+            self.learn_endpoints(resp.node_endpoints)
         handled = self._handle_common_response(resp.error_code, leader, resp.current_leader_epoch, now_ms)
         if handled is not None:
             return handled
@@ -295,7 +303,8 @@ class QuorumApis:
             current_leader_id=state.leader_id if state.leader_id is not None else -1,
             current_leader_epoch=state.epoch,
             diverging_epoch=diverging.epoch if diverging else -1,
-            diverging_end_offset=diverging.offset if diverging else -1, log_start_offset=self.log.start_offset)
+            diverging_end_offset=diverging.offset if diverging else -1, log_start_offset=self.log.start_offset,
+            node_endpoints=self.leader_endpoints(state.leader_id))
 
     def _fetch_response(self, now_ms: int, req: m.MetadataFetchRequest, key: ReplicaKey) -> m.MetadataFetchResponse:
         """Kafka's ``tryCompleteFetchRequest``."""

@@ -212,7 +212,8 @@ class Reconfig:
             return False
         sent = client._maybe_send(now_ms, state.leader_id, m.UpdateRaftVoterRequest(
             cluster_id=client.cluster_id, current_leader_epoch=state.epoch, voter_id=client.local.id,
-            voter_directory_id=client.local.directory_id, listeners=(), kraft_version_min=0, kraft_version_max=1))
+            voter_directory_id=client.local.directory_id, listeners=client.local_listeners, kraft_version_min=0,
+            kraft_version_max=1))
         if sent:  # Kafka resets the period only when sent; until then no Fetch goes out (the request goes first)
             state.update_voter_deadline = now_ms + client.config.fetch_timeout_ms
         return True
@@ -234,7 +235,7 @@ class Reconfig:
         else:
             message = m.AddRaftVoterRequest(cluster_id=client.cluster_id, timeout_ms=client.config.request_timeout_ms,
                                             voter_id=client.local.id, voter_directory_id=client.local.directory_id,
-                                            listeners=())
+                                            listeners=client.local_listeners)
         if client._maybe_send(now_ms, state.leader_id, message):
             state.update_voter_deadline = now_ms + client.config.fetch_timeout_ms
         return True  # sent, or sent once the request in flight is answered: no Fetch meanwhile (Kafka's order)

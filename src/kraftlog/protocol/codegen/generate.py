@@ -194,13 +194,13 @@ def _docstring(text: str, indent: str) -> list[str]:
     return [(indent + line).rstrip() for line in lines]
 
 
-def _source_line(api: s.Api, struct: s.Struct, schema: SchemaStruct) -> str:
+def _source_line(api: s.Api, struct: s.Struct, schema: SchemaStruct, version: int | None = None) -> str:
     if isinstance(api.source, s.Kio):
         where = f"``{schema.source}``"
     else:
         where = f"``codegen/schemas/{schema.source.split()[0]}``"
     at = f" ``{_shown(_walk(schema, struct.at))}``" if struct.at else ""
-    return f"From Kafka's {schema.name} v{api.source.version}{at} ({where})."
+    return f"From Kafka's {schema.name} v{api.source.version if version is None else version}{at} ({where})."
 
 
 def _heading(title: str) -> list[str]:
@@ -212,7 +212,9 @@ def _render_class(gen: _Generator, api: s.Api | None, struct: s.Struct) -> list[
     out = ["@dataclass(slots=True)", f"class {struct.name}:"]
     doc = struct.doc
     if api is not None:
-        source = _source_line(api, struct, gen.schema(api, struct.side))
+        # a struct that exists only from a later version (its fields say which) is read from that version
+        since = max((f.version for f in struct.fields if isinstance(f, s.F) and f.version is not None), default=None)
+        source = _source_line(api, struct, gen.schema(api, struct.side, since), since)
         doc = f"{doc}\n\n{source}" if doc else source
     if doc:
         out += _docstring(doc, "    ") + [""]

@@ -209,6 +209,14 @@ APIS: tuple[Api, ...] = (
                 "The fetcher's high watermark, -1 when unknown (Fetch v18, KIP-1166): the leader answers at "
                 "once when its own is higher.")),
         )),
+        Struct("RaftNodeEndpoint", RESPONSE, "node_endpoints", doc=(
+            "Where a node named in a response listens (Fetch v16+'s NodeEndpoints, KIP-853): the leader's endpoint\n"
+            "on the listener the request came in on, so that an observer that found the quorum through\n"
+            "``controller.quorum.bootstrap.servers`` can reach the leader."), fields=(
+            F("node_id", version=16),
+            F("host", version=16),
+            F("port", version=16),
+        )),
         Struct("MetadataFetchResponse", RESPONSE, "", doc=(
             "``records``: metadata records from ``fetch_offset`` on (``kraftlog.metadata.records``), the\n"
             "non-replicated controller's form; ``batches``: the KRaft log's batches from ``fetch_offset`` on\n"
@@ -235,6 +243,8 @@ APIS: tuple[Api, ...] = (
             F("batches", "responses.partitions.records", type="tuple[RaftBatch, ...]", default=(), doc=(
                 "The KRaft log's batches, decoded: data batches of metadata records and control batches of "
                 "KRaft's control records (``kraftlog.protocol.wire`` maps each to one record batch).")),
+            F("node_endpoints", "node_endpoints", type="tuple[RaftNodeEndpoint, ...]", default=(), version=16,
+              doc="The current leader's endpoint (KIP-853's NodeEndpoints, Fetch v16+), () when unknown."),
         )),
     )),
     Api("Produce", 0, 9, Kio(9), title="Produce (API key 0, v9)", classes=(

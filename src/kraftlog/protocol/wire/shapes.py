@@ -138,7 +138,12 @@ def _metadata_fetch_response_to_kio(msg: m.MetadataFetchResponse, version: int) 
         last_stable_offset = msg.high_watermark
     else:
         records = b""
+    extra: dict[str, Any] = {}
+    if version >= 16:  # NodeEndpoints (KIP-853): where the current leader listens
+        extra["node_endpoints"] = tuple(mod.NodeEndpoint(node_id=e.node_id, host=e.host, port=e.port, rack=None)
+                                        for e in msg.node_endpoints)
     return f_resp(
+        **extra,
         throttle_time=_td(0),
         error_code=ErrorCode.none,
         session_id=0,
@@ -182,6 +187,8 @@ def _metadata_fetch_response_from_kio(e: Any) -> m.MetadataFetchResponse:
         "diverging_epoch": p.diverging_epoch.epoch, "diverging_end_offset": p.diverging_epoch.end_offset,
         "log_start_offset": p.log_start_offset,
         "snapshot_end_offset": p.snapshot_id.end_offset, "snapshot_epoch": p.snapshot_id.epoch,
+        "node_endpoints": tuple(m.RaftNodeEndpoint(int(n.node_id), n.host, int(n.port))
+                                for n in getattr(e, "node_endpoints", ())),
     }
     batches = decode_batches(p.records)
     if batches and batches[0].partition_leader_epoch == _METADATA_BATCH_LEADER_EPOCH:
