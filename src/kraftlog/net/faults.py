@@ -19,6 +19,7 @@ from random import Random
 from ..controller.controller import CONTROLLER
 from ..scenario import Corrupt, Step, corrupt_target
 from ..scenario.interpreter import Corrupted, node_words
+from ..scenario.model import ACTIVE_CONTROLLER
 from . import cluster as cl
 from .node import node_name, quorum_voters
 
@@ -41,22 +42,25 @@ class ProcessFaults:
         return quorum_voters(cl.load(self.directory))
 
     def _target(self, node):
-        """The process a fault on ``node`` hits: a quorum's active voter for ``"controller"`` (any running voter
-        while none is active), ``node`` itself otherwise."""
-        if node != CONTROLLER or not self._voters():
+        """The process a fault on ``node`` hits: a quorum's active voter for ``"controller"`` or ``"active"`` (a
+        story's ``controller: active``; any running voter while none is active), ``node`` itself otherwise."""
+        if node not in (CONTROLLER, ACTIVE_CONTROLLER) or not self._voters():
             return node
         voter = cl.active_controller(self.directory)
         self.hit_voter = voter
         return voter
 
     def _healed(self, node):
-        """The process a heal of ``node`` concerns: the voter the last fault on ``"controller"`` hit."""
-        if node == CONTROLLER and self.hit_voter is not None:
+        """The process a heal of ``node`` concerns: the voter the last fault on ``"controller"`` or ``"active"``
+        hit."""
+        if node in (CONTROLLER, ACTIVE_CONTROLLER) and self.hit_voter is not None:
             return self.hit_voter
         return node
 
     def alive(self, node) -> bool:
         info = cl.load(self.directory)
+        if node == ACTIVE_CONTROLLER:
+            node = self._healed(node) if self.hit_voter is not None else cl.active_controller(self.directory)
         if node == CONTROLLER and quorum_voters(info):
             return all(cl.node_alive(info, v) for v in quorum_voters(info))
         return cl.node_alive(info, node)
@@ -78,11 +82,15 @@ class ProcessFaults:
 
     def restart(self, node) -> str | None:
         try:
-            if node == CONTROLLER and self._voters():
-                for voter in ([self._healed(node)] if self.hit_voter is not None else self._voters()):
+            voters = self._voters()
+            if node in (CONTROLLER, ACTIVE_CONTROLLER) and voters:
+                for voter in ([self._healed(node)] if self.hit_voter is not None else voters):
                     if not cl.node_alive(cl.load(self.directory), voter):
                         self._reformat_lost_voter(voter)
                         cl.start_controller(self.directory, voter)
+            elif node in voters:  # a story's `restart: {controller: 3001}`
+                self._reformat_lost_voter(node)
+                cl.start_controller(self.directory, node)
             elif node == CONTROLLER:
                 cl.start_controller(self.directory)
             else:
@@ -92,15 +100,14 @@ class ProcessFaults:
         return None
 
     def _reformat_lost_voter(self, voter: int) -> None:
-        """The operator's answer to a voter's lost directory in a kraft.version 1 quorum (KIP-853): ``storage
-        format --no-initial-controllers``, a new directory id and no bootstrap checkpoint; the voter then rejoins
-        by auto-join (``controller.quorum.auto.join.enable``), as the simulator's restart of a blank disk does.
-        A static quorum's lost voter is not reformatted: it stays down (``kraftlog server`` refuses the empty
-        directory), since a static voter with an empty log may elect a leader that lacks committed metadata."""
-        info = cl.load(self.directory)
-        if info.get("kraft_version", 0) == 1 and not os.path.exists(
-                os.path.join(self.directory, node_name(voter), "meta.properties")):
-            cl.format_node(self.directory, voter, info)
+        """The operator's answer to a voter's lost directory, as the simulator's restart of a blank disk: it is
+        formatted again (a new directory id, no bootstrap checkpoint: ``storage format --no-initial-controllers``).
+        At kraft.version 1 (KIP-853) the voter then rejoins by auto-join (``controller.quorum.auto.join.enable``)
+        with its new directory; at kraft.version 0 it comes back as a static voter with an empty log, the unsafe
+        case KIP-853 fixes (``quorum-static-voter-disk-loss.yaml``; chaos plans never lose a static voter's
+        disk). Nothing is done to a directory that is still formatted."""
+        if not os.path.exists(os.path.join(self.directory, node_name(voter), "meta.properties")):
+            cl.format_node(self.directory, voter, cl.load(self.directory))
 
     def restart_controller(self) -> str | None:
         cl.kill_node(self.directory, self._target(CONTROLLER))
@@ -153,14 +160,15 @@ class ProcessFaults:
 
     def partition(self, groups: tuple) -> None:
         voters = self._voters()
-        expanded = [[v for n in g for v in (voters if n == CONTROLLER and voters else [n])] for g in groups]
+        expanded = [[v for n in g for v in (voters if n == CONTROLLER and voters else [self._target(n)])]
+                    for g in groups]
         self._links("partition", groups=expanded)
 
     def cut(self, src, dst) -> None:
         self._links("cut", **{"from": self._target(src), "to": self._target(dst)})
 
     def heal(self, nodes: tuple | None) -> None:
-        self._links("heal", nodes=None if nodes is None else list(nodes))
+        self._links("heal", nodes=None if nodes is None else [self._healed(n) for n in nodes])
 
     def hold(self, api: str | None, src, dst) -> None:
         self._links("hold", **{"api": api, "from": src, "to": dst})

@@ -32,6 +32,14 @@ to a fault on the real processes:
   the leader (its HWM) and the process table (``alive``). While the controller is down they read the
   metadata a live broker holds, as the simulator does (the lowest broker id that answers).
 
+A story with a controller quorum (``cluster: {controllers: N, kraft_version: V}``) runs on N real voters
+(:func:`kraftlog.net.cluster.up` with ``controllers`` and ``kraft_version``): ``controller: active`` is the voter
+whose run file says it is active when the step runs (:class:`~kraftlog.net.faults.ProcessFaults`), a voter's
+``restart`` formats its lost directory again as the simulator does, the quorum conditions (``active_controller``,
+``quorum_epoch``, ``quorum_epoch_at_least``) read the running voters' run files (:meth:`RealScenarioRun.quorum_view`),
+and the other conditions ask the active voter (else a standby, else a broker). A story that waits for the voter the
+simulator's seed elects may time out on real processes, where any voter may win an election.
+
 What cannot be honoured is refused before anything starts, naming the step (:func:`refusals`): a
 ``sim:`` network delay (loopback has its own), ``lose: unflushed`` with a ``sim.writeback`` other than
 ``never`` (the kernel's writeback cannot be set per run). At the end, as ``kraftlog chaos`` does: the
@@ -61,7 +69,7 @@ from . import cluster as cl
 from .client import ClientLoop, ConsumerRecorder, KafkaConnection
 from .faults import ProcessFaults
 from .metrics_http import MetricsSampler
-from .node import HOST
+from .node import HOST, quorum_voters
 from .readback import end_state_violations, read_back, read_replica_disks
 
 __all__ = ["RealScenarioRun", "refusals"]
@@ -75,10 +83,6 @@ def refusals(scn: Scenario) -> list[str]:
     """What ``scn`` asks that real processes cannot honour, one line each naming the step; [] when it
     can run with ``--real``."""
     out = []
-    if scn.controllers != 1:
-        out.append(f"cluster controllers {scn.controllers}: `scenario run --real` drives one controller process "
-                   "(a real quorum runs with `kraftlog cluster up --controllers 3`, not from a story yet); remove it "
-                   "to run with --real")
     if (scn.delay_min_ms, scn.delay_max_ms) != _SIM_DELAY:
         out.append(f"sim.network_delay {scn.delay_min_ms}ms-{scn.delay_max_ms}ms: real processes on loopback "
                    "have their own delays; remove it to run with --real")
@@ -182,9 +186,14 @@ class RealScenarioRun(ProcessFaults):
         channel; while it is down, the metadata the first live broker that answers holds; None when no
         node answers."""
         info = cl.load(self.directory)
-        ctl_up = cl.node_alive(info, CONTROLLER)
-        nodes = [CONTROLLER] if ctl_up else [e["id"] for e in info["nodes"]
-                                             if e["role"] == "broker" and cl.pid_alive(e.get("pid"))]
+        voters = quorum_voters(info)
+        if voters:  # a quorum: the active voter first, then the other running voters (a standby's committed image)
+            active, _epoch = self.quorum_view()
+            controllers = ([active] if active is not None else []) + [
+                v for v in voters if v != active and cl.node_alive(info, v)]
+        else:
+            controllers = [CONTROLLER] if cl.node_alive(info, CONTROLLER) else []
+        nodes = controllers or [e["id"] for e in info["nodes"] if e["role"] == "broker" and cl.pid_alive(e.get("pid"))]
         for node in nodes:
             try:
                 answer = cl.control(self.directory, node, {"cmd": "state"}, timeout_s=3.0)
@@ -194,10 +203,37 @@ class RealScenarioRun(ProcessFaults):
                 return answer.get("state")
         return None
 
+    def quorum_view(self) -> tuple[int | None, int]:
+        """(the active controller, the highest Raft epoch) as the running voters' run files report them (the
+        active one: in the newest epoch, so that a paused former leader's stale file does not count); (None, -1)
+        without a running voter."""
+        info = cl.load(self.directory)
+        views = [(q.get("epoch", -1), bool(q.get("active")), v) for v in quorum_voters(info)
+                 if cl.node_alive(info, v) and (q := (cl.run_file(self.directory, v) or {}).get("quorum"))]
+        if not views:
+            return None, -1
+        epoch = max(e for e, _a, _v in views)
+        active = [v for e, a, v in views if a and e == epoch]
+        return (active[0] if active else None), epoch
+
+    def _holds_quorum(self, checks: dict) -> bool:
+        active, epoch = self.quorum_view()
+        for key, want in checks.items():
+            if key == "active_controller":
+                if (active is None) if want == "any" else (active != want):
+                    return False
+            elif key == "quorum_epoch" and epoch != want:
+                return False
+            elif key == "quorum_epoch_at_least" and epoch < want:
+                return False
+        return True
+
     def holds(self, cond: Condition) -> bool:
         """``cond`` against the controller's committed state, as the simulator reads it (see the module
-        doc); False while the controller cannot be asked."""
+        doc); False while the controller cannot be asked. A quorum condition reads the voters' run files."""
         checks = cond.checks
+        if cond.kind == "quorum":
+            return self._holds_quorum(checks)
         if cond.kind == "broker" and set(checks) == {"alive"}:
             return self.alive(int(cond.target)) == checks["alive"]
         state = self._controller_state()
@@ -243,6 +279,9 @@ class RealScenarioRun(ProcessFaults):
         return reg is None or reg["fenced"]
 
     def observed(self, cond: Condition) -> str:
+        if cond.kind == "quorum":
+            active, epoch = self.quorum_view()
+            return f"active_controller={'none' if active is None else active}, quorum_epoch={epoch}"
         state = self._controller_state()
         if cond.kind == "partition":
             p = state["partitions"].get(str(cond.target)) if state else None
@@ -423,16 +462,22 @@ class RealScenarioRun(ProcessFaults):
         sampler: MetricsSampler | None = None
         try:
             cl.up(self.directory, scn.brokers, port=0, level=self.level, seed=self.seed, config=dict(scn.config),
-                  chaos=True, owned=True)
+                  chaos=True, owned=True, controllers=scn.controllers, kraft_version=scn.kraft_version)
             nodes = cl.load(self.directory)["nodes"]
             self.ports = {e["id"]: e["port"] for e in nodes if e["role"] == "broker"}
-            controller_metrics = next((e.get("metrics_port") for e in nodes if e["role"] == "controller"), None)
-            sampler = MetricsSampler(lambda: controller_metrics, tuple(REAL_GAUGES.values()))
+            metrics_ports = {e["id"]: e.get("metrics_port") for e in nodes if e["role"] == "controller"}
+
+            def controller_metrics():  # the active controller's (a quorum's changes with each election)
+                active = self.quorum_view()[0] if scn.controllers > 1 else CONTROLLER
+                return metrics_ports.get(active)
+            sampler = MetricsSampler(controller_metrics, tuple(REAL_GAUGES.values()))
             sampler.start()
             ready = self._create_topics()
             self.t0 = time.monotonic()
             if ready:
-                self._log(f"cluster ready: {scn.brokers} brokers, level {self.level.label}, seed {self.seed} "
+                quorum = (f", a quorum of {scn.controllers} controllers (kraft.version {scn.kraft_version})"
+                          if scn.controllers > 1 else "")
+                self._log(f"cluster ready: {scn.brokers} brokers{quorum}, level {self.level.label}, seed {self.seed} "
                           f"(real processes in {self.directory})")
                 self._start_clients()
                 run_steps(self, scn)
