@@ -6,6 +6,7 @@ line each."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -22,9 +23,10 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 
 from kraftlog.net.client import KafkaConnection
 from kraftlog.net.cluster_files import free_ports
+from kraftlog.net.server_config import load_server_config
 from kraftlog.protocol import messages as m
 from kraftlog.storage.meta_properties import parse_kafka_uuid
-from test_real_cluster import _consume, _produce, kraftlog
+from test_real_cluster import _consume, _produce, _stop_everything, kraftlog
 from test_server_config import EXAMPLES
 
 pytestmark = pytest.mark.slow
@@ -80,11 +82,11 @@ def _stop(procs: list[subprocess.Popen]) -> None:
             proc.wait(timeout=10)
 
 
-def _status(bootstrap: str, timeout_s: float = 30) -> str:
+def _status(bootstrap: str, timeout_s: float = 30, observers: str = "[0, 1, 2]") -> str:
     deadline = time.monotonic() + timeout_s
     while True:
         out = kraftlog("metadata-quorum", "--bootstrap-controller", bootstrap, "describe", "--status", check=False)
-        if out.returncode == 0 and "CurrentObservers:       [0, 1, 2]" in out.stdout:
+        if out.returncode == 0 and f"CurrentObservers:       {observers}" in out.stdout:
             return out.stdout
         if time.monotonic() > deadline:
             raise AssertionError(f"no quorum with three observers within {timeout_s} s:\n{out.stdout}{out.stderr}")
@@ -332,3 +334,37 @@ def test_a_voter_that_lost_its_disk_rejoins_a_dynamic_quorum_and_nothing_acknowl
         assert set(acked) <= got, f"{len(set(acked) - got)} acknowledged records lost"
         for node, proc in procs.items():
             assert proc.poll() is None, f"node {node} exited"
+
+
+def test_cluster_up_runs_its_nodes_from_the_server_properties_it_writes(tmp_path):
+    """`cluster up` is a convenience over `kraftlog server`'s path: it writes DIR/<node>.properties for every node
+    (static voters here; the single controller as the one voter with kraftlog.controller.single) and each node
+    reads its file with the same parser; a cluster config that no node file could hold is refused first."""
+    directory = tmp_path / "c"
+    bad = kraftlog("cluster", "up", "--dir", str(directory), "--config", "min.insync.replica=2", "--detach",
+                   check=False)
+    assert bad.returncode == 2 and "did you mean 'min.insync.replicas'" in bad.stderr
+    assert not (directory / "cluster.json").exists()
+    try:
+        kraftlog("cluster", "up", "--controllers", "3", "--brokers", "1", "--dir", str(directory), "--port", "0",
+                 "--config", "min.insync.replicas=1", "--detach")
+        info = json.loads((directory / "cluster.json").read_text())
+        for e in info["nodes"]:
+            name = f"controller-{e['id']}" if e["role"] == "controller" else f"broker-{e['id']}"
+            server = load_server_config(str(directory / f"{name}.properties"))
+            assert server.node_id == e["id"] and server.name == name and server.data_dir == str(directory / name)
+            assert server.voters == {v: ("127.0.0.1", p["port"]) for v, p in
+                                     ((n["id"], n) for n in info["nodes"] if n["role"] == "controller")}
+            assert server.config["min.insync.replicas"] == "1"
+        out = _status(",".join(f"127.0.0.1:{e['port']}" for e in info["nodes"] if e["role"] == "controller"),
+                      observers="[0]")
+        assert "CurrentVoters:          [3000, 3001, 3002]" in out
+    finally:
+        _stop_everything(str(directory))
+    single = tmp_path / "s"
+    try:
+        kraftlog("cluster", "up", "--brokers", "1", "--dir", str(single), "--port", "0", "--detach")
+        server = load_server_config(str(single / "controller.properties"))
+        assert server.single_controller and server.name == "controller" and list(server.voters) == [3000]
+    finally:
+        _stop_everything(str(single))

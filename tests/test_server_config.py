@@ -9,6 +9,8 @@ import uuid
 
 import pytest
 from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kraftlog.cli import main
 from kraftlog.level import Level
@@ -16,7 +18,7 @@ from kraftlog.net.node import NodeSpec, spec_from_server_config
 from kraftlog.net.server_config import ServerConfigError, load_server_config, parse_server_config
 from kraftlog.net.storage_cli import random_uuid
 from kraftlog.protocol import listeners as lst
-from kraftlog.storage.meta_properties import parse_kafka_uuid
+from kraftlog.storage.meta_properties import load_properties, parse_kafka_uuid, store_properties
 
 EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples" / "three-hosts"
 
@@ -245,3 +247,11 @@ def test_storage_format_refuses_bad_initial_controllers(tmp_path, initial, messa
                                        "--initial-controllers", initial])
     assert result.exit_code == 2 and message in result.output, result.output
     assert not os.path.exists(tmp_path / "data" / "meta.properties")
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(st.text(min_size=1, max_size=12), st.text(max_size=20), max_size=6))
+def test_properties_written_for_a_node_read_back_as_they_were(props):
+    """`cluster up` writes each node's server.properties with store_properties (plain where an operator would
+    write plain, java.util.Properties escaping elsewhere); load_properties reads back every key and value."""
+    assert load_properties(store_properties(props)) == props

@@ -70,10 +70,12 @@ from .cluster_files import entry as _entry
 from .cluster_files import locked as _locked
 from .cluster_files import save as _save
 from .cluster_files import update_entry as _update_entry
+from .cluster_properties import write_node_properties
 from .disk import FileDisk
 from .link_filter import LinkFilter
 from .meta_properties import read_meta_properties
 from .node import CONTROLLER_ID_BASE, HOST, LINKS_FILE, node_name, quorum_voters, read_links, write_json
+from .server_config import config_problem
 
 __all__ = ["ClusterError", "free_ports", "up", "down", "status", "start_broker", "stop_broker", "load", "NodeStatus",
            "format_node", "strays", "READY_TIMEOUT_S", "pid_alive", "kill", "control", "control_all", "pause",
@@ -158,6 +160,8 @@ def _start_node(directory: str, cluster: dict, node) -> subprocess.Popen:
             raise ClusterError(f"{what} is already running (pid {entry['pid']})", 2)
         entry["incarnation"] = entry.get("incarnation", 0) + 1  # seeds the node's Random (kraftlog.net.node)
         write_json(_cluster_path(directory), fresh)
+        # the node runs from its server.properties, as `kraftlog server` does (cluster_properties)
+        write_node_properties(directory, fresh, node, node_name(node))
         proc = _launch(directory, node)
         entry["pid"] = proc.pid  # known at once: a node that refuses to start shows as REFUSED in ``status``
         write_json(_cluster_path(directory), fresh)
@@ -278,6 +282,10 @@ def up(directory: str, brokers: int, port: int = 9092, level: Level | None = Non
         raise ClusterError("--kraft-version 1 needs a controller quorum (--controllers 3): the single controller "
                            "is not a Raft quorum", 2)
     check_ports(brokers, port, controller_port, internal_port, controllers)
+    for key, value in sorted((config or {}).items()):  # what each node's server.properties will say
+        problem = config_problem(key, str(value))
+        if problem is not None:
+            raise ClusterError(f"--config {key}={value}: {problem}", 2)
     os.makedirs(directory, exist_ok=True)
     directory = os.path.abspath(directory)
     if os.path.exists(_cluster_path(directory)):

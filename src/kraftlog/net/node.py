@@ -276,33 +276,34 @@ BOOTSTRAP_ID_BASE = -2
 
 
 def spec_from_cluster(directory: str, node) -> NodeSpec:
-    """The spec of ``node`` of the ``kraftlog cluster`` directory ``directory`` (its cluster.json): every
-    listener on 127.0.0.1. SystemExit when the node is not in it."""
+    """The spec of ``node`` of the ``kraftlog cluster`` directory ``directory``: its ``DIR/<node>.properties``
+    (written by the launcher from cluster.json, :mod:`kraftlog.net.cluster_properties`) read as ``kraftlog server``
+    reads one, and from cluster.json what a fault injector adds: the cluster id it checks, its seed and
+    incarnation, its run file, chaos mode, owner and link rules. SystemExit when the node is not in cluster.json
+    or its properties file is not one kraftlog can run (one line, exit 2)."""
     with open(os.path.join(directory, "cluster.json")) as f:
         cluster = json.load(f)
-    spec = next((e for e in cluster["nodes"] if e["id"] == node), None)
-    if spec is None:
+    entry = next((e for e in cluster["nodes"] if e["id"] == node), None)
+    if entry is None:
         raise SystemExit(f"node {node!r} is not in cluster.json")
-    controller = is_controller_id(node)
-    binds = ({lst.CONTROLLER: (HOST, spec["port"])} if controller
-             else {lst.CLIENT: (HOST, spec["port"]), lst.INTERNAL: (HOST, spec["internal_port"])})
-    if spec.get("metrics_port") is not None:  # cluster up records one per node (0: a free port)
-        binds[METRICS] = (HOST, spec["metrics_port"])
-    voters = quorum_voters(cluster)
-    controllers = {e["id"]: (HOST, e["port"]) for e in cluster["nodes"] if e["role"] == "controller"}
-    bootstrap = {}
-    if voters and cluster.get("kraft_version", 0) == 1:  # KIP-853: the controllers as bootstrap servers
-        bootstrap = {BOOTSTRAP_ID_BASE - i: controllers[v] for i, v in enumerate(voters)}
-        controllers, voters = {}, []
-    return NodeSpec(
-        node=node, name=node_name(node), controller=controller, root=os.path.join(directory, node_name(node)),
-        level=Level.parse(cluster["level"]), config={k: str(v) for k, v in cluster.get("config", {}).items()},
-        binds=binds, advertise={} if controller else {lst.CLIENT: (HOST, 0), lst.INTERNAL: (HOST, 0)},
-        controllers=controllers, voters=voters, bootstrap=bootstrap,
-        listener=(lst.CONTROLLER, HOST, spec["port"]) if controller and node != CONTROLLER else None,
-        cluster_id=cluster["cluster_id"], seed=str(cluster["seed"]),
-        run_path=os.path.join(directory, "run", f"{node_name(node)}.json"), incarnation=spec.get("incarnation"),
-        chaos=bool(cluster.get("chaos", False)), owner_pid=cluster.get("owner_pid") or None, links_dir=directory)
+    path = os.path.join(directory, f"{node_name(node)}.properties")
+    try:
+        server = load_server_config(path)
+    except ServerConfigError as exc:
+        print(f"{node_name(node)}: {path}: {exc}", file=sys.stderr, flush=True)
+        raise SystemExit(2) from None
+    spec = spec_from_server_config(server)
+    if spec.node != node or spec.name != node_name(node):
+        print(f"{node_name(node)}: {path} describes {spec.name}, not {node_name(node)}", file=sys.stderr, flush=True)
+        raise SystemExit(2)
+    spec.cluster_id = cluster["cluster_id"]
+    spec.seed = str(cluster["seed"])
+    spec.run_path = os.path.join(directory, "run", f"{node_name(node)}.json")
+    spec.incarnation = entry.get("incarnation")
+    spec.chaos = bool(cluster.get("chaos", False))
+    spec.owner_pid = cluster.get("owner_pid") or None
+    spec.links_dir = directory
+    return spec
 
 
 def spec_from_server_config(server: ServerConfig) -> NodeSpec:
@@ -328,6 +329,12 @@ def spec_from_server_config(server: ServerConfig) -> NodeSpec:
             advertise[role] = (server.advertised[name].host, server.advertised[name].port)
     if server.metrics_port is not None:
         binds[METRICS] = (next(iter(server.listeners.values())).host, server.metrics_port)
+    if server.single_controller:  # kraftlog's single controller, no Raft: the brokers know it as `controller`
+        (address,) = server.voters.values()
+        return NodeSpec(
+            node=CONTROLLER if server.is_controller else server.node_id, name=server.name,
+            controller=server.is_controller, root=server.data_dir, level=server.level, config=dict(server.config),
+            binds=binds, advertise=advertise, controllers={CONTROLLER: address}, voters=[])
     return NodeSpec(
         node=server.node_id, name=server.name, controller=server.is_controller, root=server.data_dir,
         level=server.level, config=dict(server.config), binds=binds, advertise=advertise,

@@ -24,7 +24,9 @@ CLI exits 2 with it). What it reads, with Kafka's names and rules (``KafkaConfig
   rules in the README), ``metadata.log.dir`` (a controller's directory; a broker's must be its log
   directory); a relative directory is taken from the working directory, as Kafka does),
   ``metrics.port`` (the ``/metrics`` endpoint, on the host of the node's first listener),
-  ``kraftlog.level`` (the protocol level, ``classic|kip903|elr|urm``: the same on every node);
+  ``kraftlog.level`` (the protocol level, ``classic|kip903|elr|urm``: the same on every node),
+  ``kraftlog.controller.single`` (true: the one voter runs kraftlog's single controller, no Raft; what
+  ``kraftlog cluster up --controllers 1`` writes, :mod:`kraftlog.net.cluster_properties`);
 * every broker and topic default kraftlog knows (:data:`kraftlog.metadata.config.KNOWN_CONFIGS`, checked with
   Kafka's types and bounds) and the ``log.*`` logging keys (:mod:`kraftlog.net.node_logging`).
 
@@ -43,7 +45,8 @@ from ..storage.meta_properties import load_properties
 from .node_logging import LOG_CONFIGS
 
 __all__ = ["ServerConfig", "ServerConfigError", "Endpoint", "load_server_config", "parse_server_config",
-           "parse_endpoint", "parse_voters", "SERVER_KEYS", "BROKER", "CONTROLLER_ROLE"]
+           "parse_endpoint", "parse_voters", "SERVER_KEYS", "BROKER", "CONTROLLER_ROLE", "SINGLE_CONTROLLER_KEY",
+           "config_problem"]
 
 BROKER = "broker"
 CONTROLLER_ROLE = "controller"
@@ -59,8 +62,11 @@ SERVER_KEYS: frozenset[str] = frozenset({
     "node.id", "process.roles", "listeners", "advertised.listeners", "listener.security.protocol.map",
     "controller.listener.names", "inter.broker.listener.name", "controller.quorum.voters",
     "controller.quorum.bootstrap.servers", "log.dirs", "log.dir", "metadata.log.dir", "metrics.port",
-    "kraftlog.level", "security.inter.broker.protocol",
+    "kraftlog.level", "security.inter.broker.protocol", "kraftlog.controller.single",
 })
+#: kraftlog's single controller (no Raft; ``cluster up --controllers 1``): the one voter of
+#: ``controller.quorum.voters`` runs it, and the brokers know it as ``controller``.
+SINGLE_CONTROLLER_KEY = "kraftlog.controller.single"
 
 
 class ServerConfigError(ValueError):
@@ -104,6 +110,8 @@ class ServerConfig:
     inter_broker_listener: str | None
     voters: dict[int, tuple[str, int]]
     bootstrap_servers: tuple[tuple[str, int], ...]
+    #: ``kraftlog.controller.single``: the one voter is kraftlog's single controller, not a Raft quorum
+    single_controller: bool
     data_dir: str
     metrics_port: int | None
     level: Level
@@ -121,7 +129,10 @@ class ServerConfig:
 
     @property
     def name(self) -> str:
-        """``controller-<id>`` or ``broker-<id>``: the node's client id and the name in its log lines."""
+        """``controller-<id>``, ``broker-<id>`` or ``controller`` (the single controller): the node's client id
+        and the name in its log lines."""
+        if self.is_controller and self.single_controller:
+            return CONTROLLER_ROLE
         return f"{CONTROLLER_ROLE if self.is_controller else BROKER}-{self.node_id}"
 
     def client_listener(self) -> str | None:
@@ -212,25 +223,33 @@ def _protocol_map(props: dict[str, str]) -> dict[str, str]:
     return out
 
 
+#: What a node's file may set beside its own keys: broker and topic defaults, the logging keys.
+_DEFAULT_KEYS: frozenset[str] = cfg.KNOWN_CONFIGS | frozenset(LOG_CONFIGS)
+
+
+def config_problem(key: str, value: str) -> str | None:
+    """None when ``key=value`` may stand in a node's file as a broker or topic default or a logging key (what
+    ``cluster up --config`` passes to every node), else the one-line problem (an unknown key with the closest known
+    one, a value of the wrong type or range)."""
+    if key in SERVER_KEYS - {"advertised.listeners"} or key not in _DEFAULT_KEYS | SERVER_KEYS:
+        known = sorted(_DEFAULT_KEYS | SERVER_KEYS)
+        close = difflib.get_close_matches(key, known, n=1)
+        if key in SERVER_KEYS:
+            return f"{key} is a node's own key, not a cluster config"
+        return f"unknown configuration {key!r}" + (f" (did you mean {close[0]!r}?)" if close else "")
+    return cfg.invalid_value(key, value.strip()) if key in cfg.KNOWN_CONFIGS else None
+
+
 def _check_keys(props: dict[str, str]) -> dict[str, str]:
     """The broker/topic defaults and log keys of ``props``, checked; ServerConfigError for an unknown key."""
-    known = SERVER_KEYS | cfg.KNOWN_CONFIGS | frozenset(LOG_CONFIGS)
     config: dict[str, str] = {}
     for key in sorted(props):
-        if key not in known:
-            close = difflib.get_close_matches(key, sorted(known), n=1)
-            raise ServerConfigError(f"unknown configuration {key!r}" + (f" (did you mean {close[0]!r}?)"
-                                                                        if close else ""))
         if key in SERVER_KEYS:
             continue
-        if key == "advertised.listeners":
-            continue
-        value = props[key].strip()
-        if key in cfg.KNOWN_CONFIGS:
-            problem = cfg.invalid_value(key, value)
-            if problem is not None:
-                raise ServerConfigError(problem)
-        config[key] = value
+        problem = config_problem(key, props[key])
+        if problem is not None:
+            raise ServerConfigError(problem)
+        config[key] = props[key].strip()
     return config
 
 
@@ -343,6 +362,11 @@ def parse_server_config(text: str, source: str = "server.properties") -> ServerC
         elif os.path.abspath(meta_dir) != os.path.abspath(dirs[0]):
             raise ServerConfigError("metadata.log.dir: a kraftlog broker keeps its metadata log in its log "
                                     f"directory ({dirs[0]}), not {meta_dir}")
+    single = props.get(SINGLE_CONTROLLER_KEY, "false").strip().lower()
+    if single not in ("true", "false"):
+        raise ServerConfigError(f"{SINGLE_CONTROLLER_KEY}: {single!r} is not true or false")
+    if single == "true" and len(voters) != 1:
+        raise ServerConfigError(f"{SINGLE_CONTROLLER_KEY}=true needs exactly one voter in controller.quorum.voters")
     metrics_port = _int(props, "metrics.port", 0, 65535)
     try:
         level = Level.parse(props["kraftlog.level"]) if "kraftlog.level" in props else DEFAULT
@@ -350,6 +374,6 @@ def parse_server_config(text: str, source: str = "server.properties") -> ServerC
         raise ServerConfigError(f"kraftlog.level: {exc}") from None
     return ServerConfig(node_id=node_id, roles=roles, listeners=listeners, advertised=advertised,
                         controller_listener=controller_names[0], inter_broker_listener=inter, voters=voters,
-                        bootstrap_servers=() if voters else bootstrap,
+                        bootstrap_servers=() if voters else bootstrap, single_controller=single == "true",
                         data_dir=os.path.abspath(os.path.expanduser(data_dir)), metrics_port=metrics_port,
                         level=level, config=config, source=source)

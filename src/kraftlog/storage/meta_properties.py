@@ -36,6 +36,7 @@ __all__ = [
     "decode_properties",
     "encode_properties",
     "load_properties",
+    "store_properties",
     "format_disk",
     "kafka_uuid",
     "new_directory_id",
@@ -190,6 +191,17 @@ def encode_properties(props: Mapping[str, object]) -> str:
     lines = ["#", "#Written by kraftlog (Kafka meta.properties format)"]
     lines.extend(f"{_escape(k, True)}={_escape(v, False)}" for k, v in ordered.items())
     return "\n".join(lines) + "\n"
+
+
+def store_properties(props: Mapping[str, object]) -> str:
+    """``props`` as properties text, one ``key=value`` line each in the caller's order (no header); values are
+    str()-ed. A value of printable ASCII without a backslash or a leading space is written as an operator writes it
+    (``listeners=PLAINTEXT://host:9092``: ``load`` reads ``:`` and ``=`` in a value as themselves); any other is
+    escaped as ``java.util.Properties.store`` escapes it."""
+    def value(text: str) -> str:
+        plain = text.isascii() and text.isprintable() and "\\" not in text and not text.startswith(" ")
+        return text if plain else _escape(text, False)
+    return "".join(f"{_escape(str(k), True)}={value(str(v))}\n" for k, v in props.items())
 
 
 def load_properties(text: str) -> dict[str, str]:
