@@ -290,7 +290,7 @@ def spec_from_cluster(directory: str, node) -> NodeSpec:
     try:
         server = load_server_config(path)
     except ServerConfigError as exc:
-        print(f"{node_name(node)}: {path}: {exc}", file=sys.stderr, flush=True)
+        print(f"{node_name(node)}: {exc}", file=sys.stderr, flush=True)  # the message names the file
         raise SystemExit(2) from None
     spec = spec_from_server_config(server)
     if spec.node != node or spec.name != node_name(node):
