@@ -195,7 +195,7 @@ def test_a_port_in_use_exits_2_with_one_line_and_an_unformatted_directory_exits_
     assert f"cannot bind its CONTROLLER listener to 127.0.0.2:{port}" in out.stderr
 
 
-def _dynamic_layout(tmp_path, brokers: int = 2) -> tuple[dict[int, str], str]:
+def _dynamic_layout(tmp_path, brokers: int = 2, auto_join: bool = True) -> tuple[dict[int, str], str]:
     """Three controllers of a dynamic quorum (KIP-853: controller.quorum.bootstrap.servers, auto-join on) on
     127.0.0.1-3 and ``brokers`` one-listener brokers on 127.0.0.4.., in ``tmp_path``; (node id -> file, the
     bootstrap servers)."""
@@ -207,7 +207,7 @@ def _dynamic_layout(tmp_path, brokers: int = 2) -> tuple[dict[int, str], str]:
         (tmp_path / files[3000 + i]).write_text(
             f"node.id={3000 + i}\nprocess.roles=controller\nlisteners=CONTROLLER://127.0.0.{i + 1}:{cport}\n"
             f"controller.listener.names=CONTROLLER\ncontroller.quorum.bootstrap.servers={servers}\n"
-            f"controller.quorum.auto.join.enable=true\nlog.dirs=data/controller-{3000 + i}\n")
+            f"controller.quorum.auto.join.enable={str(auto_join).lower()}\nlog.dirs=data/controller-{3000 + i}\n")
     for b in range(brokers):
         files[b] = f"broker-{b}.properties"
         (tmp_path / files[b]).write_text(
@@ -368,3 +368,49 @@ def test_cluster_up_runs_its_nodes_from_the_server_properties_it_writes(tmp_path
         assert server.single_controller and server.name == "controller" and list(server.voters) == [3000]
     finally:
         _stop_everything(str(single))
+
+
+def test_an_operator_replaces_a_lost_voter_with_remove_and_add_controller(tmp_path):
+    """Without auto-join (Kafka's default), a voter formatted again after its disk was lost stays an observer until
+    the operator runs `metadata-quorum remove-controller` (its old directory id) and `add-controller` (its file):
+    the voters are then the three ids again, the new directory id among them."""
+    files, servers = _dynamic_layout(tmp_path, brokers=1, auto_join=False)
+    cluster_id = _kraftlog_in(tmp_path, "storage", "random-uuid").stdout.strip()
+    dirs = {n: _kraftlog_in(tmp_path, "storage", "random-uuid").stdout.strip() for n in (3000, 3001, 3002)}
+    port = servers.split(",")[0].split(":")[1]
+    initial = ",".join(f"{n}@127.0.0.{n - 2999}:{port}:{dirs[n]}" for n in dirs)
+    for node, name in files.items():
+        extra = ["--initial-controllers", initial] if node >= 3000 else []
+        assert _kraftlog_in(tmp_path, "storage", "format", "-t", cluster_id, "-c", name, *extra).returncode == 0
+    procs: dict[int, subprocess.Popen] = {}
+    with ExitStack() as stack:
+        stack.callback(lambda: _stop([procs[n] for n in sorted(procs, key=lambda n: (n >= 3000, n))]))
+        for node in (3000, 3001, 3002, 0):
+            procs[node] = _server(tmp_path, files[node])
+        first = _wait("a quorum", lambda: _describe(servers))
+        lost = next(v for v in (3000, 3001, 3002) if v != first.leader_id)  # a follower's disk this time
+        procs.pop(lost).kill()
+        shutil.rmtree(tmp_path / "data" / f"controller-{lost}")
+        out = _kraftlog_in(tmp_path, "storage", "format", "-t", cluster_id, "-c", files[lost],
+                           "--no-initial-controllers")
+        new_dir = out.stdout.split("directory.id ")[1].rstrip(".\n")
+        procs[lost] = _server(tmp_path, files[lost])
+        _wait("the new directory fetching as an observer", lambda: (d := _describe(servers)) is not None and any(
+            o.replica_id == lost and o.replica_directory_id == parse_kafka_uuid(new_dir) for o in d.observers))
+        time.sleep(3)  # auto-join is off: it stays an observer
+        d = _describe(servers)
+        assert (lost, parse_kafka_uuid(dirs[lost])) in {(v.replica_id, v.replica_directory_id) for v in
+                                                        d.current_voters}
+        removed = _kraftlog_in(tmp_path, "metadata-quorum", "--bootstrap-controller", servers, "remove-controller",
+                               "--controller-id", str(lost), "--controller-directory-id", dirs[lost])
+        assert removed.returncode == 0 and f"Removed controller {lost}" in removed.stdout, removed.stderr
+        added = _kraftlog_in(tmp_path, "metadata-quorum", "--bootstrap-controller", servers, "add-controller",
+                             "--command-config", files[lost])
+        assert added.returncode == 0 and f"Added controller {lost} with directory id {new_dir}" in added.stdout, \
+            added.stderr
+        _wait("the voters with the new directory", lambda: (d := _describe(servers)) is not None and {
+            (v.replica_id, v.replica_directory_id) for v in d.current_voters} == {
+            (n, parse_kafka_uuid(dirs[n])) for n in dirs if n != lost} | {(lost, parse_kafka_uuid(new_dir))})
+        again = _kraftlog_in(tmp_path, "metadata-quorum", "--bootstrap-controller", servers, "add-controller",
+                             "--command-config", files[lost])
+        assert again.returncode == 1 and again.stderr.count("\n") == 1  # already a voter: the quorum refuses

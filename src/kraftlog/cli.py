@@ -252,7 +252,8 @@ from .spark.cli import campaign  # noqa: E402  (the command lives with the Spark
 
 main.add_command(campaign)
 
-from .net.cli import chaos, cluster, elect, metadata_quorum, topics  # noqa: E402  (the real cluster's commands)
+from .net.cli import chaos, cluster, elect, topics  # noqa: E402  (the real cluster's commands)
+from .net.quorum_cli import metadata_quorum  # noqa: E402
 
 main.add_command(cluster)
 main.add_command(topics)

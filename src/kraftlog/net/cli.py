@@ -25,7 +25,7 @@ from ..storage.meta_properties import kafka_uuid
 from . import cluster as cl
 from .node import is_controller_id, node_name
 
-__all__ = ["cluster", "topics", "elect", "chaos", "metadata_quorum"]
+__all__ = ["cluster", "topics", "elect", "chaos"]
 
 
 def _fail(message: str, code: int) -> None:
@@ -580,84 +580,3 @@ def _print_chaos(verdict: dict, directory: str) -> None:
     click.echo(f"verdict: {outcome_words(verdict)}")
     click.echo(f"written: {os.path.join(os.path.abspath(directory), 'chaos.json')}, "
                f"{os.path.join(os.path.abspath(directory), 'acks.parquet')}")
-
-
-# ====================================================================== metadata-quorum
-@click.group("metadata-quorum")
-@click.option("--bootstrap-controller", "bootstrap", default=None, metavar="HOST:PORT[,HOST:PORT...]",
-              help="Controllers to ask (Kafka's --bootstrap-controller); the active one answers.")
-@click.option("--dir", "directory", default=None, type=click.Path(file_okay=False),
-              help="Or a cluster directory: its controllers, from cluster.json.")
-@click.pass_context
-def metadata_quorum(ctx: click.Context, bootstrap: str | None, directory: str | None) -> None:
-    """The KRaft quorum's state, as `kafka-metadata-quorum.sh` shows it (DescribeQuorum, API 55)."""
-    if (bootstrap is None) == (directory is None):
-        _fail("give exactly one of --bootstrap-controller HOST:PORT and --dir DIR", 2)
-    if directory is not None:
-        try:
-            info = cl.load(directory)
-        except cl.ClusterError as exc:
-            _fail(str(exc), exc.code)
-        voters = [n for n in info["nodes"] if n["role"] == "controller" and n["id"] != "controller"]
-        if not voters:
-            _fail(f"{directory} runs a single controller (`cluster up --controllers 1`): no KRaft quorum to "
-                  "describe", 2)
-        bootstrap = ",".join(f"{n['host']}:{n['port']}" for n in voters)
-    ctx.obj = bootstrap
-
-
-def _describe_quorum(bootstrap: str) -> m.DescribeQuorumResponse:
-    """Ask each controller in turn; the leader answers (a voter that does not lead: NOT_LEADER_OR_FOLLOWER)."""
-    problems = []
-    from .client import KafkaConnection
-    for address in bootstrap.split(","):
-        try:
-            with KafkaConnection(address) as k:
-                resp = k.request(m.DescribeQuorumRequest())
-        except ValueError as exc:
-            _fail(str(exc), 2)
-        except OSError as exc:  # a controller that is down: ask the next one (one line at the end if none answers)
-            problems.append(f"{address}: cannot connect ({exc.strerror or exc})")
-            continue
-        assert isinstance(resp, m.DescribeQuorumResponse)
-        code = resp.error_code or resp.partition_error_code
-        if code == Errors.NONE:
-            return resp
-        problems.append(f"{address}: {_error_name(code)}")
-    _fail("no controller answered as the quorum's leader (" + "; ".join(problems) + ")", 1)
-    raise AssertionError  # _fail exits
-
-
-@metadata_quorum.command("describe")
-@click.option("--status", is_flag=True, help="The leader, its epoch, the high watermark, the voters and observers.")
-@click.option("--replication", is_flag=True, help="Each replica's log end offset and lag, as the leader sees it.")
-@click.pass_obj
-def metadata_quorum_describe(bootstrap: str, status: bool, replication: bool) -> None:
-    """`kafka-metadata-quorum.sh describe --status | --replication`."""
-    if status == replication:
-        _fail("give exactly one of --status and --replication", 2)
-    resp = _describe_quorum(bootstrap)
-    replicas = [(r, "Leader" if r.replica_id == resp.leader_id else "Follower") for r in resp.current_voters] + [
-        (r, "Observer") for r in resp.observers]
-    now = int(time.time() * 1000)
-    if status:
-        lags = [resp.high_watermark - r.log_end_offset for r, _ in replicas if r.log_end_offset >= 0]
-        times = [now - r.last_caught_up_timestamp for r, kind in replicas
-                 if kind == "Follower" and r.last_caught_up_timestamp >= 0]
-        click.echo(f"LeaderId:               {resp.leader_id}")
-        click.echo(f"LeaderEpoch:            {resp.leader_epoch}")
-        click.echo(f"HighWatermark:          {resp.high_watermark}")
-        click.echo(f"MaxFollowerLag:         {max(lags, default=0)}")
-        click.echo(f"MaxFollowerLagTimeMs:   {max(times, default=0)}")
-        click.echo(f"CurrentVoters:          {sorted(r.replica_id for r in resp.current_voters)}")
-        click.echo(f"CurrentObservers:       {sorted(r.replica_id for r in resp.observers)}")
-        return
-    table = Table(title="metadata quorum replication")
-    for col in ("NodeId", "DirectoryId", "LogEndOffset", "Lag", "LastFetchTimestamp", "LastCaughtUpTimestamp",
-                "Status"):
-        table.add_column(col)
-    for r, kind in replicas:
-        table.add_row(str(r.replica_id), kafka_uuid(r.replica_directory_id) if r.replica_directory_id else "-",
-                      str(r.log_end_offset), str(resp.high_watermark - r.log_end_offset),
-                      str(r.last_fetch_timestamp), str(r.last_caught_up_timestamp), kind)
-    Console().print(table)

@@ -231,7 +231,7 @@ def config_problem(key: str, value: str) -> str | None:
     """None when ``key=value`` may stand in a node's file as a broker or topic default or a logging key (what
     ``cluster up --config`` passes to every node), else the one-line problem (an unknown key with the closest known
     one, a value of the wrong type or range)."""
-    if key in SERVER_KEYS - {"advertised.listeners"} or key not in _DEFAULT_KEYS | SERVER_KEYS:
+    if key in SERVER_KEYS or key not in _DEFAULT_KEYS:
         known = sorted(_DEFAULT_KEYS | SERVER_KEYS)
         close = difflib.get_close_matches(key, known, n=1)
         if key in SERVER_KEYS:
