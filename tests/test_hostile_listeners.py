@@ -35,6 +35,7 @@ import pytest
 from conftest import running_cluster, wait_for
 from kraftlog.net import cluster as cl
 from kraftlog.net.client import KafkaConnection
+from kraftlog.net.cluster_properties import write_node_properties
 from kraftlog.protocol import messages as m
 from kraftlog.protocol import wire
 
@@ -243,6 +244,7 @@ def _second_incarnation(directory: str, broker: int, tmp_path) -> tuple[subproce
     with open(os.path.join(other, "cluster.json"), "w") as f:
         json.dump(cluster, f)
     cl.format_node(other, broker)  # a node starts only on a formatted directory (issue 23)
+    write_node_properties(other, cluster, broker, f"broker-{broker}")  # and from its server.properties
     with open(os.path.join(other, f"broker-{broker}.log"), "ab") as log:
         proc = subprocess.Popen([sys.executable, "-m", "kraftlog.net.node", other, str(broker)],
                                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
