@@ -338,8 +338,8 @@ def test_a_voter_that_lost_its_disk_rejoins_a_dynamic_quorum_and_nothing_acknowl
 
 def test_cluster_up_runs_its_nodes_from_the_server_properties_it_writes(tmp_path):
     """`cluster up` is a convenience over `kraftlog server`'s path: it writes DIR/<node>.properties for every node
-    (static voters here; the single controller as the one voter with kraftlog.controller.single) and each node
-    reads its file with the same parser; a cluster config that no node file could hold is refused first."""
+    (static voters here; the single controller's files: tests/test_server_config.py) and each node reads its file
+    with the same parser; a cluster config that no node file could hold is refused first."""
     directory = tmp_path / "c"
     bad = kraftlog("cluster", "up", "--dir", str(directory), "--config", "min.insync.replica=2", "--detach",
                    check=False)
@@ -361,13 +361,6 @@ def test_cluster_up_runs_its_nodes_from_the_server_properties_it_writes(tmp_path
         assert "CurrentVoters:          [3000, 3001, 3002]" in out
     finally:
         _stop_everything(str(directory))
-    single = tmp_path / "s"
-    try:
-        kraftlog("cluster", "up", "--brokers", "1", "--dir", str(single), "--port", "0", "--detach")
-        server = load_server_config(str(single / "controller.properties"))
-        assert server.single_controller and server.name == "controller" and list(server.voters) == [3000]
-    finally:
-        _stop_everything(str(single))
 
 
 def test_an_operator_replaces_a_lost_voter_with_remove_and_add_controller(tmp_path):

@@ -255,3 +255,30 @@ def test_properties_written_for_a_node_read_back_as_they_were(props):
     """`cluster up` writes each node's server.properties with store_properties (plain where an operator would
     write plain, java.util.Properties escaping elsewhere); load_properties reads back every key and value."""
     assert load_properties(store_properties(props)) == props
+
+
+def test_cluster_up_spells_each_node_as_kraftlog_server_reads_it(tmp_path):
+    """`cluster up` writes each node's server.properties (kraftlog.net.cluster_properties): the single controller
+    as the one voter 3000 with kraftlog.controller.single (the node `controller`, no Raft), its brokers pointing at
+    it; a kraft.version 1 quorum's nodes with bootstrap servers only. Each file reads back as the node it was
+    written for."""
+    from kraftlog.controller.controller import CONTROLLER
+    from kraftlog.net.cluster_properties import write_node_properties
+    single = {"level": "elr", "config": {"min.insync.replicas": "2"}, "nodes": [
+        {"id": "controller", "role": "controller", "port": 9093, "metrics_port": 9100},
+        {"id": 0, "role": "broker", "port": 9092, "internal_port": 9094, "metrics_port": 9101}]}
+    controller = load_server_config(write_node_properties(str(tmp_path), single, "controller", "controller"))
+    assert controller.single_controller and controller.name == "controller" and controller.level == Level.ELR
+    spec = spec_from_server_config(controller)
+    assert spec.node == CONTROLLER and spec.voters == [] and spec.controllers == {CONTROLLER: ("127.0.0.1", 9093)}
+    broker = spec_from_server_config(load_server_config(write_node_properties(str(tmp_path), single, 0, "broker-0")))
+    assert broker.node == 0 and broker.controllers == {CONTROLLER: ("127.0.0.1", 9093)} and broker.voters == []
+    assert broker.binds == {lst.INTERNAL: ("127.0.0.1", 9094), lst.CLIENT: ("127.0.0.1", 9092),
+                            "METRICS": ("127.0.0.1", 9101)} and broker.config["min.insync.replicas"] == "2"
+    dynamic = {"level": "urm", "config": {}, "kraft_version": 1, "nodes": [
+        {"id": 3000 + i, "role": "controller", "port": 9093 + i, "metrics_port": None} for i in range(3)]}
+    voter = spec_from_server_config(load_server_config(write_node_properties(str(tmp_path), dynamic, 3001,
+                                                                             "controller-3001")))
+    assert voter.node == 3001 and voter.voters == [] and voter.bootstrap == {
+        -2: ("127.0.0.1", 9093), -3: ("127.0.0.1", 9094), -4: ("127.0.0.1", 9095)}
+    assert "listeners=CONTROLLER://127.0.0.1:9094" in (tmp_path / "controller-3001.properties").read_text()
