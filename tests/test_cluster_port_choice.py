@@ -25,7 +25,9 @@ def test_port_options_must_fit_and_not_overlap():
              ((3, 9092, None, 9094), "--internal-port 9094..9096 overlaps --port 9092..9094"),
              ((3, 0, 9500, 9499), "--controller-port 9500 overlaps --internal-port 9499..9501"),
              ((3, 65534, None, None), "--port must be within 1..65533"),
-             ((1, 0, 70000, None), "--controller-port must be within 1..65535")]
+             ((1, 0, 70000, None), "--controller-port must be within 1..65535"),
+             ((3, 9092, None, None, 1, 9094), "--metrics-port 9094..9097 overlaps --port 9092..9094"),
+             ((3, 0, None, None, 3, 65531), "--metrics-port must be within 1..65530")]
     for args, message in cases:
         with pytest.raises(cl.ClusterError) as raised:
             cl.check_ports(*args)
@@ -64,17 +66,23 @@ def _listening(port: int) -> bool:
 
 @pytest.mark.slow
 def test_chosen_ports_are_bound_and_a_port_in_use_exits_2_naming_node_and_port(tmp_path):
-    """``--port``, ``--controller-port`` and ``--internal-port`` are what the nodes bind and cluster.json
-    records; a second cluster asking for a client port the first one holds stops with exit 2 and one
+    """``--port``, ``--controller-port``, ``--internal-port`` and ``--metrics-port`` are what the nodes bind and
+    cluster.json records; a second cluster asking for a client port the first one holds stops with exit 2 and one
     line naming broker-0 and the port, leaving none of its nodes running."""
     first, second = str(tmp_path / "a"), str(tmp_path / "b")
     client, controller, internal = (p for p in _three_free_bases())
+    used = {client, client + 1, controller, controller + 1, internal, internal + 1}
+    ports = sorted(set(cl.free_ports(60)) - used)
+    metrics = next(p for p in ports if p + 1 in ports and p + 2 in ports)
     try:
         res = _cli("cluster", "up", "--brokers", "2", "--dir", first, "--port", str(client),
-                   "--controller-port", str(controller), "--internal-port", str(internal), "--detach")
+                   "--controller-port", str(controller), "--internal-port", str(internal), "--metrics-port",
+                   str(metrics), "--detach")
         assert res.returncode == 0, res.stderr
         nodes = {e["id"]: e for e in cl.load(first)["nodes"]}
         assert nodes["controller"]["port"] == controller
+        assert [nodes[n]["metrics_port"] for n in ("controller", 0, 1)] == [metrics, metrics + 1, metrics + 2]
+        assert all(_listening(p) for p in (metrics, metrics + 1, metrics + 2))
         assert [(nodes[b]["port"], nodes[b]["internal_port"]) for b in (0, 1)] == [
             (client, internal), (client + 1, internal + 1)]
         assert all(_listening(p) for p in (controller, client, client + 1, internal, internal + 1))

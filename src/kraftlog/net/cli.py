@@ -64,6 +64,9 @@ def cluster() -> None:
               help="The controller's port (controller i of a quorum: port+i; default: free ports, recorded).")
 @click.option("--internal-port", type=int, default=None,
               help="Inter-broker port of broker 0 (broker i: internal-port+i; default: free ports, recorded).")
+@click.option("--metrics-port", type=int, default=None,
+              help="The first node's /metrics port (the controllers', then the brokers', one each; default: free "
+                   "ports, recorded).")
 @click.option("--level", callback=level_option, default=None,
               help=f"Protocol level: {', '.join(lv.label for lv in IMPLEMENTED)} (default: the highest).")
 @click.option("--seed", type=int, default=None, help="Seed of the nodes' Random (default: drawn, recorded).")
@@ -74,16 +77,15 @@ def cluster() -> None:
               help="Chaos mode: every node serves a loopback control channel for link faults and keeps its "
                    "disk's shadow (for fault injectors such as `kraftlog chaos`).")
 def cluster_up(brokers: int, controllers: int, kraft_version: int, directory: str, port: int,
-               controller_port: int | None,
-               internal_port: int | None, level: Level | None, seed: int | None, configs: tuple[str, ...],
-               detach: bool, chaos: bool) -> None:
+               controller_port: int | None, internal_port: int | None, metrics_port: int | None, level: Level | None,
+               seed: int | None, configs: tuple[str, ...], detach: bool, chaos: bool) -> None:
     """Start the controller (or a quorum of them) and N brokers as separate processes. A port in use exits 2
     naming the node and the port."""
     chosen = _configs(configs)
     try:
         info = cl.up(directory, brokers, port, level, seed, chosen, chaos=chaos,
                      controller_port=controller_port, internal_port=internal_port, controllers=controllers,
-                     kraft_version=kraft_version)
+                     kraft_version=kraft_version, metrics_port=metrics_port)
     except cl.ClusterError as exc:
         _fail(str(exc), exc.code)
     if "default.replication.factor" not in chosen:

@@ -224,12 +224,14 @@ PORT_KEYS = ("port", "internal_port", "metrics_port")
 
 
 def check_ports(brokers: int, port: int, controller_port: int | None, internal_port: int | None,
-                controllers: int = 1) -> None:
+                controllers: int = 1, metrics_port: int | None = None) -> None:
     """Validate ``up``'s port choices (0 or None: free ports): broker ``i``'s client port ``port + i``,
-    its internal port ``internal_port + i``, controller ``i``'s ``controller_port + i``, each range within
-    1..65535 and none overlapping another. ClusterError (exit 2) naming the option otherwise."""
+    its internal port ``internal_port + i``, controller ``i``'s ``controller_port + i``, the ``/metrics`` ports
+    from ``metrics_port`` on (the controllers', then the brokers'), each range within 1..65535 and none
+    overlapping another. ClusterError (exit 2) naming the option otherwise."""
     spans = {"--port": (port, brokers), "--internal-port": (internal_port, brokers),
-             "--controller-port": (controller_port, controllers)}
+             "--controller-port": (controller_port, controllers),
+             "--metrics-port": (metrics_port, controllers + brokers)}
     taken: list[tuple[str, range]] = []
     for option, (base, count) in spans.items():
         if not base:
@@ -249,15 +251,17 @@ def _span(ports: range) -> str:
 
 def up(directory: str, brokers: int, port: int = 9092, level: Level | None = None, seed: int | None = None,
        config: dict | None = None, chaos: bool = False, owned: bool = False, controller_port: int | None = None,
-       internal_port: int | None = None, controllers: int = 1, kraft_version: int = 0) -> dict:
+       internal_port: int | None = None, controllers: int = 1, kraft_version: int = 0,
+       metrics_port: int | None = None) -> dict:
     """Start a controller (``controllers`` > 1: a KRaft quorum of that many voters, ids 3000, 3001, ..., static
     ``controller.quorum.voters``) and ``brokers`` brokers on 127.0.0.1 with data under ``directory`` (reused when
     it holds a cluster of the same size and level: the nodes recover their logs) and return cluster.json.
     Broker ``i`` listens for clients on ``port + i`` and for brokers on ``internal_port + i``; the
-    controller on ``controller_port`` (:func:`check_ports`). Any of them 0 (None: the two latter's
-    default): free ports below the kernel's ephemeral range (:func:`free_ports`), recorded in
-    cluster.json so that a restarted node binds the same ones; a reused cluster keeps its recorded ports
-    but those ``controller_port`` and ``internal_port`` name. A port in use stops the start with
+    controller on ``controller_port``; the nodes' ``/metrics`` from ``metrics_port`` on, the controllers' first
+    (:func:`check_ports`). Any of them 0 (None: the three latter's default): free ports below the kernel's
+    ephemeral range (:func:`free_ports`), recorded in cluster.json so that a restarted node binds the same ones;
+    a reused cluster keeps its recorded ports but those ``controller_port``, ``internal_port`` and
+    ``metrics_port`` name. A port in use stops the start with
     ClusterError (exit 2) naming the node and the port. ``chaos``: chaos mode (see
     the module's doc; an existing cluster may be switched to it, not back: its data has a shadow that a
     plain node would make stale). ``owned``: the nodes die with this process (``owner_pid`` in
@@ -281,7 +285,7 @@ def up(directory: str, brokers: int, port: int = 9092, level: Level | None = Non
     if kraft_version == 1 and controllers == 1:
         raise ClusterError("--kraft-version 1 needs a controller quorum (--controllers 3): the single controller "
                            "is not a Raft quorum", 2)
-    check_ports(brokers, port, controller_port, internal_port, controllers)
+    check_ports(brokers, port, controller_port, internal_port, controllers, metrics_port)
     for key, value in sorted((config or {}).items()):  # what each node's server.properties will say
         problem = config_problem(key, str(value))
         if problem is not None:
@@ -316,7 +320,9 @@ def up(directory: str, brokers: int, port: int = 9092, level: Level | None = Non
         recorded = frozenset(e[k] for e in cluster["nodes"] for k in PORT_KEYS if e.get(k))
         for e, free in zip(missing, free_ports(len(missing), exclude=recorded), strict=True):
             e["metrics_port"] = free
-        for e in cluster["nodes"]:  # ports named now replace the recorded ones
+        for i, e in enumerate(cluster["nodes"]):  # ports named now replace the recorded ones
+            if metrics_port:  # the controllers first, then the brokers, as cluster.json lists them
+                e["metrics_port"] = metrics_port + i
             if e["role"] == "controller" and controller_port:
                 e["port"] = controller_port + (e["id"] - CONTROLLER_ID_BASE if e["id"] != CONTROLLER else 0)
             elif e["role"] == "broker" and internal_port:
@@ -330,9 +336,11 @@ def up(directory: str, brokers: int, port: int = 9092, level: Level | None = Non
             "config": dict(config or {}), "chaos": bool(chaos), "kraft_version": kraft_version,
             "nodes": [{"id": CONTROLLER if controllers == 1 else CONTROLLER_ID_BASE + i, "role": "controller",
                        "pid": None, "host": HOST, "port": controller_port + i if controller_port else 0,
-                       "internal_port": None, "metrics_port": 0} for i in range(controllers)]
+                       "internal_port": None, "metrics_port": metrics_port + i if metrics_port else 0}
+                      for i in range(controllers)]
             + [{"id": i, "role": "broker", "pid": None, "host": HOST, "port": port + i if port else 0,
-                "internal_port": internal_port + i if internal_port else 0, "metrics_port": 0}
+                "internal_port": internal_port + i if internal_port else 0,
+                "metrics_port": metrics_port + controllers + i if metrics_port else 0}
                for i in range(brokers)],
         }
         # Every port not given (the controller's, the internal listeners', the client ones with --port 0)
