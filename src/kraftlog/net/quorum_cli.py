@@ -52,25 +52,12 @@ def metadata_quorum(ctx: click.Context, bootstrap: str | None, directory: str | 
 
 
 def _describe_quorum(bootstrap: str) -> m.DescribeQuorumResponse:
-    """Ask each controller in turn; the leader answers (a voter that does not lead: NOT_LEADER_OR_FOLLOWER)."""
-    problems = []
-    from .client import KafkaConnection
-    for address in bootstrap.split(","):
-        try:
-            with KafkaConnection(address) as k:
-                resp = k.request(m.DescribeQuorumRequest())
-        except ValueError as exc:
-            _fail(str(exc), 2)
-        except OSError as exc:  # a controller that is down: ask the next one (one line at the end if none answers)
-            problems.append(f"{address}: cannot connect ({exc.strerror or exc})")
-            continue
-        assert isinstance(resp, m.DescribeQuorumResponse)
-        code = resp.error_code or resp.partition_error_code
-        if code == Errors.NONE:
-            return resp
-        problems.append(f"{address}: {_error_name(code)}")
-    _fail("no controller answered as the quorum's leader (" + "; ".join(problems) + ")", 1)
-    raise AssertionError  # _fail exits
+    """The quorum as its leader describes it (a voter that does not lead answers NOT_LEADER_OR_FOLLOWER, in the
+    partition's error code; any error sends the question on to the next controller)."""
+    resp = _ask_leader(bootstrap, m.DescribeQuorumRequest(), m.DescribeQuorumResponse, "describe",
+                       code_of=lambda r: r.error_code or r.partition_error_code, any_error_next=True, timeout_s=30.0)
+    assert isinstance(resp, m.DescribeQuorumResponse)
+    return resp
 
 
 @metadata_quorum.command("describe")
@@ -108,28 +95,32 @@ def metadata_quorum_describe(bootstrap: str, status: bool, replication: bool) ->
     Console().print(table)
 
 
-def _ask_leader(bootstrap: str, request, response_type, what: str):
-    """Send ``request`` to each controller in turn until one answers as the leader; the response, or exit 1 naming
-    what each said."""
+def _ask_leader(bootstrap: str, request, response_type, what: str, code_of=lambda r: r.error_code,
+                any_error_next: bool = False, timeout_s: float = 60.0):
+    """Send ``request`` to each controller of ``bootstrap`` in turn until one answers as the leader (``code_of`` the
+    response: NONE); NOT_LEADER_OR_FOLLOWER (with ``any_error_next``: any error) and a controller that cannot be
+    reached send it on to the next one. Another error exits 1 naming it; no leader exits 1 naming what each said.
+    ``timeout_s``: how long one controller may take to answer (AddRaftVoter waits for the new voters to commit)."""
     from .client import KafkaConnection
     problems = []
     for address in bootstrap.split(","):
         try:
-            with KafkaConnection(address, timeout_s=60) as k:
+            with KafkaConnection(address, timeout_s=timeout_s) as k:
                 resp = k.request(request)
         except ValueError as exc:
             _fail(str(exc), 2)
-        except OSError as exc:
+        except OSError as exc:  # a controller that is down: ask the next one (one line at the end if none answers)
             problems.append(f"{address}: cannot connect ({exc.strerror or exc})")
             continue
         assert isinstance(resp, response_type)
-        if resp.error_code == Errors.NOT_LEADER_OR_FOLLOWER:
-            problems.append(f"{address}: {_error_name(resp.error_code)}")
+        code = code_of(resp)
+        if code == Errors.NONE:
+            return resp
+        if code == Errors.NOT_LEADER_OR_FOLLOWER or any_error_next:
+            problems.append(f"{address}: {_error_name(code)}")
             continue
-        if resp.error_code != Errors.NONE:
-            _fail(f"{what}: {_error_name(resp.error_code)}" + (f": {resp.error_message}" if resp.error_message
-                                                                 else ""), 1)
-        return resp
+        message = getattr(resp, "error_message", None)
+        _fail(f"{what}: {_error_name(code)}" + (f": {message}" if message else ""), 1)
     _fail(f"{what}: no controller answered as the quorum's leader (" + "; ".join(problems) + ")", 1)
     raise AssertionError  # _fail exits
 
