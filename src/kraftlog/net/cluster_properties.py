@@ -23,13 +23,13 @@ from collections.abc import Mapping
 from ..controller.controller import CONTROLLER
 from ..storage.meta_properties import store_properties
 from .files import atomic_write
+from .node import HOST
 from .server_config import SINGLE_CONTROLLER_KEY
 
 __all__ = ["node_properties", "write_node_properties", "properties_path", "SINGLE_CONTROLLER_ID"]
 
 #: The node id a single controller's properties give it (``kraftlog.controller.single``): a quorum's first id.
 SINGLE_CONTROLLER_ID = 3000
-HOST = "127.0.0.1"
 
 
 def properties_path(directory: str, name: str) -> str:
