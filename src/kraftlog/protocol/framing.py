@@ -47,10 +47,11 @@ from kio.serial.readers import Reader
 from kio.static.primitive import i16, i32, i32Timedelta
 
 from . import kio_extra
+from .sasl import ANONYMOUS, SASL_SERVER_MAX_RECEIVE_SIZE, SASL_VERSIONS, SaslAuthenticator, SaslConfig, SaslStep
 
 __all__ = [
     "DEFAULT_MAX_REQUEST_BYTES", "API_VERSIONS_KEY", "RequestHeader", "Request", "Reply", "Close",
-    "ServerConnection", "ResponseDecoder", "api_versions_error_reply", "NOT_BUILT_APIS",
+    "ServerConnection", "ResponseDecoder", "api_versions_error_reply", "NOT_BUILT_APIS", "Authenticated",
 ]
 
 #: Kafka's ``socket.request.max.bytes`` default (bytes).
@@ -118,10 +119,22 @@ class Reply:
 
 @dataclass(frozen=True, slots=True)
 class Close:
-    """Event: close the connection (Kafka's InvalidReceiveException / InvalidRequestException);
-    ``reason`` says why, for the node's log."""
+    """Event: close the connection (Kafka's InvalidReceiveException / InvalidRequestException, a failed SASL
+    authentication); ``reason`` says why, for the node's log. ``delay_ms``: close that long after the replies
+    before it are written (``connection.failed.authentication.delay.ms``), reading nothing more meanwhile;
+    ``failed_authentication``: a SASL authentication failed (Kafka's ``failed-authentication-total``)."""
 
     reason: str
+    delay_ms: int = 0
+    failed_authentication: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Authenticated:
+    """Event: the connection's SASL authentication succeeded; its requests now come from ``principal``
+    (``User:<name>``; Kafka's ``successful-authentication-total``)."""
+
+    principal: str
 
 
 def api_versions_error_reply(correlation_id: int, supported: Mapping[int, tuple[int, int]]) -> bytes:
@@ -334,13 +347,29 @@ class ServerConnection:
     Or, for a reader that receives into given buffers (one way or the other per connection):
     ``get_buffer()`` (where to put the next bytes) and ``buffer_updated(nbytes)`` (how many arrived: the
     events, as ``receive_data``); a request too large for the staging buffer then has a read-only
-    memoryview as its payload (see :class:`_FrameBuffer`)."""
+    memoryview as its payload (see :class:`_FrameBuffer`).
+
+    ``sasl``: a SASL listener's settings (``SASL_PLAINTEXT``): the connection authenticates first
+    (:mod:`kraftlog.protocol.sasl`: SaslHandshake and SaslAuthenticate are answered here, an
+    :class:`Authenticated` event marks success) and only then hands requests over; None for ``PLAINTEXT``,
+    whose requests come from ANONYMOUS."""
 
     def __init__(self, supported: Mapping[int, tuple[int, int]],
-                 max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES) -> None:
+                 max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES, sasl: SaslConfig | None = None) -> None:
         self.supported = dict(supported)
+        if sasl is not None:
+            self.supported.update(SASL_VERSIONS)
         self._buffer = _FrameBuffer(max_request_bytes)
+        self._max_request_bytes = max_request_bytes
         self.closed: str | None = None
+        self.authenticator = SaslAuthenticator(sasl) if sasl is not None else None
+        if sasl is not None:  # Kafka's sasl.server.max.receive.size bounds every frame until authenticated
+            self._buffer.max_bytes = min(max_request_bytes, SASL_SERVER_MAX_RECEIVE_SIZE)
+
+    @property
+    def principal(self) -> str:
+        """Who the connection's requests come from: ``User:<name>`` once SASL authenticated, else ANONYMOUS."""
+        return self.authenticator.principal if self.authenticator is not None else ANONYMOUS
 
     def get_buffer(self) -> memoryview:
         if self.closed is not None:  # bytes after a Close are ignored: let them land in a scratch buffer
@@ -363,22 +392,28 @@ class ServerConnection:
         """Bytes the next :meth:`get_buffer` allocates for the large request being received (0: none)."""
         return self._buffer.next_allocation
 
-    def buffer_updated(self, nbytes: int) -> list[Request | Reply | Close]:
+    def buffer_updated(self, nbytes: int) -> list[Event]:
         if self.closed is not None:
             return []
         return self._events(*self._buffer.buffer_updated(nbytes))
 
-    def receive_data(self, data: bytes) -> list[Request | Reply | Close]:
+    def receive_data(self, data: bytes) -> list[Event]:
         if self.closed is not None:
             return []
         return self._events(*self._buffer.feed(data))
 
-    def _events(self, frames: Sequence[Frame], reason: str | None) -> list[Request | Reply | Close]:
-        events: list[Request | Reply | Close] = []
+    def _events(self, frames: Sequence[Frame], reason: str | None) -> list[Event]:
+        events: list[Event] = []
+        auth = self.authenticator
         for payload in frames:
-            event = self._request(payload)
-            events.append(event)
-            if isinstance(event, Close):
+            if auth is not None and not auth.complete:
+                step = self._authenticate(auth, payload)
+                events.extend(step)
+                if any(type(event) is Authenticated for event in step):
+                    self._buffer.max_bytes = self._max_request_bytes
+            else:
+                events.append(self._request(payload))
+            if isinstance(events[-1], Close):
                 break
         else:
             if reason is not None:
@@ -408,7 +443,49 @@ class ServerConnection:
             return Close(header)
         if api_key == API_VERSIONS_KEY:
             return Reply(api_versions_reply(header, payload, self.supported))
+        if api_key in SASL_VERSIONS and self.authenticator is not None:  # after authentication (KafkaApis)
+            step = self.authenticator.illegal_state(api_key, api_version, correlation_id,
+                                                    "after successful authentication")
+            return Reply(step.reply) if step.reply is not None else Close(step.failure or "")
         return Request(header, payload)
+
+    def _authenticate(self, auth: SaslAuthenticator, payload: Frame) -> list[Event]:
+        """A frame before SASL authentication completed: ApiVersions (once, before the handshake), the
+        handshake, the tokens (in SaslAuthenticate requests, or raw after a v0 handshake)."""
+        if auth.expects_raw_token():
+            return _sasl_events(auth.receive_raw_token(payload))
+        if len(payload) < _PEEK.size:
+            return [Close(f"request of {len(payload)} bytes is shorter than a request header")]
+        api_key, api_version, correlation_id = _PEEK.unpack_from(payload, 0)
+        if api_key == API_VERSIONS_KEY:
+            if not auth.api_versions_allowed():
+                return [Close("unexpected ApiVersions request during SASL authentication")]
+            return [self._request(payload)]
+        if api_key not in SASL_VERSIONS:
+            return _sasl_events(auth.receive(payload, api_key, api_version, correlation_id, 0))
+        low, high = SASL_VERSIONS[api_key]
+        if not low <= api_version <= high:
+            return [Close(f"API key {api_key} version {api_version} outside the supported {low}..{high}")]
+        header = _parse_header(payload, api_key, api_version)
+        if isinstance(header, str):
+            return [Close(header)]
+        return _sasl_events(auth.receive(payload, api_key, api_version, correlation_id, header.header_size))
+
+
+#: What :class:`ServerConnection` returns for the bytes it is given.
+Event: TypeAlias = Request | Reply | Close | Authenticated
+
+
+def _sasl_events(step: SaslStep) -> list[Event]:
+    """The events of one step of a SASL exchange: its reply, then success or the delayed close."""
+    events: list[Event] = []
+    if step.reply is not None:
+        events.append(Reply(step.reply))
+    if step.principal is not None:
+        events.append(Authenticated(step.principal))  # the connection's frames may be large again
+    if step.failure is not None:
+        events.append(Close(step.failure, step.delay_ms, failed_authentication=step.delay_ms > 0))
+    return events
 
 
 #: (API key, API version) -> kio's reader of that request's header (looking the schema up imports a
