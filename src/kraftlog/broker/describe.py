@@ -224,3 +224,30 @@ def describe_configs(image: MetadataImage, req: m.DescribeConfigsRequest, static
             continue
         results.append(m.DescribeConfigsResult(Errors.NONE, res.resource_type, res.resource_name, entries))
     return m.DescribeConfigsResponse(tuple(results))
+
+
+def describe_user_scram_credentials(image: MetadataImage, req: m.DescribeUserScramCredentialsRequest
+                                    ) -> m.DescribeUserScramCredentialsResponse:
+    """DescribeUserScramCredentials (KIP-554; Kafka's ``ScramImage.describe``): each user's mechanisms and
+    iteration counts, never a salt or key. ``users`` None or empty describes every user with a credential (by
+    name); a user named twice is DUPLICATE_RESOURCE, one without a credential RESOURCE_NOT_FOUND."""
+    by_user: dict[str, list[m.CredentialInfo]] = {}
+    for (name, mechanism), credential in sorted(image.scram_credentials.items()):
+        by_user.setdefault(name, []).append(m.CredentialInfo(mechanism, credential.iterations))
+    if not req.users:
+        return m.DescribeUserScramCredentialsResponse(Errors.NONE, tuple(
+            m.DescribeUserScramCredentialsResult(name, Errors.NONE, None, tuple(infos))
+            for name, infos in by_user.items()))
+    results = []
+    counts = {name: req.users.count(name) for name in req.users}
+    for name in dict.fromkeys(req.users):
+        if counts[name] > 1:
+            results.append(m.DescribeUserScramCredentialsResult(
+                name, Errors.DUPLICATE_RESOURCE,
+                f"Cannot describe SCRAM credentials for the same user twice in a single request: {name}"))
+        elif name not in by_user:
+            results.append(m.DescribeUserScramCredentialsResult(
+                name, Errors.RESOURCE_NOT_FOUND, f"Attempt to describe a user credential that does not exist: {name}"))
+        else:
+            results.append(m.DescribeUserScramCredentialsResult(name, Errors.NONE, None, tuple(by_user[name])))
+    return m.DescribeUserScramCredentialsResponse(Errors.NONE, tuple(results))

@@ -52,6 +52,7 @@ from .context import MetadataRecord
 from .metrics import count_elections, register_controller_metrics
 from .quorum_mode import ControllerQuorum, NotControllerError
 from .replication_control import ReplicationControlManager
+from .scram_control import ScramControlManager
 from .single_node_quorum import SingleNodeQuorum
 from .unclean_recovery import PartitionKey, UncleanRecoveryManager
 
@@ -144,6 +145,7 @@ class QuorumController(NodeBase[LogInfoContext]):
         or standby (every registered broker gets a fresh session; the URM starts empty)."""
         self.urm = UncleanRecoveryManager()
         self.configs = ConfigurationControlManager(self, self.level, self.static)
+        self.scram = ScramControlManager(self)
         self.replication = ReplicationControlManager(self, self.level, self.configs, self.urm, self.rng)
         self.cluster = ClusterControlManager(self, self.level, self.configs, self.replication, self.urm, now_ms,
                                              self.cluster_id)
@@ -410,6 +412,8 @@ class QuorumController(NodeBase[LogInfoContext]):
             return self.replication.handle_create_partitions(now_ms, req)
         if isinstance(req, m.AlterConfigsRequest):
             return self.configs.handle_legacy_alter_configs(now_ms, req)
+        if isinstance(req, m.AlterUserScramCredentialsRequest):
+            return self.scram.handle_alter(now_ms, req)
         if isinstance(req, m.FetchSnapshotRequest) and self.single is not None:  # a quorum's: its Raft client's
             return self.single.handle_fetch_snapshot(req)
         return None

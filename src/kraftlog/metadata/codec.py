@@ -5,6 +5,7 @@ its generated ``ApiMessageAndVersion`` serde; kraftlog's records are its own dat
 
 from __future__ import annotations
 
+import base64
 import json
 import uuid
 from dataclasses import fields
@@ -23,13 +24,13 @@ _METADATA_TYPES: dict[str, type] = {cls.__name__: cls for cls in mdr.METADATA_RE
 
 
 def _field_kinds(cls: type) -> tuple[tuple[str, str], ...]:
-    """(field name, kind) with kind "uuids" (a tuple of UUIDs), "uuid", "tuple" or "" from the (string)
-    annotations."""
+    """(field name, kind) with kind "uuids" (a tuple of UUIDs), "uuid", "tuple", "bytes" (base64 in the JSON) or ""
+    from the (string) annotations."""
     kinds = []
     for f in fields(cls):
         ann = str(f.type)
         kind = ("uuids" if ann.startswith("tuple[uuid.UUID") else "uuid" if "UUID" in ann
-                else "tuple" if ann.startswith("tuple") else "")
+                else "tuple" if ann.startswith("tuple") else "bytes" if ann == "bytes" else "")
         kinds.append((f.name, kind))
     return tuple(kinds)
 
@@ -42,7 +43,8 @@ _METADATA_FIELDS: dict[type, tuple[tuple[str, str], ...]] = {
 def encode_metadata_record(rec: object) -> bytes:
     """A metadata record (``kraftlog.metadata.records``) as compact UTF-8 JSON:
     ``{"type": "<ClassName>", "<field>": value, ...}`` in field order; UUIDs as strings, tuples as
-    lists, None as null. Raises :class:`MetadataRecordError` for a type that is not a metadata record."""
+    lists, bytes as base64, None as null. Raises :class:`MetadataRecordError` for a type that is not a metadata
+    record."""
     kinds = _METADATA_FIELDS.get(type(rec))
     if kinds is None:
         raise MetadataRecordError(f"{type(rec).__name__} is not a metadata record type")
@@ -53,6 +55,8 @@ def encode_metadata_record(rec: object) -> bytes:
             value = str(value)
         elif kind == "uuids" and value is not None:
             value = [str(v) for v in value]
+        elif kind == "bytes" and value is not None:
+            value = base64.b64encode(value).decode("ascii")
         doc[name] = value
     return json.dumps(doc, separators=(",", ":")).encode()
 
@@ -77,6 +81,11 @@ def decode_metadata_record(data: bytes) -> mdr.MetadataRecord:
                 value = tuple(uuid.UUID(v) for v in value)
             elif kind == "tuple":
                 value = tuple(value)
+            elif kind == "bytes":
+                try:
+                    value = base64.b64decode(value, validate=True)
+                except (ValueError, TypeError) as exc:
+                    raise MetadataRecordError(f"bad {cls.__name__} metadata record: {name} is not base64") from exc
         kwargs[name] = value
     try:
         record: mdr.MetadataRecord = cls(**kwargs)

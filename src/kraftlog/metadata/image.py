@@ -23,7 +23,9 @@ from .records import (
     PartitionRecord,
     RegisterBrokerRecord,
     RemoveTopicRecord,
+    RemoveUserScramCredentialRecord,
     TopicRecord,
+    UserScramCredentialRecord,
 )
 from .topic_names import validate_topic_name
 
@@ -182,6 +184,8 @@ class MetadataImage:
     partitions: dict[tuple[str, int], PartitionRegistration] = field(default_factory=dict)
     #: (resource type, resource name) -> config name -> value (ConfigRecords replayed)
     configs: dict[tuple[int, str], dict[str, str]] = field(default_factory=dict)
+    #: (user name, SCRAM mechanism type) -> its credential (KIP-554: UserScramCredentialRecords replayed)
+    scram_credentials: dict[tuple[str, int], UserScramCredentialRecord] = field(default_factory=dict)
 
     # ----------------------------------------------------------------- queries
     def broker(self, broker_id: int) -> BrokerRegistration | None:
@@ -267,8 +271,8 @@ class MetadataImage:
         (:func:`kraftlog.metadata.config.invalid_value`), a record type kraftlog does not know, and any
         other error raised while applying one record (an AssertionError, a broken invariant of our own, is
         raised)."""
-        brokers, topics, topic_names, partitions, configs = (
-            self.brokers, self.topics, self.topic_names, self.partitions, self.configs)
+        brokers, topics, topic_names, partitions, configs, scram = (
+            self.brokers, self.topics, self.topic_names, self.partitions, self.configs, self.scram_credentials)
         copied: set[str] = set()
         delta = MetadataDelta()
         offset = self.offset
@@ -407,6 +411,20 @@ class MetadataImage:
                             partitions[key] = replace(part, elr=(), last_known_elr=(), last_known_leader=-1,
                                                       partition_epoch=part.partition_epoch + 1)
                             delta.partitions.add(key)
+                elif type(rec) is UserScramCredentialRecord or type(rec) is RemoveUserScramCredentialRecord:
+                    # Kafka's ScramDelta.replay: a credential replaces the user's for that mechanism; a removal of
+                    # one that does not exist cannot be applied
+                    key = (rec.name, rec.mechanism)
+                    if type(rec) is RemoveUserScramCredentialRecord and key not in scram:
+                        raise _Unapplicable(f"RemoveUserScramCredentialRecord for {rec.name} without a credential "
+                                            f"of mechanism {rec.mechanism}")
+                    if "s" not in copied:
+                        scram = dict(scram)
+                        copied.add("s")
+                    if type(rec) is UserScramCredentialRecord:
+                        scram[key] = rec
+                    else:
+                        del scram[key]
                 else:
                     raise _Unapplicable(f"unknown metadata record {type(rec).__name__}")
             except _Unapplicable as exc:
@@ -416,5 +434,5 @@ class MetadataImage:
             except Exception as exc:  # noqa: BLE001 - the fault handler: count it, apply the rest
                 delta.errors.append((offset, rec, f"{type(exc).__name__}: {exc}"))
         image = MetadataImage(offset=offset, brokers=brokers, topics=topics, topic_names=topic_names,
-                              partitions=partitions, configs=configs)
+                              partitions=partitions, configs=configs, scram_credentials=scram)
         return image, delta

@@ -123,13 +123,37 @@ class ClearElrRecord:
     topic_name: str | None = None
 
 
+@dataclass(slots=True, frozen=True)
+class UserScramCredentialRecord:
+    """KIP-554: user ``name``'s SCRAM credential for ``mechanism`` (1 = SCRAM-SHA-256, 2 = SCRAM-SHA-512):
+    ``salt``, ``stored_key`` and ``server_key`` (bytes; RFC 5802) and ``iterations``. A later record for the same
+    (name, mechanism) replaces it. The password itself is never in the log."""
+
+    name: str
+    mechanism: int
+    salt: bytes
+    stored_key: bytes
+    server_key: bytes
+    iterations: int
+
+
+@dataclass(slots=True, frozen=True)
+class RemoveUserScramCredentialRecord:
+    """KIP-554: user ``name`` has no SCRAM credential for ``mechanism`` any more."""
+
+    name: str
+    mechanism: int
+
+
 #: Any metadata record (what the ``__cluster_metadata`` log holds).
 MetadataRecord: TypeAlias = (
     RegisterBrokerRecord | BrokerRegistrationChangeRecord | TopicRecord | PartitionRecord
-    | PartitionChangeRecord | ConfigRecord | ClearElrRecord | RemoveTopicRecord
+    | PartitionChangeRecord | ConfigRecord | ClearElrRecord | RemoveTopicRecord | UserScramCredentialRecord
+    | RemoveUserScramCredentialRecord
 )
 
 METADATA_RECORD_TYPES: tuple[type, ...] = (
     RegisterBrokerRecord, BrokerRegistrationChangeRecord, TopicRecord, PartitionRecord,
-    PartitionChangeRecord, ConfigRecord, ClearElrRecord, RemoveTopicRecord,
+    PartitionChangeRecord, ConfigRecord, ClearElrRecord, RemoveTopicRecord, UserScramCredentialRecord,
+    RemoveUserScramCredentialRecord,
 )

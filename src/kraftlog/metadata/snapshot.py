@@ -107,8 +107,9 @@ def image_records(image: MetadataImage) -> list[MetadataRecord]:
     """The records that rebuild ``image`` from an empty one (Kafka's ``MetadataImage.write``): one
     RegisterBrokerRecord per broker (its registration as it is now: fencing, controlled shutdown, online log
     directories), per topic a TopicRecord and one PartitionRecord per partition (its full state: ISR, ELR, last
-    known ELR and leader, epochs, leader recovery state), one ConfigRecord per config entry. Sorted (brokers by id,
-    topics by name, configs by resource and name), so the same image always gives the same records."""
+    known ELR and leader, epochs, leader recovery state), one ConfigRecord per config entry, one
+    UserScramCredentialRecord per SCRAM credential. Sorted (brokers by id, topics by name, configs by resource and
+    name, credentials by user and mechanism), so the same image always gives the same records."""
     out: list[MetadataRecord] = []
     for broker_id, b in sorted(image.brokers.items()):
         out.append(RegisterBrokerRecord(
@@ -129,6 +130,7 @@ def image_records(image: MetadataImage) -> list[MetadataRecord]:
     for (resource_type, resource_name), entries in sorted(image.configs.items()):
         for config_name, value in sorted(entries.items()):
             out.append(ConfigRecord(resource_type, resource_name, config_name, value))
+    out.extend(credential for _, credential in sorted(image.scram_credentials.items()))
     return out
 
 

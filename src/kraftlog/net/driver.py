@@ -64,8 +64,9 @@ from ..metrics import Histogram
 from ..protocol import listeners as lst
 from ..protocol import messages as m
 from ..protocol import wire
-from ..protocol.framing import Close, Reply, Request, ServerConnection
+from ..protocol.framing import Authenticated, Close, Reply, Request, ServerConnection
 from ..protocol.node import CONNECTION_SETUP, ConnectionSetup
+from ..protocol.sasl import SaslConfig
 from .connections import DEFAULT_CHANNEL, Connection, ListenerProtocol, Peer, PeerProtocol, channel_of
 from .control import ControlChannel
 from .link_filter import CLIENTS, DROP, HOLD, PASS, LinkFilter, api_name, node_of_client_id
@@ -145,9 +146,14 @@ class NodeDriver:
                  log: Callable[[str], None], client_id: str, clock: Clock | None = None,
                  max_request_bytes: int | None = None, link_filter: LinkFilter | None = None,
                  control_handlers: dict[str, Callable[[dict], dict]] | None = None,
-                 limits: ListenerLimits | None = None) -> None:
+                 limits: ListenerLimits | None = None, sasl: dict[str, SaslConfig] | None = None) -> None:
         self.node = node
         self.listeners = listeners
+        #: listener role -> its SASL settings (a ``SASL_PLAINTEXT`` listener); the others are PLAINTEXT
+        self.sasl = dict(sasl or {})
+        #: listener role -> [successful, failed] SASL authentications (Kafka's socket-server-metrics
+        #: ``successful-authentication-total`` and ``failed-authentication-total``)
+        self.authentications: dict[str, list[int]] = {name: [0, 0] for name in self.sasl}
         self.address_of = address_of
         self.log = log
         self.client_id = client_id
@@ -261,9 +267,14 @@ class NodeDriver:
         """The listeners' state, for the node's run file: ``connections`` per listener, ``refused`` (over
         max.connections / max.connections.per.ip), ``closed_idle`` (connections.max.idle.ms),
         ``closed_receive_timeout`` (kraftlog.request.receive.timeout.ms), ``queued_request_bytes`` (charged
-        to queued.max.request.bytes) and ``waiting_for_memory`` (connections not read until it has room)."""
-        return {"connections": dict(sorted(self._counts.items())), **self.stats,
-                "queued_request_bytes": self.memory.used, "waiting_for_memory": len(self.memory.waiting)}
+        to queued.max.request.bytes), ``waiting_for_memory`` (connections not read until it has room) and, with
+        a SASL listener, ``authentications``: listener -> successful and failed SASL authentications."""
+        out = {"connections": dict(sorted(self._counts.items())), **self.stats,
+               "queued_request_bytes": self.memory.used, "waiting_for_memory": len(self.memory.waiting)}
+        if self.authentications:
+            out["authentications"] = {name: {"successful": ok, "failed": failed}
+                                      for name, (ok, failed) in sorted(self.authentications.items())}
+        return out
 
     # ------------------------------------------------------------------ inbound
     def _accepted(self, listener: str, transport: asyncio.Transport) -> Connection:
@@ -274,7 +285,8 @@ class NodeDriver:
         ip = str(peername[0]) if peername else "?"
         kwargs = {} if self.max_request_bytes is None else {"max_request_bytes": self.max_request_bytes}
         conn = Connection(next(self._numbers), listener, f"{ip}:{peername[1]}" if peername else "?",
-                          transport, ServerConnection(self.supported[listener], **kwargs),
+                          transport, ServerConnection(self.supported[listener], **kwargs,
+                                                      sasl=self.sasl.get(listener)),
                           last_io_ms=self._coarse_ms)
         limits = self.limits
         if (self._counts.get(listener, 0) >= limits.max_connections
@@ -308,7 +320,16 @@ class NodeDriver:
                     self._on_request(conn, event)
                 elif isinstance(event, Reply):
                     conn.queued.append(event)  # answered in turn: responses leave in request order
+                elif isinstance(event, Authenticated):
+                    self.authentications[conn.listener][0] += 1
                 elif isinstance(event, Close):
+                    if event.failed_authentication:
+                        self.authentications[conn.listener][1] += 1
+                    if event.delay_ms > 0:  # connection.failed.authentication.delay.ms: the answer goes first
+                        self._pump(conn)
+                        asyncio.get_running_loop().call_later(event.delay_ms / 1000, self._close, conn,
+                                                              event.reason)
+                        return
                     self._close(conn, event.reason)
                     break
             self._pump(conn)

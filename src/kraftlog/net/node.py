@@ -61,6 +61,7 @@ import asyncio
 import json
 import logging
 import os
+import secrets
 import signal
 import socket
 import sys
@@ -73,12 +74,15 @@ from ..broker.broker import CONTROLLED_SHUTDOWN_MAX_MS, Broker
 from ..controller.controller import CONTROLLER, QuorumController
 from ..controller.metrics import EVENT_QUEUE_PROCESSING_TIME, EVENT_QUEUE_TIME
 from ..level import Level
+from ..metrics import MetricName
 from ..protocol import listeners as lst
 from ..protocol import wire
 from ..protocol.raft_records import RaftEndpoint
+from ..protocol.sasl import SaslConfig
 from ..storage.meta_properties import NodeIdentityError
 from ..storage.metadata_log import MetadataLogLoadError
 from . import node_logging
+from .credentials import ListenerCredentials
 from .disk import FileDisk
 from .driver import Clock, NodeDriver
 from .link_filter import LinkFilter
@@ -268,6 +272,9 @@ class NodeSpec:
     chaos: bool = False
     owner_pid: int | None = None
     links_dir: str | None = None
+    #: listener role -> its SASL settings (:class:`~kraftlog.net.server_config.SaslListener`), for a
+    #: ``SASL_PLAINTEXT`` listener
+    sasl: dict = field(default_factory=dict)
 
 
 #: The id of ``controller.quorum.bootstrap.servers``' first server, the next ones -3, -4, ... (Kafka's
@@ -327,6 +334,9 @@ def spec_from_server_config(server: ServerConfig) -> NodeSpec:
             binds[lst.CLIENT] = (server.listeners[client].host, server.listeners[client].port)
         for role, name in ((lst.INTERNAL, inter), (lst.CLIENT, client)):
             advertise[role] = (server.advertised[name].host, server.advertised[name].port)
+    # a broker's client listener may be SASL_PLAINTEXT (server_config refuses it on node-to-node listeners)
+    client_name = None if server.is_controller else server.client_listener()
+    sasl = {lst.CLIENT: server.sasl[client_name]} if client_name in server.sasl else {}
     if server.metrics_port is not None:
         binds[METRICS] = (next(iter(server.listeners.values())).host, server.metrics_port)
     if server.single_controller:  # kraftlog's single controller, no Raft: the brokers know it as `controller`
@@ -334,12 +344,12 @@ def spec_from_server_config(server: ServerConfig) -> NodeSpec:
         return NodeSpec(
             node=CONTROLLER if server.is_controller else server.node_id, name=server.name,
             controller=server.is_controller, root=server.data_dir, level=server.level, config=dict(server.config),
-            binds=binds, advertise=advertise, controllers={CONTROLLER: address}, voters=[])
+            binds=binds, advertise=advertise, controllers={CONTROLLER: address}, voters=[], sasl=sasl)
     return NodeSpec(
         node=server.node_id, name=server.name, controller=server.is_controller, root=server.data_dir,
         level=server.level, config=dict(server.config), binds=binds, advertise=advertise,
         controllers=dict(server.voters), voters=sorted(server.voters), listener=listener,
-        bootstrap={BOOTSTRAP_ID_BASE - i: address for i, address in enumerate(server.bootstrap_servers)})
+        bootstrap={BOOTSTRAP_ID_BASE - i: address for i, address in enumerate(server.bootstrap_servers)}, sasl=sasl)
 
 
 async def _main(spec: NodeSpec) -> int:
@@ -473,9 +483,17 @@ async def _main(spec: NodeSpec) -> int:
         link_filter = LinkFilter.from_rules(read_links(spec.links_dir or root))
         if link_filter.active:
             driver_log(f"link filter rules from {LINKS_FILE}: {json.dumps(link_filter.to_rules(), sort_keys=True)}")
+    sasl = {role: SaslConfig(listener.mechanisms, ListenerCredentials(listener.plain_users, lambda: core.image),
+                             nonce=lambda: secrets.token_urlsafe(18), failed_delay_ms=listener.failed_delay_ms)
+            for role, listener in spec.sasl.items()}
     driver = NodeDriver(core, socks, address_of, driver_log, client_id=name, clock=clock, link_filter=link_filter,
                         control_handlers={"disk_full": disk_full} if chaos and not controller else None,
-                        limits=limits)
+                        limits=limits, sasl=sasl)
+    for role in sasl:  # Kafka's socket-server-metrics of the listener
+        for i, attribute in enumerate(("successful-authentication-total", "failed-authentication-total")):
+            core.metrics.gauge(MetricName("kafka.server", "socket-server-metrics", None, (("listener", role),),
+                                          attribute=attribute),
+                               lambda role=role, i=i: driver.authentications[role][i])
     started = time.time()
 
     written = {"key": None, "at": 0.0}

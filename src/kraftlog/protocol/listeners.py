@@ -47,11 +47,12 @@ BROKER_APIS: frozenset[type[Request]] = frozenset((
     m.OffsetCommitRequest, m.OffsetFetchRequest, m.JoinGroupRequest, m.SyncGroupRequest, m.HeartbeatRequest,
     m.LeaveGroupRequest, m.ApiVersionsRequest, m.DescribeConfigsRequest,
     m.ListGroupsRequest, m.DescribeGroupsRequest, m.DeleteGroupsRequest, m.OffsetDeleteRequest,
+    m.DescribeUserScramCredentialsRequest,
 ))
 #: Admin requests a broker forwards to the controller and whose answer it relays.
 FORWARDED_APIS: frozenset[type[Request]] = frozenset((
     m.CreateTopicsRequest, m.DeleteTopicsRequest, m.IncrementalAlterConfigsRequest, m.ElectLeadersRequest,
-    m.CreatePartitionsRequest, m.AlterConfigsRequest,
+    m.CreatePartitionsRequest, m.AlterConfigsRequest, m.AlterUserScramCredentialsRequest,
 ))
 #: KRaft's quorum APIs (KIP-595, KIP-853): the controllers' own, served on their listener only.
 RAFT_APIS: frozenset[type[Request]] = frozenset((
@@ -67,7 +68,7 @@ CLUSTER_ACTION_APIS: frozenset[type[Request]] = frozenset((
 CONTROLLER_APIS: frozenset[type[Request]] = frozenset((
     m.AlterPartitionRequest, m.BrokerRegistrationRequest, m.BrokerHeartbeatRequest, m.MetadataFetchRequest,
     m.CreateTopicsRequest, m.DeleteTopicsRequest, m.IncrementalAlterConfigsRequest, m.ElectLeadersRequest,
-    m.CreatePartitionsRequest, m.AlterConfigsRequest,
+    m.CreatePartitionsRequest, m.AlterConfigsRequest, m.AlterUserScramCredentialsRequest,
     m.ApiVersionsRequest,
 )) | RAFT_APIS
 
@@ -141,6 +142,11 @@ def error_response(request: Message, code: int) -> Message:
         return m.DeleteGroupsResponse(tuple(m.DeletableGroupResult(g, code) for g in request.groups_names))
     if type(request) is m.OffsetDeleteRequest:
         return m.OffsetDeleteResponse(code)
+    if type(request) is m.AlterUserScramCredentialsRequest:
+        names = dict.fromkeys([d.name for d in request.deletions] + [u.name for u in request.upsertions])
+        return m.AlterUserScramCredentialsResponse(tuple(m.AlterUserScramCredentialsResult(n, code) for n in names))
+    if type(request) is m.DescribeUserScramCredentialsRequest:
+        return m.DescribeUserScramCredentialsResponse(code)
     if type(request) is m.DeleteRecordsRequest:
         return m.DeleteRecordsResponse(tuple(m.DeleteRecordsPartitionResponse(p.topic, p.partition, -1, code)
                                              for p in request.partitions))

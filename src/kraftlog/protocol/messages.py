@@ -14,13 +14,14 @@ Field conventions: offsets and epochs are ints (-1 = none), durations are ints i
 is Kafka's ``about`` text (or kraftlog's, where the core means more), prefixed by the field's path
 when the core flattens or renames it.
 
-Generated for the 39 APIs the core speaks, each holding the fields the protocol uses:
-AddRaftVoter, AlterConfigs, AlterPartition, ApiVersions, BeginQuorumEpoch, BrokerHeartbeat,
-BrokerRegistration, CreatePartitions, CreateTopics, DeleteGroups, DeleteRecords, DeleteTopics,
-DescribeConfigs, DescribeGroups, DescribeQuorum, DescribeTopicPartitions, ElectLeaders,
-EndQuorumEpoch, Fetch, FetchSnapshot, FindCoordinator, GetReplicaLogInfo, Heartbeat,
-IncrementalAlterConfigs, InitProducerId, JoinGroup, LeaveGroup, ListGroups, ListOffsets, Metadata,
-OffsetCommit, OffsetDelete, OffsetFetch, OffsetForLeaderEpoch, Produce, RemoveRaftVoter, SyncGroup,
+Generated for the 41 APIs the core speaks, each holding the fields the protocol uses:
+AddRaftVoter, AlterConfigs, AlterPartition, AlterUserScramCredentials, ApiVersions,
+BeginQuorumEpoch, BrokerHeartbeat, BrokerRegistration, CreatePartitions, CreateTopics, DeleteGroups,
+DeleteRecords, DeleteTopics, DescribeConfigs, DescribeGroups, DescribeQuorum,
+DescribeTopicPartitions, DescribeUserScramCredentials, ElectLeaders, EndQuorumEpoch, Fetch,
+FetchSnapshot, FindCoordinator, GetReplicaLogInfo, Heartbeat, IncrementalAlterConfigs,
+InitProducerId, JoinGroup, LeaveGroup, ListGroups, ListOffsets, Metadata, OffsetCommit,
+OffsetDelete, OffsetFetch, OffsetForLeaderEpoch, Produce, RemoveRaftVoter, SyncGroup,
 UpdateRaftVoter, Vote.
 The other APIs kio has are not generated: kraftlog neither sends nor
 serves them, kio's own entities already hold them in Kafka's shape, and a mirror nobody reads would
@@ -1954,6 +1955,138 @@ class OffsetDeleteResponse:
     throttle_time_ms: int = 0
 
 
+#  SCRAM credentials (KIP-554): DescribeUserScramCredentials (50, v0), AlterUserScramCredentials (51, v0)
+#: Kafka's ``ScramMechanism`` types: the ``mechanism`` of a credential.
+SCRAM_SHA_256 = 1
+SCRAM_SHA_512 = 2
+
+
+@dataclass(slots=True)
+class DescribeUserScramCredentialsRequest:
+    """``users``: the user names to describe, None for every user.
+
+    From Kafka's DescribeUserScramCredentialsRequest v0
+    (``kio.schema.describe_user_scram_credentials.v0.request``)."""
+
+    API: ClassVar[str] = "DescribeUserScramCredentials"
+    API_KEY: ClassVar[int] = 50
+    VERSION: ClassVar[int] = 0
+    #: ``users[]``: The users to describe, or null/empty to describe all users.
+    users: tuple[str, ...] | None = None
+
+
+@dataclass(slots=True)
+class CredentialInfo:
+    """From Kafka's DescribeUserScramCredentialsResponse v0 ``results[].credential_infos[]``
+    (``kio.schema.describe_user_scram_credentials.v0.response``)."""
+
+    #: The SCRAM mechanism.
+    mechanism: int
+    #: The number of iterations used in the SCRAM credential.
+    iterations: int
+
+
+@dataclass(slots=True)
+class DescribeUserScramCredentialsResult:
+    """From Kafka's DescribeUserScramCredentialsResponse v0 ``results[]``
+    (``kio.schema.describe_user_scram_credentials.v0.response``)."""
+
+    #: The user name.
+    user: str
+    #: The user-level error code.
+    error_code: int
+    #: The user-level error message, if any.
+    error_message: str | None = None
+    #: ``credential_infos[]``: The mechanism and related information associated with the user's SCRAM credentials.
+    credential_infos: tuple[CredentialInfo, ...] = ()
+
+
+@dataclass(slots=True)
+class DescribeUserScramCredentialsResponse:
+    """From Kafka's DescribeUserScramCredentialsResponse v0
+    (``kio.schema.describe_user_scram_credentials.v0.response``)."""
+
+    API: ClassVar[str] = "DescribeUserScramCredentials"
+    #: The message-level error code, 0 except for user authorization or infrastructure issues.
+    error_code: int
+    #: ``results[]``: The results for descriptions, one per user.
+    results: tuple[DescribeUserScramCredentialsResult, ...] = ()
+    #: The message-level error message, if any.
+    error_message: str | None = None
+    #: ``throttle_time``: The duration in milliseconds for which the request was throttled due to a quota violation,
+    #: or zero if the request did not violate any quota.
+    throttle_time_ms: int = 0
+
+
+@dataclass(slots=True)
+class ScramCredentialDeletion:
+    """From Kafka's AlterUserScramCredentialsRequest v0 ``deletions[]``
+    (``kio.schema.alter_user_scram_credentials.v0.request``)."""
+
+    #: The user name.
+    name: str
+    #: The SCRAM mechanism.
+    mechanism: int
+
+
+@dataclass(slots=True)
+class ScramCredentialUpsertion:
+    """``salted_password``: Hi(password, salt, iterations), computed by the client (RFC 5802); the controller
+    derives the stored and server keys from it.
+
+    From Kafka's AlterUserScramCredentialsRequest v0 ``upsertions[]``
+    (``kio.schema.alter_user_scram_credentials.v0.request``)."""
+
+    #: The user name.
+    name: str
+    #: The SCRAM mechanism.
+    mechanism: int
+    #: The number of iterations.
+    iterations: int
+    #: A random salt generated by the client.
+    salt: bytes
+    #: The salted password.
+    salted_password: bytes
+
+
+@dataclass(slots=True)
+class AlterUserScramCredentialsRequest:
+    """From Kafka's AlterUserScramCredentialsRequest v0 (``kio.schema.alter_user_scram_credentials.v0.request``)."""
+
+    API: ClassVar[str] = "AlterUserScramCredentials"
+    API_KEY: ClassVar[int] = 51
+    VERSION: ClassVar[int] = 0
+    #: ``deletions[]``: The SCRAM credentials to remove.
+    deletions: tuple[ScramCredentialDeletion, ...] = ()
+    #: ``upsertions[]``: The SCRAM credentials to update/insert.
+    upsertions: tuple[ScramCredentialUpsertion, ...] = ()
+
+
+@dataclass(slots=True)
+class AlterUserScramCredentialsResult:
+    """From Kafka's AlterUserScramCredentialsResponse v0 ``results[]``
+    (``kio.schema.alter_user_scram_credentials.v0.response``)."""
+
+    #: The user name.
+    user: str
+    #: The error code.
+    error_code: int
+    #: The error message, if any.
+    error_message: str | None = None
+
+
+@dataclass(slots=True)
+class AlterUserScramCredentialsResponse:
+    """From Kafka's AlterUserScramCredentialsResponse v0 (``kio.schema.alter_user_scram_credentials.v0.response``)."""
+
+    API: ClassVar[str] = "AlterUserScramCredentials"
+    #: ``results[]``: The results for deletions and alterations, one per affected user.
+    results: tuple[AlterUserScramCredentialsResult, ...]
+    #: ``throttle_time``: The duration in milliseconds for which the request was throttled due to a quota violation,
+    #: or zero if the request did not violate any quota.
+    throttle_time_ms: int = 0
+
+
 # --------------------------------------------------------------------- ApiVersions (API key 18, v3)
 @dataclass(slots=True)
 class ApiVersionsRequest:
@@ -2537,17 +2670,19 @@ REQUEST_TYPES: tuple[type, ...] = (
     AlterConfigsRequest, ElectLeadersRequest, GetReplicaLogInfoRequest, DescribeTopicPartitionsRequest,
     FindCoordinatorRequest, OffsetCommitRequest, OffsetFetchRequest, InitProducerIdRequest, JoinGroupRequest,
     SyncGroupRequest, HeartbeatRequest, LeaveGroupRequest, ListGroupsRequest, DescribeGroupsRequest,
-    DeleteGroupsRequest, OffsetDeleteRequest, ApiVersionsRequest, DeleteTopicsRequest, DescribeConfigsRequest,
+    DeleteGroupsRequest, OffsetDeleteRequest, DescribeUserScramCredentialsRequest,
+    AlterUserScramCredentialsRequest, ApiVersionsRequest, DeleteTopicsRequest, DescribeConfigsRequest,
     VoteRequest, BeginQuorumEpochRequest, EndQuorumEpochRequest, DescribeQuorumRequest, FetchSnapshotRequest,
     AddRaftVoterRequest, RemoveRaftVoterRequest, UpdateRaftVoterRequest,
 )
 #: The Kafka API names a scenario's ``hold``/``release`` may name.
 API_NAMES: frozenset[str] = frozenset({
-    "AddRaftVoter", "AlterConfigs", "AlterPartition", "ApiVersions", "BeginQuorumEpoch", "BrokerHeartbeat",
-    "BrokerRegistration", "CreatePartitions", "CreateTopics", "DeleteGroups", "DeleteRecords", "DeleteTopics",
-    "DescribeConfigs", "DescribeGroups", "DescribeQuorum", "DescribeTopicPartitions", "ElectLeaders",
-    "EndQuorumEpoch", "Fetch", "FetchSnapshot", "FindCoordinator", "GetReplicaLogInfo", "Heartbeat",
-    "IncrementalAlterConfigs", "InitProducerId", "JoinGroup", "LeaveGroup", "ListGroups", "ListOffsets",
-    "Metadata", "OffsetCommit", "OffsetDelete", "OffsetFetch", "OffsetForLeaderEpoch", "Produce",
-    "RemoveRaftVoter", "SyncGroup", "UpdateRaftVoter", "Vote",
+    "AddRaftVoter", "AlterConfigs", "AlterPartition", "AlterUserScramCredentials", "ApiVersions",
+    "BeginQuorumEpoch", "BrokerHeartbeat", "BrokerRegistration", "CreatePartitions", "CreateTopics",
+    "DeleteGroups", "DeleteRecords", "DeleteTopics", "DescribeConfigs", "DescribeGroups", "DescribeQuorum",
+    "DescribeTopicPartitions", "DescribeUserScramCredentials", "ElectLeaders", "EndQuorumEpoch", "Fetch",
+    "FetchSnapshot", "FindCoordinator", "GetReplicaLogInfo", "Heartbeat", "IncrementalAlterConfigs",
+    "InitProducerId", "JoinGroup", "LeaveGroup", "ListGroups", "ListOffsets", "Metadata", "OffsetCommit",
+    "OffsetDelete", "OffsetFetch", "OffsetForLeaderEpoch", "Produce", "RemoveRaftVoter", "SyncGroup",
+    "UpdateRaftVoter", "Vote",
 })

@@ -41,6 +41,7 @@ Mechanisms (RFC 4616, RFC 5802/7677, Kafka's ``PlainSaslServer`` and ``ScramSasl
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import io
 import struct
@@ -58,7 +59,8 @@ __all__ = [
     "PLAIN", "SCRAM_SHA_256", "SCRAM_SHA_512", "MECHANISMS", "SCRAM_MECHANISM_TYPES", "SASL_HANDSHAKE_KEY",
     "SASL_AUTHENTICATE_KEY", "SASL_VERSIONS", "SASL_SERVER_MAX_RECEIVE_SIZE", "DEFAULT_FAILED_AUTHENTICATION_DELAY_MS",
     "ANONYMOUS",
-    "ScramCredential", "scram_credential", "CredentialStore", "StaticCredentials", "SaslConfig", "SaslStep",
+    "ScramCredential", "scram_credential", "credential_from_salted_password", "SCRAM_MIN_ITERATIONS",
+    "SCRAM_MAX_ITERATIONS", "MECHANISM_OF_TYPE", "CredentialStore", "StaticCredentials", "SaslConfig", "SaslStep",
     "SaslAuthenticator", "AuthenticationFailed", "parse_plain_jaas_users", "SaslClient", "request_frame",
     "parse_response",
 ]
@@ -71,6 +73,8 @@ MECHANISMS: tuple[str, ...] = (PLAIN, SCRAM_SHA_256, SCRAM_SHA_512)
 #: SCRAM mechanism -> Kafka's ``ScramMechanism`` type (the ``mechanism`` byte of UserScramCredentialRecord
 #: and of AlterUserScramCredentials / DescribeUserScramCredentials).
 SCRAM_MECHANISM_TYPES: dict[str, int] = {SCRAM_SHA_256: 1, SCRAM_SHA_512: 2}
+#: Kafka's ``ScramMechanism`` type -> the mechanism's name.
+MECHANISM_OF_TYPE: dict[int, str] = {t: name for name, t in SCRAM_MECHANISM_TYPES.items()}
 #: Kafka's ``ScramMechanism`` bounds on the iteration count.
 SCRAM_MIN_ITERATIONS = 4096
 SCRAM_MAX_ITERATIONS = 16384
@@ -116,6 +120,20 @@ def scram_credential(mechanism: str, password: str, salt: bytes, iterations: int
         raise ValueError(f"iterations {iterations} outside {SCRAM_MIN_ITERATIONS}..{SCRAM_MAX_ITERATIONS} "
                          f"for {mechanism}")
     _, stored_key, server_key, _ = scramp.ScramMechanism(mechanism).make_auth_info(password, iterations, salt)
+    return ScramCredential(salt, stored_key, server_key, iterations)
+
+
+def credential_from_salted_password(mechanism: str, salt: bytes, salted_password: bytes,
+                                    iterations: int) -> ScramCredential:
+    """The credential whose SaltedPassword an AlterUserScramCredentials upsertion carries (RFC 5802: StoredKey =
+    H(HMAC(SaltedPassword, "Client Key")), ServerKey = HMAC(SaltedPassword, "Server Key"); Kafka's
+    ``ScramCredentialUtils`` / ``ScramFormatter``). ValueError for an unknown mechanism."""
+    if mechanism not in SCRAM_MECHANISM_TYPES:
+        raise ValueError(f"unknown SCRAM mechanism {mechanism!r}")
+    digest = "sha256" if mechanism == SCRAM_SHA_256 else "sha512"
+    client_key = hmac.new(salted_password, b"Client Key", digest).digest()
+    stored_key = hashlib.new(digest, client_key).digest()
+    server_key = hmac.new(salted_password, b"Server Key", digest).digest()
     return ScramCredential(salt, stored_key, server_key, iterations)
 
 

@@ -13,7 +13,7 @@ from ...protocol.errors import Errors
 from ...protocol.node import Envelope
 from ..channel import BrokerChannel
 from ..config import BrokerConfig
-from ..describe import describe_configs, describe_topic_partitions
+from ..describe import describe_configs, describe_topic_partitions, describe_user_scram_credentials
 from ..metadata_cache import MetadataCache
 from .auto_topic_creation import AutoTopicCreationManager
 from .table import HandlerTable, entry
@@ -49,6 +49,7 @@ class MetadataApis:
             entry(m.MetadataRequest, self.metadata),
             entry(m.DescribeTopicPartitionsRequest, self.describe_topic_partitions),
             entry(m.DescribeConfigsRequest, self.describe_configs),
+            entry(m.DescribeUserScramCredentialsRequest, self.describe_user_scram_credentials),
         ))
 
     def metadata(self, now_ms: int, env: Envelope[m.MetadataRequest]) -> None:
@@ -114,3 +115,8 @@ class MetadataApis:
         """DescribeConfigs: :func:`kraftlog.broker.describe.describe_configs`."""
         self._channel.send_response(env, describe_configs(self._cache.image, env.message, self._cache.static,
                                                           self.broker_id))
+
+    def describe_user_scram_credentials(self, now_ms: int, env: Envelope[m.DescribeUserScramCredentialsRequest]
+                                        ) -> None:
+        """DescribeUserScramCredentials (KIP-554): :func:`kraftlog.broker.describe.describe_user_scram_credentials`."""
+        self._channel.send_response(env, describe_user_scram_credentials(self._cache.image, env.message))

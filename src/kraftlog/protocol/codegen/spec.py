@@ -42,10 +42,11 @@ from .spec_model import (
     Struct,
 )
 from .spec_raft import RAFT_APIS
+from .spec_security import SECURITY_APIS
 
 # The model's names, as the generator reads them from here, and the table.
 __all__ = ["FROM_SCHEMA", "REQUEST", "REQUIRED", "RESPONSE", "Api", "Const", "Expr", "Extra", "F", "Json", "Kio",
-           "Struct", "HEAD_CONSTANTS", "APIS", "GROUP_APIS", "RAFT_APIS"]
+           "Struct", "HEAD_CONSTANTS", "APIS", "GROUP_APIS", "RAFT_APIS", "SECURITY_APIS"]
 
 _TOPIC_BY_NAME = 'the topic\'s name (Kafka nests partitions by topic; the core flattens them).'
 
@@ -580,6 +581,7 @@ APIS: tuple[Api, ...] = (
         )),
     )),
     *GROUP_APIS,
+    *SECURITY_APIS,
     Api("ApiVersions", 18, 3, Kio(3), classes=(
         Struct("ApiVersionsRequest", REQUEST, "", doc="ApiVersions v3 (KIP-511: the client names its software).",
                fields=(F("client_software_name", default=""), F("client_software_version", default=""))),

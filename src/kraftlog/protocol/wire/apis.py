@@ -81,8 +81,8 @@ def _names_to(field: str) -> Callable[[Any, type], Any]:
 
 def _names_from(field: str) -> Callable[[Any], dict[str, Any]]:
     def frm(e: Any) -> dict[str, Any]:
-        topics = e.topics
-        return {field: None if topics is None else tuple(t.name or "" for t in topics)}
+        entries = getattr(e, field)
+        return {field: None if entries is None else tuple(t.name or "" for t in entries)}
 
     return frm
 
@@ -356,6 +356,11 @@ _APIS: tuple[_Api, ...] = (
     # one-for-one with the core.
     _Api(m.CreatePartitionsRequest, m.CreatePartitionsResponse, range(0, 4)),
     _Api(m.AlterConfigsRequest, m.AlterConfigsResponse, range(0, 3)),
+    # KIP-554's SCRAM credential APIs (v0 only in Kafka): user names are one-field UserName entries in Kafka.
+    _Api(m.DescribeUserScramCredentialsRequest, m.DescribeUserScramCredentialsResponse, range(0, 1),
+         custom=(_Custom(m.DescribeUserScramCredentialsRequest, "users", ("users",), _names_to("users"),
+                         _names_from("users")),)),
+    _Api(m.AlterUserScramCredentialsRequest, m.AlterUserScramCredentialsResponse, range(0, 1)),
     # v3 is KIP-966's (kio_extra): election types 2..4 and DesiredLeaders beside Partitions, matched by
     # index. Mapped, not yet served or advertised (_NOT_ADVERTISED_UNTIL_URM).
     _Api(m.ElectLeadersRequest, m.ElectLeadersResponse, range(0, 4),
