@@ -134,6 +134,34 @@ def test_a_client_authenticates_then_its_requests_reach_the_node(mechanism, vers
     assert len(after) == 1 and isinstance(after[0], Request) and after[0].header.correlation_id == 9
 
 
+def test_a_final_nonce_that_repeats_the_client_nonce_is_accepted_as_kafka_does():
+    """librdkafka before 2.1 (Debian's kcat: 2.0.2) sends r=<client nonce><client nonce><server nonce> in its
+    final message; Kafka's ScramSaslServer only checks that it ends with the server-first nonce, and verifies the
+    proof over the message as sent. A nonce that does not end so is refused."""
+    import hashlib
+    import hmac
+
+    def final(nonce_prefix: str, nonce_suffix: str = "") -> list:
+        conn = ServerConnection(SUPPORTED, sasl=CONFIG)
+        _handshake(conn, SCRAM_SHA_512)
+        first = _authenticate(conn, b"n,,n=alice,r=cnonce")
+        server_first = _reply(first[0], SASL_AUTHENTICATE_KEY, 2)[1].auth_bytes.decode()
+        nonce = server_first.split(",")[0][2:]
+        without_proof = f"c=biws,r={nonce_prefix}{nonce}{nonce_suffix}"
+        auth = f"n=alice,r=cnonce,{server_first},{without_proof}".encode()
+        salted = hashlib.pbkdf2_hmac("sha512", b"alice-secret", SALT, 4096)
+        client_key = hmac.new(salted, b"Client Key", "sha512").digest()
+        signature = hmac.new(hashlib.sha512(client_key).digest(), auth, "sha512").digest()
+        proof = base64.b64encode(bytes(a ^ b for a, b in zip(client_key, signature, strict=True))).decode()
+        return _authenticate(conn, f"{without_proof},p={proof}".encode(), corr=3)
+
+    assert final("cnonce")[-1] == Authenticated("User:alice")  # librdkafka 2.0.2's
+    assert final("")[-1] == Authenticated("User:alice")  # RFC 5802's
+    refused = final("", "x")  # the proof is over this very message, but its nonce is not the server's
+    assert _reply(refused[0], SASL_AUTHENTICATE_KEY, 2)[1].error_code == Errors.SASL_AUTHENTICATION_FAILED
+    assert isinstance(refused[-1], Close)
+
+
 def test_a_scram_user_name_with_comma_and_equals_is_unescaped():
     """RFC 5802 saslname: the client sends "a=2Cb=3Dc"; the server looks up "a,b=c" (Kafka's ScramFormatter)."""
     conn = ServerConnection(SUPPORTED, sasl=CONFIG)
@@ -216,11 +244,19 @@ def test_an_anonymous_client_request_before_the_handshake_closes_without_an_answ
     assert len(events) == 1 and isinstance(events[0], Close)
 
 
-def test_a_second_api_versions_before_the_handshake_closes():
+def test_a_second_api_versions_before_the_handshake_closes_unless_the_first_was_too_new():
+    """Kafka serves one ApiVersions before the handshake; an ApiVersions at a version above the listener's (KIP-511:
+    answered UNSUPPORTED_VERSION with the ranges, as kafka-python 3 sends v4 first) does not count."""
     conn = ServerConnection(SUPPORTED, sasl=CONFIG)
     frame = wire.frame(wire.encode_request(m.ApiVersionsRequest(), 0))
     assert isinstance(conn.receive_data(frame)[0], Reply)
     assert isinstance(conn.receive_data(frame)[0], Close)
+    conn = ServerConnection(SUPPORTED, sasl=CONFIG)
+    too_new = bytearray(frame)
+    too_new[6:8] = (4).to_bytes(2, "big")  # the request header's API version
+    assert isinstance(conn.receive_data(bytes(too_new))[0], Reply)
+    assert isinstance(conn.receive_data(frame)[0], Reply)
+    assert isinstance(_handshake(conn, PLAIN)[0], Reply) and not conn.closed
 
 
 def test_a_request_other_than_sasl_authenticate_during_the_exchange_is_illegal_sasl_state():

@@ -67,6 +67,7 @@ from ..protocol import wire
 from ..protocol.framing import Authenticated, Close, Reply, Request, ServerConnection
 from ..protocol.node import CONNECTION_SETUP, ConnectionSetup
 from ..protocol.sasl import SaslConfig
+from .clock import Clock, Wake
 from .connections import DEFAULT_CHANNEL, Connection, ListenerProtocol, Peer, PeerProtocol, channel_of
 from .control import ControlChannel
 from .link_filter import CLIENTS, DROP, HOLD, PASS, LinkFilter, api_name, node_of_client_id
@@ -77,60 +78,6 @@ __all__ = ["Clock", "NodeDriver"]
 #: How long (ms) an outbound connection attempt may take (Kafka's socket.connection.setup.timeout.ms).
 CONNECT_TIMEOUT_MS = 10_000
 
-
-class Clock:
-    """Wall-clock milliseconds that never go backwards: the wall clock at construction plus the
-    monotonic clock since."""
-
-    def __init__(self) -> None:
-        self._wall0 = int(time.time() * 1000)
-        self._mono0 = time.monotonic()
-
-    def now_ms(self) -> int:
-        return self._wall0 + int((time.monotonic() - self._mono0) * 1000)
-
-
-def _wake_waiter(waiter: asyncio.Future) -> None:
-    if not waiter.done():
-        waiter.set_result(None)
-
-
-class _Wake:
-    """What ``run_until`` sleeps on: an :class:`asyncio.Event` waited for with a timeout, without the
-    task and cancellation ``asyncio.wait_for(event.wait(), timeout)`` costs on every wake (the driver
-    wakes its loop after every event). ``set`` wakes the sleeper (or makes the next ``wait`` return at
-    once), ``clear`` forgets a wake not yet slept on."""
-
-    __slots__ = ("_set", "_waiter")
-
-    def __init__(self) -> None:
-        self._set = False
-        self._waiter: asyncio.Future | None = None
-
-    def set(self) -> None:
-        self._set = True
-        waiter = self._waiter
-        if waiter is not None and not waiter.done():
-            waiter.set_result(None)
-
-    def clear(self) -> None:
-        self._set = False
-
-    def is_set(self) -> bool:
-        return self._set
-
-    async def wait(self, timeout_s: float) -> None:
-        """Until :meth:`set` (at once if it was set since the last :meth:`clear`) or ``timeout_s``."""
-        if self._set:
-            return
-        loop = asyncio.get_running_loop()
-        waiter = self._waiter = loop.create_future()
-        timer = loop.call_later(timeout_s, _wake_waiter, waiter)
-        try:
-            await waiter
-        finally:
-            timer.cancel()
-            self._waiter = None
 
 class NodeDriver:
     """Drives ``node`` over TCP. ``listeners``: name -> bound listening socket; ``address_of(peer)``:
@@ -166,7 +113,7 @@ class NodeDriver:
         self._numbers = itertools.count(1)
         #: outbound connections by (peer node, channel): see :func:`~kraftlog.net.connections.channel_of`
         self._peers: dict[tuple[object, str], Peer] = {}
-        self._wake = _Wake()
+        self._wake = Wake()
         self._servers: list[asyncio.base_events.Server] = []
         self._tasks: set[asyncio.Task] = set()
         self.connections: set[Connection] = set()

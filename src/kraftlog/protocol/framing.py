@@ -458,6 +458,9 @@ class ServerConnection:
             return [Close(f"request of {len(payload)} bytes is shorter than a request header")]
         api_key, api_version, correlation_id = _PEEK.unpack_from(payload, 0)
         if api_key == API_VERSIONS_KEY:
+            versions = self.supported.get(API_VERSIONS_KEY)
+            if versions is not None and api_version > versions[1]:  # KIP-511's answer: the retry is the one
+                return [self._request(payload)]
             if not auth.api_versions_allowed():
                 return [Close("unexpected ApiVersions request during SASL authentication")]
             return [self._request(payload)]

@@ -41,6 +41,8 @@ Mechanisms (RFC 4616, RFC 5802/7677, Kafka's ``PlainSaslServer`` and ``ScramSasl
 
 from __future__ import annotations
 
+import base64
+import binascii
 import hashlib
 import hmac
 import io
@@ -228,43 +230,77 @@ def _sasl_name_to_user(name: str) -> str:
 
 
 class _ScramServer:
-    """RFC 5802 server (two client messages) through scramp, with Kafka's ``ScramSaslServer`` rules."""
+    """RFC 5802 server (two client messages) with Kafka's ``ScramSaslServer`` rules: scramp parses the client's
+    first message and writes the server's; the final message is checked here as Kafka checks it, whose nonce
+    rule is looser than the RFC's: the client's nonce must end with the server-first nonce (librdkafka before
+    2.1 repeats its own nonce in front of it, and Kafka accepts that), and the proof is verified over the
+    client's own final message."""
 
     def __init__(self, mechanism: str, credentials: CredentialStore, nonce: str) -> None:
         self.mechanism = mechanism
         self.credentials = credentials
+        self.digest = "sha256" if mechanism == SCRAM_SHA_256 else "sha512"
         self.server = scramp.ScramMechanism(mechanism).make_server(self._auth_info, s_nonce=nonce)
         self.user: str | None = None
         #: the user the client named (for the node's log line about a failure), "?" before it did
         self.attempted = "?"
-        self._first = True
+        self._credential: ScramCredential | None = None
+        self._first: tuple[str, str, str] | None = None  # (gs2 header, client-first-bare, server-first)
 
     def _auth_info(self, name: str) -> tuple[bytes, bytes, bytes, int]:
         user = self.attempted = _sasl_name_to_user(name)
         credential = self.credentials.scram_credential(self.mechanism, user)
         if credential is None or not SCRAM_MIN_ITERATIONS <= credential.iterations <= SCRAM_MAX_ITERATIONS:
             raise _Refused()
-        self.user = user
+        self._credential = credential
         return credential.salt, credential.stored_key, credential.server_key, credential.iterations
 
     def evaluate(self, token: bytes) -> tuple[bytes, bool]:
         try:
             text = token.decode("utf-8")
-            if self._first:
-                self._first = False
+            if self._first is None:
                 gs2 = text.split(",", 2)
                 if len(gs2) < 3 or gs2[0] != "n":  # "y"/"p": channel binding, which Kafka does not offer
                     raise _Refused()
                 self.server.set_client_first(text)
                 if gs2[1] and gs2[1] != f"a={self.server.user}":  # Kafka: authzid empty or the username
                     raise _Refused()
-                return self.server.get_server_first().encode("utf-8"), False
-            self.server.set_client_final(text)
-            return self.server.get_server_final().encode("utf-8"), True
-        except (_Refused, scramp.ScramException, UnicodeDecodeError, ValueError, KeyError, IndexError):
+                server_first: str = self.server.get_server_first()
+                self._first = (f"{gs2[0]},{gs2[1]},", gs2[2], server_first)
+                return server_first.encode("utf-8"), False
+            return self._final(text), True
+        except (_Refused, scramp.ScramException, UnicodeDecodeError, ValueError, KeyError, IndexError,
+                binascii.Error):
             self.user = None
             raise AuthenticationFailed("Authentication failed during authentication due to invalid credentials "
                                        f"with SASL mechanism {self.mechanism}") from None
+
+    def _final(self, text: str) -> bytes:
+        """Check the client-final-message (``c=<gs2 header, base64>,r=<nonce>[,...],p=<proof>``); the
+        server-final-message ``v=<ServerSignature>``."""
+        assert self._first is not None and self._credential is not None
+        gs2_header, client_first_bare, server_first = self._first
+        without_proof, sep, proof_text = text.rpartition(",p=")
+        fields = without_proof.split(",")
+        if not sep or len(fields) < 2 or not fields[0].startswith("c=") or not fields[1].startswith("r="):
+            raise _Refused()
+        if base64.b64decode(fields[0][2:], validate=True) != gs2_header.encode("utf-8"):
+            raise _Refused()
+        server_nonce = server_first.split(",", 1)[0][2:]
+        if not fields[1][2:].endswith(server_nonce):  # Kafka's ScramSaslServer.verifyClientProof
+            raise _Refused()
+        proof = base64.b64decode(proof_text, validate=True)
+        auth_message = f"{client_first_bare},{server_first},{without_proof}".encode()
+        credential = self._credential
+        signature = hmac.new(credential.stored_key, auth_message, self.digest).digest()
+        if len(proof) != len(signature):
+            raise _Refused()
+        client_key = bytes(a ^ b for a, b in zip(proof, signature, strict=True))
+        if not hmac.compare_digest(hashlib.new(self.digest, client_key).digest(), credential.stored_key):
+            raise _Refused()
+        self.user = self.attempted
+        server_signature = hmac.new(credential.server_key, auth_message, self.digest).digest()
+        return b"v=" + base64.b64encode(server_signature)
 
 
 class _Refused(Exception):
