@@ -341,3 +341,20 @@ def test_ten_thousand_fuzzed_sasl_frames_never_crash_the_listener_or_authenticat
             for event in conn.receive_data(_fuzzed_sasl_frame(rng)):
                 assert not isinstance(event, (Authenticated, Request)), event
         assert conn.principal == ANONYMOUS
+
+
+def test_ten_thousand_pre_authentication_kafka_requests_are_never_handed_to_the_node():
+    """Every API's request (test_framing's samples, valid or with random bytes flipped), sent before the handshake
+    or during the exchange: closed or answered by the SASL layer, never a Request event, never authenticated."""
+    from test_framing import VALID
+    rng = random.Random(36)
+    for _ in range(10_000):
+        conn = ServerConnection(SUPPORTED, sasl=CONFIG)
+        if rng.random() < 0.5:
+            _handshake(conn, rng.choice([PLAIN, SCRAM_SHA_512]))
+        frame = bytearray(rng.choice(VALID))
+        for _ in range(rng.randrange(0, 4)):
+            frame[rng.randrange(4, len(frame))] = rng.randrange(256)
+        for event in conn.receive_data(bytes(frame)):
+            assert not isinstance(event, (Authenticated, Request)), event
+        assert conn.principal == ANONYMOUS

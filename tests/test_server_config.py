@@ -282,3 +282,50 @@ def test_cluster_up_spells_each_node_as_kraftlog_server_reads_it(tmp_path):
     assert voter.node == 3001 and voter.voters == [] and voter.bootstrap == {
         -2: ("127.0.0.1", 9093), -3: ("127.0.0.1", 9094), -4: ("127.0.0.1", 9095)}
     assert "listeners=CONTROLLER://127.0.0.1:9094" in (tmp_path / "controller-3001.properties").read_text()
+
+
+# ------------------------------------------------------------------------ SASL listeners (issue 36)
+_JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" password="a-pw" '
+         'user_admin="a-pw" user_alice="b-pw";')
+_JAAS_KEY = "listener.name.client.plain.sasl.jaas.config"
+SASL_BROKER = _with(BROKER,
+                    listener_security_protocol_map="CLIENT:SASL_PLAINTEXT,BROKER:PLAINTEXT,CONTROLLER:PLAINTEXT",
+                    sasl_enabled_mechanisms="SCRAM-SHA-512,PLAIN") + f"{_JAAS_KEY}={_JAAS}\n"
+_NO_JAAS = "\n".join(line for line in SASL_BROKER.splitlines() if not line.startswith(_JAAS_KEY)) + "\n"
+
+
+def test_a_sasl_plaintext_client_listener_reads_its_mechanisms_and_plain_users():
+    """Kafka's names: the listener maps to SASL_PLAINTEXT, ``sasl.enabled.mechanisms`` (a listener's own
+    ``listener.name.<l>.sasl.enabled.mechanisms`` first), PLAIN's users from the listener's JAAS configuration;
+    the node's spec gives the client role those settings."""
+    from kraftlog.net.node import spec_from_server_config
+    server = parse_server_config(SASL_BROKER)
+    listener = server.sasl["CLIENT"]
+    assert listener.mechanisms == ("SCRAM-SHA-512", "PLAIN") and listener.plain_users == {"admin": "a-pw",
+                                                                                         "alice": "b-pw"}
+    assert listener.failed_delay_ms == 100 and "BROKER" not in server.sasl
+    assert spec_from_server_config(server).sasl == {"CLIENT": listener}
+    own = parse_server_config(SASL_BROKER + "listener.name.client.sasl.enabled.mechanisms=SCRAM-SHA-256\n"
+                              "connection.failed.authentication.delay.ms=250\n")
+    assert own.sasl["CLIENT"].mechanisms == ("SCRAM-SHA-256",) and own.sasl["CLIENT"].failed_delay_ms == 250
+    assert "listener.name.client.plain.sasl.jaas.config" not in server.config  # never handed to the core
+
+
+@pytest.mark.parametrize("text, message", [
+    (_with(SASL_BROKER, sasl_enabled_mechanisms=None), "GSSAPI is not served for listener CLIENT"),
+    (_with(SASL_BROKER, sasl_enabled_mechanisms="OAUTHBEARER"), "OAUTHBEARER is not served"),
+    (SASL_BROKER.replace("listener.name.client.plain", "listener.name.client.plain-x"),
+     "unknown listener configuration 'plain-x.sasl.jaas.config'"),
+    (SASL_BROKER.replace(_JAAS_KEY, "listener.name.other.plain.sasl.jaas.config"), "no listener OTHER in listeners"),
+    (_with(_NO_JAAS, sasl_enabled_mechanisms="PLAIN"), f"{_JAAS_KEY} is required"),
+    (SASL_BROKER.replace('user_alice="b-pw";', 'user_alice="b-pw"'), "must end with ';'"),
+    (_with(BROKER, listener_security_protocol_map="CLIENT:PLAINTEXT,BROKER:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT",
+           sasl_enabled_mechanisms="PLAIN"), "BROKER (SASL_PLAINTEXT) is the inter-broker listener"),
+    (_with(SASL_BROKER, connection_failed_authentication_delay_ms="-1"),
+     "connection.failed.authentication.delay.ms"),
+])
+def test_a_sasl_listener_kraftlog_cannot_serve_is_refused_in_one_line(text, message):
+    with pytest.raises(ServerConfigError) as caught:
+        parse_server_config(text)
+    assert message in str(caught.value) and "\n" not in str(caught.value)
+    assert "b-pw" not in str(caught.value)
