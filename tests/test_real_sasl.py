@@ -1,21 +1,24 @@
-"""SASL on real processes (issue 36): a controller and a broker run by `kraftlog server` from hand-written
-properties, the broker's client listener SASL_PLAINTEXT with PLAIN (an admin user in its JAAS configuration) and
-SCRAM-SHA-512. The admin creates a SCRAM user with confluent-kafka's AdminClient (AlterUserScramCredentials);
-confluent-kafka, kafka-python and kcat then produce and consume as that user with SCRAM-SHA-512; an anonymous
-client, a wrong password and an unknown mechanism are refused, and the broker counts each failed
-authentication; no password reaches a node's log."""
+"""SASL over TLS on real processes (issue 36): a controller and a broker run by `kraftlog server` from
+hand-written properties, the broker's client listener SASL_SSL (a certificate the test's CA signed, made with
+kraftlog.net.certificates) with PLAIN (an admin user in its JAAS configuration) and SCRAM-SHA-512. The admin
+creates a SCRAM user with confluent-kafka's AdminClient (AlterUserScramCredentials); confluent-kafka, kafka-python
+and kcat then produce and consume as that user with SCRAM-SHA-512; a client without SASL or without TLS, a wrong
+password and an unknown mechanism are refused, the broker counts each failed authentication, and no password
+reaches a node's log."""
 
 from __future__ import annotations
 
 import shutil
 import subprocess
 import time
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 
 import pytest
 from confluent_kafka import Consumer, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, ScramCredentialInfo, ScramMechanism, UserScramCredentialUpsertion
 
+from kraftlog.net.certificates import issue_ca, issue_certificate, write_keystore, write_truststore
 from kraftlog.net.cluster_files import free_ports
 from test_real_cluster import kraftlog
 from test_real_server import _server, _stop
@@ -28,6 +31,10 @@ ALICE_PASSWORD = "alice-secret-9d2f"
 
 def _properties(tmp_path, ports: list[int]) -> tuple[str, str]:
     client, broker, controller, metrics = ports
+    ca = issue_ca()
+    write_keystore(str(tmp_path / "broker-0.pem"), issue_certificate(ca, "broker-0", ("127.0.0.1", "localhost")),
+                   password="key-pass")
+    write_truststore(str(tmp_path / "ca.pem"), ca.certificate)
     controller_file = tmp_path / "controller.properties"
     controller_file.write_text(
         "node.id=3000\nprocess.roles=controller\n"
@@ -37,22 +44,70 @@ def _properties(tmp_path, ports: list[int]) -> tuple[str, str]:
     broker_file = tmp_path / "broker.properties"
     broker_file.write_text(
         "node.id=0\nprocess.roles=broker\n"
-        f"listeners=SASL_PLAINTEXT://127.0.0.1:{client},BROKER://127.0.0.1:{broker}\n"
-        "listener.security.protocol.map=SASL_PLAINTEXT:SASL_PLAINTEXT,BROKER:PLAINTEXT,CONTROLLER:PLAINTEXT\n"
+        f"listeners=SASL_SSL://127.0.0.1:{client},BROKER://127.0.0.1:{broker}\n"
+        "listener.security.protocol.map=SASL_SSL:SASL_SSL,BROKER:PLAINTEXT,CONTROLLER:PLAINTEXT\n"
+        f"ssl.keystore.type=PEM\nssl.keystore.location={tmp_path}/broker-0.pem\nssl.key.password=key-pass\n"
         "inter.broker.listener.name=BROKER\ncontroller.listener.names=CONTROLLER\n"
         f"controller.quorum.voters=3000@127.0.0.1:{controller}\n"
         f"log.dirs={tmp_path}/data/broker-0\nmetrics.port={metrics}\n"
         "sasl.enabled.mechanisms=SCRAM-SHA-512,PLAIN\n"
-        "listener.name.sasl_plaintext.plain.sasl.jaas.config="
+        "listener.name.sasl_ssl.plain.sasl.jaas.config="
         "org.apache.kafka.common.security.plain.PlainLoginModule required "
         f'username="admin" password="{ADMIN_PASSWORD}" user_admin="{ADMIN_PASSWORD}";\n'
         "offsets.topic.num.partitions=1\noffsets.topic.replication.factor=1\n")
     return str(controller_file), str(broker_file)
 
 
-def _sasl(bootstrap: str, mechanism: str, user: str, password: str, **extra) -> dict:
-    return {"bootstrap.servers": bootstrap, "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": mechanism,
-            "sasl.username": user, "sasl.password": password, **extra}
+def _sasl(bootstrap: str, ca: str, mechanism: str, user: str, password: str, **extra) -> dict:
+    """A confluent-kafka config over SASL_SSL trusting the CA file ``ca`` (the broker's certificate names 127.0.0.1:
+    librdkafka checks the host name)."""
+    return {"bootstrap.servers": bootstrap, "security.protocol": "SASL_SSL", "ssl.ca.location": ca,
+            "sasl.mechanism": mechanism, "sasl.username": user, "sasl.password": password, **extra}
+
+
+def _fuzz_the_listener(address: str, ca: str) -> int:
+    """10,000 connections with random bytes where the TLS handshake starts (some behind a TLS record header), and
+    10,000 fuzzed SASL frames (test_sasl's) inside established TLS sessions, sent by two threads each while the
+    test's real clients work; returns how many were sent (the clients working meanwhile, and after, show the
+    listener kept serving)."""
+    import random
+    import socket
+    import ssl
+
+    from test_sasl import _fuzzed_sasl_frame
+    host, port = address.rsplit(":", 1)
+    context = ssl.create_default_context(cafile=ca)
+
+    def raw(seed: int) -> int:
+        rng = random.Random(seed)
+        for _ in range(5000):  # sent, then closed: the broker must drop each half-begun handshake
+            with socket.create_connection((host, int(port)), timeout=10) as sock:
+                head = bytes([0x16, 0x03, rng.randrange(4)]) if rng.random() < 0.5 else b""
+                try:
+                    sock.sendall(head + rng.randbytes(rng.randrange(1, 600)))
+                except OSError:
+                    pass  # the broker closed it first: what it should do
+        return 5000
+
+    def framed(seed: int) -> int:
+        rng = random.Random(seed)
+        sent = 0
+        while sent < 5000:
+            with socket.create_connection((host, int(port)), timeout=10) as sock, \
+                    context.wrap_socket(sock, server_hostname=host) as tls:
+                for _ in range(8):  # sent in a row (a truncated frame is never answered: nothing waits for one)
+                    sent += 1
+                    try:
+                        tls.sendall(_fuzzed_sasl_frame(rng))
+                    except (OSError, ssl.SSLError):
+                        break  # the broker closed the session: what it should do
+        return sent
+
+    with ThreadPoolExecutor(4) as pool:  # two of each at once
+        raws = [pool.submit(raw, seed) for seed in range(2)]
+        frames = [pool.submit(framed, seed) for seed in range(2, 4)]
+        assert sum(f.result() for f in raws) == 10_000
+        return sum(f.result() for f in frames)
 
 
 def _authentication_counts(metrics_port: int) -> dict[str, float]:
@@ -84,7 +139,8 @@ def _refused(config: dict) -> str:
     return errors[0] if errors else ""
 
 
-def test_scram_sha_512_clients_on_a_sasl_plaintext_listener_and_the_refusals(tmp_path):
+def test_scram_sha_512_clients_over_sasl_ssl_and_the_refusals(tmp_path):
+    ca = str(tmp_path / "ca.pem")
     ports = free_ports(4)
     client = f"127.0.0.1:{ports[0]}"
     controller_file, broker_file = _properties(tmp_path, ports)
@@ -96,7 +152,7 @@ def test_scram_sha_512_clients_on_a_sasl_plaintext_listener_and_the_refusals(tmp
         stack.callback(_stop, procs)
         procs.append(_server(tmp_path, "controller.properties"))
         procs.insert(0, _server(tmp_path, "broker.properties"))
-        admin = AdminClient(_sasl(client, "PLAIN", "admin", ADMIN_PASSWORD))
+        admin = AdminClient(_sasl(client, ca, "PLAIN", "admin", ADMIN_PASSWORD))
         deadline = time.monotonic() + 60
         while True:  # the broker is up once it answers the admin's Metadata
             try:
@@ -110,8 +166,10 @@ def test_scram_sha_512_clients_on_a_sasl_plaintext_listener_and_the_refusals(tmp
         described = admin.describe_user_scram_credentials(["alice"])["alice"].result(timeout=30)
         assert [(i.mechanism, i.iterations) for i in described.scram_credential_infos] == [
             (ScramMechanism.SCRAM_SHA_512, 8192)]
-        # (the broker applies the credential record from the metadata log a moment after the controller)
-        alice = _sasl(client, "SCRAM-SHA-512", "alice", ALICE_PASSWORD)
+        # hostile bytes on the same listener all along, from other threads (the clients below must not notice)
+        stack.enter_context(fuzzer := ThreadPoolExecutor(1))
+        fuzzing = fuzzer.submit(_fuzz_the_listener, client, ca)
+        alice = _sasl(client, ca, "SCRAM-SHA-512", "alice", ALICE_PASSWORD)
         producer = Producer({**alice, "acks": "all", "message.timeout.ms": 30000})
         delivered: list = []
         for i in range(100):
@@ -119,7 +177,7 @@ def test_scram_sha_512_clients_on_a_sasl_plaintext_listener_and_the_refusals(tmp
         producer.flush(60)
         assert delivered == [None] * 100
         kafka = pytest.importorskip("kafka")
-        kp = kafka.KafkaProducer(bootstrap_servers=client, security_protocol="SASL_PLAINTEXT",
+        kp = kafka.KafkaProducer(bootstrap_servers=client, security_protocol="SASL_SSL", ssl_cafile=ca,
                                  sasl_mechanism="SCRAM-SHA-512", sasl_plain_username="alice",
                                  sasl_plain_password=ALICE_PASSWORD, acks="all")
         for i in range(100):
@@ -139,23 +197,27 @@ def test_scram_sha_512_clients_on_a_sasl_plaintext_listener_and_the_refusals(tmp
             consumer.close()
         assert sorted(got) == sorted([f"c-{i}".encode() for i in range(100)] + [f"k-{i}".encode() for i in range(100)])
         if shutil.which("kcat"):
-            read = subprocess.run(["kcat", "-b", client, "-X", "security.protocol=SASL_PLAINTEXT",
+            read = subprocess.run(["kcat", "-b", client, "-X", "security.protocol=SASL_SSL",
+                                   "-X", f"ssl.ca.location={ca}",
                                    "-X", "sasl.mechanisms=SCRAM-SHA-512", "-X", "sasl.username=alice",
                                    "-X", f"sasl.password={ALICE_PASSWORD}", "-C", "-t", "secured", "-e", "-q",
                                    "-c", "200"], capture_output=True, text=True, timeout=60)
             assert sorted(read.stdout.split()) == sorted(v.decode() for v in got), read.stderr
 
         # the refusals: each client is told why, and nothing it sent lands
-        wrong = _refused(_sasl(client, "SCRAM-SHA-512", "alice", "guess"))
+        wrong = _refused(_sasl(client, ca, "SCRAM-SHA-512", "alice", "guess"))
         assert "Authentication failed" in wrong, wrong
-        unknown = _refused(_sasl(client, "SCRAM-SHA-256", "alice", ALICE_PASSWORD))
+        unknown = _refused(_sasl(client, ca, "SCRAM-SHA-256", "alice", ALICE_PASSWORD))
         assert "Unsupported SASL mechanism" in unknown and "SCRAM-SHA-512,PLAIN" in unknown, unknown
-        anonymous = _refused({"bootstrap.servers": client})
-        assert anonymous, "a PLAINTEXT client on a SASL listener must be refused"
+        anonymous = _refused({"bootstrap.servers": client, "security.protocol": "SSL", "ssl.ca.location": ca})
+        assert anonymous, "a client without SASL on a SASL_SSL listener must be refused"
+        plaintext = _refused({"bootstrap.servers": client})
+        assert plaintext, "a PLAINTEXT client on a TLS listener must be refused"
         with pytest.raises(kafka.errors.KafkaError):
-            kafka.KafkaProducer(bootstrap_servers=client, security_protocol="SASL_PLAINTEXT",
+            kafka.KafkaProducer(bootstrap_servers=client, security_protocol="SASL_SSL", ssl_cafile=ca,
                                 sasl_mechanism="SCRAM-SHA-512", sasl_plain_username="alice",
                                 sasl_plain_password="guess", max_block_ms=5000)
+        assert fuzzing.result(timeout=600) >= 10_000
         counts = _authentication_counts(ports[3])
         assert counts["failed"] >= 4 and counts["successful"] >= 4, counts
         check = Consumer({**alice, "group.id": "check", "auto.offset.reset": "earliest"})

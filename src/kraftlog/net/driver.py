@@ -56,6 +56,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import ssl
 import time
 import traceback
 from collections.abc import Callable
@@ -66,12 +67,13 @@ from ..protocol import messages as m
 from ..protocol import wire
 from ..protocol.framing import Authenticated, Close, Reply, Request, ServerConnection
 from ..protocol.node import CONNECTION_SETUP, ConnectionSetup
-from ..protocol.sasl import SaslConfig
+from ..protocol.sasl import ANONYMOUS, SaslConfig
 from .clock import Clock, Wake
 from .connections import DEFAULT_CHANNEL, Connection, ListenerProtocol, Peer, PeerProtocol, channel_of
 from .control import ControlChannel
 from .link_filter import CLIENTS, DROP, HOLD, PASS, LinkFilter, api_name, node_of_client_id
 from .listener_limits import ListenerLimits, RequestMemory
+from .listener_security import principal_of_certificate
 
 __all__ = ["Clock", "NodeDriver"]
 
@@ -93,7 +95,8 @@ class NodeDriver:
                  log: Callable[[str], None], client_id: str, clock: Clock | None = None,
                  max_request_bytes: int | None = None, link_filter: LinkFilter | None = None,
                  control_handlers: dict[str, Callable[[dict], dict]] | None = None,
-                 limits: ListenerLimits | None = None, sasl: dict[str, SaslConfig] | None = None) -> None:
+                 limits: ListenerLimits | None = None, sasl: dict[str, SaslConfig] | None = None,
+                 tls: dict[str, ssl.SSLContext] | None = None) -> None:
         self.node = node
         self.listeners = listeners
         #: listener role -> its SASL settings (a ``SASL_PLAINTEXT`` listener); the others are PLAINTEXT
@@ -101,6 +104,9 @@ class NodeDriver:
         #: listener role -> [successful, failed] SASL authentications (Kafka's socket-server-metrics
         #: ``successful-authentication-total`` and ``failed-authentication-total``)
         self.authentications: dict[str, list[int]] = {name: [0, 0] for name in self.sasl}
+        #: listener role -> its server TLS context (an ``SSL`` or ``SASL_SSL`` listener: asyncio's TLS transport,
+        #: OpenSSL over memory BIOs, hands the framing the plaintext)
+        self.tls = dict(tls or {})
         self.address_of = address_of
         self.log = log
         self.client_id = client_id
@@ -143,7 +149,8 @@ class NodeDriver:
         loop = asyncio.get_running_loop()
         for name, sock in self.listeners.items():
             self.supported[name] = versions_for(name)
-            server = await loop.create_server(lambda name=name: ListenerProtocol(self, name), sock=sock)
+            server = await loop.create_server(lambda name=name: ListenerProtocol(self, name), sock=sock,
+                                              ssl=self.tls.get(name))
             self._servers.append(server)
         if self.listeners:
             self._spawn(self._check_deadlines_forever())
@@ -233,7 +240,9 @@ class NodeDriver:
         kwargs = {} if self.max_request_bytes is None else {"max_request_bytes": self.max_request_bytes}
         conn = Connection(next(self._numbers), listener, f"{ip}:{peername[1]}" if peername else "?",
                           transport, ServerConnection(self.supported[listener], **kwargs,
-                                                      sasl=self.sasl.get(listener)),
+                                                      sasl=self.sasl.get(listener),
+                                                      principal=principal_of_certificate(
+                                                          transport.get_extra_info("peercert")) or ANONYMOUS),
                           last_io_ms=self._coarse_ms)
         limits = self.limits
         if (self._counts.get(listener, 0) >= limits.max_connections
@@ -248,8 +257,10 @@ class NodeDriver:
         self._counts[listener] = self._counts.get(listener, 0) + 1
         self._ip_counts[(listener, ip)] = self._ip_counts.get((listener, ip), 0) + 1
         # Muting: no further request is handed over, nor read, while a response is not yet written whole
-        # to the socket (pause_writing at the first byte buffered, resume_writing once it is empty).
-        transport.set_write_buffer_limits(high=0, low=0)
+        # to the socket (pause_writing at the first byte buffered, resume_writing once it is empty). A TLS
+        # transport (asyncio's and uvloop's SSL protocol) pauses when its buffer is >= high, not > high: high=1
+        # there, or it would pause with nothing buffered and never resume.
+        transport.set_write_buffer_limits(high=1 if listener in self.tls else 0, low=0)
         self.connections.add(conn)
         return conn
 

@@ -87,6 +87,7 @@ from .disk import FileDisk
 from .driver import Clock, NodeDriver
 from .link_filter import LinkFilter
 from .listener_limits import ListenerLimits
+from .listener_security import server_context
 from .meta_properties import read_meta_properties
 from .metrics_http import MetricsEndpoint, key_gauges
 from .server_config import ServerConfig, ServerConfigError, load_server_config
@@ -275,6 +276,9 @@ class NodeSpec:
     #: listener role -> its SASL settings (:class:`~kraftlog.net.server_config.SaslListener`), for a
     #: ``SASL_PLAINTEXT`` listener
     sasl: dict = field(default_factory=dict)
+    #: listener role -> its TLS settings (:class:`~kraftlog.net.listener_security.TlsListener`), for an ``SSL``
+    #: or ``SASL_SSL`` listener
+    tls: dict = field(default_factory=dict)
 
 
 #: The id of ``controller.quorum.bootstrap.servers``' first server, the next ones -3, -4, ... (Kafka's
@@ -337,6 +341,7 @@ def spec_from_server_config(server: ServerConfig) -> NodeSpec:
     # a broker's client listener may be SASL_PLAINTEXT (server_config refuses it on node-to-node listeners)
     client_name = None if server.is_controller else server.client_listener()
     sasl = {lst.CLIENT: server.sasl[client_name]} if client_name in server.sasl else {}
+    tls = {lst.CLIENT: server.tls[client_name]} if client_name in server.tls else {}
     if server.metrics_port is not None:
         binds[METRICS] = (next(iter(server.listeners.values())).host, server.metrics_port)
     if server.single_controller:  # kraftlog's single controller, no Raft: the brokers know it as `controller`
@@ -344,12 +349,13 @@ def spec_from_server_config(server: ServerConfig) -> NodeSpec:
         return NodeSpec(
             node=CONTROLLER if server.is_controller else server.node_id, name=server.name,
             controller=server.is_controller, root=server.data_dir, level=server.level, config=dict(server.config),
-            binds=binds, advertise=advertise, controllers={CONTROLLER: address}, voters=[], sasl=sasl)
+            binds=binds, advertise=advertise, controllers={CONTROLLER: address}, voters=[], sasl=sasl, tls=tls)
     return NodeSpec(
         node=server.node_id, name=server.name, controller=server.is_controller, root=server.data_dir,
         level=server.level, config=dict(server.config), binds=binds, advertise=advertise,
         controllers=dict(server.voters), voters=sorted(server.voters), listener=listener,
-        bootstrap={BOOTSTRAP_ID_BASE - i: address for i, address in enumerate(server.bootstrap_servers)}, sasl=sasl)
+        bootstrap={BOOTSTRAP_ID_BASE - i: address for i, address in enumerate(server.bootstrap_servers)},
+        sasl=sasl, tls=tls)
 
 
 async def _main(spec: NodeSpec) -> int:
@@ -488,7 +494,8 @@ async def _main(spec: NodeSpec) -> int:
             for role, listener in spec.sasl.items()}
     driver = NodeDriver(core, socks, address_of, driver_log, client_id=name, clock=clock, link_filter=link_filter,
                         control_handlers={"disk_full": disk_full} if chaos and not controller else None,
-                        limits=limits, sasl=sasl)
+                        limits=limits, sasl=sasl,
+                        tls={role: server_context(listener) for role, listener in spec.tls.items()})
     for role in sasl:  # Kafka's socket-server-metrics of the listener
         for i, attribute in enumerate(("successful-authentication-total", "failed-authentication-total")):
             core.metrics.gauge(MetricName("kafka.server", "socket-server-metrics", None, (("listener", role),),

@@ -11,8 +11,9 @@ CLI exits 2 with it). What it reads, with Kafka's names and rules (``KafkaConfig
   ``advertised.listeners`` (default: ``listeners``; a broker's controller listener is never advertised),
   ``listener.security.protocol.map`` (Kafka's default maps PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL to
   themselves, and, when the map is not given, each controller listener to PLAINTEXT, as Kafka's
-  ``effectiveListenerSecurityProtocolMap``; every listener must be mapped; only PLAINTEXT is served until
-  the Authentication issue lands), ``controller.listener.names`` (required: a controller listens on the
+  ``effectiveListenerSecurityProtocolMap``; every listener must be mapped; a broker's client listener may be
+  SASL_PLAINTEXT, SSL or SASL_SSL, with the SASL and TLS keys :mod:`.listener_security` reads; the
+  node-to-node listeners are PLAINTEXT), ``controller.listener.names`` (required: a controller listens on the
   first one; a broker must not list it in ``listeners``), ``inter.broker.listener.name`` (default
   ``PLAINTEXT``; must be a broker listener);
 * ``controller.quorum.voters`` (``ID@HOST:PORT,...``, static voters, kraft.version 0): a controller must be
@@ -41,13 +42,13 @@ from dataclasses import dataclass, field
 
 from ..level import DEFAULT, Level
 from ..metadata import config as cfg
-from ..protocol.sasl import DEFAULT_FAILED_AUTHENTICATION_DELAY_MS, MECHANISMS, PLAIN, parse_plain_jaas_users
 from ..storage.meta_properties import load_properties
+from .listener_security import LISTENER_KEYS, SaslListener, TlsListener, security_of_listeners
 from .node_logging import LOG_CONFIGS
 
 __all__ = ["ServerConfig", "ServerConfigError", "Endpoint", "load_server_config", "parse_server_config",
            "parse_endpoint", "parse_voters", "SERVER_KEYS", "BROKER", "CONTROLLER_ROLE", "SINGLE_CONTROLLER_KEY",
-           "config_problem", "SaslListener", "LISTENER_KEYS"]
+           "config_problem", "SaslListener", "TlsListener", "LISTENER_KEYS"]
 
 BROKER = "broker"
 CONTROLLER_ROLE = "controller"
@@ -55,12 +56,8 @@ CONTROLLER_ROLE = "controller"
 #: Kafka's default ``listener.security.protocol.map`` (each security protocol's name maps to itself).
 DEFAULT_PROTOCOL_MAP = {"PLAINTEXT": "PLAINTEXT", "SSL": "SSL", "SASL_PLAINTEXT": "SASL_PLAINTEXT",
                         "SASL_SSL": "SASL_SSL"}
-#: The security protocols kraftlog serves today (TLS comes with the rest of the Authentication issue).
-SERVED_PROTOCOLS = frozenset({"PLAINTEXT", "SASL_PLAINTEXT"})
-#: What a listener-prefixed key (``listener.name.<listener>.<key>``, the listener's name in lower case as Kafka
-#: writes it) may set: its SASL mechanisms and the JAAS configuration of a mechanism (PLAIN's users).
-LISTENER_KEYS = frozenset({"sasl.enabled.mechanisms", "plain.sasl.jaas.config", "scram-sha-256.sasl.jaas.config",
-                           "scram-sha-512.sasl.jaas.config"})
+#: The security protocols kraftlog serves (on a broker's client listener: see :mod:`.listener_security`).
+SERVED_PROTOCOLS = frozenset({"PLAINTEXT", "SASL_PLAINTEXT", "SSL", "SASL_SSL"})
 
 #: The keys of a node's own configuration (the rest are broker and topic defaults: ``KNOWN_CONFIGS``).
 SERVER_KEYS: frozenset[str] = frozenset({
@@ -68,7 +65,9 @@ SERVER_KEYS: frozenset[str] = frozenset({
     "controller.listener.names", "inter.broker.listener.name", "controller.quorum.voters",
     "controller.quorum.bootstrap.servers", "log.dirs", "log.dir", "metadata.log.dir", "metrics.port",
     "kraftlog.level", "security.inter.broker.protocol", "kraftlog.controller.single", "sasl.enabled.mechanisms",
-    "connection.failed.authentication.delay.ms",
+    "connection.failed.authentication.delay.ms", "ssl.keystore.type", "ssl.keystore.location", "ssl.key.password",
+    "ssl.keystore.password", "ssl.truststore.type", "ssl.truststore.location", "ssl.truststore.password",
+    "ssl.client.auth", "ssl.principal.mapping.rules",
 })
 #: kraftlog's single controller (no Raft; ``cluster up --controllers 1``): the one voter of
 #: ``controller.quorum.voters`` runs it, and the brokers know it as ``controller``.
@@ -92,17 +91,6 @@ class Endpoint:
     def address(self) -> str:
         host = f"[{self.host}]" if ":" in self.host else self.host
         return f"{host}:{self.port}"
-
-
-@dataclass(frozen=True)
-class SaslListener:
-    """A ``SASL_PLAINTEXT`` listener's settings: ``mechanisms`` (``sasl.enabled.mechanisms``, the listener's own
-    first), ``plain_users`` (user -> password: the ``user_<name>`` entries of its PLAIN JAAS configuration) and
-    ``failed_delay_ms`` (``connection.failed.authentication.delay.ms``)."""
-
-    mechanisms: tuple[str, ...]
-    plain_users: dict[str, str]
-    failed_delay_ms: int = DEFAULT_FAILED_AUTHENTICATION_DELAY_MS
 
 
 @dataclass(frozen=True)
@@ -134,8 +122,10 @@ class ServerConfig:
     level: Level
     config: dict[str, str] = field(default_factory=dict)
     source: str = ""
-    #: listener name -> its SASL settings, for each ``SASL_PLAINTEXT`` listener
+    #: listener name -> its SASL settings, for each ``SASL_PLAINTEXT`` or ``SASL_SSL`` listener
     sasl: dict[str, SaslListener] = field(default_factory=dict)
+    #: listener name -> its TLS settings, for each ``SSL`` or ``SASL_SSL`` listener
+    tls: dict[str, TlsListener] = field(default_factory=dict)
 
     @property
     def dynamic_quorum(self) -> bool:
@@ -295,7 +285,7 @@ def parse_server_config(text: str, source: str = "server.properties") -> ServerC
     controller = roles == (CONTROLLER_ROLE,)
     sip = props.get("security.inter.broker.protocol", "PLAINTEXT").strip().upper()
     if sip not in SERVED_PROTOCOLS:
-        raise ServerConfigError(f"security.inter.broker.protocol: {sip} is not served yet (PLAINTEXT only)")
+        raise ServerConfigError(f"security.inter.broker.protocol: {sip} is not a security protocol")
     protocols = _protocol_map(props)
     controller_names = _names(props.get("controller.listener.names", ""))
     if "listener.security.protocol.map" not in props:  # Kafka's effectiveListenerSecurityProtocolMap
@@ -309,7 +299,7 @@ def parse_server_config(text: str, source: str = "server.properties") -> ServerC
     for ep in listeners.values():
         if ep.protocol not in SERVED_PROTOCOLS:
             raise ServerConfigError(f"listeners: listener {ep.name} uses {ep.protocol}, which kraftlog does not "
-                                    "serve yet (PLAINTEXT and SASL_PLAINTEXT)")
+                                    "serve")
     if not controller_names:
         raise ServerConfigError("controller.listener.names must contain at least one value")
     if controller:
@@ -386,7 +376,11 @@ def parse_server_config(text: str, source: str = "server.properties") -> ServerC
         raise ServerConfigError(f"{SINGLE_CONTROLLER_KEY}: {single!r} is not true or false")
     if single == "true" and len(voters) != 1:
         raise ServerConfigError(f"{SINGLE_CONTROLLER_KEY}=true needs exactly one voter in controller.quorum.voters")
-    sasl = _sasl_listeners(props, listeners, inter, controller_names)
+    try:
+        sasl, tls = security_of_listeners(props, {n: ep.protocol for n, ep in listeners.items()}, inter,
+                                          controller_names)
+    except ValueError as exc:
+        raise ServerConfigError(str(exc)) from None
     metrics_port = _int(props, "metrics.port", 0, 65535)
     try:
         level = Level.parse(props["kraftlog.level"]) if "kraftlog.level" in props else DEFAULT
@@ -396,56 +390,5 @@ def parse_server_config(text: str, source: str = "server.properties") -> ServerC
                         controller_listener=controller_names[0], inter_broker_listener=inter, voters=voters,
                         bootstrap_servers=() if voters else bootstrap, single_controller=single == "true",
                         data_dir=os.path.abspath(os.path.expanduser(data_dir)), metrics_port=metrics_port,
-                        level=level, config=config, source=source, sasl=sasl)
+                        level=level, config=config, source=source, sasl=sasl, tls=tls)
 
-
-def _sasl_listeners(props: dict[str, str], listeners: dict[str, Endpoint], inter: str | None,
-                    controller_names: list[str]) -> dict[str, SaslListener]:
-    """The SASL settings of each ``SASL_PLAINTEXT`` listener (Kafka's ``sasl.enabled.mechanisms``, default
-    GSSAPI, which kraftlog does not serve; ``listener.name.<l>.sasl.enabled.mechanisms`` first;
-    ``listener.name.<l>.plain.sasl.jaas.config``'s ``user_<name>`` entries for PLAIN), after checking every
-    listener-prefixed key names a listener and a key kraftlog reads."""
-    by_prefix = {name.lower(): name for name in listeners}
-    for key in sorted(props):
-        if not key.startswith("listener.name."):
-            continue
-        listener, _, rest = key[len("listener.name."):].partition(".")
-        if listener not in by_prefix:
-            raise ServerConfigError(f"{key}: no listener {listener.upper()} in listeners (the prefix is "
-                                    "listener.name.<listener in lower case>.)")
-        if rest not in LISTENER_KEYS:
-            raise ServerConfigError(f"{key}: unknown listener configuration {rest!r} (kraftlog reads "
-                                    f"{', '.join(sorted(LISTENER_KEYS))})")
-    delay = _int(props, "connection.failed.authentication.delay.ms", 0, 2**31 - 1)
-    out: dict[str, SaslListener] = {}
-    for name, ep in listeners.items():
-        prefix = f"listener.name.{name.lower()}."
-        if ep.protocol != "SASL_PLAINTEXT":
-            continue
-        if name == inter or name in controller_names:
-            role = "inter-broker" if name == inter else "controller"
-            raise ServerConfigError(f"listeners: {name} ({ep.protocol}) is the {role} listener: nodes do not "
-                                    "authenticate to each other yet (PLAINTEXT there)")
-        key = prefix + "sasl.enabled.mechanisms"
-        if key not in props:
-            key = "sasl.enabled.mechanisms"
-        mechanisms = tuple(dict.fromkeys(x.strip().upper() for x in props.get(key, "GSSAPI").split(",")
-                                         if x.strip()))
-        unknown = [x for x in mechanisms if x not in MECHANISMS]
-        if not mechanisms or unknown:
-            raise ServerConfigError(f"{key}: {', '.join(unknown) or 'no mechanism'} is not served for listener "
-                                    f"{name} (kraftlog serves {', '.join(MECHANISMS)})")
-        users: dict[str, str] = {}
-        if PLAIN in mechanisms:
-            jaas = props.get(prefix + "plain.sasl.jaas.config")
-            if jaas is None:
-                raise ServerConfigError(f"{prefix}plain.sasl.jaas.config is required: PLAIN is enabled on "
-                                        f"listener {name} and its users are the user_<name>=\"<password>\" "
-                                        "entries")
-            try:
-                users = parse_plain_jaas_users(jaas)
-            except ValueError as exc:
-                raise ServerConfigError(f"{prefix}plain.sasl.jaas.config: {exc}") from None
-        out[name] = SaslListener(mechanisms, users,
-                                 DEFAULT_FAILED_AUTHENTICATION_DELAY_MS if delay is None else delay)
-    return out

@@ -352,10 +352,11 @@ class ServerConnection:
     ``sasl``: a SASL listener's settings (``SASL_PLAINTEXT``): the connection authenticates first
     (:mod:`kraftlog.protocol.sasl`: SaslHandshake and SaslAuthenticate are answered here, an
     :class:`Authenticated` event marks success) and only then hands requests over; None for ``PLAINTEXT``,
-    whose requests come from ANONYMOUS."""
+    whose requests come from ``principal`` (ANONYMOUS, or a TLS listener's client certificate's)."""
 
     def __init__(self, supported: Mapping[int, tuple[int, int]],
-                 max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES, sasl: SaslConfig | None = None) -> None:
+                 max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES, sasl: SaslConfig | None = None,
+                 principal: str = ANONYMOUS) -> None:
         self.supported = dict(supported)
         if sasl is not None:
             self.supported.update(SASL_VERSIONS)
@@ -363,13 +364,16 @@ class ServerConnection:
         self._max_request_bytes = max_request_bytes
         self.closed: str | None = None
         self.authenticator = SaslAuthenticator(sasl) if sasl is not None else None
+        self._principal = principal
         if sasl is not None:  # Kafka's sasl.server.max.receive.size bounds every frame until authenticated
             self._buffer.max_bytes = min(max_request_bytes, SASL_SERVER_MAX_RECEIVE_SIZE)
 
     @property
     def principal(self) -> str:
-        """Who the connection's requests come from: ``User:<name>`` once SASL authenticated, else ANONYMOUS."""
-        return self.authenticator.principal if self.authenticator is not None else ANONYMOUS
+        """Who the connection's requests come from: ``User:<name>`` once SASL authenticated; on a listener without
+        SASL, the ``principal`` given (a TLS client certificate's, Kafka's ``ssl.principal.mapping.rules``), else
+        ANONYMOUS."""
+        return self.authenticator.principal if self.authenticator is not None else self._principal
 
     def get_buffer(self) -> memoryview:
         if self.closed is not None:  # bytes after a Close are ignored: let them land in a scratch buffer
