@@ -330,3 +330,64 @@ def test_a_sasl_listener_kraftlog_cannot_serve_is_refused_in_one_line(text, mess
         parse_server_config(text)
     assert message in str(caught.value) and "\n" not in str(caught.value)
     assert "b-pw" not in str(caught.value)
+
+
+# ------------------------------------------------------------------------ TLS listeners (issue 36)
+def _tls_files(tmp_path: pathlib.Path) -> tuple[str, str]:
+    from kraftlog.net.certificates import issue_ca, issue_certificate, write_keystore, write_truststore
+    ca = issue_ca()
+    write_keystore(str(tmp_path / "b.pem"), issue_certificate(ca, "broker-1", ("127.0.0.5",)), password="kp")
+    write_truststore(str(tmp_path / "ca.pem"), ca.certificate)
+    return str(tmp_path / "b.pem"), str(tmp_path / "ca.pem")
+
+
+def _tls_broker(keystore: str, truststore: str, **changes: str | None) -> str:
+    base = _with(BROKER, listener_security_protocol_map="CLIENT:SSL,BROKER:PLAINTEXT,CONTROLLER:PLAINTEXT",
+                 ssl_keystore_type="PEM", ssl_keystore_location=keystore, ssl_key_password="kp",
+                 ssl_truststore_type="PEM", ssl_truststore_location=truststore, ssl_client_auth="required")
+    return _with(base, **changes)
+
+
+def test_a_tls_listener_reads_kafkas_pem_keystore_and_truststore(tmp_path):
+    """ssl.keystore.type=PEM (key then chain, ssl.key.password for an encrypted key), ssl.truststore.type=PEM,
+    ssl.client.auth=required: the listener's context loads them and asks for a client certificate; the node's spec
+    gives the client role those settings; the keystore file is 0600."""
+    import os
+    import ssl
+
+    from kraftlog.net.listener_security import server_context
+    from kraftlog.net.node import spec_from_server_config
+    keystore, truststore = _tls_files(tmp_path)
+    server = parse_server_config(_tls_broker(keystore, truststore))
+    tls = server.tls["CLIENT"]
+    assert (tls.keystore, tls.key_password, tls.truststore, tls.client_auth) == (keystore, "kp", truststore,
+                                                                                 "required")
+    assert server_context(tls).verify_mode == ssl.CERT_REQUIRED and server.sasl == {}
+    assert spec_from_server_config(server).tls == {"CLIENT": tls}
+    assert os.stat(keystore).st_mode & 0o777 == 0o600
+
+
+def test_a_tls_listener_kraftlog_cannot_serve_is_refused_in_one_line(tmp_path):
+    keystore, truststore = _tls_files(tmp_path)
+    for changes, message in [
+        ({"ssl_keystore_type": "JKS"}, "ssl.keystore.type: JKS is not served"),
+        ({"ssl_keystore_location": str(tmp_path / "none.pem")}, "none.pem is not a readable file"),
+        ({"ssl_key_password": "wrong"}, "cannot load"),
+        ({"ssl_client_auth": "always"}, "ssl.client.auth: 'always' is not one of none, requested, required"),
+        ({"ssl_truststore_location": None}, "ssl.client.auth=required needs ssl.truststore.location"),
+        ({"ssl_principal_mapping_rules": "RULE:^CN=(.*?),.*$/$1/"}, "only DEFAULT is served"),
+        ({"ssl_keystore_location": None}, "ssl.keystore.location (or listener.name.client.ssl.keystore.location)"),
+    ]:
+        with pytest.raises(ServerConfigError) as caught:
+            parse_server_config(_tls_broker(keystore, truststore, **changes))
+        assert message in str(caught.value) and "\n" not in str(caught.value), (changes, str(caught.value))
+        assert "=kp" not in str(caught.value)  # a password is never echoed
+
+
+def test_the_principal_of_a_client_certificate_is_its_subject_as_rfc_2253_writes_it():
+    """Kafka's DEFAULT ssl.principal.mapping.rules: User: + X500Principal.getName() (most specific first,
+    special characters escaped); no certificate: no principal (the connection stays ANONYMOUS)."""
+    from kraftlog.net.listener_security import principal_of_certificate
+    cert = {"subject": ((("countryName", "DE"),), (("organizationName", "Acme, Inc"),), (("commonName", "alice"),))}
+    assert principal_of_certificate(cert) == "User:CN=alice,O=Acme\\, Inc,C=DE"
+    assert principal_of_certificate(None) is None and principal_of_certificate({}) is None
