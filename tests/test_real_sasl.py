@@ -217,6 +217,22 @@ def test_scram_sha_512_clients_over_sasl_ssl_and_the_refusals(tmp_path):
             kafka.KafkaProducer(bootstrap_servers=client, security_protocol="SASL_SSL", ssl_cafile=ca,
                                 sasl_mechanism="SCRAM-SHA-512", sasl_plain_username="alice",
                                 sasl_plain_password="guess", max_block_ms=5000)
+        # kraftlog's own admin commands reach the secured listener with Kafka's client properties (--command-config)
+        admin_config = tmp_path / "admin.properties"
+        admin_config.write_text(
+            "security.protocol=SASL_SSL\nsasl.mechanism=SCRAM-SHA-512\nsasl.jaas.config=org.apache.kafka.common."
+            f'security.scram.ScramLoginModule required username="alice" password="{ALICE_PASSWORD}";\n'
+            f"ssl.truststore.type=PEM\nssl.truststore.location={ca}\n")
+        described = kraftlog("topics", "describe", "--bootstrap-server", client, "--command-config", str(admin_config),
+                             "--topic", "secured")
+        assert described.returncode == 0 and "Topic: secured" in described.stdout, described.stderr
+        (tmp_path / "guess.properties").write_text(admin_config.read_text().replace(ALICE_PASSWORD, "guess"))
+        refused = kraftlog("topics", "describe", "--bootstrap-server", client, "--command-config",
+                           str(tmp_path / "guess.properties"), "--topic", "secured", check=False)
+        assert refused.returncode == 1 and "SASL authentication with 127.0.0.1 failed: Authentication failed" \
+            in refused.stderr and "guess" not in refused.stderr, refused.stderr
+        bare = kraftlog("topics", "describe", "--bootstrap-server", client, "--topic", "secured", check=False)
+        assert bare.returncode == 1, "kraftlog without --command-config must not get an answer from a TLS listener"
         assert fuzzing.result(timeout=600) >= 10_000
         counts = _authentication_counts(ports[3])
         assert counts["failed"] >= 4 and counts["successful"] >= 4, counts

@@ -194,6 +194,8 @@ ALL_METADATA_RECORDS = (
     mdr.ClearElrRecord("orders"),
     mdr.ClearElrRecord(),
     mdr.RemoveTopicRecord(T1),
+    mdr.UserScramCredentialRecord("alice", 2, b"salt", b"s" * 64, b"k" * 64, 8192),
+    mdr.RemoveUserScramCredentialRecord("bob", 1),
 )
 
 #: A KRaft log's batches (raft_records): a control batch of every control record type, then data batches.
@@ -611,6 +613,18 @@ SAMPLES: dict[type, object] = {
                                           "This server does not host this topic-partition.")),
         throttle_time_ms=5,
     ),
+    m.DescribeUserScramCredentialsRequest: m.DescribeUserScramCredentialsRequest(("alice", "bob")),
+    m.DescribeUserScramCredentialsResponse: m.DescribeUserScramCredentialsResponse(Errors.NONE, (
+        m.DescribeUserScramCredentialsResult("alice", Errors.NONE, None, (
+            m.CredentialInfo(m.SCRAM_SHA_256, 4096), m.CredentialInfo(m.SCRAM_SHA_512, 8192))),
+        m.DescribeUserScramCredentialsResult("bob", Errors.RESOURCE_NOT_FOUND,
+                                             "Attempt to describe a user credential that does not exist: bob"))),
+    m.AlterUserScramCredentialsRequest: m.AlterUserScramCredentialsRequest(
+        (m.ScramCredentialDeletion("bob", m.SCRAM_SHA_256),),
+        (m.ScramCredentialUpsertion("alice", m.SCRAM_SHA_512, 8192, b"salt-16-bytes-xx", b"p" * 64),)),
+    m.AlterUserScramCredentialsResponse: m.AlterUserScramCredentialsResponse((
+        m.AlterUserScramCredentialsResult("bob", Errors.NONE),
+        m.AlterUserScramCredentialsResult("alice", Errors.UNACCEPTABLE_CREDENTIAL, "Too few iterations"))),
     m.DescribeConfigsRequest: m.DescribeConfigsRequest(
         resources=(m.DescribeConfigsResource(m.RESOURCE_TOPIC, "orders",
                                              ("min.insync.replicas", "cleanup.policy")),

@@ -45,6 +45,8 @@ RANGES = {
     m.IncrementalAlterConfigsRequest: range(0, 2),
     m.CreatePartitionsRequest: range(0, 4),
     m.AlterConfigsRequest: range(0, 3),
+    m.DescribeUserScramCredentialsRequest: range(0, 1),  # KIP-554: v0 only, in Kafka too
+    m.AlterUserScramCredentialsRequest: range(0, 1),
     m.DescribeTopicPartitionsRequest: range(0, 1),
     m.ElectLeadersRequest: range(0, 4),  # v3 is KIP-966's (level urm, the default)
     m.GetReplicaLogInfoRequest: range(0, 1),  # KIP-966 part 2, the controller's query (level urm)

@@ -23,6 +23,7 @@ from ..protocol import messages as m
 from ..protocol.errors import Errors
 from ..storage.meta_properties import kafka_uuid
 from . import cluster as cl
+from .client_security import cli_connection, command_config_option
 from .node import is_controller_id, node_name
 
 __all__ = ["cluster", "topics", "elect", "chaos"]
@@ -284,13 +285,7 @@ def _controller_node(value: str) -> str | int:
 
 # ====================================================================== topics
 def _connect(bootstrap: str):
-    from .client import KafkaConnection
-    try:
-        return KafkaConnection(bootstrap)
-    except ValueError as exc:
-        _fail(str(exc), 2)
-    except OSError as exc:
-        _fail(f"cannot connect to {bootstrap}: {exc}", 1)
+    return cli_connection(bootstrap, _fail)
 
 
 def _error_name(code: int) -> str:
@@ -311,8 +306,11 @@ def topics() -> None:
     """Create, describe, configure and delete topics of a running cluster."""
 
 
-_BOOTSTRAP = click.option("--bootstrap-server", "bootstrap", required=True, metavar="HOST:PORT",
-                          help="A broker's client listener.")
+def _BOOTSTRAP(f):  # noqa: N802 - a decorator named as the other option constants
+    """``--bootstrap-server`` (a broker's client listener) and ``--command-config`` (its security)."""
+    f = command_config_option(f)
+    return click.option("--bootstrap-server", "bootstrap", required=True, metavar="HOST:PORT",
+                        help="A broker's client listener.")(f)
 _TOPIC = click.option("--topic", required=True, help="Topic name.")
 
 

@@ -18,6 +18,7 @@ from collections.abc import Callable
 
 from ..protocol import wire
 from ..protocol.framing import ResponseDecoder
+from .client_security import ClientSecurity, secure_socket
 
 __all__ = ["KafkaConnection", "ClientLoop", "ConsumerRecorder", "parse_address"]
 
@@ -34,9 +35,11 @@ class KafkaConnection:
     """A connection to the first reachable of ``address`` (``"host:port"``, or a comma-separated list as
     Kafka's ``bootstrap.servers``); ``request(msg)`` returns the decoded response. Raises ValueError for a
     malformed address, OSError when no node can be reached or the connection breaks, TimeoutError after
-    ``timeout_s`` seconds without an answer."""
+    ``timeout_s`` seconds without an answer. ``security``: how to reach a secured listener (``--command-config``:
+    TLS and SASL); PermissionError when the broker refuses the credentials."""
 
-    def __init__(self, address: str, timeout_s: float = 30.0, client_id: str = "kraftlog-cli") -> None:
+    def __init__(self, address: str, timeout_s: float = 30.0, client_id: str = "kraftlog-cli",
+                 security: ClientSecurity | None = None) -> None:
         addresses = [parse_address(a) for a in address.split(",") if a.strip()]
         if not addresses:
             raise ValueError(f"{address!r} names no HOST:PORT")
@@ -50,6 +53,12 @@ class KafkaConnection:
                 error = exc
                 continue
             self.address = candidate
+            if security is not None:  # TLS, then SASL (kraftlog.net.client_security); PermissionError if refused
+                try:
+                    self._sock = secure_socket(self._sock, candidate[0], security, client_id, timeout_s)
+                except BaseException:
+                    self._sock.close()
+                    raise
             break
         else:
             raise error

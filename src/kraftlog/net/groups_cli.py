@@ -21,6 +21,7 @@ import click
 from ..protocol import messages as m
 from ..protocol.errors import Errors
 from .client import KafkaConnection
+from .client_security import cli_connection, command_config_option
 
 
 def _fail(message: str, code: int) -> None:
@@ -35,14 +36,8 @@ def _error_name(code: int) -> str:
         return str(code)
 
 
-def _connect(address: str) -> KafkaConnection:
-    try:
-        return KafkaConnection(address, timeout_s=30.0, client_id="kraftlog-groups")
-    except ValueError as exc:
-        _fail(str(exc), 2)
-    except OSError as exc:
-        _fail(f"cannot connect to {address}: {exc}", 1)
-    raise AssertionError  # pragma: no cover - _fail exits
+def _connect(address: str):
+    return cli_connection(address, _fail, client_id="kraftlog-groups")
 
 
 def _ask(conn: KafkaConnection, msg: object):  # type: ignore[no-untyped-def]
@@ -159,8 +154,11 @@ def describe_rows(bootstrap: str, group: str) -> tuple[m.DescribedGroup, list[di
     return described, rows
 
 
-_BOOTSTRAP = click.option("--bootstrap-server", "bootstrap", required=True, metavar="HOST:PORT",
-                          help="A broker's client listener.")
+def _BOOTSTRAP(f):  # noqa: N802 - a decorator named as the other option constants
+    """``--bootstrap-server`` (a broker's client listener) and ``--command-config`` (its security)."""
+    f = command_config_option(f)
+    return click.option("--bootstrap-server", "bootstrap", required=True, metavar="HOST:PORT",
+                        help="A broker's client listener.")(f)
 
 
 @click.group("groups")
