@@ -23,7 +23,8 @@ from ..protocol import messages as m
 from ..protocol.errors import Errors
 from ..storage.meta_properties import kafka_uuid
 from . import cluster as cl
-from .client_security import cli_connection, command_config_option
+from .client import cli_connection
+from .client_security import command_config_option
 from .node import is_controller_id, node_name
 
 __all__ = ["cluster", "topics", "elect", "chaos"]

@@ -12,15 +12,17 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import socket
+import ssl
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from ..protocol import wire
 from ..protocol.framing import ResponseDecoder
-from .client_security import ClientSecurity, secure_socket
+from .client_security import ClientSecurity, current_security, secure_socket
 
-__all__ = ["KafkaConnection", "ClientLoop", "ConsumerRecorder", "parse_address"]
+__all__ = ["KafkaConnection", "ClientLoop", "ConsumerRecorder", "parse_address", "cli_connection"]
 
 
 def parse_address(text: str) -> tuple[str, int]:
@@ -87,6 +89,32 @@ class KafkaConnection:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+@contextlib.contextmanager
+def cli_connection(address: str, fail: Callable[[str, int], None], client_id: str = "kraftlog-cli",
+                   timeout_s: float = 30.0) -> Iterator[KafkaConnection]:
+    """A :class:`~kraftlog.net.client.KafkaConnection` for an admin command, with its ``--command-config``; every
+    failure is one line through ``fail(message, exit code)``: a malformed address (2), credentials refused (1), no
+    connection or one that breaks mid-request (1: a TLS or SASL listener closes a client that does not speak it)."""
+    try:
+        conn = KafkaConnection(address, timeout_s=timeout_s, client_id=client_id, security=current_security())
+    except ValueError as exc:
+        fail(str(exc), 2)
+        raise AssertionError("fail exits") from None
+    except PermissionError as exc:
+        fail(str(exc), 1)
+        raise AssertionError("fail exits") from None
+    except OSError as exc:
+        fail(f"cannot connect to {address}: {exc}", 1)
+        raise AssertionError("fail exits") from None
+    try:
+        yield conn
+    except (ConnectionError, ssl.SSLError, TimeoutError) as exc:
+        hint = "" if current_security() is not None else " (a TLS or SASL listener needs --command-config)"
+        fail(f"{address}: the connection broke: {exc or type(exc).__name__}{hint}", 1)
+    finally:
+        conn.close()
 
 
 class ClientLoop:

@@ -13,11 +13,10 @@ cannot use raises ValueError with one line naming the key (the command exits 2);
 
 from __future__ import annotations
 
-import contextlib
 import shlex
 import socket
 import ssl
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,8 +32,7 @@ from ..protocol.sasl import (
 )
 from ..storage.meta_properties import load_properties
 
-__all__ = ["ClientSecurity", "load_command_config", "secure_socket", "command_config_option", "current_security",
-           "cli_connection"]
+__all__ = ["ClientSecurity", "load_command_config", "secure_socket", "command_config_option", "current_security"]
 
 _PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 
@@ -169,29 +167,3 @@ def current_security() -> ClientSecurity | None:
     ctx = click.get_current_context(silent=True)
     return None if ctx is None else ctx.meta.get(_META_KEY)
 
-
-@contextlib.contextmanager
-def cli_connection(address: str, fail: Callable[[str, int], None], client_id: str = "kraftlog-cli",
-                   timeout_s: float = 30.0) -> Iterator[Any]:
-    """A :class:`~kraftlog.net.client.KafkaConnection` for an admin command, with its ``--command-config``; every
-    failure is one line through ``fail(message, exit code)``: a malformed address (2), credentials refused (1), no
-    connection or one that breaks mid-request (1: a TLS or SASL listener closes a client that does not speak it)."""
-    from .client import KafkaConnection
-    try:
-        conn = KafkaConnection(address, timeout_s=timeout_s, client_id=client_id, security=current_security())
-    except ValueError as exc:
-        fail(str(exc), 2)
-        raise AssertionError("fail exits") from None
-    except PermissionError as exc:
-        fail(str(exc), 1)
-        raise AssertionError("fail exits") from None
-    except OSError as exc:
-        fail(f"cannot connect to {address}: {exc}", 1)
-        raise AssertionError("fail exits") from None
-    try:
-        yield conn
-    except (ConnectionError, ssl.SSLError, TimeoutError) as exc:
-        hint = "" if current_security() is not None else " (a TLS or SASL listener needs --command-config)"
-        fail(f"{address}: the connection broke: {exc or type(exc).__name__}{hint}", 1)
-    finally:
-        conn.close()

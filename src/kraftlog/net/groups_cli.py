@@ -20,8 +20,8 @@ import click
 
 from ..protocol import messages as m
 from ..protocol.errors import Errors
-from .client import KafkaConnection
-from .client_security import cli_connection, command_config_option
+from .client import KafkaConnection, cli_connection
+from .client_security import command_config_option
 
 
 def _fail(message: str, code: int) -> None:
