@@ -39,3 +39,16 @@ def _class_lines(path: Path, name: str) -> int:
 def test_the_broker_and_controller_facades_are_under_400_lines():
     assert _class_lines(SRC / "broker" / "broker.py", "Broker") < MAX_FACADE_LINES
     assert _class_lines(SRC / "controller" / "controller.py", "QuorumController") < MAX_FACADE_LINES
+
+
+def test_the_simulated_core_imports_no_security_library():
+    """A campaign's executors run the core with PyYAML and kio only (tests/spark_standalone.py's worker Python):
+    scramp (SCRAM) and cryptography (certificates) are imported where they are used, never by the simulator's or
+    the controller's modules."""
+    import subprocess
+    import sys
+    code = ("import sys, kraftlog.sim.runner, kraftlog.controller.controller, kraftlog.broker.broker, "
+            "kraftlog.protocol.framing; print(sorted(m for m in ('scramp', 'cryptography', 'asn1crypto') "
+            "if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert out.stdout.strip() == "[]", out.stdout

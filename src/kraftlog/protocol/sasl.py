@@ -51,7 +51,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-import scramp
 from kio.index import load_request_schema, load_response_schema
 from kio.schema.errors import ErrorCode
 from kio.serial import entity_reader, entity_writer
@@ -121,6 +120,7 @@ def scram_credential(mechanism: str, password: str, salt: bytes, iterations: int
     if not SCRAM_MIN_ITERATIONS <= iterations <= SCRAM_MAX_ITERATIONS:
         raise ValueError(f"iterations {iterations} outside {SCRAM_MIN_ITERATIONS}..{SCRAM_MAX_ITERATIONS} "
                          f"for {mechanism}")
+    import scramp  # imported where used: a campaign's executors run the core without it (PyYAML and kio only)
     _, stored_key, server_key, _ = scramp.ScramMechanism(mechanism).make_auth_info(password, iterations, salt)
     return ScramCredential(salt, stored_key, server_key, iterations)
 
@@ -240,6 +240,8 @@ class _ScramServer:
         self.mechanism = mechanism
         self.credentials = credentials
         self.digest = "sha256" if mechanism == SCRAM_SHA_256 else "sha512"
+        import scramp  # imported where used: a campaign's executors run the core without it (PyYAML and kio only)
+        self._scram_error: type[Exception] = scramp.ScramException
         self.server = scramp.ScramMechanism(mechanism).make_server(self._auth_info, s_nonce=nonce)
         self.user: str | None = None
         #: the user the client named (for the node's log line about a failure), "?" before it did
@@ -269,8 +271,7 @@ class _ScramServer:
                 self._first = (f"{gs2[0]},{gs2[1]},", gs2[2], server_first)
                 return server_first.encode("utf-8"), False
             return self._final(text), True
-        except (_Refused, scramp.ScramException, UnicodeDecodeError, ValueError, KeyError, IndexError,
-                binascii.Error):
+        except (_Refused, self._scram_error, UnicodeDecodeError, ValueError, KeyError, IndexError, binascii.Error):
             self.user = None
             raise AuthenticationFailed("Authentication failed during authentication due to invalid credentials "
                                        f"with SASL mechanism {self.mechanism}") from None
@@ -489,8 +490,10 @@ class SaslClient:
         self.mechanism = mechanism
         self.user, self.password = user, password
         escaped = user.replace("=", "=3D").replace(",", "=2C")
-        self._scram = (None if mechanism == PLAIN
-                       else scramp.ScramClient([mechanism], escaped, password, c_nonce=nonce))
+        self._scram = None
+        if mechanism != PLAIN:
+            import scramp  # imported where used (see scram_credential)
+            self._scram = scramp.ScramClient([mechanism], escaped, password, c_nonce=nonce)
         self._step = 0
 
     def first(self) -> bytes:
