@@ -308,8 +308,9 @@ class _Refused(Exception):
     """Raised inside the SCRAM exchange for a refusal whose reason the client is not told."""
 
 
-# Kafka's SaslServerAuthenticator.SaslState, the ones a first authentication goes through
-_INITIAL, _HANDSHAKE_OR_VERSIONS, _HANDSHAKE, _AUTHENTICATE, _COMPLETE, _FAILED = range(6)
+# Kafka's SaslServerAuthenticator.SaslState, the ones a first authentication goes through (its INITIAL_REQUEST and
+# HANDSHAKE_OR_VERSIONS_REQUEST accept the same requests: one state here)
+_HANDSHAKE_OR_VERSIONS, _HANDSHAKE, _AUTHENTICATE, _COMPLETE, _FAILED = range(5)
 
 
 class SaslAuthenticator:
@@ -318,7 +319,7 @@ class SaslAuthenticator:
 
     def __init__(self, config: SaslConfig) -> None:
         self.config = config
-        self.state = _INITIAL
+        self.state = _HANDSHAKE_OR_VERSIONS
         self.principal = ANONYMOUS
         self.mechanism: str | None = None
         self._server: _PlainServer | _ScramServer | None = None
@@ -328,10 +329,6 @@ class SaslAuthenticator:
     def complete(self) -> bool:
         return self.state == _COMPLETE
 
-    @property
-    def failed(self) -> bool:
-        return self.state == _FAILED
-
     def expects_raw_token(self) -> bool:
         """Whether the next frame is a raw token (after a v0 SaslHandshake), not a Kafka request."""
         return self.state == _AUTHENTICATE and not self._kafka_headers
@@ -340,7 +337,7 @@ class SaslAuthenticator:
                 header_size: int) -> SaslStep:
         """A Kafka request (not ApiVersions: the framing answers it) received before authentication completed,
         with its parsed header's fields: the answer, and whether the connection fails."""
-        if self.state in (_INITIAL, _HANDSHAKE_OR_VERSIONS, _HANDSHAKE):
+        if self.state in (_HANDSHAKE_OR_VERSIONS, _HANDSHAKE):
             if api_key != SASL_HANDSHAKE_KEY:
                 self.state = _FAILED
                 return SaslStep(failure=f"unexpected Kafka request of type {api_key} during SASL handshake")
@@ -356,7 +353,7 @@ class SaslAuthenticator:
 
     def api_versions_allowed(self) -> bool:
         """Kafka serves one ApiVersions before the handshake, and none after it; a second closes."""
-        if self.state in (_INITIAL, _HANDSHAKE_OR_VERSIONS):
+        if self.state == _HANDSHAKE_OR_VERSIONS:
             self.state = _HANDSHAKE
             return True
         self.state = _FAILED
