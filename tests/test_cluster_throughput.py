@@ -1,5 +1,5 @@
-"""``benchmarks/cluster_throughput.py --quick`` (issue 13): the side-by-side produce benchmark runs end to
-end and cleans up after itself.
+"""``benchmarks/cluster_throughput.py --quick --security sasl_ssl`` (issues 13 and 36): the side-by-side produce
+benchmark runs end to end, kraftlog on a PLAINTEXT and on a ``--secure`` cluster, and cleans up after itself.
 
 One subprocess run of the benchmark (a few seconds per system and record size): the JSON has the shape
 the issue asks for, kraftlog acknowledged records with p50 <= p99, librdkafka's mock cluster ran, NATS
@@ -41,7 +41,8 @@ def _survives(proc: dict) -> bool:
 
 
 def _run_quick(out: Path) -> tuple[int, str]:
-    proc = subprocess.Popen([sys.executable, str(SCRIPT), "--quick", "--json", str(out)], cwd=ROOT,
+    proc = subprocess.Popen([sys.executable, str(SCRIPT), "--quick", "--security", "sasl_ssl", "--json", str(out)],
+                            cwd=ROOT,
                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             env=dict(os.environ, COLUMNS="160"))
     try:
@@ -101,6 +102,12 @@ def test_quick_run_reports_every_system_and_leaves_nothing_running(tmp_path):
         assert k["by_size"][label]["server_cpu_s"] is not None
         assert k["by_size"][label]["topic_after_run"]["replicas"] and len(
             k["by_size"][label]["topic_after_run"]["replicas"]) == 3
+
+    secured = check_ran("kraftlog_sasl_ssl")  # `--security sasl_ssl`: the same run on a `cluster up --secure` one
+    assert "SASL_SSL" in secured["setup"] and len(secured["pids"]) == 4
+    assert set(secured["pids"]) <= {p["pid"] for p in data["processes"]}
+    sasl_ratio = data["ratios"]["kraftlog_sasl_ssl/kraftlog"]
+    assert sasl_ratio is not None and set(sasl_ratio["by_size"]) == set(SIZES) and sasl_ratio["records_per_s"] > 0
 
     check_ran("librdkafka_mock")
     assert data["librdkafka_mock"]["by_size"]["1KiB"]["server_cpu_s"] is None  # the mock runs in the client

@@ -1,61 +1,82 @@
-"""SASL over TLS on real processes (issue 36): a controller and a broker run by `kraftlog server` from
-hand-written properties, the broker's client listener SASL_SSL (a certificate the test's CA signed, made with
-kraftlog.net.certificates) with PLAIN (an admin user in its JAAS configuration) and SCRAM-SHA-512. The admin
-creates a SCRAM user with confluent-kafka's AdminClient (AlterUserScramCredentials); confluent-kafka, kafka-python
-and kcat then produce and consume as that user with SCRAM-SHA-512; a client without SASL or without TLS, a wrong
-password and an unknown mechanism are refused, the broker counts each failed authentication, and no password
-reaches a node's log."""
+"""A `kraftlog cluster up --secure` cluster on real processes (issue 36): every listener SASL_SSL (the cluster's own
+CA, a certificate per node), the nodes authenticating to each other as `node-<id>`, an admin user (PLAIN) whose
+client properties are DIR/admin.properties. The admin creates a SCRAM user with confluent-kafka's AdminClient
+(AlterUserScramCredentials); confluent-kafka, kafka-python and kcat then produce and consume as that user with
+SCRAM-SHA-512; a client without SASL or without TLS, a wrong password and an unknown mechanism are refused, the
+broker counts each failed authentication, and no password reaches a node's log. The forgery stories of the
+issue, sent with kraftlog's own message classes, are refused on the secured cluster and change nothing; on a
+PLAINTEXT cluster the same requests are served (as Kafka serves them without authentication and ACLs)."""
 
 from __future__ import annotations
 
+import json
+import os
 import shutil
+import stat
 import subprocess
 import time
+import uuid
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 
 import pytest
-from confluent_kafka import Consumer, KafkaException, Producer
+from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, ScramCredentialInfo, ScramMechanism, UserScramCredentialUpsertion
 
-from kraftlog.net.certificates import issue_ca, issue_certificate, write_keystore, write_truststore
-from kraftlog.net.cluster_files import free_ports
-from test_real_cluster import kraftlog
-from test_real_server import _server, _stop
+from kraftlog.net import cluster as cl
+from kraftlog.net.client import KafkaConnection
+from kraftlog.net.client_security import ClientSecurity, load_command_config
+from kraftlog.protocol import messages as m
+from kraftlog.protocol.errors import Errors
+from test_real_cluster import FAST, _stop_everything, kraftlog
 
 pytestmark = pytest.mark.slow
 
-ADMIN_PASSWORD = "admin-secret-5c1e"
 ALICE_PASSWORD = "alice-secret-9d2f"
 
 
-def _properties(tmp_path, ports: list[int]) -> tuple[str, str]:
-    client, broker, controller, metrics = ports
-    ca = issue_ca()
-    write_keystore(str(tmp_path / "broker-0.pem"), issue_certificate(ca, "broker-0", ("127.0.0.1", "localhost")),
-                   password="key-pass")
-    write_truststore(str(tmp_path / "ca.pem"), ca.certificate)
-    controller_file = tmp_path / "controller.properties"
-    controller_file.write_text(
-        "node.id=3000\nprocess.roles=controller\n"
-        f"listeners=CONTROLLER://127.0.0.1:{controller}\ncontroller.listener.names=CONTROLLER\n"
-        f"controller.quorum.voters=3000@127.0.0.1:{controller}\n"
-        f"log.dirs={tmp_path}/data/controller\n")
-    broker_file = tmp_path / "broker.properties"
-    broker_file.write_text(
-        "node.id=0\nprocess.roles=broker\n"
-        f"listeners=SASL_SSL://127.0.0.1:{client},BROKER://127.0.0.1:{broker}\n"
-        "listener.security.protocol.map=SASL_SSL:SASL_SSL,BROKER:PLAINTEXT,CONTROLLER:PLAINTEXT\n"
-        f"ssl.keystore.type=PEM\nssl.keystore.location={tmp_path}/broker-0.pem\nssl.key.password=key-pass\n"
-        "inter.broker.listener.name=BROKER\ncontroller.listener.names=CONTROLLER\n"
-        f"controller.quorum.voters=3000@127.0.0.1:{controller}\n"
-        f"log.dirs={tmp_path}/data/broker-0\nmetrics.port={metrics}\n"
-        "sasl.enabled.mechanisms=SCRAM-SHA-512,PLAIN\n"
-        "listener.name.sasl_ssl.plain.sasl.jaas.config="
-        "org.apache.kafka.common.security.plain.PlainLoginModule required "
-        f'username="admin" password="{ADMIN_PASSWORD}" user_admin="{ADMIN_PASSWORD}";\n'
-        "offsets.topic.num.partitions=1\noffsets.topic.replication.factor=1\n")
-    return str(controller_file), str(broker_file)
+class Secured:
+    """A running ``--secure`` cluster: its directory, cluster.json, the admin's client security and the passwords."""
+
+    def __init__(self, directory: str) -> None:
+        self.dir = directory
+        self.info = cl.load(directory)
+        self.ca = os.path.join(directory, "security", "ca.pem")
+        self.admin = load_command_config(os.path.join(directory, "admin.properties"))
+        with open(os.path.join(directory, "security", "secrets.json")) as f:
+            self.passwords: dict[str, str] = json.load(f)
+
+    def node(self, node) -> dict:
+        return next(e for e in self.info["nodes"] if e["id"] == node)
+
+    @property
+    def client(self) -> str:
+        return f"127.0.0.1:{self.node(0)['port']}"
+
+    @property
+    def controller(self) -> str:
+        return f"127.0.0.1:{next(e for e in self.info['nodes'] if e['role'] == 'controller')['port']}"
+
+    def as_node(self, node: int) -> ClientSecurity:
+        """The credentials of ``node`` (a compromised node's, in the forgery stories)."""
+        return ClientSecurity("SASL_SSL", "PLAIN", f"node-{node}", self.passwords[f"node-{node}"], self.ca)
+
+    def admin_config(self, **extra) -> dict:
+        return _sasl(self.client, self.ca, "PLAIN", "admin", self.admin.password or "", **extra)
+
+
+@pytest.fixture(scope="module")
+def secure(tmp_path_factory):
+    directory = str(tmp_path_factory.mktemp("secure") / "cluster")
+    try:
+        args = ["cluster", "up", "--secure", "--brokers", "3", "--dir", directory, "--port", "0", "--detach"]
+        for c in FAST:
+            args += ["--config", c]
+        up = kraftlog(*args)
+        assert f"{directory}/admin.properties" in up.stdout, up.stdout
+        yield Secured(directory)
+    finally:
+        _stop_everything(directory)
 
 
 def _sasl(bootstrap: str, ca: str, mechanism: str, user: str, password: str, **extra) -> dict:
@@ -110,8 +131,8 @@ def _fuzz_the_listener(address: str, ca: str) -> int:
         return sum(f.result() for f in frames)
 
 
-def _authentication_counts(metrics_port: int) -> dict[str, float]:
-    """The broker's Kafka socket-server-metrics of its client listener, from its /metrics endpoint."""
+def _authentication_counts(metrics_port: int, listener: str = "CLIENT") -> dict[str, float]:
+    """A node's Kafka socket-server-metrics of ``listener``, from its /metrics endpoint."""
     import urllib.request
 
     from prometheus_client.parser import text_string_to_metric_families
@@ -122,7 +143,7 @@ def _authentication_counts(metrics_port: int) -> dict[str, float]:
         for s in family.samples:
             for kind in ("successful", "failed"):
                 if s.name == f"kafka_server_socket_server_metrics_{kind}_authentication_total" \
-                        and s.labels.get("listener") == "CLIENT":
+                        and s.labels.get("listener") == listener:
                     out[kind] = s.value
     return out
 
@@ -139,33 +160,20 @@ def _refused(config: dict) -> str:
     return errors[0] if errors else ""
 
 
-def test_scram_sha_512_clients_over_sasl_ssl_and_the_refusals(tmp_path):
-    ca = str(tmp_path / "ca.pem")
-    ports = free_ports(4)
-    client = f"127.0.0.1:{ports[0]}"
-    controller_file, broker_file = _properties(tmp_path, ports)
-    cluster_id = kraftlog("storage", "random-uuid").stdout.strip()
-    for path in (controller_file, broker_file):
-        kraftlog("storage", "format", "--cluster-id", cluster_id, "--config", path)
-    procs: list[subprocess.Popen] = []
+
+def test_scram_sha_512_clients_over_sasl_ssl_and_the_refusals(secure):
+    ca, client = secure.ca, secure.client
+    admin = AdminClient(secure.admin_config())
+    futures = admin.alter_user_scram_credentials([UserScramCredentialUpsertion(
+        "alice", ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 8192), ALICE_PASSWORD.encode())])
+    futures["alice"].result(timeout=30)
+    described = admin.describe_user_scram_credentials(["alice"])["alice"].result(timeout=30)
+    assert [(i.mechanism, i.iterations) for i in described.scram_credential_infos] == [
+        (ScramMechanism.SCRAM_SHA_512, 8192)]
+    kraftlog("topics", "create", "--bootstrap-server", client, "--command-config", f"{secure.dir}/admin.properties",
+             "--topic", "secured", "--partitions", "1", "--replication-factor", "3",
+             "--config", "min.insync.replicas=2")
     with ExitStack() as stack:
-        stack.callback(_stop, procs)
-        procs.append(_server(tmp_path, "controller.properties"))
-        procs.insert(0, _server(tmp_path, "broker.properties"))
-        admin = AdminClient(_sasl(client, ca, "PLAIN", "admin", ADMIN_PASSWORD))
-        deadline = time.monotonic() + 60
-        while True:  # the broker is up once it answers the admin's Metadata
-            try:
-                admin.list_topics(timeout=5)
-                break
-            except KafkaException:
-                assert time.monotonic() < deadline, (tmp_path / "broker.properties.log").read_text()[-3000:]
-        futures = admin.alter_user_scram_credentials([UserScramCredentialUpsertion(
-            "alice", ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 8192), ALICE_PASSWORD.encode())])
-        futures["alice"].result(timeout=30)
-        described = admin.describe_user_scram_credentials(["alice"])["alice"].result(timeout=30)
-        assert [(i.mechanism, i.iterations) for i in described.scram_credential_infos] == [
-            (ScramMechanism.SCRAM_SHA_512, 8192)]
         # hostile bytes on the same listener all along, from other threads (the clients below must not notice)
         stack.enter_context(fuzzer := ThreadPoolExecutor(1))
         fuzzing = fuzzer.submit(_fuzz_the_listener, client, ca)
@@ -218,24 +226,29 @@ def test_scram_sha_512_clients_over_sasl_ssl_and_the_refusals(tmp_path):
                                 sasl_mechanism="SCRAM-SHA-512", sasl_plain_username="alice",
                                 sasl_plain_password="guess", max_block_ms=5000)
         # kraftlog's own admin commands reach the secured listener with Kafka's client properties (--command-config)
-        admin_config = tmp_path / "admin.properties"
-        admin_config.write_text(
-            "security.protocol=SASL_SSL\nsasl.mechanism=SCRAM-SHA-512\nsasl.jaas.config=org.apache.kafka.common."
-            f'security.scram.ScramLoginModule required username="alice" password="{ALICE_PASSWORD}";\n'
-            f"ssl.truststore.type=PEM\nssl.truststore.location={ca}\n")
-        described = kraftlog("topics", "describe", "--bootstrap-server", client, "--command-config", str(admin_config),
+        alice_config = os.path.join(secure.dir, "alice.properties")
+        with open(alice_config, "w") as f:
+            f.write("security.protocol=SASL_SSL\nsasl.mechanism=SCRAM-SHA-512\nsasl.jaas.config=org.apache.kafka."
+                    f'common.security.scram.ScramLoginModule required username="alice" password="{ALICE_PASSWORD}";\n'
+                    f"ssl.truststore.type=PEM\nssl.truststore.location={ca}\n")
+        described = kraftlog("topics", "describe", "--bootstrap-server", client, "--command-config", alice_config,
                              "--topic", "secured")
         assert described.returncode == 0 and "Topic: secured" in described.stdout, described.stderr
-        (tmp_path / "guess.properties").write_text(admin_config.read_text().replace(ALICE_PASSWORD, "guess"))
-        refused = kraftlog("topics", "describe", "--bootstrap-server", client, "--command-config",
-                           str(tmp_path / "guess.properties"), "--topic", "secured", check=False)
-        assert refused.returncode == 1 and "SASL authentication with 127.0.0.1 failed: Authentication failed" \
-            in refused.stderr and "guess" not in refused.stderr, refused.stderr
+        guess_config = os.path.join(secure.dir, "guess.properties")
+        with open(alice_config) as src, open(guess_config, "w") as dst:
+            dst.write(src.read().replace(ALICE_PASSWORD, "guess"))
+        refused = kraftlog("topics", "describe", "--bootstrap-server", client, "--command-config", guess_config,
+                           "--topic", "secured", check=False)
+        assert refused.returncode == 1 and "SASL authentication failed: Authentication failed" in refused.stderr \
+            and "guess" not in refused.stderr, refused.stderr
         bare = kraftlog("topics", "describe", "--bootstrap-server", client, "--topic", "secured", check=False)
         assert bare.returncode == 1, "kraftlog without --command-config must not get an answer from a TLS listener"
         assert fuzzing.result(timeout=600) >= 10_000
-        counts = _authentication_counts(ports[3])
+        counts = _authentication_counts(secure.node(0)["metrics_port"])
         assert counts["failed"] >= 4 and counts["successful"] >= 4, counts
+        # the nodes authenticated to each other on their own listeners (replication and registration), counted there
+        internal = _authentication_counts(secure.node(0)["metrics_port"], "INTERNAL")
+        assert internal["successful"] >= 2 and internal["failed"] == 0, internal
         check = Consumer({**alice, "group.id": "check", "auto.offset.reset": "earliest"})
         try:
             check.subscribe(["secured"])
@@ -250,8 +263,160 @@ def test_scram_sha_512_clients_over_sasl_ssl_and_the_refusals(tmp_path):
             assert len(seen) == 200 and (msg is None or msg.error() is not None), "a refused client's record landed"
         finally:
             check.close()
-        for proc in procs:
-            assert proc.poll() is None, f"a node exited: {proc.args}"
-    logs = "".join((tmp_path / f"{n}.log").read_text() for n in ("controller.properties", "broker.properties"))
-    assert ALICE_PASSWORD not in logs and ADMIN_PASSWORD not in logs and "guess" not in logs
+    status = cl.status(secure.dir)
+    assert all(n.alive and not n.fenced for n in status), status
+
+
+def _latest_registration(records, broker: int):
+    from kraftlog.metadata.records import RegisterBrokerRecord
+    found = [r for r in records if isinstance(r, RegisterBrokerRecord) and r.broker_id == broker]
+    assert found, f"no RegisterBrokerRecord of broker {broker} in the metadata log"
+    return found[-1]
+
+
+def _refused_outright(address: str, msg, security: ClientSecurity | None = None) -> str:
+    """The error a connection without (or with failing) credentials meets: the listener closes it, nothing served."""
+    try:
+        with KafkaConnection(address, timeout_s=10, security=security) as k:
+            answer = k.request(msg)
+    except (OSError, PermissionError) as exc:
+        return f"{type(exc).__name__}: {exc}"
+    raise AssertionError(f"{address} answered {answer}")
+
+
+def _metadata(address: str, security: ClientSecurity | None) -> m.MetadataResponse:
+    with KafkaConnection(address, timeout_s=10, security=security) as k:
+        resp = k.request(m.MetadataRequest(topics=()))
+    assert isinstance(resp, m.MetadataResponse), resp
+    return resp
+
+
+def _forged(controller: str, internal0: str, security: ClientSecurity | None, cluster_id: str,
+            relay_port: int) -> dict:
+    """The issue's forgery stories, as broker 1 in the name of whoever ``security`` authenticates (None:
+    anonymous), with kraftlog's own message classes; returns each answer by story."""
+    out: dict[str, object] = {}
+    with KafkaConnection(controller, timeout_s=10, client_id="broker-2", security=security) as k:
+        fetched = k.request(m.MetadataFetchRequest(2, -1, 0, 0))  # the whole metadata log, as broker 2 asks it
+        assert isinstance(fetched, m.MetadataFetchResponse) and fetched.error_code == 0, fetched
+        victim = _latest_registration(fetched.records, 1)
+        relay = m.Listener("CLIENT", "127.0.0.1", relay_port)
+        internal = m.Listener("BROKER", "127.0.0.1", int(internal0.rsplit(":", 1)[1]) + 1)
+        out["amend"] = k.request(m.BrokerRegistrationRequest(1, cluster_id, victim.incarnation_id,
+                                                             listeners=(relay, internal)))
+        again = k.request(m.MetadataFetchRequest(2, -1, 0, 0))
+        out["after_amend"] = _latest_registration(again.records, 1).listeners
+        out["register"] = k.request(m.BrokerRegistrationRequest(1, cluster_id, uuid.uuid4(),
+                                                                previous_broker_epoch=victim.broker_epoch))
+        out["fence"] = k.request(m.BrokerHeartbeatRequest(1, victim.broker_epoch, 10**9, True, False))
+        out["shutdown"] = k.request(m.BrokerHeartbeatRequest(1, victim.broker_epoch, 10**9, False, True))
+        out["alter_partition"] = k.request(m.AlterPartitionRequest(1, victim.broker_epoch, ()))
+        out["own_heartbeat"] = k.request(m.BrokerHeartbeatRequest(2, -1, 0, False, False))
+    with KafkaConnection(internal0, timeout_s=10, client_id="broker-2", security=security) as k:
+        out["replica_fetch"] = k.request(m.FetchRequest(1, victim.broker_epoch, 0, 1, ()))
+    return out
+
+
+def _produce_on(address: str, security: ClientSecurity | None):
+    """A Produce (of no partition) on ``address``: what the listener answers."""
+    with KafkaConnection(address, timeout_s=10, security=security) as k:
+        return k.request(m.ProduceRequest(acks=1, timeout_ms=1000, partitions=()))
+
+
+def test_forgeries_in_another_nodes_name_are_refused_on_a_secured_cluster_and_change_nothing(secure):
+    """A compromised broker 2 (its own credentials, `User:node-2`) tries the issue's stories against broker 1: each
+    is CLUSTER_AUTHORIZATION_FAILED (the node identity rule) and the cluster is as it was; a node acting as itself
+    is served; without credentials no listener answers at all."""
+    kraftlog("topics", "create", "--bootstrap-server", secure.client, "--command-config",
+             f"{secure.dir}/admin.properties", "--topic", "victim", "--partitions", "3", "--replication-factor", "3")
+    producer = Producer(secure.admin_config(acks="all"))
+    delivered: list = []
+    for i in range(300):
+        producer.produce("victim", f"v-{i}".encode(), partition=i % 3, on_delivery=lambda e, msg: delivered.append(e))
+    producer.flush(60)
+    assert delivered == [None] * 300
+    before = _metadata(secure.client, secure.admin)
+    internal0 = f"127.0.0.1:{secure.node(0)['internal_port']}"
+    answers = _forged(secure.controller, internal0, secure.as_node(2), secure.info["cluster_id"], 9)
+    refused = Errors.CLUSTER_AUTHORIZATION_FAILED
+    for story in ("amend", "register", "fence", "shutdown", "alter_partition", "replica_fetch"):
+        assert answers[story].error_code == refused, (story, answers[story])
+    assert answers["own_heartbeat"].error_code == Errors.STALE_BROKER_EPOCH, answers["own_heartbeat"]
+    assert not any(":9" == x[-2:] for x in answers["after_amend"]), answers["after_amend"]
+    # no credentials: the controller, a broker's inter-broker and client listeners close the connection unanswered
+    for address in (secure.controller, internal0, secure.client):
+        assert _refused_outright(address, m.MetadataFetchRequest(-1, -1, 0, 0)), address
+    assert _refused_outright(internal0, m.ProduceRequest(acks=1, timeout_ms=1000, partitions=()))
+    anonymous_tls = ClientSecurity("SSL", cafile=secure.ca)
+    assert _refused_outright(secure.controller, m.MetadataFetchRequest(-1, -1, 0, 0), anonymous_tls)
+    # the admin, a super user of the client listener, cannot log in on a node listener (its PLAIN users are the nodes)
+    admin_there = ClientSecurity("SASL_SSL", "PLAIN", "admin", secure.admin.password, secure.ca)
+    assert "PermissionError" in _refused_outright(secure.controller, m.MetadataFetchRequest(-1, -1, 0, 0),
+                                                  admin_there)
+    # nothing changed: every broker at its own address, every ISR whole, every record there
+    time.sleep(2)  # a forged fencing would show within a heartbeat
+    after = _metadata(secure.client, secure.admin)
+    assert sorted((b.node_id, b.host, b.port) for b in after.brokers) == \
+        sorted((b.node_id, b.host, b.port) for b in before.brokers)
+    assert sorted(b.node_id for b in after.brokers) == [0, 1, 2]
+    with KafkaConnection(secure.client, timeout_s=10, security=secure.admin) as k:
+        topic = k.request(m.DescribeTopicPartitionsRequest(("victim",))).topics[0]
+    assert [sorted(p.isr_nodes) for p in topic.partitions] == [[0, 1, 2]] * 3, topic
+    consumer = Consumer(secure.admin_config(**{"group.id": "victim-check", "auto.offset.reset": "earliest"}))
+    got: list[bytes] = []
+    try:
+        consumer.subscribe(["victim"])
+        deadline = time.monotonic() + 60
+        while len(got) < 300 and time.monotonic() < deadline:
+            msg = consumer.poll(0.5)
+            if msg is not None and msg.error() is None:
+                got.append(msg.value())
+    finally:
+        consumer.close()
+    assert sorted(got) == sorted(f"v-{i}".encode() for i in range(300))
+
+
+def test_a_secured_clusters_files_keep_their_secrets_and_no_password_reaches_a_log(secure):
+    """cluster.json, admin.properties, every node's properties, keystores and secrets.json are mode 0600 (the
+    security directory 0700); the CA certificate is the only file others may read; no password is in a node's log."""
+    directory = secure.dir
+    private = ["cluster.json", "admin.properties", "security/secrets.json",
+               *(f"{n}.properties" for n in ("controller", "broker-0", "broker-1", "broker-2")),
+               *(f"security/{n}.pem" for n in ("controller", "broker-0", "broker-1", "broker-2"))]
+    for name in private:
+        assert stat.S_IMODE(os.stat(os.path.join(directory, name)).st_mode) == 0o600, name
+    assert stat.S_IMODE(os.stat(os.path.join(directory, "security")).st_mode) == 0o700
+    assert secure.info["client_config"]["security.protocol"] == "SASL_SSL"
+    logs = "".join(open(os.path.join(directory, f"{n}.log")).read()
+                   for n in ("controller", "broker-0", "broker-1", "broker-2"))
+    for password in [*secure.passwords.values(), ALICE_PASSWORD]:
+        assert password not in logs
     assert "Traceback" not in logs
+
+
+def test_on_a_plaintext_cluster_the_same_forgeries_are_served(tmp_path):
+    """What a PLAINTEXT cluster allows, as Kafka's does without authentication: anyone reads the metadata log from the
+    controller (incarnation ids, broker epochs), re-registers broker 1 at a relay's address, fences it and asks for
+    its shutdown, and fetches as its replica."""
+    directory = str(tmp_path / "cluster")
+    try:
+        args = ["cluster", "up", "--brokers", "2", "--dir", directory, "--port", "0", "--detach"]
+        for c in FAST:
+            args += ["--config", c]
+        kraftlog(*args)
+        info = cl.load(directory)
+        controller = next(f"127.0.0.1:{e['port']}" for e in info["nodes"] if e["role"] == "controller")
+        broker0 = next(e for e in info["nodes"] if e["id"] == 0)
+        internal0 = f"127.0.0.1:{broker0['internal_port']}"
+        answers = _forged(controller, internal0, None, info["cluster_id"], 9)
+        assert answers["amend"].error_code == Errors.NONE, answers["amend"]
+        assert "CLIENT://127.0.0.1:9" in answers["after_amend"], answers["after_amend"]  # clients sent to a relay
+        assert answers["fence"].error_code == Errors.NONE and answers["fence"].is_fenced, answers["fence"]
+        assert answers["shutdown"].error_code == Errors.NONE, answers["shutdown"]
+        assert answers["replica_fetch"].error_code == Errors.NONE, answers["replica_fetch"]
+        assert answers["alter_partition"].error_code == Errors.NONE, answers["alter_partition"]
+        # a new incarnation is refused only while broker 1's own session is valid
+        assert answers["register"].error_code == Errors.DUPLICATE_BROKER_REGISTRATION, answers["register"]
+        assert isinstance(_produce_on(internal0, None), m.ProduceResponse)  # the inter-broker listener serves anyone
+    finally:
+        _stop_everything(directory)

@@ -292,6 +292,10 @@ _JAAS_KEY = "listener.name.client.plain.sasl.jaas.config"
 SASL_BROKER = _with(BROKER,
                     listener_security_protocol_map="CLIENT:SASL_PLAINTEXT,BROKER:PLAINTEXT,CONTROLLER:PLAINTEXT",
                     sasl_enabled_mechanisms="SCRAM-SHA-512,PLAIN") + f"{_JAAS_KEY}={_JAAS}\n"
+#: a broker whose inter-broker listener is SASL_PLAINTEXT with PLAIN, without sasl.mechanism.inter.broker.protocol
+_INTER_SASL = _with(BROKER,
+                    listener_security_protocol_map="CLIENT:PLAINTEXT,BROKER:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT",
+                    sasl_enabled_mechanisms="PLAIN") + f"listener.name.broker.plain.sasl.jaas.config={_JAAS}\n"
 _NO_JAAS = "\n".join(line for line in SASL_BROKER.splitlines() if not line.startswith(_JAAS_KEY)) + "\n"
 
 
@@ -320,8 +324,13 @@ def test_a_sasl_plaintext_client_listener_reads_its_mechanisms_and_plain_users()
     (SASL_BROKER.replace(_JAAS_KEY, "listener.name.other.plain.sasl.jaas.config"), "no listener OTHER in listeners"),
     (_with(_NO_JAAS, sasl_enabled_mechanisms="PLAIN"), f"{_JAAS_KEY} is required"),
     (SASL_BROKER.replace('user_alice="b-pw";', 'user_alice="b-pw"'), "must end with ';'"),
-    (_with(BROKER, listener_security_protocol_map="CLIENT:PLAINTEXT,BROKER:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT",
-           sasl_enabled_mechanisms="PLAIN"), "BROKER (SASL_PLAINTEXT) is the inter-broker listener"),
+    (_INTER_SASL, "sasl.mechanism.inter.broker.protocol: GSSAPI is not served"),
+    (_with(_INTER_SASL, sasl_mechanism_inter_broker_protocol="PLAIN").replace('username="admin" ', ""),
+     'listener.name.broker.plain.sasl.jaas.config: username="..." and password="..." are required'),
+    (_with(_INTER_SASL, sasl_mechanism_inter_broker_protocol="SCRAM-SHA-512"),
+     "listener.name.broker.scram-sha-512.sasl.jaas.config is required"),
+    (_with(BROKER, listener_security_protocol_map="CLIENT:PLAINTEXT,BROKER:PLAINTEXT,CONTROLLER:SASL_SSL",
+           sasl_mechanism_controller_protocol="OAUTHBEARER"), "sasl.mechanism.controller.protocol: OAUTHBEARER"),
     (_with(SASL_BROKER, connection_failed_authentication_delay_ms="-1"),
      "connection.failed.authentication.delay.ms"),
 ])

@@ -177,7 +177,7 @@ class Broker(NodeBase[BrokerContext]):
         self.group_apis = GroupApis(broker_id, self.cache, self.groups, self.log_manager, self.lifecycle, self,
                                     self._log_dir_failed, metadata_apis.auto_topic_creation)
         self.apis = KafkaApis(
-            self, ForwardingManager(self, self.config.request_timeout_ms),
+            self, self.config.super_users, ForwardingManager(self, self.config.request_timeout_ms),
             ReplicationApis(broker_id, self.cache, self.replica_manager, self.log_manager, self.lifecycle, self),
             metadata_apis, self.group_apis,
             GroupAdminApis(broker_id, self.cache, self.groups, self.log_manager, self, self._log_dir_failed))

@@ -57,6 +57,8 @@ class BrokerConfig:
     num_partitions: int = 1
     #: ``default.replication.factor`` (a topic this broker auto-creates)
     default_replication_factor: int = 1
+    #: ``super.users``: principals exempt from the node identity rule (``protocol.listeners.node_identity_refusal``)
+    super_users: frozenset[str] = frozenset()
 
     @classmethod
     def from_static(cls, static: dict[str, str]) -> BrokerConfig:
@@ -78,4 +80,5 @@ class BrokerConfig:
             auto_create_topics_enable=cfg.as_bool(cfg.lookup("auto.create.topics.enable", static)),
             num_partitions=g("num.partitions"),
             default_replication_factor=g("default.replication.factor"),
+            super_users=cfg.parse_super_users(cfg.lookup("super.users", static)) or frozenset(),
         )

@@ -40,6 +40,7 @@ from ..metadata.image import MetadataApplyErrors, MetadataImage
 from ..metadata.snapshot import image_from_snapshot
 from ..metrics import KafkaMetrics
 from ..protocol import messages as m
+from ..protocol.listeners import node_identity_refusal
 from ..protocol.node import Envelope, Message, NodeBase, earliest
 from ..protocol.raft_records import RaftEndpoint
 from ..raft.config import QuorumConfig
@@ -125,6 +126,8 @@ class QuorumController(NodeBase[LogInfoContext]):
         else:
             self.log = RecordsByOffset()
         self.unclean_election_interval_ms = int(cfg.lookup("unclean.leader.election.interval.ms", self.static))
+        #: ``super.users``: exempt from the node identity rule (``protocol.listeners.node_identity_refusal``)
+        self.super_users = cfg.parse_super_users(cfg.lookup("super.users", self.static)) or frozenset()
         self.next_unclean_election_ms = now_ms + self.unclean_election_interval_ms
         #: KIP-966's Unclean Recovery Manager (level ``urm``; in memory, empty after a failover).
         self.urm: UncleanRecoveryManager
@@ -355,6 +358,10 @@ class QuorumController(NodeBase[LogInfoContext]):
         ElectLeaders may wait and answer themselves. Other APIs are broker APIs; a client sending them
         here gets no answer and times out, as a Kafka controller listener does not expose them."""
         req = env.message
+        refusal = node_identity_refusal(env, self.super_users)  # a secured cluster: a node acts only as itself
+        if refusal is not None:
+            self.send_response(env, refusal)
+            return
         if self.quorum is not None:
             self._on_quorum_request(now_ms, env)
             return

@@ -149,6 +149,9 @@ DEFAULTS: dict[str, str] = {
     "message.max.bytes": "1048588",
     "log.message.timestamp.before.max.ms": "9223372036854775807",
     "log.message.timestamp.after.max.ms": "3600000",
+    # Kafka's super.users (static, read at start): principals (`User:<name>`, `;`-separated) every authorization
+    # rule lets through; in kraftlog, the node identity rule of a secured cluster (protocol/listeners.py).
+    "super.users": "",
 }
 
 #: Broker config name -> the topic-level name that overrides it (Kafka's synonyms).
@@ -242,6 +245,7 @@ _VALIDATORS: dict[str, tuple[Callable[[str], bool], str]] = {
     # Kafka's ValidList.in("compact", "delete"): a comma-separated list of the two policies
     "cleanup.policy": (lambda v: parse_cleanup_policy(v) is not None, "a list of compact and delete"),
     "log.cleanup.policy": (lambda v: parse_cleanup_policy(v) is not None, "a list of compact and delete"),
+    "super.users": (lambda v: parse_super_users(v) is not None, "a ;-separated list of principals User:<name>"),
 }
 
 _INT = "INT"
@@ -415,6 +419,21 @@ def invalid_value(name: str, value: str | None) -> str | None:
         return f"Invalid value {value} for configuration {name}: must be {check[1]}"
     problem = _type_problem(name, value)
     return None if problem is None else f"Invalid value {value} for configuration {name}: {problem}"
+
+
+def parse_super_users(value: str) -> frozenset[str] | None:
+    """The principals of a ``super.users`` value (Kafka's ``StandardAuthorizer``: ``;``-separated, each
+    ``<type>:<name>`` with a non-empty type and name, spaces around items ignored), or None when it is not one.
+    ``""`` gives none."""
+    out = set()
+    for item in (x.strip() for x in str(value).split(";")):
+        if not item:
+            continue
+        kind, sep, name = item.partition(":")
+        if not sep or not kind or not name:
+            return None
+        out.add(item)
+    return frozenset(out)
 
 
 #: ``cleanup.policy``'s two policies (Kafka's TopicConfig.CLEANUP_POLICY_COMPACT / _DELETE).

@@ -78,16 +78,19 @@ def cluster() -> None:
 @click.option("--chaos", is_flag=True,
               help="Chaos mode: every node serves a loopback control channel for link faults and keeps its "
                    "disk's shadow (for fault injectors such as `kraftlog chaos`).")
+@click.option("--secure", is_flag=True,
+              help="Every listener SASL_SSL: a CA and a certificate per node, one SASL user per node (node-<id>, "
+                   "acting only as itself), an admin user whose client properties go to DIR/admin.properties.")
 def cluster_up(brokers: int, controllers: int, kraft_version: int, directory: str, port: int,
                controller_port: int | None, internal_port: int | None, metrics_port: int | None, level: Level | None,
-               seed: int | None, configs: tuple[str, ...], detach: bool, chaos: bool) -> None:
+               seed: int | None, configs: tuple[str, ...], detach: bool, chaos: bool, secure: bool) -> None:
     """Start the controller (or a quorum of them) and N brokers as separate processes. A port in use exits 2
     naming the node and the port."""
     chosen = _configs(configs)
     try:
         info = cl.up(directory, brokers, port, level, seed, chosen, chaos=chaos,
                      controller_port=controller_port, internal_port=internal_port, controllers=controllers,
-                     kraft_version=kraft_version, metrics_port=metrics_port)
+                     kraft_version=kraft_version, metrics_port=metrics_port, secure=secure)
     except cl.ClusterError as exc:
         _fail(str(exc), exc.code)
     if "default.replication.factor" not in chosen:
@@ -102,7 +105,11 @@ def cluster_up(brokers: int, controllers: int, kraft_version: int, directory: st
     click.echo(f"kraftlog cluster up: {brokers} brokers, "
                + (f"a quorum of {controllers} controllers (kraft.version {kraft_version}), " if controllers > 1 else "")
                + f"level {info['level']}, seed {info['seed']}, "
-               f"bootstrap {info['bootstrap']}" + (", chaos mode" if chaos else ""))
+               f"bootstrap {info['bootstrap']}" + (", chaos mode" if chaos else "")
+               + (", every listener SASL_SSL" if info.get("secure") else ""))
+    if info.get("secure"):
+        click.echo(f"the admin's client properties (SASL_SSL, PLAIN, the cluster's CA): {directory}/admin.properties; "
+                   f"kraftlog's admin commands take them with --command-config {directory}/admin.properties")
     if detach:
         click.echo(f"stop it with: kraftlog cluster down --dir {directory}")
         return

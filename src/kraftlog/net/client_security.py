@@ -13,7 +13,6 @@ cannot use raises ValueError with one line naming the key (the command exits 2);
 
 from __future__ import annotations
 
-import shlex
 import socket
 import ssl
 from collections.abc import Callable
@@ -22,14 +21,7 @@ from typing import Any
 
 import click
 
-from ..protocol.sasl import (
-    MECHANISMS,
-    SASL_AUTHENTICATE_KEY,
-    SASL_HANDSHAKE_KEY,
-    SaslClient,
-    parse_response,
-    request_frame,
-)
+from ..protocol.sasl import MECHANISMS, SaslClientSession, jaas_options
 from ..storage.meta_properties import load_properties
 
 __all__ = ["ClientSecurity", "load_command_config", "secure_socket", "command_config_option", "current_security"]
@@ -71,7 +63,7 @@ def load_command_config(path: str) -> ClientSecurity:
             raise ValueError(f"sasl.mechanism: {mechanism} is not served (kraftlog speaks {', '.join(MECHANISMS)})")
         username, password = props.get("sasl.username"), props.get("sasl.password")
         if "sasl.jaas.config" in props:
-            options = _jaas_options(props["sasl.jaas.config"])
+            options = jaas_options(props["sasl.jaas.config"])
             username, password = options.get("username", username), options.get("password", password)
         if not username or password is None:
             raise ValueError("sasl.jaas.config: username=\"...\" and password=\"...\" are required for "
@@ -81,15 +73,6 @@ def load_command_config(path: str) -> ClientSecurity:
         raise ValueError("ssl.truststore.type: kraftlog reads PEM truststores (set ssl.truststore.type=PEM)")
     check = props.get("ssl.endpoint.identification.algorithm", "https").lower() == "https"
     return ClientSecurity(protocol, mechanism, username, password, cafile, check)
-
-
-def _jaas_options(text: str) -> dict[str, str]:
-    body = text.strip().rstrip(";")
-    try:
-        words = shlex.split(body)
-    except ValueError:
-        raise ValueError("sasl.jaas.config is not 'LoginModule required option=\"value\" ...;'") from None
-    return dict(w.split("=", 1) for w in words[2:] if "=" in w)
 
 
 def secure_socket(sock: socket.socket, host: str, security: ClientSecurity, client_id: str,
@@ -106,28 +89,18 @@ def secure_socket(sock: socket.socket, host: str, security: ClientSecurity, clie
         return sock
     assert security.mechanism is not None and security.username is not None and security.password is not None
     sock.settimeout(timeout_s)
-    _, handshake = _exchange(sock, SASL_HANDSHAKE_KEY, 1, 1, client_id, mechanism=security.mechanism)
-    if handshake.error_code != 0:
-        raise PermissionError(f"{security.mechanism} is not enabled on {host} (it offers "
-                              f"{', '.join(handshake.mechanisms)})")
-    client = SaslClient(security.mechanism, security.username, security.password)
-    token: bytes | None = client.first()
-    corr = 2
-    while token is not None:
-        _, response = _exchange(sock, SASL_AUTHENTICATE_KEY, 2, corr, client_id, auth_bytes=token)
-        if response.error_code != 0:
-            raise PermissionError(f"SASL authentication with {host} failed: {response.error_message}")
-        corr += 1
-        token = client.respond(bytes(response.auth_bytes))
+    session = SaslClientSession(security.mechanism, security.username, security.password, client_id)
+    frame: bytes | None = session.start()
+    try:
+        while frame is not None:
+            sock.sendall(frame)
+            size = int.from_bytes(_read(sock, 4), "big")
+            if not 4 <= size <= 1 << 20:
+                raise ConnectionError(f"a SASL response of {size} bytes")
+            frame = session.receive(_read(sock, size))
+    except PermissionError as exc:
+        raise PermissionError(f"{host}: {exc}") from None
     return sock
-
-
-def _exchange(sock: socket.socket, api_key: int, version: int, corr: int, client_id: str, **fields: object):
-    sock.sendall(request_frame(api_key, version, corr, client_id, **fields))
-    size = int.from_bytes(_read(sock, 4), "big")
-    if not 4 <= size <= 1 << 20:
-        raise ConnectionError(f"a SASL response of {size} bytes")
-    return parse_response(api_key, version, _read(sock, size))
 
 
 def _read(sock: socket.socket, n: int) -> bytes:

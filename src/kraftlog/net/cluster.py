@@ -70,7 +70,8 @@ from .cluster_files import entry as _entry
 from .cluster_files import locked as _locked
 from .cluster_files import save as _save
 from .cluster_files import update_entry as _update_entry
-from .cluster_properties import write_node_properties
+from .cluster_properties import SINGLE_CONTROLLER_ID, write_node_properties
+from .cluster_security import secure_new_cluster
 from .disk import FileDisk
 from .link_filter import LinkFilter
 from .meta_properties import read_meta_properties
@@ -159,12 +160,12 @@ def _start_node(directory: str, cluster: dict, node) -> subprocess.Popen:
             what = "the controller" if node == CONTROLLER else node_name(node)
             raise ClusterError(f"{what} is already running (pid {entry['pid']})", 2)
         entry["incarnation"] = entry.get("incarnation", 0) + 1  # seeds the node's Random (kraftlog.net.node)
-        write_json(_cluster_path(directory), fresh)
+        write_json(_cluster_path(directory), fresh, mode=0o600)
         # the node runs from its server.properties, as `kraftlog server` does (cluster_properties)
         write_node_properties(directory, fresh, node, node_name(node))
         proc = _launch(directory, node)
         entry["pid"] = proc.pid  # known at once: a node that refuses to start shows as REFUSED in ``status``
-        write_json(_cluster_path(directory), fresh)
+        write_json(_cluster_path(directory), fresh, mode=0o600)
     run = _wait_started(directory, node, proc)
     fresh = _update_entry(directory, node, pid=proc.pid, port=run["port"], internal_port=run["internal_port"])
     cluster.clear()
@@ -252,7 +253,7 @@ def _span(ports: range) -> str:
 def up(directory: str, brokers: int, port: int = 9092, level: Level | None = None, seed: int | None = None,
        config: dict | None = None, chaos: bool = False, owned: bool = False, controller_port: int | None = None,
        internal_port: int | None = None, controllers: int = 1, kraft_version: int = 0,
-       metrics_port: int | None = None) -> dict:
+       metrics_port: int | None = None, secure: bool = False) -> dict:
     """Start a controller (``controllers`` > 1: a KRaft quorum of that many voters, ids 3000, 3001, ..., static
     ``controller.quorum.voters``) and ``brokers`` brokers on 127.0.0.1 with data under ``directory`` (reused when
     it holds a cluster of the same size and level: the nodes recover their logs) and return cluster.json.
@@ -273,6 +274,7 @@ def up(directory: str, brokers: int, port: int = 9092, level: Level | None = Non
     naming every voter with its directory id and endpoint (``storage format --initial-controllers``), the nodes
     know the controllers only as bootstrap servers, and ``controller.quorum.auto.join.enable`` is true unless
     ``config`` says otherwise: a voter whose directory was lost and formatted again rejoins with its new one.
+    ``secure`` (a new cluster only; a secured one stays secured): :mod:`kraftlog.net.cluster_security`.
     Raises ClusterError (exit 2) on a mismatch with an existing cluster or a cluster that is already
     running."""
     from ..level import DEFAULT
@@ -285,6 +287,8 @@ def up(directory: str, brokers: int, port: int = 9092, level: Level | None = Non
     if kraft_version == 1 and controllers == 1:
         raise ClusterError("--kraft-version 1 needs a controller quorum (--controllers 3): the single controller "
                            "is not a Raft quorum", 2)
+    if secure and chaos:
+        raise ClusterError("--secure with --chaos is not served: kraftlog's fault injectors speak PLAINTEXT", 2)
     check_ports(brokers, port, controller_port, internal_port, controllers, metrics_port)
     for key, value in sorted((config or {}).items()):  # what each node's server.properties will say
         problem = config_problem(key, str(value))
@@ -308,6 +312,10 @@ def up(directory: str, brokers: int, port: int = 9092, level: Level | None = Non
         if running:
             raise ClusterError(f"{directory}: {', '.join(running)} already running; `kraftlog cluster down "
                                f"--dir {directory}` first", 2)
+        if secure and not cluster.get("secure"):
+            raise ClusterError(f"{directory} holds a PLAINTEXT cluster: --secure makes a new one (another --dir)", 2)
+        if cluster.get("secure") and chaos:
+            raise ClusterError(f"{directory} holds a --secure cluster: --chaos is not served there", 2)
         if cluster.get("chaos") and not chaos:
             raise ClusterError(f"{directory} holds a chaos-mode cluster (its data has a shadow); start it with "
                                "--chaos", 2)
@@ -351,6 +359,8 @@ def up(directory: str, brokers: int, port: int = 9092, level: Level | None = Non
             e[k] = free
         if kraft_version == 1:
             cluster["config"].setdefault("controller.quorum.auto.join.enable", "true")
+        if secure:
+            secure_new_cluster(directory, cluster, SINGLE_CONTROLLER_ID)
         _save(directory, cluster)
         for e in cluster["nodes"]:  # a new cluster: every directory is new
             if _blank(_node_root(directory, e["id"])):

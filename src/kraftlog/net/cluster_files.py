@@ -42,8 +42,9 @@ def load(directory: str) -> dict:
 
 
 def save(directory: str, cluster: dict) -> None:
+    """Write cluster.json (mode 0600: a ``--secure`` cluster's holds the admin's client configuration)."""
     with locked(directory):
-        write_json(cluster_path(directory), cluster)
+        write_json(cluster_path(directory), cluster, mode=0o600)
 
 
 @contextlib.contextmanager
@@ -68,7 +69,7 @@ def update_entry(directory: str, node, **changes) -> dict:
         found.update(changes)
         if node == 0 and "port" in changes:
             cluster["bootstrap"] = f"{HOST}:{changes['port']}"
-        write_json(cluster_path(directory), cluster)
+        write_json(cluster_path(directory), cluster, mode=0o600)
         return cluster
 
 

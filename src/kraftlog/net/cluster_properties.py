@@ -6,7 +6,8 @@ the path ``kraftlog server`` takes.
 ``cluster.json`` records, the quorum line, ``log.dirs``, ``metrics.port``, ``kraftlog.level`` and the cluster
 config); the launcher writes it as ``DIR/<node>.properties`` before each start, and the node process reads it with
 the same parser as ``kraftlog server`` (:func:`kraftlog.net.node.spec_from_cluster`), taking from ``cluster.json``
-only what a fault injector adds (its run file, seed and incarnation, chaos mode, owner, link rules).
+only what a fault injector adds (its run file, seed and incarnation, chaos mode, owner, link rules). A ``--secure``
+cluster's files add the security keys of :mod:`kraftlog.net.cluster_security` and are mode 0600.
 
 A broker listens on ``CLIENT`` (clients) and ``BROKER`` (``inter.broker.listener.name``); a controller on
 ``CONTROLLER``. The quorum line is ``controller.quorum.voters`` (static voters), or
@@ -22,6 +23,7 @@ from collections.abc import Mapping
 
 from ..controller.controller import CONTROLLER
 from ..storage.meta_properties import store_properties
+from .cluster_security import security_properties
 from .files import atomic_write
 from .node import HOST
 from .server_config import SINGLE_CONTROLLER_KEY
@@ -71,6 +73,8 @@ def node_properties(directory: str, cluster: Mapping, node, name: str) -> dict[s
     if entry.get("metrics_port") is not None:
         props["metrics.port"] = str(entry["metrics_port"])
     props["kraftlog.level"] = str(cluster["level"])
+    if cluster.get("secure"):  # `cluster up --secure`: every listener SASL_SSL, one user per node
+        props.update(security_properties(directory, cluster, node, SINGLE_CONTROLLER_ID))
     for key, value in sorted(cluster.get("config", {}).items()):
         props[key] = str(value)
     return props
@@ -81,5 +85,5 @@ def write_node_properties(directory: str, cluster: Mapping, node, name: str) -> 
     path = properties_path(directory, name)
     text = "# written by `kraftlog cluster` from cluster.json: rewritten at each start of the node\n"
     text += store_properties(node_properties(directory, cluster, node, name))
-    atomic_write(path, text.encode("latin-1"))
+    atomic_write(path, text.encode("latin-1"), mode=0o600 if cluster.get("secure") else 0o644)  # passwords
     return path

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from ..protocol import messages as m
 from ..protocol.framing import ResponseDecoder, ServerConnection
+from ..protocol.sasl import SaslClientSession
 from .link_filter import CLIENTS
 
 if TYPE_CHECKING:
@@ -88,6 +89,8 @@ class Peer:
         self.generation = 0
         #: correlation ids of a client node's ConnectionSetups waiting for the connection
         self.setups: list[int] = []
+        #: why the last authentication to this peer failed (logged once until it succeeds or the reason changes)
+        self.auth_failure: str | None = None
 
 
 
@@ -139,9 +142,21 @@ class PeerProtocol(asyncio.BufferedProtocol):
         self.transport: asyncio.Transport | None = None
         self.attached = False  # the peer's writer is this connection (set by _connect)
         self.lost = False
+        #: a SASL exchange under way (:meth:`authenticate`) and its outcome
+        self._session: SaslClientSession | None = None
+        self._authenticated: asyncio.Future | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
+
+    async def authenticate(self, session: SaslClientSession) -> None:
+        """Run ``session``'s SASL exchange on this connection before it is attached: PermissionError when the
+        peer refuses, ConnectionError when the connection closes first."""
+        assert self.transport is not None
+        self._session = session
+        self._authenticated = asyncio.get_running_loop().create_future()
+        self.transport.write(session.start())
+        await self._authenticated
 
     def get_buffer(self, sizehint: int) -> memoryview:
         return self.decoder.get_buffer()
@@ -149,10 +164,32 @@ class PeerProtocol(asyncio.BufferedProtocol):
     def buffer_updated(self, nbytes: int) -> None:
         if self.attached:
             self.driver._on_peer_data(self, nbytes)
+        elif self._session is not None:
+            self._authentication_data(nbytes)
+
+    def _authentication_data(self, nbytes: int) -> None:
+        done = self._authenticated
+        assert self._session is not None and done is not None and self.transport is not None
+        try:
+            for _, payload in self.decoder.buffer_updated(nbytes):
+                frame = self._session.receive(bytes(payload))
+                if frame is None:
+                    self._session = None
+                    if not done.done():
+                        done.set_result(None)
+                    return
+                self.transport.write(frame)
+        except (PermissionError, ValueError) as exc:  # refused, or a broken stream
+            self._session = None
+            if not done.done():
+                done.set_exception(exc if isinstance(exc, PermissionError) else ConnectionError(str(exc)))
 
     def eof_received(self) -> bool:
         return False
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.lost = True
+        done = self._authenticated
+        if self._session is not None and done is not None and not done.done():
+            done.set_exception(ConnectionError("the peer closed the connection during SASL authentication"))
         self.driver._peer_lost(self)

@@ -67,13 +67,13 @@ from ..protocol import messages as m
 from ..protocol import wire
 from ..protocol.framing import Authenticated, Close, Reply, Request, ServerConnection
 from ..protocol.node import CONNECTION_SETUP, ConnectionSetup
-from ..protocol.sasl import ANONYMOUS, SaslConfig
+from ..protocol.sasl import ANONYMOUS, SaslClientSession, SaslConfig
 from .clock import Clock, Wake
 from .connections import DEFAULT_CHANNEL, Connection, ListenerProtocol, Peer, PeerProtocol, channel_of
 from .control import ControlChannel
 from .link_filter import CLIENTS, DROP, HOLD, PASS, LinkFilter, api_name, node_of_client_id
 from .listener_limits import ListenerLimits, RequestMemory
-from .listener_security import principal_of_certificate
+from .listener_security import PeerSecurity, principal_of_certificate
 
 __all__ = ["Clock", "NodeDriver"]
 
@@ -83,20 +83,22 @@ CONNECT_TIMEOUT_MS = 10_000
 
 class NodeDriver:
     """Drives ``node`` over TCP. ``listeners``: name -> bound listening socket; ``address_of(peer)``:
-    (host, port) of a peer node or None when unknown yet; ``log(text)``: one line to the node's log;
-    ``client_id``: the client id of the node's own requests; ``after_event``: called after every event
+    (host, port) or (host, port, listener role) of a peer node, None when unknown yet (``peer_security``: role ->
+    how this node authenticates there: TLS, then SASL, before any request goes out); ``log(text)``: one line to
+    the node's log; ``client_id``: the client id of the node's own requests; ``after_event``: called after every event
     (the process entry point writes its status file from it); ``link_filter``: chaos mode's
     :class:`~kraftlog.net.link_filter.LinkFilter` (None: every message passes, no rule is ever looked at).
 
     Chaos mode, where the filter applies (every message crossing this node's edge) and what a drop or a
     hold does to connections and ordering: :mod:`kraftlog.net.link_filter`."""
 
-    def __init__(self, node, listeners: dict, address_of: Callable[[object], tuple[str, int] | None],
+    def __init__(self, node, listeners: dict, address_of: Callable[[object], tuple | None],
                  log: Callable[[str], None], client_id: str, clock: Clock | None = None,
                  max_request_bytes: int | None = None, link_filter: LinkFilter | None = None,
                  control_handlers: dict[str, Callable[[dict], dict]] | None = None,
                  limits: ListenerLimits | None = None, sasl: dict[str, SaslConfig] | None = None,
-                 tls: dict[str, ssl.SSLContext] | None = None) -> None:
+                 tls: dict[str, ssl.SSLContext] | None = None,
+                 peer_security: dict[str, PeerSecurity] | None = None) -> None:
         self.node = node
         self.listeners = listeners
         #: listener role -> its SASL settings (a ``SASL_PLAINTEXT`` listener); the others are PLAINTEXT
@@ -107,6 +109,9 @@ class NodeDriver:
         #: listener role -> its server TLS context (an ``SSL`` or ``SASL_SSL`` listener: asyncio's TLS transport,
         #: OpenSSL over memory BIOs, hands the framing the plaintext)
         self.tls = dict(tls or {})
+        #: listener role -> (how this node connects to the other nodes' listener of that role, its client TLS
+        #: context or None): ``address_of`` names the role; a role not here is PLAINTEXT
+        self.peer_security = {role: (sec, sec.client_context()) for role, sec in (peer_security or {}).items()}
         self.address_of = address_of
         self.log = log
         self.client_id = client_id
@@ -336,7 +341,7 @@ class NodeDriver:
                     continue
             conn.inflight = (corr, version)
             env = m.Envelope(conn, self.node.node_id, corr, msg, False, conn.listener, client_id, version,
-                             f"/{conn.ip}" if conn.ip else None)
+                             f"/{conn.ip}" if conn.ip else None, conn.framing.principal)
             timers = self.event_timers
             try:
                 if timers is None:
@@ -640,14 +645,25 @@ class NodeDriver:
 
     async def _connect(self, peer: Peer) -> None:
         address = self.address_of(peer.peer)
+        transport = None
         try:
             if address is None:
                 raise ConnectionError(f"no address known for {peer.peer}")
+            security, context = self.peer_security.get(address[2], (None, None)) if len(address) > 2 else (None, None)
             loop = asyncio.get_running_loop()
             transport, protocol = await asyncio.wait_for(
-                loop.create_connection(lambda: PeerProtocol(self, peer), address[0], address[1]),
+                loop.create_connection(lambda: PeerProtocol(self, peer), address[0], address[1], ssl=context,
+                                       server_hostname=address[0] if context is not None else None),
                 CONNECT_TIMEOUT_MS / 1000)
-        except (TimeoutError, OSError, ConnectionError):
+            if security is not None and security.sasl:  # authenticated before any request goes out
+                await asyncio.wait_for(protocol.authenticate(SaslClientSession(
+                    security.mechanism, security.username, security.password, self.client_id)),
+                    CONNECT_TIMEOUT_MS / 1000)
+        except (TimeoutError, OSError, ConnectionError) as exc:
+            if transport is not None:
+                transport.close()
+            if isinstance(exc, (ssl.SSLError, PermissionError)):  # logged once per peer and reason
+                self._log_auth_failure(peer, f"{type(exc).__name__}: {exc}")
             peer.connecting = False
             failed = [corr for corr, _ in peer.pending] + peer.setups
             peer.pending.clear()
@@ -660,6 +676,7 @@ class NodeDriver:
             return
         peer.writer = transport
         peer.connecting = False
+        peer.auth_failure = None
         peer.generation += 1
         protocol.attached = True
         if not protocol.lost:
@@ -673,6 +690,11 @@ class NodeDriver:
             self._flush()
         if protocol.lost:  # closed before it was attached: lost now
             self._peer_lost(protocol)
+
+    def _log_auth_failure(self, peer: Peer, reason: str) -> None:
+        if peer.auth_failure != reason:
+            peer.auth_failure = reason
+            self.log(f"cannot authenticate to {peer.peer}: {reason}")
 
     def _on_peer_data(self, protocol: PeerProtocol, nbytes: int) -> None:
         """``nbytes`` from a peer: its responses, each to the request in flight with its correlation id.

@@ -64,14 +64,16 @@ def dirs_to_sync(parent: str, created: list[str]) -> list[str]:
     return out
 
 
-def atomic_write(full: str, data: bytes) -> None:
+def atomic_write(full: str, data: bytes, mode: int = 0o644) -> None:
     """Kafka's checkpoint write: ``full.tmp`` written and fsynced, renamed over ``full``, directory fsynced
-    (and the directories created for it)."""
+    (and the directories created for it). ``mode``: the file's permissions (0o600 for a file holding a password:
+    set before a byte is written)."""
     parent = os.path.dirname(full)
     created = make_dirs(parent)
     tmp = full + TMP_SUFFIX
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | O_CLOEXEC, 0o644)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | O_CLOEXEC, mode)
     try:
+        os.fchmod(fd, mode)  # an old tmp file keeps its mode through O_CREAT, and the umask narrows a new one
         write_all(fd, data)
         os.fsync(fd)
     finally:

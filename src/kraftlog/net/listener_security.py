@@ -15,10 +15,17 @@ serves with.
   of a client certificate is ``User:`` + its subject's distinguished name, RFC 2253, as Kafka's default).
   JKS and PKCS12 keystores are refused (convert them to PEM).
 
-Each key may be given for one listener as ``listener.name.<listener in lower case>.<key>``, which wins. The
-node-to-node listeners (inter-broker, controller) stay PLAINTEXT until nodes authenticate to each other (the
-rest of the Authentication issue): a secured protocol there is refused. Errors are ValueError with one line
-naming the key.
+Each key may be given for one listener as ``listener.name.<listener in lower case>.<key>``, which wins. Errors are
+ValueError with one line naming the key, never a password.
+
+:func:`peer_security` reads how this node connects to the other nodes' listeners (the inter-broker listener and
+the controller listener, each a client of the other nodes as in Kafka): the listener's security protocol from
+``listener.security.protocol.map``, for SASL the mechanism (``sasl.mechanism.inter.broker.protocol``,
+``sasl.mechanism.controller.protocol``; Kafka's default GSSAPI is not served) and this node's own credentials,
+the ``username="..."`` and ``password="..."`` of ``listener.name.<l>.<mechanism>.sasl.jaas.config`` (the same
+entry whose ``user_<name>`` options a PLAIN server checks, as Kafka's); for TLS the truststore the other node's
+certificate is checked against (its host name too, Kafka's ``ssl.endpoint.identification.algorithm=https``) and
+the keystore presented when that listener asks for a client certificate.
 """
 
 from __future__ import annotations
@@ -27,10 +34,16 @@ import os
 import ssl
 from dataclasses import dataclass
 
-from ..protocol.sasl import DEFAULT_FAILED_AUTHENTICATION_DELAY_MS, MECHANISMS, PLAIN, parse_plain_jaas_users
+from ..protocol.sasl import (
+    DEFAULT_FAILED_AUTHENTICATION_DELAY_MS,
+    MECHANISMS,
+    PLAIN,
+    jaas_options,
+    parse_plain_jaas_users,
+)
 
-__all__ = ["SaslListener", "TlsListener", "LISTENER_KEYS", "security_of_listeners", "server_context",
-           "principal_of_certificate"]
+__all__ = ["SaslListener", "TlsListener", "PeerSecurity", "LISTENER_KEYS", "security_of_listeners", "peer_security",
+           "server_context", "principal_of_certificate"]
 
 #: What a listener-prefixed key (``listener.name.<listener>.<key>``, the listener's name in lower case as Kafka
 #: writes it) may set.
@@ -66,18 +79,19 @@ class TlsListener:
     client_auth: str = "none"
 
 
-def security_of_listeners(props: dict[str, str], protocols: dict[str, str], inter: str | None,
-                          controller_names: list[str]) -> tuple[dict[str, SaslListener], dict[str, TlsListener]]:
-    """The SASL and TLS settings of each secured listener (``protocols``: listener name -> security protocol),
-    after checking every listener-prefixed key names a listener and a key kraftlog reads (the module doc)."""
-    by_prefix = {name.lower(): name for name in protocols}
+def security_of_listeners(props: dict[str, str], protocols: dict[str, str],
+                          known: set[str]) -> tuple[dict[str, SaslListener], dict[str, TlsListener]]:
+    """The SASL and TLS settings of each secured listener the node serves (``protocols``: listener name -> security
+    protocol), after checking every listener-prefixed key names a listener the node serves or connects to
+    (``known``) and a key kraftlog reads (the module doc)."""
+    by_prefix = {name.lower(): name for name in sorted(known | set(protocols))}
     for key in sorted(props):
         if not key.startswith("listener.name."):
             continue
         listener, _, rest = key[len("listener.name."):].partition(".")
         if listener not in by_prefix:
-            raise ValueError(f"{key}: no listener {listener.upper()} in listeners (the prefix is "
-                             "listener.name.<listener in lower case>.)")
+            raise ValueError(f"{key}: no listener {listener.upper()} in listeners, controller.listener.names or "
+                             "inter.broker.listener.name (the prefix is listener.name.<listener in lower case>.)")
         if rest not in LISTENER_KEYS:
             raise ValueError(f"{key}: unknown listener configuration {rest!r} (kraftlog reads "
                              f"{', '.join(sorted(LISTENER_KEYS))})")
@@ -87,10 +101,6 @@ def security_of_listeners(props: dict[str, str], protocols: dict[str, str], inte
     for name, protocol in protocols.items():
         if protocol == "PLAINTEXT":
             continue
-        if name == inter or name in controller_names:
-            role = "inter-broker" if name == inter else "controller"
-            raise ValueError(f"listeners: {name} ({protocol}) is the {role} listener: nodes do not authenticate "
-                             "to each other yet (PLAINTEXT there)")
         prefix = f"listener.name.{name.lower()}."
         if protocol.startswith("SASL_"):
             sasl[name] = _sasl(props, name, prefix, delay)
@@ -166,6 +176,77 @@ def _tls(props: dict[str, str], name: str, prefix: str) -> TlsListener:
         raise ValueError(f"{keystore_key}: cannot load {keystore} as a PEM key and certificate chain: "
                          f"{getattr(exc, 'reason', None) or exc}") from None
     return listener
+
+
+@dataclass(frozen=True)
+class PeerSecurity:
+    """How this node connects to another node's ``listener`` (the module doc): its security ``protocol``; for SASL
+    the ``mechanism`` and this node's ``username`` / ``password``; for TLS the ``truststore`` (None: the system's
+    CAs) and the ``keystore`` / ``key_password`` presented as a client certificate (None: none)."""
+
+    listener: str
+    protocol: str = "PLAINTEXT"
+    mechanism: str | None = None
+    username: str | None = None
+    password: str | None = None
+    truststore: str | None = None
+    keystore: str | None = None
+    key_password: str | None = None
+
+    def __repr__(self) -> str:  # never a password in a log line or a traceback
+        return f"PeerSecurity({self.listener}, {self.protocol}, mechanism={self.mechanism}, user={self.username})"
+
+    @property
+    def sasl(self) -> bool:
+        return self.protocol.startswith("SASL_")
+
+    def client_context(self) -> ssl.SSLContext | None:
+        """The client TLS context (TLS 1.2 or later; the peer's certificate and host name checked against the
+        truststore), None for a protocol without TLS. OSError or ssl.SSLError when a file cannot be loaded."""
+        if not self.protocol.endswith("SSL"):
+            return None
+        context = ssl.create_default_context(cafile=self.truststore)
+        context.minimum_version = ssl.TLSVersion.TLSv1_2
+        if self.keystore is not None:
+            context.load_cert_chain(self.keystore, password=self.key_password)
+        return context
+
+
+def peer_security(props: dict[str, str], listener: str, protocol: str, mechanism_key: str) -> PeerSecurity:
+    """How this node connects to the other nodes' ``listener`` (security ``protocol``), its SASL mechanism named
+    by ``mechanism_key`` (``sasl.mechanism.inter.broker.protocol`` or ``sasl.mechanism.controller.protocol``):
+    the module doc. ValueError with one line naming the key."""
+    prefix = f"listener.name.{listener.lower()}."
+    mechanism = username = password = None
+    if protocol.startswith("SASL_"):
+        mechanism = props.get(mechanism_key, "GSSAPI").strip().upper()
+        if mechanism not in MECHANISMS:
+            raise ValueError(f"{mechanism_key}: {mechanism} is not served (kraftlog speaks {', '.join(MECHANISMS)}); "
+                             f"this node authenticates with it to the other nodes' {listener} listener")
+        key = f"{prefix}{mechanism.lower()}.sasl.jaas.config"
+        if key not in props:
+            raise ValueError(f"{key} is required: this node authenticates to the other nodes' {listener} listener "
+                             f"with {mechanism} as its username=\"...\" password=\"...\"")
+        try:
+            options = jaas_options(props[key])
+        except ValueError as exc:
+            raise ValueError(f"{key}: {exc}") from None
+        username, password = options.get("username"), options.get("password")
+        if not username or password is None:
+            raise ValueError(f"{key}: username=\"...\" and password=\"...\" are required (this node's own "
+                             f"credentials on the {listener} listener)")
+    truststore = keystore = key_password = None
+    if protocol.endswith("SSL"):
+        _, truststore = _get(props, prefix, "ssl.truststore.location")
+        _, keystore = _get(props, prefix, "ssl.keystore.location")
+        _, key_password = _get(props, prefix, "ssl.key.password")
+    out = PeerSecurity(listener, protocol, mechanism, username, password, truststore, keystore, key_password)
+    try:
+        out.client_context()
+    except (OSError, ssl.SSLError, ValueError) as exc:
+        raise ValueError(f"{prefix}ssl.truststore.location / ssl.keystore.location: cannot load the files this node "
+                         f"connects to the {listener} listener with: {getattr(exc, 'reason', None) or exc}") from None
+    return out
 
 
 def server_context(listener: TlsListener) -> ssl.SSLContext:

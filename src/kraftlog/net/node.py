@@ -152,11 +152,13 @@ def _bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-def write_json(path: str, data) -> None:
+def write_json(path: str, data, mode: int = 0o644) -> None:
     """Replace ``path`` with ``data`` as JSON, atomically (tmp file + rename): a reader sees the old file
-    or the new one, never a torn one (cluster.json, the run files)."""
+    or the new one, never a torn one (cluster.json, the run files). ``mode``: the file's permissions."""
     tmp = f"{path}.tmp"
-    with open(tmp, "w") as f:
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+    os.fchmod(fd, mode)
+    with os.fdopen(fd, "w") as f:
         json.dump(data, f, indent=1)
         f.write("\n")
     os.replace(tmp, path)
@@ -279,6 +281,9 @@ class NodeSpec:
     #: listener role -> its TLS settings (:class:`~kraftlog.net.listener_security.TlsListener`), for an ``SSL``
     #: or ``SASL_SSL`` listener
     tls: dict = field(default_factory=dict)
+    #: listener role (``CONTROLLER``, ``INTERNAL``) -> how this node connects to the other nodes' listener of that
+    #: role (:class:`~kraftlog.net.listener_security.PeerSecurity`); none: PLAINTEXT
+    peers: dict = field(default_factory=dict)
 
 
 #: The id of ``controller.quorum.bootstrap.servers``' first server, the next ones -3, -4, ... (Kafka's
@@ -338,10 +343,12 @@ def spec_from_server_config(server: ServerConfig) -> NodeSpec:
             binds[lst.CLIENT] = (server.listeners[client].host, server.listeners[client].port)
         for role, name in ((lst.INTERNAL, inter), (lst.CLIENT, client)):
             advertise[role] = (server.advertised[name].host, server.advertised[name].port)
-    # a broker's client listener may be SASL_PLAINTEXT (server_config refuses it on node-to-node listeners)
-    client_name = None if server.is_controller else server.client_listener()
-    sasl = {lst.CLIENT: server.sasl[client_name]} if client_name in server.sasl else {}
-    tls = {lst.CLIENT: server.tls[client_name]} if client_name in server.tls else {}
+    # each listener the node binds, by role, with its security (server_config: any listener may be secured)
+    names = ({lst.CONTROLLER: server.controller_listener} if server.is_controller else
+             {lst.INTERNAL: server.inter_broker_listener, lst.CLIENT: server.client_listener()})
+    sasl = {role: server.sasl[name] for role, name in names.items() if role in binds and name in server.sasl}
+    tls = {role: server.tls[name] for role, name in names.items() if role in binds and name in server.tls}
+    peers = {lst.CONTROLLER: server.controller_peer, lst.INTERNAL: server.inter_broker_peer}
     if server.metrics_port is not None:
         binds[METRICS] = (next(iter(server.listeners.values())).host, server.metrics_port)
     if server.single_controller:  # kraftlog's single controller, no Raft: the brokers know it as `controller`
@@ -349,13 +356,14 @@ def spec_from_server_config(server: ServerConfig) -> NodeSpec:
         return NodeSpec(
             node=CONTROLLER if server.is_controller else server.node_id, name=server.name,
             controller=server.is_controller, root=server.data_dir, level=server.level, config=dict(server.config),
-            binds=binds, advertise=advertise, controllers={CONTROLLER: address}, voters=[], sasl=sasl, tls=tls)
+            binds=binds, advertise=advertise, controllers={CONTROLLER: address}, voters=[], sasl=sasl, tls=tls,
+            peers=peers)
     return NodeSpec(
         node=server.node_id, name=server.name, controller=server.is_controller, root=server.data_dir,
         level=server.level, config=dict(server.config), binds=binds, advertise=advertise,
         controllers=dict(server.voters), voters=sorted(server.voters), listener=listener,
         bootstrap={BOOTSTRAP_ID_BASE - i: address for i, address in enumerate(server.bootstrap_servers)},
-        sasl=sasl, tls=tls)
+        sasl=sasl, tls=tls, peers=peers)
 
 
 async def _main(spec: NodeSpec) -> int:
@@ -462,13 +470,15 @@ async def _main(spec: NodeSpec) -> int:
     raft = (core.quorum.raft if core.quorum is not None else None) if controller else getattr(core.loader, "raft", None)
 
     def address_of(peer):
+        """(host, port, the listener's role) of a peer node, None when unknown yet."""
         if peer in controller_addresses:  # the single controller, a static voter or a bootstrap server
-            return controller_addresses[peer]
+            return (*controller_addresses[peer], lst.CONTROLLER)
         found = raft.endpoint_of(peer) if raft is not None and isinstance(peer, int) else None
         if found is not None:  # a voter of a dynamic quorum, or a leader an answer named (KIP-853)
-            return found
+            return (*found, lst.CONTROLLER)
         reg = core.image.brokers.get(peer)
-        return None if reg is None else reg.endpoint(lst.INTERNAL)
+        endpoint = None if reg is None else reg.endpoint(lst.INTERNAL)
+        return None if endpoint is None else (*endpoint, lst.INTERNAL)
 
     def disk_full(command: dict) -> dict:
         args = {k: v for k, v in command.items() if k != "cmd"}
@@ -495,7 +505,8 @@ async def _main(spec: NodeSpec) -> int:
     driver = NodeDriver(core, socks, address_of, driver_log, client_id=name, clock=clock, link_filter=link_filter,
                         control_handlers={"disk_full": disk_full} if chaos and not controller else None,
                         limits=limits, sasl=sasl,
-                        tls={role: server_context(listener) for role, listener in spec.tls.items()})
+                        tls={role: server_context(listener) for role, listener in spec.tls.items()},
+                        peer_security={role: peer for role, peer in spec.peers.items() if peer.protocol != "PLAINTEXT"})
     for role in sasl:  # Kafka's socket-server-metrics of the listener
         for i, attribute in enumerate(("successful-authentication-total", "failed-authentication-total")):
             core.metrics.gauge(MetricName("kafka.server", "socket-server-metrics", None, (("listener", role),),

@@ -11,11 +11,12 @@ CLI exits 2 with it). What it reads, with Kafka's names and rules (``KafkaConfig
   ``advertised.listeners`` (default: ``listeners``; a broker's controller listener is never advertised),
   ``listener.security.protocol.map`` (Kafka's default maps PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL to
   themselves, and, when the map is not given, each controller listener to PLAINTEXT, as Kafka's
-  ``effectiveListenerSecurityProtocolMap``; every listener must be mapped; a broker's client listener may be
-  SASL_PLAINTEXT, SSL or SASL_SSL, with the SASL and TLS keys :mod:`.listener_security` reads; the
-  node-to-node listeners are PLAINTEXT), ``controller.listener.names`` (required: a controller listens on the
-  first one; a broker must not list it in ``listeners``), ``inter.broker.listener.name`` (default
-  ``PLAINTEXT``; must be a broker listener);
+  ``effectiveListenerSecurityProtocolMap``; every listener must be mapped; any listener may be SASL_PLAINTEXT,
+  SSL or SASL_SSL, with the SASL and TLS keys :mod:`.listener_security` reads, and how the node authenticates to
+  the other nodes' inter-broker and controller listeners: ``sasl.mechanism.inter.broker.protocol``,
+  ``sasl.mechanism.controller.protocol`` and the listeners' JAAS ``username`` / ``password``),
+  ``controller.listener.names`` (required: a controller listens on the first one; a broker must not list it in
+  ``listeners``), ``inter.broker.listener.name`` (default ``PLAINTEXT``; must be a broker listener);
 * ``controller.quorum.voters`` (``ID@HOST:PORT,...``, static voters, kraft.version 0): a controller must be
   in it with the host and port of its own controller listener, a broker must not; or, without it,
   ``controller.quorum.bootstrap.servers`` (``HOST:PORT,...``, KIP-853's dynamic quorum, kraft.version 1: the
@@ -43,7 +44,14 @@ from dataclasses import dataclass, field
 from ..level import DEFAULT, Level
 from ..metadata import config as cfg
 from ..storage.meta_properties import load_properties
-from .listener_security import LISTENER_KEYS, SaslListener, TlsListener, security_of_listeners
+from .listener_security import (
+    LISTENER_KEYS,
+    PeerSecurity,
+    SaslListener,
+    TlsListener,
+    peer_security,
+    security_of_listeners,
+)
 from .node_logging import LOG_CONFIGS
 
 __all__ = ["ServerConfig", "ServerConfigError", "Endpoint", "load_server_config", "parse_server_config",
@@ -67,7 +75,8 @@ SERVER_KEYS: frozenset[str] = frozenset({
     "kraftlog.level", "security.inter.broker.protocol", "kraftlog.controller.single", "sasl.enabled.mechanisms",
     "connection.failed.authentication.delay.ms", "ssl.keystore.type", "ssl.keystore.location", "ssl.key.password",
     "ssl.keystore.password", "ssl.truststore.type", "ssl.truststore.location", "ssl.truststore.password",
-    "ssl.client.auth", "ssl.principal.mapping.rules",
+    "ssl.client.auth", "ssl.principal.mapping.rules", "sasl.mechanism.inter.broker.protocol",
+    "sasl.mechanism.controller.protocol",
 })
 #: kraftlog's single controller (no Raft; ``cluster up --controllers 1``): the one voter of
 #: ``controller.quorum.voters`` runs it, and the brokers know it as ``controller``.
@@ -126,6 +135,10 @@ class ServerConfig:
     sasl: dict[str, SaslListener] = field(default_factory=dict)
     #: listener name -> its TLS settings, for each ``SSL`` or ``SASL_SSL`` listener
     tls: dict[str, TlsListener] = field(default_factory=dict)
+    #: how this node connects to the controllers' listener (``controller.listener.names``' first)
+    controller_peer: PeerSecurity = field(default_factory=lambda: PeerSecurity("CONTROLLER"))
+    #: how this node connects to the brokers' inter-broker listener
+    inter_broker_peer: PeerSecurity = field(default_factory=lambda: PeerSecurity("PLAINTEXT"))
 
     @property
     def dynamic_quorum(self) -> bool:
@@ -376,9 +389,15 @@ def parse_server_config(text: str, source: str = "server.properties") -> ServerC
         raise ServerConfigError(f"{SINGLE_CONTROLLER_KEY}: {single!r} is not true or false")
     if single == "true" and len(voters) != 1:
         raise ServerConfigError(f"{SINGLE_CONTROLLER_KEY}=true needs exactly one voter in controller.quorum.voters")
+    # the inter-broker listener a controller reaches brokers on (KIP-966's GetReplicaLogInfo): Kafka's default names
+    peer_inter = inter or props.get("inter.broker.listener.name", sip).strip().upper()
     try:
-        sasl, tls = security_of_listeners(props, {n: ep.protocol for n, ep in listeners.items()}, inter,
-                                          controller_names)
+        sasl, tls = security_of_listeners(props, {n: ep.protocol for n, ep in listeners.items()},
+                                          {*controller_names, peer_inter})
+        controller_peer = peer_security(props, controller_names[0], protocols.get(controller_names[0], "PLAINTEXT"),
+                                        "sasl.mechanism.controller.protocol")
+        inter_peer = peer_security(props, peer_inter, protocols.get(peer_inter, "PLAINTEXT"),
+                                   "sasl.mechanism.inter.broker.protocol")
     except ValueError as exc:
         raise ServerConfigError(str(exc)) from None
     metrics_port = _int(props, "metrics.port", 0, 65535)
@@ -390,5 +409,6 @@ def parse_server_config(text: str, source: str = "server.properties") -> ServerC
                         controller_listener=controller_names[0], inter_broker_listener=inter, voters=voters,
                         bootstrap_servers=() if voters else bootstrap, single_controller=single == "true",
                         data_dir=os.path.abspath(os.path.expanduser(data_dir)), metrics_port=metrics_port,
-                        level=level, config=config, source=source, sasl=sasl, tls=tls)
+                        level=level, config=config, source=source, sasl=sasl, tls=tls,
+                        controller_peer=controller_peer, inter_broker_peer=inter_peer)
 

@@ -24,6 +24,8 @@ framing.
 
 from __future__ import annotations
 
+import re
+
 from . import messages as m
 from .errors import Errors
 from .node import Envelope, Message, Request
@@ -32,6 +34,7 @@ from .wire import mapped_versions
 __all__ = [
     "CLIENT", "INTERNAL", "CONTROLLER", "BROKER_APIS", "CONTROLLER_APIS", "CLUSTER_ACTION_APIS",
     "FORWARDED_APIS", "RAFT_APIS", "is_cluster_action", "cluster_action_refusal", "error_response",
+    "NODE_PRINCIPAL", "acting_node", "node_identity_refusal",
     "listener_api_versions",
 ]
 
@@ -180,6 +183,49 @@ def _raft_error_response(request: Message, code: int) -> Message:
     if type(request) is m.UpdateRaftVoterRequest:
         return m.UpdateRaftVoterResponse(error_code=code)
     raise TypeError(f"no error response for {type(request).__name__}")
+
+
+#: A node's principal on a secured cluster (``cluster up --secure`` issues one SASL user per node): ``User:node-<id>``.
+NODE_PRINCIPAL = re.compile(r"User:node-(\d+)")
+
+
+def acting_node(message: Message) -> int | None:
+    """The node id ``message`` acts as, for the node identity rule: BrokerRegistration's and BrokerHeartbeat's
+    BrokerId, AlterPartition's BrokerId (the partitions' leader), a replica Fetch's and the metadata-log fetch's
+    ReplicaId, a KRaft Vote's candidate (ReplicaId), BeginQuorumEpoch's and EndQuorumEpoch's LeaderId,
+    FetchSnapshot's ReplicaId and UpdateRaftVoter's VoterId (a voter updates only itself); None for a request
+    that names no node it comes from (a consumer's Fetch, ReplicaId -1)."""
+    kind = type(message)
+    if kind is m.BrokerRegistrationRequest or kind is m.BrokerHeartbeatRequest or kind is m.AlterPartitionRequest:
+        return message.broker_id  # type: ignore[attr-defined,no-any-return]
+    if kind is m.FetchRequest or kind is m.MetadataFetchRequest or kind is m.VoteRequest \
+            or kind is m.FetchSnapshotRequest:
+        replica: int = message.replica_id  # type: ignore[attr-defined]
+        return replica if replica >= 0 else None
+    if kind is m.BeginQuorumEpochRequest or kind is m.EndQuorumEpochRequest:
+        return message.leader_id  # type: ignore[attr-defined,no-any-return]
+    if kind is m.UpdateRaftVoterRequest:
+        return message.voter_id  # type: ignore[attr-defined,no-any-return]
+    return None
+
+
+def node_identity_refusal(envelope: Envelope, super_users: frozenset[str]) -> Message | None:
+    """The node identity rule of a secured cluster (a kraftlog addition to Kafka, which checks only that the
+    principal may CLUSTER_ACTION): a request from ``User:node-<id>`` that acts as another node
+    (:func:`acting_node`) is answered CLUSTER_AUTHORIZATION_FAILED and not served, so a node whose credentials
+    leaked cannot heartbeat, register, fetch as a replica or change an ISR in another node's name. A principal in
+    ``super_users`` (``super.users``) is exempt; a request without a principal (the simulator) or from any other
+    principal is not this rule's to refuse. None when the request may be served."""
+    principal = envelope.principal
+    if principal is None or principal in super_users:
+        return None
+    own = NODE_PRINCIPAL.fullmatch(principal)
+    if own is None:
+        return None
+    acting = acting_node(envelope.message)
+    if acting is None or acting == int(own.group(1)):
+        return None
+    return error_response(envelope.message, Errors.CLUSTER_AUTHORIZATION_FAILED)
 
 
 def listener_api_versions(listener: str, supported: dict[int, tuple[int, int]]) -> dict[int, tuple[int, int]]:

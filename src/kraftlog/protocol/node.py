@@ -81,6 +81,9 @@ class Envelope(Generic[M_co]):
     #: The client's address as Kafka's ``RequestContext.clientAddress`` prints it (``"/127.0.0.1"``): the
     #: TCP driver sets it; None in the simulator. DescribeGroups shows it as each member's host.
     client_host: str | None = None
+    #: Who sent the request (Kafka's ``RequestContext.principal``, ``User:<name>``): the SASL user, a TLS client
+    #: certificate's principal or ``User:ANONYMOUS``, set by the TCP driver; None in the simulator.
+    principal: str | None = None
 
 
 class ConnectionSetup:

@@ -62,7 +62,8 @@ __all__ = [
     "ANONYMOUS",
     "ScramCredential", "scram_credential", "credential_from_salted_password", "SCRAM_MIN_ITERATIONS",
     "SCRAM_MAX_ITERATIONS", "MECHANISM_OF_TYPE", "CredentialStore", "StaticCredentials", "SaslConfig", "SaslStep",
-    "SaslAuthenticator", "AuthenticationFailed", "parse_plain_jaas_users", "SaslClient", "request_frame",
+    "SaslAuthenticator", "AuthenticationFailed", "parse_plain_jaas_users", "jaas_options", "SaslClient",
+    "SaslClientSession", "request_frame",
     "parse_response",
 ]
 
@@ -447,11 +448,10 @@ def _encode(api_key: int, version: int, correlation_id: int, **fields: object) -
     return _SIZE.pack(len(data)) + data
 
 
-def parse_plain_jaas_users(jaas: str) -> dict[str, str]:
-    """The users of a PLAIN ``sasl.jaas.config``: its ``user_<name>="<password>"`` options (Kafka's
-    ``PlainServerCallbackHandler``), e.g. ``org.apache.kafka.common.security.plain.PlainLoginModule required
-    username="admin" password="a" user_admin="a" user_alice="b";``. Raises ValueError when it is not one
-    ``LoginModule required|optional|... option="value" ...;`` entry (JAAS's syntax, double quotes)."""
+def jaas_options(jaas: str) -> dict[str, str]:
+    """The options of one ``sasl.jaas.config`` entry (``LoginModule required option="value" ...;``, JAAS's
+    syntax, double quotes), e.g. ``username``, ``password`` and a PLAIN server's ``user_<name>`` entries. Raises
+    ValueError naming the problem (never a value: they hold passwords)."""
     import shlex
     text = jaas.strip()
     if not text.endswith(";"):
@@ -462,15 +462,20 @@ def parse_plain_jaas_users(jaas: str) -> dict[str, str]:
         raise ValueError(f"sasl.jaas.config: {exc}") from None
     if len(words) < 2 or words[1] not in ("required", "requisite", "sufficient", "optional"):
         raise ValueError("sasl.jaas.config is not 'LoginModule required option=\"value\" ...;'")
-    users: dict[str, str] = {}
+    options: dict[str, str] = {}
     for word in words[2:]:
         key, sep, value = word.partition("=")
         if not sep or not key:
             raise ValueError(f"sasl.jaas.config: {word.split('=')[0]!r} is not option=\"value\"")
-        if key.startswith("user_") and len(key) > 5:
-            users[key[5:]] = value
-    return users
+        options[key] = value
+    return options
 
+
+def parse_plain_jaas_users(jaas: str) -> dict[str, str]:
+    """The users of a PLAIN ``sasl.jaas.config``: its ``user_<name>="<password>"`` options (Kafka's
+    ``PlainServerCallbackHandler``), e.g. ``org.apache.kafka.common.security.plain.PlainLoginModule required
+    username="admin" password="a" user_admin="a" user_alice="b";``. ValueError as :func:`jaas_options`."""
+    return {key[5:]: value for key, value in jaas_options(jaas).items() if key.startswith("user_") and len(key) > 5}
 
 
 # ---------------------------------------------------------------------------------------------- client side
@@ -509,6 +514,54 @@ class SaslClient:
             return final.encode()
         self._scram.set_server_final(token.decode())
         return None
+
+
+class SaslClientSession:
+    """The client side of a whole SASL authentication on one connection, sans I/O (the TCP driver's connections
+    to other nodes, kraftlog's admin commands): SaslHandshake v1 naming ``mechanism``, then SaslAuthenticate v2
+    carrying each token of a :class:`SaslClient` for ``user`` / ``password``. :meth:`start` gives the first
+    framed request; :meth:`receive` takes each response (without its size prefix) and gives the next framed
+    request, or None once authenticated. PermissionError with the server's message when it refuses (an
+    unsupported mechanism names the ones it offers), when the server's final SCRAM message does not prove it knows
+    the credential, or when a response does not parse."""
+
+    def __init__(self, mechanism: str, user: str, password: str, client_id: str | None,
+                 nonce: str | None = None) -> None:
+        self.mechanism = mechanism
+        self._client = SaslClient(mechanism, user, password, nonce)
+        self._client_id = client_id
+        self._corr = 0
+        self._handshaken = False
+
+    def start(self) -> bytes:
+        self._corr += 1
+        return request_frame(SASL_HANDSHAKE_KEY, 1, self._corr, self._client_id, mechanism=self.mechanism)
+
+    def receive(self, payload: bytes) -> bytes | None:
+        try:
+            return self._receive(payload)
+        except PermissionError:
+            raise
+        except Exception as exc:  # scramp's ScramException (a server that does not know the credential), a
+            raise PermissionError(f"SASL authentication failed: {exc}") from None  # response that does not parse
+
+    def _receive(self, payload: bytes) -> bytes | None:
+        if not self._handshaken:
+            _, handshake = parse_response(SASL_HANDSHAKE_KEY, 1, payload)
+            if handshake.error_code != 0:  # type: ignore[attr-defined]
+                offered = ", ".join(handshake.mechanisms)  # type: ignore[attr-defined]
+                raise PermissionError(f"{self.mechanism} is not enabled (the server offers {offered})")
+            self._handshaken = True
+            token: bytes | None = self._client.first()
+        else:
+            _, response = parse_response(SASL_AUTHENTICATE_KEY, 2, payload)
+            if response.error_code != 0:  # type: ignore[attr-defined]
+                raise PermissionError(f"SASL authentication failed: {response.error_message}")  # type: ignore
+            token = self._client.respond(bytes(response.auth_bytes))  # type: ignore[attr-defined]
+        if token is None:
+            return None
+        self._corr += 1
+        return request_frame(SASL_AUTHENTICATE_KEY, 2, self._corr, self._client_id, auth_bytes=token)
 
 
 def request_frame(api_key: int, version: int, correlation_id: int, client_id: str | None, **fields: object) -> bytes:

@@ -6,7 +6,13 @@ the controller (:mod:`.forwarding`)."""
 from __future__ import annotations
 
 from ...protocol.errors import Errors
-from ...protocol.listeners import CLUSTER_ACTION_APIS, FORWARDED_APIS, cluster_action_refusal, error_response
+from ...protocol.listeners import (
+    CLUSTER_ACTION_APIS,
+    FORWARDED_APIS,
+    cluster_action_refusal,
+    error_response,
+    node_identity_refusal,
+)
 from ...protocol.node import Envelope
 from ..channel import BrokerChannel
 from .forwarding import ForwardingManager
@@ -24,12 +30,15 @@ class KafkaApis:
     """Routes each request a broker receives to its handler (``table``: the families' rows, then
     NOT_CONTROLLER for the controller's inter-broker APIs no family serves: the broker is not the
     controller). On a listener (the TCP driver), Kafka's per-listener rules come first: an inter-broker or
-    controller API on the client listener is refused with CLUSTER_AUTHORIZATION_FAILED, and an admin request
-    is forwarded to the controller."""
+    controller API on the client listener is refused with CLUSTER_AUTHORIZATION_FAILED, so is a request a node's
+    principal sends in another node's name (the node identity rule; ``super_users``: ``super.users``, exempt), and
+    an admin request is forwarded to the controller."""
 
-    def __init__(self, channel: BrokerChannel, forwarding: ForwardingManager, replication: ReplicationApis,
-                 metadata: MetadataApis, groups: GroupApis, group_admin: GroupAdminApis) -> None:
+    def __init__(self, channel: BrokerChannel, super_users: frozenset[str], forwarding: ForwardingManager,
+                 replication: ReplicationApis, metadata: MetadataApis, groups: GroupApis,
+                 group_admin: GroupAdminApis) -> None:
         self._channel = channel
+        self._super_users = super_users
         self.forwarding = forwarding
         self.table: HandlerTable = {**replication.handlers(), **metadata.handlers(), **groups.handlers(),
                                     **group_admin.handlers()}
@@ -41,7 +50,7 @@ class KafkaApis:
         when it went to its handler (or was ignored: no handler)."""
         kind = type(env.message)
         if env.listener is not None:  # the TCP driver: Kafka's per-listener authorization and forwarding
-            refusal = cluster_action_refusal(env)
+            refusal = cluster_action_refusal(env) or node_identity_refusal(env, self._super_users)
             if refusal is not None:
                 self._channel.send_response(env, refusal)
                 return False
