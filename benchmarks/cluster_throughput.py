@@ -411,14 +411,15 @@ BENCH_USER, BENCH_PASSWORD = "bench", "bench-secret-0b7e"
 
 
 def _secure_client(info: dict, bootstrap: str) -> tuple[dict, dict]:
-    """(the admin's librdkafka settings, the producer's) on a ``cluster up --secure`` cluster: the admin (PLAIN, from
+    """(the admin's librdkafka settings, the producer's) on a ``cluster up --secure`` cluster: the admin (from
     cluster.json's ``client_config``) creates the SCRAM-SHA-512 user the producer authenticates as, over SASL_SSL."""
     from confluent_kafka.admin import AdminClient, ScramCredentialInfo, ScramMechanism, UserScramCredentialUpsertion
     client = info["client_config"]
     found = re.search(r'username="([^"]*)" password="([^"]*)"', client["sasl.jaas.config"])
     assert found is not None
     tls = {"security.protocol": "SASL_SSL", "ssl.ca.location": client["ssl.truststore.location"]}
-    admin_conf = {**tls, "sasl.mechanism": "PLAIN", "sasl.username": found.group(1), "sasl.password": found.group(2)}
+    admin_conf = {**tls, "sasl.mechanism": client["sasl.mechanism"], "sasl.username": found.group(1),
+                  "sasl.password": found.group(2)}
     admin = AdminClient({"bootstrap.servers": bootstrap, **admin_conf})
     admin.alter_user_scram_credentials([UserScramCredentialUpsertion(
         BENCH_USER, ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 8192), BENCH_PASSWORD.encode())])[

@@ -1,6 +1,7 @@
 """A `kraftlog cluster up --secure` cluster on real processes (issue 36): every listener SASL_SSL (the cluster's own
-CA, a certificate per node), the nodes authenticating to each other as `node-<id>`, an admin user (PLAIN) whose
-client properties are DIR/admin.properties. The admin creates a SCRAM user with confluent-kafka's AdminClient
+CA, a certificate per node), the nodes authenticating to each other as `node-<id>`, an admin user whose
+client properties are DIR/admin.properties (SCRAM-SHA-512: its credential is bootstrap metadata, `storage format
+--add-scram`). The admin creates a SCRAM user with confluent-kafka's AdminClient
 (AlterUserScramCredentials); confluent-kafka, kafka-python and kcat then produce and consume as that user with
 SCRAM-SHA-512; a client without SASL or without TLS, a wrong password and an unknown mechanism are refused, the
 broker counts each failed authentication, and no password reaches a node's log. The forgery stories of the
@@ -62,7 +63,7 @@ class Secured:
         return ClientSecurity("SASL_SSL", "PLAIN", f"node-{node}", self.passwords[f"node-{node}"], self.ca)
 
     def admin_config(self, **extra) -> dict:
-        return _sasl(self.client, self.ca, "PLAIN", "admin", self.admin.password or "", **extra)
+        return _sasl(self.client, self.ca, "SCRAM-SHA-512", "admin", self.admin.password or "", **extra)
 
 
 @pytest.fixture(scope="module")
@@ -216,7 +217,7 @@ def test_scram_sha_512_clients_over_sasl_ssl_and_the_refusals(secure):
         wrong = _refused(_sasl(client, ca, "SCRAM-SHA-512", "alice", "guess"))
         assert "Authentication failed" in wrong, wrong
         unknown = _refused(_sasl(client, ca, "SCRAM-SHA-256", "alice", ALICE_PASSWORD))
-        assert "Unsupported SASL mechanism" in unknown and "SCRAM-SHA-512,PLAIN" in unknown, unknown
+        assert "Unsupported SASL mechanism" in unknown and "SCRAM-SHA-512" in unknown, unknown
         anonymous = _refused({"bootstrap.servers": client, "security.protocol": "SSL", "ssl.ca.location": ca})
         assert anonymous, "a client without SASL on a SASL_SSL listener must be refused"
         plaintext = _refused({"bootstrap.servers": client})
@@ -349,10 +350,13 @@ def test_forgeries_in_another_nodes_name_are_refused_on_a_secured_cluster_and_ch
     assert _refused_outright(internal0, m.ProduceRequest(acks=1, timeout_ms=1000, partitions=()))
     anonymous_tls = ClientSecurity("SSL", cafile=secure.ca)
     assert _refused_outright(secure.controller, m.MetadataFetchRequest(-1, -1, 0, 0), anonymous_tls)
-    # the admin, a super user of the client listener, cannot log in on a node listener (its PLAIN users are the nodes)
+    # the admin (a super user, SCRAM on the client listener) cannot log in on a node listener: its users are the nodes
     admin_there = ClientSecurity("SASL_SSL", "PLAIN", "admin", secure.admin.password, secure.ca)
     assert "PermissionError" in _refused_outright(secure.controller, m.MetadataFetchRequest(-1, -1, 0, 0),
                                                   admin_there)
+    scram_there = ClientSecurity("SASL_SSL", "SCRAM-SHA-512", "admin", secure.admin.password, secure.ca)
+    assert "SCRAM-SHA-512 is not enabled" in _refused_outright(internal0, m.FetchRequest(1, -1, 0, 1, ()),
+                                                               scram_there)  # no client's SCRAM user there
     # nothing changed: every broker at its own address, every ISR whole, every record there
     time.sleep(2)  # a forged fencing would show within a heartbeat
     after = _metadata(secure.client, secure.admin)

@@ -164,6 +164,28 @@ def test_storage_format_writes_meta_properties_and_refuses_a_formatted_directory
     assert ignored.exit_code == 0 and (tmp_path / "data" / "meta.properties").read_text() == text
 
 
+def test_storage_format_add_scram_bootstraps_a_controllers_metadata_log(tmp_path):
+    """KIP-900: ``--add-scram`` writes the credential into the controller's bootstrap checkpoint (no voters: a
+    static quorum); a bad argument exits 2 in one line naming the problem, not the password, and formats nothing."""
+    from kraftlog.net.disk import FileDisk
+    from kraftlog.raft.bootstrap import read_bootstrap, read_bootstrap_records
+    config = _runner_files(tmp_path, CONTROLLER)
+    bad = CliRunner().invoke(main, ["storage", "format", "-t", random_uuid(), "-c", config,
+                                    "--add-scram", "SCRAM-SHA-512=[name=alice,password=pw-1234,iterations=1]"])
+    assert bad.exit_code == 2 and "iterations 1 outside 4096..16384" in bad.output and "pw-1234" not in bad.output
+    assert bad.output.count("\n") == 1 and not os.path.exists(tmp_path / "data" / "meta.properties")
+    done = CliRunner().invoke(main, ["storage", "format", "-t", random_uuid(), "-c", config,
+                                     "--add-scram", "SCRAM-SHA-512=[name=alice,password=pw-1234]",
+                                     "-S", "SCRAM-SHA-256=[name=bob,password=pw-5678,iterations=8192]"])
+    assert done.exit_code == 0, done.output
+    with FileDisk(str(tmp_path / "data"), raft_metadata=True) as disk:
+        assert read_bootstrap(disk) is None
+        records = read_bootstrap_records(disk)
+    assert [(r.name, r.mechanism, r.iterations) for r in records] == [("alice", 2, 4096), ("bob", 1, 8192)]
+    assert b"pw-1234" not in (tmp_path / "data" / "metadata" / "__cluster_metadata-0" / "bootstrap.checkpoint"
+                              ).read_bytes()
+
+
 @pytest.mark.parametrize("args, message", [
     (["--cluster-id", "not-a-uuid"], "does not appear to be a valid UUID"),
     (["--cluster-id", "AAAAAAAAAAAAAAAAAAAAAA"], "is a reserved UUID"),

@@ -43,6 +43,7 @@ from ..protocol import messages as m
 from ..protocol.listeners import node_identity_refusal
 from ..protocol.node import Envelope, Message, NodeBase, earliest
 from ..protocol.raft_records import RaftEndpoint
+from ..raft.bootstrap import read_bootstrap_records
 from ..raft.config import QuorumConfig
 from ..storage.disk import Disk
 from ..storage.meta_properties import read_identity
@@ -137,6 +138,8 @@ class QuorumController(NodeBase[LogInfoContext]):
         #: Kafka's controller metrics (:mod:`.metrics`); a failover's new instance starts them anew
         self.metrics = KafkaMetrics()
         register_controller_metrics(self.metrics, self)
+        if self.single is not None and self.image.offset < 0:  # Kafka's bootstrap metadata into an empty log
+            self.append(cast(Sequence[MetadataRecord], read_bootstrap_records(disk)), now_ms)
         if node_id is not None:
             self.quorum = ControllerQuorum(self, node_id, directory_id or uuid.UUID(int=rng.getrandbits(128)),
                                            cluster_id, QuorumConfig.from_configs(self.static), disk, rng, now_ms,

@@ -38,6 +38,7 @@ from ..protocol.errors import Errors
 from ..protocol.listeners import error_response
 from ..protocol.node import Address, Envelope, Message
 from ..protocol.raft_records import RaftEndpoint
+from ..raft.bootstrap import read_bootstrap_records
 from ..raft.client import KafkaRaftClient, NotLeaderError, RaftContext
 from ..raft.config import QuorumConfig
 from ..raft.snapshots import CommittedSnapshots
@@ -46,6 +47,7 @@ from ..storage.metadata_log import MetadataLogConfig
 from ..storage.snapshot_files import LoadedSnapshot
 
 if TYPE_CHECKING:
+    from ..metadata.records import MetadataRecord
     from .controller import QuorumController
 
 __all__ = ["ControllerQuorum", "NotControllerError"]
@@ -82,6 +84,8 @@ class ControllerQuorum:
                  config: QuorumConfig, disk: Disk, rng: Random, now_ms: int, voters: Sequence[int] | None,
                  bootstrap_servers: Sequence[int] = (), listeners: Sequence[RaftEndpoint] = ()) -> None:
         self.controller = controller
+        #: Kafka's bootstrap metadata (``storage format --add-scram``): written by the first active controller
+        self.bootstrap_records = read_bootstrap_records(disk)
         log_config = MetadataLogConfig.from_configs(controller.static)
         self.raft = KafkaRaftClient(node_id=node_id, directory_id=directory_id, cluster_id=cluster_id, config=config,
                                     disk=disk, rng=rng, now_ms=now_ms, channel=_RaftChannel(controller),
@@ -192,6 +196,8 @@ class ControllerQuorum:
         self.snapshots.log_lines.append(f"became the active controller (leader of epoch {self.raft.epoch})")
         self.last_written = self.raft.next_offset - 1
         self.controller.rebuild_managers(now_ms)
+        if self.bootstrap_records and self.committed_image.offset < 0:  # Kafka: an empty log gets the bootstrap
+            self.controller.append(cast("Sequence[MetadataRecord]", self.bootstrap_records), now_ms)
 
     def _renounce(self, now_ms: int) -> None:
         """Kafka's ``QuorumController.renounce``: back to the committed image, managers anew, waiting answers

@@ -71,7 +71,7 @@ from .cluster_files import locked as _locked
 from .cluster_files import save as _save
 from .cluster_files import update_entry as _update_entry
 from .cluster_properties import SINGLE_CONTROLLER_ID, write_node_properties
-from .cluster_security import secure_new_cluster
+from .cluster_security import admin_scram_records, secure_new_cluster
 from .disk import FileDisk
 from .link_filter import LinkFilter
 from .meta_properties import read_meta_properties
@@ -201,6 +201,8 @@ def format_node(directory: str, node, cluster: dict | None = None) -> MetaProper
         raise ClusterError(f"{root} is already formatted ({META_PROPERTIES} exists)", 2)
     identity = MetaProperties(cluster["cluster_id"], str(node), new_directory_id(SystemRandom()))
     with FileDisk(root) as disk:
+        if cluster.get("secure") and entry["role"] == "controller":  # `storage format --add-scram` of the admin
+            format_quorum(disk, 0, None, records=admin_scram_records(directory))
         format_disk(disk, identity, 0)
     return identity
 
@@ -214,9 +216,10 @@ def format_initial_controllers(directory: str, cluster: dict) -> None:
         props = read_meta_properties(_node_root(directory, v)) or {}
         voters.append(Voter(v, parse_kafka_uuid(props["directory.id"]),
                             (RaftEndpoint(lst.CONTROLLER, HOST, _entry(cluster, v)["port"]),)))
+    scram = admin_scram_records(directory) if cluster.get("secure") else []
     for v in quorum_voters(cluster):
         with FileDisk(_node_root(directory, v), raft_metadata=True) as disk:
-            format_quorum(disk, 0, VotersRecord(tuple(voters)))
+            format_quorum(disk, 0, VotersRecord(tuple(voters)), records=scram)
 
 
 #: A node entry's ports in cluster.json: its listener (a broker's client one), a broker's inter-broker

@@ -4,7 +4,7 @@ At the first ``up`` (:func:`secure_new_cluster`) ``DIR/security/`` (mode 0700) r
 (``ca.pem``: the truststore every node and client checks certificates against; the CA's private key is not kept),
 one certificate per node for 127.0.0.1 and ``localhost`` (``<node>.pem``, key and chain, mode 0600), and
 ``secrets.json`` (mode 0600): one random password per node and one for the admin user. ``DIR/admin.properties``
-(mode 0600) is the admin's Kafka client configuration (SASL_SSL, PLAIN, the CA), also kept in cluster.json as
+(mode 0600) is the admin's Kafka client configuration (SASL_SSL, SCRAM-SHA-512, the CA), also kept in cluster.json as
 ``client_config`` (cluster.json is written mode 0600); kraftlog's admin commands take it with
 ``--command-config``, Kafka's tools and librdkafka read the same keys.
 
@@ -12,14 +12,16 @@ one certificate per node for 127.0.0.1 and ``localhost`` (``<node>.pem``, key an
 
 * the listeners ``CLIENT``, ``BROKER`` (inter-broker) and ``CONTROLLER`` map to SASL_SSL, with the node's
   certificate (``ssl.keystore.*``) and the CA (``ssl.truststore.*``);
-* ``CLIENT`` enables SCRAM-SHA-512 (users an admin creates with AlterUserScramCredentials) and PLAIN, whose only
-  user is the admin;
-* ``BROKER`` and ``CONTROLLER`` enable PLAIN whose users are the nodes, ``node-<id>`` (a broker's id, a controller's
-  3000, 3001, ...): a client's SCRAM user cannot log in there. Each node authenticates to the others with its own
-  user (``sasl.mechanism.inter.broker.protocol`` and ``sasl.mechanism.controller.protocol`` PLAIN, the
-  listeners' JAAS ``username`` / ``password``), over TLS. PLAIN rather than SCRAM between nodes as Kafka's
-  documentation does for the controller listener: a SCRAM credential lives in the metadata log, which the nodes
-  must reach before it can be read (``storage format --add-scram`` is not built yet);
+* ``CLIENT`` enables SCRAM-SHA-512. The admin's credential is bootstrap metadata: every controller's directory is
+  formatted with it (:func:`admin_scram_records`, ``storage format --add-scram``, KIP-900) and the first active
+  controller writes it into the metadata log; the admin creates every other user (AlterUserScramCredentials);
+* ``BROKER`` (inter-broker) and ``CONTROLLER`` enable PLAIN whose only users are the nodes, ``node-<id>`` (a broker's
+  id, a controller's 3000, 3001, ...): no client's user can log in there. Each node authenticates to the others as
+  itself (``sasl.mechanism.inter.broker.protocol`` and ``sasl.mechanism.controller.protocol`` PLAIN, the listeners'
+  JAAS ``username`` / ``password``), over TLS. Not SCRAM between nodes: SCRAM credentials are global, so a client's
+  SCRAM user could log in on a node listener too and, without ACLs (the Authorization issue), act as any node
+  there; and a quorum's controllers must authenticate to each other before any metadata log exists (Kafka's
+  documentation keeps the controller listener PLAIN for that reason);
 * ``super.users=User:admin``. A node's principal ``User:node-<id>`` may act only as node ``<id>``
   (:func:`kraftlog.protocol.listeners.node_identity_refusal`: a kraftlog addition to Kafka).
 """
@@ -42,6 +44,7 @@ __all__ = ["SECURITY_DIR", "ADMIN_USER", "secure_new_cluster", "security_propert
 SECURITY_DIR = "security"
 ADMIN_USER = "admin"
 _PLAIN_MODULE = "org.apache.kafka.common.security.plain.PlainLoginModule required"
+_SCRAM_MODULE = "org.apache.kafka.common.security.scram.ScramLoginModule required"
 
 
 def node_principal_name(node, single_controller_id: int) -> str:
@@ -82,9 +85,9 @@ def secure_new_cluster(directory: str, cluster: dict, single_controller_id: int)
 
 
 def admin_properties(directory: str, password: str) -> dict[str, str]:
-    """The admin user's Kafka client configuration (SASL_SSL, PLAIN, the cluster's CA)."""
-    return {"security.protocol": "SASL_SSL", "sasl.mechanism": "PLAIN",
-            "sasl.jaas.config": f'{_PLAIN_MODULE} username="{ADMIN_USER}" password="{password}";',
+    """The admin user's Kafka client configuration (SASL_SSL, SCRAM-SHA-512, the cluster's CA)."""
+    return {"security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-512",
+            "sasl.jaas.config": f'{_SCRAM_MODULE} username="{ADMIN_USER}" password="{password}";',
             "ssl.truststore.type": "PEM", "ssl.truststore.location": os.path.join(_security_dir(directory), "ca.pem")}
 
 
@@ -92,6 +95,18 @@ def _passwords(directory: str) -> dict[str, str]:
     with open(os.path.join(_security_dir(directory), "secrets.json")) as f:
         passwords: dict[str, str] = json.load(f)
     return passwords
+
+
+def admin_scram_records(directory: str) -> list[object]:
+    """``storage format --add-scram 'SCRAM-SHA-512=[name=admin,password=...]'`` (8192 iterations, a random salt): the
+    UserScramCredentialRecord a secured cluster's controllers start their metadata log with, so that the admin can
+    log in on the client listener before anyone could create a user. OSError when ``DIR/security/secrets.json``
+    cannot be read."""
+    from ..metadata.records import UserScramCredentialRecord
+    from ..protocol.sasl import SCRAM_MECHANISM_TYPES, SCRAM_SHA_512, scram_credential
+    c = scram_credential(SCRAM_SHA_512, _passwords(directory)[ADMIN_USER], os.urandom(32), 8192)
+    return [UserScramCredentialRecord(ADMIN_USER, SCRAM_MECHANISM_TYPES[SCRAM_SHA_512], c.salt, c.stored_key,
+                                      c.server_key, c.iterations)]
 
 
 def security_properties(directory: str, cluster: Mapping, node, single_controller_id: int) -> dict[str, str]:
@@ -120,9 +135,7 @@ def security_properties(directory: str, cluster: Mapping, node, single_controlle
         props["listener.name.controller.plain.sasl.jaas.config"] = own + users + ";"
         props["listener.name.broker.plain.sasl.jaas.config"] = own + ";"
     else:
-        props["listener.name.client.sasl.enabled.mechanisms"] = "SCRAM-SHA-512,PLAIN"
-        props["listener.name.client.plain.sasl.jaas.config"] = (
-            f'{_PLAIN_MODULE} user_{ADMIN_USER}="{passwords[ADMIN_USER]}";')
+        props["listener.name.client.sasl.enabled.mechanisms"] = "SCRAM-SHA-512"
         props["listener.name.broker.sasl.enabled.mechanisms"] = "PLAIN"
         props["listener.name.broker.plain.sasl.jaas.config"] = own + users + ";"
         props["listener.name.controller.plain.sasl.jaas.config"] = own + ";"
