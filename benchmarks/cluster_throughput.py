@@ -410,18 +410,19 @@ def _create_kraftlog_topic(bootstrap: str, topic: str, admin_conf: dict | None =
 BENCH_USER, BENCH_PASSWORD = "bench", "bench-secret-0b7e"
 
 
-def _secure_client(info: dict, bootstrap: str) -> tuple[dict, dict]:
-    """(the admin's librdkafka settings, the producer's) on a ``cluster up --secure`` cluster: the admin (from
-    cluster.json's ``client_config``) creates the SCRAM-SHA-512 user the producer authenticates as, over SASL_SSL."""
+def _secure_client(directory: str, bootstrap: str) -> tuple[dict, dict]:
+    """(the admin's librdkafka settings, the producer's) on a ``cluster up --secure`` cluster: the admin (its client
+    properties, ``DIR/admin.properties``, read as kraftlog's ``--command-config`` reads them) creates the
+    SCRAM-SHA-512 user the producer authenticates as, over SASL_SSL."""
     from confluent_kafka.admin import AdminClient, ScramCredentialInfo, ScramMechanism, UserScramCredentialUpsertion
-    client = info["client_config"]
-    found = re.search(r'username="([^"]*)" password="([^"]*)"', client["sasl.jaas.config"])
-    assert found is not None
-    tls = {"security.protocol": "SASL_SSL", "ssl.ca.location": client["ssl.truststore.location"]}
-    admin_conf = {**tls, "sasl.mechanism": client["sasl.mechanism"], "sasl.username": found.group(1),
-                  "sasl.password": found.group(2)}
-    admin = AdminClient({"bootstrap.servers": bootstrap, **admin_conf})
-    admin.alter_user_scram_credentials([UserScramCredentialUpsertion(
+
+    from kraftlog.net.client_security import load_command_config
+    admin = load_command_config(os.path.join(directory, "admin.properties"))
+    tls = {"security.protocol": "SASL_SSL", "ssl.ca.location": admin.cafile}
+    admin_conf = {**tls, "sasl.mechanism": admin.mechanism, "sasl.username": admin.username,
+                  "sasl.password": admin.password}
+    client = AdminClient({"bootstrap.servers": bootstrap, **admin_conf})  # kept alive until the answer
+    client.alter_user_scram_credentials([UserScramCredentialUpsertion(
         BENCH_USER, ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 8192), BENCH_PASSWORD.encode())])[
         BENCH_USER].result(timeout=30)
     return admin_conf, {**tls, "sasl.mechanism": "SCRAM-SHA-512", "sasl.username": BENCH_USER,
@@ -446,7 +447,7 @@ def run_kraftlog(workdir: str, limits: Limits, secure: bool = False) -> dict:
         pids = [n["pid"] for n in info["nodes"]]
         extra["pids"] = pids
         bootstrap = ",".join(f"127.0.0.1:{n['port']}" for n in info["nodes"] if n["role"] == "broker")
-        admin_conf, client_conf = _secure_client(info, bootstrap) if secure else ({}, {})
+        admin_conf, client_conf = _secure_client(directory, bootstrap) if secure else ({}, {})
         conf = {"bootstrap.servers": bootstrap, "acks": "all", "client.id": "cluster-throughput", **client_conf}
         for label, size in SIZES:
             topic = f"bench-{label}"
