@@ -35,6 +35,7 @@ from collections.abc import Mapping
 
 from ..controller.controller import CONTROLLER
 from .certificates import issue_ca, issue_certificate, write_keystore, write_truststore
+from .cluster_files import ClusterError
 from .files import atomic_write
 from .node import HOST, node_name
 
@@ -92,15 +93,23 @@ def admin_properties(directory: str, password: str) -> dict[str, str]:
 
 
 def _passwords(directory: str) -> dict[str, str]:
-    with open(os.path.join(_security_dir(directory), "secrets.json")) as f:
-        passwords: dict[str, str] = json.load(f)
+    """``DIR/security/secrets.json``; ClusterError (exit 2, one line) when it is lost or unreadable: the nodes'
+    properties cannot be written without it, and new passwords would not match the ones the cluster knows."""
+    path = os.path.join(_security_dir(directory), "secrets.json")
+    try:
+        with open(path) as f:
+            passwords: dict[str, str] = json.load(f)
+    except (OSError, ValueError) as exc:
+        why = getattr(exc, "strerror", None) or exc
+        raise ClusterError(f"{path}: cannot read this --secure cluster's passwords ({why}); start a new cluster in "
+                           "another --dir", 2) from None
     return passwords
 
 
 def admin_scram_records(directory: str) -> list[object]:
     """``storage format --add-scram 'SCRAM-SHA-512=[name=admin,password=...]'`` (8192 iterations, a random salt): the
     UserScramCredentialRecord a secured cluster's controllers start their metadata log with, so that the admin can
-    log in on the client listener before anyone could create a user. OSError when ``DIR/security/secrets.json``
+    log in on the client listener before anyone could create a user. ClusterError when ``DIR/security/secrets.json``
     cannot be read."""
     from ..metadata.records import UserScramCredentialRecord
     from ..protocol.sasl import SCRAM_MECHANISM_TYPES, SCRAM_SHA_512, scram_credential
@@ -111,7 +120,7 @@ def admin_scram_records(directory: str) -> list[object]:
 
 def security_properties(directory: str, cluster: Mapping, node, single_controller_id: int) -> dict[str, str]:
     """The security keys of ``node``'s ``server.properties`` in a ``--secure`` cluster (the module doc), in the
-    order an operator writes them. OSError when ``DIR/security/secrets.json`` cannot be read."""
+    order an operator writes them. ClusterError when ``DIR/security/secrets.json`` cannot be read."""
     passwords = _passwords(directory)
     me = node_principal_name(node, single_controller_id)
     nodes = [node_principal_name(e["id"], single_controller_id) for e in cluster["nodes"]]
