@@ -40,7 +40,7 @@ from .files import atomic_write
 from .node import HOST, node_name
 
 __all__ = ["SECURITY_DIR", "ADMIN_USER", "secure_new_cluster", "security_properties", "node_principal_name",
-           "admin_properties", "write_private"]
+           "admin_properties", "admin_scram_records", "write_private"]
 
 SECURITY_DIR = "security"
 ADMIN_USER = "admin"
